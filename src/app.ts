@@ -1,0 +1,126 @@
+/**
+ * buildApp(config): plugins + modules, nothing else (DESIGN.md §4). Order (STYLE.md): external
+ * plugins → platform plugins (db, auth, errors, limits) → module routes, each registered explicitly.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Config } from './config.js';
+import type { AppContext } from './context.js';
+import { openDatabase } from './db/client.js';
+import { AuthRegistry } from './http/auth.js';
+import { registerErrorHandlers } from './http/errors.js';
+import { registerMetrics } from './http/metrics.js';
+import { registerRateLimit } from './http/rate-limit.js';
+import { ProblemSchema } from './http/schemas.js';
+import { apiKeyRoutes } from './modules/api-keys/routes.js';
+import { resolveApiKey } from './modules/api-keys/service.js';
+import { healthRoutes } from './modules/health/routes.js';
+import { identityRoutes } from './modules/identity/routes.js';
+import { IdentityService } from './modules/identity/service.js';
+
+export interface BuiltApp {
+  app: FastifyInstance;
+  ctx: AppContext;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Build the whole service for `config`. The caller listens (main.ts) or injects (tests). */
+export async function buildApp(config: Config): Promise<BuiltApp> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+    },
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const h = req.headers['x-request-id'];
+      return typeof h === 'string' && REQUEST_ID.test(h) ? h : randomUUID();
+    },
+    forceCloseConnections: 'idle',
+    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
+  });
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  // External plugins.
+  app.addSchema(ProblemSchema);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Agent Platform API', version: '1.0.0', description: 'Tool discovery, sessions, memory and agent identities for AI agents.' },
+      servers: [{ url: config.publicUrl }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  // Platform plugins.
+  registerErrorHandlers(app);
+  const metrics = registerMetrics(app);
+  const database = await openDatabase(config);
+  const ctx: AppContext = {
+    config,
+    database,
+    db: database.db,
+    auth: new AuthRegistry({ apiKeysEnabled: config.auth.apiKeys }),
+    log: app.log,
+    onClose: [],
+  };
+  if (config.redisUrl) {
+    const { Redis } = await import('ioredis');
+    ctx.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    ctx.redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
+  }
+  app.addHook('onClose', async () => {
+    for (const fn of [...ctx.onClose].reverse()) await fn();
+    ctx.redis?.disconnect();
+    await database.close();
+  });
+
+  const identity = await IdentityService.create(ctx);
+  ctx.auth.addJwtResolver({
+    name: 'user',
+    accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
+    resolve: (token) => identity.resolveAccessToken(token, (JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { iss?: unknown }).iss),
+  });
+  ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
+  await registerRateLimit(app, ctx);
+
+  // Modules.
+  await app.register(healthRoutes, { ctx, metrics });
+  await app.register(identityRoutes, {
+    ctx,
+    identity,
+    authConfig: () => {
+      const issuer = identity.issuer;
+      return {
+        domain: new URL(issuer).host,
+        clientId: config.auth.clientId,
+        audience: config.auth.audience,
+        scope: config.auth.scope,
+        issuer,
+        authorization_endpoint: `${issuer}/authorize`,
+        token_endpoint: `${issuer}/token`,
+        jwks_uri: `${issuer}/jwks`,
+      };
+    },
+  });
+  await app.register(apiKeyRoutes, { ctx });
+
+  app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
+  await app.ready();
+  return { app, ctx };
+}

@@ -1,0 +1,206 @@
+/**
+ * Typed configuration, parsed once from the environment (or any string map) and passed in.
+ * Every default lives here. A bad value throws {@link ConfigError} whose message is one line
+ * naming the variable; `main.ts` prints it and exits 1.
+ */
+import path from 'node:path';
+
+/** A configuration value could not be parsed. `message` is one line naming the variable. */
+export class ConfigError extends Error {}
+
+export type Role = 'user' | 'pro' | 'enterprise' | 'admin';
+export const ROLES: readonly Role[] = ['user', 'pro', 'enterprise', 'admin'];
+
+export type Plan = 'free' | 'pro' | 'enterprise';
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  port: number;
+  host: string;
+  /** Externally visible origin of this service, no trailing slash, e.g. `http://localhost:3000`. */
+  publicUrl: string;
+  /** Directory for embedded data (PGlite cluster, generated secrets). */
+  dataDir: string;
+  /** `postgres://…` to use PostgreSQL; undefined → embedded PGlite under `dataDir/pglite`. */
+  databaseUrl?: string;
+  /** Use an in-memory PGlite (tests); ignored when `databaseUrl` is set. */
+  databaseInMemory: boolean;
+  redisUrl?: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Largest accepted JSON body, bytes. */
+  bodyLimitBytes: number;
+  /** Trust X-Forwarded-* headers (behind a proxy). */
+  trustProxy: boolean;
+  auth: {
+    /** External OIDC issuer URL; undefined → the embedded tenant served under `/idp`. */
+    issuer?: string;
+    clientId: string;
+    clientSecret?: string;
+    audience: string;
+    rolesClaim: string;
+    scope: string;
+    /** Allowed redirect URIs for `/v1/auth/login`; empty → any loopback http(s) URI. */
+    redirectUris: string[];
+    /** Access-token lifetime in seconds (spec: 86400). */
+    accessTokenTtlSeconds: number;
+    /** Refresh-token lifetime in seconds. */
+    refreshTokenTtlSeconds: number;
+    /** `/auth/test` enabled. */
+    testTokens: boolean;
+    /** API-key authentication enabled (development/testing only per spec). */
+    apiKeys: boolean;
+    /** Emails that get the `admin` role at registration. */
+    adminEmails: string[];
+  };
+  rateLimit: {
+    /** Requests per minute for role `user`. */
+    user: number;
+    /** Requests per minute for role `pro`. */
+    pro: number;
+    /** Requests per minute for unauthenticated callers, per IP. */
+    anonymous: number;
+    /** Window in milliseconds. */
+    windowMs: number;
+  };
+  /** Base64 32-byte key for AES-256-GCM secret encryption; generated into dataDir when unset (embedded). */
+  secretsKey?: string;
+  upstream: {
+    /** Admit loopback targets (tests and local development only). */
+    allowLoopback: boolean;
+    timeoutMs: number;
+    maxResponseBytes: number;
+  };
+  /** Plan quotas: calls per window; `null` = unlimited. */
+  quotas: Record<Plan, { day: number | null; month: number | null }>;
+  reportThreshold: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+function fail(name: string, expected: string, got: string): never {
+  throw new ConfigError(`Invalid configuration: ${name} must be ${expected} (got ${JSON.stringify(got)})`);
+}
+
+function str(env: Env, name: string, def?: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? def : v;
+}
+
+function int(env: Env, name: string, def: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (!/^-?\d+$/.test(v)) fail(name, `an integer from ${min} to ${max}`, v);
+  const n = Number(v);
+  if (n < min || n > max) fail(name, `an integer from ${min} to ${max}`, v);
+  return n;
+}
+
+/** A quota: a non-negative integer, or `unlimited`. */
+function quota(env: Env, name: string, def: number | null): number | null {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (v === 'unlimited') return null;
+  return int(env, name, 0, 0);
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (['on', 'true', '1', 'yes'].includes(v)) return true;
+  if (['off', 'false', '0', 'no'].includes(v)) return false;
+  return fail(name, 'on or off', v);
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (!(values as readonly string[]).includes(v)) fail(name, `one of ${values.join(', ')}`, v);
+  return v as T;
+}
+
+function url(env: Env, name: string, protocols: string[], def?: string): string | undefined {
+  const v = str(env, name, def);
+  if (v === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    return fail(name, `a ${protocols.join(' or ')} URL`, v);
+  }
+  if (!protocols.includes(u.protocol.replace(':', ''))) fail(name, `a ${protocols.join(' or ')} URL`, v);
+  return v.replace(/\/+$/, '');
+}
+
+function list(env: Env, name: string): string[] {
+  const v = str(env, name);
+  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [];
+}
+
+/**
+ * Parse configuration from `env` (default `process.env`).
+ * @throws ConfigError naming the first bad variable.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = oneOf(env, 'NODE_ENV', ['development', 'production', 'test'] as const, 'development');
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const publicUrl = url(env, 'PUBLIC_URL', ['http', 'https'], `http://localhost:${port}`)!;
+  const issuer = url(env, 'AUTH_ISSUER', ['http', 'https']);
+  if (issuer && !str(env, 'AUTH_CLIENT_ID')) fail('AUTH_CLIENT_ID', 'set when AUTH_ISSUER is set', '');
+  const redirectUris = list(env, 'AUTH_REDIRECT_URIS');
+  for (const r of redirectUris) {
+    try {
+      new URL(r);
+    } catch {
+      fail('AUTH_REDIRECT_URIS', 'a comma-separated list of URLs', r);
+    }
+  }
+  const secretsKey = str(env, 'SECRETS_KEY');
+  if (secretsKey !== undefined && Buffer.from(secretsKey, 'base64').length !== 32) {
+    fail('SECRETS_KEY', 'a base64-encoded 32-byte key', '<redacted>');
+  }
+  return {
+    nodeEnv,
+    port,
+    host: str(env, 'HOST', '0.0.0.0')!,
+    publicUrl,
+    dataDir: path.resolve(str(env, 'DATA_DIR', './data')!),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
+    databaseInMemory: bool(env, 'DATABASE_IN_MEMORY', false),
+    redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    auth: {
+      issuer,
+      clientId: str(env, 'AUTH_CLIENT_ID', 'agent-platform-console')!,
+      clientSecret: str(env, 'AUTH_CLIENT_SECRET'),
+      audience: str(env, 'AUTH_AUDIENCE', `${publicUrl}/api`)!,
+      rolesClaim: str(env, 'AUTH_ROLES_CLAIM', 'roles')!,
+      scope: str(env, 'AUTH_SCOPE', 'openid profile email offline_access')!,
+      redirectUris,
+      accessTokenTtlSeconds: int(env, 'AUTH_ACCESS_TOKEN_TTL', 86400, 60, 7 * 86400),
+      refreshTokenTtlSeconds: int(env, 'AUTH_REFRESH_TOKEN_TTL', 30 * 86400, 3600, 365 * 86400),
+      testTokens: bool(env, 'AUTH_TEST_TOKENS', nodeEnv !== 'production'),
+      apiKeys: bool(env, 'AUTH_API_KEYS', true),
+      adminEmails: list(env, 'ADMIN_EMAILS').map((e) => e.toLowerCase()),
+    },
+    rateLimit: {
+      user: int(env, 'RATE_LIMIT_USER', 120, 1),
+      pro: int(env, 'RATE_LIMIT_PRO', 1200, 1),
+      anonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 300, 1),
+      windowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000),
+    },
+    secretsKey,
+    upstream: {
+      allowLoopback: bool(env, 'ALLOW_LOOPBACK_UPSTREAMS', false),
+      timeoutMs: int(env, 'UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),
+      maxResponseBytes: int(env, 'UPSTREAM_MAX_RESPONSE_BYTES', 1024 * 1024, 1024),
+    },
+    quotas: {
+      free: { day: quota(env, 'QUOTA_FREE_DAY', 100), month: quota(env, 'QUOTA_FREE_MONTH', 1000) },
+      pro: { day: quota(env, 'QUOTA_PRO_DAY', 10_000), month: quota(env, 'QUOTA_PRO_MONTH', 100_000) },
+      enterprise: { day: quota(env, 'QUOTA_ENTERPRISE_DAY', null), month: quota(env, 'QUOTA_ENTERPRISE_MONTH', null) },
+    },
+    reportThreshold: int(env, 'REPORT_THRESHOLD', 3, 1),
+  };
+}

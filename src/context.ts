@@ -1,0 +1,21 @@
+/**
+ * The dependencies every service receives: configuration, database, auth registry, logger and
+ * optional Redis. Built once per app in `app.ts`; services never read `process.env`.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import type { Database, Db } from './db/client.js';
+import type { AuthRegistry } from './http/auth.js';
+
+export interface AppContext {
+  config: Config;
+  database: Database;
+  db: Db;
+  auth: AuthRegistry;
+  log: FastifyBaseLogger;
+  /** Shared Redis connection when `REDIS_URL` is set. */
+  redis?: Redis;
+  /** Functions run at shutdown, in reverse order of registration (close queues, clients…). */
+  onClose: Array<() => Promise<void> | void>;
+}

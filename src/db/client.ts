@@ -1,0 +1,119 @@
+/**
+ * Database connection: embedded PGlite (default) or PostgreSQL (`DATABASE_URL`), behind one
+ * drizzle `Db` type and one SQL dialect. See DESIGN.md §2–3.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql, type SQL } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import type { Config } from '../config.js';
+import * as schema from './schema/index.js';
+
+export type Schema = typeof schema;
+/** The drizzle database handle every service receives. Works identically on PGlite and pg. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+/** A transaction handle (same query API as {@link Db}). */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/** An open database plus facts about the engine. */
+export interface Database {
+  db: Db;
+  engine: 'pglite' | 'postgres';
+  /** True when the pgvector extension is installed (set by {@link migrateDatabase}). */
+  hasVector: boolean;
+  /** Round-trip check used by `/readyz`. @throws when the database is unreachable. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+/** Advisory lock key that serialises migrations across instances ("agentplt" as int). */
+const MIGRATION_LOCK_KEY = 0x61676e74;
+
+/** Open the database selected by `config` (PGlite under `dataDir/pglite`, in memory, or pg). */
+export async function openDatabase(config: Config): Promise<Database> {
+  if (config.databaseUrl) {
+    const { default: pg } = await import('pg');
+    const { drizzle } = await import('drizzle-orm/node-postgres');
+    const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10 });
+    pool.on('error', () => {
+      /* idle client errors are reported by the next query */
+    });
+    const db = drizzle({ client: pool, schema }) as unknown as Db;
+    const database: Database = {
+      db,
+      engine: 'postgres',
+      hasVector: false,
+      async ping() {
+        await pool.query('select 1');
+      },
+      async close() {
+        await pool.end();
+      },
+    };
+    await migrateDatabase(database, async (fn) => {
+      const client = await pool.connect();
+      try {
+        await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+        try {
+          const { migrate } = await import('drizzle-orm/node-postgres/migrator');
+          await fn(drizzle({ client, schema }), migrate as never);
+        } finally {
+          await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+        }
+      } finally {
+        client.release();
+      }
+    });
+    return database;
+  }
+
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { vector } = await import('@electric-sql/pglite-pgvector');
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const { drizzle } = await import('drizzle-orm/pglite');
+  let dataDir: string | undefined;
+  if (!config.databaseInMemory) {
+    dataDir = path.join(config.dataDir, 'pglite');
+    fs.mkdirSync(dataDir, { recursive: true });
+  }
+  const client = await PGlite.create(dataDir ?? 'memory://', { extensions: { vector, pg_trgm } });
+  const db = drizzle({ client, schema }) as unknown as Db;
+  const database: Database = {
+    db,
+    engine: 'pglite',
+    hasVector: false,
+    async ping() {
+      await client.query('select 1');
+    },
+    async close() {
+      await client.close();
+    },
+  };
+  await migrateDatabase(database, async (fn) => {
+    const { migrate } = await import('drizzle-orm/pglite/migrator');
+    await fn(db, migrate as never);
+  });
+  return database;
+}
+
+type Migrate = (db: unknown, cfg: { migrationsFolder: string }) => Promise<void>;
+
+/** Apply pending migrations (generated SQL in `src/db/migrations`) under the engine's lock. */
+async function migrateDatabase(
+  database: Database,
+  withLock: (fn: (db: unknown, migrate: Migrate) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  await withLock(async (db, migrate) => {
+    await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+  });
+  const rows = await execRows(database.db, sql`select 1 from pg_extension where extname = 'vector'`);
+  database.hasVector = rows.length > 0;
+}
+
+/** Run raw SQL and return its rows (normalises the PGlite and node-postgres result shapes). */
+export async function execRows<T = Record<string, unknown>>(db: Db | Tx, query: SQL): Promise<T[]> {
+  const res = (await db.execute(query)) as unknown as { rows: T[] };
+  return res.rows;
+}

@@ -1,0 +1,165 @@
+/**
+ * Principals and authentication (DESIGN.md §6).
+ *
+ * Credentials are read from `Authorization: Bearer <token>` or `X-API-Key: <key>`. Keys start
+ * `apk_`; everything else is a JWT. Modules contribute resolvers to an {@link AuthRegistry}
+ * (identity: user JWTs; api-keys: keys; agents: agent JWTs); protected routes are registered
+ * inside a scope guarded by {@link requireAuth} — never by URL allow-lists (STYLE.md).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { decodeJwt } from 'jose';
+import type { Role } from '../config.js';
+import { AppError } from './errors.js';
+
+/** A signed-in user (by OAuth/OIDC access token or by API key). */
+export interface UserPrincipal {
+  kind: 'user';
+  /** Platform user id (`usr_…`). */
+  userId: string;
+  /** Identity-provider subject `<provider>|<id>` (spec "user_id"). */
+  subject: string;
+  email: string | null;
+  roles: Role[];
+  via: 'token' | 'api_key';
+  /** Access-token expiry (absent for API keys). */
+  expiresAt?: Date;
+}
+
+/** An agent authenticated with the client_credentials grant (RFC 6749 §4.4). */
+export interface AgentPrincipal {
+  kind: 'agent';
+  /** `agt_…` */
+  agentId: string;
+  /** The owning user's id (`usr_…`); the account the agent acts for. */
+  ownerId: string;
+  /** The owner's roles (rate limits and quotas follow the account). */
+  roles: Role[];
+  clientId: string;
+  scope: string[];
+  expiresAt?: Date;
+}
+
+export type Principal = UserPrincipal | AgentPrincipal;
+
+/** The account (user id) that owns whatever this principal creates or reads. */
+export function accountOf(p: Principal): string {
+  return p.kind === 'user' ? p.userId : p.ownerId;
+}
+
+/**
+ * Verifies one family of bearer JWTs. `accepts` looks at the *unverified* payload only to pick a
+ * resolver; `resolve` must verify signature, issuer, audience and expiry.
+ * `resolve` throws AppError `token_expired` or `invalid_token`.
+ */
+export interface JwtResolver {
+  name: string;
+  accepts(unverifiedPayload: Record<string, unknown>): boolean;
+  resolve(token: string): Promise<Principal>;
+}
+
+/** Resolves an API key (`apk_…`) to its user, or throws AppError `invalid_token`. */
+export type ApiKeyResolver = (key: string) => Promise<UserPrincipal>;
+
+/** The place modules register how their credentials are verified. */
+export class AuthRegistry {
+  private readonly jwtResolvers: JwtResolver[] = [];
+  private apiKeyResolver?: ApiKeyResolver;
+
+  constructor(private readonly opts: { apiKeysEnabled: boolean }) {}
+
+  addJwtResolver(r: JwtResolver): void {
+    this.jwtResolvers.push(r);
+  }
+
+  setApiKeyResolver(r: ApiKeyResolver): void {
+    this.apiKeyResolver = r;
+  }
+
+  /** The credential on a request, or null when none was sent. */
+  static credentialOf(req: FastifyRequest): string | null {
+    const key = req.headers['x-api-key'];
+    if (typeof key === 'string' && key.length > 0) return key.trim();
+    const h = req.headers.authorization;
+    if (!h) return null;
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+    if (!m) throw new AppError('invalid_token', 'Authorization header must be "Bearer <token>"');
+    return m[1];
+  }
+
+  /** Verify a bearer credential. @throws AppError invalid_token | token_expired */
+  async authenticate(credential: string): Promise<Principal> {
+    if (credential.startsWith('apk_')) {
+      if (!this.opts.apiKeysEnabled || !this.apiKeyResolver) throw new AppError('invalid_token', 'API-key authentication is disabled');
+      return this.apiKeyResolver(credential);
+    }
+    let payload: Record<string, unknown>;
+    try {
+      payload = decodeJwt(credential) as Record<string, unknown>;
+    } catch {
+      throw new AppError('invalid_token', 'Token is not a well-formed JWT');
+    }
+    const resolver = this.jwtResolvers.find((r) => r.accepts(payload));
+    if (!resolver) throw new AppError('invalid_token', 'Token was not issued for this API');
+    return resolver.resolve(credential);
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by {@link requireAuth} (and by the rate limiter for optional auth). */
+    principal: Principal | null;
+  }
+}
+
+/** Options of {@link requireAuth}. */
+export interface AuthOptions {
+  /** Principal kinds admitted (default: users and agents). */
+  principals?: Array<Principal['kind']>;
+  /** Roles admitted (any of); default: all. Insufficient role → 403 `insufficient_role`. */
+  roles?: Role[];
+}
+
+/** Require a principal in this scope (adds an onRequest hook). Use inside `app.register(async (scope) => …)`. */
+export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts: AuthOptions = {}): void {
+  const kinds = opts.principals ?? ['user', 'agent'];
+  scope.addHook('onRequest', async (req: FastifyRequest) => {
+    const cred = AuthRegistry.credentialOf(req);
+    if (!cred) throw new AppError('unauthenticated', 'This endpoint needs a bearer token or API key');
+    const p = await registry.authenticate(cred);
+    req.principal = p;
+    if (!kinds.includes(p.kind)) {
+      if (p.kind === 'user') throw new AppError('agent_token_required', 'This endpoint needs an agent access token (POST /auth/agent/token)');
+      throw new AppError('forbidden', 'This endpoint is for users, not agents');
+    }
+    if (opts.roles) checkRole(p, opts.roles);
+  });
+}
+
+/** @throws AppError insufficient_role unless `p` holds one of `roles`. */
+export function checkRole(p: Principal, roles: Role[]): void {
+  if (!p.roles.some((r) => roles.includes(r))) {
+    throw new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
+  }
+}
+
+/** The principal of a request inside a {@link requireAuth} scope. */
+export function principalOf(req: FastifyRequest): Principal {
+  if (!req.principal) throw new AppError('unauthenticated', 'Authentication required');
+  return req.principal;
+}
+
+/** The user principal of a request inside a user-only scope. */
+export function userOf(req: FastifyRequest): UserPrincipal {
+  const p = principalOf(req);
+  if (p.kind !== 'user') throw new AppError('forbidden', 'This endpoint is for users, not agents');
+  return p;
+}
+
+/** The agent principal of a request inside an agent-only scope. */
+export function agentOf(req: FastifyRequest): AgentPrincipal {
+  const p = principalOf(req);
+  if (p.kind !== 'agent') throw new AppError('agent_token_required', 'This endpoint needs an agent access token');
+  return p;
+}
+
+export type { FastifyReply };

@@ -1,0 +1,37 @@
+/**
+ * Cursor pagination on time-sortable ids (DESIGN.md §5). Ids sort by creation time, so a
+ * list ordered by `id desc` is newest-first and the cursor is the last id returned, encoded
+ * opaquely (base64url) so clients do not depend on its shape.
+ */
+import { AppError } from './errors.js';
+
+/** A page of results in the platform's list envelope. */
+export interface Page<T> {
+  data: T[];
+  next_cursor: string | null;
+}
+
+/** Decode a `cursor` query value into the id to continue after. @throws AppError validation_failed */
+export function decodeCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined) return undefined;
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[a-z]+_[0-9a-z]{26}$/.test(id) && !/^[\x20-\x7e]{1,300}$/.test(id)) {
+    throw new AppError('validation_failed', 'cursor is malformed', { errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }] });
+  }
+  return id;
+}
+
+/** Encode the continuation key of the last row. */
+export function encodeCursor(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+/**
+ * Build a page from `rows` fetched with `limit + 1`: the extra row only signals that more exist.
+ * `keyOf` gives the continuation key of a row (default: its `id`).
+ */
+export function toPage<R, T>(rows: R[], limit: number, map: (r: R) => T, keyOf: (r: R) => string = (r) => (r as { id: string }).id): Page<T> {
+  const more = rows.length > limit;
+  const slice = more ? rows.slice(0, limit) : rows;
+  return { data: slice.map(map), next_cursor: more ? encodeCursor(keyOf(slice[slice.length - 1])) : null };
+}

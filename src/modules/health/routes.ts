@@ -1,0 +1,60 @@
+/** Operational routes: liveness, readiness, Prometheus metrics. Unauthenticated and not rate limited. */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.js';
+import type { Metrics } from '../../http/metrics.js';
+
+const Check = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('error')]), detail: Type.Optional(Type.String()) });
+
+export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx: AppContext; metrics: Metrics }): Promise<void> {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['operations'];
+  const config = { rateLimit: false };
+
+  r.get('/healthz', { config, schema: { tags, operationId: 'ops.healthz', summary: 'Process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+
+  r.get(
+    '/readyz',
+    {
+      config,
+      schema: {
+        tags,
+        operationId: 'ops.readyz',
+        summary: 'Dependencies reachable',
+        response: {
+          200: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check), details: Type.Record(Type.String(), Type.Unknown()) }),
+          503: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check), details: Type.Record(Type.String(), Type.Unknown()) }),
+        },
+      },
+    },
+    async (_req, reply) => {
+      const checks: Record<string, { status: 'ok' | 'error'; detail?: string }> = {};
+      try {
+        await ctx.database.ping();
+        checks.database = { status: 'ok' };
+      } catch (err) {
+        checks.database = { status: 'error', detail: (err as Error).message };
+      }
+      if (ctx.redis) {
+        try {
+          await ctx.redis.ping();
+          checks.redis = { status: 'ok' };
+        } catch (err) {
+          checks.redis = { status: 'error', detail: (err as Error).message };
+        }
+      }
+      const ok = Object.values(checks).every((c) => c.status === 'ok');
+      const details = {
+        database_engine: ctx.database.engine,
+        vector_search: ctx.database.hasVector ? 'pgvector (HNSW index)' : 'exact cosine over real[] (no pgvector on this server; slower at scale)',
+      };
+      return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'error', checks, details });
+    },
+  );
+
+  app.get('/metrics', { config, schema: { tags, operationId: 'ops.metrics', summary: 'Prometheus metrics (text exposition format)', response: { 200: { type: 'string' } } } }, async (_req, reply) => {
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+}

@@ -1,0 +1,133 @@
+/** HTTP routes of the identity module: the spec's detailed `/v1/auth/*` and simplified `/auth/*` groups. */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.js';
+import { AppError } from '../../http/errors.js';
+import { AuthRegistry, requireAuth, userOf } from '../../http/auth.js';
+import { USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import type { Static } from 'typebox';
+import type { IdentityService, TokenSet } from './service.js';
+import { toProfile } from './service.js';
+import {
+  AuthConfig,
+  LoginBody,
+  ProfileSchema,
+  ProfileUpdateBody,
+  RefreshBody,
+  RegisterBody,
+  TestTokenBody,
+  TokenSetSchema,
+  ValidateResult,
+} from './schemas.js';
+
+/** Refresh tokens that are not the platform's own go to the external provider (set by the OIDC module). */
+export type ExternalRefresh = (refreshToken: string) => Promise<TokenSet>;
+
+export interface IdentityRouteDeps {
+  ctx: AppContext;
+  identity: IdentityService;
+  /** Description of the identity provider (`GET /v1/auth/config`). */
+  authConfig: () => Static<typeof AuthConfig>;
+  externalRefresh?: ExternalRefresh;
+}
+
+export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDeps): Promise<void> {
+  const { ctx, identity } = deps;
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['auth'];
+
+  for (const url of ['/v1/auth/config', '/auth/info']) {
+    r.get(url, { schema: { tags, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig } } }, async () => deps.authConfig());
+  }
+
+  r.post(
+    '/auth/register',
+    { schema: { tags, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
+    async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))),
+  );
+
+  r.post(
+    '/auth/login',
+    { schema: { tags, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    async (req, reply) => {
+      const user = await identity.checkPassword(req.body.email, req.body.password);
+      reply.header('cache-control', 'no-store');
+      return identity.issueTokenSet(user);
+    },
+  );
+
+  r.post(
+    '/auth/test',
+    {
+      schema: {
+        tags,
+        operationId: 'auth.test',
+        summary: 'Get a test token (disabled in production unless AUTH_TEST_TOKENS=on)',
+        body: Type.Optional(TestTokenBody),
+        response: { 200: TokenSetSchema, ...errorResponses(404) },
+      },
+    },
+    async (req, reply) => {
+      if (!ctx.config.auth.testTokens) throw new AppError('not_found', `No route for POST /auth/test`);
+      reply.header('cache-control', 'no-store');
+      return identity.testToken(req.body ?? {});
+    },
+  );
+
+  r.post(
+    '/v1/auth/refresh',
+    { schema: { tags, operationId: 'auth.refresh', summary: 'Exchange a refresh token for new tokens', body: RefreshBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    async (req, reply) => {
+      reply.header('cache-control', 'no-store');
+      const token = req.body.refresh_token;
+      if (token.startsWith('rt_') || !deps.externalRefresh) return identity.refreshPlatformToken(token);
+      return deps.externalRefresh(token);
+    },
+  );
+
+  r.post(
+    '/v1/auth/validate',
+    {
+      schema: {
+        tags,
+        operationId: 'auth.validate',
+        summary: 'Report whether the bearer token is valid, with identity, roles and expiry',
+        security: [{ bearerAuth: [] }],
+        response: { 200: ValidateResult, ...errorResponses() },
+      },
+    },
+    async (req) => {
+      const cred = AuthRegistry.credentialOf(req);
+      if (!cred) throw new AppError('unauthenticated', 'Send the token to validate as "Authorization: Bearer <token>"');
+      try {
+        const p = await ctx.auth.authenticate(cred);
+        const exp = p.expiresAt?.toISOString();
+        if (p.kind === 'agent') return { valid: true, user_id: `agent|${p.agentId}`, email: null, roles: p.roles, expires_at: exp };
+        return { valid: true, user_id: p.subject, email: p.email, roles: p.roles, expires_at: exp };
+      } catch (err) {
+        if (err instanceof AppError && err.status === 401) return { valid: false, code: err.code };
+        throw err;
+      }
+    },
+  );
+
+  // Signed-in users only.
+  await app.register(async (scope) => {
+    requireAuth(scope, ctx.auth, { principals: ['user'] });
+    const s = scope.withTypeProvider<TypeBoxTypeProvider>();
+    const security = USER_SECURITY;
+    for (const url of ['/v1/auth/me', '/auth/profile']) {
+      s.get(
+        url,
+        { schema: { tags, operationId: url === '/v1/auth/me' ? 'auth.me' : 'auth.profile', summary: 'Current user', security, response: { 200: ProfileSchema, ...errorResponses(403) } } },
+        async (req) => identity.profile(userOf(req).userId),
+      );
+    }
+    s.put(
+      '/v1/auth/profile',
+      { schema: { tags, operationId: 'auth.updateProfile', summary: 'Update name and preferences (unknown preference keys are kept)', security, body: ProfileUpdateBody, response: { 200: ProfileSchema, ...errorResponses(403) } } },
+      async (req) => identity.updateProfile(userOf(req).userId, req.body),
+    );
+  });
+}

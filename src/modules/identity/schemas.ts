@@ -1,0 +1,84 @@
+/** TypeBox schemas of the identity routes (spec: "Identity provider configuration" … "Profile update"). */
+import { Type } from 'typebox';
+import { Nullable, Timestamp } from '../../http/schemas.js';
+
+const RoleSchema = Type.Union([Type.Literal('user'), Type.Literal('pro'), Type.Literal('enterprise'), Type.Literal('admin')]);
+
+export const AuthConfig = Type.Object({
+  domain: Type.String({ description: 'host of the identity provider' }),
+  clientId: Type.String(),
+  audience: Type.String(),
+  scope: Type.String(),
+  issuer: Type.String(),
+  authorization_endpoint: Type.String(),
+  token_endpoint: Type.String(),
+  jwks_uri: Type.String(),
+});
+
+export const TokenSetSchema = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+  refresh_token: Type.String(),
+  id_token: Type.String(),
+  scope: Type.Optional(Type.String()),
+  user_id: Type.Optional(Type.String()),
+});
+
+export const ProfileSchema = Type.Object({
+  user_id: Type.String(),
+  email: Nullable(Type.String()),
+  name: Nullable(Type.String()),
+  picture: Nullable(Type.String()),
+  roles: Type.Array(RoleSchema),
+  preferences: Type.Record(Type.String(), Type.Unknown()),
+  created_at: Timestamp,
+  subscription: Type.Object({ tier: Type.String(), valid_until: Nullable(Timestamp) }),
+});
+
+const Email = Type.String({ format: 'email', maxLength: 254 });
+
+export const RegisterBody = Type.Object(
+  { email: Email, password: Type.String({ minLength: 8, maxLength: 256 }), name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
+  { additionalProperties: false },
+);
+
+export const LoginBody = Type.Object(
+  { email: Email, password: Type.String({ minLength: 1, maxLength: 256 }) },
+  { additionalProperties: false },
+);
+
+export const TestTokenBody = Type.Object(
+  {
+    email: Type.Optional(Email),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    roles: Type.Optional(Type.Array(RoleSchema, { minItems: 1, maxItems: 4, uniqueItems: true })),
+    expires_in: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400 })),
+  },
+  { additionalProperties: false },
+);
+
+export const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false });
+
+export const ProfileUpdateBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    picture: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })),
+    preferences: Type.Optional(
+      Type.Object(
+        { theme: Type.Optional(Type.String({ maxLength: 50 })), notifications: Type.Optional(Type.Boolean()) },
+        { additionalProperties: true, maxProperties: 50 },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ValidateResult = Type.Object({
+  valid: Type.Boolean(),
+  user_id: Type.Optional(Type.String()),
+  email: Type.Optional(Nullable(Type.String())),
+  roles: Type.Optional(Type.Array(Type.String())),
+  expires_at: Type.Optional(Timestamp),
+  code: Type.Optional(Type.String({ description: 'why the token is not valid: token_expired | invalid_token' })),
+});

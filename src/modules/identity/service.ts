@@ -1,0 +1,344 @@
+/**
+ * Identity: users, the platform's own token issuance (simplified login, test tokens, refresh)
+ * and verification of user access tokens (embedded tenant or external OIDC provider).
+ *
+ * Access tokens are JWTs (RFC 9068 profile: `typ` "at+jwt") signed RS256 with the platform keys,
+ * issuer `<PUBLIC_URL>/idp` (the embedded OpenID Provider) and audience `AUTH_AUDIENCE`.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { LRUCache } from 'lru-cache';
+import type { Role } from '../../config.js';
+import { ROLES } from '../../config.js';
+import type { AppContext } from '../../context.js';
+import { refreshTokens, users } from '../../db/schema/index.js';
+import { AppError, notFound } from '../../http/errors.js';
+import type { UserPrincipal } from '../../http/auth.js';
+import { newId } from '../../http/ids.js';
+import { loadKeySet, type KeySet } from './keys.js';
+import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js';
+
+/** Provider part of `user_id` for users of the embedded tenant. */
+export const EMBEDDED_PROVIDER = 'agent-platform';
+
+export type UserRow = typeof users.$inferSelect;
+
+/** OAuth 2.0 token response (RFC 6749 §5.1) plus OIDC `id_token`. */
+export interface TokenSet {
+  access_token: string;
+  token_type: 'Bearer';
+  /** Seconds until the access token expires. */
+  expires_in: number;
+  refresh_token: string;
+  id_token: string;
+  scope: string;
+}
+
+/** The public profile (`GET /v1/auth/me`). */
+export interface Profile {
+  user_id: string;
+  email: string | null;
+  name: string | null;
+  picture: string | null;
+  roles: Role[];
+  preferences: Record<string, unknown>;
+  created_at: string;
+  subscription: { tier: string; valid_until: string | null };
+}
+
+/** Verifies access tokens of one issuer. @throws AppError token_expired | invalid_token */
+export type AccessTokenVerifier = (token: string) => Promise<JWTPayload>;
+
+function sha256(s: string): string {
+  return createHash('sha256').update(s).digest('hex');
+}
+
+/** The highest role, used as the subscription tier (spec: "a role-like tier name"). */
+export function tierOf(roles: readonly string[]): Role {
+  for (const r of ['admin', 'enterprise', 'pro'] as const) if (roles.includes(r)) return r;
+  return 'user';
+}
+
+function cleanRoles(v: unknown): Role[] {
+  const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(/[ ,]+/) : [];
+  const out = list.filter((r): r is Role => (ROLES as readonly string[]).includes(r as string));
+  return out.length ? [...new Set(out)] : ['user'];
+}
+
+/** Map a jose verification failure to the platform's 401 codes. */
+export function tokenError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof joseErrors.JWTExpired) return new AppError('token_expired', 'The access token has expired; refresh it');
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return new AppError('invalid_token', `Token claim "${err.claim}" is invalid`);
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return new AppError('invalid_token', 'Token signature is invalid');
+  if (err instanceof joseErrors.JOSEError) return new AppError('invalid_token', 'Token is invalid');
+  return new AppError('invalid_token', 'Token is invalid');
+}
+
+/** Identity service: created once per app (it holds the key set and a small user cache). */
+export class IdentityService {
+  readonly keys: KeySet;
+  /** Issuer of user access tokens: the external provider, or `<PUBLIC_URL>/idp`. */
+  readonly issuer: string;
+  private readonly localJwks: JWTVerifyGetKey;
+  /** External-provider verifier; set by the OIDC module when `AUTH_ISSUER` is configured. */
+  externalVerifier?: AccessTokenVerifier;
+  /** Provider name for external subjects without `|` (the issuer's host). */
+  externalProvider?: string;
+  private readonly subjectCache = new LRUCache<string, UserRow>({ max: 10_000, ttl: 30_000 });
+
+  private constructor(private readonly ctx: AppContext, keys: KeySet) {
+    this.keys = keys;
+    this.issuer = ctx.config.auth.issuer ?? `${ctx.config.publicUrl}/idp`;
+    this.localJwks = createLocalJWKSet(keys.publicJwks);
+  }
+
+  static async create(ctx: AppContext): Promise<IdentityService> {
+    return new IdentityService(ctx, await loadKeySet(ctx.db));
+  }
+
+  /** Issuer of tokens signed by the platform itself (always the embedded tenant). */
+  get platformIssuer(): string {
+    return `${this.ctx.config.publicUrl}/idp`;
+  }
+
+  // ---------------------------------------------------------------- users
+
+  /** `user_id` of the spec for a platform user. */
+  static subjectFor(userId: string): string {
+    return `${EMBEDDED_PROVIDER}|${userId}`;
+  }
+
+  async getUser(userId: string): Promise<UserRow> {
+    const [u] = await this.ctx.db.select().from(users).where(eq(users.id, userId));
+    if (!u) throw notFound('User');
+    return u;
+  }
+
+  async findUserByEmail(email: string): Promise<UserRow | undefined> {
+    const [u] = await this.ctx.db.select().from(users).where(sql`lower(${users.email}) = ${email.toLowerCase()}`);
+    return u;
+  }
+
+  /** Register a user of the embedded tenant. @throws AppError conflict when the email is taken. */
+  async register(input: { email: string; password: string; name?: string }): Promise<UserRow> {
+    const email = input.email.trim().toLowerCase();
+    if (await this.findUserByEmail(email)) throw new AppError('conflict', 'A user with this email already exists');
+    const id = newId('usr');
+    const roles: Role[] = this.ctx.config.auth.adminEmails.includes(email) ? ['user', 'admin'] : ['user'];
+    const [u] = await this.ctx.db
+      .insert(users)
+      .values({
+        id,
+        subject: IdentityService.subjectFor(id),
+        email,
+        name: input.name ?? email.split('@')[0],
+        passwordHash: await hashPassword(input.password),
+        roles,
+      })
+      .onConflictDoNothing()
+      .returning();
+    if (!u) throw new AppError('conflict', 'A user with this email already exists');
+    return u;
+  }
+
+  /**
+   * Check email + password. Unknown emails cost one scrypt too, so timing does not reveal
+   * which emails exist. @throws AppError invalid_credentials
+   */
+  async checkPassword(email: string, password: string): Promise<UserRow> {
+    const u = await this.findUserByEmail(email.trim());
+    const ok = await verifyPassword(password, u?.passwordHash ?? DUMMY_HASH);
+    if (!u || !u.passwordHash || !ok) throw new AppError('invalid_credentials', 'Email or password is wrong');
+    return u;
+  }
+
+  /** Get or create the user of an external-provider subject (just-in-time provisioning). */
+  async upsertExternalUser(subject: string, claims: { email?: string; name?: string; picture?: string; roles?: Role[] }): Promise<UserRow> {
+    const cached = this.subjectCache.get(subject);
+    if (cached) return cached;
+    let [u] = await this.ctx.db.select().from(users).where(eq(users.subject, subject));
+    if (!u) {
+      [u] = await this.ctx.db
+        .insert(users)
+        .values({ id: newId('usr'), subject, email: claims.email ?? null, name: claims.name ?? null, picture: claims.picture ?? null, roles: claims.roles ?? ['user'] })
+        .onConflictDoNothing({ target: users.subject })
+        .returning();
+      if (!u) [u] = await this.ctx.db.select().from(users).where(eq(users.subject, subject));
+    }
+    if (!u) throw new AppError('conflict', 'Could not provision the user (email already used by another account)');
+    this.subjectCache.set(subject, u);
+    return u;
+  }
+
+  /** Replace a user's roles (CLI `users set-role`). */
+  async setRoles(email: string, roles: Role[]): Promise<UserRow> {
+    const [u] = await this.ctx.db
+      .update(users)
+      .set({ roles, updatedAt: new Date() })
+      .where(sql`lower(${users.email}) = ${email.toLowerCase()}`)
+      .returning();
+    if (!u) throw notFound('User');
+    this.subjectCache.delete(u.subject);
+    return u;
+  }
+
+  /** The profile of `userId` (`GET /v1/auth/me`). */
+  async profile(userId: string): Promise<Profile> {
+    return toProfile(await this.getUser(userId));
+  }
+
+  /** Update name and merge preferences (unknown keys kept). */
+  async updateProfile(userId: string, input: { name?: string; picture?: string; preferences?: Record<string, unknown> }): Promise<Profile> {
+    const [u] = await this.ctx.db
+      .update(users)
+      .set({
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.picture !== undefined ? { picture: input.picture } : {}),
+        ...(input.preferences ? { preferences: sql`${users.preferences} || ${JSON.stringify(input.preferences)}::jsonb` } : {}),
+        updatedAt: new Date(),
+      })
+      .where(eq(users.id, userId))
+      .returning();
+    if (!u) throw notFound('User');
+    return toProfile(u);
+  }
+
+  // ---------------------------------------------------------------- tokens
+
+  /** Issue a token set signed by the platform for `user`. Roles default to the user's stored roles. */
+  async issueTokenSet(user: UserRow, opts: { expiresIn?: number; roles?: Role[]; familyId?: string } = {}): Promise<TokenSet> {
+    const cfg = this.ctx.config.auth;
+    const expiresIn = opts.expiresIn ?? cfg.accessTokenTtlSeconds;
+    const roles = opts.roles ?? (user.roles as Role[]);
+    const now = Math.floor(Date.now() / 1000);
+    const access = await new SignJWT({ scope: cfg.scope, roles, email: user.email ?? undefined, client_id: cfg.clientId })
+      .setProtectedHeader({ alg: 'RS256', kid: this.keys.signingKid, typ: 'at+jwt' })
+      .setIssuer(this.platformIssuer)
+      .setAudience(cfg.audience)
+      .setSubject(user.id)
+      .setIssuedAt(now)
+      .setExpirationTime(now + expiresIn)
+      .setJti(randomBytes(12).toString('base64url'))
+      .sign(this.keys.signingKey);
+    const idToken = await new SignJWT({ email: user.email ?? undefined, name: user.name ?? undefined, picture: user.picture ?? undefined })
+      .setProtectedHeader({ alg: 'RS256', kid: this.keys.signingKid, typ: 'JWT' })
+      .setIssuer(this.platformIssuer)
+      .setAudience(cfg.clientId)
+      .setSubject(user.id)
+      .setIssuedAt(now)
+      .setExpirationTime(now + expiresIn)
+      .sign(this.keys.signingKey);
+    const refresh = `rt_${randomBytes(32).toString('base64url')}`;
+    await this.ctx.db.insert(refreshTokens).values({
+      id: newId('rt'),
+      userId: user.id,
+      tokenHash: sha256(refresh),
+      familyId: opts.familyId ?? newId('rt'),
+      expiresAt: new Date(Date.now() + cfg.refreshTokenTtlSeconds * 1000),
+    });
+    return { access_token: access, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refresh, id_token: idToken, scope: cfg.scope };
+  }
+
+  /**
+   * Exchange a platform refresh token (`rt_…`) for a new token set. Refresh tokens rotate and are
+   * single use; presenting a used one revokes its whole family (OAuth 2.0 Security BCP §4.14.2).
+   * @throws AppError invalid_token for unknown, used or expired tokens.
+   */
+  async refreshPlatformToken(refreshToken: string): Promise<TokenSet> {
+    const hash = sha256(refreshToken);
+    const [row] = await this.ctx.db
+      .update(refreshTokens)
+      .set({ consumedAt: new Date() })
+      .where(and(eq(refreshTokens.tokenHash, hash), isNull(refreshTokens.consumedAt)))
+      .returning();
+    if (!row) {
+      const [used] = await this.ctx.db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, hash));
+      if (used) await this.ctx.db.update(refreshTokens).set({ consumedAt: new Date() }).where(eq(refreshTokens.familyId, used.familyId));
+      throw new AppError('invalid_token', 'Refresh token is unknown or was already used');
+    }
+    if (row.expiresAt.getTime() < Date.now()) throw new AppError('invalid_token', 'Refresh token has expired');
+    const user = await this.getUser(row.userId);
+    return this.issueTokenSet(user, { familyId: row.familyId });
+  }
+
+  /** Verify an access token signed by the platform. @throws AppError token_expired | invalid_token */
+  async verifyPlatformToken(token: string): Promise<JWTPayload> {
+    try {
+      const { payload } = await jwtVerify(token, this.localJwks, {
+        issuer: this.platformIssuer,
+        audience: this.ctx.config.auth.audience,
+        algorithms: ['RS256'],
+      });
+      return payload;
+    } catch (err) {
+      throw tokenError(err);
+    }
+  }
+
+  /**
+   * Resolve a user access token to a principal: platform-signed tokens directly (no database
+   * round trip), external-provider tokens through the provider's JWKS plus JIT provisioning.
+   */
+  async resolveAccessToken(token: string, unverifiedIssuer: unknown): Promise<UserPrincipal> {
+    if (unverifiedIssuer === this.platformIssuer || !this.externalVerifier) {
+      const p = await this.verifyPlatformToken(token);
+      if (typeof p.sub !== 'string' || !p.sub.startsWith('usr_')) throw new AppError('invalid_token', 'Token subject is not a user');
+      return {
+        kind: 'user',
+        userId: p.sub,
+        subject: IdentityService.subjectFor(p.sub),
+        email: typeof p.email === 'string' ? p.email : null,
+        roles: cleanRoles(p.roles),
+        via: 'token',
+        expiresAt: new Date((p.exp ?? 0) * 1000),
+      };
+    }
+    const p = await this.externalVerifier(token);
+    if (typeof p.sub !== 'string' || !p.sub) throw new AppError('invalid_token', 'Token has no subject');
+    const subject = p.sub.includes('|') ? p.sub : `${this.externalProvider}|${p.sub}`;
+    const roles = cleanRoles(p[this.ctx.config.auth.rolesClaim]);
+    const user = await this.upsertExternalUser(subject, {
+      email: typeof p.email === 'string' ? p.email : undefined,
+      name: typeof p.name === 'string' ? p.name : undefined,
+      picture: typeof p.picture === 'string' ? p.picture : undefined,
+      roles,
+    });
+    return { kind: 'user', userId: user.id, subject, email: user.email, roles, via: 'token', expiresAt: new Date((p.exp ?? 0) * 1000) };
+  }
+
+  /** Create (or reuse) a test user and issue a token set (`POST /auth/test`). */
+  async testToken(input: { email?: string; name?: string; roles?: Role[]; expires_in?: number }): Promise<TokenSet & { user_id: string }> {
+    const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).toLowerCase();
+    let user = await this.findUserByEmail(email);
+    if (!user) {
+      const id = newId('usr');
+      [user] = await this.ctx.db
+        .insert(users)
+        .values({ id, subject: IdentityService.subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: input.roles ?? ['user'] })
+        .onConflictDoNothing()
+        .returning();
+      user ??= await this.findUserByEmail(email);
+      if (!user) throw new AppError('conflict', 'Could not create the test user');
+    } else if (input.roles) {
+      [user] = await this.ctx.db.update(users).set({ roles: input.roles }).where(eq(users.id, user.id)).returning();
+    }
+    const set = await this.issueTokenSet(user, { expiresIn: input.expires_in, roles: input.roles });
+    return { ...set, user_id: user.subject };
+  }
+}
+
+/** Public profile of a user row. */
+export function toProfile(u: UserRow): Profile {
+  return {
+    user_id: u.subject,
+    email: u.email,
+    name: u.name,
+    picture: u.picture,
+    roles: u.roles as Role[],
+    preferences: u.preferences,
+    created_at: u.createdAt.toISOString(),
+    subscription: { tier: tierOf(u.roles), valid_until: null },
+  };
+}
