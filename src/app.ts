@@ -13,11 +13,24 @@ import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
+import { createJobQueue } from './jobs/queue.js';
 import { ProblemSchema } from './http/schemas.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
+import { agentRoutes } from './modules/agents/routes.js';
+import { agentMemoryRoutes } from './modules/agent-memory/routes.js';
+import { permissionRoutes } from './modules/permissions/routes.js';
+import { deploymentRoutes } from './modules/deployments/routes.js';
 import { resolveApiKey } from './modules/api-keys/service.js';
 import { healthRoutes } from './modules/health/routes.js';
+import { adminRoutes } from './modules/admin/routes.js';
+import { createEmbeddedIdp, idpRoutes, inProcessFetch } from './modules/identity/idp.js';
+import { createLoginFlow } from './modules/identity/login-flow.js';
 import { identityRoutes } from './modules/identity/routes.js';
+import { memoryRoutes } from './modules/memory/routes.js';
+import { sessionRoutes } from './modules/sessions/routes.js';
+import { registryRoutes } from './modules/registry/routes.js';
+import { publishingRoutes } from './modules/publishing/routes.js';
+import { subscriptionRoutes } from './modules/subscriptions/routes.js';
 import { IdentityService } from './modules/identity/service.js';
 
 export interface BuiltApp {
@@ -42,6 +55,8 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
       return typeof h === 'string' && REQUEST_ID.test(h) ? h : randomUUID();
     },
     forceCloseConnections: 'idle',
+    // Agent-memory keys (1–256 characters) travel URL-encoded in paths; find-my-way's default is 100.
+    routerOptions: { maxParamLength: 1024 },
     ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
   });
   app.decorateRequest('principal', null);
@@ -77,8 +92,10 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
     db: database.db,
     auth: new AuthRegistry({ apiKeysEnabled: config.auth.apiKeys }),
     log: app.log,
+    jobs: await createJobQueue(config, app.log),
     onClose: [],
   };
+  ctx.onClose.push(() => ctx.jobs.close());
   if (config.redisUrl) {
     const { Redis } = await import('ioredis');
     ctx.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
@@ -101,24 +118,21 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
 
   // Modules.
   await app.register(healthRoutes, { ctx, metrics });
-  await app.register(identityRoutes, {
-    ctx,
-    identity,
-    authConfig: () => {
-      const issuer = identity.issuer;
-      return {
-        domain: new URL(issuer).host,
-        clientId: config.auth.clientId,
-        audience: config.auth.audience,
-        scope: config.auth.scope,
-        issuer,
-        authorization_endpoint: `${issuer}/authorize`,
-        token_endpoint: `${issuer}/token`,
-        jwks_uri: `${issuer}/jwks`,
-      };
-    },
-  });
+  // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
+  if (!config.auth.issuer) await app.register(idpRoutes, { identity, provider: await createEmbeddedIdp(ctx, identity) });
+  const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
+  await app.register(identityRoutes, { ctx, identity, login });
+  await app.register(adminRoutes, { ctx, identity });
   await app.register(apiKeyRoutes, { ctx });
+  await app.register(agentRoutes, { ctx, identity });
+  await app.register(agentMemoryRoutes, { ctx });
+  await app.register(permissionRoutes, { ctx });
+  await app.register(deploymentRoutes, { ctx });
+  await app.register(memoryRoutes, { ctx });
+  await app.register(subscriptionRoutes, { ctx });
+  await app.register(sessionRoutes, { ctx });
+  await app.register(registryRoutes, { ctx });
+  await app.register(publishingRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   await app.ready();

@@ -67,12 +67,67 @@ export interface Config {
   upstream: {
     /** Admit loopback targets (tests and local development only). */
     allowLoopback: boolean;
+    /** Default upstream timeout (connect + headers + body), ms. */
     timeoutMs: number;
+    /** Largest `timeout_ms` a tool execution may ask for, ms (`UPSTREAM_MAX_TIMEOUT_MS`). */
+    maxTimeoutMs: number;
+    /** Response cap, bytes (larger upstream answers → 502). */
     maxResponseBytes: number;
   };
   /** Plan quotas: calls per window; `null` = unlimited. */
   quotas: Record<Plan, { day: number | null; month: number | null }>;
   reportThreshold: number;
+  /** User memory (issue 5): embeddings, search, summaries. See {@link MemoryConfig}. */
+  memory: MemoryConfig;
+  /** `all` (API + job workers, default), `api` (enqueue only) or `worker` (process jobs, no HTTP API). */
+  processRole: 'all' | 'api' | 'worker';
+  /** Namespace of the job queues in Redis (BullMQ key prefix). */
+  jobsPrefix: string;
+  /** Agent identities, agent access tokens and agent key/value memory (issue 6). */
+  agents: {
+    /** Agent access-token lifetime, seconds. */
+    tokenTtlSeconds: number;
+    /** Token-endpoint attempts per client_id per `tokenRateWindowMs`. */
+    tokenRateLimit: number;
+    tokenRateWindowMs: number;
+    /** How long an agent-token liveness check (agent active, secret live) is cached in-process, ms; 0 = no cache. */
+    authCacheMs: number;
+    /** Largest agent-memory value (serialised JSON), bytes. */
+    memoryMaxValueBytes: number;
+    /** Live entries per agent. */
+    memoryMaxEntries: number;
+    /** Interval of the expired-entry purge, ms; 0 = lazy purge only. */
+    memoryPurgeIntervalMs: number;
+  };
+  /** Deployment of agent code (issue: deployments v2) and the sandbox that runs it (`src/sandbox/`). */
+  deploy: {
+    /** Largest accepted artifact (the gzip tarball as uploaded), bytes. Larger → 413. */
+    maxBytes: number;
+    /** Largest total unpacked size (sum of file sizes, and the gunzipped stream), bytes (zip-bomb guard). */
+    maxUnpackedBytes: number;
+    /** Most entries (files, directories, links) in one artifact. */
+    maxFiles: number;
+  };
+  sandbox: {
+    /** Where artifacts are unpacked (content-addressed by sha256); default `<DATA_DIR>/sandbox`. */
+    dir: string;
+    /** Default invocation timeout (whole child process: start + handler), ms. */
+    timeoutMs: number;
+    /** Largest `timeout_ms` a caller may ask for, ms. */
+    maxTimeoutMs: number;
+    /** Timeout of the smoke load during the prepare step, ms. */
+    prepareTimeoutMs: number;
+    /** V8 old-space limit of each sandbox process (`--max-old-space-size`), MiB. */
+    memoryMb: number;
+    /** Captured stdout+stderr per invocation, bytes (beyond: dropped, `logs_truncated`). */
+    maxLogBytes: number;
+    /** Largest handler result (serialised JSON), bytes. */
+    maxOutputBytes: number;
+    /** Concurrent sandbox processes per instance; further runs wait. */
+    concurrency: number;
+    /** `auto`: isolate the network (`unshare --net`) when this host allows it; `isolated`: require it; `allowed`: never isolate. */
+    network: 'auto' | 'isolated' | 'allowed';
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -154,6 +209,8 @@ export function loadConfig(env: Env = process.env): Config {
       fail('AUTH_REDIRECT_URIS', 'a comma-separated list of URLs', r);
     }
   }
+  const role = str(env, 'PROCESS_ROLE');
+  if (role && role !== 'all' && !str(env, 'REDIS_URL')) fail('PROCESS_ROLE', 'all unless REDIS_URL is set (an api/worker split needs the Redis job queue)', role);
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== undefined && Buffer.from(secretsKey, 'base64').length !== 32) {
     fail('SECRETS_KEY', 'a base64-encoded 32-byte key', '<redacted>');
@@ -194,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     upstream: {
       allowLoopback: bool(env, 'ALLOW_LOOPBACK_UPSTREAMS', false),
       timeoutMs: int(env, 'UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),
+      maxTimeoutMs: int(env, 'UPSTREAM_MAX_TIMEOUT_MS', 120_000, 100, 900_000),
       maxResponseBytes: int(env, 'UPSTREAM_MAX_RESPONSE_BYTES', 1024 * 1024, 1024),
     },
     quotas: {
@@ -202,5 +260,83 @@ export function loadConfig(env: Env = process.env): Config {
       enterprise: { day: quota(env, 'QUOTA_ENTERPRISE_DAY', null), month: quota(env, 'QUOTA_ENTERPRISE_MONTH', null) },
     },
     reportThreshold: int(env, 'REPORT_THRESHOLD', 3, 1),
+    memory: memoryConfig(env),
+    processRole: oneOf(env, 'PROCESS_ROLE', ['all', 'api', 'worker'] as const, 'all'),
+    jobsPrefix: str(env, 'JOBS_PREFIX', 'agent-platform')!,
+    agents: {
+      tokenTtlSeconds: int(env, 'AGENT_TOKEN_TTL', 3600, 60, 86400),
+      tokenRateLimit: int(env, 'AGENT_TOKEN_RATE_LIMIT', 30, 1),
+      tokenRateWindowMs: int(env, 'AGENT_TOKEN_RATE_WINDOW_MS', 60_000, 1000),
+      authCacheMs: int(env, 'AGENT_AUTH_CACHE_MS', 5000, 0, 60_000),
+      memoryMaxValueBytes: int(env, 'AGENT_MEMORY_MAX_VALUE_BYTES', 256 * 1024, 1, 16 * 1024 * 1024),
+      memoryMaxEntries: int(env, 'AGENT_MEMORY_MAX_ENTRIES', 10_000, 1),
+      memoryPurgeIntervalMs: int(env, 'AGENT_MEMORY_PURGE_INTERVAL_MS', 60_000, 0),
+    },
+    deploy: {
+      maxBytes: int(env, 'DEPLOY_MAX_BYTES', 10 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+      maxUnpackedBytes: int(env, 'DEPLOY_MAX_UNPACKED_BYTES', 100 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
+      maxFiles: int(env, 'DEPLOY_MAX_FILES', 5000, 1, 1_000_000),
+    },
+    sandbox: {
+      dir: path.resolve(str(env, 'SANDBOX_DIR') ?? path.join(path.resolve(str(env, 'DATA_DIR', './data')!), 'sandbox')),
+      timeoutMs: int(env, 'SANDBOX_TIMEOUT_MS', 10_000, 100, 900_000),
+      maxTimeoutMs: int(env, 'SANDBOX_MAX_TIMEOUT_MS', 60_000, 100, 900_000),
+      prepareTimeoutMs: int(env, 'SANDBOX_PREPARE_TIMEOUT_MS', 15_000, 100, 900_000),
+      memoryMb: int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384),
+      maxLogBytes: int(env, 'SANDBOX_MAX_LOG_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
+      maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
+      concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),
+      network: oneOf(env, 'SANDBOX_NETWORK', ['auto', 'isolated', 'allowed'] as const, 'auto'),
+    },
+  };
+}
+
+/** User-memory settings (`src/modules/memory`). */
+export interface MemoryConfig {
+  /** Largest memory `content`, UTF-8 bytes (more → 413). */
+  maxContentBytes: number;
+  embeddings: {
+    /** `local`: hashed word/character n-grams, offline; `openai`: an OpenAI-compatible `/v1/embeddings` server. */
+    provider: 'local' | 'openai';
+    /** Base URL of the OpenAI-compatible server (`EMBEDDINGS_URL`); set → provider `openai`. */
+    url?: string;
+    model: string;
+    apiKey?: string;
+    /** Vector length; the `embedding` column is sized to it at start-up (local: 384 or 512). */
+    dimensions: number;
+    /** Texts per `/v1/embeddings` request. */
+    batchSize: number;
+    timeoutMs: number;
+  };
+  /** Re-embed every stored memory at start-up when the embedding model or dimensions changed. */
+  reembedOnStart: boolean;
+  /** pgvector `hnsw.ef_search` for memory search (candidate list size of the HNSW scan). */
+  hnswEfSearch: number;
+  /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
+  summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
+}
+
+function memoryConfig(env: Env): MemoryConfig {
+  const embUrl = url(env, 'EMBEDDINGS_URL', ['http', 'https']);
+  const provider = embUrl ? 'openai' : 'local';
+  const dimensions = provider === 'local' ? int(env, 'EMBEDDINGS_DIMENSIONS', 384, 1, 2000) : int(env, 'EMBEDDINGS_DIMENSIONS', 1536, 1, 2000);
+  if (provider === 'local' && dimensions !== 384 && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '384 or 512 for the local embedding provider', String(dimensions));
+  const summaryUrl = url(env, 'SUMMARY_LLM_URL', ['http', 'https']);
+  const summaryModel = str(env, 'SUMMARY_LLM_MODEL');
+  if (summaryUrl && !summaryModel) fail('SUMMARY_LLM_MODEL', 'set when SUMMARY_LLM_URL is set', '');
+  return {
+    maxContentBytes: int(env, 'MEMORY_MAX_CONTENT_BYTES', 16 * 1024, 1, 1024 * 1024),
+    embeddings: {
+      provider,
+      url: embUrl,
+      model: str(env, 'EMBEDDINGS_MODEL', provider === 'local' ? 'local-hash-v1' : 'text-embedding-3-small')!,
+      apiKey: str(env, 'EMBEDDINGS_API_KEY'),
+      dimensions,
+      batchSize: int(env, 'EMBEDDINGS_BATCH_SIZE', 64, 1, 2048),
+      timeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 300_000),
+    },
+    reembedOnStart: bool(env, 'MEMORY_REEMBED', false),
+    hnswEfSearch: int(env, 'MEMORY_HNSW_EF_SEARCH', 100, 1, 1000),
+    summaryLlm: { url: summaryUrl, model: summaryModel, apiKey: str(env, 'SUMMARY_LLM_API_KEY'), timeoutMs: int(env, 'SUMMARY_LLM_TIMEOUT_MS', 60_000, 100, 600_000) },
   };
 }

@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Database, Db } from './db/client.js';
 import type { AuthRegistry } from './http/auth.js';
+import type { JobQueue } from './jobs/queue.js';
 
 export interface AppContext {
   config: Config;
@@ -16,6 +17,8 @@ export interface AppContext {
   log: FastifyBaseLogger;
   /** Shared Redis connection when `REDIS_URL` is set. */
   redis?: Redis;
+  /** Background jobs (in-process, or BullMQ when `REDIS_URL` is set); closed at shutdown. */
+  jobs: JobQueue;
   /** Functions run at shutdown, in reverse order of registration (close queues, clients…). */
   onClose: Array<() => Promise<void> | void>;
 }

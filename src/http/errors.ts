@@ -8,6 +8,12 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 export const CODES = {
   validation_failed: [400, 'Validation failed'],
   bad_request: [400, 'Bad request'],
+  invalid_artifact: [400, 'Invalid artifact'],
+  invalid_login_state: [400, 'Unknown, used or expired login state'],
+  redirect_uri_not_allowed: [400, 'Redirect URI not allowed'],
+  redirect_uri_mismatch: [400, 'Redirect URI mismatch'],
+  invalid_grant: [400, 'Invalid grant'],
+  invalid_client: [401, 'Invalid client'],
   token_expired: [401, 'Token expired'],
   invalid_token: [401, 'Invalid token'],
   unauthenticated: [401, 'Authentication required'],
@@ -17,12 +23,14 @@ export const CODES = {
   not_subscribed: [403, 'Not subscribed'],
   permission_required: [403, 'Permission required'],
   agent_token_required: [403, 'Agent token required'],
+  insufficient_scope: [403, 'Insufficient scope'],
   not_found: [404, 'Not found'],
   method_not_allowed: [405, 'Method not allowed'],
   conflict: [409, 'Conflict'],
   invalid_state: [409, 'Invalid state'],
   session_closed: [409, 'Session closed'],
   limit_reached: [409, 'Limit reached'],
+  memory_entry_limit: [409, 'Agent memory entry limit reached'],
   precondition_failed: [412, 'Precondition failed'],
   payload_too_large: [413, 'Payload too large'],
   unsupported_media_type: [415, 'Unsupported media type'],
@@ -30,6 +38,7 @@ export const CODES = {
   quota_exceeded: [429, 'Quota exceeded'],
   internal_error: [500, 'Internal server error'],
   upstream_error: [502, 'Upstream error'],
+  upstream_blocked: [502, 'Upstream address not allowed'],
   service_unavailable: [503, 'Service unavailable'],
   upstream_timeout: [504, 'Upstream timeout'],
 } as const satisfies Record<string, readonly [number, string]>;
@@ -104,8 +113,11 @@ export function problem(code: ErrorCode, detail: string, req: FastifyRequest, ex
 export function sendProblem(reply: FastifyReply, body: Problem, headers?: Record<string, string>): FastifyReply {
   if (headers) reply.headers(headers);
   if (body.status === 401 && !reply.hasHeader('www-authenticate')) {
-    const err = body.code === 'invalid_credentials' || body.code === 'unauthenticated' ? '' : ', error="invalid_token"';
-    reply.header('www-authenticate', `Bearer realm="agent-platform"${err}, error_description="${body.detail.replaceAll('"', "'")}"`);
+    // RFC 6750 §3: error="invalid_token" only when a token was presented and rejected.
+    const tokenRejected = body.code === 'invalid_token' || body.code === 'token_expired';
+    const err = tokenRejected ? ', error="invalid_token"' : '';
+    const desc = body.detail.replace(/["\\]/g, "'").replace(/[^\x20-\x7e]/g, ' ');
+    reply.header('www-authenticate', `Bearer realm="agent-platform"${err}, error_description="${desc}"`);
   }
   return reply.code(body.status).type('application/problem+json').send(body);
 }

@@ -1,6 +1,9 @@
-/** Tables of the identity module: users, refresh tokens, login states, signing keys. */
+/**
+ * Tables of the identity module: users, refresh tokens, signing keys, login states of the
+ * authorization-code flow, the embedded OpenID Provider's storage and the module's own secrets.
+ */
 import { sql } from 'drizzle-orm';
-import { index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 export const users = pgTable(
   'users',
@@ -42,5 +45,55 @@ export const signingKeys = pgTable('signing_keys', {
   kid: text('kid').primaryKey(),
   alg: text('alg').notNull(),
   privateJwk: jsonb('private_jwk').$type<Record<string, unknown>>().notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * `state` of `GET /v1/auth/login`, bound to the PKCE verifier and the redirect URI
+ * (RFC 6749 §10.12, RFC 7636). Single use (`consumed_at`), 10-minute expiry.
+ */
+export const loginStates = pgTable(
+  'login_states',
+  {
+    /** SHA-256 of the opaque state value (the value itself is never stored). */
+    stateHash: text('state_hash').primaryKey(),
+    codeVerifier: text('code_verifier').notNull(),
+    redirectUri: text('redirect_uri').notNull(),
+    consumedAt: timestamp('consumed_at', { withTimezone: true }),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('login_states_expires_idx').on(t.expiresAt)],
+);
+
+/**
+ * Storage of the embedded OpenID Provider (oidc-provider Adapter): sessions, interactions,
+ * grants, authorization codes, refresh tokens… one row per (model, id).
+ */
+export const oidcPayloads = pgTable(
+  'oidc_payloads',
+  {
+    model: text('model').notNull(),
+    id: text('id').notNull(),
+    payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
+    grantId: text('grant_id'),
+    userCode: text('user_code'),
+    uid: text('uid'),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    consumedAt: timestamp('consumed_at', { withTimezone: true }),
+  },
+  (t) => [
+    primaryKey({ columns: [t.model, t.id] }),
+    index('oidc_payloads_grant_idx').on(t.grantId),
+    index('oidc_payloads_uid_idx').on(t.uid),
+    index('oidc_payloads_user_code_idx').on(t.userCode),
+    index('oidc_payloads_expires_idx').on(t.expiresAt),
+  ],
+);
+
+/** Random secrets generated once and shared by every instance (e.g. the IdP cookie-signing secret). */
+export const identitySecrets = pgTable('identity_secrets', {
+  name: text('name').primaryKey(),
+  value: text('value').notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
 });

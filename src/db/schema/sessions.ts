@@ -1,5 +1,5 @@
-/** Tables of the sessions module: sessions and their tool executions (DESIGN.md §7). */
-import { index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+/** Tables of the sessions module: sessions, their tool executions (DESIGN.md §7) and the daily usage counters. */
+import { bigint, date, index, integer, jsonb, pgTable, text, timestamp, unique } from 'drizzle-orm/pg-core';
 import { users } from './identity.js';
 
 export const sessions = pgTable(
@@ -45,5 +45,33 @@ export const executions = pgTable(
     index('executions_session_idx').on(t.sessionId, t.id),
     index('executions_user_idx').on(t.userId, t.id),
     index('executions_tool_idx').on(t.toolId, t.createdAt),
+  ],
+);
+
+/**
+ * Usage counters: one row per UTC day, user, service, tool and agent (null = the user itself).
+ * Written only by the execution recorder (one write path); read by analytics and search.
+ */
+export const toolUsage = pgTable(
+  'tool_usage',
+  {
+    day: date('day', { mode: 'string' }).notNull(),
+    userId: text('user_id').notNull(),
+    agentId: text('agent_id'),
+    serviceId: text('service_id').notNull(),
+    toolId: text('tool_id').notNull(),
+    /** Latest tool name seen (tools can be renamed). */
+    toolName: text('tool_name').notNull(),
+    calls: integer('calls').notNull().default(0),
+    successes: integer('successes').notNull().default(0),
+    failures: integer('failures').notNull().default(0),
+    totalDurationMs: bigint('total_duration_ms', { mode: 'number' }).notNull().default(0),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    unique('tool_usage_key').on(t.day, t.userId, t.serviceId, t.toolId, t.agentId).nullsNotDistinct(),
+    index('tool_usage_tool_idx').on(t.toolId, t.day),
+    index('tool_usage_service_idx').on(t.serviceId, t.day),
+    index('tool_usage_agent_idx').on(t.agentId, t.day),
   ],
 );

@@ -2,10 +2,12 @@
  * The platform's JWS signing keys (RS256), stored in the database so every instance signs and
  * verifies with the same keys. The embedded OpenID Provider publishes the same keys at its JWKS.
  */
+import { randomBytes } from 'node:crypto';
+import { eq } from 'drizzle-orm';
 import { exportJWK, generateKeyPair, importJWK, type JWK, type CryptoKey } from 'jose';
 import { asc } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import { signingKeys } from '../../db/schema/index.js';
+import { identitySecrets, signingKeys } from '../../db/schema/index.js';
 import { newId } from '../../http/ids.js';
 
 export const SIGNING_ALG = 'RS256';
@@ -46,4 +48,15 @@ export async function loadKeySet(db: Db): Promise<KeySet> {
     signingKey,
     signingKid: privateJwks[0].kid!,
   };
+}
+
+/**
+ * A random 256-bit secret named `name`, generated on first use and stored in the database so
+ * every instance (and every restart) uses the same value. Race-safe: the first insert wins.
+ * @returns the secret as bytes.
+ */
+export async function loadOrCreateSecret(db: Db, name: string): Promise<Buffer> {
+  await db.insert(identitySecrets).values({ name, value: randomBytes(32).toString('base64url') }).onConflictDoNothing();
+  const [row] = await db.select().from(identitySecrets).where(eq(identitySecrets.name, name));
+  return Buffer.from(row.value, 'base64url');
 }

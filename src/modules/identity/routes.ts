@@ -6,12 +6,16 @@ import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { AuthRegistry, requireAuth, userOf } from '../../http/auth.js';
 import { USER_SECURITY, errorResponses } from '../../http/schemas.js';
-import type { Static } from 'typebox';
-import type { IdentityService, TokenSet } from './service.js';
+import type { LoginFlow } from './login-flow.js';
+import type { IdentityService } from './service.js';
 import { toProfile } from './service.js';
 import {
   AuthConfig,
+  CallbackBody,
   LoginBody,
+  LoginQuery,
+  LoginStart,
+  ProviderTokenSetSchema,
   ProfileSchema,
   ProfileUpdateBody,
   RefreshBody,
@@ -21,25 +25,55 @@ import {
   ValidateResult,
 } from './schemas.js';
 
-/** Refresh tokens that are not the platform's own go to the external provider (set by the OIDC module). */
-export type ExternalRefresh = (refreshToken: string) => Promise<TokenSet>;
-
 export interface IdentityRouteDeps {
   ctx: AppContext;
   identity: IdentityService;
-  /** Description of the identity provider (`GET /v1/auth/config`). */
-  authConfig: () => Static<typeof AuthConfig>;
-  externalRefresh?: ExternalRefresh;
+  /** Authorization-code flow against the embedded tenant or the external provider. */
+  login: LoginFlow;
 }
 
 export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDeps): Promise<void> {
-  const { ctx, identity } = deps;
+  const { ctx, identity, login } = deps;
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['auth'];
 
   for (const url of ['/v1/auth/config', '/auth/info']) {
-    r.get(url, { schema: { tags, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig } } }, async () => deps.authConfig());
+    r.get(url, { schema: { tags, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig, ...errorResponses() } } }, async () => login.describe());
   }
+
+  r.get(
+    '/v1/auth/login',
+    {
+      schema: {
+        tags,
+        operationId: 'auth.startLogin',
+        summary: 'Start the OAuth 2.0 login (authorization code + PKCE): the URL to send the user to, and the state',
+        querystring: LoginQuery,
+        response: { 200: LoginStart, ...errorResponses(502) },
+      },
+    },
+    async (req, reply) => {
+      reply.header('cache-control', 'no-store');
+      return login.start(req.query.redirect_uri);
+    },
+  );
+
+  r.post(
+    '/v1/auth/callback',
+    {
+      schema: {
+        tags,
+        operationId: 'auth.callback',
+        summary: 'Exchange the authorization code for tokens; creates or fetches the user profile',
+        body: CallbackBody,
+        response: { 200: ProviderTokenSetSchema, ...errorResponses(502, 503) },
+      },
+    },
+    async (req, reply) => {
+      reply.header('cache-control', 'no-store');
+      return login.complete(req.body);
+    },
+  );
 
   r.post(
     '/auth/register',
@@ -77,12 +111,21 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   r.post(
     '/v1/auth/refresh',
-    { schema: { tags, operationId: 'auth.refresh', summary: 'Exchange a refresh token for new tokens', body: RefreshBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    {
+      schema: {
+        tags,
+        operationId: 'auth.refresh',
+        summary: 'Exchange a refresh token for new tokens (single use: the answer carries a new refresh token)',
+        body: RefreshBody,
+        response: { 200: ProviderTokenSetSchema, ...errorResponses(502, 503) },
+      },
+    },
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
       const token = req.body.refresh_token;
-      if (token.startsWith('rt_') || !deps.externalRefresh) return identity.refreshPlatformToken(token);
-      return deps.externalRefresh(token);
+      // `rt_…` tokens come from the simplified login; the rest from the identity provider.
+      if (token.startsWith('rt_')) return identity.refreshPlatformToken(token);
+      return login.refresh(token);
     },
   );
 
@@ -121,7 +164,10 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
       s.get(
         url,
         { schema: { tags, operationId: url === '/v1/auth/me' ? 'auth.me' : 'auth.profile', summary: 'Current user', security, response: { 200: ProfileSchema, ...errorResponses(403) } } },
-        async (req) => identity.profile(userOf(req).userId),
+        async (req) => {
+          const p = userOf(req);
+          return identity.profile(p.userId, p.roles);
+        },
       );
     }
     s.put(

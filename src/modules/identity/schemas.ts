@@ -10,9 +10,39 @@ export const AuthConfig = Type.Object({
   audience: Type.String(),
   scope: Type.String(),
   issuer: Type.String(),
-  authorization_endpoint: Type.String(),
-  token_endpoint: Type.String(),
-  jwks_uri: Type.String(),
+  authorization_endpoint: Type.Optional(Type.String()),
+  token_endpoint: Type.Optional(Type.String()),
+  jwks_uri: Type.Optional(Type.String()),
+});
+
+const RedirectUri = Type.String({ minLength: 1, maxLength: 2048, description: 'the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI)' });
+
+export const LoginQuery = Type.Object({ redirect_uri: RedirectUri });
+
+export const LoginStart = Type.Object({
+  auth_url: Type.String({ description: 'authorization URL at the identity provider (`<issuer>/authorize?…`)' }),
+  state: Type.String({ description: 'opaque anti-forgery value; single use, valid 10 minutes' }),
+});
+
+export const CallbackBody = Type.Object(
+  {
+    code: Type.String({ minLength: 1, maxLength: 2048, description: 'authorization code from the redirect' }),
+    redirect_uri: RedirectUri,
+    state: Type.String({ minLength: 1, maxLength: 512, description: 'the state of GET /v1/auth/login (returned on the redirect too)' }),
+    iss: Type.Optional(Type.String({ maxLength: 2048, description: 'the `iss` parameter of the redirect (RFC 9207), when present' })),
+  },
+  { additionalProperties: false },
+);
+
+/** Token set of the provider flows (callback, refresh of provider tokens): `refresh_token` needs `offline_access`. */
+export const ProviderTokenSetSchema = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+  refresh_token: Type.Optional(Type.String()),
+  id_token: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String()),
+  user_id: Type.Optional(Type.String()),
 });
 
 export const TokenSetSchema = Type.Object({

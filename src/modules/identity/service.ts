@@ -47,6 +47,12 @@ export interface Profile {
   subscription: { tier: string; valid_until: string | null };
 }
 
+/**
+ * How long a user's roles are cached per instance, ms. A role change made on this instance applies
+ * at once; on other instances within this time.
+ */
+const USER_CACHE_MS = 30_000;
+
 /** Verifies access tokens of one issuer. @throws AppError token_expired | invalid_token */
 export type AccessTokenVerifier = (token: string) => Promise<JWTPayload>;
 
@@ -60,9 +66,15 @@ export function tierOf(roles: readonly string[]): Role {
   return 'user';
 }
 
-function cleanRoles(v: unknown): Role[] {
+/** The role names in a claim value (array, or a space/comma separated string); unknown names dropped. */
+function rolesClaim(v: unknown): Role[] {
   const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(/[ ,]+/) : [];
-  const out = list.filter((r): r is Role => (ROLES as readonly string[]).includes(r as string));
+  return list.filter((r): r is Role => (ROLES as readonly string[]).includes(r as string));
+}
+
+/** Known roles of `v`, deduplicated; `['user']` when none. */
+function cleanRoles(v: unknown): Role[] {
+  const out = rolesClaim(v);
   return out.length ? [...new Set(out)] : ['user'];
 }
 
@@ -86,7 +98,9 @@ export class IdentityService {
   externalVerifier?: AccessTokenVerifier;
   /** Provider name for external subjects without `|` (the issuer's host). */
   externalProvider?: string;
-  private readonly subjectCache = new LRUCache<string, UserRow>({ max: 10_000, ttl: 30_000 });
+  private readonly subjectCache = new LRUCache<string, UserRow>({ max: 10_000, ttl: USER_CACHE_MS });
+  /** Current roles/email/subject by user id, so role changes apply without waiting for token expiry. */
+  private readonly userCache = new LRUCache<string, Pick<UserRow, 'id' | 'subject' | 'email' | 'roles'>>({ max: 10_000, ttl: USER_CACHE_MS });
 
   private constructor(private readonly ctx: AppContext, keys: KeySet) {
     this.keys = keys;
@@ -113,6 +127,12 @@ export class IdentityService {
   async getUser(userId: string): Promise<UserRow> {
     const [u] = await this.ctx.db.select().from(users).where(eq(users.id, userId));
     if (!u) throw notFound('User');
+    return u;
+  }
+
+  /** The user `userId`, or undefined. */
+  async findUser(userId: string): Promise<UserRow | undefined> {
+    const [u] = await this.ctx.db.select().from(users).where(eq(users.id, userId));
     return u;
   }
 
@@ -155,15 +175,15 @@ export class IdentityService {
   }
 
   /** Get or create the user of an external-provider subject (just-in-time provisioning). */
-  async upsertExternalUser(subject: string, claims: { email?: string; name?: string; picture?: string; roles?: Role[] }): Promise<UserRow> {
+  async upsertExternalUser(subject: string, claims: { email?: string; name?: string; picture?: string }): Promise<UserRow> {
     const cached = this.subjectCache.get(subject);
     if (cached) return cached;
     let [u] = await this.ctx.db.select().from(users).where(eq(users.subject, subject));
     if (!u) {
       [u] = await this.ctx.db
         .insert(users)
-        .values({ id: newId('usr'), subject, email: claims.email ?? null, name: claims.name ?? null, picture: claims.picture ?? null, roles: claims.roles ?? ['user'] })
-        .onConflictDoNothing({ target: users.subject })
+        .values({ id: newId('usr'), subject, email: claims.email?.toLowerCase() ?? null, name: claims.name ?? null, picture: claims.picture ?? null, roles: ['user'] })
+        .onConflictDoNothing()
         .returning();
       if (!u) [u] = await this.ctx.db.select().from(users).where(eq(users.subject, subject));
     }
@@ -172,21 +192,51 @@ export class IdentityService {
     return u;
   }
 
-  /** Replace a user's roles (CLI `users set-role`). */
+  /** Replace the roles of the user with this email (CLI `users set-role`). @throws AppError not_found */
   async setRoles(email: string, roles: Role[]): Promise<UserRow> {
     const [u] = await this.ctx.db
       .update(users)
-      .set({ roles, updatedAt: new Date() })
-      .where(sql`lower(${users.email}) = ${email.toLowerCase()}`)
+      .set({ roles: [...new Set(roles)], updatedAt: new Date() })
+      .where(sql`lower(${users.email}) = ${email.trim().toLowerCase()}`)
       .returning();
     if (!u) throw notFound('User');
-    this.subjectCache.delete(u.subject);
+    this.forget(u);
     return u;
   }
 
-  /** The profile of `userId` (`GET /v1/auth/me`). */
-  async profile(userId: string): Promise<Profile> {
-    return toProfile(await this.getUser(userId));
+  /** Replace the roles of user `userId` (`PUT /admin/users/:id/roles`). @throws AppError not_found */
+  async setRolesById(userId: string, roles: Role[]): Promise<UserRow> {
+    const [u] = await this.ctx.db.update(users).set({ roles: [...new Set(roles)], updatedAt: new Date() }).where(eq(users.id, userId)).returning();
+    if (!u) throw notFound('User');
+    this.forget(u);
+    return u;
+  }
+
+  private forget(u: UserRow): void {
+    this.subjectCache.delete(u.subject);
+    this.userCache.delete(u.id);
+  }
+
+  /**
+   * Current roles, email and subject of `userId` (cached {@link USER_CACHE_MS}).
+   * @throws AppError invalid_token when the user no longer exists.
+   */
+  async currentUser(userId: string): Promise<Pick<UserRow, 'id' | 'subject' | 'email' | 'roles'>> {
+    const hit = this.userCache.get(userId);
+    if (hit) return hit;
+    const [u] = await this.ctx.db.select({ id: users.id, subject: users.subject, email: users.email, roles: users.roles }).from(users).where(eq(users.id, userId));
+    if (!u) throw new AppError('invalid_token', 'The user of this token no longer exists');
+    this.userCache.set(userId, u);
+    return u;
+  }
+
+  /**
+   * The profile of `userId` (`GET /v1/auth/me`). `effectiveRoles`: the roles of the request's
+   * principal (for external-provider users they include the provider's roles claim).
+   */
+  async profile(userId: string, effectiveRoles?: Role[]): Promise<Profile> {
+    const u = await this.getUser(userId);
+    return toProfile(effectiveRoles ? { ...u, roles: effectiveRoles } : u);
   }
 
   /** Update name and merge preferences (unknown keys kept). */
@@ -285,27 +335,36 @@ export class IdentityService {
     if (unverifiedIssuer === this.platformIssuer || !this.externalVerifier) {
       const p = await this.verifyPlatformToken(token);
       if (typeof p.sub !== 'string' || !p.sub.startsWith('usr_')) throw new AppError('invalid_token', 'Token subject is not a user');
+      // Roles are the stored ones (not the token's claim), so a role change or a deleted user
+      // takes effect without waiting up to 24 h for the token to expire.
+      const u = await this.currentUser(p.sub);
       return {
         kind: 'user',
-        userId: p.sub,
-        subject: IdentityService.subjectFor(p.sub),
-        email: typeof p.email === 'string' ? p.email : null,
-        roles: cleanRoles(p.roles),
+        userId: u.id,
+        subject: u.subject,
+        email: u.email,
+        roles: cleanRoles(u.roles),
         via: 'token',
         expiresAt: new Date((p.exp ?? 0) * 1000),
       };
     }
     const p = await this.externalVerifier(token);
     if (typeof p.sub !== 'string' || !p.sub) throw new AppError('invalid_token', 'Token has no subject');
-    const subject = p.sub.includes('|') ? p.sub : `${this.externalProvider}|${p.sub}`;
-    const roles = cleanRoles(p[this.ctx.config.auth.rolesClaim]);
+    const subject = this.externalSubject(p.sub);
     const user = await this.upsertExternalUser(subject, {
       email: typeof p.email === 'string' ? p.email : undefined,
       name: typeof p.name === 'string' ? p.name : undefined,
       picture: typeof p.picture === 'string' ? p.picture : undefined,
-      roles,
     });
-    return { kind: 'user', userId: user.id, subject, email: user.email, roles, via: 'token', expiresAt: new Date((p.exp ?? 0) * 1000) };
+    const current = await this.currentUser(user.id);
+    // Roles: those the provider asserts in AUTH_ROLES_CLAIM plus those granted on the platform.
+    const roles = cleanRoles([...rolesClaim(p[this.ctx.config.auth.rolesClaim]), ...current.roles]);
+    return { kind: 'user', userId: user.id, subject, email: current.email, roles, via: 'token', expiresAt: new Date((p.exp ?? 0) * 1000) };
+  }
+
+  /** `<provider>|<id>` for a subject of the external provider (kept as is when it already has a `|`). */
+  externalSubject(sub: string): string {
+    return sub.includes('|') ? sub : `${this.externalProvider}|${sub}`;
   }
 
   /** Create (or reuse) a test user and issue a token set (`POST /auth/test`). */

@@ -1,15 +1,172 @@
 /**
  * Sessions: the caller's containers of tool executions (spec "Executor (sessions)").
  * Every query is scoped to the owning account; another account's session is "not found".
+ *
+ * Who may touch a session ({@link SessionActor}): a user acts for its own account; an agent
+ * (client_credentials token) acts for its owner's account (`accountOf`) and sees only the sessions
+ * that carry its own `agent_id` — the sessions it created or that its owner created for it.
  */
-import { and, asc, eq, gt } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, lt } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { executions, sessions } from '../../db/schema/index.js';
-import { notFound } from '../../http/errors.js';
+import { accountOf, type Principal } from '../../http/auth.js';
+import { AppError, notFound } from '../../http/errors.js';
+import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { getAgentForAccount } from '../agents/service.js';
 
 export type SessionRow = typeof sessions.$inferSelect;
 export type ExecutionRow = typeof executions.$inferSelect;
+
+/** The account a request acts for, and the agent acting (null for a user). */
+export interface SessionActor {
+  accountId: string;
+  agentId: string | null;
+}
+
+/** The actor of a principal: users act for themselves, agents for their owner. */
+export function actorOf(p: Principal): SessionActor {
+  return { accountId: accountOf(p), agentId: p.kind === 'agent' ? p.agentId : null };
+}
+
+/** The session record of the API. */
+export interface SessionView {
+  id: string;
+  name: string | null;
+  agent_id: string | null;
+  status: 'active' | 'closed';
+  metadata: Record<string, unknown>;
+  execution_count: number;
+  last_activity_at: string | null;
+  closed_at: string | null;
+  created_at: string;
+}
+
+/** One tool execution (DESIGN.md §7). */
+export interface ExecutionView {
+  id: string;
+  session_id: string;
+  agent_id: string | null;
+  service_id: string;
+  tool_id: string;
+  tool_name: string;
+  arguments: Record<string, unknown>;
+  status: 'succeeded' | 'failed';
+  http_status: number | null;
+  output: unknown;
+  error: { code: string; message: string } | null;
+  duration_ms: number;
+  created_at: string;
+}
+
+/** How many executions `GET /v1/agents/:id` embeds (newest first). */
+export const RECENT_EXECUTIONS = 20;
+
+export function sessionView(s: SessionRow): SessionView {
+  return {
+    id: s.id,
+    name: s.name,
+    agent_id: s.agentId,
+    status: s.status as SessionView['status'],
+    metadata: s.metadata,
+    execution_count: s.executionCount,
+    last_activity_at: s.lastActivityAt?.toISOString() ?? null,
+    closed_at: s.closedAt?.toISOString() ?? null,
+    created_at: s.createdAt.toISOString(),
+  };
+}
+
+export function executionView(e: ExecutionRow): ExecutionView {
+  return {
+    id: e.id,
+    session_id: e.sessionId,
+    agent_id: e.agentId,
+    service_id: e.serviceId,
+    tool_id: e.toolId,
+    tool_name: e.toolName,
+    arguments: e.arguments,
+    status: e.status as ExecutionView['status'],
+    http_status: e.httpStatus,
+    output: e.output ?? null,
+    error: e.error ?? null,
+    duration_ms: e.durationMs,
+    created_at: e.createdAt.toISOString(),
+  };
+}
+
+function visibleTo(actor: SessionActor) {
+  return and(eq(sessions.userId, actor.accountId), actor.agentId ? eq(sessions.agentId, actor.agentId) : undefined);
+}
+
+/**
+ * Create a session for the actor's account. An agent's sessions carry its own id; a user may
+ * name one of its agents in `agent_id`.
+ * @throws AppError not_found (agent_id is not an agent of the account), forbidden (an agent naming another agent)
+ */
+export async function createSession(
+  ctx: AppContext,
+  actor: SessionActor,
+  input: { name?: string; agent_id?: string; metadata?: Record<string, unknown> },
+): Promise<SessionView> {
+  let agentId = actor.agentId;
+  if (input.agent_id !== undefined) {
+    if (actor.agentId && input.agent_id !== actor.agentId) throw new AppError('forbidden', 'An agent can only create sessions for itself');
+    if (!actor.agentId) agentId = (await getAgentForAccount(ctx, actor.accountId, input.agent_id)).id;
+  }
+  const [row] = await ctx.db
+    .insert(sessions)
+    .values({ id: newId('ses'), userId: actor.accountId, agentId, name: input.name ?? null, metadata: input.metadata ?? {} })
+    .returning();
+  return sessionView(row);
+}
+
+/** The actor's sessions, newest first; optional `status` and `agent_id` filters. */
+export async function listSessions(
+  ctx: AppContext,
+  actor: SessionActor,
+  q: { limit?: number; cursor?: string; status?: 'active' | 'closed'; agent_id?: string },
+): Promise<Page<SessionView>> {
+  const limit = q.limit ?? 20;
+  const after = decodeCursor(q.cursor);
+  const rows = await ctx.db
+    .select()
+    .from(sessions)
+    .where(
+      and(
+        visibleTo(actor),
+        q.status ? eq(sessions.status, q.status) : undefined,
+        q.agent_id ? eq(sessions.agentId, q.agent_id) : undefined,
+        after ? lt(sessions.id, after) : undefined,
+      ),
+    )
+    .orderBy(desc(sessions.id))
+    .limit(limit + 1);
+  return toPage(rows, limit, sessionView);
+}
+
+/** A session visible to the actor. @throws AppError not_found */
+export async function getSessionFor(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<SessionRow> {
+  const [s] = await ctx.db.select().from(sessions).where(and(eq(sessions.id, sessionId), visibleTo(actor)));
+  if (!s) throw notFound('Session');
+  return s;
+}
+
+/** A session with its latest executions (newest first, at most {@link RECENT_EXECUTIONS}). @throws AppError not_found */
+export async function getSessionDetails(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<SessionView & { executions: ExecutionView[] }> {
+  const s = await getSessionFor(ctx, actor, sessionId);
+  const rows = await ctx.db.select().from(executions).where(eq(executions.sessionId, s.id)).orderBy(desc(executions.id)).limit(RECENT_EXECUTIONS);
+  return { ...sessionView(s), executions: rows.map(executionView) };
+}
+
+/** Close a session: it keeps its history and refuses new executions. Closing twice is a no-op. @throws AppError not_found */
+export async function closeSession(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<SessionView> {
+  const [row] = await ctx.db
+    .update(sessions)
+    .set({ status: 'closed', closedAt: new Date() })
+    .where(and(eq(sessions.id, sessionId), visibleTo(actor), eq(sessions.status, 'active')))
+    .returning();
+  return sessionView(row ?? (await getSessionFor(ctx, actor, sessionId)));
+}
 
 /** The session `sessionId` of account `accountId`. @throws AppError not_found (also for other accounts' sessions) */
 export async function getSession(ctx: AppContext, accountId: string, sessionId: string): Promise<SessionRow> {
@@ -36,3 +193,5 @@ export async function listSessionExecutions(
     .limit(limit + 1);
   return toPage(rows, limit, (r) => r);
 }
+
+export { topTools, topServices, usageTotals, usageByDay } from './usage.js';

@@ -1,0 +1,80 @@
+/**
+ * Operator command line: `npm run cli -- <command>`. Opens the database of the same
+ * configuration as the server (DATA_DIR / DATABASE_URL). With the embedded PGlite store, stop the
+ * server first (one process at a time can open the data directory).
+ *
+ *   users set-role <email> <role>   give a user `role` (user | pro | enterprise | admin);
+ *                                   every user keeps the base role `user`
+ *   users show <email>              print a user's id, roles and creation time
+ *
+ * Exit codes: 0 done, 1 failed (unknown user, bad configuration), 2 usage error.
+ */
+import pino from 'pino';
+import { ConfigError, ROLES, loadConfig, type Role } from '../config.js';
+import type { AppContext } from '../context.js';
+import { openDatabase } from '../db/client.js';
+import { AuthRegistry } from '../http/auth.js';
+import { AppError } from '../http/errors.js';
+import { IdentityService } from '../modules/identity/service.js';
+
+const USAGE = `usage: npm run cli -- users set-role <email> <role>   (role: ${ROLES.join(' | ')})
+       npm run cli -- users show <email>`;
+
+/** Run one command; returns the exit code. Output goes to `out`/`err`. */
+export async function runCli(argv: string[], env: Record<string, string | undefined>, out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const [group, command, email, role] = argv;
+  const setRole = group === 'users' && command === 'set-role' && argv.length === 4;
+  const show = group === 'users' && command === 'show' && argv.length === 3;
+  if (!setRole && !show) {
+    err(USAGE);
+    return 2;
+  }
+  if (setRole && !(ROLES as readonly string[]).includes(role)) {
+    err(`unknown role "${role}" (one of ${ROLES.join(', ')})`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      err(e.message);
+      return 1;
+    }
+    throw e;
+  }
+  const log = pino({ level: env.LOG_LEVEL ?? 'warn' });
+  const database = await openDatabase(config);
+  try {
+    const ctx = { config, database, db: database.db, auth: new AuthRegistry({ apiKeysEnabled: false }), log, onClose: [] } as unknown as AppContext;
+    const identity = await IdentityService.create(ctx);
+    if (setRole) {
+      const roles: Role[] = role === 'user' ? ['user'] : ['user', role as Role];
+      const u = await identity.setRoles(email, roles);
+      out(`${u.email} (${u.id}): roles ${u.roles.join(', ')}`);
+    } else {
+      const u = await identity.findUserByEmail(email);
+      if (!u) throw new AppError('not_found', 'User not found');
+      out(`${u.email} (${u.id}): roles ${u.roles.join(', ')}; created ${u.createdAt.toISOString()}`);
+    }
+    return 0;
+  } catch (e) {
+    if (e instanceof AppError && e.code === 'not_found') {
+      err(`no user with email ${email}`);
+      return 1;
+    }
+    throw e;
+  } finally {
+    await database.close();
+  }
+}
+
+// Run when executed directly (not when imported by tests).
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runCli(process.argv.slice(2), process.env, (s) => process.stdout.write(`${s}\n`), (s) => process.stderr.write(`${s}\n`))
+    .then((code) => process.exit(code))
+    .catch((e: Error) => {
+      process.stderr.write(`fatal: ${e.stack ?? String(e)}\n`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,95 @@
+/**
+ * Tables of the deployments module (DESIGN.md §7): content-addressed artifacts, deployment
+ * versions of an agent, and invocations of deployed agents.
+ */
+import { sql } from 'drizzle-orm';
+import { boolean, customType, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { users } from './identity.js';
+
+/** `bytea` as a Node Buffer (PGlite returns Uint8Array, node-postgres Buffer; the service normalises). */
+const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
+  dataType: () => 'bytea',
+});
+
+/**
+ * Uploaded artifacts (gzip tarballs), stored once per content hash. Kept in the database, not on a
+ * local disk, so every API instance and worker can unpack any version (several instances, BullMQ
+ * workers on other hosts) with no shared file system.
+ */
+export const deploymentArtifacts = pgTable('deployment_artifacts', {
+  /** Hex SHA-256 of `data`. */
+  sha256: text('sha256').primaryKey(),
+  sizeBytes: integer('size_bytes').notNull(),
+  data: bytea('data').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** One version of an agent's code. Status: `preparing` → `active` | `failed`; `active` → `superseded` | `stopped` | `rolled_back`. */
+export const deployments = pgTable(
+  'deployments',
+  {
+    /** `dep_…` */
+    id: text('id').primaryKey(),
+    /** The agent (`agt_…`); agents are read through the agents service only. */
+    agentId: text('agent_id').notNull(),
+    ownerId: text('owner_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    /** 1, 2, … per agent (AWS Lambda published-version numbering). */
+    version: integer('version').notNull(),
+    status: text('status').notNull(),
+    artifactSha256: text('artifact_sha256').notNull().references(() => deploymentArtifacts.sha256),
+    artifactSize: integer('artifact_size').notNull(),
+    /** Entries in the archive and sum of their file sizes (bytes). */
+    fileCount: integer('file_count').notNull(),
+    unpackedBytes: integer('unpacked_bytes').notNull(),
+    /** Module loaded by the sandbox, relative to the artifact root. */
+    entrypoint: text('entrypoint').notNull(),
+    description: text('description'),
+    /** Environment variables, AES-256-GCM blob of a JSON object (they often hold secrets); null when none. */
+    envEncrypted: text('env_encrypted'),
+    envKeys: text('env_keys').array().notNull().default(sql`'{}'::text[]`),
+    /** Why the prepare step failed (status `failed`). */
+    failureReason: text('failure_reason'),
+    /** Principal that created it (`usr_…` or `agt_…`). */
+    createdBy: text('created_by').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Last successful prepare (set ⇒ the version is "good" and may be rolled back to). */
+    preparedAt: timestamp('prepared_at', { withTimezone: true }),
+    /** Last time it became the active version. */
+    activatedAt: timestamp('activated_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('deployments_agent_version_key').on(t.agentId, t.version),
+    index('deployments_agent_idx').on(t.agentId, t.id),
+    /** At most one active deployment per agent. */
+    uniqueIndex('deployments_one_active_key').on(t.agentId).where(sql`status = 'active'`),
+  ],
+);
+
+/** An invocation of a deployed agent (`inv_…`); listed under `/v2/agents/:id/executions`. */
+export const agentInvocations = pgTable(
+  'agent_invocations',
+  {
+    id: text('id').primaryKey(),
+    agentId: text('agent_id').notNull(),
+    ownerId: text('owner_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    deploymentId: text('deployment_id').notNull().references(() => deployments.id, { onDelete: 'cascade' }),
+    version: integer('version').notNull(),
+    /** `queued` | `running` | `succeeded` | `failed` | `timed_out` */
+    status: text('status').notNull(),
+    async: boolean('async').notNull().default(false),
+    input: jsonb('input'),
+    output: jsonb('output'),
+    error: jsonb('error').$type<Record<string, unknown> | null>(),
+    /** `[{ ts, stream, message }]`, capped. */
+    logs: jsonb('logs').$type<Array<{ ts: string; stream: string; message: string }>>().notNull().default([]),
+    logsTruncated: boolean('logs_truncated').notNull().default(false),
+    timeoutMs: integer('timeout_ms').notNull(),
+    durationMs: integer('duration_ms'),
+    createdBy: text('created_by').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp('started_at', { withTimezone: true }),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+  },
+  (t) => [index('agent_invocations_agent_idx').on(t.agentId, t.id)],
+);

@@ -1,0 +1,36 @@
+/**
+ * Tables of the subscriptions module: a user's subscription to a service, with its plan and the
+ * counters of the current quota windows (DESIGN.md §7). Limits are configuration (`config.quotas`),
+ * not stored, so operators can change them without a migration.
+ */
+import { sql } from 'drizzle-orm';
+import { date, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { users } from './identity.js';
+
+export const subscriptions = pgTable(
+  'subscriptions',
+  {
+    id: text('id').primaryKey(),
+    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    /** `svc_…` of the registry (no foreign key: modules do not share tables). */
+    serviceId: text('service_id').notNull(),
+    /** `free` | `pro` | `enterprise` */
+    plan: text('plan').notNull(),
+    /** `active` | `canceled` */
+    status: text('status').notNull().default('active'),
+    /** UTC calendar day the `day_used` counter belongs to. */
+    dayStart: date('day_start', { mode: 'string' }).notNull().default(sql`(now() at time zone 'utc')::date`),
+    dayUsed: integer('day_used').notNull().default(0),
+    /** First day (UTC) of the calendar month the `month_used` counter belongs to. */
+    monthStart: date('month_start', { mode: 'string' }).notNull().default(sql`date_trunc('month', now() at time zone 'utc')::date`),
+    monthUsed: integer('month_used').notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    canceledAt: timestamp('canceled_at', { withTimezone: true }),
+  },
+  (t) => [
+    index('subscriptions_user_idx').on(t.userId, t.id),
+    /** At most one active subscription per user and service (canceled ones stay as history). */
+    uniqueIndex('subscriptions_active_key').on(t.userId, t.serviceId).where(sql`status = 'active'`),
+  ],
+);

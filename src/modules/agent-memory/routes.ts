@@ -1,0 +1,180 @@
+/**
+ * HTTP routes of the agent-memory module: an agent's own key/value memory under `/v2/memory`
+ * (agent tokens only; user tokens get 403 `agent_token_required`) and another agent's memory
+ * under `/v2/agents/:id/memory…` (grant-checked and audited). Also starts the periodic purge of
+ * expired entries.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.js';
+import { agentOf, principalOf, requireAuth } from '../../http/auth.js';
+import { BEARER_SECURITY, IdParams, ListOf, errorResponses } from '../../http/schemas.js';
+import { requireScope } from '../agents/tokens.js';
+import { AgentKeyParams, AuditQuery, AuditSchema, ConditionalHeaders, EntrySchema, KeyParams, ListEntriesQuery, PutEntryBody } from './schemas.js';
+import {
+  deleteEntry,
+  etagOf,
+  getEntry,
+  listAudit,
+  listEntries,
+  parseTagCondition,
+  purgeExpiredEntries,
+  putEntry,
+  readAgentMemory,
+  writeAgentMemory,
+  type EntryView,
+  type Preconditions,
+} from './service.js';
+
+function preconditions(headers: { 'if-match'?: string; 'if-none-match'?: string }): Preconditions {
+  return { ifMatch: parseTagCondition(headers['if-match'], 'If-Match'), ifNoneMatch: parseTagCondition(headers['if-none-match'], 'If-None-Match') };
+}
+
+function sendWritten(reply: FastifyReply, location: string, { entry, created }: { entry: EntryView; created: boolean }): FastifyReply {
+  reply.header('etag', etagOf(entry.version));
+  if (created) reply.header('location', location);
+  return reply.code(created ? 201 : 200).send(entry);
+}
+
+export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  const every = ctx.config.agents.memoryPurgeIntervalMs;
+  if (every > 0) {
+    const timer = setInterval(() => {
+      purgeExpiredEntries(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'agent memory purge failed'));
+    }, every);
+    timer.unref();
+    ctx.onClose.push(() => clearInterval(timer));
+  }
+  const bodyLimit = Math.max(ctx.config.bodyLimitBytes, ctx.config.agents.memoryMaxValueBytes + 64 * 1024);
+  const tags = ['agent-memory'];
+  const security = BEARER_SECURITY;
+
+  // Own memory: agent tokens only.
+  await app.register(async (scope) => {
+    requireAuth(scope, ctx.auth, { principals: ['agent'] });
+    const r = scope.withTypeProvider<TypeBoxTypeProvider>();
+    r.get(
+      '/v2/memory',
+      { schema: { tags, security, operationId: 'agentMemory.list', summary: 'List own memory entries in key order (optionally under a prefix)', querystring: ListEntriesQuery, response: { 200: ListOf(EntrySchema), ...errorResponses(403) } } },
+      async (req) => {
+        const agent = agentOf(req);
+        requireScope(agent, 'memory:read');
+        return listEntries(ctx, agent.agentId, req.query);
+      },
+    );
+    r.get(
+      '/v2/memory/:key',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'agentMemory.get',
+          summary: 'Get an entry (ETag = version; If-None-Match → 304)',
+          params: KeyParams,
+          headers: ConditionalHeaders,
+          response: { 200: EntrySchema, 304: Type.Null(), ...errorResponses(403, 404) },
+        },
+      },
+      async (req, reply) => {
+        const agent = agentOf(req);
+        requireScope(agent, 'memory:read');
+        const entry = await getEntry(ctx, agent.agentId, req.params.key);
+        reply.header('etag', etagOf(entry.version));
+        const inm = parseTagCondition(req.headers['if-none-match'], 'If-None-Match');
+        if (inm === '*' || inm?.includes(entry.version)) return reply.code(304).send(null);
+        return entry;
+      },
+    );
+    r.put(
+      '/v2/memory/:key',
+      {
+        bodyLimit,
+        schema: {
+          tags,
+          security,
+          operationId: 'agentMemory.put',
+          summary: 'Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency',
+          params: KeyParams,
+          headers: ConditionalHeaders,
+          body: PutEntryBody,
+          response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, 409, 412, 413) },
+        },
+      },
+      async (req, reply) => {
+        const agent = agentOf(req);
+        requireScope(agent, 'memory:write');
+        const res = await putEntry(ctx, agent.agentId, req.params.key, req.body, preconditions(req.headers));
+        return sendWritten(reply, `/v2/memory/${encodeURIComponent(req.params.key)}`, res);
+      },
+    );
+    r.delete(
+      '/v2/memory/:key',
+      {
+        schema: { tags, security, operationId: 'agentMemory.delete', summary: 'Delete an entry (If-Match honoured)', params: KeyParams, headers: ConditionalHeaders, response: { 204: Type.Null(), ...errorResponses(403, 404, 412) } },
+      },
+      async (req, reply) => {
+        const agent = agentOf(req);
+        requireScope(agent, 'memory:write');
+        await deleteEntry(ctx, agent.agentId, req.params.key, preconditions(req.headers));
+        return reply.code(204).send(null);
+      },
+    );
+  });
+
+  // Another agent's memory: owner user, the agent itself, or a grantee agent.
+  await app.register(async (scope) => {
+    requireAuth(scope, ctx.auth);
+    const r = scope.withTypeProvider<TypeBoxTypeProvider>();
+    r.get(
+      '/v2/agents/:id/memory',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'agentMemory.listOf',
+          summary: "Read an agent's memory (other agents need a live grant; audited)",
+          params: IdParams,
+          querystring: ListEntriesQuery,
+          response: { 200: ListOf(EntrySchema), ...errorResponses(403, 404) },
+        },
+      },
+      async (req) => readAgentMemory(ctx, principalOf(req), req.params.id, req.query),
+    );
+    r.put(
+      '/v2/agents/:id/memory/:key',
+      {
+        bodyLimit,
+        schema: {
+          tags,
+          security,
+          operationId: 'agentMemory.putOf',
+          summary: "Write one key of an agent's memory (other agents need a live write grant; audited)",
+          params: AgentKeyParams,
+          headers: ConditionalHeaders,
+          body: PutEntryBody,
+          response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, 404, 409, 412, 413) },
+        },
+      },
+      async (req, reply) => {
+        const res = await writeAgentMemory(ctx, principalOf(req), req.params.id, req.params.key, req.body, preconditions(req.headers));
+        return sendWritten(reply, `/v2/agents/${req.params.id}/memory/${encodeURIComponent(req.params.key)}`, res);
+      },
+    );
+    r.get(
+      '/v2/agents/:id/memory/audit',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'agentMemory.audit',
+          summary: "Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself)",
+          params: IdParams,
+          querystring: AuditQuery,
+          response: { 200: ListOf(AuditSchema), ...errorResponses(403, 404) },
+        },
+      },
+      async (req) => listAudit(ctx, principalOf(req), req.params.id, req.query),
+    );
+  });
+}

@@ -1,0 +1,286 @@
+/**
+ * HTTP routes of the agents module: `/v2/agents…` management (signed-in users; another account's
+ * agent is 404 on every route) and the token endpoint `POST /auth/agent/token` (RFC 6749 §4.4).
+ *
+ * The plugin also installs agent-token verification on `ctx.auth` (see `tokens.ts`).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.js';
+import { requireAuth, userOf } from '../../http/auth.js';
+import { AppError } from '../../http/errors.js';
+import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import {
+  AgentSchema,
+  AgentToolSchema,
+  AgentWithSecretSchema,
+  CreateAgentBody,
+  ListAgentsQuery,
+  OAuthErrorSchema,
+  RotateSecretBody,
+  SubscribeToolBody,
+  TokenRequestBody,
+  TokenResponseSchema,
+  ToolsQuery,
+  UnsubscribeToolBody,
+  UnsubscribeToolQuery,
+  UpdateAgentBody,
+} from './schemas.js';
+import { createAgent, deleteAgent, getAgent, listAgents, rotateSecret, updateAgent } from './service.js';
+import { OAuthError, installAgentAuth, issueAgentToken, type PlatformSigner } from './tokens.js';
+import { listAgentTools, subscribeAgentTool, unsubscribeAgentTool } from './tools.js';
+
+export interface AgentRouteDeps {
+  ctx: AppContext;
+  /** The identity service (platform signing keys, token verifier, owner roles). */
+  identity: PlatformSigner;
+}
+
+export async function agentRoutes(app: FastifyInstance, { ctx, identity }: AgentRouteDeps): Promise<void> {
+  await installAgentAuth(ctx, identity);
+  await app.register(tokenEndpoint, { ctx });
+  await app.register(async (scope) => managementRoutes(scope, ctx));
+}
+
+// ------------------------------------------------------------------------- management
+
+async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  requireAuth(app, ctx.auth, { principals: ['user'] });
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['agents'];
+  const security = USER_SECURITY;
+
+  r.post(
+    '/v2/agents',
+    { schema: { tags, security, operationId: 'agents.create', summary: 'Create an agent; the answer carries client_secret once', body: CreateAgentBody, response: { 201: AgentWithSecretSchema, ...errorResponses(403) } } },
+    async (req, reply) => {
+      reply.header('cache-control', 'no-store');
+      return reply.code(201).send(await createAgent(ctx, userOf(req).userId, req.body));
+    },
+  );
+  r.get(
+    '/v2/agents',
+    { schema: { tags, security, operationId: 'agents.list', summary: "List the account's agents", querystring: ListAgentsQuery, response: { 200: ListOf(AgentSchema), ...errorResponses(403) } } },
+    async (req) => listAgents(ctx, userOf(req).userId, req.query),
+  );
+  r.get(
+    '/v2/agents/:id',
+    { schema: { tags, security, operationId: 'agents.get', summary: 'Agent details (live secrets listed without the secret)', params: IdParams, response: { 200: AgentSchema, ...errorResponses(403, 404) } } },
+    async (req) => getAgent(ctx, userOf(req).userId, req.params.id),
+  );
+  r.patch(
+    '/v2/agents/:id',
+    { schema: { tags, security, operationId: 'agents.update', summary: 'Update name, description, metadata or status (active | disabled)', params: IdParams, body: UpdateAgentBody, response: { 200: AgentSchema, ...errorResponses(403, 404) } } },
+    async (req) => updateAgent(ctx, userOf(req).userId, req.params.id, req.body),
+  );
+  r.delete(
+    '/v2/agents/:id',
+    { schema: { tags, security, operationId: 'agents.delete', summary: 'Soft delete an agent (its tokens stop working; memory is kept)', params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } } },
+    async (req, reply) => {
+      await deleteAgent(ctx, userOf(req).userId, req.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+  r.post(
+    '/v2/agents/:id/rotate-secret',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'agents.rotateSecret',
+        summary: 'Issue a new client secret; older secrets end now or after grace_period_seconds',
+        params: IdParams,
+        body: Type.Union([Type.Null(), RotateSecretBody]), // no body = no grace period
+        response: { 200: AgentWithSecretSchema, ...errorResponses(403, 404) },
+      },
+    },
+    async (req, reply) => {
+      reply.header('cache-control', 'no-store');
+      return rotateSecret(ctx, userOf(req).userId, req.params.id, req.body?.grace_period_seconds ?? 0);
+    },
+  );
+
+  r.post(
+    '/v2/agents/:id/tools/subscribe',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'agents.tools.subscribe',
+        summary: 'Subscribe the agent to a service by name (the owner must be subscribed to it or own it)',
+        params: IdParams,
+        body: SubscribeToolBody,
+        response: { 200: AgentToolSchema, 201: AgentToolSchema, ...errorResponses(403, 404) },
+      },
+    },
+    async (req, reply) => {
+      const { created, subscription } = await subscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body.service);
+      return reply.code(created ? 201 : 200).send(subscription);
+    },
+  );
+  r.delete(
+    '/v2/agents/:id/tools/unsubscribe',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'agents.tools.unsubscribe',
+        summary: 'Unsubscribe the agent from a service (`service` in the body or the query)',
+        params: IdParams,
+        querystring: UnsubscribeToolQuery,
+        body: Type.Union([Type.Null(), UnsubscribeToolBody]),
+        response: { 204: Type.Null(), ...errorResponses(403, 404) },
+      },
+    },
+    async (req, reply) => {
+      const service = req.body?.service ?? req.query.service;
+      if (!service) {
+        throw new AppError('validation_failed', 'Name the service in the body or as ?service=', { errors: [{ in: 'body', pointer: '/service', message: 'is required' }] });
+      }
+      await unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, service);
+      return reply.code(204).send(null);
+    },
+  );
+  r.get(
+    '/v2/agents/:id/tools',
+    { schema: { tags, security, operationId: 'agents.tools.list', summary: "List the agent's tool subscriptions", params: IdParams, querystring: ToolsQuery, response: { 200: ListOf(AgentToolSchema), ...errorResponses(403, 404) } } },
+    async (req) => listAgentTools(ctx, userOf(req).userId, req.params.id, req.query),
+  );
+}
+
+// ------------------------------------------------------------------------- token endpoint
+
+const BASIC_REALM = 'Basic realm="agent-platform", charset="UTF-8"';
+
+/** RFC 6749 Appendix B: application/x-www-form-urlencoded decoding of one value. */
+function formDecode(s: string): string {
+  return decodeURIComponent(s.replace(/\+/g, ' '));
+}
+
+/** Client credentials of an `Authorization: Basic` header (RFC 6749 §2.3.1). @throws OAuthError invalid_client */
+function basicCredentials(header: string): { id: string; secret: string } {
+  const m = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header);
+  if (!m) throw new OAuthError('invalid_client', 'Authorization header must be "Basic <base64(client_id:client_secret)>"');
+  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) throw new OAuthError('invalid_client', 'Basic credentials must be "client_id:client_secret"');
+  try {
+    return { id: formDecode(decoded.slice(0, i)), secret: formDecode(decoded.slice(i + 1)) };
+  } catch {
+    throw new OAuthError('invalid_client', 'Basic credentials are not correctly form-urlencoded');
+  }
+}
+
+/** The client id a request claims (header or body), for the per-client rate limit; no verification. */
+function claimedClientId(req: FastifyRequest): string | null {
+  const h = req.headers.authorization;
+  if (h) {
+    try {
+      return basicCredentials(h).id;
+    } catch {
+      return null;
+    }
+  }
+  const body = req.body as Record<string, unknown> | undefined;
+  return body && typeof body.client_id === 'string' && body.client_id ? body.client_id : null;
+}
+
+/**
+ * Read the token request's parameters (RFC 6749 §3.2: empty values count as absent; no parameter
+ * may appear twice) and the client credentials (exactly one method).
+ * @throws OAuthError invalid_request | unsupported_grant_type | invalid_client
+ */
+function readTokenRequest(req: FastifyRequest): { clientId: string; clientSecret: string; scope?: string } {
+  const raw = req.body ?? {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new OAuthError('invalid_request', 'The request body must be form-urlencoded parameters or a JSON object');
+  const params: Record<string, string | undefined> = {};
+  for (const name of ['grant_type', 'scope', 'client_id', 'client_secret']) {
+    const v = (raw as Record<string, unknown>)[name];
+    if (Array.isArray(v)) throw new OAuthError('invalid_request', `Parameter "${name}" is included more than once`);
+    if (v !== undefined && v !== null && typeof v !== 'string') throw new OAuthError('invalid_request', `Parameter "${name}" must be a string`);
+    params[name] = v === '' || v === null ? undefined : (v as string | undefined);
+  }
+  const header = req.headers.authorization;
+  if (header && params.client_secret !== undefined) {
+    throw new OAuthError('invalid_request', 'Use exactly one client authentication method (HTTP Basic or client_secret in the body), not both');
+  }
+  if (params.grant_type === undefined) throw new OAuthError('invalid_request', 'Missing parameter "grant_type"');
+  if (params.grant_type !== 'client_credentials') {
+    throw new OAuthError('unsupported_grant_type', `grant_type "${params.grant_type}" is not supported; use "client_credentials"`);
+  }
+  if (header) {
+    const { id, secret } = basicCredentials(header);
+    if (params.client_id !== undefined && params.client_id !== id) throw new OAuthError('invalid_request', 'client_id in the body does not match the Basic credentials');
+    if (!id || !secret) throw new OAuthError('invalid_client', 'Basic credentials need a client_id and a client_secret');
+    return { clientId: id, clientSecret: secret, scope: params.scope };
+  }
+  if (params.client_id === undefined || params.client_secret === undefined) {
+    throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic (client_secret_basic) or client_id and client_secret in the body (client_secret_post)');
+  }
+  return { clientId: params.client_id, clientSecret: params.client_secret, scope: params.scope };
+}
+
+function sendOAuthError(reply: FastifyReply, err: OAuthError, headers?: Record<string, string>): FastifyReply {
+  reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+  if (headers) reply.headers(headers);
+  if (err.error === 'invalid_client') reply.header('www-authenticate', BASIC_REALM);
+  return reply.code(err.status).send({ error: err.error, error_description: err.message });
+}
+
+/** `POST /auth/agent/token` in its own scope: form parser, per-client limiter and RFC 6749 §5.2 errors. */
+async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  await app.register(formbody);
+  const { tokenRateLimit, tokenRateWindowMs } = ctx.config.agents;
+  const perClient = app.createRateLimit({
+    max: tokenRateLimit,
+    timeWindow: tokenRateWindowMs,
+    keyGenerator: (req) => {
+      const id = claimedClientId(req);
+      return id ? `agent-token:cid:${id}` : `agent-token:ip:${req.ip}`;
+    },
+  });
+
+  app.setErrorHandler((err: Error & { validation?: unknown; code?: string; statusCode?: number }, req, reply) => {
+    if (err instanceof OAuthError) return sendOAuthError(reply, err);
+    if (err instanceof AppError && err.code === 'rate_limited') return sendOAuthError(reply, new OAuthError('rate_limited', err.message), err.headers);
+    if (err.validation || (err.code?.startsWith('FST_ERR_CTP_') ?? false) || (err.statusCode !== undefined && err.statusCode < 500)) {
+      return sendOAuthError(reply, new OAuthError('invalid_request', `Malformed token request: ${err.message}`));
+    }
+    req.log.error({ err }, 'token endpoint failure');
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    return reply.code(500).send({ error: 'server_error', error_description: 'An unexpected error occurred; the request id identifies it in our logs' });
+  });
+
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  r.post(
+    '/auth/agent/token',
+    {
+      schema: {
+        tags: ['auth'],
+        operationId: 'agents.token',
+        summary: 'Get an agent access token (OAuth 2.0 client credentials grant, RFC 6749 §4.4)',
+        description:
+          'Form-urlencoded or JSON. Client authentication by HTTP Basic (client_secret_basic) or client_id + client_secret in the body (client_secret_post), never both. Errors use the RFC 6749 §5.2 body.',
+        security: [],
+        body: Type.Union([Type.Null(), TokenRequestBody]),
+        response: { 200: TokenResponseSchema, 400: OAuthErrorSchema, 401: OAuthErrorSchema, 429: OAuthErrorSchema, 500: OAuthErrorSchema },
+      },
+      preHandler: async (req, reply) => {
+        const res = await perClient(req);
+        if (res.isAllowed) return;
+        reply.header('ratelimit-limit', res.max).header('ratelimit-remaining', res.remaining).header('ratelimit-reset', res.ttlInSeconds);
+        if (res.isExceeded) {
+          throw new AppError('rate_limited', `Too many token requests for this client; retry in ${res.ttlInSeconds} s`, { headers: { 'retry-after': String(res.ttlInSeconds) } });
+        }
+      },
+    },
+    async (req, reply) => {
+      const input = readTokenRequest(req);
+      const token = await issueAgentToken(ctx, input);
+      reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+      return token;
+    },
+  );
+}

@@ -1,0 +1,304 @@
+/**
+ * Agents (spec "Agents (v2)", issue 6 §1): agent identities owned by an account, their client
+ * secrets (scrypt hashes, rotation with an optional grace period) and their tool subscriptions.
+ *
+ * Every function takes the owning account id and answers `not_found` for agents of other
+ * accounts and for deleted agents (soft delete: they disappear from lookups).
+ * Token issuance and verification live in `tokens.ts`.
+ */
+import { randomBytes } from 'node:crypto';
+import { and, desc, eq, gt, inArray, isNull, lt, lte, ne, or, sql } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { agentSecrets, agentToolSubscriptions, agents } from '../../db/schema/index.js';
+import { AppError, notFound } from '../../http/errors.js';
+import { newId } from '../../http/ids.js';
+import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { hashPassword } from '../identity/passwords.js';
+import { invalidateAgentAuth } from './tokens.js';
+
+export type AgentRow = typeof agents.$inferSelect;
+export type AgentStatus = 'active' | 'disabled' | 'deleted';
+
+/** A live client secret as shown on the agent (never the secret itself). */
+export interface SecretView {
+  id: string;
+  created_at: string;
+  last_used_at: string | null;
+  /** Null while it is the current secret; set when a rotation gave it a grace period. */
+  expires_at: string | null;
+}
+
+/** The agent record of the API. */
+export interface AgentView {
+  id: string;
+  name: string;
+  description: string | null;
+  client_id: string;
+  status: AgentStatus;
+  metadata: Record<string, unknown>;
+  /** Live client secrets, newest first (two during a rotation grace period). */
+  secrets: SecretView[];
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+/** Largest serialised `metadata`, bytes. */
+const MAX_METADATA_BYTES = 16 * 1024;
+/** Longest rotation grace period (issue 6 §1: at most 86400 s). */
+export const MAX_GRACE_SECONDS = 86_400;
+
+// ------------------------------------------------------------------------- contract functions
+
+/**
+ * The agent `agentId` if owned by `accountId` and not deleted (cross-module contract).
+ * @throws AppError not_found otherwise (also for other accounts' agents: no existence leaks).
+ */
+export async function getAgentForAccount(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+): Promise<{ id: string; ownerId: string; name: string; status: string }> {
+  const [a] = await ctx.db
+    .select({ id: agents.id, ownerId: agents.ownerId, name: agents.name, status: agents.status })
+    .from(agents)
+    .where(and(eq(agents.id, agentId), eq(agents.ownerId, accountId), ne(agents.status, 'deleted')));
+  if (!a) throw notFound('Agent');
+  return a;
+}
+
+/** True when the (not deleted) agent is subscribed to `serviceId` (agent tool subscriptions; cross-module contract). */
+export async function isAgentSubscribed(ctx: AppContext, agentId: string, serviceId: string): Promise<boolean> {
+  const rows = await ctx.db
+    .select({ one: sql<number>`1` })
+    .from(agentToolSubscriptions)
+    .innerJoin(agents, eq(agents.id, agentToolSubscriptions.agentId))
+    .where(and(eq(agentToolSubscriptions.agentId, agentId), eq(agentToolSubscriptions.serviceId, serviceId), ne(agents.status, 'deleted')))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/**
+ * Any account's agent by id, unless deleted; null when missing. For modules that address agents
+ * across accounts (cross-agent grants and memory), which then apply their own access rules.
+ */
+export async function findAgent(ctx: AppContext, agentId: string): Promise<{ id: string; ownerId: string; name: string; status: string } | null> {
+  const [a] = await ctx.db
+    .select({ id: agents.id, ownerId: agents.ownerId, name: agents.name, status: agents.status })
+    .from(agents)
+    .where(and(eq(agents.id, agentId), ne(agents.status, 'deleted')));
+  return a ?? null;
+}
+
+// ------------------------------------------------------------------------- secrets
+
+/**
+ * A new client secret for secret id `sid`: `ags_` + the 26 characters of the id + 43 random
+ * base64url characters (256 bits). Embedding the id lets the token endpoint find the one hash to
+ * check, so a token request costs exactly one scrypt.
+ */
+function newClientSecret(sid: string): string {
+  return `ags_${sid.slice(4)}${randomBytes(32).toString('base64url')}`;
+}
+
+function newClientId(): string {
+  return `agc_${randomBytes(16).toString('hex')}`;
+}
+
+// ------------------------------------------------------------------------- views
+
+function iso(d: Date | null): string | null {
+  return d ? d.toISOString() : null;
+}
+
+function view(a: AgentRow, secrets: Array<typeof agentSecrets.$inferSelect>): AgentView {
+  const now = Date.now();
+  return {
+    id: a.id,
+    name: a.name,
+    description: a.description,
+    client_id: a.clientId,
+    status: a.status as AgentStatus,
+    metadata: a.metadata,
+    secrets: secrets
+      .filter((s) => s.agentId === a.id && (!s.expiresAt || s.expiresAt.getTime() > now))
+      .sort((x, y) => (x.id < y.id ? 1 : -1))
+      .map((s) => ({ id: s.id, created_at: s.createdAt.toISOString(), last_used_at: iso(s.lastUsedAt), expires_at: iso(s.expiresAt) })),
+    created_at: a.createdAt.toISOString(),
+    updated_at: a.updatedAt.toISOString(),
+    deleted_at: iso(a.deletedAt),
+  };
+}
+
+async function secretsOf(ctx: AppContext, agentIds: string[]): Promise<Array<typeof agentSecrets.$inferSelect>> {
+  if (agentIds.length === 0) return [];
+  return ctx.db
+    .select()
+    .from(agentSecrets)
+    .where(and(inArray(agentSecrets.agentId, agentIds), or(isNull(agentSecrets.expiresAt), gt(agentSecrets.expiresAt, new Date()))));
+}
+
+function checkMetadata(metadata: Record<string, unknown> | undefined): void {
+  if (metadata && Buffer.byteLength(JSON.stringify(metadata)) > MAX_METADATA_BYTES) {
+    throw new AppError('validation_failed', `metadata must serialise to at most ${MAX_METADATA_BYTES} bytes`, {
+      errors: [{ in: 'body', pointer: '/metadata', message: `larger than ${MAX_METADATA_BYTES} bytes` }],
+    });
+  }
+}
+
+async function ownedRow(ctx: AppContext, accountId: string, agentId: string): Promise<AgentRow> {
+  const [a] = await ctx.db
+    .select()
+    .from(agents)
+    .where(and(eq(agents.id, agentId), eq(agents.ownerId, accountId), ne(agents.status, 'deleted')));
+  if (!a) throw notFound('Agent');
+  return a;
+}
+
+// ------------------------------------------------------------------------- agents
+
+/**
+ * Create an agent of `accountId` with its first client secret. The answer is the only time
+ * `client_secret` is shown (it is stored as a scrypt hash).
+ * @throws AppError validation_failed (metadata too large)
+ */
+export async function createAgent(
+  ctx: AppContext,
+  accountId: string,
+  input: { name: string; description?: string | null; metadata?: Record<string, unknown> },
+): Promise<AgentView & { client_secret: string }> {
+  checkMetadata(input.metadata);
+  const id = newId('agt');
+  const sid = newId('sec');
+  const secret = newClientSecret(sid);
+  const secretHash = await hashPassword(secret);
+  const { row, sec } = await ctx.db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(agents)
+      .values({ id, ownerId: accountId, name: input.name, description: input.description ?? null, clientId: newClientId(), metadata: input.metadata ?? {} })
+      .returning();
+    const [sec] = await tx.insert(agentSecrets).values({ id: sid, agentId: id, secretHash }).returning();
+    return { row, sec };
+  });
+  return { ...view(row, [sec]), client_secret: secret };
+}
+
+/** The account's agents, newest first; deleted ones only with `include_deleted`. */
+export async function listAgents(
+  ctx: AppContext,
+  accountId: string,
+  q: { limit?: number; cursor?: string; include_deleted?: boolean },
+): Promise<Page<AgentView>> {
+  const limit = q.limit ?? 20;
+  const after = decodeCursor(q.cursor);
+  const rows = await ctx.db
+    .select()
+    .from(agents)
+    .where(and(eq(agents.ownerId, accountId), q.include_deleted ? undefined : ne(agents.status, 'deleted'), after ? lt(agents.id, after) : undefined))
+    .orderBy(desc(agents.id))
+    .limit(limit + 1);
+  const secrets = await secretsOf(ctx, rows.slice(0, limit).map((r) => r.id));
+  return toPage(rows, limit, (r) => view(r, secrets));
+}
+
+/** One agent of the account. @throws AppError not_found (other accounts' and deleted agents too) */
+export async function getAgent(ctx: AppContext, accountId: string, agentId: string): Promise<AgentView> {
+  const row = await ownedRow(ctx, accountId, agentId);
+  return view(row, await secretsOf(ctx, [row.id]));
+}
+
+/**
+ * Update name, description, metadata (replaced as a whole) or status (`active` | `disabled`).
+ * Disabling makes the agent's tokens fail at once (`invalid_token`) and the token endpoint
+ * answer `invalid_client`. @throws AppError not_found | validation_failed
+ */
+export async function updateAgent(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+  input: { name?: string; description?: string | null; metadata?: Record<string, unknown>; status?: 'active' | 'disabled' },
+): Promise<AgentView> {
+  checkMetadata(input.metadata);
+  const [row] = await ctx.db
+    .update(agents)
+    .set({
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.metadata !== undefined ? { metadata: input.metadata } : {}),
+      ...(input.status !== undefined ? { status: input.status } : {}),
+      updatedAt: new Date(),
+    })
+    .where(and(eq(agents.id, agentId), eq(agents.ownerId, accountId), ne(agents.status, 'deleted')))
+    .returning();
+  if (!row) throw notFound('Agent');
+  if (input.status !== undefined) await invalidateAgentAuth(ctx, agentId);
+  return view(row, await secretsOf(ctx, [row.id]));
+}
+
+/**
+ * Soft delete: status `deleted`, `deleted_at` set, every secret removed (tokens stop working at
+ * once); memory, grants' history and deployments are kept. @throws AppError not_found
+ */
+export async function deleteAgent(ctx: AppContext, accountId: string, agentId: string): Promise<void> {
+  const now = new Date();
+  const found = await ctx.db.transaction(async (tx) => {
+    const [row] = await tx
+      .update(agents)
+      .set({ status: 'deleted', deletedAt: now, updatedAt: now })
+      .where(and(eq(agents.id, agentId), eq(agents.ownerId, accountId), ne(agents.status, 'deleted')))
+      .returning({ id: agents.id });
+    if (!row) return false;
+    await tx.delete(agentSecrets).where(eq(agentSecrets.agentId, agentId));
+    return true;
+  });
+  if (!found) throw notFound('Agent');
+  await invalidateAgentAuth(ctx, agentId);
+}
+
+/**
+ * Issue a new client secret. `graceSeconds` 0 (default): every older secret stops working at
+ * once, and so do tokens issued with them (401 `invalid_token`). `graceSeconds` > 0: older live
+ * secrets (and their tokens) keep working until `now + grace` (or their own earlier end).
+ * @throws AppError not_found | validation_failed (grace out of 0..86400)
+ */
+export async function rotateSecret(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+  graceSeconds = 0,
+): Promise<AgentView & { client_secret: string }> {
+  if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
+    throw new AppError('validation_failed', `grace_period_seconds must be an integer from 0 to ${MAX_GRACE_SECONDS}`, {
+      errors: [{ in: 'body', pointer: '/grace_period_seconds', message: `must be from 0 to ${MAX_GRACE_SECONDS}` }],
+    });
+  }
+  const sid = newId('sec');
+  const secret = newClientSecret(sid);
+  const secretHash = await hashPassword(secret);
+  const now = new Date();
+  const row = await ctx.db.transaction(async (tx) => {
+    // Row lock: concurrent rotations of one agent apply one after the other.
+    const [a] = await tx
+      .select()
+      .from(agents)
+      .where(and(eq(agents.id, agentId), eq(agents.ownerId, accountId), ne(agents.status, 'deleted')))
+      .for('update');
+    if (!a) return null;
+    if (graceSeconds === 0) {
+      await tx.delete(agentSecrets).where(eq(agentSecrets.agentId, agentId));
+    } else {
+      const end = new Date(now.getTime() + graceSeconds * 1000);
+      await tx.delete(agentSecrets).where(and(eq(agentSecrets.agentId, agentId), lte(agentSecrets.expiresAt, now)));
+      await tx
+        .update(agentSecrets)
+        .set({ expiresAt: sql`least(coalesce(${agentSecrets.expiresAt}, ${end}), ${end})` })
+        .where(eq(agentSecrets.agentId, agentId));
+    }
+    await tx.insert(agentSecrets).values({ id: sid, agentId, secretHash, createdAt: now });
+    const [u] = await tx.update(agents).set({ updatedAt: now }).where(eq(agents.id, agentId)).returning();
+    return u;
+  });
+  if (!row) throw notFound('Agent');
+  await invalidateAgentAuth(ctx, agentId);
+  return { ...view(row, await secretsOf(ctx, [agentId])), client_secret: secret };
+}

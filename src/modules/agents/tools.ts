@@ -1,0 +1,98 @@
+/**
+ * Agent tool subscriptions (issue 6 §1): which services an agent may call tools of. The owner
+ * must hold an active subscription to the service (subscriptions module) or own it (registry).
+ * Separate from `service.ts` so the agents contract functions do not depend on those modules.
+ */
+import { and, desc, eq, inArray, lt, or } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { agentToolSubscriptions } from '../../db/schema/index.js';
+import { AppError, notFound } from '../../http/errors.js';
+import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { hasActiveSubscription } from '../subscriptions/service.js';
+import { getAgentForAccount } from './service.js';
+
+// TEMPORARY until src/modules/registry/service.ts lands: loaded lazily so the app builds meanwhile.
+async function getServiceSummary(ctx: AppContext, ref: string): Promise<{ id: string; name: string; ownerId: string; status: string } | null> {
+  const mod = (await import('../registry/service.js' as string)) as { getServiceSummary: (ctx: AppContext, ref: string) => Promise<{ id: string; name: string; ownerId: string; status: string } | null> };
+  return mod.getServiceSummary(ctx, ref);
+}
+
+/** An agent's subscription to a service. */
+export interface AgentToolView {
+  service_id: string;
+  service: string;
+  subscribed_at: string;
+}
+
+function toolView(r: typeof agentToolSubscriptions.$inferSelect): AgentToolView {
+  return { service_id: r.serviceId, service: r.serviceName, subscribed_at: r.createdAt.toISOString() };
+}
+
+/**
+ * Subscribe the agent to a service (by name or id). The owner must hold an active subscription to
+ * the service or own it. Idempotent: `created` is false when it was already subscribed.
+ * @throws AppError not_found (agent or service) | not_subscribed (owner neither subscribed nor owner)
+ */
+export async function subscribeAgentTool(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+  serviceRef: string,
+): Promise<{ created: boolean; subscription: AgentToolView }> {
+  await getAgentForAccount(ctx, accountId, agentId);
+  const svc = await getServiceSummary(ctx, serviceRef);
+  if (!svc) throw notFound('Service');
+  if (svc.ownerId !== accountId && !(await hasActiveSubscription(ctx, accountId, svc.id))) {
+    throw new AppError('not_subscribed', `Subscribe to "${svc.name}" first (POST /subscriptions); an agent may use only services its owner subscribes to or owns`);
+  }
+  const [inserted] = await ctx.db
+    .insert(agentToolSubscriptions)
+    .values({ agentId, serviceId: svc.id, serviceName: svc.name })
+    .onConflictDoNothing()
+    .returning();
+  if (inserted) return { created: true, subscription: toolView(inserted) };
+  const [existing] = await ctx.db
+    .select()
+    .from(agentToolSubscriptions)
+    .where(and(eq(agentToolSubscriptions.agentId, agentId), eq(agentToolSubscriptions.serviceId, svc.id)));
+  return { created: false, subscription: toolView(existing) };
+}
+
+/**
+ * Unsubscribe the agent from a service, by name or id (works after the service was deleted).
+ * @throws AppError not_found (agent, or no such subscription)
+ */
+export async function unsubscribeAgentTool(ctx: AppContext, accountId: string, agentId: string, serviceRef: string): Promise<void> {
+  await getAgentForAccount(ctx, accountId, agentId);
+  const svc = await getServiceSummary(ctx, serviceRef);
+  const refs = [serviceRef, ...(svc ? [svc.id] : [])];
+  const rows = await ctx.db
+    .delete(agentToolSubscriptions)
+    .where(
+      and(
+        eq(agentToolSubscriptions.agentId, agentId),
+        or(inArray(agentToolSubscriptions.serviceId, refs), eq(agentToolSubscriptions.serviceName, serviceRef)),
+      ),
+    )
+    .returning({ id: agentToolSubscriptions.serviceId });
+  if (rows.length === 0) throw notFound('Subscription of this agent to the service');
+}
+
+/** The agent's tool subscriptions, newest first (keyset on service id within equal times). */
+export async function listAgentTools(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<AgentToolView>> {
+  await getAgentForAccount(ctx, accountId, agentId);
+  const limit = q.limit ?? 20;
+  const after = decodeCursor(q.cursor);
+  const rows = await ctx.db
+    .select()
+    .from(agentToolSubscriptions)
+    .where(and(eq(agentToolSubscriptions.agentId, agentId), after ? lt(agentToolSubscriptions.serviceId, after) : undefined))
+    .orderBy(desc(agentToolSubscriptions.serviceId))
+    .limit(limit + 1);
+  return toPage(rows, limit, toolView, (r) => r.serviceId);
+}

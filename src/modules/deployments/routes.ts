@@ -1,0 +1,182 @@
+/** HTTP routes of the deployments module (spec group "Deployment (v2)"). */
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireAuth } from '../../http/auth.js';
+import { AppError } from '../../http/errors.js';
+import { BEARER_SECURITY, IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import {
+  DeployForm,
+  DeploymentSchema,
+  ExecutionParams,
+  InvocationSchema,
+  InvocationSummarySchema,
+  InvokeBody,
+  InvokeQuery,
+  RedeployBody,
+  RollbackBody,
+} from './schemas.js';
+import {
+  createDeployment,
+  getInvocation,
+  invokeAgent,
+  listDeployments,
+  listInvocations,
+  redeployDeployment,
+  registerDeploymentJobs,
+  rollbackDeployment,
+  stopDeployment,
+  type DeployInput,
+} from './service.js';
+
+/** The body of rollback/redeploy is optional: no body means `{}`. */
+const emptyBodyIsObject = async (req: FastifyRequest): Promise<void> => {
+  req.body ??= {};
+};
+
+const FIELDS = new Set(['entrypoint', 'env', 'description']);
+const FIELD_MAX = 16 * 1024;
+
+/** Read the deploy form: one file part (`artifact`, or the first file) and the optional text fields. */
+async function readDeployForm(req: FastifyRequest): Promise<DeployInput> {
+  if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'Send multipart/form-data with the artifact (a .tar.gz file) in the "artifact" part');
+  let artifact: Buffer | undefined;
+  const fields: Record<string, string> = {};
+  for await (const part of req.parts()) {
+    if (part.type === 'file') {
+      const buf = await part.toBuffer();
+      if (artifact === undefined) artifact = buf;
+      continue;
+    }
+    if (!FIELDS.has(part.fieldname)) {
+      throw new AppError('validation_failed', `Unknown form field "${part.fieldname}"`, { errors: [{ in: 'body', pointer: `/${part.fieldname}`, message: 'unknown field' }] });
+    }
+    const value = typeof part.value === 'string' ? part.value : String(part.value);
+    if (value.length > FIELD_MAX) throw new AppError('validation_failed', `Field "${part.fieldname}" is too long`, { errors: [{ in: 'body', pointer: `/${part.fieldname}`, message: 'too long' }] });
+    fields[part.fieldname] = value;
+  }
+  if (!artifact) throw new AppError('validation_failed', 'The form has no file part: send the tarball as "artifact"', { errors: [{ in: 'body', pointer: '/artifact', message: 'required' }] });
+  if (fields.description !== undefined && fields.description.length > 256) {
+    throw new AppError('validation_failed', 'description must be at most 256 characters', { errors: [{ in: 'body', pointer: '/description', message: 'too long' }] });
+  }
+  return { artifact, entrypoint: fields.entrypoint || undefined, env: fields.env, description: fields.description || undefined };
+}
+
+export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  registerDeploymentJobs(ctx);
+  requireAuth(app, ctx.auth, { principals: ['user', 'agent'] });
+  const maxBytes = ctx.config.deploy.maxBytes;
+  // Multipart only in this scope: the artifact is buffered (≤ DEPLOY_MAX_BYTES, else 413).
+  await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: FIELD_MAX, parts: 12, headerPairs: 200 } });
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['deployments'];
+  const security = [...USER_SECURITY, ...BEARER_SECURITY];
+
+  r.post(
+    '/v2/agents/:id/deploy',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'deployments.deploy',
+        summary: 'Deploy agent code (multipart: a .tar.gz artifact); creates version N+1, prepared in the background',
+        consumes: ['multipart/form-data'],
+        params: IdParams,
+        body: DeployForm,
+        response: { 202: DeploymentSchema, ...errorResponses(403, 404, 409, 413, 415) },
+      },
+      // The multipart body is read by the handler (streamed, capped), not by the JSON validator.
+      validatorCompiler: ({ httpPart }) =>
+        httpPart === 'params'
+          ? (data: unknown) => {
+              const id = (data as { id?: unknown }).id;
+              return typeof id === 'string' && id.length >= 1 && id.length <= 100 ? { value: data } : { error: new Error('params/id is invalid') };
+            }
+          : () => true,
+    },
+    async (req, reply) => {
+      const form = await readDeployForm(req);
+      return reply.code(202).send(await createDeployment(ctx, principalOf(req), req.params.id, form));
+    },
+  );
+
+  r.post(
+    '/v2/agents/:id/invoke',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'deployments.invoke',
+        summary: 'Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true)',
+        params: IdParams,
+        querystring: InvokeQuery,
+        body: InvokeBody,
+        response: { 200: InvocationSchema, 202: InvocationSchema, ...errorResponses(403, 404, 409) },
+      },
+    },
+    async (req, reply) => {
+      const isAsync = req.query.async === true || req.body.async === true;
+      const inv = await invokeAgent(ctx, principalOf(req), req.params.id, { ...req.body, async: isAsync });
+      return reply.code(isAsync ? 202 : 200).send(inv);
+    },
+  );
+
+  r.get(
+    '/v2/agents/:id/deployments',
+    { schema: { tags, security, operationId: 'deployments.list', summary: 'Deployment history, newest first', params: IdParams, querystring: PageQuery, response: { 200: ListOf(DeploymentSchema), ...errorResponses(403, 404) } } },
+    async (req) => listDeployments(ctx, principalOf(req), req.params.id, req.query),
+  );
+
+  r.post(
+    '/v2/agents/:id/deployments/rollback',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'deployments.rollback',
+        summary: 'Make the previous good version active again (the current one becomes rolled_back)',
+        params: IdParams,
+        body: RollbackBody,
+        response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) },
+      },
+      preValidation: emptyBodyIsObject,
+    },
+    async (req) => rollbackDeployment(ctx, principalOf(req), req.params.id, req.body),
+  );
+
+  r.post(
+    '/v2/agents/:id/deployments/stop',
+    { schema: { tags, security, operationId: 'deployments.stop', summary: 'Stop the active deployment (invocations then answer 409)', params: IdParams, response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) } } },
+    async (req) => stopDeployment(ctx, principalOf(req), req.params.id),
+  );
+
+  r.post(
+    '/v2/agents/:id/deployments/redeploy',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'deployments.redeploy',
+        summary: 'Run the prepare step again on the current version (or the one named)',
+        params: IdParams,
+        body: RedeployBody,
+        response: { 202: DeploymentSchema, ...errorResponses(403, 404, 409) },
+      },
+      preValidation: emptyBodyIsObject,
+    },
+    async (req, reply) => reply.code(202).send(await redeployDeployment(ctx, principalOf(req), req.params.id, req.body)),
+  );
+
+  r.get(
+    '/v2/agents/:id/executions',
+    { schema: { tags, security, operationId: 'deployments.executions.list', summary: 'Invocations of the agent, newest first', params: IdParams, querystring: PageQuery, response: { 200: ListOf(InvocationSummarySchema), ...errorResponses(403, 404) } } },
+    async (req) => listInvocations(ctx, principalOf(req), req.params.id, req.query),
+  );
+
+  r.get(
+    '/v2/agents/:id/executions/:exeId',
+    { schema: { tags, security, operationId: 'deployments.executions.get', summary: 'One invocation with input, output and logs', params: ExecutionParams, response: { 200: InvocationSchema, ...errorResponses(403, 404) } } },
+    async (req) => getInvocation(ctx, principalOf(req), req.params.id, req.params.exeId),
+  );
+}

@@ -1,0 +1,127 @@
+/** HTTP routes of the user-memory module (spec group "Memory"). Users and agents may call them. */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireAuth } from '../../http/auth.js';
+import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { actorOf } from '../sessions/service.js';
+import {
+  AddMemoryBody,
+  ContextQuery,
+  ContextSchema,
+  DeleteQuery,
+  DeletedSchema,
+  ListMemoryQuery,
+  MemoryPageSchema,
+  MemorySchema,
+  PagedMemoryQuery,
+  SearchQuery,
+  SearchResultSchema,
+  StatsQuery,
+  StatsSchema,
+  SummarySchema,
+  TimelineEventSchema,
+  TimelineQuery,
+} from './schemas.js';
+import {
+  addMemory,
+  agentContext,
+  deleteMemories,
+  getSessionSummary,
+  initMemory,
+  listMemories,
+  listMemoriesPaged,
+  memoryStats,
+  searchMemories,
+  sessionTimeline,
+  summarizeSession,
+} from './service.js';
+
+export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  await initMemory(ctx);
+  requireAuth(app, ctx.auth);
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['memory'];
+  const security = USER_SECURITY;
+
+  r.post(
+    '/memory',
+    {
+      schema: {
+        tags, security, operationId: 'memory.create', summary: 'Store a memory (embedded for search)',
+        body: AddMemoryBody, response: { 201: MemorySchema, ...errorResponses(403, 404, 413, 502, 504) },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await addMemory(ctx, actorOf(principalOf(req)), req.body)),
+  );
+  r.get(
+    '/memory',
+    { schema: { tags, security, operationId: 'memory.list', summary: "List the caller's memories, newest first", querystring: ListMemoryQuery, response: { 200: ListOf(MemorySchema), ...errorResponses() } } },
+    async (req) => listMemories(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/paginated',
+    { schema: { tags, security, operationId: 'memory.listPaginated', summary: 'Memories by page, with a total', querystring: PagedMemoryQuery, response: { 200: MemoryPageSchema, ...errorResponses() } } },
+    async (req) => listMemoriesPaged(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/search',
+    {
+      schema: {
+        tags, security, operationId: 'memory.search', summary: 'Hybrid search (vector + full text, fused) with a similarity threshold',
+        querystring: SearchQuery, response: { 200: SearchResultSchema, ...errorResponses(502, 504) },
+      },
+    },
+    async (req) => searchMemories(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/context/agent',
+    {
+      schema: {
+        tags, security, operationId: 'memory.agentContext', summary: 'What an agent should know before acting: relevant memories, recent sessions, frequent tools, stats',
+        querystring: ContextQuery, response: { 200: ContextSchema, ...errorResponses(502, 504) },
+      },
+    },
+    async (req) => agentContext(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/sessions/:id',
+    { schema: { tags, security, operationId: 'memory.sessionSummary', summary: "A session's summary", params: IdParams, response: { 200: SummarySchema, ...errorResponses(404) } } },
+    async (req) => getSessionSummary(ctx, actorOf(principalOf(req)), req.params.id),
+  );
+  r.get(
+    '/memory/sessions/:id/timeline',
+    {
+      schema: {
+        tags, security, operationId: 'memory.sessionTimeline', summary: 'Every event of a session in order (executions, memories, summary)',
+        params: IdParams, querystring: TimelineQuery, response: { 200: ListOf(TimelineEventSchema), ...errorResponses(404) },
+      },
+    },
+    async (req) => sessionTimeline(ctx, actorOf(principalOf(req)), req.params.id, req.query),
+  );
+  r.post(
+    '/memory/sessions/:id/summarize',
+    {
+      schema: {
+        tags, security, operationId: 'memory.summarizeSession', summary: 'Build (or rebuild) the summary of a session; it is stored as a memory too',
+        params: IdParams, response: { 200: SummarySchema, ...errorResponses(404, 502, 504) },
+      },
+    },
+    async (req) => summarizeSession(ctx, actorOf(principalOf(req)), req.params.id),
+  );
+  r.get(
+    '/memory/stats',
+    { schema: { tags, security, operationId: 'memory.stats', summary: 'Memory statistics', querystring: StatsQuery, response: { 200: StatsSchema, ...errorResponses() } } },
+    async (req) => memoryStats(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.delete(
+    '/memory',
+    {
+      schema: {
+        tags, security, operationId: 'memory.deleteAll', summary: "Delete the caller's memories and summaries (optionally one session's)",
+        querystring: DeleteQuery, response: { 200: DeletedSchema, ...errorResponses(404) },
+      },
+    },
+    async (req) => deleteMemories(ctx, actorOf(principalOf(req)), req.query),
+  );
+}

@@ -1,0 +1,198 @@
+/**
+ * SQL of the memory store on both storage paths (DESIGN.md §3):
+ *
+ * - pgvector (`ctx.database.hasVector`): `embedding vector(N)`, HNSW index (`vector_cosine_ops`),
+ *   distance `embedding <=> q`;
+ * - no pgvector: `embedding real[]`, exact distance `memory_cosine_distance(embedding, q)` (plpgsql,
+ *   created by migration 0007) over the caller's rows.
+ *
+ * Vectors are unit length, so both distances are `1 - cosine`. Everything else — filters, the
+ * full-text arm, reciprocal rank fusion — is the same SQL on both paths, so the same data gives the
+ * same hits (tested on PGlite and PostgreSQL).
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { execRows, type Db, type Tx } from '../../db/client.js';
+
+/** Text form of a vector for a `::vector` or `::real[]` cast (float32 round-trips exactly). */
+export function vectorText(v: Float32Array, hasVector: boolean): string {
+  const parts = new Array<string>(v.length);
+  for (let i = 0; i < v.length; i++) parts[i] = v[i] === 0 ? '0' : v[i].toPrecision(9);
+  return hasVector ? `[${parts.join(',')}]` : `{${parts.join(',')}}`;
+}
+
+/** A vector as an SQL parameter of the column's type. */
+export function vectorParam(ctx: AppContext, v: Float32Array | null): SQL {
+  if (!v) return sql`null`;
+  const text = vectorText(v, ctx.database.hasVector);
+  return ctx.database.hasVector ? sql`${text}::vector` : sql`${text}::real[]`;
+}
+
+/** Cosine distance (0 = same direction, 2 = opposite) of `col` to the query vector `q`. */
+export function distance(ctx: AppContext, q: SQL, col: SQL = sql`embedding`): SQL {
+  return ctx.database.hasVector ? sql`(${col} <=> ${q})` : sql`memory_cosine_distance(${col}, ${q})`;
+}
+
+/** A memory row to insert (the id and timestamp are given by the caller). */
+export interface NewMemoryRow {
+  id: string;
+  userId: string;
+  sessionId: string | null;
+  agentId: string | null;
+  serviceId: string | null;
+  toolId: string | null;
+  executionId: string | null;
+  source: 'explicit' | 'execution' | 'summary';
+  content: string;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Insert memories with their embeddings (null → stored without one; found by full text only until
+ * back-filled). Rows whose `execution_id` already has a memory are skipped.
+ * @returns the ids and creation times of the inserted rows
+ */
+export async function insertMemoryRows(
+  ctx: AppContext,
+  db: Db | Tx,
+  rows: NewMemoryRow[],
+  vectors: Array<Float32Array | null>,
+): Promise<Array<{ id: string; created_at: Date | string }>> {
+  if (rows.length === 0) return [];
+  const values = rows.map(
+    (r, i) =>
+      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)})`,
+  );
+  return execRows(
+    db,
+    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding)
+        values ${sql.join(values, sql`, `)}
+        on conflict (execution_id) do nothing
+        returning id, created_at`,
+  );
+}
+
+/** Retrieval arms of a search. */
+export type SearchMode = 'hybrid' | 'vector' | 'text';
+
+/** Fusion parameters: RRF constant and arm weights (Cormack et al. 2009: k = 60, equal weights). */
+export const FUSION = { k: 60, vectorWeight: 1, textWeight: 1 } as const;
+
+/** One fused candidate, with its rank in each arm (null when the arm did not return it). */
+export interface CandidateRow {
+  id: string;
+  score: number;
+  distance: number | null;
+  vector_rank: number | null;
+  text_rank: number | null;
+  row: {
+    id: string;
+    userId: string;
+    sessionId: string | null;
+    agentId: string | null;
+    serviceId: string | null;
+    toolId: string | null;
+    executionId: string | null;
+    source: string;
+    content: string;
+    metadata: Record<string, unknown>;
+    createdAt: Date;
+  };
+}
+
+/**
+ * The full-text query of `q`: the English-stemmed lexemes of `q` OR-ed together (a paraphrase
+ * rarely repeats every word, so AND — `plainto_tsquery` — misses most relevant memories).
+ */
+export function orTsQuery(q: string): SQL {
+  return sql`replace(plainto_tsquery('english', ${q})::text, ' & ', ' | ')::tsquery`;
+}
+
+/**
+ * Hybrid candidates in one statement: the `pool` nearest vectors and the `pool` best full-text
+ * matches (`ts_rank_cd`) under `where`, fused by reciprocal rank fusion
+ * (score = Σ weight / (k + rank)), best first. `where` must scope to the caller (`user_id = …`).
+ */
+export async function fusedCandidates(
+  ctx: AppContext,
+  db: Db | Tx,
+  input: { where: SQL; query: string; vector: Float32Array; pool: number; mode: SearchMode },
+): Promise<CandidateRow[]> {
+  const q = vectorParam(ctx, input.vector);
+  const dist = distance(ctx, q);
+  const arms: SQL[] = [];
+  const ctes: SQL[] = [];
+  if (input.mode !== 'text') {
+    ctes.push(sql`v as (
+      select id, row_number() over (order by d, id) as r from (
+        select id, ${dist} as d from memories
+        where ${input.where} and embedding is not null
+        order by ${dist} limit ${input.pool}::int
+      ) s
+    )`);
+    arms.push(sql`select id, ${FUSION.vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
+  }
+  if (input.mode !== 'vector') {
+    ctes.push(sql`tq as (select ${orTsQuery(input.query)} as q)`);
+    ctes.push(sql`t as (
+      select id, row_number() over (order by rk desc, id desc) as r from (
+        select m.id, ts_rank_cd(m.content_tsv, tq.q) as rk from memories m, tq
+        where ${input.where} and m.content_tsv @@ tq.q
+        order by rk desc, m.id desc limit ${input.pool}::int
+      ) s
+    )`);
+    arms.push(sql`select id, ${FUSION.textWeight}::float8 / (${FUSION.k}::int + r) as score, null::bigint as vr, r as tr from t`);
+  }
+  type Raw = Record<string, unknown> & { id: string; score: unknown; distance: unknown; vector_rank: unknown; text_rank: unknown };
+  const rows = await execRows<Raw>(
+    db,
+    sql`with ${sql.join(ctes, sql`, `)},
+        f as (select id, sum(score) as score, min(vr) as vr, min(tr) as tr from (${sql.join(arms, sql` union all `)}) x group by id)
+        select f.id, f.score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, q, sql`m.embedding`)} as distance,
+               m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at
+        from f join memories m on m.id = f.id
+        order by f.score desc, f.id desc`,
+  );
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return rows.map((r) => ({
+    id: r.id,
+    score: Number(r.score),
+    distance: num(r.distance),
+    vector_rank: num(r.vector_rank),
+    text_rank: num(r.text_rank),
+    row: {
+      id: r.id,
+      userId: r.user_id as string,
+      sessionId: (r.session_id as string | null) ?? null,
+      agentId: (r.agent_id as string | null) ?? null,
+      serviceId: (r.service_id as string | null) ?? null,
+      toolId: (r.tool_id as string | null) ?? null,
+      executionId: (r.execution_id as string | null) ?? null,
+      source: r.source as string,
+      content: r.content as string,
+      metadata: (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata ?? {}) as Record<string, unknown>,
+      createdAt: r.created_at instanceof Date ? r.created_at : new Date(r.created_at as string),
+    },
+  }));
+}
+
+/**
+ * Run `fn` in a transaction with the HNSW scan settings of memory search: `hnsw.ef_search` and
+ * iterative scans (pgvector ≥ 0.8), so a filtered index scan keeps going until it has `pool` rows of
+ * the caller instead of returning the few that survive the filter. No-op settings on the real[] path.
+ */
+export async function withSearchSettings<T>(ctx: AppContext, fn: (tx: Db | Tx) => Promise<T>): Promise<T> {
+  if (!ctx.database.hasVector) {
+    // exact path: no index settings; keep JIT off (compiling the scan costs more than it saves).
+    return ctx.db.transaction(async (tx) => {
+      await tx.execute(sql`select set_config('jit', 'off', true)`);
+      return fn(tx);
+    });
+  }
+  return ctx.db.transaction(async (tx) => {
+    await tx.execute(
+      sql`select set_config('hnsw.ef_search', ${String(ctx.config.memory.hnswEfSearch)}, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`,
+    );
+    return fn(tx);
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * The in-process batching writer behind `rememberExecution`: the request path only pushes a
+ * reference onto a queue (O(1), well under 0.2 ms); a flush scheduled with `setImmediate` builds the
+ * sentences, embeds them in one provider call per batch and inserts them in one multi-row INSERT.
+ * Flushed on shutdown through `ctx.onClose`. Failures are logged, never thrown: when the embedding
+ * provider fails, the memories are stored without a vector (full-text search still finds them) and
+ * back-filled by the next successful flush.
+ */
+import type { AppContext } from '../../context.js';
+import type { EmbeddingProvider } from './embeddings.js';
+import { insertMemoryRows, type NewMemoryRow } from './store.js';
+
+/** Most memories waiting in memory before new ones are dropped (with a warning). */
+const MAX_PENDING = 10_000;
+
+/** A memory to write; `build` runs in the flush, off the request path. */
+export interface PendingMemory {
+  build(): NewMemoryRow;
+}
+
+export class MemoryWriter {
+  private queue: PendingMemory[] = [];
+  private scheduled = false;
+  private running: Promise<void> | null = null;
+  private dropped = 0;
+  /** Set when rows were stored without an embedding; cleared by a back-fill. */
+  needsBackfill = false;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly embedder: EmbeddingProvider,
+    private readonly ready: Promise<void>,
+    private readonly backfill: () => Promise<number>,
+    private readonly batchSize = 64,
+  ) {}
+
+  /** Queue one memory. O(1); never throws. */
+  enqueue(item: PendingMemory): void {
+    if (this.queue.length >= MAX_PENDING) {
+      if (this.dropped++ % 1000 === 0) this.ctx.log.warn({ pending: this.queue.length }, 'memory writer queue full: dropping execution memories');
+      return;
+    }
+    this.queue.push(item);
+    if (!this.scheduled && !this.running) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.run();
+      });
+    }
+  }
+
+  /** Resolve when everything queued so far is written (or has failed and been logged). */
+  async drain(): Promise<void> {
+    while (this.queue.length > 0 || this.running || this.scheduled) {
+      if (this.running) await this.running;
+      else if (this.queue.length > 0) await this.run();
+      else await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  private run(): Promise<void> {
+    if (this.running) return this.running;
+    this.running = (async () => {
+      try {
+        await this.ready;
+      } catch {
+        this.queue = []; // start-up failed; the app does not start either
+        return;
+      }
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.batchSize);
+        await this.writeBatch(batch);
+      }
+      if (this.needsBackfill) {
+        try {
+          const left = await this.backfill();
+          this.needsBackfill = left > 0;
+        } catch (err) {
+          this.ctx.log.warn({ err: (err as Error).message }, 'memory embedding back-fill failed');
+        }
+      }
+    })().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async writeBatch(batch: PendingMemory[]): Promise<void> {
+    const rows: NewMemoryRow[] = [];
+    for (const item of batch) {
+      try {
+        rows.push(item.build());
+      } catch (err) {
+        this.ctx.log.error({ err: (err as Error).message }, 'could not build an execution memory');
+      }
+    }
+    if (rows.length === 0) return;
+    let vectors: Array<Float32Array | null>;
+    try {
+      vectors = await this.embedder.embed(rows.map((r) => r.content));
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message, count: rows.length }, 'embedding failed: storing execution memories without vectors');
+      vectors = rows.map(() => null);
+      this.needsBackfill = true;
+    }
+    try {
+      await insertMemoryRows(this.ctx, this.ctx.db, rows, vectors);
+    } catch (err) {
+      this.ctx.log.error({ err: (err as Error).message, count: rows.length }, 'could not store execution memories');
+    }
+  }
+}

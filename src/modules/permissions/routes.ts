@@ -1,0 +1,53 @@
+/**
+ * HTTP routes of the permissions module: grants of an agent's memory to other agents. Callable by
+ * the owner user of `:id` or by agent `:id` itself; anybody else gets 404.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireAuth } from '../../http/auth.js';
+import { BEARER_SECURITY, IdParams, ListOf, PageQuery, errorResponses } from '../../http/schemas.js';
+import { CreatePermissionBody, PermissionParams, PermissionSchema } from './schemas.js';
+import { createPermission, listGrants, listPermissions, revokePermission } from './service.js';
+
+export async function permissionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  requireAuth(app, ctx.auth);
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['agent-permissions'];
+  const security = BEARER_SECURITY;
+
+  r.post(
+    '/v2/agents/:id/permissions',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'permissions.create',
+        summary: "Grant another agent (any account's) read or write access to this agent's memory",
+        params: IdParams,
+        body: CreatePermissionBody,
+        response: { 201: PermissionSchema, ...errorResponses(403, 404) },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await createPermission(ctx, principalOf(req), req.params.id, req.body)),
+  );
+  r.get(
+    '/v2/agents/:id/permissions',
+    { schema: { tags, security, operationId: 'permissions.list', summary: "Live grants on this agent's memory (who may access it)", params: IdParams, querystring: PageQuery, response: { 200: ListOf(PermissionSchema), ...errorResponses(403, 404) } } },
+    async (req) => listPermissions(ctx, principalOf(req), req.params.id, req.query),
+  );
+  r.get(
+    '/v2/agents/:id/grants',
+    { schema: { tags, security, operationId: 'permissions.grants', summary: 'Live grants this agent holds (what it may access)', params: IdParams, querystring: PageQuery, response: { 200: ListOf(PermissionSchema), ...errorResponses(403, 404) } } },
+    async (req) => listGrants(ctx, principalOf(req), req.params.id, req.query),
+  );
+  r.delete(
+    '/v2/agents/:id/permissions/:permId',
+    { schema: { tags, security, operationId: 'permissions.revoke', summary: 'Revoke a grant (effective immediately)', params: PermissionParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } } },
+    async (req, reply) => {
+      await revokePermission(ctx, principalOf(req), req.params.id, req.params.permId);
+      return reply.code(204).send(null);
+    },
+  );
+}

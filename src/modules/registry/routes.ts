@@ -1,0 +1,138 @@
+/** HTTP routes of the registry: owner side (`/owner/services…`, users only) and marketplace (`/services…`, any principal). */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.js';
+import { accountOf, principalOf, requireAuth, userOf } from '../../http/auth.js';
+import { IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { ownerServiceDetail } from '../publishing/service.js';
+import {
+  CreatedServiceSchema,
+  MarketplaceQuery,
+  OwnerServiceListItem,
+  OwnerServiceSchema,
+  PublicManifestSchema,
+  PublicServiceSchema,
+  RegisterServiceBody,
+  SigningSecretSchema,
+  UpdateServiceBody,
+} from './schemas.js';
+import {
+  deleteService,
+  getPublicManifest,
+  listMarketplace,
+  listOwnerServices,
+  registerService,
+  rotateSigningSecret,
+  syncService,
+  updateService,
+} from './service.js';
+
+export async function registryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  // Owner side: users manage their own services; another account's service is 404.
+  await app.register(async (owner) => {
+    requireAuth(owner, ctx.auth, { principals: ['user'] });
+    const r = owner.withTypeProvider<TypeBoxTypeProvider>();
+    const tags = ['registry'];
+    const security = USER_SECURITY;
+
+    r.post(
+      '/owner/services',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'registry.register',
+          summary: 'Register an API service (native manifest, OpenAPI document or MCP server); the signing secret is shown once',
+          body: RegisterServiceBody,
+          response: { 201: CreatedServiceSchema, ...errorResponses(403, 409, 502, 504) },
+        },
+      },
+      async (req, reply) => {
+        reply.header('cache-control', 'no-store');
+        return reply.code(201).send(await registerService(ctx, userOf(req).userId, req.body));
+      },
+    );
+    r.get(
+      '/owner/services',
+      { schema: { tags, security, operationId: 'registry.listOwn', summary: "List the caller's services", querystring: PageQuery, response: { 200: ListOf(OwnerServiceListItem), ...errorResponses(403) } } },
+      async (req) => listOwnerServices(ctx, userOf(req).userId, req.query),
+    );
+    r.get(
+      '/owner/services/:id',
+      { schema: { tags, security, operationId: 'registry.getOwn', summary: 'Service details: tools, status, checklist summary, report counts', params: IdParams, response: { 200: OwnerServiceSchema, ...errorResponses(403, 404) } } },
+      async (req) => ownerServiceDetail(ctx, userOf(req).userId, req.params.id),
+    );
+    r.patch(
+      '/owner/services/:id',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'registry.update',
+          summary: 'Update a service (top-level fields; tools of a manifest-sourced service)',
+          params: IdParams,
+          body: UpdateServiceBody,
+          response: { 200: OwnerServiceSchema, ...errorResponses(403, 404) },
+        },
+      },
+      async (req) => {
+        const userId = userOf(req).userId;
+        await updateService(ctx, userId, req.params.id, req.body);
+        return ownerServiceDetail(ctx, userId, req.params.id);
+      },
+    );
+    r.delete(
+      '/owner/services/:id',
+      { schema: { tags, security, operationId: 'registry.delete', summary: 'Delete a service (a published one leaves the marketplace)', params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } } },
+      async (req, reply) => {
+        await deleteService(ctx, userOf(req).userId, req.params.id);
+        return reply.code(204).send(null);
+      },
+    );
+    r.post(
+      '/owner/services/:id/sync',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'registry.sync',
+          summary: 'Re-read the tools from the MCP server or OpenAPI URL',
+          params: IdParams,
+          response: { 200: OwnerServiceSchema, ...errorResponses(403, 404, 409, 502, 504) },
+        },
+      },
+      async (req) => {
+        const userId = userOf(req).userId;
+        await syncService(ctx, userId, req.params.id);
+        return ownerServiceDetail(ctx, userId, req.params.id);
+      },
+    );
+    r.post(
+      '/owner/services/:id/signing-secret',
+      { schema: { tags, security, operationId: 'registry.rotateSigningSecret', summary: 'Rotate the HMAC signing secret (the new one is shown once)', params: IdParams, response: { 200: SigningSecretSchema, ...errorResponses(403, 404) } } },
+      async (req, reply) => {
+        reply.header('cache-control', 'no-store');
+        return rotateSigningSecret(ctx, userOf(req).userId, req.params.id);
+      },
+    );
+  });
+
+  // Marketplace: any authenticated principal.
+  await app.register(async (market) => {
+    requireAuth(market, ctx.auth);
+    const r = market.withTypeProvider<TypeBoxTypeProvider>();
+    const tags = ['marketplace'];
+    const security = USER_SECURITY;
+    r.get(
+      '/services',
+      { schema: { tags, security, operationId: 'marketplace.list', summary: 'List published services (filters: category, tag, q)', querystring: MarketplaceQuery, response: { 200: ListOf(PublicServiceSchema), ...errorResponses() } } },
+      async (req) => listMarketplace(ctx, req.query),
+    );
+    r.get(
+      '/services/:id/manifest',
+      { schema: { tags, security, operationId: 'marketplace.manifest', summary: "Public manifest of a published service (or of the caller's own)", params: IdParams, response: { 200: PublicManifestSchema, ...errorResponses(404) } } },
+      async (req) => getPublicManifest(ctx, accountOf(principalOf(req)), req.params.id),
+    );
+  });
+}

@@ -1,0 +1,167 @@
+/** TypeBox schemas of the registry routes (owner side and marketplace). */
+import { Type } from 'typebox';
+import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
+
+const JsonSchemaObject = Type.Object({}, { additionalProperties: true, description: 'JSON Schema (2020-12) object' });
+
+export const AuthInput = Type.Object(
+  {
+    type: Type.Union([Type.Literal('none'), Type.Literal('bearer'), Type.Literal('header'), Type.Literal('query')]),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'header or query parameter name (header, query)' })),
+    secret: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'stored encrypted, never returned' })),
+  },
+  { additionalProperties: false },
+);
+
+export const ToolInput = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 64 }),
+    description: Type.String({ maxLength: 4000 }),
+    method: Type.String({ pattern: '^(GET|POST|PUT|PATCH|DELETE|get|post|put|patch|delete)$' }),
+    path: Type.String({ minLength: 1, maxLength: 2000 }),
+    input_schema: JsonSchemaObject,
+    output_schema: Type.Optional(JsonSchemaObject),
+  },
+  { additionalProperties: false },
+);
+
+const TopLevel = {
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'unique slug ^[a-z0-9][a-z0-9-]{1,62}$' })),
+  display_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  description: Type.Optional(Type.String({ maxLength: 4000 })),
+  base_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+  category: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { maxItems: 20 })),
+  version: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  auth: Type.Optional(AuthInput),
+};
+
+/** `POST /owner/services`: the native manifest, or `openapi`/`openapi_url`, or `mcp_url`, plus top-level overrides. */
+export const RegisterServiceBody = Type.Object(
+  {
+    ...TopLevel,
+    tools: Type.Optional(Type.Array(ToolInput, { maxItems: 500 })),
+    openapi: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0/3.1 document' })),
+    openapi_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+    mcp_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+  },
+  { additionalProperties: false },
+);
+
+/** `PATCH /owner/services/:id`: top-level fields; `tools` replaces the tool list of a manifest-sourced service. */
+export const UpdateServiceBody = Type.Object(
+  {
+    display_name: TopLevel.display_name,
+    description: TopLevel.description,
+    base_url: TopLevel.base_url,
+    category: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
+    tags: TopLevel.tags,
+    version: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 50 }))),
+    auth: TopLevel.auth,
+    tools: Type.Optional(Type.Array(ToolInput, { maxItems: 500 })),
+  },
+  { additionalProperties: false },
+);
+
+export const ToolSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  aliases: Type.Array(Type.String(), { description: 'former names, still accepted for execution' }),
+  description: Type.String(),
+  method: Type.String({ description: 'HTTP method, or MCP for tools of an MCP server' }),
+  path: Type.String(),
+  input_schema: JsonSchemaObject,
+  output_schema: Nullable(JsonSchemaObject),
+  status: Type.Union([Type.Literal('active'), Type.Literal('degraded')]),
+});
+
+export const OwnerToolSchema = Type.Object({ ...ToolSchema.properties, open_reports: Type.Integer() });
+
+const Problem = Type.Object({ pointer: Type.String(), message: Type.String() });
+
+const ServiceFields = {
+  id: Type.String(),
+  name: Type.String(),
+  display_name: Type.String(),
+  description: Type.String(),
+  base_url: Type.String(),
+  category: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  version: Nullable(Type.String()),
+  source: Type.Union([Type.Literal('manifest'), Type.Literal('openapi'), Type.Literal('mcp')]),
+  source_url: Nullable(Type.String()),
+  status: Type.String({ description: 'draft | pending_verification | published | rejected | unpublished' }),
+  auth: Type.Object({ type: Type.String(), name: Nullable(Type.String()) }),
+  published_at: Nullable(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+
+const ChecklistItemSchema = Type.Object({
+  status: Type.Union([Type.Literal('passed'), Type.Literal('failed'), Type.Literal('pending')]),
+  detail: Type.String(),
+  checked_at: Nullable(Timestamp),
+});
+
+/** The publish checklist (items in order). */
+export const ChecklistSchema = Type.Object({
+  manifest_valid: ChecklistItemSchema,
+  domain_verified: ChecklistItemSchema,
+  functional_verification: ChecklistItemSchema,
+});
+
+/** Owner view: everything but secrets. */
+export const OwnerServiceSchema = Type.Object({
+  ...ServiceFields,
+  tools: Type.Array(OwnerToolSchema),
+  warnings: Type.Array(Problem),
+  checklist: ChecklistSchema,
+  reports: Type.Object({ open: Type.Integer(), degraded_tools: Type.Integer() }),
+});
+
+export const CreatedServiceSchema = Type.Object({
+  ...ServiceFields,
+  tools: Type.Array(ToolSchema),
+  warnings: Type.Array(Problem),
+  signing_secret: Type.String({ description: 'HMAC secret the platform signs upstream calls with; shown only in this answer' }),
+});
+
+export const OwnerServiceListItem = Type.Object({ ...ServiceFields, tool_count: Type.Integer() });
+
+export const SigningSecretSchema = Type.Object({ signing_secret: Type.String({ description: 'shown only in this answer' }) });
+
+/** Marketplace list item. */
+export const PublicServiceSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  display_name: Type.String(),
+  description: Type.String(),
+  category: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  version: Nullable(Type.String()),
+  source: Type.String(),
+  tool_count: Type.Integer(),
+  published_at: Nullable(Timestamp),
+});
+
+/** Public manifest: the native manifest format plus ids and statuses, no secrets. */
+export const PublicManifestSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  display_name: Type.String(),
+  description: Type.String(),
+  base_url: Type.String(),
+  category: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  version: Nullable(Type.String()),
+  status: Type.String(),
+  auth: Type.Object({ type: Type.String(), name: Nullable(Type.String()) }),
+  tools: Type.Array(ToolSchema),
+});
+
+export const MarketplaceQuery = Type.Object({
+  ...PageQuery.properties,
+  category: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+});

@@ -1,0 +1,113 @@
+/**
+ * HTTP routes of the sessions module (spec group "Executor (sessions)"): `/v1/agents` is the
+ * spec's path for sessions; `/v1/sessions` serves the same records. Users and agents (for their
+ * owner's account) may call them.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../../context.js';
+import { principalOf, requireAuth } from '../../http/auth.js';
+import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { executeTool } from './execute.js';
+import { CreateSessionBody, ExecuteBody, ExecuteResultSchema, SessionDetailsSchema, SessionListQuery, SessionSchema } from './schemas.js';
+import { actorOf, closeSession, createSession, getSessionDetails, listSessions } from './service.js';
+
+export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+  requireAuth(app, ctx.auth);
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+  const tags = ['sessions'];
+  const security = USER_SECURITY;
+
+  r.post(
+    '/v1/agents',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'sessions.create',
+        summary: 'Create a session',
+        body: CreateSessionBody,
+        response: { 201: SessionSchema, ...errorResponses(403, 404) },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await createSession(ctx, actorOf(principalOf(req)), req.body)),
+  );
+
+  for (const [url, operationId] of [
+    ['/v1/agents', 'sessions.list'],
+    ['/v1/sessions', 'sessions.listAll'],
+  ] as const) {
+    r.get(
+      url,
+      {
+        schema: {
+          tags,
+          security,
+          operationId,
+          summary: "List the caller's sessions, newest first",
+          querystring: SessionListQuery,
+          response: { 200: ListOf(SessionSchema), ...errorResponses(403) },
+        },
+      },
+      async (req) => listSessions(ctx, actorOf(principalOf(req)), req.query),
+    );
+  }
+
+  for (const [url, operationId] of [
+    ['/v1/agents/:id', 'sessions.get'],
+    ['/v1/sessions/:id', 'sessions.getById'],
+  ] as const) {
+    r.get(
+      url,
+      {
+        schema: {
+          tags,
+          security,
+          operationId,
+          summary: 'Session details with its latest executions',
+          params: IdParams,
+          response: { 200: SessionDetailsSchema, ...errorResponses(403, 404) },
+        },
+      },
+      async (req) => getSessionDetails(ctx, actorOf(principalOf(req)), req.params.id),
+    );
+  }
+
+  r.post(
+    '/v1/sessions/:id/close',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'sessions.close',
+        summary: 'Close a session (it then refuses new executions)',
+        params: IdParams,
+        response: { 200: SessionSchema, ...errorResponses(403, 404) },
+      },
+    },
+    async (req) => closeSession(ctx, actorOf(principalOf(req)), req.params.id),
+  );
+
+  r.post(
+    '/v1/agents/:id/execute',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'sessions.execute',
+        summary: 'Execute a tool of a service in the session',
+        description:
+          '200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). ' +
+          'Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window.',
+        params: IdParams,
+        body: ExecuteBody,
+        response: { 200: ExecuteResultSchema, ...errorResponses(403, 404, 409, 502, 504) },
+      },
+    },
+    async (req, reply) => {
+      const { result, headers } = await executeTool(ctx, actorOf(principalOf(req)), req.params.id, req.body);
+      reply.headers(headers);
+      return result;
+    },
+  );
+}

@@ -1,0 +1,309 @@
+/**
+ * Subscriptions and quotas (spec group "Subscriptions"; DESIGN.md §7).
+ *
+ * A user subscribes to a published service on a plan (`free` | `pro` | `enterprise`). Plan limits
+ * are configuration (`config.quotas`, env `QUOTA_<PLAN>_<WINDOW>`); windows are the calendar day
+ * and the calendar month in UTC. The counters of the current windows live on the subscription row
+ * and are checked and incremented by ONE conditional `UPDATE … RETURNING` ({@link consumeQuota}),
+ * which is exact under concurrency: PostgreSQL re-evaluates the `WHERE` of a waiting `UPDATE`
+ * against the row version committed by the one it waited for (READ COMMITTED, EvalPlanQual), and
+ * PGlite runs statements one at a time.
+ */
+import { and, desc, eq, lt } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
+import type { Plan } from '../../config.js';
+import type { AppContext } from '../../context.js';
+import { execRows } from '../../db/client.js';
+import { subscriptions } from '../../db/schema/index.js';
+import { AppError, notFound } from '../../http/errors.js';
+import { newId } from '../../http/ids.js';
+import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { getServiceSummary } from '../registry/service.js';
+
+export type SubscriptionRow = typeof subscriptions.$inferSelect;
+export type QuotaWindow = 'day' | 'month';
+
+/** One quota window as shown to clients. `limit`/`remaining` are null when unlimited. */
+export interface QuotaWindowState {
+  window: QuotaWindow;
+  limit: number | null;
+  used: number;
+  remaining: number | null;
+  /** ISO 8601 UTC: start of the next window (next UTC midnight / first day of next month). */
+  resets_at: string;
+}
+
+/** Quota state of one subscription. */
+export interface QuotaState {
+  subscription_id: string;
+  plan: Plan;
+  windows: QuotaWindowState[];
+}
+
+/** The subscription record of the API. */
+export interface SubscriptionView {
+  id: string;
+  service_id: string;
+  plan: Plan;
+  status: 'active' | 'canceled';
+  /** Calls allowed per window (null = unlimited). */
+  quotas: { day: number | null; month: number | null };
+  /** Calls counted in the current windows. */
+  used: { day: number; month: number };
+  created_at: string;
+  updated_at: string;
+  canceled_at: string | null;
+}
+
+// ------------------------------------------------------------------ windows
+
+/** The current UTC windows: keys as `YYYY-MM-DD` dates and their reset instants. */
+export interface Windows {
+  day: string;
+  month: string;
+  dayResetsAt: Date;
+  monthResetsAt: Date;
+}
+
+/** Calendar day and month (UTC) containing `now`. */
+export function windowsAt(now: Date = new Date()): Windows {
+  const y = now.getUTCFullYear();
+  const m = now.getUTCMonth();
+  const d = now.getUTCDate();
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return {
+    day: `${y}-${pad(m + 1)}-${pad(d)}`,
+    month: `${y}-${pad(m + 1)}-01`,
+    dayResetsAt: new Date(Date.UTC(y, m, d + 1)),
+    monthResetsAt: new Date(Date.UTC(y, m + 1, 1)),
+  };
+}
+
+function limitsOf(ctx: AppContext, plan: string): { day: number | null; month: number | null } {
+  return ctx.config.quotas[plan as Plan] ?? ctx.config.quotas.free;
+}
+
+function windowStates(ctx: AppContext, plan: string, dayUsed: number, monthUsed: number, w: Windows): QuotaWindowState[] {
+  const l = limitsOf(ctx, plan);
+  const one = (window: QuotaWindow, limit: number | null, used: number, resets: Date): QuotaWindowState => ({
+    window,
+    limit,
+    used,
+    remaining: limit === null ? null : Math.max(0, limit - used),
+    resets_at: resets.toISOString(),
+  });
+  return [one('day', l.day, dayUsed, w.dayResetsAt), one('month', l.month, monthUsed, w.monthResetsAt)];
+}
+
+/** Counters of a row as seen in the windows `w` (a counter of a past window reads 0). */
+function usedNow(row: Pick<SubscriptionRow, 'dayStart' | 'dayUsed' | 'monthStart' | 'monthUsed'>, w: Windows): { day: number; month: number } {
+  return { day: row.dayStart === w.day ? row.dayUsed : 0, month: row.monthStart === w.month ? row.monthUsed : 0 };
+}
+
+/**
+ * The window that binds first: the limited window with the fewest calls remaining (the day on a
+ * tie, since it resets sooner). null when every window is unlimited.
+ */
+export function tightestWindow(state: QuotaState): QuotaWindowState | null {
+  let best: QuotaWindowState | null = null;
+  for (const w of state.windows) {
+    if (w.remaining === null) continue;
+    if (!best || w.remaining < best.remaining!) best = w;
+  }
+  return best;
+}
+
+/**
+ * `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds when the window resets)
+ * for the tightest window; empty when unlimited.
+ */
+export function quotaHeaders(state: QuotaState): Record<string, string> {
+  const w = tightestWindow(state);
+  if (!w) return {};
+  return {
+    'x-quota-limit': String(w.limit),
+    'x-quota-remaining': String(w.remaining),
+    'x-quota-reset': String(Math.floor(new Date(w.resets_at).getTime() / 1000)),
+  };
+}
+
+// ------------------------------------------------------------------ records
+
+function view(ctx: AppContext, r: SubscriptionRow, w: Windows = windowsAt()): SubscriptionView {
+  return {
+    id: r.id,
+    service_id: r.serviceId,
+    plan: r.plan as Plan,
+    status: r.status as SubscriptionView['status'],
+    quotas: limitsOf(ctx, r.plan),
+    used: usedNow(r, w),
+    created_at: r.createdAt.toISOString(),
+    updated_at: r.updatedAt.toISOString(),
+    canceled_at: r.canceledAt?.toISOString() ?? null,
+  };
+}
+
+async function getRow(ctx: AppContext, userId: string, id: string): Promise<SubscriptionRow> {
+  const [row] = await ctx.db.select().from(subscriptions).where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId)));
+  if (!row) throw notFound('Subscription');
+  return row;
+}
+
+/**
+ * Subscribe `userId` to a published service (by id or name) on `plan`.
+ * @throws AppError not_found (unknown, deleted or not published service), conflict (already subscribed)
+ */
+export async function subscribe(ctx: AppContext, userId: string, input: { service_id: string; plan?: Plan }): Promise<SubscriptionView> {
+  const svc = await getServiceSummary(ctx, input.service_id);
+  if (!svc || svc.status !== 'published') throw notFound('Service');
+  const [row] = await ctx.db
+    .insert(subscriptions)
+    .values({ id: newId('sub'), userId, serviceId: svc.id, plan: input.plan ?? 'free' })
+    .onConflictDoNothing()
+    .returning();
+  if (!row) throw new AppError('conflict', `Already subscribed to ${svc.name}; change the plan with PUT /subscriptions/:id`);
+  return view(ctx, row);
+}
+
+/** The user's subscriptions (all, or by `status`), newest first. */
+export async function listSubscriptions(
+  ctx: AppContext,
+  userId: string,
+  q: { limit?: number; cursor?: string; status?: 'active' | 'canceled'; service_id?: string },
+): Promise<Page<SubscriptionView>> {
+  const limit = q.limit ?? 20;
+  const after = decodeCursor(q.cursor);
+  const rows = await ctx.db
+    .select()
+    .from(subscriptions)
+    .where(
+      and(
+        eq(subscriptions.userId, userId),
+        q.status ? eq(subscriptions.status, q.status) : undefined,
+        q.service_id ? eq(subscriptions.serviceId, q.service_id) : undefined,
+        after ? lt(subscriptions.id, after) : undefined,
+      ),
+    )
+    .orderBy(desc(subscriptions.id))
+    .limit(limit + 1);
+  const w = windowsAt();
+  return toPage(rows, limit, (r) => view(ctx, r, w));
+}
+
+/** One subscription of the user. @throws AppError not_found (also another user's) */
+export async function getSubscription(ctx: AppContext, userId: string, id: string): Promise<SubscriptionView> {
+  return view(ctx, await getRow(ctx, userId, id));
+}
+
+/**
+ * Change the plan of an active subscription (counters of the current windows are kept, so a
+ * downgrade can leave the caller over its new limit until the window resets).
+ * @throws AppError not_found, invalid_state (canceled)
+ */
+export async function changePlan(ctx: AppContext, userId: string, id: string, plan: Plan): Promise<SubscriptionView> {
+  const [row] = await ctx.db
+    .update(subscriptions)
+    .set({ plan, updatedAt: new Date() })
+    .where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId), eq(subscriptions.status, 'active')))
+    .returning();
+  if (row) return view(ctx, row);
+  await getRow(ctx, userId, id);
+  throw new AppError('invalid_state', 'The subscription is canceled; subscribe again with POST /subscriptions');
+}
+
+/**
+ * Cancel a subscription: status `canceled`, executions refused from then on. Canceling a
+ * canceled subscription answers it unchanged. @throws AppError not_found
+ */
+export async function cancelSubscription(ctx: AppContext, userId: string, id: string): Promise<SubscriptionView> {
+  const now = new Date();
+  const [row] = await ctx.db
+    .update(subscriptions)
+    .set({ status: 'canceled', canceledAt: now, updatedAt: now })
+    .where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId), eq(subscriptions.status, 'active')))
+    .returning();
+  return view(ctx, row ?? (await getRow(ctx, userId, id)));
+}
+
+/** Ids of the services the user holds an active subscription to (newest subscription first). */
+export async function subscribedServiceIds(ctx: AppContext, userId: string): Promise<string[]> {
+  const rows = await ctx.db
+    .select({ serviceId: subscriptions.serviceId })
+    .from(subscriptions)
+    .where(and(eq(subscriptions.userId, userId), eq(subscriptions.status, 'active')))
+    .orderBy(desc(subscriptions.id));
+  return rows.map((r) => r.serviceId);
+}
+
+/** True when userId holds an active (not canceled) subscription to serviceId. */
+export async function hasActiveSubscription(ctx: AppContext, userId: string, serviceId: string): Promise<boolean> {
+  const rows = await ctx.db
+    .select({ id: subscriptions.id })
+    .from(subscriptions)
+    .where(and(eq(subscriptions.userId, userId), eq(subscriptions.serviceId, serviceId), eq(subscriptions.status, 'active')))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/** Quota windows of one subscription (`GET /subscriptions/:id/quotas`). @throws AppError not_found */
+export async function getQuotas(ctx: AppContext, userId: string, id: string): Promise<{ plan: Plan; windows: QuotaWindowState[] }> {
+  const row = await getRow(ctx, userId, id);
+  const w = windowsAt();
+  const used = usedNow(row, w);
+  return { plan: row.plan as Plan, windows: windowStates(ctx, row.plan, used.day, used.month, w) };
+}
+
+// ------------------------------------------------------------------ counting
+
+const INT_MAX = 2_147_483_647;
+
+/**
+ * Check and count one call of `userId` to `serviceId` against its active subscription, atomically
+ * (one conditional UPDATE: exact under any concurrency). Returns the quota state after counting,
+ * for the `X-Quota-*` headers.
+ * @throws AppError not_subscribed (no active subscription),
+ *         quota_exceeded (429, `Retry-After` = seconds until the exhausted window resets, X-Quota-* headers)
+ */
+export async function consumeQuota(ctx: AppContext, userId: string, serviceId: string, now: Date = new Date()): Promise<QuotaState> {
+  const w = windowsAt(now);
+  const q = ctx.config.quotas;
+  const lim = (win: QuotaWindow) =>
+    sql`coalesce(case plan when 'pro' then ${q.pro[win]}::int when 'enterprise' then ${q.enterprise[win]}::int else ${q.free[win]}::int end, ${INT_MAX}::int)`;
+  const rows = await execRows<{ id: string; plan: string; day_used: number; month_used: number }>(
+    ctx.db,
+    sql`update subscriptions set
+          day_used = case when day_start = ${w.day}::date then day_used + 1 else 1 end,
+          day_start = ${w.day}::date,
+          month_used = case when month_start = ${w.month}::date then month_used + 1 else 1 end,
+          month_start = ${w.month}::date
+        where user_id = ${userId} and service_id = ${serviceId} and status = 'active'
+          and (case when day_start = ${w.day}::date then day_used else 0 end) < ${lim('day')}
+          and (case when month_start = ${w.month}::date then month_used else 0 end) < ${lim('month')}
+        returning id, plan, day_used, month_used`,
+  );
+  const row = rows[0];
+  if (row) {
+    return { subscription_id: row.id, plan: row.plan as Plan, windows: windowStates(ctx, row.plan, Number(row.day_used), Number(row.month_used), w) };
+  }
+  // Cold path: tell "not subscribed" from "quota used up".
+  const [sub] = await ctx.db
+    .select()
+    .from(subscriptions)
+    .where(and(eq(subscriptions.userId, userId), eq(subscriptions.serviceId, serviceId), eq(subscriptions.status, 'active')));
+  if (!sub) throw new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)');
+  const used = usedNow(sub, w);
+  const state: QuotaState = { subscription_id: sub.id, plan: sub.plan as Plan, windows: windowStates(ctx, sub.plan, used.day, used.month, w) };
+  const exhausted = state.windows.filter((x) => x.remaining === 0);
+  // When both are used up, the caller must wait for the later reset.
+  const binding = exhausted[exhausted.length - 1] ?? tightestWindow(state)!;
+  const retryAfter = Math.max(1, Math.ceil((new Date(binding.resets_at).getTime() - now.getTime()) / 1000));
+  throw new AppError('quota_exceeded', `The ${binding.window === 'day' ? 'daily' : 'monthly'} quota of the ${sub.plan} plan (${binding.limit} calls) is used up; it resets at ${binding.resets_at}`, {
+    headers: {
+      'retry-after': String(retryAfter),
+      'x-quota-limit': String(binding.limit),
+      'x-quota-remaining': '0',
+      'x-quota-reset': String(Math.floor(new Date(binding.resets_at).getTime() / 1000)),
+    },
+    extra: { window: binding.window, limit: binding.limit, resets_at: binding.resets_at },
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * Model Context Protocol client (Streamable HTTP transport, MCP spec 2025-06-18 "Transports")
+ * over the guarded HTTP client: every request of the SDK transport goes through
+ * {@link guardedFetch}, so SSRF checks, timeouts and the response cap apply to MCP servers too.
+ *
+ * Each call opens a short-lived client (initialize → request → close); upstream MCP servers are
+ * treated like any other upstream API, statelessly.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { AppContext } from '../context.js';
+import { AppError } from '../http/errors.js';
+import { guardedFetch } from './http.js';
+
+/** Per-call options: extra headers (upstream credentials) and an overall timeout in ms. */
+export interface McpCallOptions {
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+const CLIENT_INFO = { name: 'agent-platform', version: '1.0.0' };
+/** At most this many `tools/list` pages are read (a server that pages forever is cut off). */
+const MAX_LIST_PAGES = 50;
+
+function toAppError(err: unknown, url: string, timeoutMs: number): AppError {
+  for (let e: unknown = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof AppError) return e;
+  }
+  const e = err as { code?: number | string; message?: string; name?: string };
+  if (e?.code === -32001 || e?.name === 'TimeoutError' || e?.name === 'AbortError') {
+    return new AppError('upstream_timeout', `MCP server ${safeHost(url)} did not answer within ${timeoutMs} ms`);
+  }
+  const msg = String(e?.message ?? err).slice(0, 300);
+  return new AppError('upstream_error', `MCP server ${safeHost(url)} failed: ${msg}`);
+}
+
+function safeHost(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'upstream';
+  }
+}
+
+async function withClient<T>(ctx: AppContext, url: string, opts: McpCallOptions, fn: (c: Client, timeoutMs: number) => Promise<T>): Promise<T> {
+  const timeoutMs = opts.timeoutMs ?? ctx.config.upstream.timeoutMs;
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    throw new AppError('upstream_blocked', 'MCP server URL is not a valid URL');
+  }
+  const transport = new StreamableHTTPClientTransport(target, {
+    fetch: guardedFetch(ctx, { timeoutMs }),
+    requestInit: { headers: opts.headers ?? {} },
+    redirectPolicy: 'follow',
+    reconnectionOptions: { maxReconnectionDelay: 1000, initialReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1, maxRetries: 0 },
+  });
+  const client = new Client(CLIENT_INFO, { capabilities: {} });
+  client.onerror = () => undefined; // failures surface through the awaited request
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+    return await fn(client, timeoutMs);
+  } catch (err) {
+    throw toAppError(err, url, timeoutMs);
+  } finally {
+    await transport.terminateSession().catch(() => undefined);
+    await client.close().catch(() => undefined);
+  }
+}
+
+/**
+ * `initialize` + `tools/list` (all pages) against the MCP server at `url`.
+ * @throws AppError upstream_blocked | upstream_timeout | upstream_error (protocol or HTTP failure)
+ */
+export async function mcpListTools(
+  ctx: AppContext,
+  url: string,
+  opts: McpCallOptions = {},
+): Promise<{ serverInfo: { name: string; version?: string }; tools: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> }> {
+  return withClient(ctx, url, opts, async (client, timeoutMs) => {
+    const info = client.getServerVersion();
+    const tools: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+      for (const t of res.tools) {
+        tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown> });
+      }
+      cursor = res.nextCursor;
+      if (!cursor) break;
+    }
+    return { serverInfo: { name: info?.name ?? 'mcp-server', ...(info?.version ? { version: info.version } : {}) }, tools };
+  });
+}
+
+/**
+ * `tools/call` of tool `name` with `args`. A tool-level failure is a result with `isError: true`
+ * (not an exception), as MCP specifies.
+ * @throws AppError upstream_blocked | upstream_timeout | upstream_error
+ */
+export async function mcpCallTool(
+  ctx: AppContext,
+  url: string,
+  name: string,
+  args: Record<string, unknown>,
+  opts: McpCallOptions = {},
+): Promise<{ content: unknown[]; structuredContent?: unknown; isError?: boolean }> {
+  return withClient(ctx, url, opts, async (client, timeoutMs) => {
+    const res = (await client.callTool({ name, arguments: args }, undefined, { timeout: timeoutMs })) as {
+      content?: unknown[];
+      structuredContent?: unknown;
+      isError?: boolean;
+      toolResult?: unknown;
+    };
+    const content = Array.isArray(res.content) ? res.content : res.toolResult !== undefined ? [{ type: 'text', text: JSON.stringify(res.toolResult) }] : [];
+    return { content, ...(res.structuredContent !== undefined ? { structuredContent: res.structuredContent } : {}), ...(res.isError ? { isError: true } : {}) };
+  });
+}

@@ -1,0 +1,36 @@
+/** Test helpers for agents: create an agent through the API and get its access token. */
+import type { FastifyInstance } from 'fastify';
+import type { TestUser } from './app.js';
+
+export interface TestAgent {
+  id: string;
+  clientId: string;
+  clientSecret: string;
+  owner: TestUser;
+}
+
+/** Create an agent of `owner` via `POST /v2/agents`. */
+export async function createAgent(app: FastifyInstance, owner: TestUser, body: Record<string, unknown> = {}): Promise<TestAgent> {
+  const res = await app.inject({ method: 'POST', url: '/v2/agents', headers: owner.headers, payload: { name: 'test agent', ...body } });
+  if (res.statusCode !== 201) throw new Error(`createAgent failed: ${res.statusCode} ${res.body}`);
+  const a = res.json();
+  return { id: a.id, clientId: a.client_id, clientSecret: a.client_secret, owner };
+}
+
+/** `Authorization: Basic` value for client_secret_basic (RFC 6749 §2.3.1: form-urlencode, then base64). */
+export function basicAuth(clientId: string, clientSecret: string): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${enc(clientId)}:${enc(clientSecret)}`).toString('base64')}`;
+}
+
+/** Get an access token for `agent` (client_secret_post, JSON) and return bearer headers. */
+export async function agentToken(app: FastifyInstance, agent: { clientId: string; clientSecret: string }, scope?: string): Promise<{ token: string; headers: { authorization: string } }> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/auth/agent/token',
+    payload: { grant_type: 'client_credentials', client_id: agent.clientId, client_secret: agent.clientSecret, ...(scope !== undefined ? { scope } : {}) },
+  });
+  if (res.statusCode !== 200) throw new Error(`agentToken failed: ${res.statusCode} ${res.body}`);
+  const token = res.json().access_token as string;
+  return { token, headers: { authorization: `Bearer ${token}` } };
+}

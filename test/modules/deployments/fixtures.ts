@@ -1,0 +1,131 @@
+/**
+ * Helpers of the deployment tests: real gzip tarballs built with the `tar` package, multipart
+ * bodies for `app.inject`, agents created through the API, polling.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { Header, create } from 'tar';
+import { gzipSync } from 'node:zlib';
+import { call, type TestUser } from '../../helpers/app.js';
+
+/** A fresh temporary directory (removed at process exit). */
+export function tempDir(prefix = 'ap-dep-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * Pack `files` (path → content; a `{ symlink }` value makes a symbolic link) into a .tar.gz with
+ * the `tar` package. `prefix` puts everything under a top directory (e.g. `package` like `npm pack`).
+ */
+export async function tarball(files: Record<string, string | { symlink: string }>, opts: { prefix?: string; extraPaths?: string[]; cwdSub?: string } = {}): Promise<Buffer> {
+  const root = tempDir('ap-tar-');
+  const base = opts.prefix ? path.join(root, opts.prefix) : root;
+  for (const [rel, content] of Object.entries(files)) {
+    const p = path.join(base, rel);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    if (typeof content === 'string') fs.writeFileSync(p, content);
+    else fs.symlinkSync(content.symlink, p);
+  }
+  const cwd = opts.cwdSub ? path.join(root, opts.cwdSub) : root;
+  fs.mkdirSync(cwd, { recursive: true });
+  const entries = opts.prefix ? [opts.prefix] : Object.keys(files).map((f) => f.split('/')[0]).filter((v, i, a) => a.indexOf(v) === i);
+  const stream = create({ gzip: true, cwd, portable: true, preservePaths: !!opts.extraPaths }, [...entries, ...(opts.extraPaths ?? [])]);
+  const chunks: Buffer[] = [];
+  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+/** A .tar.gz holding one raw entry built from a tar `Header` (types `tar` refuses to pack from disk). */
+export function rawEntryTarball(entry: { path: string; type: 'CharacterDevice' | 'BlockDevice' | 'FIFO' | 'Link' | 'SymbolicLink' | 'File'; linkpath?: string; body?: string }, before: Array<{ path: string; body: string }> = []): Buffer {
+  const blocks: Buffer[] = [];
+  const add = (e: { path: string; type: string; linkpath?: string; body?: string }) => {
+    const body = Buffer.from(e.body ?? '');
+    const h = new Header({ path: e.path, type: e.type as never, mode: 0o644, size: body.length, mtime: new Date(0), uid: 0, gid: 0, linkpath: e.linkpath });
+    const block = Buffer.alloc(512);
+    h.encode(block, 0);
+    blocks.push(block);
+    if (body.length) blocks.push(body, Buffer.alloc((512 - (body.length % 512)) % 512));
+  };
+  for (const b of before) add({ path: b.path, type: 'File', body: b.body });
+  add(entry);
+  blocks.push(Buffer.alloc(1024));
+  return gzipSync(Buffer.concat(blocks));
+}
+
+/** Build a multipart/form-data body for `app.inject`. */
+export function multipart(parts: Array<{ name: string; value: string } | { name: string; filename: string; content: Buffer; type?: string }>): { payload: Buffer; headers: Record<string, string> } {
+  const boundary = `----ap${randomBytes(8).toString('hex')}`;
+  const chunks: Buffer[] = [];
+  for (const p of parts) {
+    if ('content' in p) {
+      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"; filename="${p.filename}"\r\nContent-Type: ${p.type ?? 'application/gzip'}\r\n\r\n`));
+      chunks.push(p.content, Buffer.from('\r\n'));
+    } else {
+      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}\r\n`));
+    }
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { payload: Buffer.concat(chunks), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+/** Create an agent of `user` through the API. */
+export async function createAgent(app: FastifyInstance, user: TestUser, name = `agent-${randomBytes(3).toString('hex')}`): Promise<{ id: string; clientId: string; clientSecret: string }> {
+  const { body } = await call(app, { method: 'POST', url: '/v2/agents', headers: user.headers, payload: { name } }, 201);
+  return { id: body.id, clientId: body.client_id, clientSecret: body.client_secret };
+}
+
+/** An agent access token (client_credentials, client_secret_post). */
+export async function agentToken(app: FastifyInstance, agent: { clientId: string; clientSecret: string }): Promise<{ authorization: string }> {
+  const { body } = await call(app, { method: 'POST', url: '/auth/agent/token', payload: { grant_type: 'client_credentials', client_id: agent.clientId, client_secret: agent.clientSecret } }, 200);
+  return { authorization: `Bearer ${body.access_token}` };
+}
+
+/** POST the artifact to /v2/agents/:id/deploy; returns the raw response. */
+export async function deploy(app: FastifyInstance, headers: Record<string, string>, agentId: string, artifact: Buffer, fields: Record<string, string> = {}) {
+  const form = multipart([{ name: 'artifact', filename: 'agent.tar.gz', content: artifact }, ...Object.entries(fields).map(([name, value]) => ({ name, value }))]);
+  return app.inject({ method: 'POST', url: `/v2/agents/${agentId}/deploy`, headers: { ...headers, ...form.headers }, payload: form.payload });
+}
+
+/** Poll `fn` until it returns a truthy value (or throw after `ms`). */
+export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, ms = 10_000, what = 'condition'): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Deploy and wait until the prepare step settles; returns the final deployment record. */
+export async function deployReady(app: FastifyInstance, headers: Record<string, string>, agentId: string, artifact: Buffer, fields: Record<string, string> = {}): Promise<any> {
+  const res = await deploy(app, headers, agentId, artifact, fields);
+  if (res.statusCode !== 202) throw new Error(`deploy: expected 202, got ${res.statusCode}: ${res.body}`);
+  const id = res.json().id as string;
+  return waitFor(async () => {
+    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/deployments?limit=100`, headers }, 200);
+    const d = body.data.find((x: any) => x.id === id);
+    return d && d.status !== 'preparing' ? d : null;
+  }, 15_000, `deployment ${id} to be prepared`);
+}
+
+/** Handler sources used across the tests. */
+export const HANDLERS = {
+  echo: `export default async function handler(input, context) {
+  console.log('echo called', JSON.stringify(input));
+  console.error('to stderr');
+  return { echo: input, version: context.version, invocationId: context.invocationId, remaining: context.getRemainingTimeInMillis() > 0 };
+}
+`,
+  versioned: (v: string) => `export async function handler(input) { return { v: ${JSON.stringify(v)}, input }; }\n`,
+  throws: `export default async function () { console.log('about to fail'); throw new TypeError('handler exploded'); }\n`,
+  loops: `export default async function () { console.log('spinning'); for (;;) {} }\n`,
+  reads: `import fs from 'node:fs';
+export default async function (input) { return fs.readFileSync(input.path, 'utf8'); }
+`,
+};
