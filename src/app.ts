@@ -13,6 +13,7 @@ import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
+import { registerValidation } from './http/validation.js';
 import { createJobQueue } from './jobs/queue.js';
 import { ProblemSchema } from './http/schemas.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
@@ -57,8 +58,8 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
     forceCloseConnections: 'idle',
     // Agent-memory keys (1–256 characters) travel URL-encoded in paths; find-my-way's default is 100.
     routerOptions: { maxParamLength: 1024 },
-    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: 'array', useDefaults: true } },
   });
+  registerValidation(app);
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);

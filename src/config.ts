@@ -61,6 +61,8 @@ export interface Config {
     anonymous: number;
     /** Window in milliseconds. */
     windowMs: number;
+    /** Prefix of the counters in Redis (instances that share limits share it). */
+    redisPrefix: string;
   };
   /** Base64 32-byte key for AES-256-GCM secret encryption; generated into dataDir when unset (embedded). */
   secretsKey?: string;
@@ -201,6 +203,7 @@ export function loadConfig(env: Env = process.env): Config {
   const publicUrl = url(env, 'PUBLIC_URL', ['http', 'https'], `http://localhost:${port}`)!;
   const issuer = url(env, 'AUTH_ISSUER', ['http', 'https']);
   if (issuer && !str(env, 'AUTH_CLIENT_ID')) fail('AUTH_CLIENT_ID', 'set when AUTH_ISSUER is set', '');
+  if (issuer && !str(env, 'AUTH_AUDIENCE')) fail('AUTH_AUDIENCE', 'set when AUTH_ISSUER is set (the API identifier the provider puts in "aud")', '');
   const redirectUris = list(env, 'AUTH_REDIRECT_URIS');
   for (const r of redirectUris) {
     try {
@@ -246,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
       pro: int(env, 'RATE_LIMIT_PRO', 1200, 1),
       anonymous: int(env, 'RATE_LIMIT_ANONYMOUS', 300, 1),
       windowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000),
+      redisPrefix: str(env, 'RATE_LIMIT_REDIS_PREFIX', 'ap:rl:')!,
     },
     secretsKey,
     upstream: {

@@ -23,7 +23,7 @@ export async function registerRateLimit(app: FastifyInstance, ctx: AppContext): 
     hook: 'preHandler',
     timeWindow: rl.windowMs,
     enableDraftSpec: true,
-    ...(ctx.redis ? { redis: ctx.redis, nameSpace: 'ap:rl:' } : {}),
+    ...(ctx.redis ? { redis: ctx.redis, nameSpace: rl.redisPrefix } : {}),
     allowList: (req) => unlimited(req),
     keyGenerator: (req) => (req.principal ? `a:${accountOf(req.principal)}` : `ip:${req.ip}`),
     max: (req) => {

@@ -222,22 +222,23 @@ export async function inspectArtifact(buf: Buffer, limits: ArtifactLimits): Prom
 
 /**
  * The module file to load: `requested` (relative path) if given, else package.json `main`, else
- * the first of `index.js`, `index.mjs`, `index.cjs`. It must be a regular file of the archive.
+ * the first of `index.js`, `index.mjs`, `index.cjs`. It must be a regular file of the archive or a
+ * symbolic link (validated to stay inside; the prepare step checks it resolves to a file).
  * @throws ArtifactError naming what is missing.
  */
 export function resolveEntrypoint(a: InspectedArtifact, requested?: string): string {
   if (requested !== undefined) {
     const p = cleanPath(requested, 'entrypoint');
-    if (!a.files.has(p)) throw new ArtifactError(`entrypoint ${JSON.stringify(requested)} is not a file of the artifact`);
+    if (!a.files.has(p) && !a.symlinks.has(p)) throw new ArtifactError(`entrypoint ${JSON.stringify(requested)} is not a file of the artifact`);
     return p;
   }
   const main = a.packageJson?.main;
   if (typeof main === 'string' && main.trim() !== '') {
     const m = cleanPath(main.trim(), 'package.json "main"');
-    for (const c of [m, `${m}.js`, `${m}.mjs`, `${m}.cjs`, `${m}/index.js`, `${m}/index.mjs`]) if (a.files.has(c)) return c;
+    for (const c of [m, `${m}.js`, `${m}.mjs`, `${m}.cjs`, `${m}/index.js`, `${m}/index.mjs`]) if (a.files.has(c) || a.symlinks.has(c)) return c;
     throw new ArtifactError(`package.json "main" (${JSON.stringify(main)}) is not a file of the artifact`);
   }
-  for (const c of ['index.js', 'index.mjs', 'index.cjs']) if (a.files.has(c)) return c;
+  for (const c of ['index.js', 'index.mjs', 'index.cjs']) if (a.files.has(c) || a.symlinks.has(c)) return c;
   throw new ArtifactError('no entrypoint: send the "entrypoint" field, set "main" in package.json, or include index.js / index.mjs');
 }
 

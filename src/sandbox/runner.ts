@@ -5,7 +5,8 @@
  * - Node's permission model (`--experimental-permission`, Node ≥ 20): the file system is readable
  *   only inside the unpacked artifact directory and writable nowhere; child processes, worker
  *   threads, native add-ons and WASI are refused (no `--allow-*` flag for them).
- * - `--max-old-space-size` caps the V8 heap; a wall-clock timer SIGKILLs the process.
+ * - `--max-old-space-size` caps the V8 heap; a wall-clock timer SIGKILLs the process group, and
+ *   coreutils `timeout` (when present) kills it 2 s later anyway, should this process have died.
  * - A minimal environment: the deployment's own variables plus `NODE_ENV`, `TZ`, `LANG` — none
  *   of the platform's (no database URL, no keys).
  * - Network: when the host allows it (root, or unprivileged user namespaces), the process starts
@@ -19,7 +20,7 @@
  * No warm pool: permissions are per process and per artifact directory, and a cold start is
  * ~50 ms here; a pool would have to be per deployment to keep the same isolation.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -88,9 +89,9 @@ const MAX_LINE = 8 * 1024;
 /** How this host can cut a process off the network, or null. Probed once per process. */
 let netProbe: { argv: string[] } | null | undefined;
 
-function findUnshare(): string | null {
+function findBinary(name: string): string | null {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(['/usr/bin', '/bin'])) {
-    const p = path.join(dir, 'unshare');
+    const p = path.join(dir, name);
     try {
       fs.accessSync(p, fs.constants.X_OK);
       return p;
@@ -105,7 +106,7 @@ function findUnshare(): string | null {
 export function probeNetworkIsolation(): { argv: string[] } | null {
   if (netProbe !== undefined) return netProbe;
   netProbe = null;
-  const bin = findUnshare();
+  const bin = findBinary('unshare');
   if (bin) {
     for (const flags of [['--net'], ['--net', '--map-root-user']]) {
       const r = spawnSync(bin, [...flags, '--', process.execPath, '-e', '0'], { timeout: 5000, stdio: 'ignore' });
@@ -118,9 +119,13 @@ export function probeNetworkIsolation(): { argv: string[] } | null {
   return netProbe;
 }
 
+/** coreutils `timeout`, used as a backstop that kills a run even if this process dies. */
+let timeoutBin: string | null | undefined;
+
 /** Runs handler calls in child processes; holds the concurrency limit. One per app. */
 export class Sandbox {
   private running = 0;
+  private readonly children = new Set<ChildProcess>();
   private readonly waiting: Array<() => void> = [];
   private readonly prefix: string[];
   /** True when runs start in an empty network namespace (no network at all). */
@@ -133,6 +138,11 @@ export class Sandbox {
     }
     this.prefix = probe ? probe.argv : [];
     this.networkIsolated = !!probe;
+  }
+
+  /** Kill every running child (app shutdown). */
+  killAll(): void {
+    for (const c of this.children) killGroup(c);
   }
 
   /** Runs in progress and waiting, for metrics and tests. */
@@ -179,7 +189,10 @@ export class Sandbox {
       r.entrypoint,
       String(this.opts.maxOutputBytes),
     ];
-    const argv = [...this.prefix, node, ...nodeArgs];
+    if (timeoutBin === undefined) timeoutBin = findBinary('timeout');
+    // Backstop: `timeout` kills the run 2 s after its deadline even if this process has died meanwhile.
+    const backstop = timeoutBin ? [timeoutBin, '-s', 'KILL', `${Math.ceil(r.timeoutMs / 1000) + 2}s`] : [];
+    const argv = [...backstop, ...this.prefix, node, ...nodeArgs];
     const env: Record<string, string> = { ...(r.env ?? {}), NODE_ENV: 'production', TZ: 'UTC', LANG: 'C.UTF-8' };
     const started = performance.now();
     const deadline = Date.now() + r.timeoutMs;
@@ -193,13 +206,15 @@ export class Sandbox {
     const stderrTail: string[] = [];
 
     return new Promise<SandboxResult>((resolve) => {
-      let child;
+      let child: ChildProcess;
       try {
-        child = spawn(argv[0], argv.slice(1), { cwd: r.root, env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: false });
+        // detached: own process group, so a kill reaches `timeout`, `unshare` and node alike.
+        child = spawn(argv[0], argv.slice(1), { cwd: r.root, env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true });
       } catch (err) {
         resolve({ status: 'failed', output: null, error: { code: 'sandbox_error', message: `cannot start the sandbox: ${(err as Error).message}` }, logs, logsTruncated, durationMs: 0 });
         return;
       }
+      this.children.add(child);
       const capture = (stream: 'stdout' | 'stderr') => {
         let partial = '';
         const push = (line: string) => {
@@ -242,7 +257,7 @@ export class Sandbox {
         resultBytes += chunk.length;
         if (resultBytes > this.opts.maxOutputBytes + 64 * 1024) {
           resultOverflow = true;
-          child.kill('SIGKILL');
+          killGroup(child);
           return;
         }
         resultChunks.push(chunk);
@@ -254,15 +269,17 @@ export class Sandbox {
 
       const timer = setTimeout(() => {
         timedOut = true;
-        child.kill('SIGKILL');
+        killGroup(child);
       }, r.timeoutMs);
 
       child.on('error', (err) => {
         clearTimeout(timer);
+        this.children.delete(child);
         resolve({ status: 'failed', output: null, error: { code: 'sandbox_error', message: `cannot start the sandbox: ${err.message}` }, logs, logsTruncated, durationMs: Math.round(performance.now() - started) });
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
+        this.children.delete(child);
         out.end();
         errs.end();
         const durationMs = Math.round(performance.now() - started);
@@ -315,6 +332,20 @@ export class Sandbox {
         });
       });
     });
+  }
+}
+
+/** SIGKILL the child's whole process group (falls back to the child alone). */
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid) process.kill(-child.pid, 'SIGKILL');
+    else child.kill('SIGKILL');
+  } catch {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      /* already gone */
+    }
   }
 }
 

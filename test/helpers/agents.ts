@@ -1,6 +1,7 @@
 /** Test helpers for agents: create an agent through the API and get its access token. */
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { TestUser } from './app.js';
+import { call, type TestUser } from './app.js';
 
 export interface TestAgent {
   id: string;
@@ -34,3 +35,20 @@ export async function agentToken(app: FastifyInstance, agent: { clientId: string
   const token = res.json().access_token as string;
   return { token, headers: { authorization: `Bearer ${token}` } };
 }
+
+/** Register a one-tool manifest service of `owner` (status draft). */
+export async function registerToolService(target: FastifyInstance, owner: TestUser): Promise<{ id: string; name: string }> {
+  const name = `svc-${randomBytes(4).toString('hex')}`;
+  const { body } = await call(
+    target,
+    {
+      method: 'POST',
+      url: '/owner/services',
+      headers: owner.headers,
+      payload: { name, display_name: 'Echo', description: 'echo', base_url: 'http://127.0.0.1:9', tools: [{ name: 'echo', description: 'echo', method: 'POST', path: '/echo', input_schema: { type: 'object' } }] },
+    },
+    201,
+  );
+  return { id: body.id, name: body.name };
+}
+

@@ -53,7 +53,7 @@ export const ListAgentsQuery = Type.Object({ ...PageQuery.properties, include_de
 export const ToolsQuery = PageQuery;
 
 export const RotateSecretBody = Type.Object(
-  { grace_period_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400, default: 0, description: 'how long older secrets (and their tokens) keep working' })) },
+  { grace_period_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400, description: 'how long older secrets (and their tokens) keep working; default 0' })) },
   { additionalProperties: false },
 );
 

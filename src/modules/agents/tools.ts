@@ -8,14 +8,9 @@ import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { getServiceSummary } from '../registry/service.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
 import { getAgentForAccount } from './service.js';
-
-// TEMPORARY until src/modules/registry/service.ts lands: loaded lazily so the app builds meanwhile.
-async function getServiceSummary(ctx: AppContext, ref: string): Promise<{ id: string; name: string; ownerId: string; status: string } | null> {
-  const mod = (await import('../registry/service.js' as string)) as { getServiceSummary: (ctx: AppContext, ref: string) => Promise<{ id: string; name: string; ownerId: string; status: string } | null> };
-  return mod.getServiceSummary(ctx, ref);
-}
 
 /** An agent's subscription to a service. */
 export interface AgentToolView {

@@ -106,6 +106,8 @@ export function sandboxOf(ctx: AppContext): Sandbox {
     const c = ctx.config.sandbox;
     s = new Sandbox({ memoryMb: c.memoryMb, maxLogBytes: c.maxLogBytes, maxOutputBytes: c.maxOutputBytes, concurrency: c.concurrency, network: c.network });
     if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
+    const sandbox = s;
+    ctx.onClose.push(() => sandbox.killAll());
     sandboxes.set(ctx, s);
   }
   return s;
@@ -115,10 +117,49 @@ function limitsOf(ctx: AppContext): ArtifactLimits {
   return { maxUnpackedBytes: ctx.config.deploy.maxUnpackedBytes, maxFiles: ctx.config.deploy.maxFiles };
 }
 
-/** Register this module's job handlers on `ctx.jobs` (call once per app, API and worker processes alike). */
+/** Margin after a run's own deadline before it is considered interrupted (its process died with its host). */
+const STALE_MARGIN_MS = 60_000;
+
+/**
+ * Register this module's job handlers on `ctx.jobs` (call once per app, API and worker processes
+ * alike) and recover work interrupted by a restart (in the background; failures are logged).
+ */
 export function registerDeploymentJobs(ctx: AppContext): void {
   ctx.jobs.register<{ deploymentId: string; activate: 'always' | 'if_newest' }>(PREPARE_JOB, (p) => prepareDeployment(ctx, p.deploymentId, p.activate));
   ctx.jobs.register<{ invocationId: string }>(INVOKE_JOB, (p) => runQueuedInvocation(ctx, p.invocationId));
+  if (ctx.config.processRole !== 'api') {
+    recoverInterrupted(ctx).catch((err) => ctx.log.error({ err }, 'deployments: recovery of interrupted work failed'));
+  }
+}
+
+/**
+ * After a restart: invocations `running` well past their deadline become `failed`
+ * (`interrupted`). With the in-process queue (a single instance, whose queue died with it),
+ * stale `queued` invocations and `preparing` deployments are enqueued again; BullMQ keeps its
+ * jobs, so there only the `running` sweep applies.
+ */
+export async function recoverInterrupted(ctx: AppContext): Promise<void> {
+  const now = Date.now();
+  const interrupted = await ctx.db
+    .update(agentInvocations)
+    .set({ status: 'failed', error: { code: 'interrupted', message: 'the process running this invocation stopped before it finished' }, finishedAt: new Date() })
+    .where(and(eq(agentInvocations.status, 'running'), lt(agentInvocations.startedAt, new Date(now - ctx.config.sandbox.maxTimeoutMs - STALE_MARGIN_MS))))
+    .returning({ id: agentInvocations.id });
+  if (ctx.jobs.kind !== 'in-process') return;
+  const cutoff = new Date(now - STALE_MARGIN_MS);
+  const queued = await ctx.db
+    .select({ id: agentInvocations.id })
+    .from(agentInvocations)
+    .where(and(eq(agentInvocations.status, 'queued'), lt(agentInvocations.createdAt, cutoff)));
+  for (const q of queued) await ctx.jobs.enqueue(INVOKE_JOB, { invocationId: q.id });
+  const preparing = await ctx.db
+    .select({ id: deployments.id })
+    .from(deployments)
+    .where(and(eq(deployments.status, 'preparing'), lt(deployments.updatedAt, new Date(now - ctx.config.sandbox.prepareTimeoutMs - STALE_MARGIN_MS))));
+  for (const d of preparing) await ctx.jobs.enqueue(PREPARE_JOB, { deploymentId: d.id, activate: 'if_newest' });
+  if (interrupted.length || queued.length || preparing.length) {
+    ctx.log.info({ interrupted: interrupted.length, requeued_invocations: queued.length, requeued_prepares: preparing.length }, 'deployments: recovered interrupted work');
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -404,7 +445,9 @@ export async function redeployDeployment(ctx: AppContext, p: Principal, agentId:
       }
       if (!target) throw invalidState('Nothing to redeploy: the agent has no active, stopped or failed deployment');
     }
-    if (target.status === 'preparing') throw invalidState(`Version ${target.version} is already preparing`);
+    // A prepare older than its timeout plus a margin was lost (its host died): it may be retried.
+    const stale = target.updatedAt.getTime() < Date.now() - ctx.config.sandbox.prepareTimeoutMs - STALE_MARGIN_MS;
+    if (target.status === 'preparing' && !stale) throw invalidState(`Version ${target.version} is already preparing`);
     const [r] = await tx.update(deployments).set({ status: 'preparing', failureReason: null, updatedAt: new Date() }).where(eq(deployments.id, target.id)).returning();
     return r;
   });
@@ -445,6 +488,10 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     throw invalidState(`No active deployment (last changed: version ${latest.version}, ${latest.status})`);
   }
   const async = body.async === true;
+  const sandbox = sandboxOf(ctx);
+  if (!async && sandbox.load.waiting >= ctx.config.sandbox.concurrency * 4) {
+    throw new AppError('service_unavailable', 'All sandboxes of this instance are busy; retry shortly or invoke with async=true', { headers: { 'retry-after': '1' } });
+  }
   const now = new Date();
   const [row] = await ctx.db
     .insert(agentInvocations)

@@ -59,14 +59,11 @@ const STOPWORDS = new Set(
   ).split(' '),
 );
 
-/** 32-bit FNV-1a of a string (UTF-16 code units), seeded per feature family. */
-function fnv1a(s: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // final avalanche (murmur3 fmix32) so low bits are well mixed for the modulo
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** murmur3 fmix32: final avalanche so the low bits are well mixed for the modulo. */
+function fmix(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -75,22 +72,27 @@ function fnv1a(s: string, seed: number): number {
   return h >>> 0;
 }
 
+/** 32-bit FNV-1a of a string (UTF-16 code units), seeded per feature family, then fmix32. */
+function hashString(s: string, seed: number): number {
+  let h = (FNV_OFFSET ^ seed) >>> 0;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
+  return fmix(h);
+}
+
 /** Lower-cased word tokens (letters and digits, any script). */
 export function tokenize(text: string): string[] {
   return text.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
-/** Feature-family weights of the local embedder (relative; the vector is normalised afterwards). */
-const W_WORD = 1.0;
-const W_BIGRAM = 0.5;
-const W_CHAR = 0.25;
-const SEED_WORD = 1;
-const SEED_BIGRAM = 2;
-const SEED_CHAR = 3;
+/** Feature families: hash seed and relative weight (the vector is normalised afterwards). */
+const WORD = { seed: 1, weight: 1.0 };
+const BIGRAM = { seed: 2, weight: 0.5 };
+const CHAR = { seed: 3, weight: 0.25 };
+const FAMILIES = [WORD, BIGRAM, CHAR];
 
 /**
  * Offline hashed n-gram embedder (`local-hash-v1`). Deterministic: the same text always gives the
- * same vector, on every machine. ~20 µs for a 200-character sentence.
+ * same vector, on every machine. Tens of microseconds for a 200-character sentence.
  */
 export class LocalHashEmbedder implements EmbeddingProvider {
   readonly provider = 'local' as const;
@@ -105,33 +107,39 @@ export class LocalHashEmbedder implements EmbeddingProvider {
 
   /** Synchronous embedding of one text. */
   embedOne(text: string): Float32Array {
-    const counts = new Map<string, number>();
-    const add = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
+    // key = hash * 4 + family index (exact in a double: < 2^34)
+    const counts = new Map<number, number>();
+    const add = (hash: number, family: number) => {
+      const key = hash * 4 + family;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    };
     const words = tokenize(text);
     let prev: string | null = null;
     for (const w of words) {
-      const stop = STOPWORDS.has(w);
-      if (!stop) {
-        add(`w${w}`);
-        if (prev) add(`b${prev} ${w}`);
+      if (!STOPWORDS.has(w)) {
+        add(hashString(w, WORD.seed), 0);
+        if (prev) add(hashString(`${prev} ${w}`, BIGRAM.seed), 1);
         prev = w;
       }
-      if (w.length >= 2) {
-        const padded = `<${w}>`;
-        for (let n = 3; n <= 5; n++) {
-          for (let i = 0; i + n <= padded.length; i++) add(`c${padded.slice(i, i + n)}`);
+      if (w.length < 2) continue;
+      // character 3..5-grams of "<word>", hashed incrementally (no substrings allocated)
+      const len = w.length + 2;
+      const at = (k: number) => (k === 0 ? 60 /* < */ : k === len - 1 ? 62 /* > */ : w.charCodeAt(k - 1));
+      for (let i = 0; i + 3 <= len; i++) {
+        let h = (FNV_OFFSET ^ CHAR.seed) >>> 0;
+        for (let j = i; j < i + 5 && j < len; j++) {
+          h = Math.imul(h ^ at(j), FNV_PRIME);
+          if (j - i >= 2) add(fmix(h), 2);
         }
       }
     }
-    if (counts.size === 0) add(`w${text.trim().toLowerCase()}`); // punctuation-only text: never a zero vector
+    if (counts.size === 0) add(hashString(text.trim().toLowerCase(), WORD.seed), 0); // punctuation-only text: never a zero vector
     const v = new Float32Array(this.dimensions);
     for (const [key, tf] of counts) {
-      const kind = key.charCodeAt(0);
-      const feature = key.slice(1);
-      const [seed, weight] = kind === 119 /* w */ ? [SEED_WORD, W_WORD] : kind === 98 /* b */ ? [SEED_BIGRAM, W_BIGRAM] : [SEED_CHAR, W_CHAR];
-      const h = fnv1a(feature, seed);
+      const family = key % 4;
+      const h = (key - family) / 4;
       const sign = h & 0x80000000 ? -1 : 1;
-      v[h % this.dimensions] += sign * weight * (1 + Math.log(tf));
+      v[h % this.dimensions] += sign * FAMILIES[family].weight * (1 + Math.log(tf));
     }
     return l2normalize(v);
   }

@@ -39,11 +39,11 @@ function renderValue(v: unknown, max = MAX_VALUE_CHARS): string | null {
 }
 
 /** `key value, key value` for the first scalar-ish, non-secret fields of an object. */
-function renderFields(o: Record<string, unknown>, maxFields: number, maxValue = MAX_VALUE_CHARS): string {
+function renderFields(o: Record<string, unknown>, maxFields: number, maxValue = MAX_VALUE_CHARS, skip?: string): string {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(o)) {
     if (parts.length >= maxFields) break;
-    if (SECRET_KEY.test(k)) continue;
+    if (k === skip || SECRET_KEY.test(k)) continue;
     const r = typeof v === 'object' && v !== null && !Array.isArray(v) ? null : renderValue(v, maxValue);
     if (r !== null) parts.push(`${k.replace(/[_-]+/g, ' ')} ${r}`);
   }
@@ -72,7 +72,7 @@ export function describeOutput(output: unknown): string {
       if (r) s += `; first: ${r}`;
     }
     if (!Array.isArray(output)) {
-      const rest = renderFields(output as Record<string, unknown>, 2);
+      const rest = renderFields(output as Record<string, unknown>, 2, MAX_VALUE_CHARS, name);
       if (rest) s += `; ${rest}`;
     }
     return s;

@@ -59,13 +59,15 @@ export async function insertMemoryRows(
   vectors: Array<Float32Array | null>,
 ): Promise<Array<{ id: string; created_at: Date | string }>> {
   if (rows.length === 0) return [];
+  // millisecond precision, like the API's timestamps: `since`/`until` filters round-trip exactly
+  const now = new Date().toISOString();
   const values = rows.map(
     (r, i) =>
-      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)})`,
+      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz)`,
   );
   return execRows(
     db,
-    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding)
+    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding, created_at)
         values ${sql.join(values, sql`, `)}
         on conflict (execution_id) do nothing
         returning id, created_at`,

@@ -51,12 +51,12 @@ export const DomainVerificationSchema = Type.Object({
 const TestInput = Type.Object(
   {
     tool: Type.String({ minLength: 1, maxLength: 100, description: 'tool name, former name or id' }),
-    arguments: Type.Object({}, { additionalProperties: true, default: {} }),
+    arguments: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
     expect: Type.Optional(
       Type.Object(
         {
           status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
-          json_schema: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'JSON Schema (2020-12) the response body must match' })),
+          json_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema (2020-12) the response body must match' })),
         },
         { additionalProperties: false },
       ),

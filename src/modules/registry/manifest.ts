@@ -195,6 +195,6 @@ export function slugify(text: string): string | null {
 
 /** A tool name from arbitrary text (operationId, method+path): invalid characters → `_`, at most 64. */
 export function toolNameFrom(text: string): string {
-  const s = text.replace(/[^a-zA-Z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 64);
+  const s = text.replace(/[^a-zA-Z0-9_-]+/g, '_').replace(/_{2,}/g, '_').replace(/^_+|_+$/g, '').slice(0, 64);
   return s || 'tool';
 }

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
 
-const JsonSchemaObject = Type.Object({}, { additionalProperties: true, description: 'JSON Schema (2020-12) object' });
+const JsonSchemaObject = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema (2020-12) object' });
 
 export const AuthInput = Type.Object(
   {
@@ -41,7 +41,7 @@ export const RegisterServiceBody = Type.Object(
   {
     ...TopLevel,
     tools: Type.Optional(Type.Array(ToolInput, { maxItems: 500 })),
-    openapi: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'OpenAPI 3.0/3.1 document' })),
+    openapi: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'OpenAPI 3.0/3.1 document' })),
     openapi_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
     mcp_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
   },

@@ -7,6 +7,7 @@
  * (sessions module): it accepts a tool's current name, a former name (alias) or its id.
  */
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { and, arrayContains, asc, desc, eq, ilike, inArray, lt, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { services, toolAliases, tools } from '../../db/schema/index.js';
@@ -15,6 +16,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
+import { classifyAddress, isAddressAllowed } from '../../upstream/address.js';
 import { mcpListTools } from '../../upstream/mcp.js';
 import {
   SERVICE_NAME,
@@ -342,6 +344,23 @@ async function loadSource(ctx: AppContext, input: RegisterInput, auth: UpstreamA
   return loaded;
 }
 
+/**
+ * A base URL whose host is an IP literal the guarded client would refuse (private, link-local…,
+ * loopback without the flag) is rejected at once; host names are checked at call time (after DNS).
+ */
+function checkBaseUrlTarget(ctx: AppContext, raw: string, at: string): ManifestProblem[] {
+  let host: string;
+  try {
+    host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return [];
+  }
+  if (isIP(host) && !isAddressAllowed(host, ctx.config.upstream.allowLoopback)) {
+    return [{ pointer: at, message: `points at a ${classifyAddress(host)} address, which upstream calls may not reach` }];
+  }
+  return [];
+}
+
 function authForCall(auth: UpstreamAuthInput | undefined): ExecutableTool['upstreamAuth'] {
   if (!auth || auth.type === 'none' || !auth.secret) return { type: 'none' };
   return { type: auth.type, name: auth.name, secret: auth.secret };
@@ -402,8 +421,9 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
   errors.push(...toolCheck.errors);
   const warnings = [...loaded.warnings, ...toolCheck.warnings];
   const baseUrl = input.base_url ?? loaded.baseUrl;
-  if (!baseUrl && loaded.source !== 'manifest') errors.push({ pointer: '/base_url', message: 'is required (the source gives no absolute server URL)' });
+  if (!baseUrl && loaded.source !== 'manifest' && !loaded.errors.length) errors.push({ pointer: '/base_url', message: 'is required (the source gives no absolute server URL)' });
   else if (!input.base_url && baseUrl) errors.push(...checkBaseUrl(baseUrl, '/base_url').map((e) => ({ ...e, message: `from the source ${e.message}` })));
+  if (baseUrl) errors.push(...checkBaseUrlTarget(ctx, baseUrl, '/base_url'));
   if (loaded.source !== 'manifest' && loaded.tools.length === 0 && !loaded.errors.length) errors.push({ pointer: base, message: 'the source lists no tools' });
   if (errors.length) fail(errors);
 
@@ -449,9 +469,11 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
 
 async function insertTools(tx: Tx, serviceId: string, list: NormalizedTool[]): Promise<void> {
   if (!list.length) return;
+  // Ids made in the same millisecond are not ordered: sort them so tools list in declaration order.
+  const ids = list.map(() => newId('tool')).sort();
   await tx.insert(tools).values(
-    list.map((t) => ({
-      id: newId('tool'),
+    list.map((t, i) => ({
+      id: ids[i],
       serviceId,
       name: t.name,
       description: t.description,
@@ -523,7 +545,7 @@ export async function listOwnerServices(ctx: AppContext, ownerId: string, q: { l
   const limit = q.limit ?? 20;
   const after = decodeCursor(q.cursor);
   const rows = await ctx.db
-    .select({ s: services, toolCount: sql<number>`(select count(*)::int from ${tools} where ${tools.serviceId} = ${services.id})` })
+    .select({ s: services, toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")` })
     .from(services)
     .where(and(eq(services.ownerId, ownerId), after ? lt(services.id, after) : undefined))
     .orderBy(desc(services.id))
@@ -558,7 +580,10 @@ export async function updateService(ctx: AppContext, ownerId: string, ref: strin
   const s = await getOwnedService(ctx, ownerId, ref);
   const errors: ManifestProblem[] = [];
   errors.push(...checkAuth(input.auth, '/auth'));
-  if (input.base_url !== undefined) errors.push(...checkBaseUrl(input.base_url, '/base_url'));
+  if (input.base_url !== undefined) {
+    const p = checkBaseUrl(input.base_url, '/base_url');
+    errors.push(...(p.length ? p : checkBaseUrlTarget(ctx, input.base_url, '/base_url')));
+  }
   if (input.description !== undefined && !input.description.trim() && s.source === 'manifest') errors.push({ pointer: '/description', message: 'must not be empty' });
   let next: NormalizedTool[] | undefined;
   if (input.tools) {
@@ -707,7 +732,7 @@ export async function listMarketplace(ctx: AppContext, q: { limit?: number; curs
   const after = decodeCursor(q.cursor);
   const text = q.q ? likePattern(q.q) : undefined;
   const rows = await ctx.db
-    .select({ s: services, toolCount: sql<number>`(select count(*)::int from ${tools} where ${tools.serviceId} = ${services.id})` })
+    .select({ s: services, toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")` })
     .from(services)
     .where(
       and(

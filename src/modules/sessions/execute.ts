@@ -8,9 +8,10 @@
  *     published (else 404);
  *  3. `arguments` against the tool's `input_schema` (cached ajv validator) → 400 with pointers;
  *     nothing is sent upstream (on failure, an unsubscribed caller still gets the 403 of step 4);
- *  4. for services of other accounts: an agent must be subscribed itself (`isAgentSubscribed`),
- *     and the account's subscription is checked and its quota counted in ONE conditional UPDATE
- *     (`consumeQuota`) → 403 `not_subscribed` / 429 `quota_exceeded`;
+ *  4. an agent must be subscribed to the service itself (`isAgentSubscribed`, agent tool
+ *     subscriptions, also for its owner's services); for services of other accounts the account's
+ *     subscription is checked and its quota counted in ONE conditional UPDATE (`consumeQuota`)
+ *     → 403 `not_subscribed` / 429 `quota_exceeded`. Owners call their own services unmetered;
  *  5. the upstream call (guarded HTTP client or MCP `tools/call`) with the upstream credential
  *     and the platform's signature headers;
  *  6. one statement records the execution, the session counters and the usage counters; the
@@ -88,17 +89,12 @@ export async function executeTool(ctx: AppContext, actor: SessionActor, sessionI
   const validate = validatorFor(tool.id, tool.inputSchema);
   if (!validate(args)) {
     const errors = argumentErrors(validate.errors);
-    if (!own) await assertSubscribed(ctx, actor, service.id);
+    await assertSubscribed(ctx, actor, service.id, own);
     throw invalidArguments(tool.name, errors);
   }
 
-  let quota: QuotaState | null = null;
-  if (!own) {
-    if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id))) {
-      throw new AppError('not_subscribed', `This agent is not subscribed to ${service.name} (POST /v2/agents/:id/tools/subscribe)`);
-    }
-    quota = await consumeQuota(ctx, actor.accountId, service.id);
-  }
+  if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id))) throw agentNotSubscribed(service.name);
+  const quota: QuotaState | null = own ? null : await consumeQuota(ctx, actor.accountId, service.id);
   const headers = quota ? quotaHeaders(quota) : {};
 
   const executionId = newId('exe');
@@ -148,9 +144,14 @@ export async function executeTool(ctx: AppContext, actor: SessionActor, sessionI
   return { result, headers };
 }
 
-async function assertSubscribed(ctx: AppContext, actor: SessionActor, serviceId: string): Promise<void> {
-  const ok = (await hasActiveSubscription(ctx, actor.accountId, serviceId)) && (!actor.agentId || (await isAgentSubscribed(ctx, actor.agentId, serviceId)));
-  if (!ok) throw new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)');
+/** Cold path (invalid arguments): the 403 of a caller that may not call the service at all wins over the 400. */
+async function assertSubscribed(ctx: AppContext, actor: SessionActor, serviceId: string, own: boolean): Promise<void> {
+  if (!own && !(await hasActiveSubscription(ctx, actor.accountId, serviceId))) throw new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)');
+  if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, serviceId))) throw agentNotSubscribed(serviceId);
+}
+
+function agentNotSubscribed(service: string): AppError {
+  return new AppError('not_subscribed', `This agent is not subscribed to ${service}; its owner subscribes it with POST /v2/agents/:id/tools/subscribe`);
 }
 
 function invalidArguments(toolName: string, errors: FieldError[]): AppError {

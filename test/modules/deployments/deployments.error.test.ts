@@ -1,6 +1,8 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
-import { HANDLERS, createAgent, deploy, deployReady, multipart, tarball, tempDir } from './fixtures.js';
+import { HANDLERS, createAgent, deploy, deployReady, multipart, pack, tarball, tempDir } from './fixtures.js';
 
 const { app } = await setupApp({ DATA_DIR: tempDir(), DEPLOY_MAX_BYTES: String(64 * 1024), DEPLOY_MAX_UNPACKED_BYTES: String(256 * 1024), DEPLOY_MAX_FILES: '20', SANDBOX_MAX_TIMEOUT_MS: '5000' });
 
@@ -67,7 +69,11 @@ describe('deployments — invocation failures are recorded, not thrown', () => {
 describe('deployments — rejected uploads', () => {
   it('rejects a ../ path at deploy time (400 invalid_artifact) and stores nothing', async () => {
     const { u, id, base } = await agentOf();
-    const evil = await tarball({ 'sub/index.js': 'module.exports = async () => 1;', 'evil.js': 'x' }, { cwdSub: 'sub', extraPaths: ['../evil.js'] });
+    const root = tempDir();
+    fs.mkdirSync(path.join(root, 'app'));
+    fs.writeFileSync(path.join(root, 'app', 'index.js'), 'module.exports = async () => 1;');
+    fs.writeFileSync(path.join(root, 'evil.js'), 'x');
+    const evil = await pack(path.join(root, 'app'), ['index.js', '../evil.js'], true);
     const res = await deploy(app, u.headers, id, evil, { entrypoint: 'index.js' });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'invalid_artifact', detail: expect.stringContaining('..') });

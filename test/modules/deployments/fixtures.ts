@@ -22,7 +22,7 @@ export function tempDir(prefix = 'ap-dep-'): string {
  * Pack `files` (path → content; a `{ symlink }` value makes a symbolic link) into a .tar.gz with
  * the `tar` package. `prefix` puts everything under a top directory (e.g. `package` like `npm pack`).
  */
-export async function tarball(files: Record<string, string | { symlink: string }>, opts: { prefix?: string; extraPaths?: string[]; cwdSub?: string } = {}): Promise<Buffer> {
+export async function tarball(files: Record<string, string | { symlink: string }>, opts: { prefix?: string } = {}): Promise<Buffer> {
   const root = tempDir('ap-tar-');
   const base = opts.prefix ? path.join(root, opts.prefix) : root;
   for (const [rel, content] of Object.entries(files)) {
@@ -31,28 +31,36 @@ export async function tarball(files: Record<string, string | { symlink: string }
     if (typeof content === 'string') fs.writeFileSync(p, content);
     else fs.symlinkSync(content.symlink, p);
   }
-  const cwd = opts.cwdSub ? path.join(root, opts.cwdSub) : root;
-  fs.mkdirSync(cwd, { recursive: true });
-  const entries = opts.prefix ? [opts.prefix] : Object.keys(files).map((f) => f.split('/')[0]).filter((v, i, a) => a.indexOf(v) === i);
-  const stream = create({ gzip: true, cwd, portable: true, preservePaths: !!opts.extraPaths }, [...entries, ...(opts.extraPaths ?? [])]);
+  return pack(root, opts.prefix ? [opts.prefix] : fs.readdirSync(root));
+}
+
+/** Pack `paths` relative to `cwd` with the `tar` package (`preservePaths` keeps `../` and absolute names as given). */
+export async function pack(cwd: string, paths: string[], preservePaths = false): Promise<Buffer> {
+  const stream = create({ gzip: true, cwd, portable: true, preservePaths }, paths);
   const chunks: Buffer[] = [];
   for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
   return Buffer.concat(chunks);
 }
 
-/** A .tar.gz holding one raw entry built from a tar `Header` (types `tar` refuses to pack from disk). */
-export function rawEntryTarball(entry: { path: string; type: 'CharacterDevice' | 'BlockDevice' | 'FIFO' | 'Link' | 'SymbolicLink' | 'File'; linkpath?: string; body?: string }, before: Array<{ path: string; body: string }> = []): Buffer {
+/** A raw tar entry (types the `tar` package will not pack from disk: devices, FIFOs, crafted links and paths). */
+export interface RawEntry {
+  path: string;
+  type: 'CharacterDevice' | 'BlockDevice' | 'FIFO' | 'Link' | 'SymbolicLink' | 'File' | 'Directory';
+  linkpath?: string;
+  body?: string;
+}
+
+/** A .tar.gz of raw entries, each header built with the `tar` package's `Header`. */
+export function rawTarball(entries: RawEntry[]): Buffer {
   const blocks: Buffer[] = [];
-  const add = (e: { path: string; type: string; linkpath?: string; body?: string }) => {
+  for (const e of entries) {
     const body = Buffer.from(e.body ?? '');
-    const h = new Header({ path: e.path, type: e.type as never, mode: 0o644, size: body.length, mtime: new Date(0), uid: 0, gid: 0, linkpath: e.linkpath });
+    const h = new Header({ path: e.path, type: e.type, mode: 0o644, size: body.length, mtime: new Date(0), uid: 0, gid: 0, linkpath: e.linkpath });
     const block = Buffer.alloc(512);
     h.encode(block, 0);
     blocks.push(block);
     if (body.length) blocks.push(body, Buffer.alloc((512 - (body.length % 512)) % 512));
-  };
-  for (const b of before) add({ path: b.path, type: 'File', body: b.body });
-  add(entry);
+  }
   blocks.push(Buffer.alloc(1024));
   return gzipSync(Buffer.concat(blocks));
 }
