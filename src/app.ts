@@ -32,6 +32,8 @@ import { sessionRoutes } from './modules/sessions/routes.js';
 import { registryRoutes } from './modules/registry/routes.js';
 import { publishingRoutes } from './modules/publishing/routes.js';
 import { subscriptionRoutes } from './modules/subscriptions/routes.js';
+import { searchRoutes } from './modules/search/routes.js';
+import { analyticsRoutes } from './modules/analytics/routes.js';
 import { IdentityService } from './modules/identity/service.js';
 
 export interface BuiltApp {
@@ -134,6 +136,8 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(sessionRoutes, { ctx });
   await app.register(registryRoutes, { ctx });
   await app.register(publishingRoutes, { ctx });
+  await app.register(searchRoutes, { ctx });
+  await app.register(analyticsRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   await app.ready();

@@ -79,6 +79,26 @@ export interface Config {
   /** Plan quotas: calls per window; `null` = unlimited. */
   quotas: Record<Plan, { day: number | null; month: number | null }>;
   reportThreshold: number;
+  /** Search (`src/modules/search`): fuzzy matching and popularity blending. */
+  search: {
+    /** `auto`: trigram fuzzy matching where pg_trgm is installed; `off`: never (prefix and substring matching only). */
+    fuzzy: 'auto' | 'off';
+    /** Days of usage counters that make a tool "popular" in rankings and recommendations. */
+    popularityDays: number;
+    /** How long the popularity table used for ranking is cached in-process, ms (0 = no cache). */
+    popularityCacheMs: number;
+  };
+  /** Analytics (`src/modules/analytics`): realtime counters and persisted per-route aggregates. */
+  analytics: {
+    /** Interval between flushes of the per-route minute aggregates to the database, ms. */
+    flushIntervalMs: number;
+    /** Interval between flushes of the realtime counters to Redis, ms (REDIS_URL set). */
+    realtimeFlushMs: number;
+    /** Days the per-route minute aggregates are kept. */
+    retentionDays: number;
+    /** Prefix of the realtime counters in Redis (instances that share counters share it). */
+    redisPrefix: string;
+  };
   /** User memory (issue 5): embeddings, search, summaries. See {@link MemoryConfig}. */
   memory: MemoryConfig;
   /** `all` (API + job workers, default), `api` (enqueue only) or `worker` (process jobs, no HTTP API). */
@@ -129,6 +149,8 @@ export interface Config {
     concurrency: number;
     /** `auto`: isolate the network (`unshare --net`) when this host allows it; `isolated`: require it; `allowed`: never isolate. */
     network: 'auto' | 'isolated' | 'allowed';
+    /** Unprivileged uid:gid the runs switch to when the server runs as root (`auto`: 65534:65534 if it can read SANDBOX_DIR); null = never switch. */
+    user: { uid: number; gid: number } | 'auto' | null;
   };
 }
 
@@ -191,6 +213,16 @@ function url(env: Env, name: string, protocols: string[], def?: string): string 
 function list(env: Env, name: string): string[] {
   const v = str(env, name);
   return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [];
+}
+
+/** `SANDBOX_USER`: `auto` (default), `off`, or `<uid>:<gid>`. */
+function sandboxUser(env: Env): { uid: number; gid: number } | 'auto' | null {
+  const v = str(env, 'SANDBOX_USER', 'auto')!;
+  if (v === 'auto') return 'auto';
+  if (v === 'off') return null;
+  const m = /^(\d{1,10}):(\d{1,10})$/.exec(v);
+  if (!m) return fail('SANDBOX_USER', 'auto, off or <uid>:<gid>', v);
+  return { uid: Number(m[1]), gid: Number(m[2]) };
 }
 
 /**
@@ -264,6 +296,17 @@ export function loadConfig(env: Env = process.env): Config {
       enterprise: { day: quota(env, 'QUOTA_ENTERPRISE_DAY', null), month: quota(env, 'QUOTA_ENTERPRISE_MONTH', null) },
     },
     reportThreshold: int(env, 'REPORT_THRESHOLD', 3, 1),
+    search: {
+      fuzzy: oneOf(env, 'SEARCH_FUZZY', ['auto', 'off'] as const, 'auto'),
+      popularityDays: int(env, 'SEARCH_POPULARITY_DAYS', 30, 1, 366),
+      popularityCacheMs: int(env, 'SEARCH_POPULARITY_CACHE_MS', 60_000, 0, 3_600_000),
+    },
+    analytics: {
+      flushIntervalMs: int(env, 'ANALYTICS_FLUSH_MS', 5000, 100, 600_000),
+      realtimeFlushMs: int(env, 'ANALYTICS_REALTIME_FLUSH_MS', 1000, 100, 60_000),
+      retentionDays: int(env, 'ANALYTICS_RETENTION_DAYS', 30, 1, 3650),
+      redisPrefix: str(env, 'ANALYTICS_REDIS_PREFIX', 'ap:rt:')!,
+    },
     memory: memoryConfig(env),
     processRole: oneOf(env, 'PROCESS_ROLE', ['all', 'api', 'worker'] as const, 'all'),
     jobsPrefix: str(env, 'JOBS_PREFIX', 'agent-platform')!,
@@ -291,6 +334,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),
       network: oneOf(env, 'SANDBOX_NETWORK', ['auto', 'isolated', 'allowed'] as const, 'auto'),
+      user: sandboxUser(env),
     },
   };
 }

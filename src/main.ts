@@ -1,7 +1,10 @@
-/** Start the API: parse config, build the app, listen, shut down gracefully on SIGTERM/SIGINT. */
+/**
+ * Start the API: parse config, build the app, listen, shut down gracefully on SIGTERM/SIGINT
+ * (stop accepting, finish in-flight requests, close storage, exit 0).
+ * A bad configuration value prints one line naming the variable and exits 1.
+ */
 import { performance } from 'node:perf_hooks';
 import { ConfigError, loadConfig } from './config.js';
-import { buildApp } from './app.js';
 
 async function main(): Promise<void> {
   let config;
@@ -14,9 +17,17 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // Imported only after the configuration parsed, so a config error prints exactly one line.
+  const { buildApp } = await import('./app.js');
   const { app } = await buildApp(config);
-  await app.listen({ port: config.port, host: config.host });
-  app.log.info({ startup_ms: Math.round(performance.now()), url: config.publicUrl }, 'agent platform ready');
+  if (config.processRole === 'worker') {
+    // Worker: the app is built (modules register their job handlers) but serves no HTTP.
+    await app.ready();
+    app.log.info({ startup_ms: Math.round(performance.now()), role: 'worker' }, 'agent platform worker ready');
+  } else {
+    await app.listen({ port: config.port, host: config.host });
+    app.log.info({ startup_ms: Math.round(performance.now()), url: config.publicUrl, role: config.processRole }, 'agent platform ready');
+  }
 
   let closing = false;
   const shutdown = async (signal: string) => {

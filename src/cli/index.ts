@@ -9,6 +9,8 @@
  *
  * Exit codes: 0 done, 1 failed (unknown user, bad configuration), 2 usage error.
  */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { ConfigError, ROLES, loadConfig, type Role } from '../config.js';
 import type { AppContext } from '../context.js';
@@ -70,7 +72,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
 }
 
 // Run when executed directly (not when imported by tests).
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   runCli(process.argv.slice(2), process.env, (s) => process.stdout.write(`${s}\n`), (s) => process.stderr.write(`${s}\n`))
     .then((code) => process.exit(code))
     .catch((e: Error) => {

@@ -39,3 +39,18 @@ export function newId(prefix: IdPrefix): string {
 export function isId(id: string, prefix: IdPrefix): boolean {
   return id.startsWith(`${prefix}_`) && /^[a-z]+_[0-9a-z]{26}$/.test(id);
 }
+
+/**
+ * The smallest id with `prefix` that {@link newId} can produce at or after instant `at` (time part
+ * of `at`, random part all zeros). `id >= idFloor('exe', since)` selects rows created since `since`
+ * through the primary-key index, without an index on `created_at`.
+ */
+export function idFloor(prefix: IdPrefix, at: Date): string {
+  let ts = Math.max(0, Math.floor(at.getTime()));
+  let time = '';
+  for (let i = 0; i < 10; i++) {
+    time = ALPHABET[ts % 32] + time;
+    ts = Math.floor(ts / 32);
+  }
+  return `${prefix}_${time}${'0'.repeat(16)}`;
+}

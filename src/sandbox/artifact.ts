@@ -242,6 +242,16 @@ export function resolveEntrypoint(a: InspectedArtifact, requested?: string): str
   throw new ArtifactError('no entrypoint: send the "entrypoint" field, set "main" in package.json, or include index.js / index.mjs');
 }
 
+/** Make the tree readable by anyone and writable by no one but its owner (runs may use an unprivileged uid). */
+function normaliseModes(dir: string): void {
+  fs.chmodSync(dir, 0o755);
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) normaliseModes(p);
+    else if (e.isFile()) fs.chmodSync(p, fs.statSync(p).mode & 0o111 ? 0o755 : 0o644);
+  }
+}
+
 /**
  * Extract a validated archive into `<dir>/<sha256>` unless it is already there; returns that
  * directory (real path). Extraction goes to a temporary sibling first and is renamed into place,
@@ -266,6 +276,7 @@ export async function unpackArtifact(buf: Buffer, dir: string, limits: ArtifactL
       x.on('close', () => resolve());
       x.end(tarBuf);
     });
+    normaliseModes(tmp);
     try {
       fs.renameSync(tmp, dest);
     } catch (err) {

@@ -7,6 +7,8 @@
  *   threads, native add-ons and WASI are refused (no `--allow-*` flag for them).
  * - `--max-old-space-size` caps the V8 heap; a wall-clock timer SIGKILLs the process group, and
  *   coreutils `timeout` (when present) kills it 2 s later anyway, should this process have died.
+ * - When the server runs as root, runs switch to an unprivileged user (65534, "nobody", by
+ *   default) — a second wall should the permission model ever be bypassed.
  * - A minimal environment: the deployment's own variables plus `NODE_ENV`, `TZ`, `LANG` — none
  *   of the platform's (no database URL, no keys).
  * - Network: when the host allows it (root, or unprivileged user namespaces), the process starts
@@ -81,13 +83,20 @@ export interface SandboxOptions {
   network: 'auto' | 'isolated' | 'allowed';
   /** Node binary (default: the current one). */
   nodePath?: string;
+  /**
+   * Unprivileged identity for the runs when this process is root: `auto` = 65534:65534 (nobody)
+   * if that user can read `readableDir`, else stay root (logged); explicit = required; null = never.
+   */
+  user?: { uid: number; gid: number } | 'auto' | null;
+  /** The directory runs read from (its parents must be traversable by `user`). */
+  readableDir?: string;
 }
 
 const MAX_LOG_LINES = 1000;
 const MAX_LINE = 8 * 1024;
 
 /** How this host can cut a process off the network, or null. Probed once per process. */
-let netProbe: { argv: string[] } | null | undefined;
+let netProbe: { bin: string; flags: string[] } | null | undefined;
 
 function findBinary(name: string): string | null {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(['/usr/bin', '/bin'])) {
@@ -103,7 +112,7 @@ function findBinary(name: string): string | null {
 }
 
 /** Probe `unshare --net` (as root) and `unshare --net --map-root-user` (unprivileged user namespaces). */
-export function probeNetworkIsolation(): { argv: string[] } | null {
+export function probeNetworkIsolation(): { bin: string; flags: string[] } | null {
   if (netProbe !== undefined) return netProbe;
   netProbe = null;
   const bin = findBinary('unshare');
@@ -111,7 +120,7 @@ export function probeNetworkIsolation(): { argv: string[] } | null {
     for (const flags of [['--net'], ['--net', '--map-root-user']]) {
       const r = spawnSync(bin, [...flags, '--', process.execPath, '-e', '0'], { timeout: 5000, stdio: 'ignore' });
       if (r.status === 0) {
-        netProbe = { argv: [bin, ...flags, '--'] };
+        netProbe = { bin, flags };
         break;
       }
     }
@@ -130,14 +139,37 @@ export class Sandbox {
   private readonly prefix: string[];
   /** True when runs start in an empty network namespace (no network at all). */
   readonly networkIsolated: boolean;
+  /** The uid/gid runs switch to (null: same user as this process). */
+  readonly runAs: { uid: number; gid: number } | null = null;
+  /** Why runs do not switch to an unprivileged user although this process is root (for a log line). */
+  readonly runAsNote: string | null = null;
 
   constructor(private readonly opts: SandboxOptions) {
     const probe = opts.network === 'allowed' ? null : probeNetworkIsolation();
     if (opts.network === 'isolated' && !probe) {
       throw new Error('SANDBOX_NETWORK=isolated but this host cannot create network namespaces (unshare --net failed)');
     }
-    this.prefix = probe ? probe.argv : [];
     this.networkIsolated = !!probe;
+    const wanted = opts.user === 'auto' ? { uid: 65534, gid: 65534 } : (opts.user ?? null);
+    if (wanted && process.getuid?.() === 0) {
+      if (this.canRead(probe, wanted)) this.runAs = wanted;
+      else if (opts.user === 'auto') this.runAsNote = `uid ${wanted.uid} cannot read ${opts.readableDir}: sandboxed code runs as root (make the path traversable, or set SANDBOX_USER)`;
+      else throw new Error(`SANDBOX_USER=${wanted.uid}:${wanted.gid} cannot read ${opts.readableDir}`);
+    }
+    const ids = this.runAs && probe ? ['-S', String(this.runAs.uid), '-G', String(this.runAs.gid)] : [];
+    this.prefix = probe ? [probe.bin, ...probe.flags, ...ids, '--'] : [];
+  }
+
+  /** Can `user` (entered the same way runs are) read and traverse `readableDir`? */
+  private canRead(probe: { bin: string; flags: string[] } | null, user: { uid: number; gid: number }): boolean {
+    const dir = this.opts.readableDir;
+    if (!dir) return true;
+    const node = this.opts.nodePath ?? process.execPath;
+    const code = `require('fs').accessSync(${JSON.stringify(dir)}, require('fs').constants.R_OK | require('fs').constants.X_OK)`;
+    const r = probe
+      ? spawnSync(probe.bin, [...probe.flags, '-S', String(user.uid), '-G', String(user.gid), '--', node, '-e', code], { timeout: 5000, stdio: 'ignore', env: {} })
+      : spawnSync(node, ['-e', code], { timeout: 5000, stdio: 'ignore', uid: user.uid, gid: user.gid, env: {} });
+    return r.status === 0;
   }
 
   /** Kill every running child (app shutdown). */
@@ -209,7 +241,9 @@ export class Sandbox {
       let child: ChildProcess;
       try {
         // detached: own process group, so a kill reaches `timeout`, `unshare` and node alike.
-        child = spawn(argv[0], argv.slice(1), { cwd: r.root, env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true });
+        // Without unshare (which switches user itself after creating the namespace), spawn as the user directly.
+        const ids = this.runAs && !this.networkIsolated ? { uid: this.runAs.uid, gid: this.runAs.gid } : {};
+        child = spawn(argv[0], argv.slice(1), { cwd: r.root, env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, ...ids });
       } catch (err) {
         resolve({ status: 'failed', output: null, error: { code: 'sandbox_error', message: `cannot start the sandbox: ${(err as Error).message}` }, logs, logsTruncated, durationMs: 0 });
         return;

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createUser, setupApp } from '../helpers/app.js';
 import { execute, expectHttp, listen, newSession, publish, registerService, subscribe } from '../helpers/exec.js';
-import { startMcpUpstream } from '../helpers/tool-upstream.js';
+import { startMcpUpstream, verifyAgentPlatform } from '../helpers/tool-upstream.js';
 
 const { app, ctx } = await setupApp();
 const base = await listen(app);
@@ -27,6 +27,9 @@ describe('execute — MCP tools', () => {
     expect(call.headers.authorization).toBe('Bearer mcp-token');
     expect(call.headers['x-agent-platform-request-id']).toBe(a.body.execution_id);
     expect(call.headers['x-agent-platform-user']).toMatch(/^psu_/);
+    // MCP signatures cover POST + endpoint path + the empty-body hash (docs/upstream-signing.md).
+    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, Buffer.alloc(0), svc.signingSecret)).toBe(true);
+    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, Buffer.alloc(0), 'whsec_other')).toBe(false);
 
     const e = await execute(base, user.headers, sid, { service: svc.name, tool: 'explode' });
     expect(e.status).toBe(200);

@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { setUpstreamResolver, type HostResolver } from '../../src/upstream/http.js';
 import { createUser, setupApp } from '../helpers/app.js';
-import { execute, expectHttp, listen, newSession, registerService } from '../helpers/exec.js';
+import { execute, expectHttp, httpCall, listen, newSession, registerService } from '../helpers/exec.js';
 import { startToolUpstream } from '../helpers/tool-upstream.js';
 
 const TEST_HOSTS: Record<string, string> = { 'loopback.example.test': '127.0.0.1', 'hop.example.test': '127.0.0.1' };
@@ -50,15 +50,19 @@ describe('execute — SSRF with loopback upstreams off', () => {
     expect(s.executions[0]).toMatchObject({ status: 'failed', error: { code: 'upstream_blocked' } });
   });
 
-  it('refuses 127.0.0.1 literals and a host name that resolves to 127.0.0.1', async () => {
+  it('refuses a host name that resolves to 127.0.0.1, and 127.0.0.1 literals already at registration', async () => {
     const before = upstream.seen.length;
-    const literal = await blocked(upstream.url);
-    expect(literal.a.status).toBe(502);
-    expect(literal.a.body.code).toBe('upstream_blocked');
     const named = await blocked(`http://loopback.example.test:${upstream.port}`);
     expect(named.a.status).toBe(502);
     expect(named.a.body.code).toBe('upstream_blocked');
     expect(named.a.body.detail).toMatch(/resolves to a loopback address/);
+    const owner = await createUser(app);
+    const { status, body } = await httpCall(base, 'POST', '/owner/services', {
+      headers: owner.headers,
+      body: { name: `ssrf-literal-${Date.now().toString(36)}`, description: 'ssrf', base_url: upstream.url, tools },
+    });
+    expect(status).toBe(400);
+    expect(body.errors[0].pointer).toBe('/base_url');
     expect(upstream.seen.length).toBe(before);
   });
 });

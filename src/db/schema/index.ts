@@ -10,3 +10,4 @@ export * from './memory.js';
 export * from './registry.js';
 export * from './publishing.js';
 export * from './deployments.js';
+export * from './analytics.js';

@@ -82,7 +82,57 @@ const RETURNING = {
   expiresAt: agentMemory.expiresAt,
 };
 
+/** On conflict: replace the value; an expired row restarts at version 1 as if new. */
+const UPSERT_SET = {
+  value: sql`excluded.value`,
+  sizeBytes: sql`excluded.size_bytes`,
+  expiresAt: sql`excluded.expires_at`,
+  updatedAt: sql`now()`,
+  version: sql`case when ${EXPIRED} then 1 else ${agentMemory.version} + 1 end`,
+  createdAt: sql`case when ${EXPIRED} then now() else ${agentMemory.createdAt} end`,
+};
+
 type EntryRow = { key: string; value: unknown; version: number; updatedAt: Date; expiresAt: Date | null };
+
+/**
+ * The two hot statements, prepared once per database handle: the point read and the
+ * unconditional upsert (no query building per request; named statements on PostgreSQL).
+ */
+function prepare(db: Db) {
+  const agentId = sql.placeholder('agentId');
+  const key = sql.placeholder('key');
+  return {
+    get: db
+      .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}` })
+      .from(agentMemory)
+      .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)))
+      .prepare('agent_memory_get'),
+    upsert: db
+      .insert(agentMemory)
+      .values({
+        agentId,
+        key,
+        value: sql`${sql.placeholder('json')}::jsonb`,
+        version: 1,
+        sizeBytes: sql.placeholder('bytes'),
+        expiresAt: sql`case when ${sql.placeholder('ttl')}::int is null then null else now() + make_interval(secs => ${sql.placeholder('ttl')}::int) end`,
+      })
+      .onConflictDoUpdate({ target: [agentMemory.agentId, agentMemory.key], set: UPSERT_SET })
+      .returning(RETURNING)
+      .prepare('agent_memory_upsert'),
+  };
+}
+
+const PREPARED = new WeakMap<Db, ReturnType<typeof prepare>>();
+
+function statements(db: Db): ReturnType<typeof prepare> {
+  let s = PREPARED.get(db);
+  if (!s) {
+    s = prepare(db);
+    PREPARED.set(db, s);
+  }
+  return s;
+}
 
 function view(r: EntryRow): EntryView {
   return { key: r.key, value: r.value, version: r.version, updated_at: r.updatedAt.toISOString(), expires_at: r.expiresAt?.toISOString() ?? null };
@@ -104,10 +154,7 @@ function serialise(ctx: AppContext, value: unknown): { json: string; bytes: numb
 
 /** One live entry. @throws AppError not_found (missing or expired; an expired entry is purged) */
 export async function getEntry(ctx: AppContext, agentId: string, key: string): Promise<EntryView> {
-  const [row] = await ctx.db
-    .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}` })
-    .from(agentMemory)
-    .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)));
+  const [row] = await statements(ctx.db).get.execute({ agentId, key });
   if (!row) throw notFound('Memory entry');
   if (row.expired) {
     ctx.db
@@ -198,6 +245,13 @@ export async function putEntry(
     return { entry: view(row), created: false };
   }
 
+  if (pre.ifNoneMatch === undefined && db === ctx.db) {
+    const [row] = await statements(ctx.db).upsert.execute({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
+    const created = row.version === 1;
+    if (created) await enforceEntryCap(ctx, db, agentId, key);
+    return { entry: view(row), created };
+  }
+
   let setWhere: SQL | undefined;
   if (pre.ifNoneMatch === '*') setWhere = EXPIRED;
   else if (pre.ifNoneMatch?.length) setWhere = or(EXPIRED, not(inArray(agentMemory.version, pre.ifNoneMatch)));
@@ -206,14 +260,7 @@ export async function putEntry(
     .values({ agentId, key, value, version: 1, sizeBytes: bytes, expiresAt })
     .onConflictDoUpdate({
       target: [agentMemory.agentId, agentMemory.key],
-      set: {
-        value: sql`excluded.value`,
-        sizeBytes: sql`excluded.size_bytes`,
-        expiresAt: sql`excluded.expires_at`,
-        updatedAt: sql`now()`,
-        version: sql`case when ${EXPIRED} then 1 else ${agentMemory.version} + 1 end`,
-        createdAt: sql`case when ${EXPIRED} then now() else ${agentMemory.createdAt} end`,
-      },
+      set: UPSERT_SET,
       ...(setWhere ? { setWhere } : {}),
     })
     .returning(RETURNING);

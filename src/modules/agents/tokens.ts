@@ -78,6 +78,8 @@ interface Liveness {
 interface AgentAuthState {
   signer: PlatformSigner;
   cache: LRUCache<string, Liveness> | null;
+  /** Token string → verified claims: skips repeated RS256 verification of the same token (expiry re-checked on every use). */
+  verified: LRUCache<string, JWTPayload>;
   channel: string;
 }
 
@@ -99,6 +101,7 @@ export async function installAgentAuth(ctx: AppContext, signer: PlatformSigner):
   const state: AgentAuthState = {
     signer,
     cache: ttl > 0 ? new LRUCache<string, Liveness>({ max: 50_000, ttl }) : null,
+    verified: new LRUCache<string, JWTPayload>({ max: 5_000, ttl: 5 * 60_000 }),
     channel: 'ap:agents:auth-evict',
   };
   STATES.set(ctx, state);
@@ -155,7 +158,14 @@ function rolesOf(v: unknown): Role[] {
  */
 export async function resolveAgentToken(ctx: AppContext, token: string): Promise<AgentPrincipal> {
   const state = stateOf(ctx);
-  const p = await state.signer.verifyPlatformToken(token);
+  let p = state.verified.get(token);
+  if (!p) {
+    p = await state.signer.verifyPlatformToken(token);
+    state.verified.set(token, p);
+  } else if ((p.exp ?? 0) * 1000 <= Date.now()) {
+    state.verified.delete(token);
+    throw new AppError('token_expired', 'The access token has expired; request a new one');
+  }
   const agentId = p.sub;
   const sid = p.sid;
   if (typeof agentId !== 'string' || !agentId.startsWith('agt_') || typeof sid !== 'string' || typeof p.client_id !== 'string') {

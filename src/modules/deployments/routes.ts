@@ -112,7 +112,7 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
         params: IdParams,
         querystring: InvokeQuery,
         body: InvokeBody,
-        response: { 200: InvocationSchema, 202: InvocationSchema, ...errorResponses(403, 404, 409) },
+        response: { 200: InvocationSchema, 202: InvocationSchema, ...errorResponses(403, 404, 409, 503) },
       },
     },
     async (req, reply) => {

@@ -104,8 +104,11 @@ export function sandboxOf(ctx: AppContext): Sandbox {
   let s = sandboxes.get(ctx);
   if (!s) {
     const c = ctx.config.sandbox;
-    s = new Sandbox({ memoryMb: c.memoryMb, maxLogBytes: c.maxLogBytes, maxOutputBytes: c.maxOutputBytes, concurrency: c.concurrency, network: c.network });
+    fs.mkdirSync(c.dir, { recursive: true, mode: 0o755 });
+    s = new Sandbox({ memoryMb: c.memoryMb, maxLogBytes: c.maxLogBytes, maxOutputBytes: c.maxOutputBytes, concurrency: c.concurrency, network: c.network, user: c.user, readableDir: fs.realpathSync(c.dir) });
     if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
+    if (s.runAsNote) ctx.log.warn(`sandbox: ${s.runAsNote}`);
+    ctx.log.info({ network_isolated: s.networkIsolated, run_as: s.runAs }, 'sandbox ready');
     const sandbox = s;
     ctx.onClose.push(() => sandbox.killAll());
     sandboxes.set(ctx, s);

@@ -151,6 +151,17 @@ export async function getSessionFor(ctx: AppContext, actor: SessionActor, sessio
   return s;
 }
 
+/** The facts the execution path needs about a session visible to the actor. @throws AppError not_found */
+export async function sessionState(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<{ id: string; status: string; agentId: string | null }> {
+  const [s] = await ctx.db
+    .select({ id: sessions.id, status: sessions.status, agentId: sessions.agentId })
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), visibleTo(actor)))
+    .limit(1);
+  if (!s) throw notFound('Session');
+  return s;
+}
+
 /** A session with its latest executions (newest first, at most {@link RECENT_EXECUTIONS}). @throws AppError not_found */
 export async function getSessionDetails(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<SessionView & { executions: ExecutionView[] }> {
   const s = await getSessionFor(ctx, actor, sessionId);

@@ -5,6 +5,7 @@ import { apiKeys } from '../../../src/db/schema/index.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 
 const { app, ctx } = await setupApp();
+const off = await setupApp({ AUTH_API_KEYS: 'off' });
 
 async function keyOf(u: Awaited<ReturnType<typeof createUser>>, name = 'k') {
   return (await call(app, { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name } }, 201)).body as { id: string; key: string };
@@ -70,7 +71,6 @@ describe('api keys — security', () => {
 
 describe('AUTH_API_KEYS=off', () => {
   it('refuses every key with 401, while bearer tokens still work', async () => {
-    const off = await setupApp({ AUTH_API_KEYS: 'off' });
     const u = await createUser(off.app);
     const { body: k } = await call(off.app, { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'x' } }, 201);
     for (const headers of [{ 'x-api-key': k.key }, { authorization: `Bearer ${k.key}` }]) {

@@ -2,9 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
+import { eq } from 'drizzle-orm';
+import { agentInvocations, deployments } from '../../../src/db/schema/index.js';
+import { recoverInterrupted } from '../../../src/modules/deployments/service.js';
 import { HANDLERS, createAgent, deploy, deployReady, multipart, pack, tarball, tempDir } from './fixtures.js';
 
-const { app } = await setupApp({ DATA_DIR: tempDir(), DEPLOY_MAX_BYTES: String(64 * 1024), DEPLOY_MAX_UNPACKED_BYTES: String(256 * 1024), DEPLOY_MAX_FILES: '20', SANDBOX_MAX_TIMEOUT_MS: '5000' });
+const { app, ctx } = await setupApp({ DATA_DIR: tempDir(), DEPLOY_MAX_BYTES: String(64 * 1024), DEPLOY_MAX_UNPACKED_BYTES: String(256 * 1024), DEPLOY_MAX_FILES: '20', SANDBOX_MAX_TIMEOUT_MS: '5000' });
 
 async function agentOf(): Promise<{ u: TestUser; id: string; base: string }> {
   const u = await createUser(app);
@@ -184,5 +187,27 @@ describe('deployments — impossible transitions answer 409 invalid_state', () =
     expect(body.detail).toMatch(/disabled/);
     const r = await deploy(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.versioned('b') }));
     expect(r.statusCode).toBe(409);
+  });
+});
+
+describe('deployments — recovery after a restart', () => {
+  it('marks long-running invocations interrupted and re-prepares lost prepares (in-process queue)', async () => {
+    const { u, id, base } = await agentOf();
+    const d = await deployReady(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.versioned('r') }));
+    const { body: inv } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    const hourAgo = new Date(Date.now() - 3600_000);
+    await ctx.db.update(agentInvocations).set({ status: 'running', startedAt: hourAgo, finishedAt: null }).where(eq(agentInvocations.id, inv.id));
+    await ctx.db.update(deployments).set({ status: 'preparing', updatedAt: hourAgo }).where(eq(deployments.id, d.id));
+    await recoverInterrupted(ctx);
+    const { body: after } = await call(app, { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers }, 200);
+    expect(after).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
+    if (ctx.jobs.kind === 'in-process') {
+      await ctx.jobs.drain();
+      const { body } = await call(app, { method: 'GET', url: `${base}/deployments`, headers: u.headers }, 200);
+      expect(body.data[0]).toMatchObject({ id: d.id, status: 'active' });
+    } else {
+      // BullMQ keeps its jobs: a stale prepare is retried by an explicit redeploy instead.
+      await call(app, { method: 'POST', url: `${base}/deployments/redeploy`, headers: u.headers, payload: { version: 1 } }, 202);
+    }
   });
 });

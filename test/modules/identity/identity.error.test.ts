@@ -7,6 +7,12 @@ import { Browser, injectSend } from '../../helpers/browser.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 
 const { app, ctx } = await setupApp({ PUBLIC_URL: 'http://localhost:3000' });
+const LISTED = 'https://console.example.test/callback';
+const [prod, prodWithTestTokens, strict] = await Promise.all([
+  setupApp({ NODE_ENV: 'production' }),
+  setupApp({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on' }),
+  setupApp({ AUTH_REDIRECT_URIS: LISTED }),
+]);
 const REDIRECT = 'http://127.0.0.1:8765/callback';
 const email = () => `err-${randomBytes(5).toString('hex')}@example.test`;
 
@@ -167,23 +173,19 @@ describe('POST /v1/auth/validate', () => {
 
 describe('/auth/test outside development', () => {
   it('is 404 when NODE_ENV=production', async () => {
-    const prod = await setupApp({ NODE_ENV: 'production' });
     const { body } = await call(prod.app, { method: 'POST', url: '/auth/test', payload: {} }, 404);
     expect(body.code).toBe('not_found');
   });
 
   it('is on in production with AUTH_TEST_TOKENS=on', async () => {
-    const prod = await setupApp({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on' });
-    const { body } = await call(prod.app, { method: 'POST', url: '/auth/test', payload: { roles: ['pro'] } }, 200);
+    const { body } = await call(prodWithTestTokens.app, { method: 'POST', url: '/auth/test', payload: { roles: ['pro'] } }, 200);
     expect(body.token_type).toBe('Bearer');
   });
 });
 
 describe('AUTH_REDIRECT_URIS', () => {
   it('admits only the listed URIs (loopback included)', async () => {
-    const listed = 'https://console.example.test/callback';
-    const strict = await setupApp({ AUTH_REDIRECT_URIS: listed });
-    await call(strict.app, { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(listed)}` }, 200);
+    await call(strict.app, { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(LISTED)}` }, 200);
     const { body } = await call(strict.app, { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` }, 400);
     expect(body.code).toBe('redirect_uri_not_allowed');
   });

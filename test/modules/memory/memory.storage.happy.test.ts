@@ -38,7 +38,7 @@ async function plainPglite(): Promise<AppContext> {
 }
 
 describe('memory storage paths', () => {
-  it('pgvector/HNSW and real[]/exact return the same hits for the same data', async () => {
+  it('pgvector/HNSW and real[]/exact return the same hits for the same data', { timeout: 90_000 }, async () => {
     const exact = await plainPglite();
     await initMemory(exact);
     const col = await exact.db.execute(sql`select format_type(atttypid, atttypmod) as t from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`);
@@ -46,33 +46,32 @@ describe('memory storage paths', () => {
 
     const u = await createUser(app);
     await exact.db.execute(sql`insert into users (id, subject) values (${u.userId}, ${u.subject})`);
-    const rows: NewMemoryRow[] = data.memories.map((m) => ({
+    // every third memory (110) and the questions about them: enough near-duplicates to catch a
+    // difference in ranking, small enough for the exact path of a WASM engine
+    const subset = data.memories.filter((_, i) => i % 3 === 0);
+    const rows: NewMemoryRow[] = subset.map((m) => ({
       id: newId('mem'), userId: u.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
       source: 'explicit', content: m.content, metadata: { ref: m.id },
     }));
     const vectors = await embeddingProviderOf(ctx).embed(rows.map((r) => r.content));
-    const t1 = performance.now();
     for (let i = 0; i < rows.length; i += 100) {
       await insertMemoryRows(ctx, ctx.db, rows.slice(i, i + 100), vectors.slice(i, i + 100));
       await insertMemoryRows(exact, exact.db, rows.slice(i, i + 100), vectors.slice(i, i + 100));
     }
-    console.log('insert ms', performance.now() - t1);
     const actor = { accountId: u.userId, agentId: null };
     let compared = 0;
-    const t0 = performance.now();
-    for (const q of data.queries.filter((_, i) => i % 3 === 0)) {
-      for (const mode of ['hybrid', 'vector'] as const) {
-        const a = await searchMemories(ctx, actor, { q: q.text, limit: 10, mode });
-        const b = await searchMemories(exact, actor, { q: q.text, limit: 10, mode });
-        expect(a.data.map((h) => h.id), `${mode}: ${q.text}`).toEqual(b.data.map((h) => h.id));
-        a.data.forEach((h, i) => {
-          expect(h.similarity).toBeCloseTo(b.data[i].similarity, 5);
-          expect(h.score).toBe(b.data[i].score);
-        });
-        compared += a.data.length;
-      }
+    const kept = new Set(subset.map((m) => m.id));
+    const queries = data.queries.filter((q) => q.relevant.some((id) => kept.has(id))).slice(0, 12);
+    for (const q of queries) {
+      // hybrid answers carry each hit's rank in the vector and the text arm: equal answers mean
+      // equal fused order and equal order inside both arms
+      const a = await searchMemories(ctx, actor, { q: q.text, limit: 10 });
+      const b = await searchMemories(exact, actor, { q: q.text, limit: 10 });
+      const shape = (r: typeof a) => r.data.map((h) => [h.id, h.score, h.vector_rank, h.text_rank]);
+      expect(shape(a), q.text).toEqual(shape(b));
+      a.data.forEach((h, i) => expect(h.similarity).toBeCloseTo(b.data[i].similarity, 5));
+      compared += a.data.length;
     }
-    console.log('search ms', performance.now() - t0);
-    expect(compared).toBeGreaterThan(20 * 2 * 9);
+    expect(compared).toBe(queries.length * 10);
   });
 });

@@ -2,14 +2,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveExecutableTool } from '../../../src/modules/registry/service.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { createAgent, agentToken } from '../../helpers/agents.js';
-import { startJsonApi, startMcpServer } from '../../helpers/upstreams.js';
+import { startJsonApi, startMcpServer, startOpenApiServer } from '../../helpers/upstreams.js';
 import { publishService, registerService, uniq, verifyDomainByHttp, waitForRun, weatherManifest } from './helpers.js';
 
 const { app, ctx } = await setupApp();
 const api = await startJsonApi();
 const mcp = await startMcpServer();
+const pets = await startOpenApiServer();
 afterAll(async () => {
-  await Promise.all([api.close(), mcp.close()]);
+  await Promise.all([api.close(), mcp.close(), pets.close()]);
 });
 
 describe('publishing — the whole flow to published', () => {
@@ -92,6 +93,21 @@ describe('publishing — the whole flow to published', () => {
     const { body: p2 } = await call(app, { method: 'GET', url: `/services?category=${category}&limit=2&cursor=${p1.next_cursor}`, headers: owner.headers }, 200);
     expect(p2.data.map((s: any) => s.id)).toEqual([ids[0]]);
     expect(p2.next_cursor).toBeNull();
+  });
+
+  it('publishes an OpenAPI service; test calls place each argument where the document says', async () => {
+    const owner = await createUser(app);
+    const before = pets.seen.length;
+    await publishService(app, owner, pets, { openapi_url: `${pets.url}/openapi.json`, auth: { type: 'header', name: 'x-api-key', secret: 'pet-key' } }, [
+      { tool: 'listPets', arguments: { limit: 1, 'x-trace': 'abc' }, expect: { json_schema: { type: 'array', maxItems: 1 } } },
+      { tool: 'createPet', arguments: { name: 'Bo', tag: 'fish' }, expect: { status: 201, json_schema: { type: 'object', required: ['id'] } } },
+      { tool: 'get_pets_petId', arguments: { petId: 2 }, expect: { json_schema: { properties: { name: { const: 'Tom' } } } } },
+    ]);
+    const calls = pets.seen.slice(before).filter((r) => r.url.startsWith('/pets'));
+    expect(calls.map((r) => `${r.method} ${r.url}`)).toEqual(['GET /pets?limit=1', 'POST /pets', 'GET /pets/2']);
+    expect(calls[0].headers['x-trace']).toBe('abc');
+    expect(JSON.parse(calls[1].body)).toEqual({ name: 'Bo', tag: 'fish' });
+    expect(calls.every((r) => r.headers['x-api-key'] === 'pet-key')).toBe(true);
   });
 
   it('publishes an MCP service whose test calls go through tools/call', async () => {

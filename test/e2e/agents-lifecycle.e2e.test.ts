@@ -4,7 +4,7 @@
  * rotation with and without grace; deletion kills tokens.
  */
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { setupApp } from '../helpers/app.js';
 
 const { app } = await setupApp();
@@ -13,9 +13,6 @@ let base = '';
 beforeAll(async () => {
   await app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await app.close();
 });
 
 interface Answer {

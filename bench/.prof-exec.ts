@@ -1,0 +1,33 @@
+import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path'; import http from 'node:http';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { setServiceStatus, resolveExecutableTool } from '../src/modules/registry/service.js';
+import { getSessionFor } from '../src/modules/sessions/service.js';
+import { consumeQuota } from '../src/modules/subscriptions/service.js';
+import { recordExecution } from '../src/modules/sessions/usage.js';
+import { newId } from '../src/http/ids.js';
+const body = JSON.stringify({ ok: true });
+const up = http.createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(body); }); });
+await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+const upstreamUrl = `http://127.0.0.1:${(up.address() as any).port}`;
+const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'warn', DATABASE_URL: process.env.BENCH_DATABASE_URL, DATABASE_IN_MEMORY: 'on', DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'ap-prof-')), AUTH_TEST_TOKENS: 'on', ALLOW_LOOPBACK_UPSTREAMS: 'on', RATE_LIMIT_USER: '100000000', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
+const { app, ctx } = await buildApp(config);
+const call = async (method: string, url: string, headers: Record<string, string>, payload?: unknown) => { const res = await app.inject({ method: method as 'POST', url, headers, payload: payload as object }); if (res.statusCode >= 300) throw new Error(`${url} ${res.statusCode} ${res.body}`); return res.json(); };
+const token = async (email: string) => `Bearer ${(await call('POST', '/auth/test', {}, { email })).access_token}`;
+const owner = { authorization: await token('o@example.test') }; const user = { authorization: await token('u@example.test') };
+const svc = await call('POST', '/owner/services', owner, { name: 'prof', description: 'x', base_url: upstreamUrl, tools: [{ name: 'current', description: 'c', method: 'GET', path: '/fast', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }] });
+await setServiceStatus(ctx, svc.id, 'published');
+await call('POST', '/subscriptions', user, { service_id: svc.id, plan: 'enterprise' });
+const session = await call('POST', '/v1/agents', user, { name: 'p' });
+const uid = JSON.parse(Buffer.from(user.authorization.split('.')[1], 'base64url').toString()).sub;
+async function time(name: string, n: number, fn: () => Promise<unknown>) { for (let i = 0; i < 20; i++) await fn(); const t = performance.now(); for (let i = 0; i < n; i++) await fn(); console.log(name.padEnd(20), ((performance.now() - t) / n).toFixed(3), 'ms'); }
+const N = Number(process.env.N ?? 200);
+if (process.env.ONLY_EXEC) { await time('inject execute', N, () => call('POST', `/v1/agents/${session.id}/execute`, user, { service: 'prof', tool: 'current', arguments: { city: 'x' } })); await app.close(); up.close(); process.exit(0); }
+await time('select 1', N, () => ctx.database.ping());
+await time('session', N, () => getSessionFor(ctx, { accountId: uid, agentId: null }, session.id));
+await time('resolve', N, () => resolveExecutableTool(ctx, 'prof', 'current'));
+await time('quota', N, () => consumeQuota(ctx, uid, svc.id));
+await time('record', N, () => recordExecution(ctx, { id: newId('exe'), sessionId: session.id, userId: uid, agentId: null, serviceId: svc.id, toolId: svc.tools[0].id, toolName: 'current', arguments: { city: 'x' }, status: 'succeeded', httpStatus: 200, output: { ok: true }, error: null, durationMs: 1 }));
+await time('inject execute', N, () => call('POST', `/v1/agents/${session.id}/execute`, user, { service: 'prof', tool: 'current', arguments: { city: 'x' } }));
+await time('inject me', N, () => call('GET', `/v1/auth/me`, user));
+await app.close(); up.close();

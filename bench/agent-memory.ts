@@ -1,0 +1,164 @@
+/**
+ * Agent key/value memory hot path (`npm run bench:agent-memory`).
+ *
+ * One process, one database: the full service (agent JWT verification + liveness check, rate
+ * limiter, schema validation, ETag handling) serving `GET` and `PUT /v2/memory/:key`, against a
+ * bare Fastify route doing the same single-row read / upsert (same SQL shape, same table, same
+ * `Db` handle) with no auth, validation or limits. autocannon drives both over loopback, one
+ * after the other, with the same connections and duration; keys rotate over a preloaded set.
+ *
+ * To be fair under a noisy machine the two targets alternate: BENCH_ROUNDS rounds of
+ * BENCH_SECONDS each (order swapped every round); requests/s is the mean over rounds, p99 the
+ * median of the rounds' p99s.
+ *
+ * Prints a table and one JSON line: requests/s and p99 latency of each, and the ratio
+ * service/bare (goal ≥ 0.60). Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (10),
+ * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+import { sql } from 'drizzle-orm';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { execRows } from '../src/db/client.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const KEYS = Number(process.env.BENCH_KEYS ?? 100);
+
+const config = loadConfig({
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'silent',
+  DATABASE_URL: process.env.BENCH_DATABASE_URL,
+  DATABASE_IN_MEMORY: 'on',
+  REDIS_URL: process.env.BENCH_REDIS_URL,
+  DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-mem-')),
+  AUTH_TEST_TOKENS: 'on',
+  RATE_LIMIT_USER: '100000000',
+  RATE_LIMIT_PRO: '100000000',
+  RATE_LIMIT_ANONYMOUS: '100000000',
+  SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+  PORT: '0',
+  HOST: '127.0.0.1',
+});
+const { app, ctx } = await buildApp(config);
+await app.listen({ port: 0, host: '127.0.0.1' });
+const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+
+async function json(method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<any> {
+  const res = await fetch(`${base}${url}`, { method, headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body: body !== undefined ? JSON.stringify(body) : undefined });
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
+  return res.status === 204 ? null : res.json();
+}
+
+// The bare comparison: the same single-row statements, nothing else.
+const bare = Fastify({ logger: false });
+bare.get<{ Params: { agent: string; key: string } }>('/bare/:agent/:key', async (req, reply) => {
+  const [row] = await execRows(ctx.db, sql`select key, value, version, updated_at, expires_at from agent_memory where agent_id = ${req.params.agent} and key = ${req.params.key}`);
+  if (!row) return reply.code(404).send({ error: 'not found' });
+  reply.header('etag', `"${row.version}"`);
+  return row;
+});
+bare.put<{ Params: { agent: string; key: string }; Body: { value: unknown } }>('/bare/:agent/:key', async (req, reply) => {
+  const value = JSON.stringify(req.body.value);
+  const [row] = await execRows(
+    ctx.db,
+    sql`insert into agent_memory (agent_id, key, value, version, size_bytes) values (${req.params.agent}, ${req.params.key}, ${value}::jsonb, 1, ${Buffer.byteLength(value)})
+        on conflict (agent_id, key) do update set value = excluded.value, size_bytes = excluded.size_bytes, version = agent_memory.version + 1, updated_at = now()
+        returning key, value, version, updated_at, expires_at`,
+  );
+  reply.header('etag', `"${row.version}"`);
+  return row;
+});
+await bare.listen({ port: 0, host: '127.0.0.1' });
+const bareBase = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}`;
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => string, headers: Record<string, string>, body?: string, seconds = SECONDS): Promise<Result> {
+  let i = 0;
+  const r = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method,
+        headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body } : {}),
+        setupRequest: (req) => ({ ...req, path: pathOf(i++ % KEYS) }),
+      },
+    ],
+  });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+}
+
+try {
+  const user = await json('POST', '/auth/test', {}, { email: `bench-${Date.now()}@example.test`, roles: ['pro'] });
+  const agent = await json('POST', '/v2/agents', { authorization: `Bearer ${user.access_token}` }, { name: 'bench' });
+  const token = await json('POST', '/auth/agent/token', {}, { grant_type: 'client_credentials', client_id: agent.client_id, client_secret: agent.client_secret });
+  const auth = { authorization: `Bearer ${token.access_token}` };
+  const value = { note: 'x'.repeat(200), n: 42, tags: ['a', 'b', 'c'] };
+  const body = JSON.stringify({ value });
+  for (let k = 0; k < KEYS; k++) await json('PUT', `/v2/memory/bench-${k}`, auth, { value });
+
+  const svcPath = (k: number) => `/v2/memory/bench-${k}`;
+  const barePath = (k: number) => `/bare/${agent.id}/bench-${k}`;
+  // Warm both (JIT, connection pools, caches).
+  await run(base, 'GET', svcPath, auth, undefined, 2);
+  await run(bareBase, 'GET', barePath, {}, undefined, 2);
+
+  type Target = { url: string; path: (k: number) => string; headers: Record<string, string> };
+  const service: Target = { url: base, path: svcPath, headers: auth };
+  const bareT: Target = { url: bareBase, path: barePath, headers: {} };
+  async function compare(method: 'GET' | 'PUT'): Promise<{ service: Result; bare: Result }> {
+    const runs: { service: Result[]; bare: Result[] } = { service: [], bare: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? (['service', 'bare'] as const) : (['bare', 'service'] as const);
+      for (const which of order) {
+        const t = which === 'service' ? service : bareT;
+        runs[which].push(await run(t.url, method, t.path, t.headers, method === 'PUT' ? body : undefined));
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+    const agg = (rs: Result[]): Result => ({
+      rps: Math.round(rs.reduce((n, r) => n + r.rps, 0) / rs.length),
+      p50: median(rs.map((r) => r.p50)),
+      p99: median(rs.map((r) => r.p99)),
+      errors: rs.reduce((n, r) => n + r.errors, 0),
+      non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+    });
+    return { service: agg(runs.service), bare: agg(runs.bare) };
+  }
+  const results = { get: await compare('GET'), put: await compare('PUT') };
+  const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
+  const rows = (['get', 'put'] as const).flatMap((op) => [
+    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service },
+    { op: op.toUpperCase(), target: 'bare route', ...results[op].bare },
+  ]);
+  console.table(rows);
+  console.log(
+    JSON.stringify({
+      engine: ctx.database.engine,
+      connections: CONNECTIONS,
+      seconds: SECONDS,
+      rounds: ROUNDS,
+      get: { ...results.get, ratio: ratio('get') },
+      put: { ...results.put, ratio: ratio('put') },
+      goal: 0.6,
+    }),
+  );
+} finally {
+  await bare.close();
+  await app.close();
+}

@@ -1,0 +1,197 @@
+/**
+ * Tool-execution overhead (`npm run bench:execute`).
+ *
+ * Three processes, all on loopback: a tiny upstream API (`GET /fast` → small JSON), the platform
+ * (full service: user JWT verification, rate limiter, schema validation of the body, session
+ * lookup, registry resolution with decrypted credentials, argument validation, atomic quota
+ * count on an `enterprise` subscription, guarded upstream call with signature headers, one-statement
+ * execution + usage record, automatic memory hand-off), and this driver running autocannon.
+ *
+ * In one run, the same upstream is measured directly and through `POST /v1/agents/:id/execute`:
+ * - latency at 1 connection (what one agent sees): p50/p99 of both and the added p50;
+ * - throughput at BENCH_CONNECTIONS connections: requests/s of both and the ratio.
+ * Goal: the platform adds < 1.5 ms at p50 and keeps ≥ 40 % of direct throughput (2-core machine).
+ *
+ * Env: BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (16), BENCH_DATABASE_URL (PostgreSQL instead
+ * of in-memory PGlite), BENCH_REDIS_URL, BENCH_LOG_LEVEL (warn).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Agent, request } from 'undici';
+
+const SELF = fileURLToPath(import.meta.url);
+const role = process.argv[2];
+
+// ------------------------------------------------------------------ child: upstream
+
+if (role === 'upstream') {
+  const body = JSON.stringify({ ok: true, temperature: 21.5, unit: 'C', city: 'Lisbon' });
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as { port: number }).port }));
+}
+
+// ------------------------------------------------------------------ child: platform
+
+if (role === 'platform') {
+  const upstreamUrl = process.argv[3];
+  const { buildApp } = await import('../src/app.js');
+  const { loadConfig } = await import('../src/config.js');
+  const { setServiceStatus } = await import('../src/modules/registry/service.js');
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+    DATABASE_URL: process.env.BENCH_DATABASE_URL,
+    DATABASE_IN_MEMORY: 'on',
+    REDIS_URL: process.env.BENCH_REDIS_URL,
+    DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-exec-')),
+    AUTH_TEST_TOKENS: 'on',
+    ALLOW_LOOPBACK_UPSTREAMS: 'on',
+    RATE_LIMIT_USER: '100000000',
+    RATE_LIMIT_PRO: '100000000',
+    RATE_LIMIT_ANONYMOUS: '100000000',
+    SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+  });
+  const { app, ctx } = await buildApp(config);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  const call = async (method: string, url: string, headers: Record<string, string>, payload?: unknown) => {
+    const res = await app.inject({ method: method as 'POST', url, headers, payload: payload as object });
+    if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
+    return res.json();
+  };
+  const token = async (email: string) => `Bearer ${(await call('POST', '/auth/test', {}, { email })).access_token}`;
+  const owner = { authorization: await token('bench-owner@example.test') };
+  const user = { authorization: await token('bench-user@example.test') };
+  const svc = await call('POST', '/owner/services', owner, {
+    name: 'bench-weather',
+    description: 'benchmark upstream',
+    base_url: upstreamUrl,
+    auth: { type: 'bearer', secret: 'upstream-secret' },
+    tools: [
+      {
+        name: 'current',
+        description: 'Current weather',
+        method: 'GET',
+        path: '/fast',
+        input_schema: { type: 'object', properties: { city: { type: 'string', minLength: 1 }, units: { enum: ['metric', 'imperial'] } }, required: ['city'], additionalProperties: false },
+      },
+    ],
+  });
+  await setServiceStatus(ctx, svc.id, 'published');
+  await call('POST', '/subscriptions', user, { service_id: svc.id, plan: 'enterprise' });
+  const session = await call('POST', '/v1/agents', user, { name: 'bench' });
+  process.send!({ base, authorization: user.authorization, sessionId: session.id, service: svc.name });
+}
+
+// ------------------------------------------------------------------ driver
+
+interface Run {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
+  const child = fork(SELF, args, { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', (msg) => resolve({ child, msg }));
+    child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
+  });
+}
+
+/**
+ * Latency at one connection with microsecond resolution (autocannon reports whole milliseconds):
+ * sequential requests over one keep-alive connection for `seconds`.
+ */
+async function sequential(opts: { url: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }, seconds: number): Promise<Run> {
+  const dispatcher = new Agent({ connections: 1, keepAliveTimeout: 60_000 });
+  const times: number[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  const end = performance.now() + seconds * 1000;
+  const started = performance.now();
+  while (performance.now() < end) {
+    const t = performance.now();
+    try {
+      const res = await request(opts.url, { method: opts.method, headers: opts.headers, body: opts.body, dispatcher });
+      await res.body.arrayBuffer();
+      if (res.statusCode < 200 || res.statusCode >= 300) non2xx++;
+    } catch {
+      errors++;
+    }
+    times.push(performance.now() - t);
+  }
+  const elapsed = (performance.now() - started) / 1000;
+  await dispatcher.close();
+  times.sort((a, b) => a - b);
+  const pct = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))];
+  return { rps: times.length / elapsed, p50: pct(50), p99: pct(99), non2xx, errors };
+}
+
+async function cannon(opts: autocannon.Options): Promise<Run> {
+  const r = await autocannon({ ...opts });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+}
+
+if (!role) {
+  const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+  const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+  const up = await spawn(['upstream']);
+  const upstreamUrl = `http://127.0.0.1:${up.msg.port}`;
+  const pl = await spawn(['platform', upstreamUrl]);
+  const { base, authorization, sessionId, service } = pl.msg as { base: string; authorization: string; sessionId: string; service: string };
+  const direct = { url: `${upstreamUrl}/fast?city=Lisbon&units=metric`, method: 'GET' as const, headers: { accept: 'application/json', authorization: 'Bearer upstream-secret' } };
+  const via = {
+    url: `${base}/v1/agents/${sessionId}/execute`,
+    method: 'POST' as const,
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify({ service, tool: 'current', arguments: { city: 'Lisbon', units: 'metric' } }),
+  };
+
+  // Sanity check and warm-up (JIT, connection pools, validator cache).
+  const check = await fetch(via.url, { method: 'POST', headers: via.headers, body: via.body });
+  const checked = (await check.json()) as { status?: string };
+  if (check.status !== 200 || checked.status !== 'succeeded') throw new Error(`execute failed: ${check.status} ${JSON.stringify(checked)}`);
+  await cannon({ ...via, connections: CONNECTIONS, duration: 3 });
+  await cannon({ ...direct, connections: CONNECTIONS, duration: 2 });
+
+  const lat = { direct: await sequential(direct, SECONDS), platform: await sequential(via, SECONDS) };
+  const tput = { direct: await cannon({ ...direct, connections: CONNECTIONS, duration: SECONDS }), platform: await cannon({ ...via, connections: CONNECTIONS, duration: SECONDS }) };
+
+  const row = (name: string, r: Run) => `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   non-2xx ${r.non2xx}  errors ${r.errors}`;
+  const addedP50 = lat.platform.p50 - lat.direct.p50;
+  const ratio = tput.platform.rps / tput.direct.rps;
+  console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}`);
+  console.log(`latency, 1 connection, sequential requests (µs resolution)`);
+  console.log(row('  direct GET /fast', lat.direct));
+  console.log(row('  via POST /v1/agents/:id/execute', lat.platform));
+  console.log(`throughput, ${CONNECTIONS} connections (autocannon; latencies in whole ms)`);
+  console.log(row('  direct GET /fast', tput.direct));
+  console.log(row('  via POST /v1/agents/:id/execute', tput.platform));
+  console.log(`added p50 latency: ${addedP50.toFixed(2)} ms (goal < 1.5)   throughput ratio: ${(ratio * 100).toFixed(1)} % (goal >= 40 %)`);
+  console.log(
+    JSON.stringify({
+      bench: 'execute',
+      latency: { direct: lat.direct, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)) },
+      throughput: { connections: CONNECTIONS, direct: tput.direct, platform: tput.platform, ratio: Number(ratio.toFixed(3)) },
+    }),
+  );
+  pl.child.kill('SIGTERM');
+  up.child.kill('SIGTERM');
+  const failed = lat.platform.non2xx + tput.platform.non2xx + lat.platform.errors + tput.platform.errors;
+  process.exit(failed ? 1 : 0);
+}

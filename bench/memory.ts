@@ -1,0 +1,315 @@
+/**
+ * User-memory benchmark (issue 5 §3): `npm run bench:memory`.
+ *
+ * 1. Retrieval quality on the committed labelled set (bench/data/memory-retrieval.json: 331
+ *    memories, 67 paraphrased questions): recall@5 and MRR@10 of vector-only, full-text-only and
+ *    hybrid search, through the service's own search (`searchMemories`, modes vector/text/hybrid).
+ * 2. Scale on the pgvector path (PGlite): BENCH_SCALE_N (default 100,000) memories of one user,
+ *    search p50/p95 (hybrid = what GET /memory/search does; vector arm alone) with the HNSW index,
+ *    recall@10 of the index against exact search, for several `hnsw.ef_search` values. The loaded
+ *    database is cached under data/bench/ (first run loads it and builds the index; later runs reuse it).
+ * 3. The same on PostgreSQL's real[] path (exact cosine) at BENCH_PG_N (default 10,000) memories,
+ *    when PostgreSQL is reachable (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432/memory_bench).
+ * 4. Ingest rate (memories/s): the automatic-memory writer (embedding + batched insert, live index).
+ *
+ * Environment: BENCH_SCALE_N, BENCH_PG_N, BENCH_QUERIES (default 200), BENCH_PG_URL, BENCH_SKIP_SCALE=1.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import { buildApp, type BuiltApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import type { AppContext } from '../src/context.js';
+import { execRows } from '../src/db/client.js';
+import { newId } from '../src/http/ids.js';
+import { embeddingProviderOf, flushMemoryWrites, rememberExecution, searchMemories } from '../src/modules/memory/service.js';
+import { insertMemoryRows, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const data = JSON.parse(fs.readFileSync(path.join(here, 'data/memory-retrieval.json'), 'utf8')) as {
+  memories: Array<{ id: string; topic: string; content: string }>;
+  queries: Array<{ id: string; topic: string; text: string; relevant: string[] }>;
+};
+const SCALE_N = Number(process.env.BENCH_SCALE_N ?? 100_000);
+const PG_N = Number(process.env.BENCH_PG_N ?? 10_000);
+const N_QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
+const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/memory_bench';
+const EF_VALUES = [40, 100, 200];
+const started = performance.now();
+const summary: Array<[string, string]> = [];
+
+function log(s: string): void {
+  process.stdout.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${s}\n`);
+}
+
+function env(extra: Record<string, string | undefined>): Record<string, string | undefined> {
+  return { NODE_ENV: 'test', LOG_LEVEL: 'silent', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'), RATE_LIMIT_USER: '1000000', ...extra };
+}
+
+async function newUser(ctx: AppContext): Promise<string> {
+  const id = newId('usr');
+  await ctx.db.execute(sql`insert into users (id, subject) values (${id}, ${`bench|${id}`})`);
+  return id;
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+/** Load memories (embedded in batches) for `userId`; returns ids in order and the elapsed seconds. */
+async function load(ctx: AppContext, userId: string, contents: string[], batch = 500, onProgress?: (n: number) => void): Promise<{ ids: string[]; seconds: number }> {
+  const emb = embeddingProviderOf(ctx);
+  const ids: string[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < contents.length; i += batch) {
+    const chunk = contents.slice(i, i + batch);
+    const rows: NewMemoryRow[] = chunk.map((content) => {
+      const id = newId('mem');
+      ids.push(id);
+      return { id, userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', content, metadata: {} };
+    });
+    await insertMemoryRows(ctx, ctx.db, rows, await emb.embed(chunk));
+    onProgress?.(i + chunk.length);
+  }
+  return { ids, seconds: (performance.now() - t0) / 1000 };
+}
+
+// ------------------------------------------------------------------------------------- quality
+
+async function quality(ctx: AppContext, label: string): Promise<Record<SearchMode, string[][]>> {
+  const userId = await newUser(ctx);
+  const { ids } = await load(ctx, userId, data.memories.map((m) => m.content));
+  const idOf = new Map(data.memories.map((m, i) => [ids[i], m.id]));
+  const actor = { accountId: userId, agentId: null };
+  const out = {} as Record<SearchMode, string[][]>;
+  const lines: string[] = [];
+  for (const mode of ['vector', 'text', 'hybrid'] as const) {
+    let recall = 0;
+    let mrr = 0;
+    const rankings: string[][] = [];
+    for (const q of data.queries) {
+      const r = await searchMemories(ctx, actor, { q: q.text, limit: 10, mode });
+      const ranked = r.data.map((h) => idOf.get(h.id)!);
+      rankings.push(ranked);
+      const rel = new Set(q.relevant);
+      recall += ranked.slice(0, 5).filter((id) => rel.has(id)).length / rel.size;
+      const first = ranked.findIndex((id) => rel.has(id));
+      mrr += first >= 0 ? 1 / (first + 1) : 0;
+    }
+    out[mode] = rankings;
+    const n = data.queries.length;
+    lines.push(`  ${mode.padEnd(7)} recall@5 ${(recall / n).toFixed(3)}   MRR@10 ${(mrr / n).toFixed(3)}`);
+    summary.push([`quality ${label} ${mode}`, `recall@5 ${(recall / n).toFixed(3)}, MRR@10 ${(mrr / n).toFixed(3)}`]);
+  }
+  log(`retrieval quality (${label}; ${data.memories.length} memories, ${data.queries.length} queries)\n${lines.join('\n')}`);
+  return out;
+}
+
+// ------------------------------------------------------------------------------- scale corpus
+
+const CITY = /\b(Lisbon|Porto|Madrid|Seville|Barcelona|Valencia|Paris|Lyon|Marseille|Nice|Berlin|Munich|Hamburg|Cologne|Vienna|Zurich|Geneva|Milan|Rome|Naples|Florence|Venice|Athens|Prague|Budapest|Krakow|Warsaw|Copenhagen|Stockholm|Oslo|Helsinki|Dublin|Edinburgh|Amsterdam|Rotterdam|Brussels|Antwerp|Reykjavik|Tallinn|Riga)\b/g;
+const CITIES = CITY.source.slice(3, -3).split('|');
+const EXTRA = ['again', 'for the team', 'as requested', 'before the deadline', 'on behalf of the customer', 'during the sprint', 'after the review', 'for the quarterly report', 'on mobile', 'via the API'];
+
+/** Deterministic variants of the labelled memories: other numbers, cities and trailing context. */
+function synth(n: number): string[] {
+  let s = 12345;
+  const r = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const base = data.memories[i % data.memories.length].content;
+    let t = base.replace(/\d+/g, (d) => String(Math.floor(r() * 10 ** d.length)).padStart(d.length, '0'));
+    t = t.replace(CITY, () => CITIES[Math.floor(r() * CITIES.length)]);
+    if (r() < 0.6) t = `${t.replace(/\.$/, '')} ${EXTRA[Math.floor(r() * EXTRA.length)]}.`;
+    out.push(t);
+  }
+  return out;
+}
+
+/** Benchmark queries: the labelled questions, then city-swapped variants of them. */
+function benchQueries(n: number): string[] {
+  const qs = data.queries.map((q) => q.text);
+  let k = 0;
+  while (qs.length < n) {
+    const base = data.queries[k % data.queries.length].text;
+    qs.push(base.replace(CITY, () => CITIES[(k * 7) % CITIES.length]) + (k % 2 ? ' recently' : ''));
+    k++;
+  }
+  return qs.slice(0, n);
+}
+
+interface ScaleResult {
+  hybrid: { p50: number; p95: number };
+  vector: Array<{ ef: number; p50: number; p95: number; recall: number }>;
+}
+
+/** Exact top-k ids of the vector arm (no index: the planner scans the user's rows and sorts). */
+async function exactTopK(ctx: AppContext, userId: string, q: string, k: number): Promise<string[]> {
+  const [v] = await embeddingProviderOf(ctx).embed([q]);
+  const { vectorParam, distance } = await import('../src/modules/memory/store.js');
+  return ctx.db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'on', true), set_config('jit', 'off', true)`);
+    const rows = await execRows<{ id: string }>(
+      tx,
+      sql`select id from memories where user_id = ${userId} and embedding is not null order by ${distance(ctx, vectorParam(ctx, v))}, id limit ${k}::int`,
+    );
+    return rows.map((r) => r.id);
+  });
+}
+
+async function scale(ctx: AppContext, userId: string, label: string, efValues: number[]): Promise<ScaleResult> {
+  const actor = { accountId: userId, agentId: null };
+  const queries = benchQueries(N_QUERIES);
+  // warm-up
+  for (const q of queries.slice(0, 10)) await searchMemories(ctx, actor, { q, limit: 10 });
+  const hyb: number[] = [];
+  for (const q of queries) {
+    const t0 = performance.now();
+    await searchMemories(ctx, actor, { q, limit: 10 });
+    hyb.push(performance.now() - t0);
+  }
+  log(`${label}: hybrid search (GET /memory/search path) p50 ${ms(pct(hyb, 50))}, p95 ${ms(pct(hyb, 95))} over ${queries.length} queries`);
+  const exact: string[][] = [];
+  for (const q of queries) exact.push(await exactTopK(ctx, userId, q, 10));
+  const vector: ScaleResult['vector'] = [];
+  const ef0 = ctx.config.memory.hnswEfSearch;
+  for (const ef of efValues) {
+    (ctx.config.memory as { hnswEfSearch: number }).hnswEfSearch = ef;
+    const lat: number[] = [];
+    let hit = 0;
+    let total = 0;
+    for (let i = 0; i < queries.length; i++) {
+      const t0 = performance.now();
+      const r = await searchMemories(ctx, actor, { q: queries[i], limit: 10, mode: 'vector' });
+      lat.push(performance.now() - t0);
+      const truth = new Set(exact[i]);
+      hit += r.data.filter((h) => truth.has(h.id)).length;
+      total += truth.size;
+    }
+    vector.push({ ef, p50: pct(lat, 50), p95: pct(lat, 95), recall: hit / total });
+    log(`${label}: vector arm${efValues.length > 1 ? ` ef_search=${ef}` : ''}: p50 ${ms(pct(lat, 50))}, p95 ${ms(pct(lat, 95))}, recall@10 vs exact ${(hit / total).toFixed(3)}`);
+  }
+  (ctx.config.memory as { hnswEfSearch: number }).hnswEfSearch = ef0;
+  return { hybrid: { p50: pct(hyb, 50), p95: pct(hyb, 95) }, vector };
+}
+
+/** Ingest through the automatic-memory writer (what executions do): memories/s. */
+async function ingest(ctx: AppContext, userId: string, n: number): Promise<number> {
+  const contents = synth(n + 7).slice(7);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    rememberExecution(ctx, {
+      executionId: newId('exe'), userId, sessionId: 'ses_bench', agentId: null, serviceId: 'svc_bench', serviceName: 'bench', toolId: 'tool_bench', toolName: 'note',
+      arguments: { text: contents[i] }, status: 'succeeded', httpStatus: 200, output: { ok: true }, error: null, durationMs: 5,
+    });
+  }
+  await flushMemoryWrites(ctx);
+  return n / ((performance.now() - t0) / 1000);
+}
+
+// ----------------------------------------------------------------------------------------- main
+
+async function pgliteScale(): Promise<void> {
+  const dir = path.resolve(here, `../data/bench/memory-pglite-${SCALE_N}`);
+  const fresh = !fs.existsSync(path.join(dir, 'ready'));
+  if (fresh) fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const built: BuiltApp = await buildApp(loadConfig(env({ DATA_DIR: dir })));
+  const { ctx } = built;
+  try {
+    let userId: string;
+    if (fresh) {
+      log(`pgvector path (PGlite): loading ${SCALE_N} memories of one user into ${dir} (first run; cached afterwards)`);
+      userId = await newUser(ctx);
+      fs.writeFileSync(path.join(dir, 'user'), userId);
+      await ctx.db.execute(sql`drop index if exists memories_embedding_hnsw_idx`);
+      const { seconds } = await load(ctx, userId, synth(SCALE_N), 1000, (n) => n % 20000 === 0 && log(`  loaded ${n}`));
+      log(`  bulk load (no index): ${seconds.toFixed(1)} s = ${(SCALE_N / seconds).toFixed(0)} memories/s`);
+      const t0 = performance.now();
+      await ctx.db.execute(sql`set maintenance_work_mem = '1GB'`);
+      await ctx.db.execute(sql`create index memories_embedding_hnsw_idx on memories using hnsw (embedding vector_cosine_ops)`);
+      const build = (performance.now() - t0) / 1000;
+      await ctx.db.execute(sql`analyze memories`);
+      log(`  HNSW index build (m=16, ef_construction=64): ${build.toFixed(1)} s`);
+      summary.push([`pgvector ${SCALE_N}: bulk load + index build`, `${seconds.toFixed(0)} s + ${build.toFixed(0)} s`]);
+      fs.writeFileSync(path.join(dir, 'ready'), new Date().toISOString());
+    } else {
+      userId = fs.readFileSync(path.join(dir, 'user'), 'utf8');
+      log(`pgvector path (PGlite): reusing ${SCALE_N} cached memories in ${dir}`);
+    }
+    const r = await scale(ctx, userId, `pgvector/HNSW @ ${SCALE_N}`, EF_VALUES);
+    summary.push([`pgvector ${SCALE_N}: hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
+    for (const v of r.vector) summary.push([`pgvector ${SCALE_N}: vector arm ef_search=${v.ef} p50 / p95 / recall@10`, `${ms(v.p50)} / ${ms(v.p95)} / ${v.recall.toFixed(3)}`]);
+    const other = await newUser(ctx);
+    const rate = await ingest(ctx, other, 2000);
+    await ctx.db.execute(sql`delete from memories where user_id = ${other}`);
+    log(`pgvector path: ingest via the automatic-memory writer (live HNSW index over ${SCALE_N}): ${rate.toFixed(0)} memories/s`);
+    summary.push([`pgvector ${SCALE_N}: ingest (writer, live HNSW)`, `${rate.toFixed(0)} memories/s`]);
+  } finally {
+    await built.app.close();
+  }
+}
+
+async function postgresPath(): Promise<Record<SearchMode, string[][]> | null> {
+  const { default: pg } = await import('pg');
+  const admin = new pg.Client({ connectionString: PG_URL.replace(/\/[^/]+$/, '/postgres') });
+  try {
+    await admin.connect();
+  } catch (err) {
+    log(`PostgreSQL not reachable at ${PG_URL} (${(err as Error).message}); skipping the real[] path`);
+    return null;
+  }
+  const dbName = new URL(PG_URL).pathname.slice(1);
+  await admin.query(`drop database if exists "${dbName}" with (force)`);
+  await admin.query(`create database "${dbName}"`);
+  await admin.end();
+  const built = await buildApp(loadConfig(env({ DATABASE_URL: PG_URL })));
+  const { ctx } = built;
+  try {
+    log(`real[] path (PostgreSQL ${ctx.database.hasVector ? 'WITH pgvector?!' : 'without pgvector'}): quality set, then ${PG_N} memories`);
+    const q = await quality(ctx, 'PostgreSQL real[]');
+    const userId = await newUser(ctx);
+    const { seconds } = await load(ctx, userId, synth(PG_N), 1000);
+    await ctx.db.execute(sql`analyze memories`);
+    log(`  bulk load: ${seconds.toFixed(1)} s = ${(PG_N / seconds).toFixed(0)} memories/s`);
+    const r = await scale(ctx, userId, `real[]/exact @ ${PG_N}`, [ctx.config.memory.hnswEfSearch]);
+    summary.push([`real[] ${PG_N}: hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
+    summary.push([`real[] ${PG_N}: vector arm p50 / p95 / recall@10`, `${ms(r.vector[0].p50)} / ${ms(r.vector[0].p95)} / ${r.vector[0].recall.toFixed(3)}`]);
+    const other = await newUser(ctx);
+    const rate = await ingest(ctx, other, 2000);
+    log(`real[] path: ingest via the automatic-memory writer: ${rate.toFixed(0)} memories/s`);
+    summary.push([`real[] ${PG_N}: ingest (writer)`, `${rate.toFixed(0)} memories/s`]);
+    return q;
+  } finally {
+    await built.app.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const mem = await buildApp(loadConfig(env({ DATABASE_IN_MEMORY: 'on' })));
+  let pgliteRankings: Record<SearchMode, string[][]>;
+  try {
+    pgliteRankings = await quality(mem.ctx, 'PGlite pgvector');
+  } finally {
+    await mem.app.close();
+  }
+  const pgRankings = await postgresPath();
+  if (pgRankings) {
+    const same = (['vector', 'text', 'hybrid'] as const).every((m) => JSON.stringify(pgRankings[m]) === JSON.stringify(pgliteRankings[m]));
+    log(`same top-10 rankings on both storage paths for all ${data.queries.length} queries × 3 modes: ${same ? 'yes' : 'NO'}`);
+    summary.push(['both paths: identical rankings on the quality set', same ? 'yes' : 'NO']);
+  }
+  if (process.env.BENCH_SKIP_SCALE !== '1') await pgliteScale();
+
+  const w = Math.max(...summary.map(([k]) => k.length));
+  process.stdout.write(`\n${'='.repeat(w + 30)}\nmemory benchmark summary (${((performance.now() - started) / 1000).toFixed(0)} s)\n${'-'.repeat(w + 30)}\n`);
+  for (const [k, v] of summary) process.stdout.write(`${k.padEnd(w)}  ${v}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
