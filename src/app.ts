@@ -104,7 +104,15 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
     ctx.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
     ctx.redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
   }
+  // Graceful close: keep-alive connections that finish their in-flight request while the server
+  // is closing are closed as soon as they go idle (not after the 72 s keep-alive timeout).
+  let idleSweep: NodeJS.Timeout | undefined;
+  app.addHook('preClose', async () => {
+    idleSweep = setInterval(() => app.server.closeIdleConnections(), 50);
+    idleSweep.unref();
+  });
   app.addHook('onClose', async () => {
+    clearInterval(idleSweep);
     for (const fn of [...ctx.onClose].reverse()) await fn();
     ctx.redis?.disconnect();
     await database.close();

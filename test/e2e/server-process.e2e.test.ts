@@ -1,5 +1,6 @@
 /**
- * The real entry point as a child process (`tsx src/main.ts`): a bad environment value stops it
+ * The real entry point as a child process, started like `npm start` (`node --import tsx src/main.ts`;
+ * no `tsx` CLI wrapper, whose signal relay SIGKILLs a busy child after 60 ms): a bad environment value stops it
  * with one line naming the variable; SIGTERM lets an in-flight request finish, closes storage and
  * exits 0; data on the embedded PGlite store survives a restart.
  */
@@ -11,7 +12,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/net.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const TSX = path.join(ROOT, 'node_modules/.bin/tsx');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-e2e-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
@@ -24,7 +24,7 @@ interface Server {
 }
 
 function start(env: Record<string, string>): Server {
-  const child = spawn(TSX, ['src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -62,7 +62,7 @@ function start(env: Record<string, string>): Server {
   };
 }
 
-describe('tsx src/main.ts', () => {
+describe('node --import tsx src/main.ts (npm start)', () => {
   it('exits 1 with one line naming the variable for a bad value', async () => {
     const s = start({ PORT: 'abc', DATA_DIR: dataDir });
     const { code, stderr } = await s.exited;

@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { stringify as toYaml } from 'yaml';
 import { z } from 'zod';
 
 /** One request as an upstream saw it. */
@@ -148,7 +149,7 @@ export function petStoreDocument(serverUrl: string): Record<string, unknown> {
 }
 
 /**
- * An OpenAPI-described pet store: `GET /openapi.json` (its document), `GET /pets`, `POST /pets`
+ * An OpenAPI-described pet store: `GET /openapi.json` (its document; `/openapi.yaml` as YAML), `GET /pets`, `POST /pets`
  * (201), `GET /pets/:id` (404 for unknown ids). Requests must carry `x-api-key: pet-key`.
  */
 export async function startOpenApiServer(): Promise<Upstream> {
@@ -159,6 +160,10 @@ export async function startOpenApiServer(): Promise<Upstream> {
   return listen((req, body, res, self) => {
     const u = new URL(req.url ?? '/', 'http://x');
     if (u.pathname === '/openapi.json') return sendJson(res, 200, petStoreDocument(self.url));
+    if (u.pathname === '/openapi.yaml') {
+      res.writeHead(200, { 'content-type': 'application/yaml' });
+      return res.end(toYaml(petStoreDocument(self.url)));
+    }
     if (req.headers['x-api-key'] !== 'pet-key') return sendJson(res, 401, { error: 'missing or wrong x-api-key' });
     if (u.pathname === '/pets' && req.method === 'GET') return sendJson(res, 200, pets.slice(0, Number(u.searchParams.get('limit') ?? 100)));
     if (u.pathname === '/pets' && req.method === 'POST') {

@@ -30,7 +30,7 @@ import {
   type DeployInput,
 } from './service.js';
 
-/** The body of rollback/redeploy is optional: no body means `{}`. */
+/** The JSON body of invoke/rollback/redeploy is optional: no body means `{}`. */
 const emptyBodyIsObject = async (req: FastifyRequest): Promise<void> => {
   req.body ??= {};
 };
@@ -114,6 +114,7 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
         body: InvokeBody,
         response: { 200: InvocationSchema, 202: InvocationSchema, ...errorResponses(403, 404, 409, 503) },
       },
+      preValidation: emptyBodyIsObject,
     },
     async (req, reply) => {
       const isAsync = req.query.async === true || req.body.async === true;

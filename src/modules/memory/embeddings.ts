@@ -49,14 +49,35 @@ export function dot(a: Float32Array, b: Float32Array): number {
 
 // ------------------------------------------------------------------------------------------ local
 
-/** Common English function words: no word features for them (their n-grams still count). */
+/**
+ * English stop words: no features for them. The SMART system's list (Salton 1971, as distributed
+ * with SMART and reused by most IR toolkits), lower-cased; question boilerplate such as "everything",
+ * "noted" or "know" is on it, so a query's content words decide its neighbours.
+ */
 const STOPWORDS = new Set(
   (
-    'a an and are as at be been being but by can could did do does doing done for from had has have having he her here hers him his how i if in into ' +
-    'is it its itself just me more most my no nor not of off on once only or other our ours out over own same she should so some such than that the ' +
-    'their theirs them then there these they this those through to too under until up very was we were what when where which while who whom why will ' +
-    'with would you your yours about above after again against all any because before below between both during each few further'
-  ).split(' '),
+    "a a's able about above according accordingly across actually after afterwards again against ain't all allow allows almost alone along already also although always am among amongst an and another any anybody anyhow anyone anything anyway anyways anywhere apart appear appreciate appropriate are aren't around as aside ask asking associated at available away awfully " +
+    "b be became because become becomes becoming been before beforehand behind being believe below beside besides best better between beyond both brief but by " +
+    "c c'mon c's came can can't cannot cant cause causes certain certainly changes clearly co com come comes concerning consequently consider considering contain containing contains corresponding could couldn't course currently " +
+    "d definitely described despite did didn't different do does doesn't doing don't done down downwards during " +
+    "e each edu eg eight either else elsewhere enough entirely especially et etc even ever every everybody everyone everything everywhere ex exactly example except " +
+    "f far few fifth first five followed following follows for former formerly forth four from further furthermore " +
+    "g get gets getting given gives go goes going gone got gotten greetings " +
+    "h had hadn't happens hardly has hasn't have haven't having he he's hello help hence her here here's hereafter hereby herein hereupon hers herself hi him himself his hither hopefully how howbeit however " +
+    "i i'd i'll i'm i've ie if ignored immediate in inasmuch inc indeed indicate indicated indicates inner insofar instead into inward is isn't it it'd it'll it's its itself " +
+    "j just k keep keeps kept know knows known " +
+    "l last lately later latter latterly least less lest let let's like liked likely little look looking looks ltd " +
+    "m mainly many may maybe me mean meanwhile merely might more moreover most mostly much must my myself " +
+    "n name namely nd near nearly necessary need needs neither never nevertheless new next nine no nobody non none noone nor normally not nothing novel now nowhere " +
+    "o obviously of off often oh ok okay old on once one ones only onto or other others otherwise ought our ours ourselves out outside over overall own " +
+    "p particular particularly per perhaps placed please plus possible presumably probably provides " +
+    "q que quite qv r rather rd re really reasonably regarding regardless regards relatively respectively right " +
+    "s said same saw say saying says second secondly see seeing seem seemed seeming seems seen self selves sensible sent serious seriously seven several shall she should shouldn't since six so some somebody somehow someone something sometime sometimes somewhat somewhere soon sorry specified specify specifying still sub such sup sure " +
+    "t t's take taken tell tends th than thank thanks thanx that that's thats the their theirs them themselves then thence there there's thereafter thereby therefore therein theres thereupon these they they'd they'll they're they've think third this thorough thoroughly those though three through throughout thru thus to together too took toward towards tried tries truly try trying twice two " +
+    "u un under unfortunately unless unlikely until unto up upon us use used useful uses using usually uucp " +
+    "v value various very via viz vs w want wants was wasn't way we we'd we'll we're we've welcome well went were weren't what what's whatever when whence whenever where where's whereafter whereas whereby wherein whereupon wherever whether which while whither who who's whoever whole whom whose why will willing wish with within without won't wonder would wouldn't " +
+    "x y yes yet you you'd you'll you're you've your yours yourself yourselves z zero noted"
+  ).split(' ').flatMap((w) => w.split("'")),
 );
 
 const FNV_OFFSET = 0x811c9dc5;
@@ -85,10 +106,12 @@ export function tokenize(text: string): string[] {
 }
 
 /** Feature families: hash seed and relative weight (the vector is normalised afterwards). */
-const WORD = { seed: 1, weight: 1.0 };
-const BIGRAM = { seed: 2, weight: 0.5 };
-const CHAR = { seed: 3, weight: 0.25 };
-const FAMILIES = [WORD, BIGRAM, CHAR];
+const WORD = { seed: 1 };
+const BIGRAM = { seed: 2 };
+const CHAR = { seed: 3 };
+
+/** Relative weights of word unigrams, word bigrams and character n-grams (`local-hash-v1`). */
+export const LOCAL_WEIGHTS = { word: 1.0, bigram: 0.5, char: 0.25 };
 
 /**
  * Offline hashed n-gram embedder (`local-hash-v1`). Deterministic: the same text always gives the
@@ -96,32 +119,44 @@ const FAMILIES = [WORD, BIGRAM, CHAR];
  */
 export class LocalHashEmbedder implements EmbeddingProvider {
   readonly provider = 'local' as const;
+  private readonly weights: number[];
+
   constructor(
     readonly dimensions: number,
     readonly model = 'local-hash-v1',
-  ) {}
+    weights: { word: number; bigram: number; char: number } = LOCAL_WEIGHTS,
+  ) {
+    this.weights = [weights.word, weights.bigram, weights.char];
+  }
 
   async embed(texts: string[]): Promise<Float32Array[]> {
     return texts.map((t) => this.embedOne(t));
   }
 
-  /** Synchronous embedding of one text. */
-  embedOne(text: string): Float32Array {
+  /**
+   * Synchronous embedding of one text. `termWeight` (queries only) scales each word's features —
+   * its unigram, the bigram it ends and its character n-grams — e.g. by inverse document frequency.
+   */
+  embedOne(text: string, termWeight?: (word: string) => number): Float32Array {
     // key = hash * 4 + family index (exact in a double: < 2^34)
     const counts = new Map<number, number>();
+    const scale = new Map<number, number>();
+    let tw = 1;
     const add = (hash: number, family: number) => {
       const key = hash * 4 + family;
       counts.set(key, (counts.get(key) ?? 0) + 1);
+      if (termWeight) scale.set(key, Math.max(scale.get(key) ?? 0, tw));
     };
     const words = tokenize(text);
     let prev: string | null = null;
     for (const w of words) {
-      if (!STOPWORDS.has(w)) {
-        add(hashString(w, WORD.seed), 0);
-        if (prev) add(hashString(`${prev} ${w}`, BIGRAM.seed), 1);
-        prev = w;
-      }
-      if (w.length < 2) continue;
+      if (STOPWORDS.has(w)) continue;
+      if (termWeight) tw = termWeight(w);
+      add(hashString(w, WORD.seed), 0);
+      if (prev) add(hashString(`${prev} ${w}`, BIGRAM.seed), 1);
+      prev = w;
+      // word pieces only for words: numbers and codes match as whole tokens
+      if (w.length < 3 || /\d/.test(w)) continue;
       // character 3..5-grams of "<word>", hashed incrementally (no substrings allocated)
       const len = w.length + 2;
       const at = (k: number) => (k === 0 ? 60 /* < */ : k === len - 1 ? 62 /* > */ : w.charCodeAt(k - 1));
@@ -139,7 +174,7 @@ export class LocalHashEmbedder implements EmbeddingProvider {
       const family = key % 4;
       const h = (key - family) / 4;
       const sign = h & 0x80000000 ? -1 : 1;
-      v[h % this.dimensions] += sign * FAMILIES[family].weight * (1 + Math.log(tf));
+      v[h % this.dimensions] += sign * this.weights[family] * (1 + Math.log(tf)) * (termWeight ? (scale.get(key) ?? 1) : 1);
     }
     return l2normalize(v);
   }

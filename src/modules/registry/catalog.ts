@@ -83,14 +83,20 @@ function escapeLike(s: string): string {
 
 /**
  * Run `fn` in a transaction with the search settings: the pg_trgm word-similarity threshold used by
- * the indexed `<%` operator, and JIT off (compiling costs more than these short queries).
+ * the indexed `<%` operator; JIT off (compiling costs more than these short queries); sequential
+ * scans discouraged — the planner prices the regexp/trigram expressions as cheap and would scan
+ * every tool computing them, where the expression indexes answer in well under a millisecond; and
+ * joins in written order (candidates → tools → services by primary key), since fresh or PGlite
+ * tables (no autovacuum) have no statistics to pick that order from.
  */
+const SEARCH_SETTINGS = sql.raw(`set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true), set_config('join_collapse_limit', '1', true)`);
+
 async function withSearchSettings<T>(ctx: AppContext, fuzzy: boolean, fn: (tx: Db | Tx) => Promise<T>): Promise<T> {
   return ctx.db.transaction(async (tx) => {
     await tx.execute(
       fuzzy
-        ? sql`select set_config('jit', 'off', true), set_config('pg_trgm.word_similarity_threshold', ${String(FUZZY_THRESHOLD)}, true)`
-        : sql`select set_config('jit', 'off', true)`,
+        ? sql`select ${SEARCH_SETTINGS}, set_config('pg_trgm.word_similarity_threshold', ${String(FUZZY_THRESHOLD)}, true)`
+        : sql`select ${SEARCH_SETTINGS}`,
     );
     return fn(tx);
   });
@@ -110,8 +116,8 @@ export interface CatalogToolQuery {
   service?: string;
   limit: number;
   offset: number;
-  /** Usage per tool (e.g. calls over the last 30 days), blended into the score. */
-  popularity?: Array<{ tool_id: string; calls: number }>;
+  /** Usage per tool id (e.g. calls over the last 30 days), blended into the score. */
+  popularity?: ReadonlyMap<string, number>;
   /** Require every term (default) or any term. */
   mode?: 'all' | 'any';
 }
@@ -131,16 +137,24 @@ export interface CatalogToolHit {
   match: 'text' | 'fuzzy' | 'substring' | 'filter';
 }
 
+/** Candidates ranked by text relevance before popularity re-ranks them (and the deepest page). */
+export const MAX_CANDIDATES = 1000;
+/** Tools considered when browsing without `q` (newest first), re-ranked by popularity. */
+export const MAX_BROWSE = 5000;
+
 /**
- * Ranked tools visible to `accountId` (null: published only). Candidates come from the indexed
- * full-text documents of tools and of their services, trigram name similarity (pg_trgm) or, without
- * pg_trgm, substring matches on names; `found` counts all matches.
+ * Ranked tools visible to `accountId` (null: published only), in two short queries:
+ *  1. candidates and their text relevance — from the indexed full-text documents of tools and of
+ *     their services, trigram name similarity (pg_trgm) or, without it, name substrings; at most
+ *     {@link MAX_CANDIDATES} by relevance ({@link MAX_BROWSE} newest when browsing); `found`
+ *     counts every match;
+ *  2. details of the requested page, after blending popularity in (text × (1 + 0.5 × pop), where
+ *     pop = ln(1 + calls) / ln(1 + max calls)).
  */
 export async function searchCatalogTools(ctx: AppContext, accountId: string | null, input: CatalogToolQuery): Promise<{ hits: CatalogToolHit[]; found: number; fuzzy: boolean }> {
   const { fuzzy } = await catalogCapabilities(ctx);
   const raw = (input.q ?? '').trim().toLowerCase().slice(0, 200);
   const terms = queryTerms(raw);
-  const popJson = JSON.stringify(input.popularity ?? []);
   const termsJson = JSON.stringify(terms);
   const tsq = terms.length ? tsquerySource(terms, input.mode === 'any' ? '|' : '&') : null;
   const like = raw ? `%${escapeLike(raw)}%` : null;
@@ -149,88 +163,102 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   if (input.tag) filters.push(sql`exists (select 1 from unnest(s.tags) g where lower(g) = ${input.tag.toLowerCase()})`);
   if (input.service) filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
 
-  // Candidate ids: each arm can use its own index.
+  // Candidate ids: each arm can use its own index; `txt` marks full-text hits (only they need ts_rank).
   const arms: SQL[] = [];
   if (raw) {
     if (tsq) {
-      arms.push(sql`select t.id from tools t where ${TOOL_DOC} @@ (select query from qq)`);
-      arms.push(sql`select t.id from tools t where t.service_id in (select s.id from services s where ${SERVICE_DOC} @@ (select query from qq))`);
-      arms.push(sql`select t.id from tools t join services s on s.id = t.service_id
-                    where exists (select 1 from unnest(s.tags) g where lower(g) in (select jsonb_array_elements_text(${termsJson}::jsonb)))`);
+      arms.push(sql`select t.id, true as txt from tools t where ${TOOL_DOC} @@ (select query from qq)`);
+      arms.push(sql`select t.id, true as txt from tools t where t.service_id in (select s.id from services s where ${SERVICE_DOC} @@ (select query from qq))`);
+      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s
+                    where exists (select 1 from unnest(s.tags) g where lower(g) in (select jsonb_array_elements_text(${termsJson}::jsonb))))`);
     }
     if (fuzzy) {
-      arms.push(sql`select t.id from tools t where ${raw} <% ${TOOL_TRGM}`);
-      arms.push(sql`select t.id from tools t where t.service_id in (select s.id from services s where ${raw} <% ${SERVICE_TRGM})`);
+      arms.push(sql`select t.id, false as txt from tools t where ${raw} <% ${TOOL_TRGM}`);
+      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${raw} <% ${SERVICE_TRGM})`);
     } else {
-      arms.push(sql`select t.id from tools t where ${TOOL_TRGM} like ${like} or lower(t.name) like ${like}`);
-      arms.push(sql`select t.id from tools t where t.service_id in (select s.id from services s where ${SERVICE_TRGM} like ${like})`);
+      arms.push(sql`select t.id, false as txt from tools t where ${TOOL_TRGM} like ${like} or lower(t.name) like ${like}`);
+      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${SERVICE_TRGM} like ${like})`);
     }
   }
-  const candidates = raw ? sql`(${sql.join(arms, sql` union `)})` : sql`(select id from tools)`;
-  const fts = tsq ? sql`ts_rank(${RANK_WEIGHTS}, ${TOOL_DOC} || ${SERVICE_DOC}, (select query from qq))` : sql`0::float4`;
-  const fuzzyScore = !raw
-    ? sql`0::float4`
-    : fuzzy
-      ? sql`greatest(word_similarity(${raw}, ${TOOL_TRGM}), 0.6 * word_similarity(${raw}, ${SERVICE_TRGM}))`
-      : sql`(case when ${TOOL_TRGM} like ${like} or lower(t.name) like ${like} then 0.5 when ${SERVICE_TRGM} like ${like} then 0.3 else 0 end)`;
-  const exact = raw ? sql`(case when lower(t.name) = ${raw} or ${TOOL_TRGM} = ${raw} then 0.5 else 0 end)` : sql`0`;
-  const tagHit = terms.length ? sql`(case when exists (select 1 from unnest(s.tags) g where lower(g) in (select jsonb_array_elements_text(${termsJson}::jsonb))) then 0.1 else 0 end)` : sql`0`;
+  const fts = tsq ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, ${TOOL_DOC} || ${SERVICE_DOC}, (select query from qq)) else 0 end)` : sql`0::float4`;
+  const fuzzyScore = fuzzy
+    ? sql`greatest(word_similarity(${raw}, ${TOOL_TRGM}), 0.6 * word_similarity(${raw}, ${SERVICE_TRGM}))`
+    : sql`(case when ${TOOL_TRGM} like ${like} or lower(t.name) like ${like} then 0.5 when ${SERVICE_TRGM} like ${like} then 0.3 else 0 end)`;
+  const bonus = sql`(case when lower(t.name) = ${raw} or ${TOOL_TRGM} = ${raw} then 0.5 else 0 end)
+    + ${terms.length ? sql`(case when exists (select 1 from unnest(s.tags) g where lower(g) in (select jsonb_array_elements_text(${termsJson}::jsonb))) then 0.1 else 0 end)` : sql`0`}`;
 
-  const rows = await withSearchSettings(ctx, fuzzy && !!raw, (tx) =>
-    execRows<Record<string, unknown>>(
-      tx,
-      sql`with qq as (select ${tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`} as query),
-          pop as (select p.tool_id, p.calls from jsonb_to_recordset(${popJson}::jsonb) as p(tool_id text, calls bigint)),
-          mx as (select greatest(coalesce(max(calls), 0), 1) as m from pop),
-          scored as (
-            select t.id, t.name, t.description, t.method, t.status, t.created_at,
-                   s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status,
-                   (s.owner_id = ${accountId ?? ''}) as owned,
-                   coalesce(p.calls, 0) as calls,
-                   ln(1 + coalesce(p.calls, 0)) / ln(1 + (select m from mx)) as pop,
-                   ${fts} as fts,
-                   ${fuzzyScore} as fz,
-                   ${exact} + ${tagHit} as bonus
-            from ${candidates} c
-            join tools t on t.id = c.id
-            join services s on s.id = t.service_id
-            left join pop p on p.tool_id = t.id
-            where ${sql.join(filters, sql` and `)}
-          )
-          select *, (fts + fz + bonus) as text_score,
-                 ${raw ? sql`(fts + fz + bonus) * (1 + 0.5 * pop)` : sql`pop`} as score,
-                 count(*) over () as found
-          from scored
-          order by score desc, calls desc, id desc
-          limit ${input.limit}::int offset ${input.offset}::int`,
-    ),
+  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, async (tx) => {
+    const rows = raw
+      ? await execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(
+          tx,
+          sql`with qq as (select ${tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`} as query),
+              c as (select id, bool_or(txt) as txt from (${sql.join(arms, sql` union all `)}) a group by id)
+              select t.id, ${fts} as fts, ${fuzzyScore} as fz, ${bonus} as bonus, count(*) over () as found
+              from c join tools t on t.id = c.id join services s on s.id = t.service_id
+              where ${sql.join(filters, sql` and `)}
+              order by 2 + 3 + 4 desc, t.id desc
+              limit ${MAX_CANDIDATES}::int`,
+        )
+      : await execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(
+          tx,
+          sql`select t.id, 0 as fts, 0 as fz, 0 as bonus, count(*) over () as found
+              from tools t join services s on s.id = t.service_id
+              where ${sql.join(filters, sql` and `)}
+              order by t.id desc limit ${MAX_BROWSE}::int`,
+        );
+    return rows;
+  });
+  const found = ranked.length ? Number(ranked[0].found) : 0;
+
+  // Blend popularity, order, cut the page.
+  const pop = input.popularity ?? new Map<string, number>();
+  let maxCalls = 1;
+  for (const v of pop.values()) if (v > maxCalls) maxCalls = v;
+  const norm = Math.log1p(maxCalls);
+  const scored = ranked.map((r) => {
+    const text = Number(r.fts) + Number(r.fz) + Number(r.bonus);
+    const calls = pop.get(r.id) ?? 0;
+    const p = Math.log1p(calls) / norm;
+    return { id: r.id, fts: Number(r.fts), fz: Number(r.fz), text, calls, p, score: raw ? text * (1 + 0.5 * p) : p };
+  });
+  scored.sort((a, b) => b.score - a.score || b.calls - a.calls || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  const page = scored.slice(input.offset, input.offset + input.limit);
+  if (!page.length) return { hits: [], found, fuzzy };
+
+  const details = new Map(
+    (
+      await execRows<Record<string, unknown>>(
+        ctx.db,
+        sql`select t.id, t.name, t.description, t.method, t.status, t.created_at,
+                   s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status, (s.owner_id = ${accountId ?? ''}) as owned
+            from tools t join services s on s.id = t.service_id
+            where t.id in (select jsonb_array_elements_text(${JSON.stringify(page.map((p) => p.id))}::jsonb))`,
+      )
+    ).map((r) => [String(r.id), r]),
   );
-  const found = rows.length ? Number(rows[0].found) : 0;
-  return {
-    found,
-    fuzzy,
-    hits: rows.map((r) => {
-      const fts = Number(r.fts);
-      const fz = Number(r.fz);
-      return {
-        tool: { id: String(r.id), name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at) },
-        service: {
-          id: String(r.service_id),
-          name: String(r.service_name),
-          display_name: String(r.display_name),
-          category: (r.category as string | null) ?? null,
-          tags: (r.tags as string[]) ?? [],
-          status: String(r.service_status),
-          owned: Boolean(r.owned),
-        },
-        score: round(Number(r.score)),
-        text_score: round(Number(r.text_score)),
-        calls: Number(r.calls),
-        popularity: round(Number(r.pop)),
-        match: !raw ? 'filter' : fts > 0 ? 'text' : fuzzy && fz > 0 ? 'fuzzy' : fz > 0 ? 'substring' : 'text',
-      };
-    }),
-  };
+  const hits: CatalogToolHit[] = [];
+  for (const h of page) {
+    const r = details.get(h.id);
+    if (!r) continue; // deleted between the two queries
+    hits.push({
+      tool: { id: h.id, name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at) },
+      service: {
+        id: String(r.service_id),
+        name: String(r.service_name),
+        display_name: String(r.display_name),
+        category: (r.category as string | null) ?? null,
+        tags: (r.tags as string[]) ?? [],
+        status: String(r.service_status),
+        owned: Boolean(r.owned),
+      },
+      score: round(h.score),
+      text_score: round(h.text),
+      calls: h.calls,
+      popularity: round(h.p),
+      match: !raw ? 'filter' : h.fts > 0 ? 'text' : fuzzy && h.fz > 0 ? 'fuzzy' : h.fz > 0 ? 'substring' : 'text',
+    });
+  }
+  return { hits, found, fuzzy };
 }
 
 function round(n: number): number {
@@ -333,13 +361,13 @@ export async function suggestCatalog(ctx: AppContext, accountId: string | null, 
   const starts = `${escapeLike(p)}%`;
   const word = `% ${escapeLike(p)}%`;
   const vis = visible(accountId);
-  const rows = await execRows<{ type: CatalogSuggestion['type']; text: string; display: string | null; id: string | null; n: number | string; leading: boolean }>(
+  const rows = await execRows<{ type: CatalogSuggestion['type']; text: string; display: string | null; id: string | null; n: number | string; is_leading: boolean }>(
     ctx.db,
     sql`(select 'service' as type, s.name as text, s.display_name as display, s.id as id, 1 as n,
-                (lower(s.name) like ${starts} or lower(s.display_name) like ${starts}) as leading
+                (lower(s.name) like ${starts} or lower(s.display_name) like ${starts}) as is_leading
          from services s
          where ${vis} and (lower(s.name) like ${starts} or lower(s.display_name) like ${starts} or lower(s.display_name) like ${word})
-         order by leading desc, length(s.name), s.name limit ${limit}::int)
+         order by is_leading desc, length(s.name), s.name limit ${limit}::int)
         union all
         (select 'tool', t.name, null, null, count(*), bool_or(lower(t.name) like ${starts})
          from tools t join services s on s.id = t.service_id
@@ -362,7 +390,7 @@ export async function suggestCatalog(ctx: AppContext, accountId: string | null, 
     ...(r.display ? { display: r.display } : {}),
     ...(r.id ? { id: r.id } : {}),
     count: Number(r.n),
-    leading: Boolean(r.leading),
+    leading: Boolean(r.is_leading),
   }));
 }
 

@@ -54,6 +54,7 @@ export function windowDays(window: '24h' | '7d' | '30d' | '90d'): number {
 interface PopularityTable {
   at: number;
   rows: Array<{ tool_id: string; service_id: string; calls: number }>;
+  byTool: Map<string, number>;
 }
 
 const popularityCache = new WeakMap<AppContext, Promise<PopularityTable>>();
@@ -62,19 +63,21 @@ const popularityCache = new WeakMap<AppContext, Promise<PopularityTable>>();
  * Calls per tool over the last `SEARCH_POPULARITY_DAYS` days (all users; top 1000 tools), from the
  * usage counters; cached in-process for `SEARCH_POPULARITY_CACHE_MS`.
  */
-export async function toolPopularity(ctx: AppContext): Promise<PopularityTable['rows']> {
+export async function toolPopularity(ctx: AppContext): Promise<PopularityTable> {
   const ttl = ctx.config.search.popularityCacheMs;
   const cached = popularityCache.get(ctx);
   if (cached && ttl > 0) {
     const table = await cached.catch(() => null);
-    if (table && Date.now() - table.at < ttl) return table.rows;
+    if (table && Date.now() - table.at < ttl) return table;
   }
   const fresh = topTools(ctx, { since: dayBefore(new Date(), ctx.config.search.popularityDays), limit: 1000 }).then((rows) => ({
     at: Date.now(),
     rows: rows.map((r) => ({ tool_id: r.tool_id, service_id: r.service_id, calls: r.calls })),
+    byTool: new Map(rows.map((r) => [r.tool_id, r.calls])),
   }));
   popularityCache.set(ctx, fresh);
-  return (await fresh).rows;
+  fresh.catch(() => popularityCache.delete(ctx));
+  return fresh;
 }
 
 // ------------------------------------------------------------------ /search/tools
@@ -151,7 +154,7 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const offset = offsetOf(input.cursor);
   const q = (input.q ?? '').trim();
   const terms = queryTerms(q);
-  const popularity = await toolPopularity(ctx);
+  const popularity = (await toolPopularity(ctx)).byTool;
   const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(limit, MAX_OFFSET - offset) || 1, offset, popularity };
   let res = await searchCatalogTools(ctx, accountOf(principal), base);
   let relaxed = false;
@@ -398,7 +401,7 @@ export async function recommendations(ctx: AppContext, principal: Principal, inp
 
   // Top tools of each recommended service: most called (popularity table), then oldest first.
   const toolsOf = await listCatalogToolsOf(ctx, ranked.map((r) => r.service.id));
-  const calls = new Map((await toolPopularity(ctx)).map((p) => [p.tool_id, p.calls]));
+  const calls = (await toolPopularity(ctx)).byTool;
   const byService = new Map<string, Array<{ id: string; name: string }>>();
   for (const t of [...toolsOf].sort((a, b) => (calls.get(b.id) ?? 0) - (calls.get(a.id) ?? 0))) {
     const list = byService.get(t.service_id) ?? [];

@@ -93,13 +93,16 @@ export async function executeTool(ctx: AppContext, actor: SessionActor, sessionI
     throw invalidArguments(tool.name, errors);
   }
 
+  // Built before counting, so a tool whose path cannot be filled is refused without using quota.
+  const httpRequest = service.source === 'mcp' ? null : buildHttpRequest(resolved, args);
+
   if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id))) throw agentNotSubscribed(service.name);
   const quota: QuotaState | null = own ? null : await consumeQuota(ctx, actor.accountId, service.id);
   const headers = quota ? quotaHeaders(quota) : {};
 
   const executionId = newId('exe');
   const timeoutMs = Math.min(input.timeout_ms ?? ctx.config.upstream.timeoutMs, ctx.config.upstream.maxTimeoutMs);
-  const outcome = service.source === 'mcp' ? await callMcp(ctx, resolved, actor, executionId, args, timeoutMs) : await callHttp(ctx, resolved, actor, executionId, args, timeoutMs);
+  const outcome = httpRequest ? await callHttp(ctx, resolved, httpRequest, actor, executionId, timeoutMs) : await callMcp(ctx, resolved, actor, executionId, args, timeoutMs);
 
   const agentId = actor.agentId ?? session.agentId;
   await recordExecution(ctx, {
@@ -240,9 +243,10 @@ export function buildHttpRequest(
   return { method, url, headers, body };
 }
 
-async function callHttp(ctx: AppContext, t: ExecutableTool, actor: SessionActor, executionId: string, args: Record<string, unknown>, timeoutMs: number): Promise<CallOutcome> {
+type HttpRequest = ReturnType<typeof buildHttpRequest>;
+
+async function callHttp(ctx: AppContext, t: ExecutableTool, req: HttpRequest, actor: SessionActor, executionId: string, timeoutMs: number): Promise<CallOutcome> {
   const started = performance.now();
-  const req = buildHttpRequest(t, args);
   req.headers[HEADER_REQUEST_ID] = executionId;
   req.headers[HEADER_USER] = userPseudonym(t.signingSecret, actor.accountId);
   req.headers[HEADER_SIGNATURE] = signRequest(t.signingSecret, req.method, req.url.pathname + req.url.search, req.body);

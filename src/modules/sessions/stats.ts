@@ -124,12 +124,12 @@ export async function searchSessionsByName(
   const like = `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
-    sql`select id, name, status, agent_id, execution_count, created_at, (lower(coalesce(name, '')) like ${`${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}) as leading,
+    sql`select id, name, status, agent_id, execution_count, created_at, (lower(coalesce(name, '')) like ${`${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}) as is_leading,
                count(*) over () as found
         from sessions
         where user_id = ${actor.accountId} ${actor.agentId ? sql`and agent_id = ${actor.agentId}` : sql``}
           and (lower(coalesce(name, '')) like ${like} or id = ${q.trim()})
-        order by leading desc, id desc limit ${limit}::int`,
+        order by is_leading desc, id desc limit ${limit}::int`,
   );
   return {
     found: rows.length ? num(rows[0].found) : 0,
@@ -140,7 +140,7 @@ export async function searchSessionsByName(
       agent_id: (r.agent_id as string | null) ?? null,
       execution_count: num(r.execution_count),
       created_at: (r.created_at instanceof Date ? r.created_at : new Date(String(r.created_at))).toISOString(),
-      leading: Boolean(r.leading),
+      leading: Boolean(r.is_leading),
     })),
   };
 }

@@ -43,7 +43,7 @@ describe('deployments — happy paths', () => {
     expect(rb).toMatchObject({ id: v1.id, version: 1, status: 'active' });
     const { body: hist2 } = await call(app, { method: 'GET', url: `${base}/deployments`, headers: u.headers }, 200);
     expect(hist2.data.map((d: any) => [d.version, d.status])).toEqual([[2, 'rolled_back'], [1, 'active']]);
-    const { body: inv3 } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    const { body: inv3 } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers }, 200); // no body: input null
     expect(inv3).toMatchObject({ status: 'succeeded', output: { v: 'one', input: null }, version: 1 });
 
     // Stop: invocations answer 409.

@@ -18,6 +18,7 @@ export default async function (input) {
     case 'spawn': return attempt(async () => (await import('node:child_process')).execSync('id').toString());
     case 'worker': return attempt(async () => { const { Worker } = await import('node:worker_threads'); new Worker('1', { eval: true }); return 'started'; });
     case 'env': return Object.keys(process.env).sort();
+    case 'uid': return [process.getuid(), process.getgid()];
     case 'connect': return new Promise(async (resolve) => {
       const s = (await import('node:net')).connect(input.port, '127.0.0.1');
       s.on('connect', () => { s.destroy(); resolve({ ok: true }); });
@@ -58,6 +59,11 @@ describe('deployments — sandbox isolation', () => {
     expect((await run({ op: 'write', path: path.join(dataDir, 'x') })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'FileSystemWrite' });
     expect((await run({ op: 'spawn' })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'ChildProcess' });
     expect((await run({ op: 'worker' })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'WorkerThreads' });
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('runs as an unprivileged user (nobody) when the server is root', async () => {
+    const { run } = await probeAgent();
+    expect((await run({ op: 'uid' })).output).toEqual([65534, 65534]);
   });
 
   it('sees a minimal environment (no platform secrets)', async () => {

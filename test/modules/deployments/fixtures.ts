@@ -14,6 +14,7 @@ import { call, type TestUser } from '../../helpers/app.js';
 /** A fresh temporary directory (removed at process exit). */
 export function tempDir(prefix = 'ap-dep-'): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755); // traversable by the sandbox's unprivileged user, as DATA_DIR is in production
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
 }

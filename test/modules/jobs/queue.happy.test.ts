@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { FastifyBaseLogger } from 'fastify';
-import { loadConfig } from '../../../src/config.js';
+import { ConfigError, loadConfig } from '../../../src/config.js';
 import { BullQueue, InProcessQueue, createJobQueue, type JobQueue } from '../../../src/jobs/queue.js';
 
 const log = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
@@ -61,6 +61,13 @@ describe('in-process job queue specifics', () => {
     expect(got).toEqual([1, 2]);
     await q.close();
     await expect(q.enqueue('late', 3)).rejects.toThrow(/closed/);
+  });
+
+  it('refuses an api/worker split without Redis', () => {
+    expect(() => loadConfig({ PROCESS_ROLE: 'worker' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PROCESS_ROLE: 'api' })).toThrow(/REDIS_URL/);
+    expect(loadConfig({ PROCESS_ROLE: 'worker', REDIS_URL: 'redis://127.0.0.1:6379' }).processRole).toBe('worker');
+    expect(loadConfig({}).processRole).toBe('all');
   });
 
   it('is chosen without REDIS_URL', async () => {

@@ -174,6 +174,13 @@ describe('registry — registration from OpenAPI', () => {
     expect(again.aliases).toEqual(['listPets']);
     expect(synced.tools).toHaveLength(3);
   });
+
+  it('reads a YAML document from openapi_url', async () => {
+    const owner = await createUser(app);
+    const { body } = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { openapi_url: `${pets.url}/openapi.yaml` } }, 201);
+    expect(body.display_name).toBe('Pet Store');
+    expect(body.tools.map((t: any) => t.name)).toEqual(['listPets', 'createPet', 'get_pets_petId']);
+  });
 });
 
 describe('registry — registration from an MCP server', () => {

@@ -47,6 +47,8 @@ export interface Catalog {
   weather: Svc;
   /** Published: same category: recommended to users of `weather` (similar_category). */
   climate: Svc;
+  /** Published: same category, never used by anyone (similar_category only). */
+  radar: Svc;
   /** Published: other category, shares `tag` (shared_tags). */
   tagged: Svc;
   /** Published: unrelated category and tags; co-used with `weather` by a peer (co_usage). */
@@ -95,6 +97,15 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     tags: ['climate'],
     tools: [{ name: 'climate_normals', description: 'Climate normals for a city', method: 'GET', path: '/weather', input_schema: SCHEMA_CITY }],
   });
+  const radar = await register(app, owner, {
+    ...base,
+    name: `radar-${run}`,
+    display_name: `Radar ${run}`,
+    description: 'Rain radar images',
+    category,
+    tags: ['radar'],
+    tools: [{ name: 'radar_image', description: 'Rain radar image for a city', method: 'GET', path: '/weather', input_schema: SCHEMA_CITY }],
+  });
   const tagged = await register(app, owner, {
     ...base,
     name: `almanac-${run}`,
@@ -134,8 +145,8 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     tags: [tag],
     tools: [{ name: `hidden_${word}`, description: `Hidden ${word} tool`, method: 'GET', path: '/weather', input_schema: SCHEMA_CITY }],
   });
-  for (const s of [climate, tagged, finance, pets]) await setServiceStatus(ctx, s.id, 'published');
-  return { run, word, category, otherCategory, tag, weather, climate, tagged, finance, pets, draft };
+  for (const s of [climate, radar, tagged, finance, pets]) await setServiceStatus(ctx, s.id, 'published');
+  return { run, word, category, otherCategory, tag, weather, climate, radar, tagged, finance, pets, draft };
 }
 
 /** Subscribe `user` (free plan). */

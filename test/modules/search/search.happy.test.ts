@@ -41,8 +41,10 @@ describe('search — tools', () => {
     const body = await get(u, `/search/tools?q=forecast&category=${cat.category}`);
     expect(body.data.map((t: { name: string }) => t.name)).toEqual([`${cat.word}_forecast`]);
     const byWord = await get(u, `/search/tools?q=${cat.word}&service=${cat.weather.name}`);
-    // get_<word> and <word>_forecast carry the word in their names; broken does not match at all.
-    expect(byWord.data.map((t: { name: string }) => t.name).sort()).toEqual([`${cat.word}_forecast`, `get_${cat.word}`].sort());
+    // get_<word> and <word>_forecast carry the word in their names; broken matches through its service's name only.
+    expect(byWord.data.slice(0, 2).map((t: { name: string }) => t.name).sort()).toEqual([`${cat.word}_forecast`, `get_${cat.word}`].sort());
+    expect(byWord.data[2]).toMatchObject({ name: 'broken', match: 'text' });
+    expect(byWord.data[2].text_score).toBeLessThan(byWord.data[1].text_score);
     const tagged = await get(u, `/search/tools?tag=${cat.tag}`);
     expect(new Set(tagged.data.map((t: { service: { id: string } }) => t.service.id))).toEqual(new Set([cat.weather.id, cat.tagged.id]));
     expect(tagged.data.every((t: { match: string }) => t.match === 'filter')).toBe(true);
@@ -70,7 +72,7 @@ describe('search — tools', () => {
     const page2 = await get(owner, `/search/tools?category=${cat.category}&limit=2&cursor=${page1.next_cursor}`);
     const all = [...page1.data, ...page2.data].map((t: { name: string }) => t.name);
     expect(new Set(all).size).toBe(all.length);
-    expect(page1.found).toBe(5); // weather ×3, climate ×1, owner's draft ×1
+    expect(page1.found).toBe(6); // weather ×3, climate, radar, owner's draft
     expect(all).toContain(`hidden_${cat.word}`);
     const draftHit = [...page1.data, ...page2.data].find((t: { name: string }) => t.name === `hidden_${cat.word}`);
     expect(draftHit.service).toMatchObject({ owned: true, status: 'draft' });
@@ -116,7 +118,7 @@ describe('search — popular and recommendations', () => {
     const byId = new Map(body.data.map((r: { service: { id: string } }) => [r.service.id, r]));
     expect(byId.has(cat.weather.id)).toBe(false);
     expect(byId.has(cat.draft.id)).toBe(false);
-    expect(byId.get(cat.climate.id)).toMatchObject({ reason: 'similar_category' });
+    expect(byId.get(cat.radar.id)).toMatchObject({ reason: 'similar_category', reason_detail: `In ${cat.category}, like ${cat.word} Weather` });
     expect(byId.get(cat.tagged.id)).toMatchObject({ reason: 'shared_tags' });
     expect(byId.get(cat.finance.id)).toMatchObject({ reason: 'co_usage', top_tools: [{ id: cat.finance.tools.stock_quote, name: 'stock_quote' }] });
     const order = body.data.map((r: { service: { id: string } }) => r.service.id);
@@ -130,7 +132,7 @@ describe('search — popular and recommendations', () => {
     expect(body.data.length).toBeGreaterThan(0);
     expect(body.data.every((r: { reason: string }) => r.reason === 'popular' || r.reason === 'new')).toBe(true);
     const mine = await get(owner, '/search/recommendations?limit=50');
-    const ownIds = new Set([cat.weather, cat.climate, cat.tagged, cat.finance, cat.pets, cat.draft].map((s) => s.id));
+    const ownIds = new Set([cat.weather, cat.climate, cat.radar, cat.tagged, cat.finance, cat.pets, cat.draft].map((s) => s.id));
     expect(mine.data.some((r: { service: { id: string } }) => ownIds.has(r.service.id))).toBe(false);
   });
 });

@@ -1,0 +1,18 @@
+import pg from 'pg';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { loadConfig } from '../src/config.js';
+import { searchCatalogTools } from '../src/modules/registry/catalog.js';
+const pool = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:5432/search_dev' });
+const queries: Array<{ q: string; p: unknown[] }> = [];
+const db = drizzle({ client: pool, logger: { logQuery: (q: string, p: unknown[]) => queries.push({ q, p }) } });
+const ctx: any = { db, database: {}, config: loadConfig({ NODE_ENV: 'test' }) };
+const pop = (await pool.query(`select tool_id, sum(calls)::int as calls from tool_usage group by tool_id order by 2 desc limit 1000`)).rows;
+const t0 = performance.now();
+await searchCatalogTools(ctx, 'usr_x', { q: process.argv[2] ?? 'invoce', limit: 20, offset: 0, popularity: new Map(pop.map((r: any) => [r.tool_id, r.calls])) });
+console.log('ms', performance.now() - t0);
+const main = queries.filter((x) => x.q.startsWith("with qq"))[0];
+const c = await pool.connect();
+await c.query(`set pg_trgm.word_similarity_threshold = 0.45`); await c.query('set jit = off'); await c.query('set enable_seqscan = off'); await c.query('set join_collapse_limit = 1');
+const r = await c.query('explain (analyze, buffers off) ' + main.q, main.p);
+console.log(r.rows.map((x: any) => x['QUERY PLAN']).join('\n'));
+c.release(); await pool.end();
