@@ -360,8 +360,23 @@ export interface MemoryConfig {
   reembedOnStart: boolean;
   /** pgvector `hnsw.ef_search` for memory search (candidate list size of the HNSW scan). */
   hnswEfSearch: number;
+  /**
+   * Reciprocal rank fusion of hybrid search: score = Σ weight / (k + rank). The vector arm weighs 0.5
+   * with the lexical local embedder (chosen on half of the labelled set, see bench/memory.ts) and 1
+   * with a semantic model.
+   */
+  fusion: { k: number; vectorWeight: number; textWeight: number };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
+}
+
+/** A number from 0 to 10 (fusion weights). */
+function ratio(env: Env, name: string, def: number): number {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!/^\d+(\.\d+)?$/.test(v) || n > 10) fail(name, 'a number from 0 to 10', v);
+  return n;
 }
 
 function memoryConfig(env: Env): MemoryConfig {
@@ -385,6 +400,11 @@ function memoryConfig(env: Env): MemoryConfig {
     },
     reembedOnStart: bool(env, 'MEMORY_REEMBED', false),
     hnswEfSearch: int(env, 'MEMORY_HNSW_EF_SEARCH', 100, 1, 1000),
+    fusion: {
+      k: int(env, 'MEMORY_RRF_K', 60, 1, 1000),
+      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', provider === 'local' ? 0.5 : 1),
+      textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
+    },
     summaryLlm: { url: summaryUrl, model: summaryModel, apiKey: str(env, 'SUMMARY_LLM_API_KEY'), timeoutMs: int(env, 'SUMMARY_LLM_TIMEOUT_MS', 60_000, 100, 600_000) },
   };
 }

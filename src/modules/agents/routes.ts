@@ -264,6 +264,7 @@ async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext })
         description:
           'Form-urlencoded or JSON. Client authentication by HTTP Basic (client_secret_basic) or client_id + client_secret in the body (client_secret_post), never both. Errors use the RFC 6749 §5.2 body.',
         security: [],
+        consumes: ['application/x-www-form-urlencoded', 'application/json'],
         body: Type.Union([Type.Null(), TokenRequestBody]),
         response: { 200: TokenResponseSchema, 400: OAuthErrorSchema, 401: OAuthErrorSchema, 429: OAuthErrorSchema, 500: OAuthErrorSchema },
       },

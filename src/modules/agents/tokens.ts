@@ -8,9 +8,9 @@
  * with) and `roles` (the owner's roles at issuance). Lifetime `AGENT_TOKEN_TTL` seconds, never
  * beyond the end of the secret's rotation grace period.
  *
- * Verification checks signature, issuer, audience and expiry, then that the agent is `active`
- * and the secret `sid` is still live: one indexed query, cached in-process for
- * `AGENT_AUTH_CACHE_MS`. Rotation, disabling and deletion evict the cache entry in this process
+ * Verification checks signature, issuer, audience and expiry (the verified claims are cached by
+ * token string, expiry re-checked on every use), then that the agent is `active` and the secret
+ * `sid` is still live: one indexed query, cached in-process per agent for `AGENT_AUTH_CACHE_MS`. Rotation, disabling and deletion evict the cache entry in this process
  * and, when Redis is configured, publish the eviction to every instance (pub/sub, at most once:
  * a lost message leaves another instance stale for at most `AGENT_AUTH_CACHE_MS`).
  */

@@ -50,9 +50,9 @@ export function dot(a: Float32Array, b: Float32Array): number {
 // ------------------------------------------------------------------------------------------ local
 
 /**
- * English stop words: no features for them. The SMART system's list (Salton 1971, as distributed
- * with SMART and reused by most IR toolkits), lower-cased; question boilerplate such as "everything",
- * "noted" or "know" is on it, so a query's content words decide its neighbours.
+ * English stop words: no features for them. The SMART system's stop list (as distributed with SMART
+ * and reused by most IR toolkits); it includes question boilerplate such as "everything", "know" or
+ * "looking", so a query's content words decide its neighbours.
  */
 const STOPWORDS = new Set(
   (
@@ -76,7 +76,7 @@ const STOPWORDS = new Set(
     "t t's take taken tell tends th than thank thanks thanx that that's thats the their theirs them themselves then thence there there's thereafter thereby therefore therein theres thereupon these they they'd they'll they're they've think third this thorough thoroughly those though three through throughout thru thus to together too took toward towards tried tries truly try trying twice two " +
     "u un under unfortunately unless unlikely until unto up upon us use used useful uses using usually uucp " +
     "v value various very via viz vs w want wants was wasn't way we we'd we'll we're we've welcome well went were weren't what what's whatever when whence whenever where where's whereafter whereas whereby wherein whereupon wherever whether which while whither who who's whoever whole whom whose why will willing wish with within without won't wonder would wouldn't " +
-    "x y yes yet you you'd you'll you're you've your yours yourself yourselves z zero noted"
+    "x y yes yet you you'd you'll you're you've your yours yourself yourselves z zero"
   ).split(' ').flatMap((w) => w.split("'")),
 );
 
@@ -133,25 +133,18 @@ export class LocalHashEmbedder implements EmbeddingProvider {
     return texts.map((t) => this.embedOne(t));
   }
 
-  /**
-   * Synchronous embedding of one text. `termWeight` (queries only) scales each word's features —
-   * its unigram, the bigram it ends and its character n-grams — e.g. by inverse document frequency.
-   */
-  embedOne(text: string, termWeight?: (word: string) => number): Float32Array {
+  /** Synchronous embedding of one text. */
+  embedOne(text: string): Float32Array {
     // key = hash * 4 + family index (exact in a double: < 2^34)
     const counts = new Map<number, number>();
-    const scale = new Map<number, number>();
-    let tw = 1;
     const add = (hash: number, family: number) => {
       const key = hash * 4 + family;
       counts.set(key, (counts.get(key) ?? 0) + 1);
-      if (termWeight) scale.set(key, Math.max(scale.get(key) ?? 0, tw));
     };
     const words = tokenize(text);
     let prev: string | null = null;
     for (const w of words) {
       if (STOPWORDS.has(w)) continue;
-      if (termWeight) tw = termWeight(w);
       add(hashString(w, WORD.seed), 0);
       if (prev) add(hashString(`${prev} ${w}`, BIGRAM.seed), 1);
       prev = w;
@@ -174,7 +167,7 @@ export class LocalHashEmbedder implements EmbeddingProvider {
       const family = key % 4;
       const h = (key - family) / 4;
       const sign = h & 0x80000000 ? -1 : 1;
-      v[h % this.dimensions] += sign * this.weights[family] * (1 + Math.log(tf)) * (termWeight ? (scale.get(key) ?? 1) : 1);
+      v[h % this.dimensions] += sign * this.weights[family] * (1 + Math.log(tf));
     }
     return l2normalize(v);
   }

@@ -77,8 +77,6 @@ export async function insertMemoryRows(
 /** Retrieval arms of a search. */
 export type SearchMode = 'hybrid' | 'vector' | 'text';
 
-/** Fusion parameters: RRF constant and arm weights (Cormack et al. 2009: k = 60, equal weights). */
-export const FUSION = { k: 60, vectorWeight: 1, textWeight: 1 } as const;
 
 /** One fused candidate, with its rank in each arm (null when the arm did not return it). */
 export interface CandidateRow {
@@ -112,14 +110,16 @@ export function orTsQuery(q: string): SQL {
 
 /**
  * Hybrid candidates in one statement: the `pool` nearest vectors and the `pool` best full-text
- * matches (`ts_rank_cd`) under `where`, fused by reciprocal rank fusion
- * (score = Σ weight / (k + rank)), best first. `where` must scope to the caller (`user_id = …`).
+ * matches (`ts_rank_cd`) under `where`, fused by weighted reciprocal rank fusion (Cormack et al.
+ * 2009; score = Σ weight / (k + rank), `MEMORY_RRF_K`, `MEMORY_*_WEIGHT`), best first. `where` must
+ * scope to the caller (`user_id = …`).
  */
 export async function fusedCandidates(
   ctx: AppContext,
   db: Db | Tx,
   input: { where: SQL; query: string; vector: Float32Array; pool: number; mode: SearchMode },
 ): Promise<CandidateRow[]> {
+  const FUSION = ctx.config.memory.fusion;
   const q = vectorParam(ctx, input.vector);
   const dist = distance(ctx, q);
   const arms: SQL[] = [];

@@ -1,0 +1,33 @@
+/**
+ * Search without pg_trgm (SEARCH_FUZZY=off behaves as a server without the extension): full text,
+ * prefixes and name substrings still match; typos no longer do; the answer says `fuzzy: false`.
+ */
+import { describe, expect, it } from 'vitest';
+import { call, createUser, setupApp } from '../../helpers/app.js';
+import { letters, register } from './fixtures.js';
+import { setServiceStatus } from '../../../src/modules/registry/service.js';
+
+const { app, ctx } = await setupApp({ SEARCH_FUZZY: 'off' });
+
+describe('search — without trigram matching', () => {
+  it('matches words, prefixes and substrings but not typos', async () => {
+    const owner = await createUser(app);
+    const word = `quokka${letters(5)}`;
+    const svc = await register(app, owner, {
+      name: `${word}-svc`,
+      description: 'Fallback test',
+      base_url: 'http://127.0.0.1:9',
+      tools: [{ name: `fetch_${word}data`, description: `Fetch ${word} readings`, method: 'GET', path: '/x', input_schema: { type: 'object' } }],
+    });
+    await setServiceStatus(ctx, svc.id, 'published');
+    const u = await createUser(app);
+    const get = async (q: string) => (await call(app, { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}`, headers: u.headers }, 200)).body;
+
+    const exact = await get(word);
+    expect(exact.fuzzy).toBe(false);
+    expect(exact.data.map((t: { name: string }) => t.name)).toEqual([`fetch_${word}data`]);
+    expect((await get(word.slice(0, 8))).data.map((t: { match: string }) => t.match)).toEqual(['text']); // prefix of the last term
+    expect((await get(`${word.slice(2)}da`)).data.map((t: { match: string }) => t.match)).toEqual(['substring']);
+    expect((await get(word.replace('kka', 'ka'))).found).toBe(0); // a typo
+  });
+});
