@@ -15,19 +15,22 @@ const { app, ctx } = await buildApp(config);
 const call = async (method: string, url: string, headers: Record<string, string>, payload?: unknown) => { const res = await app.inject({ method: method as 'POST', url, headers, payload: payload as object }); if (res.statusCode >= 300) throw new Error(`${url} ${res.statusCode} ${res.body}`); return res.json(); };
 const token = async (email: string) => `Bearer ${(await call('POST', '/auth/test', {}, { email })).access_token}`;
 const owner = { authorization: await token('o@example.test') }; const user = { authorization: await token('u@example.test') };
-const svc = await call('POST', '/owner/services', owner, { name: 'prof', description: 'x', base_url: upstreamUrl, tools: [{ name: 'current', description: 'c', method: 'GET', path: '/fast', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }] });
+const svc = await call('POST', '/owner/services', owner, { name: 'prof' + Date.now().toString(36), description: 'x', base_url: upstreamUrl, tools: [{ name: 'current', description: 'c', method: 'GET', path: '/fast', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }] });
 await setServiceStatus(ctx, svc.id, 'published');
 await call('POST', '/subscriptions', user, { service_id: svc.id, plan: 'enterprise' });
 const session = await call('POST', '/v1/agents', user, { name: 'p' });
 const uid = JSON.parse(Buffer.from(user.authorization.split('.')[1], 'base64url').toString()).sub;
-async function time(name: string, n: number, fn: () => Promise<unknown>) { for (let i = 0; i < 20; i++) await fn(); const t = performance.now(); for (let i = 0; i < n; i++) await fn(); console.log(name.padEnd(20), ((performance.now() - t) / n).toFixed(3), 'ms'); }
+async function time(name: string, n: number, fn: () => Promise<unknown>) { for (let i = 0; i < 20; i++) await fn(); const c = process.cpuUsage(); const t = performance.now(); for (let i = 0; i < n; i++) await fn(); const cu = process.cpuUsage(c); console.log(name.padEnd(20), 'wall', ((performance.now() - t) / n).toFixed(3), 'ms  cpu', ((cu.user + cu.system) / 1000 / n).toFixed(3), 'ms'); }
 const N = Number(process.env.N ?? 200);
-if (process.env.ONLY_EXEC) { await time('inject execute', N, () => call('POST', `/v1/agents/${session.id}/execute`, user, { service: 'prof', tool: 'current', arguments: { city: 'x' } })); await app.close(); up.close(); process.exit(0); }
+if (process.env.ONLY_EXEC) { await time('inject execute', N, () => call('POST', `/v1/agents/${session.id}/execute`, user, { service: svc.name, tool: 'current', arguments: { city: 'x' } })); await app.close(); up.close(); process.exit(0); }
 await time('select 1', N, () => ctx.database.ping());
+const { sql } = await import('drizzle-orm'); const { execRows } = await import('../src/db/client.js');
+await time('raw client.query', N, () => (ctx.db as any).$client.query('select id, status, agent_id from sessions where id = $1 and user_id = $2', [session.id, uid]));
+await time('execRows sql', N, () => execRows(ctx.db, sql`select id, status, agent_id from sessions where id = ${session.id} and user_id = ${uid}`));
 await time('session', N, () => getSessionFor(ctx, { accountId: uid, agentId: null }, session.id));
-await time('resolve', N, () => resolveExecutableTool(ctx, 'prof', 'current'));
+await time('resolve', N, () => resolveExecutableTool(ctx, svc.name, 'current'));
 await time('quota', N, () => consumeQuota(ctx, uid, svc.id));
 await time('record', N, () => recordExecution(ctx, { id: newId('exe'), sessionId: session.id, userId: uid, agentId: null, serviceId: svc.id, toolId: svc.tools[0].id, toolName: 'current', arguments: { city: 'x' }, status: 'succeeded', httpStatus: 200, output: { ok: true }, error: null, durationMs: 1 }));
-await time('inject execute', N, () => call('POST', `/v1/agents/${session.id}/execute`, user, { service: 'prof', tool: 'current', arguments: { city: 'x' } }));
+await time('inject execute', N, () => call('POST', `/v1/agents/${session.id}/execute`, user, { service: svc.name, tool: 'current', arguments: { city: 'x' } }));
 await time('inject me', N, () => call('GET', `/v1/auth/me`, user));
 await app.close(); up.close();

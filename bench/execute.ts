@@ -64,6 +64,7 @@ if (role === 'platform') {
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
   });
   const { app, ctx } = await buildApp(config);
+  process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   const call = async (method: string, url: string, headers: Record<string, string>, payload?: unknown) => {
@@ -106,7 +107,9 @@ interface Run {
 }
 
 function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
-  const child = fork(SELF, args, { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // BENCH_PROFILE=<dir>: CPU-profile the platform process (written when it exits).
+  const prof = args[0] === 'platform' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = fork(SELF, args, { execArgv: [...process.execArgv, ...prof], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     child.once('message', (msg) => resolve({ child, msg }));
     child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));

@@ -25,6 +25,8 @@ export interface Config {
   databaseUrl?: string;
   /** Use an in-memory PGlite (tests); ignored when `databaseUrl` is set. */
   databaseInMemory: boolean;
+  /** `shared_buffers` of the embedded PGlite, e.g. `32MB` (PostgreSQL units kB, MB, GB). */
+  pgliteSharedBuffers: string;
   redisUrl?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Largest accepted JSON body, bytes. */
@@ -210,6 +212,13 @@ function url(env: Env, name: string, protocols: string[], def?: string): string 
   return v.replace(/\/+$/, '');
 }
 
+/** A PostgreSQL memory size such as `32MB` (units kB, MB, GB). */
+function pgSize(env: Env, name: string, def: string): string {
+  const v = str(env, name, def)!;
+  if (!/^[1-9]\d{0,6}(kB|MB|GB)$/.test(v)) fail(name, 'a PostgreSQL size such as 32MB (units kB, MB, GB)', v);
+  return v;
+}
+
 function list(env: Env, name: string): string[] {
   const v = str(env, name);
   return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [];
@@ -258,6 +267,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(str(env, 'DATA_DIR', './data')!),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
     databaseInMemory: bool(env, 'DATABASE_IN_MEMORY', false),
+    pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', '32MB'),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),

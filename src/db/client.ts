@@ -78,7 +78,12 @@ export async function openDatabase(config: Config): Promise<Database> {
     dataDir = path.join(config.dataDir, 'pglite');
     fs.mkdirSync(dataDir, { recursive: true });
   }
-  const client = await PGlite.create(dataDir ?? 'memory://', { extensions: { vector, pg_trgm } });
+  const client = await PGlite.create(dataDir ?? 'memory://', {
+    extensions: { vector, pg_trgm },
+    // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
+    // most of an idle embedded server's RSS.
+    postgresqlconf: [`shared_buffers = ${config.pgliteSharedBuffers}`],
+  });
   const db = drizzle({ client, schema }) as unknown as Db;
   const database: Database = {
     db,

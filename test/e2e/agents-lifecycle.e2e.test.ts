@@ -64,7 +64,7 @@ describe('agents over HTTP — the whole lifecycle', () => {
     const { body: b } = await expectStatus(201, 'POST', '/v2/agents', { headers: bob, json: { name: 'helper' } });
 
     // Four ways to ask for a token.
-    const ways = [
+    const ways: Array<Parameters<typeof http>[2]> = [
       { headers: { authorization: basic(a.client_id, a.client_secret) }, form: { grant_type: 'client_credentials' } },
       { form: { grant_type: 'client_credentials', client_id: a.client_id, client_secret: a.client_secret } },
       { headers: { authorization: basic(a.client_id, a.client_secret) }, json: { grant_type: 'client_credentials' } },

@@ -23,6 +23,8 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     ALLOW_LOOPBACK_UPSTREAMS: 'on',
     // Own Redis counters per app, so parallel test files never share a rate-limit bucket.
     RATE_LIMIT_REDIS_PREFIX: `test:rl:${randomBytes(6).toString('hex')}:`,
+    // Own realtime-analytics counters per app as well.
+    ANALYTICS_REDIS_PREFIX: `test:rt:${randomBytes(6).toString('hex')}:`,
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
     ...overrides,
   };

@@ -147,6 +147,14 @@ async function loadLiveness(ctx: AppContext, agentId: string): Promise<Liveness 
   return { ownerId: rows[0].ownerId, status: rows[0].status, secrets };
 }
 
+/** Why a token with secret `sid` is refused for this agent, or null when it is accepted. */
+function refusal(live: Liveness, sid: string): string | null {
+  if (live.status !== 'active') return `The agent is ${live.status}`;
+  const exp = live.secrets.get(sid);
+  if (exp === undefined || (exp !== null && exp <= Date.now())) return 'The client secret this token was issued with has been rotated; request a new token';
+  return null;
+}
+
 function rolesOf(v: unknown): Role[] {
   const list = Array.isArray(v) ? v.filter((r): r is Role => (ROLES as readonly string[]).includes(r as string)) : [];
   return list.length ? list : ['user'];
@@ -172,17 +180,17 @@ export async function resolveAgentToken(ctx: AppContext, token: string): Promise
     throw new AppError('invalid_token', 'Token is not an agent access token');
   }
   let live = state.cache?.get(agentId);
+  // A cached entry may only make an acceptance stale, never a refusal: a refusal from the cache
+  // (e.g. a secret created or an agent re-enabled on another instance) is re-checked fresh.
+  if (live && refusal(live, sid)) live = undefined;
   if (!live) {
     const loaded = await loadLiveness(ctx, agentId);
     if (!loaded) throw new AppError('invalid_token', 'The agent of this token does not exist');
     live = loaded;
     state.cache?.set(agentId, live);
   }
-  if (live.status !== 'active') throw new AppError('invalid_token', `The agent is ${live.status}`);
-  const exp = live.secrets.get(sid);
-  if (exp === undefined || (exp !== null && exp <= Date.now())) {
-    throw new AppError('invalid_token', 'The client secret this token was issued with has been rotated; request a new token');
-  }
+  const why = refusal(live, sid);
+  if (why) throw new AppError('invalid_token', why);
   return {
     kind: 'agent',
     agentId,

@@ -400,6 +400,6 @@ export async function systemAnalytics(ctx: AppContext, period: Period) {
  */
 export async function endpointsAnalytics(ctx: AppContext, period: Period, q: { method?: string; route?: string; sort?: 'requests' | 'p95' | 'errors'; limit?: number }) {
   await runtimeOf(ctx).endpoints.flush();
-  const res = await readEndpointStats(ctx, { from: period.from, to: period.to, ...q });
+  const res = await readEndpointStats(ctx, { method: q.method, route: q.route, sort: q.sort, limit: q.limit, from: period.from, to: period.to });
   return { period: periodView(period), totals: { ...res.totals, error_rate: rate(res.totals.errors, res.totals.requests) }, data: res.data };
 }

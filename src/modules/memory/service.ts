@@ -447,8 +447,8 @@ function poolSize(limit: number): number {
 
 /**
  * Hybrid search over the caller's memories: the nearest vectors (cosine) and the best full-text
- * matches, fused by reciprocal rank (k = 60); then candidates with `similarity < threshold` are
- * dropped (counted in `filtered_count`) and the best `limit` returned.
+ * matches, fused by weighted reciprocal rank (`config.memory.fusion`); then candidates with
+ * `similarity < threshold` are dropped (counted in `filtered_count`) and the best `limit` returned.
  * @throws AppError validation_failed (blank q), upstream_error (remote embedding provider)
  */
 export async function searchMemories(ctx: AppContext, actor: SessionActor, input: SearchInput): Promise<SearchResult> {

@@ -106,8 +106,15 @@ export class MemoryWriter {
     }
     try {
       await insertMemoryRows(this.ctx, this.ctx.db, rows, vectors);
-    } catch (err) {
-      this.ctx.log.error({ err: (err as Error).message, count: rows.length }, 'could not store execution memories');
+    } catch {
+      // one bad row (e.g. its user was deleted meanwhile) must not cost the others: retry one by one
+      for (let i = 0; i < rows.length; i++) {
+        try {
+          await insertMemoryRows(this.ctx, this.ctx.db, [rows[i]], [vectors[i]]);
+        } catch (err) {
+          this.ctx.log.error({ err: (err as Error).message, execution_id: rows[i].executionId }, 'could not store an execution memory');
+        }
+      }
     }
   }
 }

@@ -491,6 +491,12 @@ export async function listOwnedCatalogServices(ctx: AppContext, ownerId: string)
   return rows.map(serviceOf);
 }
 
+/** Ids of published services in `category` (exact), at most 5000. */
+export async function publishedServiceIdsIn(ctx: AppContext, category: string): Promise<string[]> {
+  const rows = await execRows<{ id: string }>(ctx.db, sql`select s.id from services s where s.status = 'published' and s.category = ${category} order by s.id desc limit 5000`);
+  return rows.map((r) => r.id);
+}
+
 /** Tools of the given services (id, name, service id), at most 5000. */
 export async function listCatalogToolsOf(ctx: AppContext, serviceIds: string[]): Promise<Array<{ id: string; name: string; service_id: string }>> {
   if (!serviceIds.length) return [];

@@ -20,6 +20,7 @@ import {
   listCatalogToolsOf,
   listOwnedCatalogServices,
   newestCatalogServices,
+  publishedServiceIdsIn,
   queryTerms,
   searchCatalogServices,
   searchCatalogTools,
@@ -29,7 +30,7 @@ import {
   type CatalogToolHit,
 } from '../registry/catalog.js';
 import { actorOf } from '../sessions/service.js';
-import { coUsedServices, searchSessionsByName } from '../sessions/stats.js';
+import { coUsedServices, searchSessionsByName, usageBreakdown } from '../sessions/stats.js';
 import { topServices, topTools } from '../sessions/usage.js';
 import { subscribedServiceIds } from '../subscriptions/service.js';
 import { highlightFields, markPrefix, type Highlight } from './highlight.js';
@@ -272,7 +273,16 @@ export async function popularTools(ctx: AppContext, input: { window?: '24h' | '7
   const now = new Date();
   const fromDay = dayBefore(now, windowDays(window));
   const toDay = dayBefore(now, 0);
-  const usage = await topTools(ctx, { since: fromDay, until: toDay, limit: 500 });
+  // With a category, count only that category's services (so busier categories cannot crowd it out).
+  const usage = input.category
+    ? (await usageBreakdown(ctx, { by: 'tool', serviceIds: await publishedServiceIdsIn(ctx, input.category), sinceDay: fromDay, untilDay: toDay, limit: limit * 2 })).map((r) => ({
+        tool_id: r.key,
+        calls: r.calls,
+        successes: r.successes,
+        failures: r.failures,
+        avg_duration_ms: r.avg_duration_ms,
+      }))
+    : await topTools(ctx, { since: fromDay, until: toDay, limit: 500 });
   const details = new Map((await getCatalogTools(ctx, null, usage.map((u) => u.tool_id))).map((t) => [t.id, t]));
   const data = [];
   for (const u of usage) {

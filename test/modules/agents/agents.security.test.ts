@@ -3,7 +3,7 @@ import { SignJWT, generateKeyPair } from 'jose';
 import { eq } from 'drizzle-orm';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { agentToken, createAgent } from '../../helpers/agents.js';
-import { agentSecrets } from '../../../src/db/schema/index.js';
+import { agentSecrets, agents } from '../../../src/db/schema/index.js';
 
 const { app, ctx } = await setupApp();
 
@@ -128,6 +128,17 @@ describe('agents — security', () => {
     expect(v).toEqual({ valid: false, code: 'invalid_token' });
   });
 
+  it('a cached refusal is re-checked, so a change made elsewhere is honoured at once', async () => {
+    const u = await createUser(app);
+    const a = await createAgent(app, u);
+    const t = await agentToken(app, a);
+    await call(app, { method: 'PATCH', url: `/v2/agents/${a.id}`, headers: u.headers, payload: { status: 'disabled' } }, 200);
+    await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 401); // refusal now cached
+    // Re-enabled behind this instance's back (as another instance would): no eviction here.
+    await ctx.db.update(agents).set({ status: 'active' }).where(eq(agents.id, a.id));
+    await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 200);
+  });
+
   it('refuses forged and tampered agent tokens', async () => {
     const u = await createUser(app);
     const a = await createAgent(app, u);
@@ -161,7 +172,10 @@ describe.runIf(process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL)('age
     const a = await createAgent(app, u);
     const t = await agentToken(app, a);
     await call(other.app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 200); // cached on the other instance
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers }, 200);
+    const { body: rotated } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers }, 200);
+    // A token of the new secret works on the other instance at once (a cached refusal is re-checked).
+    const fresh = await agentToken(app, { clientId: a.clientId, clientSecret: rotated.client_secret });
+    await call(other.app, { method: 'GET', url: '/v2/memory', headers: fresh.headers }, 200);
     let status = 200;
     for (let i = 0; i < 20 && status === 200; i++) {
       await new Promise((r) => setTimeout(r, 25));

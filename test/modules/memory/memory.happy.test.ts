@@ -155,7 +155,7 @@ describe('memory — hybrid search', () => {
 const GOLDEN = {
   outage: [4, 0, 1],
   rounding: [7, 4, 0],
-  snow: [6, 0, 2],
+  snow: [6, 1, 2],
 };
 
 describe('memory — automatic execution memories', () => {

@@ -62,12 +62,14 @@ describe('operations', () => {
   it('/metrics counts requests and latency by route and status', async () => {
     await app.inject({ method: 'GET', url: '/healthz' });
     await app.inject({ method: 'GET', url: '/v1/auth/me' });
+    await app.inject({ method: 'GET', url: '/idp/jwks' });
     const res = await app.inject({ method: 'GET', url: '/metrics' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/v1\/auth\/me",status="401"\} \d+/);
     expect(res.body).toMatch(/http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/healthz",status="200"\} \d+/);
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/idp\/\*",status="200"\} \d+/);
     expect(res.body).toMatch(/process_resident_memory_bytes \d+/);
   });
 

@@ -1,0 +1,69 @@
+/**
+ * Start-up time and idle memory of `npm start` (`node --import tsx src/main.ts`) on this machine:
+ * 1. first open of a fresh DATA_DIR (PGlite initialises its cluster, migrations run),
+ * 2. a later open of the same DATA_DIR.
+ * For each: `startup_ms` as logged by main.ts (from process start to listening) and the resident
+ * set size (VmRSS of /proc/<pid>/status) after IDLE_MS of idleness. Linux only (procfs).
+ *
+ *   npm run bench:startup            # RUNS=3 IDLE_MS=5000 by default
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const RUNS = Number(process.env.RUNS ?? 3);
+const IDLE_MS = Number(process.env.IDLE_MS ?? 5000);
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
+}
+
+async function once(dataDir: string): Promise<{ startup_ms: number; wall_ms: number; idle_rss_mib: number }> {
+  const port = await freePort();
+  const t0 = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const ready = await new Promise<{ startup_ms: number }>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      for (const line of buf.split('\n')) if (line.includes('agent platform ready')) resolve(JSON.parse(line));
+    });
+    child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
+  });
+  const wall = Date.now() - t0;
+  await fetch(`http://127.0.0.1:${port}/healthz`);
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const rss = rssMiB(child.pid!);
+  child.kill('SIGTERM');
+  await new Promise((r) => child.on('exit', r));
+  return { startup_ms: ready.startup_ms, wall_ms: wall, idle_rss_mib: rss };
+}
+
+const results: Array<Record<string, unknown>> = [];
+for (let i = 0; i < RUNS; i++) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-startup-'));
+  try {
+    results.push({ run: i + 1, open: 'first (fresh DATA_DIR)', ...(await once(dir)) });
+    results.push({ run: i + 1, open: 'later (same DATA_DIR)', ...(await once(dir)) });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+console.table(results);
+console.log(JSON.stringify({ load_average: os.loadavg().map((l) => Math.round(l * 10) / 10), cpus: os.cpus().length, node: process.version, results }));
