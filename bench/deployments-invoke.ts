@@ -49,12 +49,12 @@ async function json(method: string, url: string, headers: Record<string, string>
   return res.json();
 }
 
+const src = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-src-'));
 try {
   const tokens = await json('POST', '/auth/test', {}, { email: `bench-${Date.now()}@example.test` });
   const auth = { authorization: `Bearer ${tokens.access_token}` };
   const agent = await json('POST', '/v2/agents', auth, { name: 'bench' });
 
-  const src = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-src-'));
   fs.writeFileSync(path.join(src, 'index.mjs'), 'export default async (input) => ({ echo: input });\n');
   const chunks: Buffer[] = [];
   for await (const c of create({ gzip: true, cwd: src, portable: true }, ['index.mjs']) as AsyncIterable<Buffer>) chunks.push(c);
@@ -107,4 +107,5 @@ try {
 } finally {
   await app.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.rmSync(src, { recursive: true, force: true });
 }

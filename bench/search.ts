@@ -7,6 +7,7 @@
  * has data), then runs autocannon against:
  *  - `bare`: a route on a second Fastify instance in the same process doing `select 1` on the same
  *    database (floor: HTTP + one query round trip, no auth),
+ *  - `GET /v1/auth/me` (the platform's auth, rate-limit and analytics hooks + one lookup),
  *  - `GET /search/tools` with an exact word, a typo, two words, and a browse by category.
  * Prints one JSON object. Env: BENCH_TOOLS (2000), BENCH_SECONDS (5), BENCH_CONNECTIONS (10).
  */
@@ -107,6 +108,7 @@ try {
 
   const results = {
     bare_select_1: await measure(bareUrl),
+    authed_me: await measure(`${base}/v1/auth/me`, headers),
     search_exact: await measure(`${base}/search/tools?q=invoice`, headers),
     search_typo: await measure(`${base}/search/tools?q=invoce`, headers),
     search_two_words: await measure(`${base}/search/tools?q=${encodeURIComponent('create shipment')}`, headers),

@@ -6,8 +6,9 @@
  * (client_credentials token) acts for its owner's account (`accountOf`) and sees only the sessions
  * that carry its own `agent_id` — the sessions it created or that its owner created for it.
  */
-import { and, asc, desc, eq, gt, lt } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, lt, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
+import { execRows } from '../../db/client.js';
 import { executions, sessions } from '../../db/schema/index.js';
 import { accountOf, type Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
@@ -151,15 +152,21 @@ export async function getSessionFor(ctx: AppContext, actor: SessionActor, sessio
   return s;
 }
 
-/** The facts the execution path needs about a session visible to the actor. @throws AppError not_found */
+/**
+ * The facts the execution path needs about a session visible to the actor (raw SQL: this runs on
+ * every execution, and the query builder costs more than the query on PGlite).
+ * @throws AppError not_found
+ */
 export async function sessionState(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<{ id: string; status: string; agentId: string | null }> {
-  const [s] = await ctx.db
-    .select({ id: sessions.id, status: sessions.status, agentId: sessions.agentId })
-    .from(sessions)
-    .where(and(eq(sessions.id, sessionId), visibleTo(actor)))
-    .limit(1);
+  const rows = await execRows<{ id: string; status: string; agent_id: string | null }>(
+    ctx.db,
+    actor.agentId
+      ? sql`select id, status, agent_id from sessions where id = ${sessionId} and user_id = ${actor.accountId} and agent_id = ${actor.agentId}`
+      : sql`select id, status, agent_id from sessions where id = ${sessionId} and user_id = ${actor.accountId}`,
+  );
+  const s = rows[0];
   if (!s) throw notFound('Session');
-  return s;
+  return { id: s.id, status: s.status, agentId: s.agent_id };
 }
 
 /** A session with its latest executions (newest first, at most {@link RECENT_EXECUTIONS}). @throws AppError not_found */

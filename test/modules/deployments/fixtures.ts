@@ -9,13 +9,18 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Header, create } from 'tar';
 import { gzipSync } from 'node:zlib';
+import { afterAll } from 'vitest';
 import { call, type TestUser } from '../../helpers/app.js';
 
-/** A fresh temporary directory (removed at process exit). */
-export function tempDir(prefix = 'ap-dep-'): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  fs.chmodSync(dir, 0o755); // traversable by the sandbox's unprivileged user, as DATA_DIR is in production
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+/** Per test file: one root for every temporary directory, removed after the file. */
+const TMP_ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-dep-test-'));
+fs.chmodSync(TMP_ROOT, 0o755);
+afterAll(() => fs.rmSync(TMP_ROOT, { recursive: true, force: true }));
+
+/** A fresh temporary directory, mode 0755 (traversable by the sandbox's unprivileged user, as DATA_DIR is in production). */
+export function tempDir(prefix = 'd-'): string {
+  const dir = fs.mkdtempSync(path.join(TMP_ROOT, prefix));
+  fs.chmodSync(dir, 0o755);
   return dir;
 }
 
