@@ -41,9 +41,12 @@ export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength:
 /** ISO 8601 UTC timestamp string. */
 export const Timestamp = Type.String({ format: 'date-time' });
 
-/** Nullable helper. */
+/**
+ * `T | null`. Null is listed first on purpose: with ajv's type coercion (on for query strings)
+ * the first matching branch wins, and `[T, null]` would coerce a JSON `null` into `""` or `0`.
+ */
 export function Nullable<T extends TSchema>(t: T) {
-  return Type.Union([t, Type.Null()]);
+  return Type.Union([Type.Null(), t]);
 }
 
 /** OpenAPI security requirement of routes that take a user token or API key. */

@@ -259,3 +259,18 @@ describe('execute — who may call what', () => {
     expect(b.body.output.auth.authorization).toBeNull();
   });
 });
+
+describe('execute — argument injection', () => {
+  it('keeps path parameters inside the tool path and platform headers out of reach', async () => {
+    const before = upstream.seen.length;
+    for (const id of ['..', '.']) {
+      const a = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'get_item', arguments: { id } });
+      expect(a.status, id).toBe(400);
+      expect(a.body.errors[0].pointer).toBe('/arguments/id');
+    }
+    expect(upstream.seen.length).toBe(before);
+    const b = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'get_item', arguments: { id: '../../admin?x=1#f' } });
+    expect(b.status).toBe(200);
+    expect(upstream.seen.at(-1)!.url).toBe('/items/..%2F..%2Fadmin%3Fx%3D1%23f');
+  });
+});

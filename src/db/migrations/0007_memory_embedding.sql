@@ -8,6 +8,10 @@ DO $$
 BEGIN
   IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
     ALTER TABLE "memories" ADD COLUMN IF NOT EXISTS "embedding" vector(384);
+    -- keep the ~1.5 KB vector out of line (the HNSW index has its own copy): heap rows stay small,
+    -- so list and full-text scans read 3-4x fewer pages
+    ALTER TABLE "memories" ALTER COLUMN "embedding" SET STORAGE EXTERNAL;
+    ALTER TABLE "memories" SET (toast_tuple_target = 1024);
     CREATE INDEX IF NOT EXISTS "memories_embedding_hnsw_idx" ON "memories" USING hnsw ("embedding" vector_cosine_ops);
   ELSE
     ALTER TABLE "memories" ADD COLUMN IF NOT EXISTS "embedding" real[];

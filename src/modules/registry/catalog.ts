@@ -77,6 +77,16 @@ function tsquerySource(terms: string[], op: '&' | '|'): string {
   return terms.map((t, i) => `'${t}'${i === terms.length - 1 ? ':*' : ''}`).join(` ${op} `);
 }
 
+/** A text[] literal of query terms (letters and digits only, so no quoting issue). */
+function termsArray(terms: string[]): string {
+  return `{${terms.map((t) => `"${t}"`).join(',')}}`;
+}
+
+/** True when one of the service's tags equals a term (case-insensitive): one array overlap per row. */
+function tagOverlap(terms: string[]): SQL {
+  return sql`(lower(s.tags::text))::text[] && ${termsArray(terms)}::text[]`;
+}
+
 function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
@@ -155,7 +165,6 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   const { fuzzy } = await catalogCapabilities(ctx);
   const raw = (input.q ?? '').trim().toLowerCase().slice(0, 200);
   const terms = queryTerms(raw);
-  const termsJson = JSON.stringify(terms);
   const tsq = terms.length ? tsquerySource(terms, input.mode === 'any' ? '|' : '&') : null;
   const like = raw ? `%${escapeLike(raw)}%` : null;
   const filters: SQL[] = [visible(accountId)];
@@ -169,8 +178,7 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
     if (tsq) {
       arms.push(sql`select t.id, true as txt from tools t where ${TOOL_DOC} @@ (select query from qq)`);
       arms.push(sql`select t.id, true as txt from tools t where t.service_id in (select s.id from services s where ${SERVICE_DOC} @@ (select query from qq))`);
-      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s
-                    where exists (select 1 from unnest(s.tags) g where lower(g) in (select jsonb_array_elements_text(${termsJson}::jsonb))))`);
+      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${tagOverlap(terms)})`);
     }
     if (fuzzy) {
       arms.push(sql`select t.id, false as txt from tools t where ${raw} <% ${TOOL_TRGM}`);
@@ -185,28 +193,23 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
     ? sql`greatest(word_similarity(${raw}, ${TOOL_TRGM}), 0.6 * word_similarity(${raw}, ${SERVICE_TRGM}))`
     : sql`(case when ${TOOL_TRGM} like ${like} or lower(t.name) like ${like} then 0.5 when ${SERVICE_TRGM} like ${like} then 0.3 else 0 end)`;
   const bonus = sql`(case when lower(t.name) = ${raw} or ${TOOL_TRGM} = ${raw} then 0.5 else 0 end)
-    + ${terms.length ? sql`(case when exists (select 1 from unnest(s.tags) g where lower(g) in (select jsonb_array_elements_text(${termsJson}::jsonb))) then 0.1 else 0 end)` : sql`0`}`;
+    + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`}`;
 
-  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, async (tx) => {
-    const rows = raw
-      ? await execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(
-          tx,
-          sql`with qq as (select ${tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`} as query),
+  const query = raw
+    ? sql`with qq as (select ${tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`} as query),
               c as (select id, bool_or(txt) as txt from (${sql.join(arms, sql` union all `)}) a group by id)
               select t.id, ${fts} as fts, ${fuzzyScore} as fz, ${bonus} as bonus, count(*) over () as found
               from c join tools t on t.id = c.id join services s on s.id = t.service_id
               where ${sql.join(filters, sql` and `)}
               order by 2 + 3 + 4 desc, t.id desc
-              limit ${MAX_CANDIDATES}::int`,
-        )
-      : await execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(
-          tx,
-          sql`select t.id, 0 as fts, 0 as fz, 0 as bonus, count(*) over () as found
+              limit ${MAX_CANDIDATES}::int`
+    : sql`select t.id, 0 as fts, 0 as fz, 0 as bonus, count(*) over () as found
               from tools t join services s on s.id = t.service_id
               where ${sql.join(filters, sql` and `)}
-              order by t.id desc limit ${MAX_BROWSE}::int`,
-        );
-    return rows;
+              order by t.id desc limit ${MAX_BROWSE}::int`;
+  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, async (tx) => {
+    if (process.env.PHASE) console.log((await execRows<Record<string, unknown>>(tx, sql`explain analyze ${query}`)).map((x) => Object.values(x)[0]).join('\n'));
+    return execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(tx, query);
   });
   const found = ranked.length ? Number(ranked[0].found) : 0;
 
@@ -293,13 +296,12 @@ export async function searchCatalogServices(ctx: AppContext, accountId: string |
   const terms = queryTerms(raw);
   if (!raw) return { hits: [], found: 0 };
   const tsq = terms.length ? tsquerySource(terms, '&') : null;
-  const termsJson = JSON.stringify(terms);
   const like = `%${escapeLike(raw)}%`;
   const fts = tsq ? sql`ts_rank(${RANK_WEIGHTS}, ${SERVICE_DOC}, (select query from qq))` : sql`0::float4`;
   const fz = fuzzy ? sql`word_similarity(${raw}, ${SERVICE_TRGM})` : sql`(case when ${SERVICE_TRGM} like ${like} then 0.5 else 0 end)`;
   const textMatch = tsq ? sql`${SERVICE_DOC} @@ (select query from qq)` : sql`false`;
   const fuzzyMatch = fuzzy ? sql`${raw} <% ${SERVICE_TRGM}` : sql`${SERVICE_TRGM} like ${like}`;
-  const tagMatch = terms.length ? sql`exists (select 1 from unnest(s.tags) g where lower(g) in (select jsonb_array_elements_text(${termsJson}::jsonb)))` : sql`false`;
+  const tagMatch = terms.length ? tagOverlap(terms) : sql`false`;
   const rows = await withSearchSettings(ctx, fuzzy, (tx) =>
     execRows<Record<string, unknown>>(
       tx,

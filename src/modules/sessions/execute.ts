@@ -67,6 +67,8 @@ interface CallOutcome {
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+/** Headers an argument may not set: framing, hop-by-hop, and the platform's own. */
+const RESERVED_HEADER = /^(?:host|content-length|content-type|transfer-encoding|connection|keep-alive|te|trailer|upgrade|expect|proxy-.*|x-agent-platform-.*)$/;
 
 /**
  * Run one tool execution for `actor` in session `sessionId`.
@@ -204,7 +206,12 @@ export function buildHttpRequest(
     if (v === undefined || v === null) {
       throw new AppError('validation_failed', `Missing path parameter "${n}"`, { errors: [{ in: 'body', pointer: `/arguments/${n}`, message: 'is required (path parameter)' }] });
     }
-    path = path.replaceAll(`{${n}}`, encodeURIComponent(queryValue(v)));
+    const value = queryValue(v);
+    // `.`/`..` would be resolved as dot-segments (even percent-encoded) and leave the tool's path.
+    if (value === '.' || value === '..') {
+      throw new AppError('validation_failed', `Path parameter "${n}" may not be "${value}"`, { errors: [{ in: 'body', pointer: `/arguments/${n}`, message: 'may not be a dot-segment' }] });
+    }
+    path = path.replaceAll(`{${n}}`, encodeURIComponent(value));
   }
   const base = t.service.baseUrl.replace(/\/+$/, '');
   const url = new URL(base + (path.startsWith('/') ? path : `/${path}`));
@@ -227,7 +234,8 @@ export function buildHttpRequest(
       if (Array.isArray(v)) for (const item of v) url.searchParams.append(k, queryValue(item));
       else url.searchParams.append(k, queryValue(v));
     } else if (loc === 'header') {
-      if (v !== null) headers[k.toLowerCase()] = queryValue(v);
+      const name = k.toLowerCase();
+      if (v !== null && !RESERVED_HEADER.test(name)) headers[name] = queryValue(v).replace(/[\r\n]/g, ' ');
     } else {
       (bodyObject ??= {})[k] = v;
     }
