@@ -8,7 +8,8 @@
  *  - `bare`: a route on a second Fastify instance in the same process doing `select 1` on the same
  *    database (floor: HTTP + one query round trip, no auth),
  *  - `GET /v1/auth/me` (the platform's auth, rate-limit and analytics hooks + one lookup),
- *  - `GET /search/tools` with an exact word, a typo, two words, and a browse by category.
+ *  - `GET /search/tools` with an exact word, a typo, two words, and a browse by category (with
+ *    BENCH_CONNECTIONS connections), then the exact word and the typo over one connection.
  * Prints one JSON object. Env: BENCH_TOOLS (2000), BENCH_SECONDS (5), BENCH_CONNECTIONS (10).
  */
 import os from 'node:os';
@@ -62,8 +63,8 @@ function pick<T>(xs: T[], i: number): T {
   return xs[i % xs.length];
 }
 
-async function measure(url: string, headers: Record<string, string> = {}) {
-  const r = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
+async function measure(url: string, headers: Record<string, string> = {}, connections = CONNECTIONS) {
+  const r = await autocannon({ url, headers, connections, duration: SECONDS });
   return { rps: Math.round(r.requests.average), p50_ms: r.latency.p50, p90_ms: r.latency.p90, p99_ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
 }
 
@@ -113,6 +114,9 @@ try {
     search_typo: await measure(`${base}/search/tools?q=invoce`, headers),
     search_two_words: await measure(`${base}/search/tools?q=${encodeURIComponent('create shipment')}`, headers),
     browse_category: await measure(`${base}/search/tools?category=travel`, headers),
+    // One connection: the latency of a lone request (no queueing behind others).
+    search_exact_1_connection: await measure(`${base}/search/tools?q=invoice`, headers, 1),
+    search_typo_1_connection: await measure(`${base}/search/tools?q=invoce`, headers, 1),
   };
   const sample = await (await fetch(`${base}/search/tools?q=invoce&limit=3`, { headers })).json();
   console.log(

@@ -207,10 +207,7 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
               from tools t join services s on s.id = t.service_id
               where ${sql.join(filters, sql` and `)}
               order by t.id desc limit ${MAX_BROWSE}::int`;
-  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, async (tx) => {
-    if (process.env.PHASE) console.log((await execRows<Record<string, unknown>>(tx, sql`explain analyze ${query}`)).map((x) => Object.values(x)[0]).join('\n'));
-    return execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(tx, query);
-  });
+  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, (tx) => execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(tx, query));
   const found = ranked.length ? Number(ranked[0].found) : 0;
 
   // Blend popularity, order, cut the page.
