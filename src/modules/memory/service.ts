@@ -19,7 +19,7 @@ import { getAgentForAccount } from '../agents/service.js';
 import { getSessionFor, listSessionExecutions, listSessions, topTools, type SessionActor, type SessionView } from '../sessions/service.js';
 import { createEmbeddingProvider, type EmbeddingProvider } from './embeddings.js';
 import { describeExecution } from './sentences.js';
-import { fusedCandidates, insertMemoryRows, vectorParam, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
+import { fusedCandidates, HNSW_INDEX, insertMemoryRows, vectorParam, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
 import { extractiveSummary, llmSummary, type BuiltSummary, type SummaryExecution } from './summarizer.js';
 import { MemoryWriter } from './writer.js';
 
@@ -148,7 +148,7 @@ export async function initMemory(ctx: AppContext): Promise<void> {
       if (ctx.database.hasVector && colDims !== want.dimensions) {
         await tx.execute(sql`drop index if exists memories_embedding_hnsw_idx`);
         await tx.execute(sql.raw(`alter table memories alter column embedding type vector(${want.dimensions}) using null`));
-        await tx.execute(sql`create index memories_embedding_hnsw_idx on memories using hnsw (embedding vector_cosine_ops)`);
+        await tx.execute(HNSW_INDEX);
       } else if (stored > 0) {
         await tx.execute(sql`update memories set embedding = null where embedding is not null`);
       }

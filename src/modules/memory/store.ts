@@ -14,6 +14,11 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 
+/** The HNSW index of the pgvector path (also created by migration 0007; keep both in sync). */
+export const HNSW_INDEX = sql.raw(
+  'create index if not exists memories_embedding_hnsw_idx on memories using hnsw (embedding vector_cosine_ops) with (m = 32, ef_construction = 200)',
+);
+
 /** Text form of a vector for a `::vector` or `::real[]` cast (float32 round-trips exactly). */
 export function vectorText(v: Float32Array, hasVector: boolean): string {
   const parts = new Array<string>(v.length);
@@ -110,7 +115,7 @@ export function orTsQuery(q: string): SQL {
 
 /**
  * Hybrid candidates in one statement: the `pool` nearest vectors and the `pool` best full-text
- * matches (`ts_rank_cd`) under `where`, fused by weighted reciprocal rank fusion (Cormack et al.
+ * matches (`ts_rank`) under `where`, fused by weighted reciprocal rank fusion (Cormack et al.
  * 2009; score = Σ weight / (k + rank), `MEMORY_RRF_K`, `MEMORY_*_WEIGHT`), best first. `where` must
  * scope to the caller (`user_id = …`).
  */
@@ -138,7 +143,7 @@ export async function fusedCandidates(
     ctes.push(sql`tq as (select ${orTsQuery(input.query)} as q)`);
     ctes.push(sql`t as (
       select id, row_number() over (order by rk desc, id desc) as r from (
-        select m.id, ts_rank_cd(m.content_tsv, tq.q) as rk from memories m, tq
+        select m.id, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
         where ${input.where} and m.content_tsv @@ tq.q
         order by rk desc, m.id desc limit ${input.pool}::int
       ) s

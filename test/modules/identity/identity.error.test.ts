@@ -1,5 +1,5 @@
 /** Identity — wrong input and wrong sequence: every rule answers with its own status and code. */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
@@ -107,7 +107,8 @@ describe('POST /v1/auth/callback', () => {
 
   it('refuses an expired state (10 minutes)', async () => {
     const start = await loginStart();
-    await execRows(ctx.db, sql`update login_states set expires_at = now() - interval '1 second' where consumed_at is null and created_at > now() - interval '1 minute'`);
+    const hash = createHash('sha256').update(start.state).digest('hex');
+    await execRows(ctx.db, sql`update login_states set expires_at = now() - interval '1 second' where state_hash = ${hash}`);
     const { body } = await call(app, { method: 'POST', url: '/v1/auth/callback', payload: { code: 'x', redirect_uri: REDIRECT, state: start.state } }, 400);
     expect(body).toMatchObject({ code: 'invalid_login_state' });
     expect(body.detail).toMatch(/expired/);

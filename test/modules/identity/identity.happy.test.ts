@@ -1,23 +1,27 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 
-const { app } = await setupApp({ ADMIN_EMAILS: 'boss@example.test' });
+// Unique per run: on PostgreSQL, test files share one database.
+const tag = randomBytes(4).toString('hex');
+const BOSS = `boss-${tag}@example.test`;
+const { app } = await setupApp({ ADMIN_EMAILS: BOSS });
 
 describe('identity — happy paths', () => {
   it('registers, logs in, reads and updates the profile', async () => {
-    const { body: user } = await call(app, { method: 'POST', url: '/auth/register', payload: { email: 'Ada@Example.test', password: 'correct horse', name: 'Ada' } }, 201);
-    expect(user.email).toBe('ada@example.test');
+    const { body: user } = await call(app, { method: 'POST', url: '/auth/register', payload: { email: `Ada-${tag}@Example.test`, password: 'correct horse', name: 'Ada' } }, 201);
+    expect(user.email).toBe(`ada-${tag}@example.test`);
     expect(user.user_id).toMatch(/^agent-platform\|usr_[0-9a-z]{26}$/);
     expect(user.roles).toEqual(['user']);
 
-    const { body: tokens, res } = await call(app, { method: 'POST', url: '/auth/login', payload: { email: 'ada@example.test', password: 'correct horse' } }, 200);
+    const { body: tokens, res } = await call(app, { method: 'POST', url: '/auth/login', payload: { email: `ada-${tag}@example.test`, password: 'correct horse' } }, 200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(tokens).toMatchObject({ token_type: 'Bearer', expires_in: 86400 });
     expect(tokens.refresh_token).toMatch(/^rt_/);
     const auth = { authorization: `Bearer ${tokens.access_token}` };
 
     const { body: me } = await call(app, { method: 'GET', url: '/v1/auth/me', headers: auth }, 200);
-    expect(me).toMatchObject({ user_id: user.user_id, email: 'ada@example.test', name: 'Ada', roles: ['user'], subscription: { tier: 'user' } });
+    expect(me).toMatchObject({ user_id: user.user_id, email: `ada-${tag}@example.test`, name: 'Ada', roles: ['user'], subscription: { tier: 'user' } });
     const { body: same } = await call(app, { method: 'GET', url: '/auth/profile', headers: auth }, 200);
     expect(same).toEqual(me);
 
@@ -47,7 +51,7 @@ describe('identity — happy paths', () => {
   });
 
   it('gives admin to ADMIN_EMAILS at registration', async () => {
-    const { body } = await call(app, { method: 'POST', url: '/auth/register', payload: { email: 'boss@example.test', password: 'longenough' } }, 201);
+    const { body } = await call(app, { method: 'POST', url: '/auth/register', payload: { email: BOSS, password: 'longenough' } }, 201);
     expect(body.roles).toContain('admin');
   });
 
