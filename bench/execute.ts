@@ -26,6 +26,8 @@ import { Agent, request } from 'undici';
 
 const SELF = fileURLToPath(import.meta.url);
 const role = process.argv[2];
+// Children end with the driver.
+if (role) process.on('disconnect', () => process.exit(0));
 
 // ------------------------------------------------------------------ child: upstream
 
@@ -76,7 +78,7 @@ if (role === 'platform') {
   const owner = { authorization: await token('bench-owner@example.test') };
   const user = { authorization: await token('bench-user@example.test') };
   const svc = await call('POST', '/owner/services', owner, {
-    name: 'bench-weather',
+    name: `bench-weather-${Date.now().toString(36)}`,
     description: 'benchmark upstream',
     base_url: upstreamUrl,
     auth: { type: 'bearer', secret: 'upstream-secret' },
@@ -110,6 +112,7 @@ function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
   // BENCH_PROFILE=<dir>: CPU-profile the platform process (written when it exits).
   const prof = args[0] === 'platform' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   const child = fork(SELF, args, { execArgv: [...process.execArgv, ...prof], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.push(child);
   return new Promise((resolve, reject) => {
     child.once('message', (msg) => resolve({ child, msg }));
     child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
@@ -150,7 +153,21 @@ async function cannon(opts: autocannon.Options): Promise<Run> {
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
 }
 
+const children: ChildProcess[] = [];
+function stopChildren(): void {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+}
+
 if (!role) {
+  process.on('exit', stopChildren);
+  process.on('uncaughtException', (err) => {
+    console.error(err);
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (err) => {
+    console.error(err);
+    process.exit(1);
+  });
   const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
   const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
   const up = await spawn(['upstream']);
@@ -193,8 +210,7 @@ if (!role) {
       throughput: { connections: CONNECTIONS, direct: tput.direct, platform: tput.platform, ratio: Number(ratio.toFixed(3)) },
     }),
   );
-  pl.child.kill('SIGTERM');
-  up.child.kill('SIGTERM');
+  stopChildren();
   const failed = lat.platform.non2xx + tput.platform.non2xx + lat.platform.errors + tput.platform.errors;
   process.exit(failed ? 1 : 0);
 }
