@@ -68,4 +68,26 @@ describe('execute — agents', () => {
     const { body: s } = await expectHttp(base, 'GET', `/v1/agents/${sid}`, 200, { headers: owner.headers });
     expect(s.executions[0].agent_id).toBe(agent.id);
   });
+
+  it('refuses an agent token without the tools:execute scope (403 insufficient_scope), sending nothing upstream', async () => {
+    const upstream = await startToolUpstream();
+    const owner = await createUser(app);
+    const agent = await createAgent(app, owner);
+    const svc = await registerService(base, owner, {
+      name: `agt-scope-${Date.now().toString(36)}`,
+      description: 'own',
+      base_url: upstream.url,
+      tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
+    });
+    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, { headers: owner.headers, body: { service: svc.name } });
+    const readOnly = await agentToken(app, agent, 'memory:read');
+    const sid = await newSession(base, readOnly.headers);
+    const refused = await execute(base, readOnly.headers, sid, { service: svc.name, tool: 'fast' });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe('insufficient_scope');
+    expect(upstream.seen.length).toBe(0);
+    const full = await agentToken(app, agent, 'tools:execute');
+    const ok = await execute(base, full.headers, sid, { service: svc.name, tool: 'fast' });
+    expect(ok.status).toBe(200);
+  });
 });

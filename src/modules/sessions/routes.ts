@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { principalOf, requireAuth } from '../../http/auth.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { requireScope } from '../agents/tokens.js';
 import { executeTool } from './execute.js';
 import { CreateSessionBody, ExecuteBody, ExecuteResultSchema, SessionDetailsSchema, SessionListQuery, SessionSchema } from './schemas.js';
 import { actorOf, closeSession, createSession, getSessionDetails, listSessions } from './service.js';
@@ -105,7 +106,9 @@ export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
       },
     },
     async (req, reply) => {
-      const { result, headers } = await executeTool(ctx, actorOf(principalOf(req)), req.params.id, req.body);
+      const principal = principalOf(req);
+      requireScope(principal, 'tools:execute');
+      const { result, headers } = await executeTool(ctx, actorOf(principal), req.params.id, req.body);
       reply.headers(headers);
       return result;
     },
