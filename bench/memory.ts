@@ -1,7 +1,7 @@
 /**
  * User-memory benchmark (issue 5 §3): `npm run bench:memory`.
  *
- * 1. Retrieval quality on the committed labelled set (bench/data/memory-retrieval.json: 331
+ * 1. Retrieval quality on the committed labelled set (bench/fixtures/memory-retrieval.json: 331
  *    memories, 67 paraphrased questions): recall@5 and MRR@10 of vector-only, full-text-only and
  *    hybrid search, through the service's own search (`searchMemories`, modes vector/text/hybrid).
  * 2. Scale on the pgvector path (PGlite): BENCH_SCALE_N (default 100,000) memories of one user,
@@ -28,7 +28,7 @@ import { embeddingProviderOf, flushMemoryWrites, rememberExecution, searchMemori
 import { HNSW_INDEX, insertMemoryRows, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const data = JSON.parse(fs.readFileSync(path.join(here, 'data/memory-retrieval.json'), 'utf8')) as {
+const data = JSON.parse(fs.readFileSync(path.join(here, 'fixtures/memory-retrieval.json'), 'utf8')) as {
   memories: Array<{ id: string; topic: string; content: string }>;
   queries: Array<{ id: string; topic: string; text: string; relevant: string[] }>;
 };

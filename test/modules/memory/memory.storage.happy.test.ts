@@ -21,7 +21,7 @@ import { insertMemoryRows, type NewMemoryRow } from '../../../src/modules/memory
 import { createUser, setupApp } from '../../helpers/app.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const data = JSON.parse(fs.readFileSync(path.join(here, '../../../bench/data/memory-retrieval.json'), 'utf8')) as {
+const data = JSON.parse(fs.readFileSync(path.join(here, '../../../bench/fixtures/memory-retrieval.json'), 'utf8')) as {
   memories: Array<{ id: string; content: string }>;
   queries: Array<{ id: string; text: string; relevant: string[] }>;
 };
