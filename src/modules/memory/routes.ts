@@ -1,6 +1,7 @@
 /** HTTP routes of the user-memory module (spec group "Memory"). Users and agents may call them. */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { principalOf, requireAuth } from '../../http/auth.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
@@ -43,6 +44,10 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['memory'];
   const security = USER_SECURITY;
+  /** Route options of a GET with only a query: `querystring` in, `result` (200) or a problem (400/401/429 and `errors`) out. */
+  const queryRoute = <Q extends TSchema, R extends TSchema>(operationId: string, summary: string, querystring: Q, result: R, ...errors: number[]) => ({
+    schema: { tags, security, operationId, summary, querystring, response: { 200: result, ...errorResponses(...errors) } },
+  });
 
   r.post(
     '/memory',
@@ -56,32 +61,22 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   );
   r.get(
     '/memory',
-    { schema: { tags, security, operationId: 'memory.list', summary: "List the caller's memories, newest first", querystring: ListMemoryQuery, response: { 200: ListOf(MemorySchema), ...errorResponses() } } },
+    queryRoute('memory.list', "List the caller's memories, newest first", ListMemoryQuery, ListOf(MemorySchema)),
     async (req) => listMemories(ctx, actorOf(principalOf(req)), req.query),
   );
   r.get(
     '/memory/paginated',
-    { schema: { tags, security, operationId: 'memory.listPaginated', summary: 'Memories by page, with a total', querystring: PagedMemoryQuery, response: { 200: MemoryPageSchema, ...errorResponses() } } },
+    queryRoute('memory.listPaginated', 'Memories by page, with a total', PagedMemoryQuery, MemoryPageSchema),
     async (req) => listMemoriesPaged(ctx, actorOf(principalOf(req)), req.query),
   );
   r.get(
     '/memory/search',
-    {
-      schema: {
-        tags, security, operationId: 'memory.search', summary: 'Hybrid search (vector + full text, fused) with a similarity threshold',
-        querystring: SearchQuery, response: { 200: SearchResultSchema, ...errorResponses(502, 504) },
-      },
-    },
+    queryRoute('memory.search', 'Hybrid search (vector + full text, fused) with a similarity threshold', SearchQuery, SearchResultSchema, 502, 504),
     async (req) => searchMemories(ctx, actorOf(principalOf(req)), req.query),
   );
   r.get(
     '/memory/context/agent',
-    {
-      schema: {
-        tags, security, operationId: 'memory.agentContext', summary: 'What an agent should know before acting: relevant memories, recent sessions, frequent tools, stats',
-        querystring: ContextQuery, response: { 200: ContextSchema, ...errorResponses(502, 504) },
-      },
-    },
+    queryRoute('memory.agentContext', 'What an agent should know before acting: relevant memories, recent sessions, frequent tools, stats', ContextQuery, ContextSchema, 502, 504),
     async (req) => agentContext(ctx, actorOf(principalOf(req)), req.query),
   );
   r.get(
@@ -111,7 +106,7 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   );
   r.get(
     '/memory/stats',
-    { schema: { tags, security, operationId: 'memory.stats', summary: 'Memory statistics', querystring: StatsQuery, response: { 200: StatsSchema, ...errorResponses() } } },
+    queryRoute('memory.stats', 'Memory statistics', StatsQuery, StatsSchema),
     async (req) => memoryStats(ctx, actorOf(principalOf(req)), req.query),
   );
   r.delete(

@@ -17,6 +17,7 @@ import { newId } from '../../http/ids.js';
 import { decodeCursor, encodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { getAgentForAccount } from '../agents/service.js';
 import { getSessionFor, listSessionExecutions, listSessions, topTools, type SessionActor, type SessionView } from '../sessions/service.js';
+import type { ExecutionRecord } from '../sessions/usage.js';
 import { createEmbeddingProvider, type EmbeddingProvider } from './embeddings.js';
 import { describeExecution } from './sentences.js';
 import { fusedCandidates, HNSW_INDEX, insertMemoryRows, vectorParam, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
@@ -28,21 +29,9 @@ export type { SessionActor } from '../sessions/service.js';
 // ------------------------------------------------------------------------------------ contract
 
 /** One finished tool execution, as the executor reports it (contract with the sessions module). */
-export interface ExecutionMemoryInput {
+export interface ExecutionMemoryInput extends Omit<ExecutionRecord, 'id' | 'at'> {
   executionId: string;
-  userId: string;
-  sessionId: string;
-  agentId: string | null;
-  serviceId: string;
   serviceName: string;
-  toolId: string;
-  toolName: string;
-  arguments: Record<string, unknown>;
-  status: 'succeeded' | 'failed';
-  httpStatus: number | null;
-  output: unknown;
-  error: { code: string; message: string } | null;
-  durationMs: number;
 }
 
 /**

@@ -196,7 +196,7 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
     + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`}`;
 
   const query = raw
-    ? sql`with qq as (select ${tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`} as query),
+    ? sql`with qq as (select ${tsQueryOf(tsq)} as query),
               c as (select id, bool_or(txt) as txt from (${sql.join(arms, sql` union all `)}) a group by id)
               select t.id, ${fts} as fts, ${fuzzyScore} as fz, ${bonus} as bonus, count(*) over () as found
               from c join tools t on t.id = c.id join services s on s.id = t.service_id
@@ -230,9 +230,9 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
       await execRows<Record<string, unknown>>(
         ctx.db,
         sql`select t.id, t.name, t.description, t.method, t.status, t.created_at,
-                   s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status, (s.owner_id = ${accountId ?? ''}) as owned
+                   ${TOOL_SERVICE_COLUMNS}, (s.owner_id = ${accountId ?? ''}) as owned
             from tools t join services s on s.id = t.service_id
-            where t.id in (select jsonb_array_elements_text(${JSON.stringify(page.map((p) => p.id))}::jsonb))`,
+            where t.id in ${idList(page.map((p) => p.id))}`,
       )
     ).map((r) => [String(r.id), r]),
   );
@@ -242,23 +242,40 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
     if (!r) continue; // deleted between the two queries
     hits.push({
       tool: { id: h.id, name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at) },
-      service: {
-        id: String(r.service_id),
-        name: String(r.service_name),
-        display_name: String(r.display_name),
-        category: (r.category as string | null) ?? null,
-        tags: (r.tags as string[]) ?? [],
-        status: String(r.service_status),
-        owned: Boolean(r.owned),
-      },
+      service: { ...toolServiceOf(r), owned: Boolean(r.owned) },
       score: round(h.score),
       text_score: round(h.text),
       calls: h.calls,
       popularity: round(h.p),
-      match: !raw ? 'filter' : h.fts > 0 ? 'text' : fuzzy && h.fz > 0 ? 'fuzzy' : h.fz > 0 ? 'substring' : 'text',
+      match: !raw ? 'filter' : matchOf(h.fts, h.fz, fuzzy),
     });
   }
   return { hits, found, fuzzy };
+}
+
+/** How a hit matched, from its full-text and fuzzy (or substring) scores. */
+function matchOf(fts: number, fz: number, fuzzy: boolean): 'text' | 'fuzzy' | 'substring' {
+  return fts > 0 ? 'text' : fuzzy && fz > 0 ? 'fuzzy' : fz > 0 ? 'substring' : 'text';
+}
+
+/** The `qq` query: the parsed tsquery source, or a null tsquery when there are no terms. */
+function tsQueryOf(tsq: string | null): SQL {
+  return tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`;
+}
+
+/** Service columns of a tool row joined to its service (`t` join `s`), read back by {@link toolServiceOf}. */
+const TOOL_SERVICE_COLUMNS = sql`s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status`;
+
+/** The service of a tool row selected with {@link TOOL_SERVICE_COLUMNS}. */
+function toolServiceOf(r: Record<string, unknown>) {
+  return {
+    id: String(r.service_id),
+    name: String(r.service_name),
+    display_name: String(r.display_name),
+    category: (r.category as string | null) ?? null,
+    tags: (r.tags as string[]) ?? [],
+    status: String(r.service_status),
+  };
 }
 
 function round(n: number): number {
@@ -302,7 +319,7 @@ export async function searchCatalogServices(ctx: AppContext, accountId: string |
   const rows = await withSearchSettings(ctx, fuzzy, (tx) =>
     execRows<Record<string, unknown>>(
       tx,
-      sql`with qq as (select ${tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`} as query),
+      sql`with qq as (select ${tsQueryOf(tsq)} as query),
           scored as (
             select s.id, s.name, s.display_name, s.description, s.category, s.tags, s.status, (s.owner_id = ${accountId ?? ''}) as owned,
                    (select count(*) from tools t where t.service_id = s.id) as tool_count,
@@ -328,7 +345,7 @@ export async function searchCatalogServices(ctx: AppContext, accountId: string |
       owned: Boolean(r.owned),
       tool_count: Number(r.tool_count),
       score: round(Number(r.score)),
-      match: Number(r.fts) > 0 ? 'text' : fuzzy && Number(r.fz) > 0 ? 'fuzzy' : Number(r.fz) > 0 ? 'substring' : 'text',
+      match: matchOf(Number(r.fts), Number(r.fz), fuzzy),
     })),
   };
 }
@@ -433,6 +450,16 @@ function idList(ids: string[]): SQL {
   return sql`(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`;
 }
 
+/** {@link idList} of ids to leave out (`['']` when there are none). */
+function excludedList(ids: string[]): SQL {
+  return idList(ids.length ? ids : ['']);
+}
+
+/** `and <visible to accountId>`, or nothing for `'*'` (any status). */
+function andVisible(accountId: string | null | '*'): SQL {
+  return accountId === '*' ? sql`` : sql`and ${visible(accountId)}`;
+}
+
 /**
  * Services by id, in any order, restricted to those visible to `accountId` (`published` or owned;
  * `accountId` null → published only; `'*'` → any status, for analytics of already-authorised ids).
@@ -441,7 +468,7 @@ export async function getCatalogServices(ctx: AppContext, accountId: string | nu
   if (!ids.length) return [];
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
-    sql`select ${SERVICE_COLUMNS} from services s where s.id in ${idList(ids.slice(0, 5000))} ${accountId === '*' ? sql`` : sql`and ${visible(accountId)}`}`,
+    sql`select ${SERVICE_COLUMNS} from services s where s.id in ${idList(ids.slice(0, 5000))} ${andVisible(accountId)}`,
   );
   return rows.map(serviceOf);
 }
@@ -461,10 +488,9 @@ export async function getCatalogTools(ctx: AppContext, accountId: string | null 
   if (!ids.length) return [];
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
-    sql`select t.id, t.name, t.description, t.method, t.status,
-               s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status, s.owner_id
+    sql`select t.id, t.name, t.description, t.method, t.status, ${TOOL_SERVICE_COLUMNS}, s.owner_id
         from tools t join services s on s.id = t.service_id
-        where t.id in ${idList(ids.slice(0, 5000))} ${accountId === '*' ? sql`` : sql`and ${visible(accountId)}`}`,
+        where t.id in ${idList(ids.slice(0, 5000))} ${andVisible(accountId)}`,
   );
   return rows.map((r) => ({
     id: String(r.id),
@@ -472,15 +498,7 @@ export async function getCatalogTools(ctx: AppContext, accountId: string | null 
     description: String(r.description),
     method: String(r.method),
     status: String(r.status),
-    service: {
-      id: String(r.service_id),
-      name: String(r.service_name),
-      display_name: String(r.display_name),
-      category: (r.category as string | null) ?? null,
-      tags: (r.tags as string[]) ?? [],
-      status: String(r.service_status),
-      owner_id: String(r.owner_id),
-    },
+    service: { ...toolServiceOf(r), owner_id: String(r.owner_id) },
   }));
 }
 
@@ -524,7 +542,7 @@ export async function similarCatalogServices(
                  coalesce(lower(s.category) in (select v from c), false) as category_match,
                  array(select x from unnest(s.tags) x where lower(x) in (select v from g) order by x) as shared_tags
           from services s
-          where s.status = 'published' and s.id not in ${idList(input.excludeIds.length ? input.excludeIds : [''])}
+          where s.status = 'published' and s.id not in ${excludedList(input.excludeIds)}
         ) r
         where category_match or cardinality(shared_tags) > 0
         order by (case when category_match then 2 else 0 end) + cardinality(shared_tags) desc, id desc
@@ -538,7 +556,7 @@ export async function newestCatalogServices(ctx: AppContext, input: { excludeIds
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
     sql`select ${SERVICE_COLUMNS} from services s
-        where s.status = 'published' and s.id not in ${idList(input.excludeIds.length ? input.excludeIds : [''])}
+        where s.status = 'published' and s.id not in ${excludedList(input.excludeIds)}
         order by s.published_at desc nulls last, s.id desc limit ${input.limit}::int`,
   );
   return rows.map(serviceOf);

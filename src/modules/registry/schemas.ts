@@ -79,19 +79,36 @@ export const OwnerToolSchema = Type.Object({ ...ToolSchema.properties, open_repo
 
 const Problem = Type.Object({ pointer: Type.String(), message: Type.String() });
 
-const ServiceFields = {
+/** Fields every service view starts with (id, names, description); shared with the search schemas. */
+export const ServiceIdentityFields = {
   id: Type.String(),
   name: Type.String(),
   display_name: Type.String(),
   description: Type.String(),
-  base_url: Type.String(),
+};
+
+/** Classification fields of a service (category, tags); shared with the search schemas. */
+export const ServiceClassFields = {
   category: Nullable(Type.String()),
   tags: Type.Array(Type.String()),
+};
+
+/** The native manifest fields, in manifest order. */
+const ManifestFields = {
+  ...ServiceIdentityFields,
+  base_url: Type.String(),
+  ...ServiceClassFields,
   version: Nullable(Type.String()),
+};
+
+const AuthViewSchema = Type.Object({ type: Type.String(), name: Nullable(Type.String()) });
+
+const ServiceFields = {
+  ...ManifestFields,
   source: Type.Union([Type.Literal('manifest'), Type.Literal('openapi'), Type.Literal('mcp')]),
   source_url: Nullable(Type.String()),
   status: Type.String({ description: 'draft | pending_verification | published | rejected | unpublished' }),
-  auth: Type.Object({ type: Type.String(), name: Nullable(Type.String()) }),
+  auth: AuthViewSchema,
   published_at: Nullable(Timestamp),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -132,12 +149,8 @@ export const SigningSecretSchema = Type.Object({ signing_secret: Type.String({ d
 
 /** Marketplace list item. */
 export const PublicServiceSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  display_name: Type.String(),
-  description: Type.String(),
-  category: Nullable(Type.String()),
-  tags: Type.Array(Type.String()),
+  ...ServiceIdentityFields,
+  ...ServiceClassFields,
   version: Nullable(Type.String()),
   source: Type.String(),
   tool_count: Type.Integer(),
@@ -146,16 +159,9 @@ export const PublicServiceSchema = Type.Object({
 
 /** Public manifest: the native manifest format plus ids and statuses, no secrets. */
 export const PublicManifestSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  display_name: Type.String(),
-  description: Type.String(),
-  base_url: Type.String(),
-  category: Nullable(Type.String()),
-  tags: Type.Array(Type.String()),
-  version: Nullable(Type.String()),
+  ...ManifestFields,
   status: Type.String(),
-  auth: Type.Object({ type: Type.String(), name: Nullable(Type.String()) }),
+  auth: AuthViewSchema,
   tools: Type.Array(ToolSchema),
 });
 

@@ -195,8 +195,8 @@ function toolView(t: ToolRow, aliases: string[]): ToolView {
   };
 }
 
-/** Service fields shown to its owner (no secrets). */
-export function serviceView(s: ServiceRow) {
+/** The native manifest fields of a service (id, names, description, base URL, category, tags, version). */
+function manifestView(s: ServiceRow) {
   return {
     id: s.id,
     name: s.name,
@@ -206,6 +206,13 @@ export function serviceView(s: ServiceRow) {
     category: s.category ?? null,
     tags: s.tags,
     version: s.version ?? null,
+  };
+}
+
+/** Service fields shown to its owner (no secrets). */
+export function serviceView(s: ServiceRow) {
+  return {
+    ...manifestView(s),
     source: s.source as ServiceSource,
     source_url: s.sourceUrl ?? null,
     status: s.status,
@@ -769,14 +776,7 @@ export async function getPublicManifest(ctx: AppContext, accountId: string, ref:
   const [s] = await ctx.db.select().from(services).where(serviceWhere(ref)).limit(1);
   if (!s || (s.status !== 'published' && s.ownerId !== accountId)) throw notFound('Service');
   return {
-    id: s.id,
-    name: s.name,
-    display_name: s.displayName,
-    description: s.description,
-    base_url: s.baseUrl,
-    category: s.category ?? null,
-    tags: s.tags,
-    version: s.version ?? null,
+    ...manifestView(s),
     status: s.status,
     auth: authView(s),
     tools: await listServiceTools(ctx, s.id),

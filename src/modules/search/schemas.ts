@@ -1,6 +1,7 @@
 /** TypeBox schemas of the search routes (responses modelled on Typesense/Algolia: hits with score and highlights). */
 import { Type, type TSchema } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.js';
+import { ServiceClassFields, ServiceIdentityFields } from '../registry/schemas.js';
 
 /** A highlighted field (Typesense `highlights[]`): HTML-escaped snippet with matches in `<mark>…</mark>`. */
 export const HighlightSchema = Type.Object({
@@ -77,12 +78,8 @@ export const UniversalQuery = Type.Object(
 
 export const ServiceHitSchema = Type.Object({
   type: Type.Literal('service'),
-  id: Type.String(),
-  name: Type.String(),
-  display_name: Type.String(),
-  description: Type.String(),
-  category: Nullable(Type.String()),
-  tags: Type.Array(Type.String()),
+  ...ServiceIdentityFields,
+  ...ServiceClassFields,
   status: Type.String(),
   owned: Type.Boolean(),
   tool_count: Type.Integer(),
@@ -190,12 +187,8 @@ export const RecommendationsResult = Type.Object({
   data: Type.Array(
     Type.Object({
       service: Type.Object({
-        id: Type.String(),
-        name: Type.String(),
-        display_name: Type.String(),
-        description: Type.String(),
-        category: Nullable(Type.String()),
-        tags: Type.Array(Type.String()),
+        ...ServiceIdentityFields,
+        ...ServiceClassFields,
         tool_count: Type.Integer(),
       }),
       top_tools: Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), { description: 'up to 3, most called first' }),

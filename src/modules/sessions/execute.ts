@@ -28,7 +28,7 @@ import { resolveExecutableTool, type ExecutableTool } from '../registry/service.
 import { consumeQuota, hasActiveSubscription, quotaHeaders, type QuotaState } from '../subscriptions/service.js';
 import { sessionState, type SessionActor } from './service.js';
 import { HEADER_REQUEST_ID, HEADER_SIGNATURE, HEADER_USER, signRequest, userPseudonym } from './signing.js';
-import { recordExecution } from './usage.js';
+import { recordExecution, type ExecutionRecord } from './usage.js';
 import { argumentErrors, validatorFor } from './validation.js';
 
 /** Body of `POST /v1/agents/:id/execute`. */
@@ -107,8 +107,7 @@ export async function executeTool(ctx: AppContext, actor: SessionActor, sessionI
   const outcome = httpRequest ? await callHttp(ctx, resolved, httpRequest, actor, executionId, timeoutMs) : await callMcp(ctx, resolved, actor, executionId, args, timeoutMs);
 
   const agentId = actor.agentId ?? session.agentId;
-  await recordExecution(ctx, {
-    id: executionId,
+  const executed: Omit<ExecutionRecord, 'id' | 'at'> = {
     sessionId: session.id,
     userId: actor.accountId,
     agentId,
@@ -121,23 +120,9 @@ export async function executeTool(ctx: AppContext, actor: SessionActor, sessionI
     output: outcome.output,
     error: outcome.error,
     durationMs: outcome.durationMs,
-  });
-  rememberExecution(ctx, {
-    executionId,
-    userId: actor.accountId,
-    sessionId: session.id,
-    agentId,
-    serviceId: service.id,
-    serviceName: service.name,
-    toolId: tool.id,
-    toolName: tool.name,
-    arguments: args,
-    status: outcome.status,
-    httpStatus: outcome.httpStatus,
-    output: outcome.output,
-    error: outcome.error,
-    durationMs: outcome.durationMs,
-  });
+  };
+  await recordExecution(ctx, { id: executionId, ...executed });
+  rememberExecution(ctx, { executionId, serviceName: service.name, ...executed });
 
   if (outcome.failure) {
     const f = outcome.failure;

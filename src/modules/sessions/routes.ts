@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { principalOf, requireAuth } from '../../http/auth.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
@@ -18,6 +19,10 @@ export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['sessions'];
   const security = USER_SECURITY;
+  /** Route options of a route on one session (`:id`): `result` (200) or a problem (400/401/403/404/429) out. */
+  const byIdRoute = <R extends TSchema>(operationId: string, summary: string, result: R) => ({
+    schema: { tags, security, operationId, summary, params: IdParams, response: { 200: result, ...errorResponses(403, 404) } },
+  });
 
   r.post(
     '/v1/agents',
@@ -60,32 +65,14 @@ export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
   ] as const) {
     r.get(
       url,
-      {
-        schema: {
-          tags,
-          security,
-          operationId,
-          summary: 'Session details with its latest executions',
-          params: IdParams,
-          response: { 200: SessionDetailsSchema, ...errorResponses(403, 404) },
-        },
-      },
+      byIdRoute(operationId, 'Session details with its latest executions', SessionDetailsSchema),
       async (req) => getSessionDetails(ctx, actorOf(principalOf(req)), req.params.id),
     );
   }
 
   r.post(
     '/v1/sessions/:id/close',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'sessions.close',
-        summary: 'Close a session (it then refuses new executions)',
-        params: IdParams,
-        response: { 200: SessionSchema, ...errorResponses(403, 404) },
-      },
-    },
+    byIdRoute('sessions.close', 'Close a session (it then refuses new executions)', SessionSchema),
     async (req) => closeSession(ctx, actorOf(principalOf(req)), req.params.id),
   );
 
