@@ -122,7 +122,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   ctx.auth.addJwtResolver({
     name: 'user',
     accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
-    resolve: (token) => identity.resolveAccessToken(token, (JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { iss?: unknown }).iss),
+    resolve: (token, payload) => identity.resolveAccessToken(token, payload.iss),
   });
   ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
   await registerRateLimit(app, ctx);

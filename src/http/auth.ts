@@ -54,7 +54,7 @@ export function accountOf(p: Principal): string {
 export interface JwtResolver {
   name: string;
   accepts(unverifiedPayload: Record<string, unknown>): boolean;
-  resolve(token: string): Promise<Principal>;
+  resolve(token: string, unverifiedPayload: Record<string, unknown>): Promise<Principal>;
 }
 
 /** Resolves an API key (`apk_…`) to its user, or throws AppError `invalid_token`. */
@@ -100,7 +100,7 @@ export class AuthRegistry {
     }
     const resolver = this.jwtResolvers.find((r) => r.accepts(payload));
     if (!resolver) throw new AppError('invalid_token', 'Token was not issued for this API');
-    return resolver.resolve(credential);
+    return resolver.resolve(credential, payload);
   }
 }
 

@@ -11,11 +11,11 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
-/** Decode a `cursor` query value into the id to continue after. @throws AppError validation_failed */
+/** Decode a `cursor` query value into the key to continue after (an id, or another printable key). @throws AppError validation_failed */
 export function decodeCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[a-z]+_[0-9a-z]{26}$/.test(id) && !/^[\x20-\x7e]{1,300}$/.test(id)) {
+  if (!/^[\x20-\x7e]{1,300}$/.test(id)) {
     throw new AppError('validation_failed', 'cursor is malformed', { errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }] });
   }
   return id;

@@ -335,13 +335,7 @@ export async function searchCatalogServices(ctx: AppContext, accountId: string |
   return {
     found: rows.length ? Number(rows[0].found) : 0,
     hits: rows.map((r) => ({
-      id: String(r.id),
-      name: String(r.name),
-      display_name: String(r.display_name),
-      description: String(r.description),
-      category: (r.category as string | null) ?? null,
-      tags: (r.tags as string[]) ?? [],
-      status: String(r.status),
+      ...serviceCoreOf(r),
       owned: Boolean(r.owned),
       tool_count: Number(r.tool_count),
       score: round(Number(r.score)),
@@ -427,7 +421,8 @@ export interface CatalogService {
   published_at: string | null;
 }
 
-function serviceOf(r: Record<string, unknown>): CatalogService {
+/** The identifying and classifying columns of a raw service row, typed (shared by every service answer). */
+function serviceCoreOf(r: Record<string, unknown>) {
   return {
     id: String(r.id),
     name: String(r.name),
@@ -436,6 +431,12 @@ function serviceOf(r: Record<string, unknown>): CatalogService {
     category: (r.category as string | null) ?? null,
     tags: (r.tags as string[]) ?? [],
     status: String(r.status),
+  };
+}
+
+function serviceOf(r: Record<string, unknown>): CatalogService {
+  return {
+    ...serviceCoreOf(r),
     owner_id: String(r.owner_id),
     tool_count: Number(r.tool_count ?? 0),
     created_at: iso(r.created_at),
