@@ -28,6 +28,12 @@ export interface Config {
   /** `shared_buffers` of the embedded PGlite, e.g. `32MB` (PostgreSQL units kB, MB, GB). */
   pgliteSharedBuffers: string;
   redisUrl?: string;
+  /**
+   * Longest time, in ms, an instance serves a cached registry lookup or session state (execution
+   * hot path) that another instance changed; with Redis, evictions reach every instance at once.
+   * 0 = no caching.
+   */
+  cacheTtlMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Largest accepted JSON body, bytes. */
   bodyLimitBytes: number;
@@ -269,6 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseInMemory: bool(env, 'DATABASE_IN_MEMORY', false),
     pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', '32MB'),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
+    cacheTtlMs: int(env, 'CACHE_TTL_MS', 5000, 0, 300_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     trustProxy: bool(env, 'TRUST_PROXY', false),

@@ -17,13 +17,13 @@
 import { randomBytes } from 'node:crypto';
 import { and, eq, gt, isNull, or } from 'drizzle-orm';
 import { SignJWT, type CryptoKey, type JWTPayload } from 'jose';
-import { LRUCache } from 'lru-cache';
 import type { Role } from '../../config.js';
 import { ROLES } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { agentSecrets, agents } from '../../db/schema/index.js';
 import type { AgentPrincipal, Principal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
+import { SharedCache } from '../../lib/shared-cache.js';
 import { DUMMY_HASH, verifyPassword } from '../identity/passwords.js';
 
 /** Scopes an agent token can carry. The default (no `scope` parameter) is all of them. */
@@ -77,10 +77,8 @@ interface Liveness {
 
 interface AgentAuthState {
   signer: PlatformSigner;
-  cache: LRUCache<string, Liveness> | null;
-  /** Token string → verified claims: skips repeated RS256 verification of the same token (expiry re-checked on every use). */
-  verified: LRUCache<string, JWTPayload>;
-  channel: string;
+  /** Liveness by agent id; evicted on every instance by {@link invalidateAgentAuth}. */
+  cache: SharedCache<Liveness>;
 }
 
 const STATES = new WeakMap<AppContext, AgentAuthState>();
@@ -93,27 +91,13 @@ function stateOf(ctx: AppContext): AgentAuthState {
 
 /**
  * Install agent-token verification on `ctx.auth` (a JwtResolver accepting `sub` = `agt_…`) and
- * the cache-eviction channel. Called once per app by the agents routes plugin.
+ * the liveness cache (`AGENT_AUTH_CACHE_MS`, 0 = none). Called once per app by the agents routes plugin.
  */
 export async function installAgentAuth(ctx: AppContext, signer: PlatformSigner): Promise<void> {
   if (STATES.has(ctx)) return;
-  const ttl = ctx.config.agents.authCacheMs;
-  const state: AgentAuthState = {
-    signer,
-    cache: ttl > 0 ? new LRUCache<string, Liveness>({ max: 50_000, ttl }) : null,
-    verified: new LRUCache<string, JWTPayload>({ max: 5_000, ttl: 5 * 60_000 }),
-    channel: 'ap:agents:auth-evict',
-  };
-  STATES.set(ctx, state);
-  if (ctx.redis && state.cache) {
-    const sub = ctx.redis.duplicate();
-    sub.on('error', (err) => ctx.log.warn({ err: err.message }, 'redis subscriber error'));
-    sub.on('message', (_channel: string, agentId: string) => state.cache?.delete(agentId));
-    await sub.subscribe(state.channel);
-    ctx.onClose.push(() => {
-      sub.disconnect();
-    });
-  }
+  const cache = SharedCache.of<Liveness>(ctx, { name: 'agents.liveness', max: 50_000, ttlMs: ctx.config.agents.authCacheMs });
+  STATES.set(ctx, { signer, cache });
+  await cache.ready();
   ctx.auth.addJwtResolver({
     name: 'agent',
     accepts: (p) => typeof p.sub === 'string' && p.sub.startsWith('agt_'),
@@ -123,16 +107,7 @@ export async function installAgentAuth(ctx: AppContext, signer: PlatformSigner):
 
 /** Forget cached liveness of `agentId` here and (with Redis) on every instance. Never throws. */
 export async function invalidateAgentAuth(ctx: AppContext, agentId: string): Promise<void> {
-  const state = STATES.get(ctx);
-  if (!state?.cache) return;
-  state.cache.delete(agentId);
-  if (ctx.redis) {
-    try {
-      await ctx.redis.publish(state.channel, agentId);
-    } catch (err) {
-      ctx.log.warn({ err: (err as Error).message }, 'could not publish agent auth eviction');
-    }
-  }
+  await STATES.get(ctx)?.cache.invalidate(agentId);
 }
 
 async function loadLiveness(ctx: AppContext, agentId: string): Promise<Liveness | null> {
@@ -166,28 +141,24 @@ function rolesOf(v: unknown): Role[] {
  */
 export async function resolveAgentToken(ctx: AppContext, token: string): Promise<AgentPrincipal> {
   const state = stateOf(ctx);
-  let p = state.verified.get(token);
-  if (!p) {
-    p = await state.signer.verifyPlatformToken(token);
-    state.verified.set(token, p);
-  } else if ((p.exp ?? 0) * 1000 <= Date.now()) {
-    state.verified.delete(token);
-    throw new AppError('token_expired', 'The access token has expired; request a new one');
-  }
+  // The signer keeps recently verified tokens (expiry re-checked on every use).
+  const p = await state.signer.verifyPlatformToken(token);
   const agentId = p.sub;
   const sid = p.sid;
   if (typeof agentId !== 'string' || !agentId.startsWith('agt_') || typeof sid !== 'string' || typeof p.client_id !== 'string') {
     throw new AppError('invalid_token', 'Token is not an agent access token');
   }
-  let live = state.cache?.get(agentId);
-  // A cached entry may only make an acceptance stale, never a refusal: a refusal from the cache
-  // (e.g. a secret created or an agent re-enabled on another instance) is re-checked fresh.
-  if (live && refusal(live, sid)) live = undefined;
-  if (!live) {
+  const load = async () => {
     const loaded = await loadLiveness(ctx, agentId);
     if (!loaded) throw new AppError('invalid_token', 'The agent of this token does not exist');
-    live = loaded;
-    state.cache?.set(agentId, live);
+    return loaded;
+  };
+  let live = await state.cache.get(agentId, load);
+  // A cached entry may only make an acceptance stale, never a refusal: a refusal from the cache
+  // (e.g. a secret created or an agent re-enabled on another instance) is re-checked fresh.
+  if (refusal(live, sid)) {
+    state.cache.evictLocal(agentId);
+    live = await state.cache.get(agentId, load);
   }
   const why = refusal(live, sid);
   if (why) throw new AppError('invalid_token', why);

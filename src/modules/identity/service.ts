@@ -100,6 +100,12 @@ export class IdentityService {
   externalProvider?: string;
   private readonly subjectCache = new LRUCache<string, UserRow>({ max: 10_000, ttl: USER_CACHE_MS });
   /** Current roles/email/subject by user id, so role changes apply without waiting for token expiry. */
+  /**
+   * Token string → verified claims: a token seen before skips the RS256 signature check (its
+   * expiry is checked on every use). Entries live 5 min, so a retired signing key stops being
+   * honoured within that time.
+   */
+  private readonly verifiedTokens = new LRUCache<string, JWTPayload>({ max: 10_000, ttl: 5 * 60_000 });
   private readonly userCache = new LRUCache<string, Pick<UserRow, 'id' | 'subject' | 'email' | 'roles'>>({ max: 10_000, ttl: USER_CACHE_MS });
 
   private constructor(private readonly ctx: AppContext, keys: KeySet) {
@@ -315,12 +321,19 @@ export class IdentityService {
 
   /** Verify an access token signed by the platform. @throws AppError token_expired | invalid_token */
   async verifyPlatformToken(token: string): Promise<JWTPayload> {
+    const known = this.verifiedTokens.get(token);
+    if (known) {
+      if ((known.exp ?? 0) * 1000 > Date.now()) return known;
+      this.verifiedTokens.delete(token);
+      throw new AppError('token_expired', 'The access token has expired; refresh it');
+    }
     try {
       const { payload } = await jwtVerify(token, this.localJwks, {
         issuer: this.platformIssuer,
         audience: this.ctx.config.auth.audience,
         algorithms: ['RS256'],
       });
+      this.verifiedTokens.set(token, payload);
       return payload;
     } catch (err) {
       throw tokenError(err);

@@ -16,6 +16,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
+import { SharedCache } from '../../lib/shared-cache.js';
 import { classifyAddress, isAddressAllowed } from '../../upstream/address.js';
 import { mcpListTools } from '../../upstream/mcp.js';
 import {
@@ -85,6 +86,24 @@ function serviceWhere(ref: string) {
  * id. null when either is missing. No visibility check (callers decide who may execute).
  */
 export async function resolveExecutableTool(ctx: AppContext, serviceRef: string, toolRef: string): Promise<ExecutableTool | null> {
+  return executableTools(ctx).get(`${serviceRef}\n${toolRef}`, () => loadExecutableTool(ctx, serviceRef, toolRef));
+}
+
+/**
+ * The execution path's cache of {@link resolveExecutableTool} answers (misses included), keyed by
+ * the references the caller used. Every registry write clears it ({@link registryChanged}); values
+ * are shared, callers must not mutate them.
+ */
+function executableTools(ctx: AppContext): SharedCache<ExecutableTool | null> {
+  return SharedCache.of(ctx, { name: 'registry.executable', max: 20_000, ttlMs: ctx.config.cacheTtlMs });
+}
+
+/** Forget every cached lookup on every instance. Called after each committed registry write. */
+async function registryChanged(ctx: AppContext): Promise<void> {
+  await executableTools(ctx).invalidate(null);
+}
+
+async function loadExecutableTool(ctx: AppContext, serviceRef: string, toolRef: string): Promise<ExecutableTool | null> {
   const [svc] = await ctx.db.select().from(services).where(serviceWhere(serviceRef)).limit(1);
   if (!svc) return null;
   const tool = await findTool(ctx, svc.id, toolRef);
@@ -471,6 +490,7 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
     await insertTools(tx, serviceId, loaded.tools);
     return svc;
   });
+  await registryChanged(ctx);
   return { ...serviceView(row), tools: await listServiceTools(ctx, serviceId), warnings, signing_secret: signingSecret };
 }
 
@@ -632,6 +652,7 @@ export async function updateService(ctx: AppContext, ownerId: string, ref: strin
       await tx.update(services).set({ warnings: [] }).where(eq(services.id, s.id));
     }
   });
+  await registryChanged(ctx);
   return getOwnerService(ctx, ownerId, s.id);
 }
 
@@ -639,6 +660,7 @@ export async function updateService(ctx: AppContext, ownerId: string, ref: strin
 export async function deleteService(ctx: AppContext, ownerId: string, ref: string): Promise<void> {
   const s = await getOwnedService(ctx, ownerId, ref);
   await ctx.db.delete(services).where(eq(services.id, s.id));
+  await registryChanged(ctx);
 }
 
 /**
@@ -662,6 +684,7 @@ export async function syncService(ctx: AppContext, ownerId: string, ref: string)
     await replaceTools(tx, s.id, loaded.tools, 'upstream');
     await tx.update(services).set({ warnings, updatedAt: new Date() }).where(eq(services.id, s.id));
   });
+  await registryChanged(ctx);
   return getOwnerService(ctx, ownerId, s.id);
 }
 
@@ -670,6 +693,7 @@ export async function rotateSigningSecret(ctx: AppContext, ownerId: string, ref:
   const s = await getOwnedService(ctx, ownerId, ref);
   const secret = newSigningSecret();
   await ctx.db.update(services).set({ signingSecret: encryptSecret(ctx, secret), updatedAt: new Date() }).where(eq(services.id, s.id));
+  await registryChanged(ctx);
   return { signing_secret: secret };
 }
 
@@ -679,11 +703,13 @@ export async function setServiceStatus(ctx: AppContext, serviceId: string, statu
     .update(services)
     .set({ status, updatedAt: new Date(), ...(status === 'published' ? { publishedAt: new Date() } : {}) })
     .where(eq(services.id, serviceId));
+  await registryChanged(ctx);
 }
 
 /** Set a tool's status (reports → `degraded`). */
 export async function setToolStatus(ctx: AppContext, toolId: string, status: 'active' | 'degraded'): Promise<void> {
   await ctx.db.update(tools).set({ status, updatedAt: new Date() }).where(eq(tools.id, toolId));
+  await registryChanged(ctx);
 }
 
 /**
@@ -709,6 +735,7 @@ export async function renameTool(ctx: AppContext, ownerId: string, serviceRef: s
     await tx.insert(toolAliases).values({ serviceId: s.id, name: tool.name, toolId: tool.id });
     await tx.update(tools).set({ name: newName, updatedAt: new Date() }).where(eq(tools.id, tool.id));
   });
+  await registryChanged(ctx);
   return (await listServiceTools(ctx, s.id)).find((t) => t.id === tool.id)!;
 }
 

@@ -14,6 +14,7 @@ import { accountOf, type Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { SharedCache } from '../../lib/shared-cache.js';
 import { getAgentForAccount } from '../agents/service.js';
 
 export type SessionRow = typeof sessions.$inferSelect;
@@ -152,21 +153,31 @@ export async function getSessionFor(ctx: AppContext, actor: SessionActor, sessio
   return s;
 }
 
+/** What the execution path needs about a session; `userId`/`agentId` never change, `status` only closes. */
+interface SessionFacts {
+  userId: string;
+  agentId: string | null;
+  status: string;
+}
+
+/** Session facts by id, for the execution path (evicted on close). Missing sessions are not cached. */
+function sessionFacts(ctx: AppContext): SharedCache<SessionFacts> {
+  return SharedCache.of(ctx, { name: 'sessions.facts', max: 50_000, ttlMs: ctx.config.cacheTtlMs });
+}
+
 /**
- * The facts the execution path needs about a session visible to the actor (raw SQL: this runs on
- * every execution, and the query builder costs more than the query on PGlite).
- * @throws AppError not_found
+ * The facts the execution path needs about a session visible to the actor, from a cache that
+ * {@link closeSession} evicts (raw SQL on a miss: the query builder costs more than the query on PGlite).
+ * @throws AppError not_found (missing, another account's, or another agent's session)
  */
 export async function sessionState(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<{ id: string; status: string; agentId: string | null }> {
-  const rows = await execRows<{ id: string; status: string; agent_id: string | null }>(
-    ctx.db,
-    actor.agentId
-      ? sql`select id, status, agent_id from sessions where id = ${sessionId} and user_id = ${actor.accountId} and agent_id = ${actor.agentId}`
-      : sql`select id, status, agent_id from sessions where id = ${sessionId} and user_id = ${actor.accountId}`,
-  );
-  const s = rows[0];
-  if (!s) throw notFound('Session');
-  return { id: s.id, status: s.status, agentId: s.agent_id };
+  const s = await sessionFacts(ctx).get(sessionId, async () => {
+    const rows = await execRows<{ user_id: string; status: string; agent_id: string | null }>(ctx.db, sql`select user_id, status, agent_id from sessions where id = ${sessionId}`);
+    if (!rows[0]) throw notFound('Session');
+    return { userId: rows[0].user_id, status: rows[0].status, agentId: rows[0].agent_id };
+  });
+  if (s.userId !== actor.accountId || (actor.agentId && s.agentId !== actor.agentId)) throw notFound('Session');
+  return { id: sessionId, status: s.status, agentId: s.agentId };
 }
 
 /** A session with its latest executions (newest first, at most {@link RECENT_EXECUTIONS}). @throws AppError not_found */
@@ -183,6 +194,7 @@ export async function closeSession(ctx: AppContext, actor: SessionActor, session
     .set({ status: 'closed', closedAt: new Date() })
     .where(and(eq(sessions.id, sessionId), visibleTo(actor), eq(sessions.status, 'active')))
     .returning();
+  if (row) await sessionFacts(ctx).invalidate(sessionId);
   return sessionView(row ?? (await getSessionFor(ctx, actor, sessionId)));
 }
 

@@ -1,11 +1,14 @@
 /**
  * Execution records and usage counters.
  *
- * {@link recordExecution} is the ONE write path of every tool execution: in a single SQL statement
- * (data-modifying CTEs, so one round trip and all-or-nothing) it inserts the execution row, bumps
- * the session's `execution_count`/`last_activity_at` and upserts the daily usage counter row
+ * {@link recordExecution} is the ONE write path of every tool execution. It is a group commit:
+ * records that arrive while a write is in flight are written together by the next one, in a single
+ * SQL statement (data-modifying CTEs, all-or-nothing) that inserts the execution rows, bumps each
+ * session's `execution_count`/`last_activity_at` and upserts the daily usage counter rows
  * (`tool_usage`: per UTC day, user, agent, service and tool — calls, successes, failures, total
- * duration). The readers below are what analytics, search ("popular tools") and memory import.
+ * duration). Every caller's promise settles once its own record is committed, so an answer never
+ * names an execution that is not stored; under load one statement carries many executions. The
+ * readers below are what analytics, search ("popular tools") and memory import.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
@@ -34,28 +37,73 @@ function utcDay(d: Date): string {
   return d.toISOString().slice(0, 10);
 }
 
-/** Record an execution, the session counters and the usage counters in one statement. */
-export async function recordExecution(ctx: AppContext, r: ExecutionRecord): Promise<void> {
-  const at = r.at ?? new Date();
-  const ok = r.status === 'succeeded' ? 1 : 0;
-  const dur = Math.max(0, Math.round(r.durationMs));
+/** Most records one statement carries. */
+const MAX_BATCH = 256;
+
+/** `value` with every U+0000 (in strings and keys) replaced by U+FFFD: PostgreSQL's jsonb cannot hold U+0000. */
+function withoutNul(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('\0', '\uFFFD');
+  if (Array.isArray(value)) return value.map(withoutNul);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll('\0', '\uFFFD'), withoutNul(v)]));
+  return value;
+}
+
+/** JSON text for a jsonb parameter (U+0000 replaced, see {@link withoutNul}). */
+function jsonbText(value: unknown): string {
+  const text = JSON.stringify(value);
+  return text.includes('\\u0000') ? JSON.stringify(withoutNul(value)) : text;
+}
+
+/** Write `records` (and their aggregated counters) in one statement of plain VALUES lists. */
+async function writeBatch(ctx: AppContext, records: ExecutionRecord[]): Promise<void> {
+  const rows: SQL[] = [];
+  const perSession = new Map<string, { n: number; at: string }>();
+  const perKey = new Map<string, { day: string; r: ExecutionRecord; calls: number; ok: number; duration: number; at: string }>();
+  for (const r of records) {
+    const at = (r.at ?? new Date()).toISOString();
+    const dur = Math.max(0, Math.round(r.durationMs));
+    rows.push(
+      sql`(${r.id}, ${r.sessionId}, ${r.userId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.toolName}, ${jsonbText(r.arguments)}::jsonb, ${r.status},
+           ${r.httpStatus}::int, ${r.output === undefined ? null : jsonbText(r.output)}::jsonb, ${r.error ? jsonbText(r.error) : null}::jsonb, ${dur}::int, ${at}::timestamptz)`,
+    );
+    const s = perSession.get(r.sessionId);
+    if (s) {
+      s.n++;
+      s.at = at;
+    } else perSession.set(r.sessionId, { n: 1, at });
+    const day = at.slice(0, 10);
+    const key = [day, r.userId, r.agentId ?? '', r.serviceId, r.toolId].join('\n');
+    const u = perKey.get(key);
+    const ok = r.status === 'succeeded' ? 1 : 0;
+    if (u) {
+      u.calls++;
+      u.ok += ok;
+      u.duration += dur;
+      u.at = at;
+      u.r = r;
+    } else perKey.set(key, { day, r, calls: 1, ok, duration: dur, at });
+  }
+  const sessionRows = [...perSession].map(([id, v]) => sql`(${id}, ${v.n}::int, ${v.at}::timestamptz)`);
+  const usageRows = [...perKey.values()].map(
+    (u) =>
+      sql`(${u.day}::date, ${u.r.userId}, ${u.r.agentId}, ${u.r.serviceId}, ${u.r.toolId}, ${u.r.toolName}, ${u.calls}::int, ${u.ok}::int, ${u.calls - u.ok}::int, ${u.duration}::bigint, ${u.at}::timestamptz)`,
+  );
   await execRows(
     ctx.db,
     sql`with e as (
           insert into executions (id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments, status, http_status, output, error, duration_ms, created_at)
-          values (${r.id}, ${r.sessionId}, ${r.userId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.toolName}, ${JSON.stringify(r.arguments)}::jsonb,
-                  ${r.status}, ${r.httpStatus}::int, ${r.output === undefined ? null : JSON.stringify(r.output)}::jsonb,
-                  ${r.error ? JSON.stringify(r.error) : null}::jsonb, ${dur}::int, ${at.toISOString()}::timestamptz)
+          values ${sql.join(rows, sql`, `)}
           returning 1
         ), s as (
-          update sessions set execution_count = execution_count + 1, last_activity_at = ${at.toISOString()}::timestamptz
-          where id = ${r.sessionId}
+          update sessions set execution_count = execution_count + v.n, last_activity_at = v.at
+          from (values ${sql.join(sessionRows, sql`, `)}) as v(id, n, at)
+          where sessions.id = v.id
           returning 1
         ), u as (
           insert into tool_usage as t (day, user_id, agent_id, service_id, tool_id, tool_name, calls, successes, failures, total_duration_ms, updated_at)
-          values (${utcDay(at)}::date, ${r.userId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.toolName}, 1, ${ok}::int, ${1 - ok}::int, ${dur}::bigint, ${at.toISOString()}::timestamptz)
+          values ${sql.join(usageRows, sql`, `)}
           on conflict on constraint tool_usage_key do update set
-            calls = t.calls + 1,
+            calls = t.calls + excluded.calls,
             successes = t.successes + excluded.successes,
             failures = t.failures + excluded.failures,
             total_duration_ms = t.total_duration_ms + excluded.total_duration_ms,
@@ -65,6 +113,78 @@ export async function recordExecution(ctx: AppContext, r: ExecutionRecord): Prom
         )
         select 1`,
   );
+}
+
+interface Waiting {
+  record: ExecutionRecord;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** The group-commit queue of one app. */
+class ExecutionLog {
+  private waiting: Waiting[] = [];
+  private running: Promise<void> | null = null;
+
+  constructor(private readonly ctx: AppContext) {}
+
+  add(record: ExecutionRecord): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.push({ record, resolve, reject });
+      if (!this.running) this.running = this.run();
+    });
+  }
+
+  /** Resolves when nothing is queued or in flight. */
+  async drain(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (this.waiting.length > 0) {
+        const batch = this.waiting.splice(0, MAX_BATCH);
+        await this.commit(batch);
+      }
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async commit(batch: Waiting[]): Promise<void> {
+    try {
+      await writeBatch(this.ctx, batch.map((w) => w.record));
+      for (const w of batch) w.resolve();
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0].reject(err);
+        return;
+      }
+      // One bad record (e.g. its session was deleted meanwhile) must not fail the others.
+      for (const w of batch) await this.commit([w]);
+    }
+  }
+}
+
+const LOGS = new WeakMap<AppContext, ExecutionLog>();
+
+function logOf(ctx: AppContext): ExecutionLog {
+  let log = LOGS.get(ctx);
+  if (!log) {
+    const created = new ExecutionLog(ctx);
+    log = created;
+    LOGS.set(ctx, log);
+    ctx.onClose.push(() => created.drain());
+  }
+  return log;
+}
+
+/**
+ * Record an execution, its session's counters and the usage counters (group commit, see the
+ * module comment). Resolves once committed. @throws the database error of this record's write
+ */
+export function recordExecution(ctx: AppContext, r: ExecutionRecord): Promise<void> {
+  return logOf(ctx).add(r);
 }
 
 // ------------------------------------------------------------------ readers
