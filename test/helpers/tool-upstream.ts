@@ -58,6 +58,7 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
  *   `GET /malformed` → `application/json` that does not parse
  * - `GET /redirect?to=<url>` → 302 to `to`
  * - `GET /fast` → tiny JSON (benchmarks)
+ * - `GET /nul` → JSON whose key and string hold U+0000 (which PostgreSQL's jsonb cannot store)
  */
 export async function startToolUpstream(): Promise<ToolUpstream> {
   const seen: SeenRequest[] = [];
@@ -130,6 +131,7 @@ export async function startToolUpstream(): Promise<ToolUpstream> {
         return res.end();
       }
       if (p === '/fast') return json(res, 200, { ok: true, n: 42 });
+      if (p === '/nul') return json(res, 200, { 'k\u0000ey': 'a\u0000b', list: ['\u0000'] });
       json(res, 404, { error: `no route ${req.method} ${p}` });
     });
   });

@@ -1,0 +1,113 @@
+/**
+ * The execution hot path's caches and group commit, end to end: every write that matters to an
+ * execution (rename, unpublish, signing-secret rotation, session close) is seen by the very next
+ * execution although lookups are cached; parallel executions are all recorded with exact session
+ * and usage counters; a record that cannot be stored fails alone; U+0000 in upstream JSON is stored.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/http/ids.js';
+import { recordExecution, usageTotals, type ExecutionRecord } from '../../src/modules/sessions/usage.js';
+import { createUser, setupApp } from '../helpers/app.js';
+import { execute, expectHttp, listen, newSession, publish, registerService, subscribe } from '../helpers/exec.js';
+import { startToolUpstream } from '../helpers/tool-upstream.js';
+
+const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '1000' });
+const base = await listen(app);
+const upstream = await startToolUpstream();
+afterAll(() => upstream.close());
+
+const tools = [
+  { name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } },
+  { name: 'nul', description: 'answers U+0000', method: 'GET', path: '/nul', input_schema: { type: 'object' } },
+];
+
+async function setup() {
+  const owner = await createUser(app);
+  const user = await createUser(app);
+  const svc = await registerService(base, owner, { name: `hot-${newId('x').slice(-10).toLowerCase()}`, description: 'hot path', base_url: upstream.url, tools });
+  await publish(ctx, svc.id);
+  await subscribe(base, user, svc.id);
+  const sid = await newSession(base, user.headers);
+  return { owner, user, svc, sid };
+}
+
+describe(`execute — hot path caches and group commit (${ctx.database.engine})`, () => {
+  it('sees renames, unpublication, secret rotation and session close on the next execution', async () => {
+    const { owner, user, svc, sid } = await setup();
+    const run = (tool: string) => execute(base, user.headers, sid, { service: svc.name, tool });
+    expect((await run('fast')).status).toBe(200); // lookups are cached from here on
+
+    const fast = svc.tools.find((t) => t.name === 'fast')!;
+    await expectHttp(base, 'PATCH', `/v1/services/${svc.id}/tools/${fast.id}/rename`, 200, { headers: owner.headers, body: { name: 'quick' } });
+    expect((await run('quick')).status).toBe(200);
+    expect((await run('fast')).status).toBe(200); // the old name is an alias
+
+    await expectHttp(base, 'POST', `/v1/services/${svc.id}/unpublish`, 200, { headers: owner.headers });
+    const hidden = await run('quick');
+    expect(hidden.status).toBe(404);
+    await publish(ctx, svc.id);
+    expect((await run('quick')).status).toBe(200);
+
+    // The upstream checks signatures with the secret it was given: after a rotation only the new one verifies.
+    upstream.signingSecret = svc.signingSecret;
+    await run('quick');
+    expect(upstream.seen.at(-1)!.signatureValid).toBe(true);
+    const { body: rotated } = await expectHttp(base, 'POST', `/owner/services/${svc.id}/signing-secret`, 200, { headers: owner.headers });
+    upstream.signingSecret = rotated.signing_secret;
+    await run('quick');
+    expect(upstream.seen.at(-1)!.signatureValid).toBe(true);
+    upstream.signingSecret = null;
+
+    await expectHttp(base, 'POST', `/v1/sessions/${sid}/close`, 200, { headers: user.headers });
+    const closed = await run('quick');
+    expect(closed.status).toBe(409);
+    expect(closed.body.code).toBe('session_closed');
+  });
+
+  it('records every one of 40 parallel executions with exact session and usage counters', async () => {
+    const { user, svc, sid } = await setup();
+    const answers = await Promise.all(Array.from({ length: 40 }, () => execute(base, user.headers, sid, { service: svc.name, tool: 'fast' })));
+    expect(answers.map((a) => a.status)).toEqual(Array(40).fill(200));
+    const ids = new Set(answers.map((a) => a.body.execution_id));
+    expect(ids.size).toBe(40);
+
+    const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
+    expect(s.execution_count).toBe(40);
+    for (const e of s.executions) expect(ids.has(e.id)).toBe(true);
+    const totals = await usageTotals(ctx, { userId: user.userId, serviceId: svc.id });
+    expect(totals).toMatchObject({ calls: 40, successes: 40, failures: 0 });
+  });
+
+  it('fails only the record that cannot be stored when records are written together', async () => {
+    const { user, svc, sid } = await setup();
+    const record = (sessionId: string): ExecutionRecord => ({
+      id: newId('exe'),
+      sessionId,
+      userId: user.userId,
+      agentId: null,
+      serviceId: svc.id,
+      toolId: svc.tools[0].id,
+      toolName: 'fast',
+      arguments: {},
+      status: 'succeeded',
+      httpStatus: 200,
+      output: { ok: true },
+      error: null,
+      durationMs: 3,
+    });
+    const settled = await Promise.allSettled([recordExecution(ctx, record(sid)), recordExecution(ctx, record('ses_does_not_exist')), recordExecution(ctx, record(sid))]);
+    expect(settled.map((x) => x.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
+    expect(s.execution_count).toBe(2);
+    expect((await usageTotals(ctx, { userId: user.userId, serviceId: svc.id })).calls).toBe(2);
+  });
+
+  it('answers upstream JSON holding U+0000 as sent and stores it with U+FFFD', async () => {
+    const { user, svc, sid } = await setup();
+    const a = await execute(base, user.headers, sid, { service: svc.name, tool: 'nul' });
+    expect(a.status).toBe(200);
+    expect(a.body.output).toEqual({ 'k\u0000ey': 'a\u0000b', list: ['\u0000'] });
+    const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
+    expect(s.executions[0].output).toEqual({ 'k\uFFFDey': 'a\uFFFDb', list: ['\uFFFD'] });
+  });
+});
