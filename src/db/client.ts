@@ -19,6 +19,16 @@ export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 /** An open database plus facts about the engine. */
 export interface Database {
   db: Db;
+  /**
+   * Handle for the high-volume writes of the execution path (quota counts, execution records and
+   * usage counters, automatic memories). On PostgreSQL its connections commit with
+   * `synchronous_commit = off`: a commit returns before its WAL is flushed to disk, so a crash of
+   * the database server (not of this process) can lose the last few hundred ms of such writes
+   * (at most 3 × `wal_writer_delay`), never half of one; visibility and locking are unchanged, so
+   * counting stays exact under concurrency (PostgreSQL docs §28.4 "Asynchronous Commit").
+   * On PGlite it is {@link db}.
+   */
+  hotDb: Db;
   engine: 'pglite' | 'postgres';
   /** True when the pgvector extension is installed (set by {@link migrateDatabase}). */
   hasVector: boolean;
@@ -41,15 +51,20 @@ export async function openDatabase(config: Config): Promise<Database> {
       /* idle client errors are reported by the next query */
     });
     const db = drizzle({ client: pool, schema }) as unknown as Db;
+    const hotPool = new pg.Pool({ connectionString: config.databaseUrl, max: 5, options: '-c synchronous_commit=off' });
+    hotPool.on('error', () => {
+      /* idle client errors are reported by the next query */
+    });
     const database: Database = {
       db,
+      hotDb: drizzle({ client: hotPool, schema }) as unknown as Db,
       engine: 'postgres',
       hasVector: false,
       async ping() {
         await pool.query('select 1');
       },
       async close() {
-        await pool.end();
+        await Promise.all([pool.end(), hotPool.end()]);
       },
     };
     await migrateDatabase(database, async (fn) => {
@@ -87,6 +102,7 @@ export async function openDatabase(config: Config): Promise<Database> {
   const db = drizzle({ client, schema }) as unknown as Db;
   const database: Database = {
     db,
+    hotDb: db,
     engine: 'pglite',
     hasVector: false,
     async ping() {

@@ -24,7 +24,7 @@ const tools = [
 async function setup() {
   const owner = await createUser(app);
   const user = await createUser(app);
-  const svc = await registerService(base, owner, { name: `hot-${newId('x').slice(-10).toLowerCase()}`, description: 'hot path', base_url: upstream.url, tools });
+  const svc = await registerService(base, owner, { name: `hot-${newId('svc').slice(-10).toLowerCase()}`, description: 'hot path', base_url: upstream.url, tools });
   await publish(ctx, svc.id);
   await subscribe(base, user, svc.id);
   const sid = await newSession(base, user.headers);

@@ -105,12 +105,12 @@ export class MemoryWriter {
       this.needsBackfill = true;
     }
     try {
-      await insertMemoryRows(this.ctx, this.ctx.db, rows, vectors);
+      await insertMemoryRows(this.ctx, this.ctx.database.hotDb, rows, vectors);
     } catch {
       // one bad row (e.g. its user was deleted meanwhile) must not cost the others: retry one by one
       for (let i = 0; i < rows.length; i++) {
         try {
-          await insertMemoryRows(this.ctx, this.ctx.db, [rows[i]], [vectors[i]]);
+          await insertMemoryRows(this.ctx, this.ctx.database.hotDb, [rows[i]], [vectors[i]]);
         } catch (err) {
           this.ctx.log.error({ err: (err as Error).message, execution_id: rows[i].executionId }, 'could not store an execution memory');
         }

@@ -6,8 +6,9 @@
  * SQL statement (data-modifying CTEs, all-or-nothing) that inserts the execution rows, bumps each
  * session's `execution_count`/`last_activity_at` and upserts the daily usage counter rows
  * (`tool_usage`: per UTC day, user, agent, service and tool — calls, successes, failures, total
- * duration). Every caller's promise settles once its own record is committed, so an answer never
- * names an execution that is not stored; under load one statement carries many executions. The
+ * duration). Every caller's promise settles once its own record is committed (on PostgreSQL with
+ * asynchronous commit, `Database.hotDb`), so an answer never names an execution that another
+ * reader cannot see; under load one statement carries many executions. The
  * readers below are what analytics, search ("popular tools") and memory import.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -89,7 +90,7 @@ async function writeBatch(ctx: AppContext, records: ExecutionRecord[]): Promise<
       sql`(${u.day}::date, ${u.r.userId}, ${u.r.agentId}, ${u.r.serviceId}, ${u.r.toolId}, ${u.r.toolName}, ${u.calls}::int, ${u.ok}::int, ${u.calls - u.ok}::int, ${u.duration}::bigint, ${u.at}::timestamptz)`,
   );
   await execRows(
-    ctx.db,
+    ctx.database.hotDb,
     sql`with e as (
           insert into executions (id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments, status, http_status, output, error, duration_ms, created_at)
           values ${sql.join(rows, sql`, `)}
@@ -143,6 +144,9 @@ class ExecutionLog {
   private async run(): Promise<void> {
     try {
       while (this.waiting.length > 0) {
+        // Let the requests whose I/O is ready add their records first: PGlite runs a statement
+        // synchronously on this thread, so without this turn no batch would ever hold more than one.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = this.waiting.splice(0, MAX_BATCH);
         await this.commit(batch);
       }

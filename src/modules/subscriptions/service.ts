@@ -269,8 +269,10 @@ export async function consumeQuota(ctx: AppContext, userId: string, serviceId: s
   const q = ctx.config.quotas;
   const lim = (win: QuotaWindow) =>
     sql`coalesce(case plan when 'pro' then ${q.pro[win]}::int when 'enterprise' then ${q.enterprise[win]}::int else ${q.free[win]}::int end, ${INT_MAX}::int)`;
+  // Asynchronous commit (Database.hotDb): exact under concurrency (row lock); a database crash can
+  // forget the last few hundred ms of counts, which only ever errs in the subscriber's favour.
   const rows = await execRows<{ id: string; plan: string; day_used: number; month_used: number }>(
-    ctx.db,
+    ctx.database.hotDb,
     sql`update subscriptions set
           day_used = case when day_start = ${w.day}::date then day_used + 1 else 1 end,
           day_start = ${w.day}::date,
