@@ -10,6 +10,9 @@
  * In one run, the same upstream is measured directly and through `POST /v1/agents/:id/execute`:
  * - latency at 1 connection (what one agent sees): p50/p99 of both and the added p50;
  * - throughput at BENCH_CONNECTIONS connections: requests/s of both and the ratio.
+ * A third baseline, the platform's bare `GET /healthz` (same process, same global hooks: request
+ * id, metrics, analytics counters, rate limiter; no auth, no database), shows what the HTTP
+ * framework alone costs on this machine.
  * Goal: the platform adds < 1.5 ms at p50 and keeps ≥ 40 % of direct throughput (2-core machine).
  *
  * Env: BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (16), BENCH_DATABASE_URL (PostgreSQL instead
@@ -189,8 +192,13 @@ if (!role) {
   await cannon({ ...via, connections: CONNECTIONS, duration: 3 });
   await cannon({ ...direct, connections: CONNECTIONS, duration: 2 });
 
-  const lat = { direct: await sequential(direct, SECONDS), platform: await sequential(via, SECONDS) };
-  const tput = { direct: await cannon({ ...direct, connections: CONNECTIONS, duration: SECONDS }), platform: await cannon({ ...via, connections: CONNECTIONS, duration: SECONDS }) };
+  const bare = { url: `${base}/healthz`, method: 'GET' as const, headers: {} };
+  const lat = { direct: await sequential(direct, SECONDS), bare: await sequential(bare, SECONDS), platform: await sequential(via, SECONDS) };
+  const tput = {
+    direct: await cannon({ ...direct, connections: CONNECTIONS, duration: SECONDS }),
+    bare: await cannon({ ...bare, connections: CONNECTIONS, duration: SECONDS }),
+    platform: await cannon({ ...via, connections: CONNECTIONS, duration: SECONDS }),
+  };
 
   const row = (name: string, r: Run) => `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   non-2xx ${r.non2xx}  errors ${r.errors}`;
   const addedP50 = lat.platform.p50 - lat.direct.p50;
@@ -198,16 +206,18 @@ if (!role) {
   console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}`);
   console.log(`latency, 1 connection, sequential requests (µs resolution)`);
   console.log(row('  direct GET /fast', lat.direct));
+  console.log(row('  platform bare GET /healthz', lat.bare));
   console.log(row('  via POST /v1/agents/:id/execute', lat.platform));
   console.log(`throughput, ${CONNECTIONS} connections (autocannon; latencies in whole ms)`);
   console.log(row('  direct GET /fast', tput.direct));
+  console.log(row('  platform bare GET /healthz', tput.bare));
   console.log(row('  via POST /v1/agents/:id/execute', tput.platform));
   console.log(`added p50 latency: ${addedP50.toFixed(2)} ms (goal < 1.5)   throughput ratio: ${(ratio * 100).toFixed(1)} % (goal >= 40 %)`);
   console.log(
     JSON.stringify({
       bench: 'execute',
-      latency: { direct: lat.direct, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)) },
-      throughput: { connections: CONNECTIONS, direct: tput.direct, platform: tput.platform, ratio: Number(ratio.toFixed(3)) },
+      latency: { direct: lat.direct, bare_route: lat.bare, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)) },
+      throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, platform: tput.platform, ratio: Number(ratio.toFixed(3)) },
     }),
   );
   stopChildren();
