@@ -16,6 +16,11 @@ import { guardedFetch } from './http.js';
 export interface McpCallOptions {
   headers?: Record<string, string>;
   timeoutMs?: number;
+  /**
+   * Headers computed for each HTTP request the transport sends (e.g. a signature over that
+   * request's own method, path + query and body bytes); added after `headers`.
+   */
+  perRequestHeaders?: (req: { method: string; pathAndQuery: string; body: string | Buffer | null }) => Record<string, string>;
 }
 
 const CLIENT_INFO = { name: 'agent-platform', version: '1.0.0' };
@@ -50,8 +55,18 @@ async function withClient<T>(ctx: AppContext, url: string, opts: McpCallOptions,
   } catch {
     throw new AppError('upstream_blocked', 'MCP server URL is not a valid URL');
   }
+  const guarded = guardedFetch(ctx, { timeoutMs });
+  const perRequest = opts.perRequestHeaders;
   const transport = new StreamableHTTPClientTransport(target, {
-    fetch: guardedFetch(ctx, { timeoutMs }),
+    fetch: perRequest
+      ? (input, init = {}) => {
+          const u = new URL(String(input));
+          const body = typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? Buffer.from(init.body) : null;
+          const headers = new Headers(init.headers);
+          for (const [k, v] of Object.entries(perRequest({ method: (init.method ?? 'GET').toUpperCase(), pathAndQuery: u.pathname + u.search, body }))) headers.set(k, v);
+          return guarded(input, { ...init, headers });
+        }
+      : guarded,
     requestInit: { headers: opts.headers ?? {} },
     redirectPolicy: 'follow',
     reconnectionOptions: { maxReconnectionDelay: 1000, initialReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1, maxRetries: 0 },

@@ -27,9 +27,13 @@ describe('execute — MCP tools', () => {
     expect(call.headers.authorization).toBe('Bearer mcp-token');
     expect(call.headers['x-agent-platform-request-id']).toBe(a.body.execution_id);
     expect(call.headers['x-agent-platform-user']).toMatch(/^psu_/);
-    // MCP signatures cover POST + endpoint path + the empty-body hash (docs/upstream-signing.md).
-    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, Buffer.alloc(0), svc.signingSecret)).toBe(true);
-    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, Buffer.alloc(0), 'whsec_other')).toBe(false);
+    // Every request of the call is signed over its own method, path and JSON-RPC body (docs/upstream-signing.md).
+    const ofCall = mcp.seen.filter((r) => r.headers['x-agent-platform-request-id'] === a.body.execution_id);
+    expect(ofCall.length).toBeGreaterThanOrEqual(2); // initialize, tools/call, …
+    for (const r of ofCall) expect(verifyAgentPlatform({ method: r.method, url: r.url, headers: r.headers }, r.body, svc.signingSecret)).toBe(true);
+    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, call.body, 'whsec_other')).toBe(false);
+    // The body is bound: the same headers do not verify another JSON-RPC body.
+    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, Buffer.from(call.body.toString().replace('"a":2', '"a":3')), svc.signingSecret)).toBe(false);
 
     const e = await execute(base, user.headers, sid, { service: svc.name, tool: 'explode' });
     expect(e.status).toBe(200);

@@ -315,12 +315,14 @@ async function callMcp(ctx: AppContext, t: ExecutableTool, actor: SessionActor, 
   else if (a.type === 'query' && a.name && a.secret) url.searchParams.set(a.name, a.secret);
   headers[HEADER_REQUEST_ID] = executionId;
   headers[HEADER_USER] = userPseudonym(t.signingSecret, actor.accountId);
-  // The MCP SDK writes the JSON-RPC bodies itself, so MCP calls sign the empty body: the signature
-  // binds time, method and endpoint (docs/upstream-signing.md "MCP servers").
-  headers[HEADER_SIGNATURE] = signRequest(t.signingSecret, 'POST', url.pathname + url.search, '');
+  // One tool call is several HTTP requests written by the MCP SDK; each is signed over its own
+  // method, path + query and body bytes, like HTTP tools (docs/upstream-signing.md "MCP servers").
+  const perRequestHeaders = (r: { method: string; pathAndQuery: string; body: string | Buffer | null }) => ({
+    [HEADER_SIGNATURE]: signRequest(t.signingSecret, r.method, r.pathAndQuery, r.body),
+  });
   try {
     // The registry keeps the server's own tool name in `path` (the platform name may be a slug of it).
-    const res = await mcpCallTool(ctx, url.toString(), t.tool.path || t.tool.name, args, { headers, timeoutMs });
+    const res = await mcpCallTool(ctx, url.toString(), t.tool.path || t.tool.name, args, { headers, timeoutMs, perRequestHeaders });
     const durationMs = Math.round(performance.now() - started);
     const output = res.structuredContent !== undefined ? res.structuredContent : mcpContentValue(res.content);
     if (res.isError) {
