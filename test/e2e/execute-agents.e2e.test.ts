@@ -46,6 +46,12 @@ describe('execute — agents', () => {
     const top = await topTools(ctx, { agentId: agent.id });
     expect(top).toEqual([expect.objectContaining({ service_id: svc.id, tool_name: 'fast', calls: 1, successes: 1 })]);
 
+    // Unsubscribing the agent stops it at once (the execution path caches subscription answers).
+    await expectHttp(base, 'DELETE', `/v2/agents/${agent.id}/tools/unsubscribe?service=${svc.name}`, 204, { headers: owner.headers });
+    expect((await execute(base, headers, sid, { service: svc.name, tool: 'fast' })).status).toBe(403);
+    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, { headers: owner.headers, body: { service: svc.name } });
+    expect((await execute(base, headers, sid, { service: svc.name, tool: 'fast' })).status).toBe(200);
+
     // The owner's cancellation stops the agent too.
     await expectHttp(base, 'DELETE', `/subscriptions/${sub.id}`, 200, { headers: owner.headers });
     const after = await execute(base, headers, sid, { service: svc.name, tool: 'fast' });

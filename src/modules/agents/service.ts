@@ -13,6 +13,7 @@ import { agentSecrets, agentToolSubscriptions, agents } from '../../db/schema/in
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { SharedCache } from '../../lib/shared-cache.js';
 import { hashPassword } from '../identity/passwords.js';
 import { invalidateAgentAuth } from './tokens.js';
 
@@ -67,15 +68,30 @@ export async function getAgentForAccount(
   return a;
 }
 
-/** True when the (not deleted) agent is subscribed to `serviceId` (agent tool subscriptions; cross-module contract). */
+/** Agent tool-subscription answers by `<agentId>\n<serviceId>` (execution path); evicted by {@link agentToolsChanged}. */
+function agentToolCache(ctx: AppContext): SharedCache<boolean> {
+  return SharedCache.of(ctx, { name: 'agents.tools', max: 50_000, ttlMs: ctx.config.cacheTtlMs });
+}
+
+/**
+ * True when the (not deleted) agent is subscribed to `serviceId` (agent tool subscriptions;
+ * cross-module contract). Answers are cached for the execution path; subscribe/unsubscribe evict them.
+ */
 export async function isAgentSubscribed(ctx: AppContext, agentId: string, serviceId: string): Promise<boolean> {
-  const rows = await ctx.db
-    .select({ one: sql<number>`1` })
-    .from(agentToolSubscriptions)
-    .innerJoin(agents, eq(agents.id, agentToolSubscriptions.agentId))
-    .where(and(eq(agentToolSubscriptions.agentId, agentId), eq(agentToolSubscriptions.serviceId, serviceId), ne(agents.status, 'deleted')))
-    .limit(1);
-  return rows.length > 0;
+  return agentToolCache(ctx).get(`${agentId}\n${serviceId}`, async () => {
+    const rows = await ctx.db
+      .select({ one: sql<number>`1` })
+      .from(agentToolSubscriptions)
+      .innerJoin(agents, eq(agents.id, agentToolSubscriptions.agentId))
+      .where(and(eq(agentToolSubscriptions.agentId, agentId), eq(agentToolSubscriptions.serviceId, serviceId), ne(agents.status, 'deleted')))
+      .limit(1);
+    return rows.length > 0;
+  });
+}
+
+/** Evict cached {@link isAgentSubscribed} answers of `agentId` for `serviceIds` (after the write committed), on every instance. */
+export async function agentToolsChanged(ctx: AppContext, agentId: string, serviceIds: string[]): Promise<void> {
+  for (const id of serviceIds) await agentToolCache(ctx).invalidate(`${agentId}\n${id}`);
 }
 
 /**

@@ -10,7 +10,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/service.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
-import { getAgentForAccount } from './service.js';
+import { agentToolsChanged, getAgentForAccount } from './service.js';
 
 /** An agent's subscription to a service. */
 export interface AgentToolView {
@@ -45,7 +45,10 @@ export async function subscribeAgentTool(
     .values({ agentId, serviceId: svc.id, serviceName: svc.name })
     .onConflictDoNothing()
     .returning();
-  if (inserted) return { created: true, subscription: toolView(inserted) };
+  if (inserted) {
+    await agentToolsChanged(ctx, agentId, [svc.id]);
+    return { created: true, subscription: toolView(inserted) };
+  }
   const [existing] = await ctx.db
     .select()
     .from(agentToolSubscriptions)
@@ -71,6 +74,7 @@ export async function unsubscribeAgentTool(ctx: AppContext, accountId: string, a
     )
     .returning({ id: agentToolSubscriptions.serviceId });
   if (rows.length === 0) throw notFound('Subscription of this agent to the service');
+  await agentToolsChanged(ctx, agentId, rows.map((r) => r.id));
 }
 
 /** The agent's tool subscriptions, newest first (keyset on service id within equal times). */
