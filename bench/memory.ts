@@ -12,8 +12,13 @@
  *    when PostgreSQL is reachable (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432/memory_bench).
  * 4. Ingest rate (memories/s): the automatic-memory writer (embedding + batched insert, live index).
  *
+ * The synthetic scale corpus (`synth`) varies ~30% of each labelled memory's words within its topic
+ * (v2; the cache directory is named after it): the v1 corpus, 300 near-copies of each sentence,
+ * measured HNSW on near-ties more than on a user's memories (docs/decisions.md).
+ *
  * Environment: BENCH_SCALE_N, BENCH_PG_N, BENCH_QUERIES (default 200; at most 50 on the exact path),
- * BENCH_PG_URL, BENCH_SKIP_SCALE=1.
+ * BENCH_PG_URL, BENCH_SKIP_SCALE=1, BENCH_SHARED_BUFFERS (PGlite `shared_buffers` of the scale run;
+ * default: the app's PGLITE_SHARED_BUFFERS default, 32MB, in which a 100k-memory HNSW index does not fit).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,7 +30,7 @@ import type { AppContext } from '../src/context.js';
 import { execRows } from '../src/db/client.js';
 import { newId } from '../src/http/ids.js';
 import { embeddingProviderOf, flushMemoryWrites, rememberExecution, searchMemories } from '../src/modules/memory/service.js';
-import { HNSW_INDEX, insertMemoryRows, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
+import { distance, HNSW_INDEX, insertMemoryRows, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const data = JSON.parse(fs.readFileSync(path.join(here, 'fixtures/memory-retrieval.json'), 'utf8')) as {
@@ -132,11 +137,18 @@ const EXTRA = ['again', 'for the team', 'as requested', 'before the deadline', '
 
 /** Words of the labelled set, to vary the synthetic memories. */
 const VOCAB = [...new Set(data.memories.flatMap((m) => m.content.match(/[A-Za-z]{4,}/g) ?? []))];
+/** Lower-case words (4+ letters) of each topic of the labelled set. */
+const TOPIC_WORDS = new Map<string, string[]>();
+for (const m of data.memories) TOPIC_WORDS.set(m.topic, [...new Set([...(TOPIC_WORDS.get(m.topic) ?? []), ...(m.content.match(/\b[a-z]{4,}\b/g) ?? [])])]);
 
 /**
- * Deterministic variants of the labelled memories: other numbers and cities, and some extra
- * context (a phrase, a few words of the same vocabulary, a reference code) — like a user's
- * automatic memories, which repeat the same tools with different arguments.
+ * Deterministic variants of the labelled memories, like a user's automatic memories, which repeat
+ * the same tools with different arguments and outcomes: other numbers and cities, ~30% of the
+ * lower-case words swapped for other words of the same topic (so the ~300 variants of a memory at
+ * 100k are not near-copies of one sentence), and some extra context (a phrase, a few words of the
+ * labelled set's vocabulary, a reference code). Before, only numbers, cities and the extras
+ * varied: 300 near-copies per sentence, whose nearest neighbours differ by ~1e-3 in distance —
+ * an HNSW stress test more than a user's memory (docs/decisions.md).
  */
 function synth(n: number): string[] {
   let s = 12345;
@@ -144,9 +156,11 @@ function synth(n: number): string[] {
   const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
-    const base = data.memories[i % data.memories.length].content;
-    let t = base.replace(/\d+/g, (d) => String(Math.floor(r() * 10 ** d.length)).padStart(d.length, '0'));
+    const base = data.memories[i % data.memories.length];
+    const topicWords = TOPIC_WORDS.get(base.topic)!;
+    let t = base.content.replace(/\d+/g, (d) => String(Math.floor(r() * 10 ** d.length)).padStart(d.length, '0'));
     t = t.replace(CITY, () => pick(CITIES));
+    t = t.replace(/\b[a-z]{4,}\b/g, (w) => (r() < 0.3 ? pick(topicWords) : w));
     t = t.replace(/\.$/, '');
     if (r() < 0.6) t += ` ${pick(EXTRA)}`;
     if (r() < 0.7) t += `; ${Array.from({ length: 1 + Math.floor(r() * 3) }, () => pick(VOCAB).toLowerCase()).join(' ')}`;
@@ -176,10 +190,9 @@ interface ScaleResult {
 /** Exact top-k of the vector arm (no index: the planner scans the user's rows and sorts): ids and distances. */
 async function exactTopK(ctx: AppContext, userId: string, q: string, k: number): Promise<Array<{ id: string; d: number }>> {
   const [v] = await embeddingProviderOf(ctx).embed([q]);
-  const { vectorParam, distance } = await import('../src/modules/memory/store.js');
   return ctx.db.transaction(async (tx) => {
     await tx.execute(sql`select set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'on', true), set_config('jit', 'off', true)`);
-    const dist = distance(ctx, vectorParam(ctx, v));
+    const dist = distance(ctx, v);
     const rows = await execRows<{ id: string; d: number }>(
       tx,
       sql`select id, ${dist} as d from memories where user_id = ${userId} and embedding is not null order by ${dist}, id limit ${k}::int`,
@@ -244,12 +257,14 @@ async function ingest(ctx: AppContext, userId: string, n: number): Promise<numbe
 // ----------------------------------------------------------------------------------------- main
 
 async function pgliteScale(): Promise<void> {
-  const dir = path.resolve(here, `../data/bench/memory-pglite-${SCALE_N}`);
+  const dir = path.resolve(here, `../data/bench/memory-pglite-v2-${SCALE_N}`); // v2: topic-word variants (synth)
   const fresh = !fs.existsSync(path.join(dir, 'ready'));
   if (fresh) fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
-  const built: BuiltApp = await buildApp(loadConfig(env({ DATA_DIR: dir })));
+  const buffers = process.env.BENCH_SHARED_BUFFERS;
+  const built: BuiltApp = await buildApp(loadConfig(env({ DATA_DIR: dir, PGLITE_SHARED_BUFFERS: buffers })));
   const { ctx } = built;
+  log(`pgvector path (PGlite): shared_buffers = ${ctx.config.pgliteSharedBuffers}`);
   try {
     let userId: string;
     if (fresh) {
@@ -271,8 +286,8 @@ async function pgliteScale(): Promise<void> {
       userId = fs.readFileSync(path.join(dir, 'user'), 'utf8');
       log(`pgvector path (PGlite): reusing ${SCALE_N} cached memories in ${dir}`);
     }
-    const r = await scale(ctx, userId, `pgvector/HNSW @ ${SCALE_N}`, EF_VALUES);
-    summary.push([`pgvector ${SCALE_N}: hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
+    const r = await scale(ctx, userId, `pgvector/HNSW @ ${SCALE_N} (shared_buffers ${ctx.config.pgliteSharedBuffers})`, EF_VALUES);
+    summary.push([`pgvector ${SCALE_N} (shared_buffers ${ctx.config.pgliteSharedBuffers}): hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
     for (const v of r.vector) summary.push([`pgvector ${SCALE_N}: vector arm ef_search=${v.ef} p50 / p95 / recall@10`, `${ms(v.p50)} / ${ms(v.p95)} / ${v.recall.toFixed(3)}`]);
     const other = await newUser(ctx);
     const rate = await ingest(ctx, other, 2000);

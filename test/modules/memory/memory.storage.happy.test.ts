@@ -17,7 +17,9 @@ import type { Database, Db } from '../../../src/db/client.js';
 import * as schema from '../../../src/db/schema/index.js';
 import { newId } from '../../../src/http/ids.js';
 import { embeddingProviderOf, initMemory, searchMemories } from '../../../src/modules/memory/service.js';
-import { insertMemoryRows, type NewMemoryRow } from '../../../src/modules/memory/store.js';
+import { dot } from '../../../src/modules/memory/embeddings.js';
+import { exactCosineDistance, insertMemoryRows, type NewMemoryRow } from '../../../src/modules/memory/store.js';
+import { execRows } from '../../../src/db/client.js';
 import { createUser, setupApp } from '../../helpers/app.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -32,7 +34,7 @@ async function plainPglite(): Promise<AppContext> {
   const client = await PGlite.create('memory://'); // no extensions: no pgvector
   const db = drizzle({ client, schema }) as unknown as Db;
   await migrate(drizzle({ client }), { migrationsFolder: path.join(here, '../../../src/db/migrations') });
-  const database: Database = { db, engine: 'pglite', hasVector: false, ping: async () => undefined, close: () => client.close() };
+  const database: Database = { db, hotDb: db, engine: 'pglite', hasVector: false, ping: async () => undefined, close: () => client.close() };
   afterAll(() => client.close());
   return { ...ctx, database, db, onClose: [] };
 }
@@ -73,5 +75,37 @@ describe('memory storage paths', () => {
       compared += a.data.length;
     }
     expect(compared).toBe(queries.length * 10);
+  });
+
+  it('real[] path: vectors stay inline and uncompressed, and the exact distance is 1 - dot product', { timeout: 60_000 }, async () => {
+    const exact = await plainPglite();
+    await initMemory(exact);
+    const u = await createUser(app);
+    await exact.db.execute(sql`insert into users (id, subject) values (${u.userId}, ${u.subject})`);
+    // long contents: rows well past the 2 KB at which PostgreSQL would compress the array by default
+    const contents = data.memories.slice(0, 40).map((m, i) => `${m.content} ${data.memories[(i + 7) % data.memories.length].content.repeat(6)}`);
+    const rows: NewMemoryRow[] = contents.map((content) => ({
+      id: newId('mem'), userId: u.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', content, metadata: {},
+    }));
+    const emb = embeddingProviderOf(exact);
+    const vectors = await emb.embed(contents);
+    await insertMemoryRows(exact, exact.db, rows, vectors);
+    const [storage] = await execRows<{ s: string }>(exact.db, sql`select attstorage as s from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`);
+    expect(storage.s).toBe('m');
+    const sizes = await execRows<{ n: number }>(exact.db, sql`select pg_column_size(embedding) as n from memories where user_id = ${u.userId}`);
+    // 24-byte array header + 4 bytes per component: not compressed
+    expect(sizes.map((r) => Number(r.n))).toEqual(rows.map(() => 24 + 4 * emb.dimensions));
+
+    const [q] = await emb.embed(['which flights to Lisbon did I compare last week?']);
+    const got = await execRows<{ id: string; d: number | string }>(
+      exact.db,
+      sql`select id, ${exactCosineDistance(sql`embedding`, q)} as d from memories where user_id = ${u.userId} order by id`,
+    );
+    const byId = new Map(rows.map((r, i) => [r.id, vectors[i]]));
+    expect(got).toHaveLength(rows.length);
+    for (const r of got) expect(Number(r.d)).toBeCloseTo(1 - dot(q, byId.get(r.id)!), 6);
+    // a vector of another length (a stale embedding space) has no distance rather than a wrong one
+    const [short] = await execRows<{ d: unknown }>(exact.db, sql`select ${exactCosineDistance(sql`'{0.6,0.8}'::real[]`, q)} as d`);
+    expect(short.d).toBeNull();
   });
 });
