@@ -86,12 +86,13 @@ function serviceWhere(ref: string) {
  * id. null when either is missing. No visibility check (callers decide who may execute).
  */
 export async function resolveExecutableTool(ctx: AppContext, serviceRef: string, toolRef: string): Promise<ExecutableTool | null> {
-  return executableTools(ctx).get(`${serviceRef}\n${toolRef}`, () => loadExecutableTool(ctx, serviceRef, toolRef));
+  // Length-prefixed: no pair of references can share a key.
+  return executableTools(ctx).get(`${serviceRef.length}:${serviceRef}${toolRef}`, () => loadExecutableTool(ctx, serviceRef, toolRef));
 }
 
 /**
  * The execution path's cache of {@link resolveExecutableTool} answers (misses included), keyed by
- * the references the caller used. Every registry write clears it ({@link registryChanged}); values
+ * the references the caller used (length-prefixed service reference + tool reference). Every registry write clears it ({@link registryChanged}); values
  * are shared, callers must not mutate them.
  */
 function executableTools(ctx: AppContext): SharedCache<ExecutableTool | null> {
