@@ -16,7 +16,8 @@
  * Goal: the platform adds < 1.5 ms at p50 and keeps ≥ 40 % of direct throughput (2-core machine).
  *
  * Env: BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (16), BENCH_DATABASE_URL (PostgreSQL instead
- * of in-memory PGlite), BENCH_REDIS_URL, BENCH_LOG_LEVEL (warn).
+ * of in-memory PGlite), BENCH_REDIS_URL, BENCH_LOG_LEVEL (warn), BENCH_UPSTREAM_DELAY_MS (0: the
+ * upstream answers at once; e.g. 10 for an upstream with a real API's latency).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,11 +37,16 @@ if (role) process.on('disconnect', () => process.exit(0));
 
 if (role === 'upstream') {
   const body = JSON.stringify({ ok: true, temperature: 21.5, unit: 'C', city: 'Lisbon' });
+  const delayMs = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0);
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      };
+      if (delayMs > 0) setTimeout(answer, delayMs);
+      else answer();
     });
   });
   server.keepAliveTimeout = 60_000;
@@ -203,7 +209,8 @@ if (!role) {
   const row = (name: string, r: Run) => `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   non-2xx ${r.non2xx}  errors ${r.errors}`;
   const addedP50 = lat.platform.p50 - lat.direct.p50;
   const ratio = tput.platform.rps / tput.direct.rps;
-  console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}`);
+  const delay = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0);
+  console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}, upstream delay ${delay} ms`);
   console.log(`latency, 1 connection, sequential requests (µs resolution)`);
   console.log(row('  direct GET /fast', lat.direct));
   console.log(row('  platform bare GET /healthz', lat.bare));
@@ -216,6 +223,7 @@ if (!role) {
   console.log(
     JSON.stringify({
       bench: 'execute',
+      upstream_delay_ms: delay,
       latency: { direct: lat.direct, bare_route: lat.bare, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)) },
       throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, platform: tput.platform, ratio: Number(ratio.toFixed(3)) },
     }),
