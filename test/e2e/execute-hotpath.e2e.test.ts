@@ -102,6 +102,19 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     expect((await usageTotals(ctx, { userId: user.userId, serviceId: svc.id })).calls).toBe(2);
   });
 
+  it("finds an execution's automatic memory right after the answer (writes are batched, readers drain first)", async () => {
+    const { user, svc, sid } = await setup();
+    const a = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
+    expect(a.status).toBe(200);
+    const { body: list } = await expectHttp(base, 'GET', `/memory?session_id=${sid}`, 200, { headers: user.headers });
+    expect(list.data.map((m: { execution_id: string }) => m.execution_id)).toEqual([a.body.execution_id]);
+    const b = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
+    const { body: stats } = await expectHttp(base, 'GET', '/memory/stats', 200, { headers: user.headers });
+    expect(stats.by_source.execution).toBe(2);
+    const { body: found } = await expectHttp(base, 'GET', `/memory/search?q=fast&session_id=${sid}`, 200, { headers: user.headers });
+    expect(found.data.map((m: { execution_id: string }) => m.execution_id).sort()).toEqual([a.body.execution_id, b.body.execution_id].sort());
+  });
+
   it('answers upstream JSON holding U+0000 as sent and stores it with U+FFFD', async () => {
     const { user, svc, sid } = await setup();
     const a = await execute(base, user.headers, sid, { service: svc.name, tool: 'nul' });

@@ -361,6 +361,7 @@ export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { 
 
 /** The caller's memories, newest first, keyset-paginated. */
 export async function listMemories(ctx: AppContext, actor: SessionActor, q: MemoryFilter & { limit?: number; cursor?: string }): Promise<Page<MemoryView>> {
+  await flushMemoryWrites(ctx);
   const limit = q.limit ?? 20;
   const after = decodeCursor(q.cursor);
   const rows = await ctx.db
@@ -383,6 +384,7 @@ export interface MemoryPage {
 
 /** The caller's memories, newest first, page `page` (1-based) of `page_size`. */
 export async function listMemoriesPaged(ctx: AppContext, actor: SessionActor, q: MemoryFilter & { page?: number; page_size?: number }): Promise<MemoryPage> {
+  await flushMemoryWrites(ctx);
   const page = q.page ?? 1;
   const pageSize = q.page_size ?? 20;
   const where = filtered(actor, q);
@@ -443,6 +445,7 @@ function poolSize(limit: number): number {
 export async function searchMemories(ctx: AppContext, actor: SessionActor, input: SearchInput): Promise<SearchResult> {
   const q = input.q.trim();
   if (!q) throw new AppError('validation_failed', 'q must not be empty', { errors: [{ in: 'query', pointer: '/q', message: 'must not be empty' }] });
+  await flushMemoryWrites(ctx);
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
   const mode = input.mode ?? 'hybrid';
@@ -487,6 +490,7 @@ export interface MemoryStats {
 
 /** Statistics of the caller's memories (optionally of one agent's). */
 export async function memoryStats(ctx: AppContext, actor: SessionActor, f: { agent_id?: string } = {}): Promise<MemoryStats> {
+  await flushMemoryWrites(ctx);
   const where = filteredSql(actor, f);
   const [[m], [s]] = await Promise.all([
     execRows<Record<string, unknown>>(

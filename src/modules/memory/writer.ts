@@ -1,7 +1,9 @@
 /**
  * The in-process batching writer behind `rememberExecution`: the request path only pushes a
- * reference onto a queue (O(1), well under 0.2 ms); a flush scheduled with `setImmediate` builds the
- * sentences, embeds them in one provider call per batch and inserts them in one multi-row INSERT.
+ * reference onto a queue (O(1), well under 0.2 ms); a flush — after at most `flushDelayMs` (50 ms),
+ * or at once when a batch is full — builds the sentences, embeds them in one provider call per
+ * batch and inserts them in one multi-row INSERT. Readers of this instance drain the queue first
+ * (`flushMemoryWrites`), so a caller always finds the memories of its finished executions.
  * Flushed on shutdown through `ctx.onClose`. Failures are logged, never thrown: when the embedding
  * provider fails, the memories are stored without a vector (full-text search still finds them) and
  * back-filled by the next successful flush.
@@ -21,6 +23,7 @@ export interface PendingMemory {
 export class MemoryWriter {
   private queue: PendingMemory[] = [];
   private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private dropped = 0;
   /** Set when rows were stored without an embedding; cleared by a back-fill. */
@@ -32,6 +35,8 @@ export class MemoryWriter {
     private readonly ready: Promise<void>,
     private readonly backfill: () => Promise<number>,
     private readonly batchSize = 64,
+    /** Longest a queued memory waits for companions before its batch is written, ms. */
+    private readonly flushDelayMs = 50,
   ) {}
 
   /** Queue one memory. O(1); never throws. */
@@ -41,12 +46,20 @@ export class MemoryWriter {
       return;
     }
     this.queue.push(item);
-    if (!this.scheduled && !this.running) {
+    if (this.running) return; // the running flush takes it
+    if (this.queue.length >= this.batchSize) {
+      clearTimeout(this.timer);
+      this.scheduled = false;
+      void this.run();
+    } else if (!this.scheduled) {
+      // Gather up to `flushDelayMs` of executions into one statement: per-statement costs (parse,
+      // plan, commit) are paid once per batch instead of once per execution.
       this.scheduled = true;
-      setImmediate(() => {
+      this.timer = setTimeout(() => {
         this.scheduled = false;
         void this.run();
-      });
+      }, this.flushDelayMs);
+      this.timer.unref();
     }
   }
 
@@ -61,6 +74,8 @@ export class MemoryWriter {
 
   private run(): Promise<void> {
     if (this.running) return this.running;
+    clearTimeout(this.timer);
+    this.scheduled = false;
     this.running = (async () => {
       try {
         await this.ready;
