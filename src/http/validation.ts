@@ -8,6 +8,8 @@
 import AjvModule from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import { findNul } from '../lib/nul.js';
+import { AppError } from './errors.js';
 
 // ajv and ajv-formats are CommonJS; their default export differs between ESM loaders.
 type AjvInstance = import('ajv').default;
@@ -20,8 +22,22 @@ function makeAjv(coerce: boolean) {
   return ajv;
 }
 
-/** Install the validator compiler on `app` (call before registering routes). */
+/**
+ * Install the validator compiler on `app` (call before registering routes), and refuse requests
+ * whose body, query or path parameters hold U+0000 anywhere (400 `validation_failed` with the
+ * pointer): PostgreSQL text cannot store it, and no field of this API needs it.
+ */
 export function registerValidation(app: FastifyInstance): void {
+  app.addHook('preValidation', async (req) => {
+    for (const [part, value] of [['body', req.body], ['query', req.query], ['params', req.params]] as const) {
+      const pointer = findNul(value);
+      if (pointer !== null) {
+        throw new AppError('validation_failed', `The request ${part} holds the character U+0000 at "${pointer || '/'}", which this API does not accept`, {
+          errors: [{ in: part, pointer: pointer || '', message: 'must not contain U+0000' }],
+        });
+      }
+    }
+  });
   const body = makeAjv(false);
   const parts = makeAjv(true);
   let sharedAdded = false;

@@ -122,5 +122,8 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     expect(a.body.output).toEqual({ 'k\u0000ey': 'a\u0000b', list: ['\u0000'] });
     const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
     expect(s.executions[0].output).toEqual({ 'k\uFFFDey': 'a\uFFFDb', list: ['\uFFFD'] });
+    const { body: mem } = await expectHttp(base, 'GET', `/memory?session_id=${sid}`, 200, { headers: user.headers });
+    expect(mem.data.map((m: { execution_id: string }) => m.execution_id)).toEqual([a.body.execution_id]);
+    expect(mem.data[0].content).not.toContain('\u0000');
   });
 });

@@ -9,6 +9,7 @@
  * back-filled by the next successful flush.
  */
 import type { AppContext } from '../../context.js';
+import { withoutNul } from '../../lib/nul.js';
 import type { EmbeddingProvider } from './embeddings.js';
 import { insertMemoryRows, type NewMemoryRow } from './store.js';
 
@@ -105,7 +106,9 @@ export class MemoryWriter {
     const rows: NewMemoryRow[] = [];
     for (const item of batch) {
       try {
-        rows.push(item.build());
+        // Upstream answers may hold U+0000, which PostgreSQL text cannot store.
+        const row = item.build();
+        rows.push({ ...row, content: withoutNul(row.content), metadata: withoutNul(row.metadata) });
       } catch (err) {
         this.ctx.log.error({ err: (err as Error).message }, 'could not build an execution memory');
       }

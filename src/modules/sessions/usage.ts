@@ -14,6 +14,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
+import { withoutNul } from '../../lib/nul.js';
 
 /** One finished execution to record. */
 export interface ExecutionRecord {
@@ -41,17 +42,10 @@ function utcDay(d: Date): string {
 /** Most records one statement carries. */
 const MAX_BATCH = 256;
 
-/** `value` with every U+0000 (in strings and keys) replaced by U+FFFD: PostgreSQL's jsonb cannot hold U+0000. */
-function withoutNul(value: unknown): unknown {
-  if (typeof value === 'string') return value.replaceAll('\0', '\uFFFD');
-  if (Array.isArray(value)) return value.map(withoutNul);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll('\0', '\uFFFD'), withoutNul(v)]));
-  return value;
-}
-
 /** JSON text for a jsonb parameter (U+0000 replaced, see {@link withoutNul}). */
 function jsonbText(value: unknown): string {
   const text = JSON.stringify(value);
+  // A literal backslash + "u0000" also matches: then the walk finds nothing and changes nothing.
   return text.includes('\\u0000') ? JSON.stringify(withoutNul(value)) : text;
 }
 

@@ -30,6 +30,20 @@ describe('errors', () => {
     expect(body.code).toBe('validation_failed');
   });
 
+  it('refuses U+0000 in bodies, query strings and path parameters with 400 (PostgreSQL text cannot hold it)', async () => {
+    const u = await createUser(app);
+    const { body: b } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'a\u0000b' } }, 400);
+    expect(b).toMatchObject({ code: 'validation_failed', errors: [{ in: 'body', pointer: '/content', message: 'must not contain U+0000' }] });
+    const { body: k } = await call(app, { method: 'POST', url: '/v1/agents', headers: u.headers, payload: { metadata: { 'a/b\u0000': 1 } } }, 400);
+    expect(k.errors[0].pointer).toBe('/metadata/a~1b\u0000');
+    const { body: q } = await call(app, { method: 'GET', url: '/memory/search?q=a%00b', headers: u.headers }, 400);
+    expect(q.errors[0]).toMatchObject({ in: 'query', pointer: '/q' });
+    const { body: p } = await call(app, { method: 'GET', url: '/v1/sessions/ses_%00', headers: u.headers }, 400);
+    expect(p.errors[0]).toMatchObject({ in: 'params', pointer: '/id' });
+    // A backslash followed by "u0000" is ordinary text.
+    await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'literal \\u0000 text' } }, 201);
+  });
+
   it('answers a wrong query type with 400 validation_failed', async () => {
     const u = await createUser(app);
     const { body } = await call(app, { method: 'GET', url: '/api-keys?limit=ten', headers: u.headers }, 400);
