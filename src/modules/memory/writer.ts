@@ -13,6 +13,9 @@ import { withoutNul } from '../../lib/nul.js';
 import type { EmbeddingProvider } from './embeddings.js';
 import { insertMemoryRows, type NewMemoryRow } from './store.js';
 
+/** Rows per INSERT on PGlite (see `writeBatch`). */
+const PGLITE_ROWS_PER_STATEMENT = 4;
+
 /** Most memories waiting in memory before new ones are dropped (with a warning). */
 const MAX_PENDING = 10_000;
 
@@ -122,6 +125,17 @@ export class MemoryWriter {
       vectors = rows.map(() => null);
       this.needsBackfill = true;
     }
+    // PGlite runs each statement on this thread, and every row costs an HNSW insertion (~2–3 ms):
+    // small statements with a turn of the event loop between them keep requests from waiting
+    // behind a whole batch. PostgreSQL works in its own processes: one statement per batch.
+    const step = this.ctx.database.engine === 'pglite' ? PGLITE_ROWS_PER_STATEMENT : rows.length;
+    for (let at = 0; at < rows.length; at += step) {
+      if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      await this.insert(rows.slice(at, at + step), vectors.slice(at, at + step));
+    }
+  }
+
+  private async insert(rows: NewMemoryRow[], vectors: Array<Float32Array | null>): Promise<void> {
     try {
       await insertMemoryRows(this.ctx, this.ctx.database.hotDb, rows, vectors);
     } catch {
