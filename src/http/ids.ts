@@ -2,7 +2,7 @@
  * Prefixed, time-sortable identifiers (`usr_01j…`), Stripe/Unkey style.
  * Body: 48-bit millisecond timestamp + 80 random bits in Crockford base32 (ULID layout), lowercase.
  */
-import { randomBytes } from 'node:crypto';
+import { monotonicFactory } from 'ulid';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -11,28 +11,20 @@ export type IdPrefix =
   | 'usr' | 'svc' | 'tool' | 'ses' | 'exe' | 'mem' | 'sub' | 'key' | 'agt' | 'dep' | 'inv' | 'prm' | 'rep'
   | 'rt' | 'sec' | 'aud' | 'job' | 'evt' | 'sum';
 
-/** A new id `<prefix>_<26 chars>`; ids made later sort after ids made earlier (ms resolution). */
+/**
+ * ULIDs that grow monotonically within this process: a second id in the same millisecond is the
+ * previous one + 1 in its random part (ULID spec, "Monotonicity"), so newest-first lists keyed by
+ * id keep creation order even for objects made in the same millisecond.
+ */
+const nextUlid = monotonicFactory();
+
+/**
+ * A new id `<prefix>_<26 chars>`: a lowercase ULID (48-bit ms timestamp + 80 random bits, Crockford
+ * base32). Ids made later in a process sort after ids made earlier; across processes, at ms resolution.
+ * Ids identify objects; they are never secrets.
+ */
 export function newId(prefix: IdPrefix): string {
-  let ts = Date.now();
-  let time = '';
-  for (let i = 0; i < 10; i++) {
-    time = ALPHABET[ts % 32] + time;
-    ts = Math.floor(ts / 32);
-  }
-  const rnd = randomBytes(10);
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const byte of rnd) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += ALPHABET[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-    value &= (1 << bits) - 1;
-  }
-  return `${prefix}_${time}${out}`;
+  return `${prefix}_${nextUlid().toLowerCase()}`;
 }
 
 /** True when `id` looks like an id with `prefix` (cheap check before a lookup). */

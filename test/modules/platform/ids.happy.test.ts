@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+import { idFloor, isId, newId } from '../../../src/http/ids.js';
+
+describe('ids', () => {
+  it('grow strictly within a process, also inside one millisecond', () => {
+    const ids = Array.from({ length: 2000 }, () => newId('ses'));
+    for (let i = 1; i < ids.length; i++) expect(ids[i] > ids[i - 1]).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids.slice(0, 10)) expect(isId(id, 'ses')).toBe(true);
+  });
+
+  it('sort at or after the floor of their creation time', () => {
+    const before = new Date();
+    const id = newId('exe');
+    expect(id >= idFloor('exe', before)).toBe(true);
+    expect(id < idFloor('exe', new Date(before.getTime() + 60_000))).toBe(true);
+  });
+});
