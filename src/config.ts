@@ -419,7 +419,7 @@ function memoryConfig(env: Env): MemoryConfig {
     hnswEfSearch: int(env, 'MEMORY_HNSW_EF_SEARCH', 100, 1, 1000),
     fusion: {
       k: int(env, 'MEMORY_RRF_K', 60, 1, 1000),
-      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', provider === 'local' ? 0.5 : 1),
+      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', provider === 'local' ? 0.2 : 1),
       textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
     },
     summaryLlm: { url: summaryUrl, model: summaryModel, apiKey: str(env, 'SUMMARY_LLM_API_KEY'), timeoutMs: int(env, 'SUMMARY_LLM_TIMEOUT_MS', 60_000, 100, 600_000) },

@@ -7,7 +7,7 @@
  * so a custom migration creates it and the memory module reads/writes it with raw SQL.
  */
 import { sql } from 'drizzle-orm';
-import { customType, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from './identity.js';
 
 /** PostgreSQL `tsvector` (full-text document). */
@@ -44,6 +44,24 @@ export const memories = pgTable(
     index('memories_tsv_idx').using('gin', t.contentTsv),
   ],
 );
+
+/**
+ * Document frequencies of the full-text lexemes of each user's memories: in how many of the
+ * user's memories each lexeme occurs. Maintained by statement-level triggers on `memories`
+ * (migration 0014; memory content is never updated in place), read by search to weight rare query
+ * terms above common ones (BM25's IDF).
+ */
+export const memoryTerms = pgTable('memory_terms', {
+  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  lexeme: text('lexeme').notNull(),
+  df: integer('df').notNull(),
+}, (t) => [primaryKey({ columns: [t.userId, t.lexeme] })]);
+
+/** Number of memories per user (the N of IDF), maintained with {@link memoryTerms}. */
+export const memoryDocCounts = pgTable('memory_doc_counts', {
+  userId: text('user_id').primaryKey().references(() => users.id, { onDelete: 'cascade' }),
+  n: integer('n').notNull(),
+});
 
 /** The current summary of a session (one per session; rebuilt by `POST /memory/sessions/:id/summarize`). */
 export const sessionSummaries = pgTable(

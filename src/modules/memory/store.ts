@@ -140,15 +140,37 @@ export function orTsQuery(q: string): SQL {
 }
 
 /**
+ * The English-stemmed terms of `query` with their inverse document frequency over the user's
+ * memories, `ln(1 + (N − df + 0.5) / (df + 0.5))` (Robertson–Spärck Jones, as in BM25), from the
+ * trigger-maintained `memory_terms` / `memory_doc_counts` (migration 0014): primary-key lookups,
+ * however many memories the user has. `tsquery` is the term as a one-lexeme tsquery literal.
+ */
+export async function termWeights(db: Db | Tx, userId: string, query: string): Promise<Array<{ lexeme: string; tsquery: string; idf: number }>> {
+  const rows = await execRows<{ lexeme: string; tsquery: string; df: number | string; n: number | string }>(
+    db,
+    sql`select l.lexeme, quote_literal(l.lexeme) as tsquery, coalesce(t.df, 0) as df, coalesce(c.n, 0) as n
+        from unnest(to_tsvector('english', ${query})) l
+        left join memory_terms t on t.user_id = ${userId} and t.lexeme = l.lexeme
+        left join memory_doc_counts c on c.user_id = ${userId}`,
+  );
+  return rows.map((r) => {
+    const df = Math.max(0, Number(r.df));
+    const n = Math.max(df, Number(r.n));
+    return { lexeme: r.lexeme, tsquery: r.tsquery, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) };
+  });
+}
+
+/**
  * Hybrid candidates in one statement: the `pool` nearest vectors and the `pool` best full-text
- * matches (`ts_rank`) under `where`, fused by weighted reciprocal rank fusion (Cormack et al.
+ * matches (by the summed IDF of the query terms they contain, {@link termWeights}; `ts_rank` breaks
+ * ties) under `where`, fused by weighted reciprocal rank fusion (Cormack et al.
  * 2009; score = Σ weight / (k + rank), `MEMORY_RRF_K`, `MEMORY_*_WEIGHT`), best first. `where` must
  * scope to the caller (`user_id = …`).
  */
 export async function fusedCandidates(
   ctx: AppContext,
   db: Db | Tx,
-  input: { where: SQL; query: string; vector: Float32Array; pool: number; mode: SearchMode },
+  input: { userId: string; where: SQL; query: string; vector: Float32Array; pool: number; mode: SearchMode },
 ): Promise<CandidateRow[]> {
   const FUSION = ctx.config.memory.fusion;
   const dist = distance(ctx, input.vector);
@@ -165,12 +187,16 @@ export async function fusedCandidates(
     arms.push(sql`select id, ${FUSION.vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
   }
   if (input.mode !== 'vector') {
+    // Σ IDF of the query terms a memory contains (BM25's term weighting without TF saturation:
+    // memories are short), ts_rank breaking ties; weights inlined, so no subquery per row.
+    const weights = await termWeights(db, input.userId, input.query);
+    const idfSum = weights.length ? sql.join(weights.map((w) => sql`(case when m.content_tsv @@ ${w.tsquery}::tsquery then ${w.idf}::float8 else 0 end)`), sql` + `) : sql`0::float8`;
     ctes.push(sql`tq as (select ${orTsQuery(input.query)} as q)`);
     ctes.push(sql`t as (
-      select id, row_number() over (order by rk desc, id desc) as r from (
-        select m.id, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
+      select id, row_number() over (order by bm desc, rk desc, id desc) as r from (
+        select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
         where ${input.where} and m.content_tsv @@ tq.q
-        order by rk desc, m.id desc limit ${input.pool}::int
+        order by bm desc, rk desc, m.id desc limit ${input.pool}::int
       ) s
     )`);
     arms.push(sql`select id, ${FUSION.textWeight}::float8 / (${FUSION.k}::int + r) as score, null::bigint as vr, r as tr from t`);
