@@ -34,6 +34,17 @@ describe(`memory — term statistics and IDF ranking (${ctx.database.engine})`, 
     expect(idf.zanzibar).toBeGreaterThan(idf.weather);
   });
 
+  it('searches with quotes, backslashes and tsquery operators in the query text', async () => {
+    const u = await createUser(app);
+    const m = await add(u.headers, "O'Brien's café: back\\slash & pipe | notes");
+    for (const q of ["O'Brien's", 'back\\slash', "'; drop table memories; --", 'a & b | !c <-> d:*', "it''s"]) {
+      const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=text`, headers: u.headers }, 200);
+      expect(Array.isArray(body.data)).toBe(true);
+    }
+    const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent("O'Brien café")}&mode=text`, headers: u.headers }, 200);
+    expect(body.data[0].id).toBe(m.id);
+  });
+
   it('counts documents per term on insert and delete, per user', async () => {
     const u = await createUser(app);
     const other = await createUser(app);
