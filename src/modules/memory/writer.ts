@@ -26,7 +26,7 @@ export interface PendingMemory {
 
 export class MemoryWriter {
   private queue: PendingMemory[] = [];
-  private scheduled = false;
+  /** The pending delayed flush, if one is scheduled. */
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private dropped = 0;
@@ -52,24 +52,18 @@ export class MemoryWriter {
     this.queue.push(item);
     if (this.running) return; // the running flush takes it
     if (this.queue.length >= this.batchSize) {
-      clearTimeout(this.timer);
-      this.scheduled = false;
       void this.run();
-    } else if (!this.scheduled) {
+    } else if (!this.timer) {
       // Gather up to `flushDelayMs` of executions into one statement: per-statement costs (parse,
       // plan, commit) are paid once per batch instead of once per execution.
-      this.scheduled = true;
-      this.timer = setTimeout(() => {
-        this.scheduled = false;
-        void this.run();
-      }, this.flushDelayMs);
+      this.timer = setTimeout(() => void this.run(), this.flushDelayMs);
       this.timer.unref();
     }
   }
 
   /** Resolve when everything queued so far is written (or has failed and been logged). */
   async drain(): Promise<void> {
-    while (this.queue.length > 0 || this.running || this.scheduled) {
+    while (this.queue.length > 0 || this.running || this.timer) {
       if (this.running) await this.running;
       else if (this.queue.length > 0) await this.run();
       else await new Promise((r) => setImmediate(r));
@@ -79,7 +73,7 @@ export class MemoryWriter {
   private run(): Promise<void> {
     if (this.running) return this.running;
     clearTimeout(this.timer);
-    this.scheduled = false;
+    this.timer = undefined;
     this.running = (async () => {
       try {
         await this.ready;

@@ -55,7 +55,8 @@ async function writeBatch(ctx: AppContext, records: ExecutionRecord[]): Promise<
   const perSession = new Map<string, { n: number; at: string }>();
   const perKey = new Map<string, { day: string; r: ExecutionRecord; calls: number; ok: number; duration: number; at: string }>();
   for (const r of records) {
-    const at = (r.at ?? new Date()).toISOString();
+    const when = r.at ?? new Date();
+    const at = when.toISOString();
     const dur = Math.max(0, Math.round(r.durationMs));
     rows.push(
       sql`(${r.id}, ${r.sessionId}, ${r.userId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.toolName}, ${jsonbText(r.arguments)}::jsonb, ${r.status},
@@ -66,7 +67,7 @@ async function writeBatch(ctx: AppContext, records: ExecutionRecord[]): Promise<
       s.n++;
       s.at = at;
     } else perSession.set(r.sessionId, { n: 1, at });
-    const day = at.slice(0, 10);
+    const day = utcDay(when);
     const key = [day, r.userId, r.agentId ?? '', r.serviceId, r.toolId].join('\n');
     const u = perKey.get(key);
     const ok = r.status === 'succeeded' ? 1 : 0;
