@@ -143,13 +143,22 @@ export function orTsQuery(q: string): SQL {
 const SAFE_LEXEME = /^[^\\\u0000-\u001f]+$/;
 
 /**
- * A one-lexeme tsquery as an SQL string literal: the lexeme quoted for the tsquery parser (`'` →
+ * A tsquery OR-ing `lexemes` as an SQL string literal: each lexeme quoted for the tsquery parser (`'` →
  * `''`), then the whole quoted for SQL (`'` → `''`). Only for {@link SAFE_LEXEME} lexemes, so the
  * result reads the same whatever `standard_conforming_strings` says.
  */
-function lexemeLiteral(lexeme: string): string {
-  const tsquery = `'${lexeme.replaceAll("'", "''")}'`;
+function lexemeLiteral(...lexemes: string[]): string {
+  const tsquery = lexemes.map((l) => `'${l.replaceAll("'", "''")}'`).join(' | ');
   return `'${tsquery.replaceAll("'", "''")}'`;
+}
+
+/** A query term with its document frequency and inverse document frequency over one user's memories. */
+export interface TermWeight {
+  lexeme: string;
+  /** Memories of the user holding the lexeme. */
+  df: number;
+  /** `ln(1 + (N − df + 0.5) / (df + 0.5))`, always > 0. */
+  idf: number;
 }
 
 /**
@@ -158,7 +167,7 @@ function lexemeLiteral(lexeme: string): string {
  * trigger-maintained `memory_terms` / `memory_doc_counts` (migration 0014): primary-key lookups,
  * however many memories the user has.
  */
-export async function termWeights(db: Db | Tx, userId: string, query: string): Promise<Array<{ lexeme: string; idf: number }>> {
+export async function termWeights(db: Db | Tx, userId: string, query: string): Promise<TermWeight[]> {
   const rows = await execRows<{ lexeme: string; df: number | string; n: number | string }>(
     db,
     sql`select l.lexeme, coalesce(t.df, 0) as df, coalesce(c.n, 0) as n
@@ -169,8 +178,29 @@ export async function termWeights(db: Db | Tx, userId: string, query: string): P
   return rows.map((r) => {
     const df = Math.max(0, Number(r.df));
     const n = Math.max(df, Number(r.n));
-    return { lexeme: r.lexeme, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) };
+    return { lexeme: r.lexeme, df, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) };
   });
+}
+
+/**
+ * How the full-text arm may skip common terms without changing its answer (MaxScore, Turtle &
+ * Flood 1995). Terms sorted by IDF, rarest first; the `essential` ones are the shortest prefix whose
+ * last weight exceeds the summed weight of all the others (`rest`). A memory holding no essential
+ * term scores at most `rest`, and any memory holding one scores more, so once `pool` memories holding
+ * essential terms are found, none of the others can enter the top `pool`: the arm reads only the
+ * (few) memories of the rare terms instead of every memory of the common ones. `essential` is null
+ * when nothing can be skipped. Weights are compared as the 6-decimal literals the SQL sums, so the
+ * bound holds exactly.
+ */
+export function maxScorePlan(terms: TermWeight[]): { essential: string[]; rest: number } | null {
+  const micro = (w: TermWeight) => Math.round(Number(w.idf.toFixed(6)) * 1e6); // the SQL literal, in millionths
+  const sorted = [...terms].sort((a, b) => micro(b) - micro(a) || a.lexeme.localeCompare(b.lexeme));
+  let rest = sorted.reduce((s, w) => s + micro(w), 0);
+  for (let j = 0; j < sorted.length - 1; j++) {
+    rest -= micro(sorted[j]);
+    if (micro(sorted[j]) > rest) return { essential: sorted.slice(0, j + 1).map((w) => w.lexeme), rest: rest / 1e6 };
+  }
+  return null;
 }
 
 /**
@@ -183,7 +213,16 @@ export async function termWeights(db: Db | Tx, userId: string, query: string): P
 export async function fusedCandidates(
   ctx: AppContext,
   db: Db | Tx,
-  input: { userId: string; where: SQL; query: string; vector: Float32Array; pool: number; mode: SearchMode },
+  input: {
+    userId: string;
+    where: SQL;
+    query: string;
+    vector: Float32Array;
+    pool: number;
+    mode: SearchMode;
+    /** Skip common terms by {@link maxScorePlan} (default true; false reads every match, same answer). */
+    maxScore?: boolean;
+  },
 ): Promise<CandidateRow[]> {
   const FUSION = ctx.config.memory.fusion;
   const dist = distance(ctx, input.vector);
@@ -208,14 +247,26 @@ export async function fusedCandidates(
     const idfSum = terms.length
       ? sql.raw(terms.map((w) => `(case when m.content_tsv @@ ${lexemeLiteral(w.lexeme)}::tsquery then ${w.idf.toFixed(6)} else 0 end)`).join(' + '))
       : sql`0::float8`;
+    const scored = (match: SQL) => sql`select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
+        where ${input.where} and m.content_tsv @@ ${match}
+        order by bm desc, rk desc, m.id desc limit ${input.pool}::int`;
     ctes.push(sql`tq as (select ${orTsQuery(input.query)} as q)`);
-    ctes.push(sql`t as (
-      select id, row_number() over (order by bm desc, rk desc, id desc) as r from (
-        select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
-        where ${input.where} and m.content_tsv @@ tq.q
-        order by bm desc, rk desc, m.id desc limit ${input.pool}::int
-      ) s
-    )`);
+    const plan = input.maxScore === false ? null : maxScorePlan(terms);
+    if (plan) {
+      // MaxScore: the memories of the rare terms, which all outscore the others; every match only when
+      // they do not fill the pool (a one-time filter: that scan does not run otherwise)
+      ctes.push(sql`te as (${scored(sql.raw(`${lexemeLiteral(...plan.essential)}::tsquery`))})`);
+      ctes.push(sql`tok as (select count(*) = ${input.pool}::int as ok from te)`);
+      ctes.push(sql`t as (
+        select id, row_number() over (order by bm desc, rk desc, id desc) as r from (
+          select * from te where (select ok from tok)
+          union all
+          select * from (${scored(sql`tq.q`)}) a where not (select ok from tok)
+        ) s
+      )`);
+    } else {
+      ctes.push(sql`t as (select id, row_number() over (order by bm desc, rk desc, id desc) as r from (${scored(sql`tq.q`)}) s)`);
+    }
     arms.push(sql`select id, ${FUSION.textWeight}::float8 / (${FUSION.k}::int + r) as score, null::bigint as vr, r as tr from t`);
   }
   type Raw = Record<string, unknown> & { id: string; score: unknown; distance: unknown; vector_rank: unknown; text_rank: unknown };

@@ -5,7 +5,8 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
-import { termWeights } from '../../../src/modules/memory/store.js';
+import { embeddingProviderOf } from '../../../src/modules/memory/service.js';
+import { fusedCandidates, maxScorePlan, termWeights, withSearchSettings } from '../../../src/modules/memory/store.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 
 const { app, ctx } = await setupApp();
@@ -56,5 +57,48 @@ describe(`memory — term statistics and IDF ranking (${ctx.database.engine})`, 
     await call(app, { method: 'DELETE', url: '/memory', headers: u.headers }, 200);
     expect(await stats(u.userId, 'espresso')).toEqual({ df: 0, n: 0 });
     expect(await stats(other.userId, 'espresso')).toEqual({ df: 1, n: 1 });
+  });
+});
+
+describe(`memory — MaxScore pruning of the full-text arm (${ctx.database.engine})`, () => {
+  it('plans to skip only terms whose summed weight stays below every rarer term', () => {
+    const w = (lexeme: string, idf: number) => ({ lexeme, df: 0, idf });
+    expect(maxScorePlan([w('week', 0.4), w('zanzibar', 5), w('trip', 1.1), w('last', 0.3)])).toEqual({ essential: ['zanzibar'], rest: 1.8 });
+    // 2 > 1.5 + 0.4 only from the second term on
+    expect(maxScorePlan([w('a', 2.5), w('b', 2), w('c', 1.5), w('d', 0.4)])).toEqual({ essential: ['a', 'b'], rest: 1.9 });
+    expect(maxScorePlan([w('a', 1), w('b', 1), w('c', 1)])).toBeNull();
+    expect(maxScorePlan([w('a', 3)])).toBeNull();
+    // equal to the rest is not enough: a memory of the rest alone would tie
+    expect(maxScorePlan([w('a', 2), w('b', 1), w('c', 1)])).toBeNull();
+  });
+
+  it('returns exactly the ranking of a scan over every match, whether the rare terms fill the pool or not', async () => {
+    const u = await createUser(app);
+    // common words in most memories, a few rarer ones in some: pools of 5 fill from the rare
+    // terms for some queries and fall back to every match for others
+    const words = ['invoice', 'payment', 'refund', 'contract', 'ticket', 'deploy', 'server', 'backup'];
+    let seed = 7;
+    const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+    const rows = Array.from({ length: 120 }, (_, i) => {
+      const picked = words.filter((_, k) => rnd() < 0.6 / (k + 1));
+      return `Note ${i}: weekly status ${picked.join(' ')}${i % 17 === 0 ? ' zanzibar' : ''}${i % 9 === 0 ? ' quarterly' : ''}`;
+    });
+    for (const content of rows) await add(u.headers, content);
+    const queries = ['weekly status zanzibar', 'quarterly invoice status', 'refund contract weekly', 'zanzibar quarterly backup note', 'server deploy', 'status note'];
+    const actor = { accountId: u.userId, agentId: null };
+    let pruned = 0;
+    for (const q of queries) {
+      const terms = await termWeights(ctx.db, u.userId, q);
+      if (maxScorePlan(terms)) pruned++;
+      const [vector] = await embeddingProviderOf(ctx).embed([q]);
+      for (const pool of [3, 5, 40]) {
+        const run = (maxScore: boolean) =>
+          withSearchSettings(ctx, (tx) => fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${actor.accountId}`, query: q, vector, pool, mode: 'text', maxScore }));
+        const [fast, full] = [await run(true), await run(false)];
+        expect(fast.length).toBeGreaterThan(0);
+        expect(fast.map((c) => [c.id, c.text_rank])).toEqual(full.map((c) => [c.id, c.text_rank]));
+      }
+    }
+    expect(pruned).toBeGreaterThanOrEqual(3); // the pruned path did run
   });
 });
