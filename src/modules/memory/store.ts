@@ -189,12 +189,13 @@ export async function termWeights(db: Db | Tx, userId: string, query: string): P
  * term scores at most `rest`, and any memory holding one scores more, so once `pool` memories holding
  * essential terms are found, none of the others can enter the top `pool`: the arm reads only the
  * (few) memories of the rare terms instead of every memory of the common ones. `essential` is null
- * when nothing can be skipped. Weights are compared as the 6-decimal literals the SQL sums, so the
+ * when nothing can be skipped. Terms no memory of the user holds (df 0) are left out. Weights are compared as the 6-decimal literals the SQL sums, so the
  * bound holds exactly.
  */
 export function maxScorePlan(terms: TermWeight[]): { essential: string[]; rest: number } | null {
   const micro = (w: TermWeight) => Math.round(Number(w.idf.toFixed(6)) * 1e6); // the SQL literal, in millionths
-  const sorted = [...terms].sort((a, b) => micro(b) - micro(a) || a.lexeme.localeCompare(b.lexeme));
+  // a term no memory holds scores nothing and, as the rarest, would be the only essential one
+  const sorted = terms.filter((w) => w.df > 0).sort((a, b) => micro(b) - micro(a) || a.lexeme.localeCompare(b.lexeme));
   let rest = sorted.reduce((s, w) => s + micro(w), 0);
   for (let j = 0; j < sorted.length - 1; j++) {
     rest -= micro(sorted[j]);

@@ -62,7 +62,7 @@ describe(`memory — term statistics and IDF ranking (${ctx.database.engine})`, 
 
 describe(`memory — MaxScore pruning of the full-text arm (${ctx.database.engine})`, () => {
   it('plans to skip only terms whose summed weight stays below every rarer term', () => {
-    const w = (lexeme: string, idf: number) => ({ lexeme, df: 0, idf });
+    const w = (lexeme: string, idf: number, df = 10) => ({ lexeme, df, idf });
     expect(maxScorePlan([w('week', 0.4), w('zanzibar', 5), w('trip', 1.1), w('last', 0.3)])).toEqual({ essential: ['zanzibar'], rest: 1.8 });
     // 2 > 1.5 + 0.4 only from the second term on
     expect(maxScorePlan([w('a', 2.5), w('b', 2), w('c', 1.5), w('d', 0.4)])).toEqual({ essential: ['a', 'b'], rest: 1.9 });
@@ -70,6 +70,8 @@ describe(`memory — MaxScore pruning of the full-text arm (${ctx.database.engin
     expect(maxScorePlan([w('a', 3)])).toBeNull();
     // equal to the rest is not enough: a memory of the rest alone would tie
     expect(maxScorePlan([w('a', 2), w('b', 1), w('c', 1)])).toBeNull();
+    // a term no memory holds is not essential (it would match nothing)
+    expect(maxScorePlan([w('unseen', 9, 0), w('zanzibar', 5), w('trip', 1.1), w('week', 0.4)])).toEqual({ essential: ['zanzibar'], rest: 1.5 });
   });
 
   it('returns exactly the ranking of a scan over every match, whether the rare terms fill the pool or not', async () => {
