@@ -207,9 +207,10 @@ export function maxScorePlan(terms: TermWeight[]): { essential: string[]; rest: 
 /**
  * Hybrid candidates in one statement: the `pool` nearest vectors and the `pool` best full-text
  * matches (by the summed IDF of the query terms they contain, {@link termWeights}; `ts_rank` breaks
- * ties) under `where`, fused by weighted reciprocal rank fusion (Cormack et al.
- * 2009; score = Σ weight / (k + rank), `MEMORY_RRF_K`, `MEMORY_*_WEIGHT`), best first. `where` must
- * scope to the caller (`user_id = …`).
+ * ties; {@link maxScorePlan} skips common terms) under `where`, fused by weighted reciprocal rank
+ * fusion (Cormack et al. 2009; score = Σ weight / (k + rank), `MEMORY_RRF_K`, `MEMORY_*_WEIGHT`; in
+ * the fusion, memories tied on Σ IDF share their mean rank), best first. `where` must scope to the
+ * caller (`user_id = …`). `vector_rank` / `text_rank` are each arm's own 1-based positions.
  */
 export async function fusedCandidates(
   ctx: AppContext,
@@ -258,17 +259,20 @@ export async function fusedCandidates(
       // they do not fill the pool (a one-time filter: that scan does not run otherwise)
       ctes.push(sql`te as (${scored(sql.raw(`${lexemeLiteral(...plan.essential)}::tsquery`))})`);
       ctes.push(sql`tok as (select count(*) = ${input.pool}::int as ok from te)`);
-      ctes.push(sql`t as (
-        select id, row_number() over (order by bm desc, rk desc, id desc) as r from (
-          select * from te where (select ok from tok)
-          union all
-          select * from (${scored(sql`tq.q`)}) a where not (select ok from tok)
-        ) s
-      )`);
-    } else {
-      ctes.push(sql`t as (select id, row_number() over (order by bm desc, rk desc, id desc) as r from (${scored(sql`tq.q`)}) s)`);
     }
-    arms.push(sql`select id, ${FUSION.textWeight}::float8 / (${FUSION.k}::int + r) as score, null::bigint as vr, r as tr from t`);
+    const top = plan
+      ? sql`select * from te where (select ok from tok) union all select * from (${scored(sql`tq.q`)}) a where not (select ok from tok)`
+      : scored(sql`tq.q`);
+    // r: the arm's own order. fr: memories with the same Σ IDF share one rank, the mean of the
+    // positions they hold (fractional ranking), so in hybrid mode the vector arm — not the id order —
+    // decides among them: Σ IDF leaves most of a top 10 tied, and ts_rank rarely separates them.
+    ctes.push(sql`t as (
+      select id, row_number() over (order by bm desc, rk desc, id desc) as r,
+             rank() over (order by bm desc) + (count(*) over (partition by bm) - 1) / 2.0::float8 as fr
+      from (${top}) s
+    )`);
+    const fusedRank = input.mode === 'hybrid' ? sql`fr` : sql`r`;
+    arms.push(sql`select id, ${FUSION.textWeight}::float8 / (${FUSION.k}::int + ${fusedRank}) as score, null::bigint as vr, r as tr from t`);
   }
   type Raw = Record<string, unknown> & { id: string; score: unknown; distance: unknown; vector_rank: unknown; text_rank: unknown };
   const rows = await execRows<Raw>(

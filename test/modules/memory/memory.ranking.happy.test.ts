@@ -35,6 +35,22 @@ describe(`memory — term statistics and IDF ranking (${ctx.database.engine})`, 
     expect(idf.zanzibar).toBeGreaterThan(idf.weather);
   });
 
+  it('hybrid: memories tied on the text score share one text rank, so cosine — not the id order — decides', async () => {
+    const u = await createUser(app);
+    // both match only "zanzibar" (same Σ IDF, same ts_rank); the older one also shares word pieces
+    // with "organise" (organize: a different lexeme), so the vector arm prefers it
+    const older = await add(u.headers, 'Zanzibar: organize the visit');
+    const newer = await add(u.headers, 'Zanzibar: schedule the visit');
+    const q = encodeURIComponent('Zanzibar organise');
+    const { body: text } = await call(app, { method: 'GET', url: `/memory/search?q=${q}&mode=text`, headers: u.headers }, 200);
+    expect(text.data.map((m: { id: string }) => m.id)).toEqual([newer.id, older.id]); // text mode: ties in id order, newest first
+    const { body: hybrid } = await call(app, { method: 'GET', url: `/memory/search?q=${q}`, headers: u.headers }, 200);
+    expect(hybrid.data.map((m: { id: string }) => m.id)).toEqual([older.id, newer.id]);
+    expect(hybrid.data[0].vector_rank).toBe(1);
+    expect(hybrid.data[0].text_rank).toBe(2); // the reported text rank stays the arm's position
+    expect(hybrid.data[0].similarity).toBeGreaterThan(hybrid.data[1].similarity);
+  });
+
   it('searches with quotes, backslashes and tsquery operators in the query text', async () => {
     const u = await createUser(app);
     const m = await add(u.headers, "O'Brien's café: back\\slash & pipe | notes");
