@@ -16,7 +16,7 @@
  * (v2; the cache directory is named after it): the v1 corpus, 300 near-copies of each sentence,
  * measured HNSW on near-ties more than on a user's memories (docs/decisions.md).
  *
- * Environment: BENCH_SCALE_N, BENCH_PG_N, BENCH_QUERIES (default 200; at most 50 on the exact path),
+ * Environment: BENCH_ID_ORDERS (random id orders of the quality set, default 10), BENCH_SCALE_N, BENCH_PG_N, BENCH_QUERIES (default 200; at most 50 on the exact path),
  * BENCH_PG_URL, BENCH_SKIP_SCALE=1, BENCH_EF (hnsw.ef_search values, default 100,200,400,800,1000), BENCH_SHARED_BUFFERS (PGlite `shared_buffers` of the scale run;
  * default: the app's PGLITE_SHARED_BUFFERS default, 32MB, in which a 100k-memory HNSW index does not fit).
  */
@@ -41,6 +41,7 @@ const SCALE_N = Number(process.env.BENCH_SCALE_N ?? 100_000);
 const PG_N = Number(process.env.BENCH_PG_N ?? 10_000);
 const N_QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/memory_bench';
+const ID_ORDERS = Number(process.env.BENCH_ID_ORDERS ?? 10);
 const EF_VALUES = (process.env.BENCH_EF ?? '100,200,400,800,1000').split(',').map(Number);
 const started = performance.now();
 const summary: Array<[string, string]> = [];
@@ -85,47 +86,92 @@ async function load(ctx: AppContext, userId: string, contents: string[], batch =
 
 // ------------------------------------------------------------------------------------- quality
 
+type Acc = Record<'all' | 'dev' | 'test', [number, number, number]>;
+
+/** recall@5 and MRR@10 sums of `mode` over the labelled queries; `idOf` maps memory ids to labels. */
+async function evaluate(ctx: AppContext, userId: string, idOf: Map<string, string>, mode: SearchMode): Promise<{ acc: Acc; rankings: string[][] }> {
+  const actor = { accountId: userId, agentId: null };
+  const acc: Acc = { all: [0, 0, 0], dev: [0, 0, 0], test: [0, 0, 0] };
+  const rankings: string[][] = [];
+  for (let qi = 0; qi < data.queries.length; qi++) {
+    const q = data.queries[qi];
+    const r = await searchMemories(ctx, actor, { q: q.text, limit: 10, mode });
+    const ranked = r.data.map((h) => idOf.get(h.id)!);
+    rankings.push(ranked);
+    const rel = new Set(q.relevant);
+    const recall = ranked.slice(0, 5).filter((id) => rel.has(id)).length / rel.size;
+    const first = ranked.findIndex((id) => rel.has(id));
+    const rr = first >= 0 ? 1 / (first + 1) : 0;
+    for (const k of ['all', qi % 2 === 0 ? 'dev' : 'test'] as const) {
+      acc[k][0] += recall;
+      acc[k][1] += rr;
+      acc[k][2] += 1;
+    }
+  }
+  return { acc, rankings };
+}
+
+/** Give the labelled memories the (time-sorted) ids `sorted` in the order `order` (dataset positions). */
+async function assignIds(ctx: AppContext, current: string[], sorted: string[], order: number[]): Promise<string[]> {
+  const next = new Array<string>(current.length);
+  order.forEach((pos, j) => (next[pos] = sorted[j]));
+  await ctx.db.transaction(async (tx) => {
+    for (let i = 0; i < current.length; i++) await tx.execute(sql`update memories set id = ${`tmp_${i}`} where id = ${current[i]}`);
+    for (let i = 0; i < current.length; i++) await tx.execute(sql`update memories set id = ${next[i]} where id = ${`tmp_${i}`}`);
+  });
+  return next;
+}
+
 /**
  * recall@5 and MRR@10 of each mode on the labelled set: over all queries, and over its two halves
- * (even positions: the dev half the fusion weights were chosen on; odd positions: held out).
+ * (even positions: the dev half the fusion weights were chosen on; odd positions: held out). Ids
+ * follow the dataset order, so ties (equal rank scores) break the same way on every run and engine.
+ * With `idOrders` > 0 it also reports the mean over that many random id orders (seeded): the text
+ * arm leaves many memories tied, and which of them a tie-break by id puts first is luck.
  */
-async function quality(ctx: AppContext, label: string): Promise<Record<SearchMode, string[][]>> {
+async function quality(ctx: AppContext, label: string, idOrders = 0): Promise<Record<SearchMode, string[][]>> {
   const userId = await newUser(ctx);
-  // ids in dataset order, so ties (equal rank scores) break the same way on every run and engine
-  const { ids } = await load(ctx, userId, data.memories.map((m) => m.content));
-  const sorted = [...ids].sort();
-  await ctx.db.transaction(async (tx) => {
-    for (let i = 0; i < ids.length; i++) await tx.execute(sql`update memories set id = ${`tmp_${i}`} where id = ${ids[i]}`);
-    for (let i = 0; i < ids.length; i++) await tx.execute(sql`update memories set id = ${sorted[i]} where id = ${`tmp_${i}`}`);
-  });
-  const idOf = new Map(data.memories.map((m, i) => [sorted[i], m.id]));
-  const actor = { accountId: userId, agentId: null };
+  const { ids: loaded } = await load(ctx, userId, data.memories.map((m) => m.content));
+  const sorted = [...loaded].sort();
+  const identity = data.memories.map((_, i) => i);
+  let ids = await assignIds(ctx, loaded, sorted, identity);
+  const labelsOf = (xs: string[]) => new Map(xs.map((id, i) => [id, data.memories[i].id]));
   const out = {} as Record<SearchMode, string[][]>;
-  const lines: string[] = [`  ${'mode'.padEnd(7)} ${'all: recall@5  MRR@10'.padEnd(24)} ${'dev half'.padEnd(14)} held-out half`];
-  for (const mode of ['vector', 'text', 'hybrid'] as const) {
-    const acc = { all: [0, 0, 0], dev: [0, 0, 0], test: [0, 0, 0] };
-    const rankings: string[][] = [];
-    for (let qi = 0; qi < data.queries.length; qi++) {
-      const q = data.queries[qi];
-      const r = await searchMemories(ctx, actor, { q: q.text, limit: 10, mode });
-      const ranked = r.data.map((h) => idOf.get(h.id)!);
-      rankings.push(ranked);
-      const rel = new Set(q.relevant);
-      const recall = ranked.slice(0, 5).filter((id) => rel.has(id)).length / rel.size;
-      const first = ranked.findIndex((id) => rel.has(id));
-      const rr = first >= 0 ? 1 / (first + 1) : 0;
-      for (const k of ['all', qi % 2 === 0 ? 'dev' : 'test'] as const) {
-        acc[k][0] += recall;
-        acc[k][1] += rr;
-        acc[k][2] += 1;
-      }
-    }
+  const f = (a: number[]) => `${(a[0] / a[2]).toFixed(3)}  ${(a[1] / a[2]).toFixed(3)}`;
+  const table = (rows: Array<[SearchMode, Acc]>) =>
+    [`  ${'mode'.padEnd(7)} ${'all: recall@5  MRR@10'.padEnd(24)} ${'dev half'.padEnd(14)} held-out half`]
+      .concat(rows.map(([mode, a]) => `  ${mode.padEnd(7)} ${f(a.all).padEnd(24)} ${f(a.dev).padEnd(14)} ${f(a.test)}`))
+      .join('\n');
+  const modes = ['vector', 'text', 'hybrid'] as const;
+  const rows: Array<[SearchMode, Acc]> = [];
+  for (const mode of modes) {
+    const { acc, rankings } = await evaluate(ctx, userId, labelsOf(ids), mode);
     out[mode] = rankings;
-    const f = (a: number[]) => `${(a[0] / a[2]).toFixed(3)}  ${(a[1] / a[2]).toFixed(3)}`;
-    lines.push(`  ${mode.padEnd(7)} ${f(acc.all).padEnd(24)} ${f(acc.dev).padEnd(14)} ${f(acc.test)}`);
+    rows.push([mode, acc]);
     summary.push([`quality ${label} ${mode} (recall@5, MRR@10: all | held-out)`, `${f(acc.all)} | ${f(acc.test)}`]);
   }
-  log(`retrieval quality (${label}; ${data.memories.length} memories, ${data.queries.length} queries)\n${lines.join('\n')}`);
+  log(`retrieval quality (${label}; ${data.memories.length} memories, ${data.queries.length} queries)\n${table(rows)}`);
+  if (idOrders > 0) {
+    let s = 987654321;
+    const rnd = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
+    const sums = new Map<SearchMode, Acc>(modes.map((m) => [m, { all: [0, 0, 0], dev: [0, 0, 0], test: [0, 0, 0] }]));
+    for (let r = 0; r < idOrders; r++) {
+      const order = [...identity];
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = Math.floor(rnd() * (i + 1));
+        [order[i], order[j]] = [order[j], order[i]];
+      }
+      ids = await assignIds(ctx, ids, sorted, order);
+      for (const mode of modes) {
+        const { acc } = await evaluate(ctx, userId, labelsOf(ids), mode);
+        const sum = sums.get(mode)!;
+        for (const k of ['all', 'dev', 'test'] as const) for (let x = 0; x < 3; x++) sum[k][x] += acc[k][x];
+      }
+    }
+    const mean = modes.map((m) => [m, sums.get(m)!] as [SearchMode, Acc]);
+    log(`retrieval quality (${label}), mean over ${idOrders} random id orders\n${table(mean)}`);
+    for (const [mode, a] of mean) summary.push([`quality ${label} ${mode}, mean of ${idOrders} id orders (all | held-out)`, `${f(a.all)} | ${f(a.test)}`]);
+  }
   return out;
 }
 
@@ -353,7 +399,7 @@ async function main(): Promise<void> {
   const mem = await buildApp(loadConfig(env({ DATABASE_IN_MEMORY: 'on' })));
   let pgliteRankings: Record<SearchMode, string[][]>;
   try {
-    pgliteRankings = await quality(mem.ctx, 'PGlite pgvector');
+    pgliteRankings = await quality(mem.ctx, 'PGlite pgvector', ID_ORDERS);
   } finally {
     await mem.app.close();
   }
