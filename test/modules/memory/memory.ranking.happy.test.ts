@@ -76,7 +76,7 @@ describe(`memory — term statistics and IDF ranking (${ctx.database.engine})`, 
   });
 });
 
-describe(`memory — MaxScore pruning of the full-text arm (${ctx.database.engine})`, () => {
+describe(`memory — pruning of the full-text arm (${ctx.database.engine})`, () => {
   it('plans to skip only terms whose summed weight stays below every rarer term', () => {
     const w = (lexeme: string, idf: number, df = 10) => ({ lexeme, df, idf });
     expect(maxScorePlan([w('week', 0.4), w('zanzibar', 5), w('trip', 1.1), w('last', 0.3)])).toEqual({ essential: ['zanzibar'], rest: 1.8 });
@@ -118,5 +118,24 @@ describe(`memory — MaxScore pruning of the full-text arm (${ctx.database.engin
       }
     }
     expect(pruned).toBeGreaterThanOrEqual(3); // the pruned path did run
+  });
+  it('skips the common terms only when the rare ones fill the pool', async () => {
+    const u = await createUser(app);
+    // 100 memories: "alpha" in 20 (idf ≈ 1.6), "beta" and "gamma" in 60 each (idf ≈ 0.5), both
+    // together in 30 of them, alpha never with them: a beta+gamma pair (≈ 1.2) scores less than alpha
+    // alone; "kappa" (2 of the alpha memories) cannot fill a pool of 3 by itself
+    for (let i = 0; i < 100; i++) {
+      const words = i < 20 ? ['alpha', ...(i < 2 ? ['kappa'] : [])] : [...(i < 80 ? ['beta'] : []), ...(i >= 50 ? ['gamma'] : [])];
+      await add(u.headers, `Entry ${i} ${words.join(' ')} filler${i % 7}`);
+    }
+    const actor = { accountId: u.userId, agentId: null };
+    for (const [q, pool] of [['alpha beta gamma', 3], ['alpha beta gamma', 40], ['beta gamma', 3], ['beta gamma', 40], ['kappa beta', 3]] as const) {
+      const [vector] = await embeddingProviderOf(ctx).embed([q]);
+      const run = (maxScore: boolean) =>
+        withSearchSettings(ctx, (tx) => fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${actor.accountId}`, query: q, vector, pool, mode: 'text', maxScore }));
+      const [fast, full] = [await run(true), await run(false)];
+      expect(fast.map((c) => c.id)).toEqual(full.map((c) => c.id));
+      expect(fast).toHaveLength(pool);
+    }
   });
 });
