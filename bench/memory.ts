@@ -17,7 +17,7 @@
  * measured HNSW on near-ties more than on a user's memories (docs/decisions.md).
  *
  * Environment: BENCH_ID_ORDERS (random id orders of the quality set, default 10), BENCH_SCALE_N, BENCH_PG_N, BENCH_QUERIES (default 200; at most 50 on the exact path),
- * BENCH_PG_URL, BENCH_SKIP_SCALE=1, BENCH_EF (hnsw.ef_search values, default 100,200,400,800,1000), BENCH_SHARED_BUFFERS (PGlite `shared_buffers` of the scale run;
+ * BENCH_PG_URL, BENCH_SKIP_SCALE=1, BENCH_EF (hnsw.ef_search values, 0 = the service's default from the user's memory count; default 0,100,200,400,800,1000), BENCH_SHARED_BUFFERS (PGlite `shared_buffers` of the scale run;
  * default: the app's PGLITE_SHARED_BUFFERS default, 32MB, in which a 100k-memory HNSW index does not fit).
  */
 import fs from 'node:fs';
@@ -42,7 +42,7 @@ const PG_N = Number(process.env.BENCH_PG_N ?? 10_000);
 const N_QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/memory_bench';
 const ID_ORDERS = Number(process.env.BENCH_ID_ORDERS ?? 10);
-const EF_VALUES = (process.env.BENCH_EF ?? '100,200,400,800,1000').split(',').map(Number);
+const EF_VALUES = (process.env.BENCH_EF ?? '0,100,200,400,800,1000').split(',').map(Number);
 const started = performance.now();
 const summary: Array<[string, string]> = [];
 
@@ -230,7 +230,7 @@ function benchQueries(n: number): string[] {
 
 interface ScaleResult {
   hybrid: { p50: number; p95: number };
-  vector: Array<{ ef: number; p50: number; p95: number; recall: number; hybridP50: number; hybridP95: number }>;
+  vector: Array<{ ef: string; p50: number; p95: number; recall: number; hybridP50: number; hybridP95: number }>;
 }
 
 /** Exact top-k of the vector arm (no index: the planner scans the user's rows and sorts): ids and distances. */
@@ -265,9 +265,13 @@ async function scale(ctx: AppContext, userId: string, label: string, efValues: n
   const exact: Array<Array<{ id: string; d: number }>> = [];
   for (const q of queries) exact.push(await exactTopK(ctx, userId, q, 10));
   const vector: ScaleResult['vector'] = [];
-  const ef0 = ctx.config.memory.hnswEfSearch;
+  const m = ctx.config.memory as { hnswEfSearch: number; hnswEfSearchMax: number };
+  const defaults = { ...m };
+  const nOf = await execRows<{ n: number }>(ctx.db, sql`select n from memory_doc_counts where user_id = ${userId}`);
+  const autoEf = Math.max(defaults.hnswEfSearch, Math.min(defaults.hnswEfSearchMax, Math.ceil(Number(nOf[0]?.n ?? 0) / 100)));
   for (const ef of efValues) {
-    (ctx.config.memory as { hnswEfSearch: number }).hnswEfSearch = ef;
+    // 0: the service's default (ef_search from the user's memory count); else that ef_search exactly
+    Object.assign(m, ef === 0 ? defaults : { hnswEfSearch: ef, hnswEfSearchMax: ef });
     const lat: number[] = [];
     let hit = 0;
     let total = 0;
@@ -286,13 +290,13 @@ async function scale(ctx: AppContext, userId: string, label: string, efValues: n
       await searchMemories(ctx, actor, { q, limit: 10 });
       hl.push(performance.now() - t0);
     }
-    vector.push({ ef, p50: pct(lat, 50), p95: pct(lat, 95), recall: hit / total, hybridP50: pct(hl, 50), hybridP95: pct(hl, 95) });
+    vector.push({ ef: ef === 0 ? `auto (${autoEf})` : String(ef), p50: pct(lat, 50), p95: pct(lat, 95), recall: hit / total, hybridP50: pct(hl, 50), hybridP95: pct(hl, 95) });
     log(
-      `${label}: vector arm${efValues.length > 1 ? ` ef_search=${ef}` : ''}: p50 ${ms(pct(lat, 50))}, p95 ${ms(pct(lat, 95))}, recall@10 vs exact ${(hit / total).toFixed(3)}; ` +
+      `${label}: vector arm${efValues.length > 1 ? ` ef_search=${ef === 0 ? `auto (${autoEf})` : ef}` : ''}: p50 ${ms(pct(lat, 50))}, p95 ${ms(pct(lat, 95))}, recall@10 vs exact ${(hit / total).toFixed(3)}; ` +
         `hybrid p50 ${ms(pct(hl, 50))}, p95 ${ms(pct(hl, 95))}`,
     );
   }
-  (ctx.config.memory as { hnswEfSearch: number }).hnswEfSearch = ef0;
+  Object.assign(m, defaults);
   return { hybrid: { p50: pct(hyb, 50), p95: pct(hyb, 95) }, vector };
 }
 
@@ -382,7 +386,7 @@ async function postgresPath(): Promise<Record<SearchMode, string[][]> | null> {
     await ctx.db.execute(sql`analyze memories`);
     log(`  bulk load: ${seconds.toFixed(1)} s = ${(PG_N / seconds).toFixed(0)} memories/s`);
     // exact search scans every row of the user: fewer queries keep the run short
-    const r = await scale(ctx, userId, `real[]/exact @ ${PG_N}`, [ctx.config.memory.hnswEfSearch], Math.min(N_QUERIES, 50));
+    const r = await scale(ctx, userId, `real[]/exact @ ${PG_N}`, [0], Math.min(N_QUERIES, 50));
     summary.push([`real[] ${PG_N}: hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
     summary.push([`real[] ${PG_N}: vector arm p50 / p95 / recall@10`, `${ms(r.vector[0].p50)} / ${ms(r.vector[0].p95)} / ${r.vector[0].recall.toFixed(3)}`]);
     const other = await newUser(ctx);

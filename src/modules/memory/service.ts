@@ -451,7 +451,7 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const mode = input.mode ?? 'hybrid';
   const [vector] = await runtimeOf(ctx).embedder.embed([q]);
   const where = filteredSql(actor, input);
-  const candidates = await withSearchSettings(ctx, (tx) => fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool: poolSize(limit), mode }));
+  const candidates = await withSearchSettings(ctx, actor.accountId, (tx) => fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool: poolSize(limit), mode }));
   const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));
   const kept = withSim.filter((c) => c.similarity >= threshold);
   const top = kept.slice(0, limit);

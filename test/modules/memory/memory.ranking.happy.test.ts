@@ -111,7 +111,7 @@ describe(`memory — pruning of the full-text arm (${ctx.database.engine})`, () 
       const [vector] = await embeddingProviderOf(ctx).embed([q]);
       for (const pool of [3, 5, 40]) {
         const run = (maxScore: boolean) =>
-          withSearchSettings(ctx, (tx) => fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${actor.accountId}`, query: q, vector, pool, mode: 'text', maxScore }));
+          withSearchSettings(ctx, u.userId, (tx) => fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${actor.accountId}`, query: q, vector, pool, mode: 'text', maxScore }));
         const [fast, full] = [await run(true), await run(false)];
         expect(fast.length).toBeGreaterThan(0);
         expect(fast.map((c) => [c.id, c.text_rank])).toEqual(full.map((c) => [c.id, c.text_rank]));
@@ -132,10 +132,23 @@ describe(`memory — pruning of the full-text arm (${ctx.database.engine})`, () 
     for (const [q, pool] of [['alpha beta gamma', 3], ['alpha beta gamma', 40], ['beta gamma', 3], ['beta gamma', 40], ['kappa beta', 3]] as const) {
       const [vector] = await embeddingProviderOf(ctx).embed([q]);
       const run = (maxScore: boolean) =>
-        withSearchSettings(ctx, (tx) => fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${actor.accountId}`, query: q, vector, pool, mode: 'text', maxScore }));
+        withSearchSettings(ctx, u.userId, (tx) => fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${actor.accountId}`, query: q, vector, pool, mode: 'text', maxScore }));
       const [fast, full] = [await run(true), await run(false)];
       expect(fast.map((c) => c.id)).toEqual(full.map((c) => c.id));
       expect(fast).toHaveLength(pool);
     }
   });
+  it.skipIf(!ctx.database.hasVector)('sizes hnsw.ef_search to the caller’s store: one per 100 memories, from 100 to 1000', async () => {
+    const u = await createUser(app);
+    const efFor = async (n: number) => {
+      await ctx.db.execute(sql`insert into memory_doc_counts (user_id, n) values (${u.userId}, ${n}) on conflict (user_id) do update set n = excluded.n`);
+      return withSearchSettings(ctx, u.userId, async (tx) => (await execRows<{ ef: string }>(tx, sql`select current_setting('hnsw.ef_search') as ef`))[0].ef);
+    };
+    expect(await efFor(3)).toBe('100');
+    expect(await efFor(54_321)).toBe('544');
+    expect(await efFor(2_000_000)).toBe('1000');
+    await ctx.db.execute(sql`delete from memory_doc_counts where user_id = ${u.userId}`);
+    expect(await withSearchSettings(ctx, u.userId, async (tx) => (await execRows<{ ef: string }>(tx, sql`select current_setting('hnsw.ef_search') as ef`))[0].ef)).toBe('100');
+  });
 });
+
