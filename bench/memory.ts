@@ -18,7 +18,7 @@
  *
  * Environment: BENCH_ID_ORDERS (random id orders of the quality set, default 10), BENCH_SCALE_N, BENCH_PG_N, BENCH_QUERIES (default 200; at most 50 on the exact path),
  * BENCH_PG_URL, BENCH_SKIP_SCALE=1, BENCH_EF (hnsw.ef_search values, 0 = the service's default from the user's memory count; default 0,100,200,400,800,1000), BENCH_SHARED_BUFFERS (PGlite `shared_buffers` of the scale run;
- * default: the app's PGLITE_SHARED_BUFFERS default, 32MB, in which a 100k-memory HNSW index does not fit).
+ * default: the app's PGLITE_SHARED_BUFFERS default, `auto`, which sizes the buffers to the data directory at start-up).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -318,18 +318,15 @@ async function ingest(ctx: AppContext, userId: string, n: number): Promise<numbe
 
 async function pgliteScale(): Promise<void> {
   const dir = path.resolve(here, `../data/bench/memory-pglite-v2-${SCALE_N}`); // v2: topic-word variants (synth)
-  const fresh = !fs.existsSync(path.join(dir, 'ready'));
-  if (fresh) fs.rmSync(dir, { recursive: true, force: true });
-  fs.mkdirSync(dir, { recursive: true });
   const buffers = process.env.BENCH_SHARED_BUFFERS;
-  const built: BuiltApp = await buildApp(loadConfig(env({ DATA_DIR: dir, PGLITE_SHARED_BUFFERS: buffers })));
-  const { ctx } = built;
-  log(`pgvector path (PGlite): shared_buffers = ${ctx.config.pgliteSharedBuffers}`);
-  try {
-    let userId: string;
-    if (fresh) {
+  const open = () => buildApp(loadConfig(env({ DATA_DIR: dir, PGLITE_SHARED_BUFFERS: buffers })));
+  if (!fs.existsSync(path.join(dir, 'ready'))) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir, { recursive: true });
+    const { ctx, app } = await open();
+    try {
       log(`pgvector path (PGlite): loading ${SCALE_N} memories of one user into ${dir} (first run; cached afterwards)`);
-      userId = await newUser(ctx);
+      const userId = await newUser(ctx);
       fs.writeFileSync(path.join(dir, 'user'), userId);
       await ctx.db.execute(sql`drop index if exists memories_embedding_hnsw_idx`);
       const { seconds } = await load(ctx, userId, synth(SCALE_N), 1000, (n) => n % 20000 === 0 && log(`  loaded ${n}`));
@@ -342,14 +339,20 @@ async function pgliteScale(): Promise<void> {
       log(`  HNSW index build (m=32, ef_construction=200): ${build.toFixed(1)} s`);
       summary.push([`pgvector ${SCALE_N}: bulk load + index build`, `${seconds.toFixed(0)} s + ${build.toFixed(0)} s`]);
       fs.writeFileSync(path.join(dir, 'ready'), new Date().toISOString());
-    } else {
-      userId = fs.readFileSync(path.join(dir, 'user'), 'utf8');
-      log(`pgvector path (PGlite): reusing ${SCALE_N} cached memories in ${dir}`);
+    } finally {
+      await app.close(); // reopened below, as a restarted server would (the `auto` buffers follow the data)
     }
+  }
+  const built: BuiltApp = await open();
+  const { ctx } = built;
+  const [{ shared_buffers: sb }] = await execRows<{ shared_buffers: string }>(ctx.db, sql`show shared_buffers`);
+  log(`pgvector path (PGlite): reusing ${SCALE_N} cached memories in ${dir}; shared_buffers = ${sb} (PGLITE_SHARED_BUFFERS=${ctx.config.pgliteSharedBuffers})`);
+  try {
+    const userId = fs.readFileSync(path.join(dir, 'user'), 'utf8');
     const [size] = await execRows<{ index: string; heap: string }>(ctx.db, sql`select pg_size_pretty(pg_relation_size('memories_embedding_hnsw_idx')) as index, pg_size_pretty(pg_total_relation_size('memories')) as heap`);
     log(`  HNSW index ${size.index}; memories table with indexes and TOAST ${size.heap}`);
-    const r = await scale(ctx, userId, `pgvector/HNSW @ ${SCALE_N} (shared_buffers ${ctx.config.pgliteSharedBuffers})`, EF_VALUES);
-    summary.push([`pgvector ${SCALE_N} (shared_buffers ${ctx.config.pgliteSharedBuffers}): hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
+    const r = await scale(ctx, userId, `pgvector/HNSW @ ${SCALE_N} (shared_buffers ${sb})`, EF_VALUES);
+    summary.push([`pgvector ${SCALE_N} (shared_buffers ${sb}): hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
     for (const v of r.vector) {
       summary.push([`pgvector ${SCALE_N}: ef_search=${v.ef} vector arm p50 / p95 / recall@10 | hybrid p50 / p95`, `${ms(v.p50)} / ${ms(v.p95)} / ${v.recall.toFixed(3)} | ${ms(v.hybridP50)} / ${ms(v.hybridP95)}`]);
     }

@@ -25,7 +25,10 @@ export interface Config {
   databaseUrl?: string;
   /** Use an in-memory PGlite (tests); ignored when `databaseUrl` is set. */
   databaseInMemory: boolean;
-  /** `shared_buffers` of the embedded PGlite, e.g. `32MB` (PostgreSQL units kB, MB, GB). */
+  /**
+   * `shared_buffers` of the embedded PGlite, e.g. `32MB` (PostgreSQL units kB, MB, GB), or `auto`
+   * (default): sized at start-up to the data directory (see `pgliteSharedBuffersFor` in db/client.ts).
+   */
   pgliteSharedBuffers: string;
   redisUrl?: string;
   /**
@@ -219,9 +222,10 @@ function url(env: Env, name: string, protocols: string[], def?: string): string 
 }
 
 /** A PostgreSQL memory size such as `32MB` (units kB, MB, GB). */
-function pgSize(env: Env, name: string, def: string): string {
+function pgSize(env: Env, name: string, def: string, allowAuto = false): string {
   const v = str(env, name, def)!;
-  if (!/^[1-9]\d{0,6}(kB|MB|GB)$/.test(v)) fail(name, 'a PostgreSQL size such as 32MB (units kB, MB, GB)', v);
+  if (allowAuto && v === 'auto') return v;
+  if (!/^[1-9]\d{0,6}(kB|MB|GB)$/.test(v)) fail(name, `a PostgreSQL size such as 32MB (units kB, MB, GB)${allowAuto ? ' or auto' : ''}`, v);
   return v;
 }
 
@@ -273,7 +277,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(str(env, 'DATA_DIR', './data')!),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
     databaseInMemory: bool(env, 'DATABASE_IN_MEMORY', false),
-    pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', '32MB'),
+    pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', 'auto', true),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     cacheTtlMs: int(env, 'CACHE_TTL_MS', 5000, 0, 300_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),

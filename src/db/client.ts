@@ -3,6 +3,7 @@
  * drizzle `Db` type and one SQL dialect. See DESIGN.md §2–3.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql, type SQL } from 'drizzle-orm';
@@ -35,6 +36,39 @@ export interface Database {
   /** Round-trip check used by `/readyz`. @throws when the database is unreachable. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * `shared_buffers` for an embedded PGlite whose data directory holds `dataBytes` bytes (the `auto`
+ * default of `PGLITE_SHARED_BUFFERS`): 1.25 × the data, so the whole database stays cached (a
+ * 100k-memory store is ~480 MB, its HNSW index ~200 MB — with fewer buffers than that, full-text
+ * reads evict index pages and search slows 2–4×, bench/memory.ts), at least 32MB (a small or new
+ * database: PGlite commits its buffers in WebAssembly memory, so they are idle RSS) and at most
+ * 1GB or a quarter of `totalMemBytes`. Sized once at start-up: a grown database gets more after a
+ * restart.
+ * @returns a PostgreSQL size in MB, e.g. `"600MB"`
+ */
+export function pgliteSharedBuffersFor(dataBytes: number, totalMemBytes: number): string {
+  const MB = 1024 * 1024;
+  const cap = Math.max(32, Math.min(1024, Math.floor(totalMemBytes / 4 / MB)));
+  return `${Math.min(cap, Math.max(32, Math.ceil((dataBytes * 1.25) / MB)))}MB`;
+}
+
+/** Total size in bytes of the regular files under `dir` (recursively; 0 when it does not exist). */
+export function directoryBytes(dir: string): number {
+  let total = 0;
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) total += directoryBytes(p);
+    else if (e.isFile()) total += fs.statSync(p, { throwIfNoEntry: false })?.size ?? 0;
+  }
+  return total;
 }
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -93,11 +127,13 @@ export async function openDatabase(config: Config): Promise<Database> {
     dataDir = path.join(config.dataDir, 'pglite');
     fs.mkdirSync(dataDir, { recursive: true });
   }
+  const sharedBuffers =
+    config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dataDir ? directoryBytes(dataDir) : 0, os.totalmem()) : config.pgliteSharedBuffers;
   const client = await PGlite.create(dataDir ?? 'memory://', {
     extensions: { vector, pg_trgm },
     // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
-    // most of an idle embedded server's RSS.
-    postgresqlconf: [`shared_buffers = ${config.pgliteSharedBuffers}`],
+    // most of an idle embedded server's RSS, so a small database gets 32MB (pgliteSharedBuffersFor).
+    postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
   });
   const db = drizzle({ client, schema }) as unknown as Db;
   const database: Database = {

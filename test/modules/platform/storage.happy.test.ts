@@ -1,0 +1,44 @@
+/**
+ * Embedded-database sizing: `PGLITE_SHARED_BUFFERS=auto` (the default) follows the data directory,
+ * within 32MB and min(1GB, a quarter of the machine's memory).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config.js';
+import { directoryBytes, pgliteSharedBuffersFor } from '../../../src/db/client.js';
+
+const MB = 1024 * 1024;
+const GB = 1024 * MB;
+
+describe('PGlite shared buffers', () => {
+  it('sizes to 1.25 × the data, from 32MB up to 1GB or a quarter of the memory', () => {
+    expect(pgliteSharedBuffersFor(0, 24 * GB)).toBe('32MB');
+    expect(pgliteSharedBuffersFor(10 * MB, 24 * GB)).toBe('32MB');
+    expect(pgliteSharedBuffersFor(478 * MB, 24 * GB)).toBe('598MB'); // a 100k-memory store
+    expect(pgliteSharedBuffersFor(5 * GB, 24 * GB)).toBe('1024MB');
+    expect(pgliteSharedBuffersFor(478 * MB, 2 * GB)).toBe('512MB'); // a quarter of 2 GiB
+    expect(pgliteSharedBuffersFor(478 * MB, 64 * MB)).toBe('32MB'); // never below the floor
+  });
+
+  it('counts the bytes of every file below the data directory', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-size-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'base', '5'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'PG_VERSION'), '17\n');
+      fs.writeFileSync(path.join(dir, 'base', '5', '1259'), Buffer.alloc(8192));
+      fs.writeFileSync(path.join(dir, 'base', '5', '1259_fsm'), Buffer.alloc(24576));
+      expect(directoryBytes(dir)).toBe(3 + 8192 + 24576);
+      expect(directoryBytes(path.join(dir, 'missing'))).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('accepts auto (the default) or a PostgreSQL size, and refuses anything else', () => {
+    expect(loadConfig({ NODE_ENV: 'test' }).pgliteSharedBuffers).toBe('auto');
+    expect(loadConfig({ NODE_ENV: 'test', PGLITE_SHARED_BUFFERS: '640MB' }).pgliteSharedBuffers).toBe('640MB');
+    expect(() => loadConfig({ NODE_ENV: 'test', PGLITE_SHARED_BUFFERS: 'lots' })).toThrow(/PGLITE_SHARED_BUFFERS/);
+  });
+});
