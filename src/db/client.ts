@@ -39,8 +39,9 @@ export interface Database {
 }
 
 /**
- * `shared_buffers` for an embedded PGlite whose data directory holds `dataBytes` bytes (the `auto`
- * default of `PGLITE_SHARED_BUFFERS`): 1.25 × the data, so the whole database stays cached (a
+ * `shared_buffers` for an embedded PGlite whose databases (`base/` of its data directory; not the
+ * WAL, which is never read through the buffers) hold `dataBytes` bytes (the `auto` default of
+ * `PGLITE_SHARED_BUFFERS`): 1.25 × the data, so the whole database stays cached (a
  * 100k-memory store is ~480 MB, its HNSW index ~200 MB — with fewer buffers than that, full-text
  * reads evict index pages and search slows 2–4×, bench/memory.ts), at least 32MB (a small or new
  * database: PGlite commits its buffers in WebAssembly memory, so they are idle RSS) and at most
@@ -128,7 +129,7 @@ export async function openDatabase(config: Config): Promise<Database> {
     fs.mkdirSync(dataDir, { recursive: true });
   }
   const sharedBuffers =
-    config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dataDir ? directoryBytes(dataDir) : 0, os.totalmem()) : config.pgliteSharedBuffers;
+    config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dataDir ? directoryBytes(path.join(dataDir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
   const client = await PGlite.create(dataDir ?? 'memory://', {
     extensions: { vector, pg_trgm },
     // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
