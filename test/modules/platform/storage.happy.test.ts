@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
-import { directoryBytes, pgliteSharedBuffersFor } from '../../../src/db/client.js';
+import { sql } from 'drizzle-orm';
+import { directoryBytes, execRows, openDatabase, pgliteSharedBuffersFor } from '../../../src/db/client.js';
 
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
@@ -41,4 +42,21 @@ describe('PGlite shared buffers', () => {
     expect(loadConfig({ NODE_ENV: 'test', PGLITE_SHARED_BUFFERS: '640MB' }).pgliteSharedBuffers).toBe('640MB');
     expect(() => loadConfig({ NODE_ENV: 'test', PGLITE_SHARED_BUFFERS: 'lots' })).toThrow(/PGLITE_SHARED_BUFFERS/);
   });
+  it('starts an on-disk PGlite with the size auto chose (a new database: 32MB) or the one configured', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-buffers-'));
+    try {
+      for (const [setting, expected] of [['auto', '32MB'], ['48MB', '48MB']]) {
+        const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting }));
+        try {
+          const [row] = await execRows<{ shared_buffers: string }>(database.db, sql`show shared_buffers`);
+          expect(row.shared_buffers).toBe(expected);
+        } finally {
+          await database.close();
+        }
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
+
