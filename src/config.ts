@@ -385,9 +385,10 @@ export interface MemoryConfig {
    * exact search measured at 10k memories with 100 and at 100k with 1000; bench/memory.ts).
    */
   hnswEfSearch: number;
+  /** Upper bound of the memory-count-sized `hnsw.ef_search` (`MEMORY_HNSW_EF_SEARCH_MAX`, 1000). */
   hnswEfSearchMax: number;
   /**
-   * Reciprocal rank fusion of hybrid search: score = Σ weight / (k + rank). The vector arm weighs 0.5
+   * Reciprocal rank fusion of hybrid search: score = Σ weight / (k + rank). The vector arm weighs 0.2
    * with the lexical local embedder (chosen on half of the labelled set, see bench/memory.ts) and 1
    * with a semantic model.
    */

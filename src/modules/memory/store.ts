@@ -188,9 +188,10 @@ export async function termWeights(db: Db | Tx, userId: string, query: string): P
  * last weight exceeds the summed weight of all the others (`rest`). A memory holding no essential
  * term scores at most `rest`, and any memory holding one scores more, so once `pool` memories holding
  * essential terms are found, none of the others can enter the top `pool`: the arm reads only the
- * (few) memories of the rare terms instead of every memory of the common ones. `essential` is null
- * when nothing can be skipped. Terms no memory of the user holds (df 0) are left out. Weights are compared as the 6-decimal literals the SQL sums, so the
- * bound holds exactly.
+ * (few) memories of the rare terms instead of every memory of the common ones. Terms no memory of
+ * the user holds (df 0) are left out. Weights are compared as the 6-decimal literals the SQL sums,
+ * so the bound holds exactly.
+ * @returns the essential lexemes and `rest`, or null when no term can be skipped
  */
 export function maxScorePlan(terms: TermWeight[]): { essential: string[]; rest: number } | null {
   const micro = (w: TermWeight) => Math.round(Number(w.idf.toFixed(6)) * 1e6); // the SQL literal, in millionths
