@@ -194,13 +194,16 @@ export async function termWeights(db: Db | Tx, userId: string, query: string): P
  * @returns the essential lexemes and `rest`, or null when no term can be skipped
  */
 export function maxScorePlan(terms: TermWeight[]): { essential: string[]; rest: number } | null {
-  const micro = (w: TermWeight) => Math.round(Number(w.idf.toFixed(6)) * 1e6); // the SQL literal, in millionths
-  // a term no memory holds scores nothing and, as the rarest, would be the only essential one
-  const sorted = terms.filter((w) => w.df > 0).sort((a, b) => micro(b) - micro(a) || a.lexeme.localeCompare(b.lexeme));
-  let rest = sorted.reduce((s, w) => s + micro(w), 0);
+  // weights in millionths, as the SQL literals (`toFixed(6)`) they are compared with; a term no
+  // memory holds scores nothing and, as the rarest, would be the only essential one
+  const sorted = terms
+    .filter((w) => w.df > 0)
+    .map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }))
+    .sort((a, b) => b.micro - a.micro || a.lexeme.localeCompare(b.lexeme));
+  let rest = sorted.reduce((sum, w) => sum + w.micro, 0);
   for (let j = 0; j < sorted.length - 1; j++) {
-    rest -= micro(sorted[j]);
-    if (micro(sorted[j]) > rest) return { essential: sorted.slice(0, j + 1).map((w) => w.lexeme), rest: rest / 1e6 };
+    rest -= sorted[j].micro;
+    if (sorted[j].micro > rest) return { essential: sorted.slice(0, j + 1).map((w) => w.lexeme), rest: rest / 1e6 };
   }
   return null;
 }
