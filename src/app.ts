@@ -72,7 +72,13 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Agent Platform API', version: '1.0.0', description: 'Tool discovery, sessions, memory and agent identities for AI agents.' },
+      info: {
+        title: 'Agent Platform API',
+        version: '1.0.0',
+        description: 'Tool discovery, sessions, memory and agent identities for AI agents.',
+        // No licence has been granted yet (no LICENSE file): all rights reserved (docs/decisions.md).
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      },
       servers: [{ url: config.publicUrl }],
       components: {
         securitySchemes: {

@@ -1,4 +1,8 @@
-/** Operational routes: liveness, readiness, Prometheus metrics. Unauthenticated and not rate limited. */
+/**
+ * Operational routes: liveness, readiness, Prometheus metrics. Unauthenticated and not rate limited.
+ * Left out of /openapi.json (`hide`): they are for probes and scrapers, not API clients or the SDK,
+ * and never answer a 4xx (docs/decisions.md).
+ */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -12,13 +16,14 @@ export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx
   const tags = ['operations'];
   const config = { rateLimit: false };
 
-  r.get('/healthz', { config, schema: { tags, operationId: 'ops.healthz', summary: 'Process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+  r.get('/healthz', { config, schema: { hide: true, tags, operationId: 'ops.healthz', summary: 'Process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
 
   r.get(
     '/readyz',
     {
       config,
       schema: {
+        hide: true,
         tags,
         operationId: 'ops.readyz',
         summary: 'Dependencies reachable',
@@ -53,7 +58,7 @@ export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx
     },
   );
 
-  app.get('/metrics', { config, schema: { tags, operationId: 'ops.metrics', summary: 'Prometheus metrics (text exposition format)', response: { 200: { type: 'string' } } } }, async (_req, reply) => {
+  app.get('/metrics', { config, schema: { hide: true, tags, operationId: 'ops.metrics', summary: 'Prometheus metrics (text exposition format)', response: { 200: { type: 'string' } } } }, async (_req, reply) => {
     reply.type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { AuthRegistry, requireAuth, userOf } from '../../http/auth.js';
-import { USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import type { LoginFlow } from './login-flow.js';
 import type { IdentityService } from './service.js';
 import { toProfile } from './service.js';
@@ -38,7 +38,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   const tags = ['auth'];
 
   for (const url of ['/v1/auth/config', '/auth/info']) {
-    r.get(url, { schema: { tags, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig, ...errorResponses() } } }, async () => login.describe());
+    r.get(url, { schema: { tags, security: PUBLIC_SECURITY, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig, ...errorResponses() } } }, async () => login.describe());
   }
 
   r.get(
@@ -46,6 +46,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     {
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.startLogin',
         summary: 'Start the OAuth 2.0 login (authorization code + PKCE): the URL to send the user to, and the state',
         querystring: LoginQuery,
@@ -63,6 +64,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     {
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.callback',
         summary: 'Exchange the authorization code for tokens; creates or fetches the user profile',
         body: CallbackBody,
@@ -77,13 +79,13 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   r.post(
     '/auth/register',
-    { schema: { tags, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
+    { schema: { tags, security: PUBLIC_SECURITY, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
     async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))),
   );
 
   r.post(
     '/auth/login',
-    { schema: { tags, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    { schema: { tags, security: PUBLIC_SECURITY, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
     async (req, reply) => {
       const user = await identity.checkPassword(req.body.email, req.body.password);
       reply.header('cache-control', 'no-store');
@@ -96,6 +98,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     {
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.test',
         summary: 'Get a test token (disabled in production unless AUTH_TEST_TOKENS=on)',
         body: Type.Optional(TestTokenBody),
@@ -114,6 +117,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     {
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.refresh',
         summary: 'Exchange a refresh token for new tokens (single use: the answer carries a new refresh token)',
         body: RefreshBody,
