@@ -183,3 +183,43 @@ describe('agent-platform login / whoami / logout', () => {
     expect(JSON.parse(after.stdout).exit_code).toBe(3);
   }, 120_000);
 });
+
+describe('examples/ (run with tsx against the built SDK)', () => {
+  function example(name: string, env: Record<string, string>): Promise<Run> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join('examples', name)], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH!, HOME: tmp, AGENT_PLATFORM_URL: server.base, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  it('publish-and-call, agent-kv-memory and memory-search run to completion', async () => {
+    const owner = new AgentPlatform({ baseUrl: server.base, env: {} });
+    await owner.auth.testToken({ roles: ['enterprise'] });
+    const { key } = await owner.apiKeys.create({ name: 'examples' });
+    const agent = await owner.agents.create({ name: 'counter' });
+
+    const published = await example('publish-and-call.ts', { AGENT_PLATFORM_API_KEY: key });
+    expect(published.code, published.stderr).toBe(0);
+    expect(published.stdout).toMatch(/: published\n/);
+    expect(published.stdout).toContain('get_weather → {"city":"Lisbon","temp_c":18}');
+
+    const agentEnv = { AGENT_PLATFORM_CLIENT_ID: agent.client_id, AGENT_PLATFORM_CLIENT_SECRET: agent.client_secret };
+    expect((await example('agent-kv-memory.ts', agentEnv)).stdout).toContain('run number 1');
+    const second = await example('agent-kv-memory.ts', agentEnv);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toContain('run number 2');
+    expect(second.stdout).toContain('state/runs 2');
+
+    const searched = await example('memory-search.ts', { AGENT_PLATFORM_API_KEY: key });
+    expect(searched.code, searched.stderr).toBe(0);
+    expect(searched.stdout.split('\n')[0]).toContain('rotates every Monday');
+  }, 180_000);
+});

@@ -69,7 +69,7 @@ export function describeError(err: unknown, opts: GlobalOptions): { message: str
   if (err instanceof AgentPlatformError) {
     const fields = err.errors.map((e) => `\n  ${e.in ? `${e.in} ` : ''}${e.pointer || '/'}: ${e.message}`).join('');
     const ref = err.requestId ? ` (request id ${err.requestId})` : '';
-    if (err.status === 0) return { message: `Cannot reach ${apiUrl(opts)}: ${err.detail}. Is the server running? Set --url or ${ENV.url}.`, exitCode: EXIT.failure };
+    if (err.status === 0) return { message: `${err.detail}. Is the server running? Check --url or ${ENV.url}.`, exitCode: EXIT.failure };
     if (err.status === 401) {
       return { message: `Not signed in or the credentials were refused (${err.code}: ${err.detail}). Run \`agent-platform login\` or set ${ENV.apiKey}.${ref}`, exitCode: EXIT.auth };
     }

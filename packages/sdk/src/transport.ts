@@ -55,7 +55,8 @@ export function createTransport(opts: TransportOptions): (request: Request) => P
         res = await opts.fetch(req);
       } catch (err) {
         if ((err as Error).name === 'AbortError') throw err;
-        throw new AgentPlatformError({ status: 0, code: 'network_error', detail: `Could not reach ${new URL(request.url).origin}: ${(err as Error).message}`, cause: err });
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        throw new AgentPlatformError({ status: 0, code: 'network_error', detail: `Cannot reach ${new URL(request.url).origin} (${cause?.code ?? cause?.message ?? (err as Error).message})`, cause: err });
       }
       if (res.status === 401 && !renewed) {
         const code = await errorCode(res);
