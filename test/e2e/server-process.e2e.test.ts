@@ -9,14 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/net.js';
-import { startServer } from '../helpers/server.js';
+import { startServerProcess as start } from '../helpers/server-process.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-e2e-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 describe('node --import tsx src/main.ts (npm start)', () => {
   it('exits 1 with one line naming the variable for a bad value', async () => {
-    const s = startServer({ PORT: 'abc', DATA_DIR: dataDir });
+    const s = start({ PORT: 'abc', DATA_DIR: dataDir });
     const { code, stderr } = await s.exited;
     expect(code).toBe(1);
     const lines = stderr.trim().split('\n').filter((l) => !/oidc-provider WARNING|Unsupported runtime/.test(l));
@@ -27,7 +27,7 @@ describe('node --import tsx src/main.ts (npm start)', () => {
   it('finishes an in-flight request on SIGTERM, exits 0, and keeps the data for the next start', async () => {
     const port = String(await freePort());
     const env = { PORT: port, PUBLIC_URL: `http://127.0.0.1:${port}`, DATA_DIR: dataDir };
-    const first = startServer(env);
+    const first = start(env);
     const ready = JSON.parse(await first.waitFor(/agent platform ready/));
     expect(ready.startup_ms).toBeGreaterThan(0);
 
@@ -43,7 +43,7 @@ describe('node --import tsx src/main.ts (npm start)', () => {
     expect(first.lines.some((l) => /shutting down/.test(l))).toBe(true);
 
     // same DATA_DIR: the user is still there
-    const second = startServer(env);
+    const second = start(env);
     await second.waitFor(/agent platform ready/);
     const login = await fetch(`${second.base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
     expect(login.status).toBe(200);
