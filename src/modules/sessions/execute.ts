@@ -15,7 +15,8 @@
  *  5. the upstream call (guarded HTTP client or MCP `tools/call`) with the upstream credential
  *     and the platform's signature headers;
  *  6. one statement records the execution, the session counters and the usage counters; the
- *     automatic memory is handed to the memory module (which works off the request path).
+ *     `execution.recorded` event is emitted on `ctx.events` (memory subscribes in `app.ts` and works
+ *     off the request path).
  */
 import type { AppContext } from '../../context.js';
 import { AppError, type FieldError } from '../../http/errors.js';
@@ -55,7 +56,13 @@ export interface ExecuteAnswer {
 }
 
 /**
- * Run one tool execution for `actor` in session `sessionId`.
+ * THE execute entry point: run one tool execution for `actor` in session `sessionId`. Every face —
+ * REST (`sessions/routes.ts`), MCP, the agent runtime — calls this and nothing else; it needs only
+ * `ctx`, the caller's {@link SessionActor} (`actorOf(principal)` from `http/auth.ts`), an active
+ * session id and `{ service, tool, arguments?, timeout_ms? }` (service by id or name, tool by name,
+ * former name or id). It checks visibility, arguments, subscription and quota, calls the upstream
+ * (`src/upstream/tool-call.ts`), records the execution and emits `execution.recorded`.
+ * @returns the result body and the `X-Quota-*` headers to send (empty for the owner's own services)
  * @throws AppError not_found (session, service or tool), session_closed, validation_failed,
  *         not_subscribed, quota_exceeded, upstream_blocked / upstream_error (502),
  *         upstream_timeout (504) — the last three after recording, with `execution_id` in the problem
