@@ -15,5 +15,5 @@ describe('packages/sdk generated sources', () => {
     const stale = 'stale: run `npm run sdk:generate` and commit the result';
     expect(fs.readFileSync(path.join(ROOT, GENERATED.document), 'utf8') === fresh.document, `${GENERATED.document} is ${stale}`).toBe(true);
     expect(fs.readFileSync(path.join(ROOT, GENERATED.types), 'utf8') === fresh.types, `${GENERATED.types} is ${stale}`).toBe(true);
-  }, 180_000);
+  }, 300_000);
 });
