@@ -17,7 +17,7 @@ export async function startTestServer(overrides: Record<string, string> = {}): P
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(testEnv({ LOG_LEVEL: 'info', PORT: port, PUBLIC_URL: `http://127.0.0.1:${port}`, DATA_DIR: dataDir, ...overrides }))) if (v !== undefined) env[k] = v;
   const server = startServerProcess(env);
-  await server.waitFor(/agent platform ready/);
+  await server.waitFor(/agent platform ready/, 300_000);
   return {
     ...server,
     async stop() {
