@@ -17,18 +17,9 @@ import {
   RedeployBody,
   RollbackBody,
 } from './schemas.js';
-import {
-  createDeployment,
-  getInvocation,
-  invokeAgent,
-  listDeployments,
-  listInvocations,
-  redeployDeployment,
-  registerDeploymentJobs,
-  rollbackDeployment,
-  stopDeployment,
-  type DeployInput,
-} from './service.js';
+import { getInvocation, invokeAgent, listInvocations } from './invocations.js';
+import { registerDeploymentJobs } from './jobs.js';
+import { createDeployment, listDeployments, redeployDeployment, rollbackDeployment, stopDeployment, type DeployInput } from './service.js';
 
 /** The JSON body of invoke/rollback/redeploy is optional: no body means `{}`. */
 const emptyBodyIsObject = async (req: FastifyRequest): Promise<void> => {
