@@ -10,7 +10,9 @@ import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
-import type { SandboxResult } from '../../sandbox/runner.js';
+import type { LogEntry, SandboxResult } from '../../sandbox/runner.js';
+import { brokerFor, type CallRecord } from './broker.js';
+import { publishEnd, publishLog, type FollowedLine } from './follow.js';
 import { ensureUnpacked, envOf, INVOKE_JOB, sandboxOf, warmKey, type DeploymentRow } from './runtime.js';
 import type { InvocationSummary, InvocationView } from './schemas.js';
 import { agentInScope, invalidState, principalId } from './service.js';
@@ -78,8 +80,11 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
 /** Run a claimed (`running`) invocation against deployment `d` and store the outcome. */
 async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): Promise<InvocationRow> {
   let r: SandboxResult;
+  const calls: CallRecord[] = [];
   try {
     const root = await ensureUnpacked(ctx, d.artifactSha256);
+    // The broker's identity expires with the invocation (plus the start-up of a cold environment, bounded by the same timer).
+    const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls);
     r = await sandboxOf(ctx).run({
       mode: 'invoke',
       root,
@@ -89,6 +94,8 @@ async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): P
       timeoutMs: row.timeoutMs,
       env: envOf(ctx, d),
       key: warmKey(d),
+      broker,
+      onLog: (entry) => publishLog(row, entry),
     });
   } catch (err) {
     ctx.log.error({ err, invocation_id: row.id }, 'sandbox failed to run');
@@ -102,12 +109,15 @@ async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): P
       error: r.error ? { ...r.error } : null,
       logs: r.logs,
       logsTruncated: r.logsTruncated,
+      calls,
+      cold: r.cold,
       durationMs: r.durationMs,
       finishedAt: new Date(),
     })
     .where(eq(agentInvocations.id, row.id))
     .returning();
-  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs }, 'agent invoked');
+  publishEnd(done);
+  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs, cold: r.cold, calls: calls.length }, 'agent invoked');
   return done;
 }
 
@@ -152,3 +162,16 @@ export async function getInvocation(ctx: AppContext, p: Principal, agentId: stri
   return invocationView(row);
 }
 
+
+/** Lines of the agent's 20 most recent invocations, oldest first. @throws AppError not_found */
+export async function recentLogs(ctx: AppContext, p: Principal, agentId: string): Promise<{ data: FollowedLine[]; logs_truncated: boolean }> {
+  await agentInScope(ctx, p, agentId);
+  const rows = await ctx.db
+    .select({ id: agentInvocations.id, logs: agentInvocations.logs, logsTruncated: agentInvocations.logsTruncated })
+    .from(agentInvocations)
+    .where(eq(agentInvocations.agentId, agentId))
+    .orderBy(desc(agentInvocations.id))
+    .limit(20);
+  const data = rows.reverse().flatMap((r) => (r.logs as LogEntry[]).map((l) => ({ ...l, invocation_id: r.id })));
+  return { data, logs_truncated: rows.some((r) => r.logsTruncated) };
+}

@@ -8,7 +8,7 @@ import type { DeploymentView, InvocationSummary, InvocationView } from './schema
 export type InvocationRow = typeof agentInvocations.$inferSelect;
 
 /** Columns of an invocation without its (possibly large) input, output and logs. */
-export const { input: _input, output: _output, logs: _logs, logsTruncated: _lt, ...summaryColumns } = getTableColumns(agentInvocations);
+export const { input: _input, output: _output, logs: _logs, logsTruncated: _lt, calls: _calls, ...summaryColumns } = getTableColumns(agentInvocations);
 
 export type DeploymentStatus = DeploymentView['status'];
 export type InvocationStatus = InvocationView['status'];
@@ -34,7 +34,7 @@ export function deploymentView(d: DeploymentRow): DeploymentView {
   };
 }
 
-export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'logs' | 'logsTruncated'>): InvocationSummary {
+export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'logs' | 'logsTruncated' | 'calls'>): InvocationSummary {
   return {
     id: r.id,
     agent_id: r.agentId,
@@ -45,6 +45,7 @@ export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'l
     error: (r.error as SandboxError | null) ?? null,
     timeout_ms: r.timeoutMs,
     duration_ms: r.durationMs,
+    cold: r.cold,
     created_at: r.createdAt.toISOString(),
     started_at: iso(r.startedAt),
     finished_at: iso(r.finishedAt),
@@ -52,5 +53,5 @@ export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'l
 }
 
 export function invocationView(r: InvocationRow): InvocationView {
-  return { ...invocationSummary(r), input: r.input ?? null, output: r.output ?? null, logs: r.logs as InvocationView['logs'], logs_truncated: r.logsTruncated };
+  return { ...invocationSummary(r), input: r.input ?? null, output: r.output ?? null, logs: r.logs as InvocationView['logs'], logs_truncated: r.logsTruncated, calls: r.calls as InvocationView['calls'] };
 }
