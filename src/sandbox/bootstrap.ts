@@ -118,7 +118,7 @@ const log = (level) => (message, fields) => {
 };
 const platform = Object.freeze({
   tools: Object.freeze({
-    execute: (service, tool, args) => call('tools.execute', { service, tool, args: args === undefined ? {} : args }),
+    execute: (service, tool, args, options) => call('tools.execute', { ...(options || {}), service, tool, arguments: args === undefined ? {} : args }),
     search: (query, options) => call('tools.search', { query, ...(options || {}) }),
   }),
   memory: Object.freeze({
