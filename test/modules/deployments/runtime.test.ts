@@ -47,6 +47,17 @@ export default async function (input, context) {
       console.log('second');
       return 'done';
     case 'count': return invocations;
+    case 'spy': {
+      // Everything the code can observe: its environment, argv, context, and the raw replies on stdin.
+      const raw = [];
+      const listener = (c) => raw.push(String(c));
+      process.stdin.on('data', listener);
+      await context.memory.put('spy', 1);
+      await context.tools.execute(input.service, 'get_item', { id: '1' });
+      await context.tools.search('item');
+      process.stdin.off('data', listener);
+      return { env: process.env, argv: process.argv, context: Object.keys(context), ctx: JSON.stringify(context), raw };
+    }
     default: return null;
   }
 }
@@ -197,5 +208,25 @@ describe('agent runtime', () => {
     // Finished: the JSON form and an immediately ending stream.
     const { body: lines } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/executions/${queued.id}/logs`, headers: u.headers }, 200);
     expect(lines.data.map((l: any) => l.message)).toEqual(['first', 'second']);
+  });
+});
+
+describe('agent runtime security', () => {
+  it('the agent identity never reaches the code: not in env, argv, context or the messages it can read', async () => {
+    const inv = await invoke({ op: 'spy', service: svc.name });
+    expect(inv.status).toBe('succeeded');
+    const seen = JSON.stringify(inv.output);
+    expect(inv.output.raw.join('')).toContain('"t":"reply"');
+    for (const secret of [/eyJ[\w-]+\.[\w-]+/, /bearer/i, /invocation:inv_/, /client_?id/i, /scope/i, /tools:execute/, new RegExp(u.userId), new RegExp(u.token.slice(0, 40))]) expect(seen).not.toMatch(secret);
+    expect(Object.keys(inv.output.env).sort()).toEqual(['LANG', 'NODE_ENV', 'TZ']);
+  });
+
+  it('a handler on another account cannot reach this agent: its calls run as its own agent only', async () => {
+    const other = await createUser(app);
+    const a2 = await createAgent(app, other);
+    await deployReady(app, other.headers, a2.id, await tarball({ 'index.mjs': `export default async (i, c) => { try { return await c.memory.read(i.target, 'k'); } catch (e) { return e.code; } };` }));
+    await invoke({ op: 'kv' });
+    const { body } = await call(app, { method: 'POST', url: `/v2/agents/${a2.id}/invoke`, headers: other.headers, payload: { input: { target: agentId } } }, 200);
+    expect(['not_found', 'permission_required']).toContain(body.output);
   });
 });
