@@ -175,22 +175,22 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
     async (req) => getInvocation(ctx, principalOf(req), req.params.id, req.params.exeId),
   );
 
-  const sse = 'Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })';
+  const logsRoute = <P extends typeof IdParams | typeof ExecutionParams>(operationId: string, summary: string, params: P) => ({
+    schema: {
+      tags,
+      security,
+      operationId,
+      summary,
+      description: 'Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })',
+      params,
+      querystring: FollowQuery,
+      produces: ['application/json', 'text/event-stream'],
+      response: { 200: LogLinesSchema, ...errorResponses(403, 404) },
+    },
+  });
   r.get(
     '/v2/agents/:id/executions/:exeId/logs',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'deployments.executions.logs',
-        summary: "An invocation's log lines; ?follow=true streams them (SSE) until it ends",
-        description: sse,
-        params: ExecutionParams,
-        querystring: FollowQuery,
-        produces: ['application/json', 'text/event-stream'],
-        response: { 200: LogLinesSchema, ...errorResponses(403, 404) },
-      },
-    },
+    logsRoute('deployments.executions.logs', "An invocation's log lines; ?follow=true streams them (SSE) until it ends", ExecutionParams),
     async (req, reply) => {
       const p = principalOf(req);
       const inv = await getInvocation(ctx, p, req.params.id, req.params.exeId);
@@ -202,19 +202,7 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
 
   r.get(
     '/v2/agents/:id/logs',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'deployments.logs',
-        summary: "Log lines of the agent's recent invocations; ?follow=true tails its invocations as they run (SSE)",
-        description: sse,
-        params: IdParams,
-        querystring: FollowQuery,
-        produces: ['application/json', 'text/event-stream'],
-        response: { 200: LogLinesSchema, ...errorResponses(403, 404) },
-      },
-    },
+    logsRoute('deployments.logs', "Log lines of the agent's recent invocations; ?follow=true tails its invocations as they run (SSE)", IdParams),
     async (req, reply) => {
       const recent = await recentLogs(ctx, principalOf(req), req.params.id);
       if (!req.query.follow) return recent;
