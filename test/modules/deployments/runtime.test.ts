@@ -221,6 +221,15 @@ describe('agent runtime security', () => {
     expect(Object.keys(inv.output.env).sort()).toEqual(['LANG', 'NODE_ENV', 'TZ']);
   });
 
+  it("another account gets 404 on the agent's log routes, streamed or not", async () => {
+    const other = await createUser(app);
+    const { body: inv } = await call(app, { method: 'POST', url: `/v2/agents/${agentId}/invoke`, headers: u.headers, payload: { input: { op: 'count' } } }, 200);
+    for (const url of [`/v2/agents/${agentId}/logs`, `/v2/agents/${agentId}/logs?follow=true`, `/v2/agents/${agentId}/executions/${inv.id}/logs`, `/v2/agents/${agentId}/executions/${inv.id}/logs?follow=true`]) {
+      await call(app, { method: 'GET', url, headers: other.headers }, 404);
+      await call(app, { method: 'GET', url }, 401);
+    }
+  });
+
   it('a handler on another account cannot reach this agent: its calls run as its own agent only', async () => {
     const other = await createUser(app);
     const a2 = await createAgent(app, other);
