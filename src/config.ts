@@ -162,6 +162,14 @@ export interface Config {
     network: 'auto' | 'isolated' | 'allowed';
     /** Unprivileged uid:gid the runs switch to when the server runs as root (`auto`: 65534:65534 if it can read SANDBOX_DIR); null = never switch. */
     user: { uid: number; gid: number } | 'auto' | null;
+    /** Whole-process memory limit of each sandbox process (RLIMIT_DATA: heap, Buffers, native memory), MiB; 0 = none. Default `2 × memoryMb + 64`. */
+    processMemoryMb: number;
+    /** Warm execution environments kept per deployment version (0 = every invocation is a cold start). */
+    warmPerVersion: number;
+    /** Warm execution environments kept per instance, all versions together. */
+    warmTotal: number;
+    /** An idle warm environment is killed after this long unused, ms. */
+    warmIdleMs: number;
   };
 }
 
@@ -351,6 +359,10 @@ export function loadConfig(env: Env = process.env): Config {
       maxTimeoutMs: int(env, 'SANDBOX_MAX_TIMEOUT_MS', 60_000, 100, 900_000),
       prepareTimeoutMs: int(env, 'SANDBOX_PREPARE_TIMEOUT_MS', 15_000, 100, 900_000),
       memoryMb: int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384),
+      processMemoryMb: int(env, 'SANDBOX_PROCESS_MEMORY_MB', int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384) * 2 + 64, 0, 65_536),
+      warmPerVersion: int(env, 'SANDBOX_WARM_PER_VERSION', 4, 0, 1024),
+      warmTotal: int(env, 'SANDBOX_WARM_TOTAL', 16, 0, 4096),
+      warmIdleMs: int(env, 'SANDBOX_WARM_IDLE_MS', 300_000, 100, 86_400_000),
       maxLogBytes: int(env, 'SANDBOX_MAX_LOG_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),
