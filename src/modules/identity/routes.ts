@@ -36,6 +36,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   const { ctx, identity, login } = deps;
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['auth'];
+  if (ctx.config.auth.testTokensWarning) app.log.warn(ctx.config.auth.testTokensWarning);
 
   for (const url of ['/v1/auth/config', '/auth/info']) {
     r.get(url, { schema: { tags, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig, ...errorResponses() } } }, async () => login.describe());
@@ -97,9 +98,9 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
       schema: {
         tags,
         operationId: 'auth.test',
-        summary: 'Get a test token (disabled in production unless AUTH_TEST_TOKENS=on)',
+        summary: 'Get a token for a test account this route creates (on in NODE_ENV=test or on a loopback-only listener; else AUTH_TEST_TOKENS=on)',
         body: Type.Optional(TestTokenBody),
-        response: { 200: TokenSetSchema, ...errorResponses(404) },
+        response: { 200: TokenSetSchema, ...errorResponses(403, 404, 409) },
       },
     },
     async (req, reply) => {
