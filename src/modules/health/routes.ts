@@ -38,6 +38,8 @@ export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx
       }
       if (ctx.redis) {
         try {
+          // Not connected → answer at once (a ping would wait for the command timeout).
+          if (ctx.redis.status !== 'ready') throw new Error(`Redis connection is ${ctx.redis.status}`);
           await ctx.redis.ping();
           checks.redis = { status: 'ok' };
         } catch (err) {
