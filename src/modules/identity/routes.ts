@@ -36,6 +36,16 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   const { ctx, identity, login } = deps;
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['auth'];
+  const a = ctx.config.auth;
+  // Unauthenticated credential routes: a budget per client IP (on top of nothing else — the global
+  // anonymous limit is replaced by this one), in the shared rate-limit store (Redis when set).
+  const perIp = { rateLimit: { max: a.attemptsPerIp, timeWindow: a.attemptWindowMs } };
+  // Sign-in attempts per email address, whatever the IP (slow distributed guessing, NIST SP 800-63B §5.2.2).
+  const perAccount = app.rateLimit({
+    max: a.attemptsPerAccount,
+    timeWindow: a.attemptWindowMs,
+    keyGenerator: (req) => `login:${String((req.body as { email?: unknown } | undefined)?.email ?? '').trim().toLowerCase()}`,
+  });
   if (ctx.config.auth.testTokensWarning) app.log.warn(ctx.config.auth.testTokensWarning);
 
   for (const url of ['/v1/auth/config', '/auth/info']) {
@@ -45,6 +55,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.get(
     '/v1/auth/login',
     {
+      config: perIp,
       schema: {
         tags,
         operationId: 'auth.startLogin',
@@ -62,6 +73,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/v1/auth/callback',
     {
+      config: perIp,
       schema: {
         tags,
         operationId: 'auth.callback',
@@ -78,13 +90,13 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   r.post(
     '/auth/register',
-    { schema: { tags, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
+    { config: perIp, schema: { tags, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
     async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))),
   );
 
   r.post(
     '/auth/login',
-    { schema: { tags, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    { config: perIp, preHandler: perAccount, schema: { tags, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
     async (req, reply) => {
       const user = await identity.checkPassword(req.body.email, req.body.password);
       reply.header('cache-control', 'no-store');
@@ -95,6 +107,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/auth/test',
     {
+      config: perIp,
       schema: {
         tags,
         operationId: 'auth.test',
@@ -113,6 +126,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/v1/auth/refresh',
     {
+      config: perIp,
       schema: {
         tags,
         operationId: 'auth.refresh',
