@@ -37,10 +37,9 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['auth'];
   const a = ctx.config.auth;
-  // Unauthenticated credential routes: a budget per client IP (on top of nothing else — the global
-  // anonymous limit is replaced by this one), in the shared rate-limit store (Redis when set).
-  const perIp = { rateLimit: { max: a.attemptsPerIp, timeWindow: a.attemptWindowMs } };
-  // Sign-in attempts per email address, whatever the IP (slow distributed guessing, NIST SP 800-63B §5.2.2).
+  // Unauthenticated credential routes: a budget per client IP, shared by these routes, in the
+  // rate-limit store (Redis when set), on top of the global anonymous limit.
+  const perIp = app.rateLimit({ max: a.attemptsPerIp, timeWindow: a.attemptWindowMs, keyGenerator: (req) => `auth-ip:${req.ip}` });
   const perAccount = app.rateLimit({
     max: a.attemptsPerAccount,
     timeWindow: a.attemptWindowMs,
@@ -55,7 +54,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.get(
     '/v1/auth/login',
     {
-      config: perIp,
+      preHandler: perIp,
       schema: {
         tags,
         operationId: 'auth.startLogin',
@@ -73,7 +72,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/v1/auth/callback',
     {
-      config: perIp,
+      preHandler: perIp,
       schema: {
         tags,
         operationId: 'auth.callback',
@@ -90,13 +89,13 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   r.post(
     '/auth/register',
-    { config: perIp, schema: { tags, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
+    { preHandler: perIp, schema: { tags, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
     async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))),
   );
 
   r.post(
     '/auth/login',
-    { config: perIp, preHandler: perAccount, schema: { tags, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    { preHandler: [perIp, perAccount], schema: { tags, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
     async (req, reply) => {
       const user = await identity.checkPassword(req.body.email, req.body.password);
       reply.header('cache-control', 'no-store');
@@ -107,7 +106,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/auth/test',
     {
-      config: perIp,
+      preHandler: perIp,
       schema: {
         tags,
         operationId: 'auth.test',
@@ -126,7 +125,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/v1/auth/refresh',
     {
-      config: perIp,
+      preHandler: perIp,
       schema: {
         tags,
         operationId: 'auth.refresh',
