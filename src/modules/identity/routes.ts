@@ -1,5 +1,5 @@
 /** HTTP routes of the identity module: the spec's detailed `/v1/auth/*` and simplified `/auth/*` groups. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
@@ -40,11 +40,18 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   // Unauthenticated credential routes: a budget per client IP, shared by these routes, in the
   // rate-limit store (Redis when set), on top of the global anonymous limit.
   const perIp = app.rateLimit({ max: a.attemptsPerIp, timeWindow: a.attemptWindowMs, keyGenerator: (req) => `auth-ip:${req.ip}` });
-  const perAccount = app.rateLimit({
+  // (createRateLimit, not a second rateLimit() hook: the plugin runs one such hook per request.)
+  const accountLimit = app.createRateLimit({
     max: a.attemptsPerAccount,
     timeWindow: a.attemptWindowMs,
     keyGenerator: (req) => `login:${String((req.body as { email?: unknown } | undefined)?.email ?? '').trim().toLowerCase()}`,
   });
+  const perAccount = async (req: FastifyRequest) => {
+    const r = await accountLimit(req);
+    if (!r.isAllowed && r.isExceeded) {
+      throw new AppError('rate_limited', 'Too many sign-in attempts for this account; retry later', { headers: { 'retry-after': String(Math.max(1, r.ttlInSeconds)) } });
+    }
+  };
   if (ctx.config.auth.testTokensWarning) app.log.warn(ctx.config.auth.testTokensWarning);
 
   for (const url of ['/v1/auth/config', '/auth/info']) {
