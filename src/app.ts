@@ -15,7 +15,7 @@ import { registerErrorHandlers } from './http/errors.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerValidation } from './http/validation.js';
-import { createJobQueue } from './jobs/queue.js';
+import { createJobQueue, redisClientOptions } from './jobs/queue.js';
 import { ProblemSchema } from './http/schemas.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
 import { agentRoutes } from './modules/agents/routes.js';
@@ -113,7 +113,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   ctx.events.on('execution.recorded', (e) => rememberExecution(ctx, e));
   if (config.redisUrl) {
     const { Redis } = await import('ioredis');
-    ctx.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    ctx.redis = new Redis(config.redisUrl, redisClientOptions(config));
     ctx.redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
   }
   // Graceful close: keep-alive connections that finish their in-flight request while the server

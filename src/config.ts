@@ -16,6 +16,7 @@ export type Plan = 'free' | 'pro' | 'enterprise';
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
   port: number;
+  /** Listen address: `HOST`, else `127.0.0.1` in development (loopback only) and `0.0.0.0` otherwise. */
   host: string;
   /** Externally visible origin of this service, no trailing slash, e.g. `http://localhost:3000`. */
   publicUrl: string;
@@ -42,6 +43,17 @@ export interface Config {
   bodyLimitBytes: number;
   /** Trust X-Forwarded-* headers (behind a proxy). */
   trustProxy: boolean;
+  /**
+   * Bearer token that opens `/metrics` to non-loopback clients (`METRICS_TOKEN`); unset → loopback
+   * clients only (the socket's address, never X-Forwarded-For).
+   */
+  metricsToken?: string;
+  redis: {
+    /** Longest wait for one Redis command, ms (`REDIS_COMMAND_TIMEOUT_MS`); a timed-out command fails. */
+    commandTimeoutMs: number;
+    /** Longest wait for a (re)connection, ms (`REDIS_CONNECT_TIMEOUT_MS`). */
+    connectTimeoutMs: number;
+  };
   auth: {
     /** External OIDC issuer URL; undefined → the embedded tenant served under `/idp`. */
     issuer?: string;
@@ -56,8 +68,24 @@ export interface Config {
     accessTokenTtlSeconds: number;
     /** Refresh-token lifetime in seconds. */
     refreshTokenTtlSeconds: number;
-    /** `/auth/test` enabled. */
+    /**
+     * `POST /auth/test` enabled: `AUTH_TEST_TOKENS`, else on only with `NODE_ENV=test` or in
+     * development when listening on loopback only ({@link testTokensDefault}).
+     */
     testTokens: boolean;
+    /**
+     * Why the start-up log must warn about `/auth/test` (enabled where it is reachable from other
+     * hosts, or in production); undefined → no warning.
+     */
+    testTokensWarning?: string;
+    /** Test tokens may carry `pro`/`enterprise`/`admin` (`AUTH_TEST_ROLES=on`, needs `AUTH_TEST_TOKENS=on`). */
+    testRoles: boolean;
+    /** Sign-in attempts (`/auth/login`, the `/idp` form) per email address per `attemptWindowMs`. */
+    attemptsPerAccount: number;
+    /** Requests to the unauthenticated credential routes (login, register, test, refresh, callback, agent token) per client IP per `attemptWindowMs`. */
+    attemptsPerIp: number;
+    /** Window of the two limits above, ms. */
+    attemptWindowMs: number;
     /** API-key authentication enabled (development/testing only per spec). */
     apiKeys: boolean;
     /** Emails that get the `admin` role at registration. */
@@ -252,6 +280,26 @@ function sandboxUser(env: Env): { uid: number; gid: number } | 'auto' | null {
   return { uid: Number(m[1]), gid: Number(m[2]) };
 }
 
+/** True when `host` accepts connections from this machine only (`127.0.0.0/8`, `::1`, `localhost`). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || /^::ffff:127(\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * Default of `AUTH_TEST_TOKENS` (issue 11): on with `NODE_ENV=test`, and in development when the
+ * server listens on loopback only; off otherwise (production never has it on by default).
+ */
+export function testTokensDefault(nodeEnv: Config['nodeEnv'], host: string): boolean {
+  return nodeEnv === 'test' || (nodeEnv === 'development' && isLoopbackHost(host));
+}
+
+function testTokensWarning(nodeEnv: Config['nodeEnv'], host: string): string | undefined {
+  if (nodeEnv === 'production') return 'POST /auth/test is enabled in production (AUTH_TEST_TOKENS=on): anyone who reaches the API can mint test accounts';
+  if (nodeEnv === 'development' && !isLoopbackHost(host)) return `POST /auth/test is enabled while listening on ${host} (AUTH_TEST_TOKENS=on): other hosts can mint test accounts`;
+  return undefined;
+}
+
 /**
  * Parse configuration from `env` (default `process.env`).
  * @throws ConfigError naming the first bad variable.
@@ -259,6 +307,11 @@ function sandboxUser(env: Env): { uid: number; gid: number } | 'auto' | null {
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = oneOf(env, 'NODE_ENV', ['development', 'production', 'test'] as const, 'development');
   const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = str(env, 'HOST', nodeEnv === 'development' ? '127.0.0.1' : '0.0.0.0')!;
+  const explicitTestTokens = str(env, 'AUTH_TEST_TOKENS') === undefined ? undefined : bool(env, 'AUTH_TEST_TOKENS', false);
+  const testTokens = explicitTestTokens ?? testTokensDefault(nodeEnv, host);
+  const testRoles = bool(env, 'AUTH_TEST_ROLES', false);
+  if (testRoles && explicitTestTokens !== true) fail('AUTH_TEST_ROLES', 'off unless AUTH_TEST_TOKENS=on (elevated test roles need both switches)', 'on');
   const publicUrl = url(env, 'PUBLIC_URL', ['http', 'https'], `http://localhost:${port}`)!;
   const issuer = url(env, 'AUTH_ISSUER', ['http', 'https']);
   if (issuer && !str(env, 'AUTH_CLIENT_ID')) fail('AUTH_CLIENT_ID', 'set when AUTH_ISSUER is set', '');
@@ -280,7 +333,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     nodeEnv,
     port,
-    host: str(env, 'HOST', '0.0.0.0')!,
+    host,
     publicUrl,
     dataDir: path.resolve(str(env, 'DATA_DIR', './data')!),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
@@ -291,6 +344,11 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    metricsToken: str(env, 'METRICS_TOKEN'),
+    redis: {
+      commandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60_000),
+      connectTimeoutMs: int(env, 'REDIS_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+    },
     auth: {
       issuer,
       clientId: str(env, 'AUTH_CLIENT_ID', 'agent-platform-console')!,
@@ -301,7 +359,12 @@ export function loadConfig(env: Env = process.env): Config {
       redirectUris,
       accessTokenTtlSeconds: int(env, 'AUTH_ACCESS_TOKEN_TTL', 86400, 60, 7 * 86400),
       refreshTokenTtlSeconds: int(env, 'AUTH_REFRESH_TOKEN_TTL', 30 * 86400, 3600, 365 * 86400),
-      testTokens: bool(env, 'AUTH_TEST_TOKENS', nodeEnv !== 'production'),
+      testTokens,
+      testTokensWarning: testTokens ? testTokensWarning(nodeEnv, host) : undefined,
+      testRoles,
+      attemptsPerAccount: int(env, 'AUTH_ATTEMPTS_PER_ACCOUNT', 10, 1),
+      attemptsPerIp: int(env, 'AUTH_ATTEMPTS_PER_IP', 100, 1),
+      attemptWindowMs: int(env, 'AUTH_ATTEMPT_WINDOW_MS', 15 * 60_000, 1000),
       apiKeys: bool(env, 'AUTH_API_KEYS', true),
       adminEmails: list(env, 'ADMIN_EMAILS').map((e) => e.toLowerCase()),
     },

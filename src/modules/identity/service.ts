@@ -45,6 +45,8 @@ export interface Profile {
   preferences: Record<string, unknown>;
   created_at: string;
   subscription: { tier: string; valid_until: string | null };
+  /** Created by `POST /auth/test` (test tokens are issued for such accounts only). */
+  test: boolean;
 }
 
 /**
@@ -380,23 +382,40 @@ export class IdentityService {
     return sub.includes('|') ? sub : `${this.externalProvider}|${sub}`;
   }
 
-  /** Create (or reuse) a test user and issue a token set (`POST /auth/test`). */
+  /**
+   * Create (or reuse) a test user and issue a token set (`POST /auth/test`, issue 11). Only
+   * accounts this endpoint created (`users.test`) are ever reused: the email of any other account
+   * — registered, external-provider or listed in `ADMIN_EMAILS` — answers 409, so a test token can
+   * never act as a real user. Roles other than `user` need `AUTH_TEST_ROLES=on`.
+   * @throws AppError forbidden (elevated roles not enabled), conflict (email of a non-test account)
+   */
   async testToken(input: { email?: string; name?: string; roles?: Role[]; expires_in?: number }): Promise<TokenSet & { user_id: string }> {
-    const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).toLowerCase();
+    const cfg = this.ctx.config.auth;
+    const roles = input.roles ? cleanRoles(input.roles) : undefined;
+    if (roles?.some((r) => r !== 'user') && !cfg.testRoles) {
+      throw new AppError('forbidden', 'Test tokens carry the role "user" only; elevated roles need AUTH_TEST_TOKENS=on and AUTH_TEST_ROLES=on');
+    }
+    const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).trim().toLowerCase();
+    const taken = () => new AppError('conflict', 'This email belongs to an account that was not created by POST /auth/test; test tokens are issued for test accounts only');
+    if (cfg.adminEmails.includes(email)) throw taken();
     let user = await this.findUserByEmail(email);
     if (!user) {
       const id = newId('usr');
       [user] = await this.ctx.db
         .insert(users)
-        .values({ id, subject: IdentityService.subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: input.roles ?? ['user'] })
+        .values({ id, subject: IdentityService.subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: roles ?? ['user'], test: true })
         .onConflictDoNothing()
         .returning();
       user ??= await this.findUserByEmail(email);
       if (!user) throw new AppError('conflict', 'Could not create the test user');
-    } else if (input.roles) {
-      [user] = await this.ctx.db.update(users).set({ roles: input.roles }).where(eq(users.id, user.id)).returning();
     }
-    const set = await this.issueTokenSet(user, { expiresIn: input.expires_in, roles: input.roles });
+    if (!user.test) throw taken();
+    if (roles) {
+      [user] = await this.ctx.db.update(users).set({ roles, updatedAt: new Date() }).where(and(eq(users.id, user.id), eq(users.test, true))).returning();
+      if (!user) throw taken();
+      this.forget(user);
+    }
+    const set = await this.issueTokenSet(user, { expiresIn: input.expires_in });
     return { ...set, user_id: user.subject };
   }
 }
@@ -412,5 +431,6 @@ export function toProfile(u: UserRow): Profile {
     preferences: u.preferences,
     created_at: u.createdAt.toISOString(),
     subscription: { tier: tierOf(u.roles), valid_until: null },
+    test: u.test,
   };
 }
