@@ -34,6 +34,7 @@ import { publishingRoutes } from './modules/publishing/routes.js';
 import { subscriptionRoutes } from './modules/subscriptions/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { analyticsRoutes } from './modules/analytics/routes.js';
+import { mcpRoutes } from './modules/mcp/routes.js';
 import { IdentityService } from './modules/identity/service.js';
 
 export interface BuiltApp {
@@ -122,7 +123,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   ctx.auth.addJwtResolver({
     name: 'user',
     accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
-    resolve: (token, payload) => identity.resolveAccessToken(token, payload.iss),
+    resolve: (token, payload, opts) => identity.resolveAccessToken(token, payload.iss, opts.resource),
   });
   ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
   await registerRateLimit(app, ctx);
@@ -146,6 +147,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(publishingRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(analyticsRoutes, { ctx });
+  await app.register(mcpRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   await app.ready();
