@@ -131,7 +131,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   // Modules.
   await app.register(healthRoutes, { ctx, metrics });
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
-  if (!config.auth.issuer) await app.register(idpRoutes, { identity, provider: await createEmbeddedIdp(ctx, identity) });
+  if (!config.auth.issuer) await app.register(idpRoutes, { identity, config, provider: await createEmbeddedIdp(ctx, identity) });
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(adminRoutes, { ctx, identity });

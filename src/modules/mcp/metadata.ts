@@ -14,15 +14,19 @@ export function resourceMetadataUrl(config: Pick<Config, 'publicUrl'>): string {
   return `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`;
 }
 
+/** The scope the embedded tenant grants for the MCP resource (what MCP clients request). */
+export const MCP_SCOPE = 'mcp';
+
 /**
  * The metadata document: the resource, its authorization server (the external provider when
- * `AUTH_ISSUER` is set, else the embedded tenant `<PUBLIC_URL>/idp`), bearer tokens in the
- * `Authorization` header only.
+ * `AUTH_ISSUER` is set, else the embedded tenant `<PUBLIC_URL>/idp` and its `mcp` scope), bearer
+ * tokens in the `Authorization` header only.
  */
 export function protectedResourceMetadata(config: Pick<Config, 'publicUrl' | 'auth'>) {
   return {
     resource: mcpResourceUrl(config),
     authorization_servers: [config.auth.issuer ?? `${config.publicUrl}/idp`],
+    ...(config.auth.issuer ? {} : { scopes_supported: [MCP_SCOPE] }),
     bearer_methods_supported: ['header'],
     resource_name: 'Agent Platform MCP server',
     resource_documentation: `${config.publicUrl}/docs`,
