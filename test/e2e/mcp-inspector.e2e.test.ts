@@ -29,7 +29,8 @@ async function inspect(token: string, ...args: string[]): Promise<any> {
 }
 
 describe(`MCP Inspector CLI against /mcp (${ctx.database.engine})`, () => {
-  it('lists the tools and calls search_tools and execute_tool', async () => {
+  // Three separate processes of a large CLI: generous time on a shared machine.
+  it('lists the tools and calls search_tools and execute_tool', { timeout: 240_000 }, async () => {
     const upstream = await startToolUpstream();
     const owner = await createUser(app);
     const user = await createUser(app);
