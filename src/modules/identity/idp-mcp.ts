@@ -17,7 +17,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { errors as oidcErrors, type Configuration, type KoaContextWithOIDC, type ResourceServer } from 'oidc-provider';
 import type { Config } from '../../config.js';
-import { MCP_SCOPE, mcpResourceUrl } from '../mcp/metadata.js';
+import { MCP_SCOPE, mcpResourceUrl } from '../../http/resources.js';
 import { PAGE_HEADERS, escapeHtml, page } from './idp-pages.js';
 import { redirectUriProblem } from './redirect-uris.js';
 

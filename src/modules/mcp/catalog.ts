@@ -9,7 +9,7 @@ import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions, services, tools } from '../../db/schema/index.js';
 import { subscribedServiceIds } from '../subscriptions/service.js';
-import type { SessionActor } from '../sessions/service.js';
+import type { SessionActor } from '../../http/auth.js';
 
 /** `input_schema` by tool id. */
 export async function inputSchemasOf(ctx: AppContext, toolIds: string[]): Promise<Map<string, Record<string, unknown>>> {

@@ -3,19 +3,14 @@
  * (RFC 9728) of `/mcp`, as the MCP spec's "Authorization" section requires of remote servers.
  */
 import type { Config } from '../../config.js';
+import { MCP_SCOPE, mcpResourceUrl } from '../../http/resources.js';
 
-/** The resource identifier of the MCP endpoint (RFC 8707 `resource`, the token audience): `<PUBLIC_URL>/mcp`. */
-export function mcpResourceUrl(config: Pick<Config, 'publicUrl'>): string {
-  return `${config.publicUrl}/mcp`;
-}
+export { mcpResourceUrl };
 
 /** The metadata URL named in `WWW-Authenticate: Bearer resource_metadata="…"` (path-suffixed form, RFC 9728 §3.1). */
 export function resourceMetadataUrl(config: Pick<Config, 'publicUrl'>): string {
   return `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`;
 }
-
-/** The scope the embedded tenant grants for the MCP resource (what MCP clients request). */
-export const MCP_SCOPE = 'mcp';
 
 /**
  * The metadata document: the resource, its authorization server (the external provider when

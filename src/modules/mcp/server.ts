@@ -12,7 +12,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../../context.js';
 import { AppError, CODES } from '../../http/errors.js';
-import { argumentErrors, validatorFor } from '../sessions/validation.js';
+import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { exposedTools } from './catalog.js';
 import { PLATFORM_TOOLS, runTool, type McpCall, type PlatformTool, type ToolOutcome } from './tools.js';
 

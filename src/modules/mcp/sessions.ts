@@ -12,7 +12,8 @@ import type { AppContext } from '../../context.js';
 import { mcpSessions } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 import { SharedCache } from '../../lib/shared-cache.js';
-import { closeSession, createSession, type SessionActor } from '../sessions/service.js';
+import type { SessionActor } from '../../http/auth.js';
+import { closeSession, createSession } from '../sessions/service.js';
 
 export type McpSessionRow = typeof mcpSessions.$inferSelect;
 

@@ -20,7 +20,7 @@ import { addMemory, searchMemories } from '../memory/service.js';
 import { getPublicManifest } from '../registry/service.js';
 import { searchTools } from '../search/service.js';
 import { executeTool } from '../sessions/execute.js';
-import type { SessionActor } from '../sessions/service.js';
+import type { SessionActor } from '../../http/auth.js';
 import { inputSchemasOf } from './catalog.js';
 import {
   DescribeToolArgs,
