@@ -37,6 +37,7 @@ import { ownerServiceDetail } from './modules/publishing/service.js';
 import { subscriptionRoutes } from './modules/subscriptions/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { analyticsRoutes } from './modules/analytics/routes.js';
+import { mcpRoutes } from './modules/mcp/routes.js';
 import { IdentityService } from './modules/identity/service.js';
 
 export interface BuiltApp {
@@ -134,7 +135,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   ctx.auth.addJwtResolver({
     name: 'user',
     accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
-    resolve: (token, payload) => identity.resolveAccessToken(token, payload.iss),
+    resolve: (token, payload, opts) => identity.resolveAccessToken(token, payload.iss, opts.resource),
   });
   ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
   await registerRateLimit(app, ctx);
@@ -142,7 +143,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   // Modules.
   await app.register(healthRoutes, { ctx, metrics });
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
-  if (!config.auth.issuer) await app.register(idpRoutes, { identity, provider: await createEmbeddedIdp(ctx, identity) });
+  if (!config.auth.issuer) await app.register(idpRoutes, { identity, config, provider: await createEmbeddedIdp(ctx, identity) });
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(adminRoutes, { ctx, identity });
@@ -158,6 +159,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(publishingRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(analyticsRoutes, { ctx });
+  await app.register(mcpRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   await app.ready();

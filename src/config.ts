@@ -160,6 +160,17 @@ export interface Config {
     /** Interval of the expired-entry purge, ms; 0 = lazy purge only. */
     memoryPurgeIntervalMs: number;
   };
+  /** The platform as an MCP server (`/mcp`, issue 13). */
+  mcp: {
+    /** List each subscribed tool as its own MCP tool (`<service>__<tool>`) by default (`?expose=…` overrides per connection). */
+    exposeSubscribedTools: boolean;
+    /** Lifetime of an MCP session (`Mcp-Session-Id`), seconds; afterwards the client must initialize again. */
+    sessionTtlSeconds: number;
+    /** How often an open `GET /mcp` stream checks whether the caller's tool list changed, ms. */
+    listChangedPollMs: number;
+    /** Dynamic client registrations (`POST /idp/reg`, RFC 7591) per IP per hour. */
+    registrationsPerHour: number;
+  };
   /** Deployment of agent code (issue: deployments v2) and the sandbox that runs it (`src/sandbox/`). */
   deploy: {
     /** Largest accepted artifact (the gzip tarball as uploaded), bytes. Larger → 413. */
@@ -410,6 +421,12 @@ export function loadConfig(env: Env = process.env): Config {
       memoryMaxValueBytes: int(env, 'AGENT_MEMORY_MAX_VALUE_BYTES', 256 * 1024, 1, 16 * 1024 * 1024),
       memoryMaxEntries: int(env, 'AGENT_MEMORY_MAX_ENTRIES', 10_000, 1),
       memoryPurgeIntervalMs: int(env, 'AGENT_MEMORY_PURGE_INTERVAL_MS', 60_000, 0),
+    },
+    mcp: {
+      exposeSubscribedTools: bool(env, 'MCP_EXPOSE_SUBSCRIBED_TOOLS', false),
+      sessionTtlSeconds: int(env, 'MCP_SESSION_TTL', 30 * 86400, 60, 365 * 86400),
+      listChangedPollMs: int(env, 'MCP_LIST_CHANGED_POLL_MS', 5000, 100, 600_000),
+      registrationsPerHour: int(env, 'MCP_REGISTRATIONS_PER_HOUR', 20, 1, 100_000),
     },
     deploy: {
       maxBytes: int(env, 'DEPLOY_MAX_BYTES', 10 * 1024 * 1024, 1024, 512 * 1024 * 1024),

@@ -55,8 +55,11 @@ export interface Profile {
  */
 const USER_CACHE_MS = 30_000;
 
-/** Verifies access tokens of one issuer. @throws AppError token_expired | invalid_token */
-export type AccessTokenVerifier = (token: string) => Promise<JWTPayload>;
+/**
+ * Verifies access tokens of one issuer whose `aud` is one of `audiences`.
+ * @throws AppError token_expired | invalid_token
+ */
+export type AccessTokenVerifier = (token: string, audiences: string[]) => Promise<JWTPayload>;
 
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('hex');
@@ -78,6 +81,12 @@ function rolesClaim(v: unknown): Role[] {
 function cleanRoles(v: unknown): Role[] {
   const out = rolesClaim(v);
   return out.length ? [...new Set(out)] : ['user'];
+}
+
+/** Whether a token's `aud` (string or array, RFC 7519 §4.1.3) names one of `accepted`. */
+function audienceMatches(aud: unknown, accepted: string[]): boolean {
+  const list = Array.isArray(aud) ? aud : [aud];
+  return list.some((a) => typeof a === 'string' && accepted.includes(a));
 }
 
 /** Map a jose verification failure to the platform's 401 codes. */
@@ -321,10 +330,16 @@ export class IdentityService {
     return this.issueTokenSet(user, { familyId: row.familyId });
   }
 
-  /** Verify an access token signed by the platform. @throws AppError token_expired | invalid_token */
-  async verifyPlatformToken(token: string): Promise<JWTPayload> {
+  /**
+   * Verify an access token signed by the platform, for `AUTH_AUDIENCE` or, when given, the
+   * protected resource `resource` (RFC 8707 audience, e.g. `<PUBLIC_URL>/mcp`).
+   * @throws AppError token_expired | invalid_token
+   */
+  async verifyPlatformToken(token: string, resource?: string): Promise<JWTPayload> {
+    const audiences = this.audiencesFor(resource);
     const known = this.verifiedTokens.get(token);
     if (known) {
+      if (!audienceMatches(known.aud, audiences)) throw new AppError('invalid_token', 'Token claim "aud" is invalid');
       if ((known.exp ?? 0) * 1000 > Date.now()) return known;
       this.verifiedTokens.delete(token);
       throw new AppError('token_expired', 'The access token has expired; refresh it');
@@ -332,7 +347,7 @@ export class IdentityService {
     try {
       const { payload } = await jwtVerify(token, this.localJwks, {
         issuer: this.platformIssuer,
-        audience: this.ctx.config.auth.audience,
+        audience: audiences,
         algorithms: ['RS256'],
       });
       this.verifiedTokens.set(token, payload);
@@ -342,13 +357,20 @@ export class IdentityService {
     }
   }
 
+  /** Audiences accepted where `resource` is presented: the API's, plus the resource's own. */
+  private audiencesFor(resource: string | undefined): string[] {
+    const api = this.ctx.config.auth.audience;
+    return resource && resource !== api ? [api, resource] : [api];
+  }
+
   /**
    * Resolve a user access token to a principal: platform-signed tokens directly (no database
    * round trip), external-provider tokens through the provider's JWKS plus JIT provisioning.
+   * `resource`: the protected resource the token is presented to ({@link verifyPlatformToken}).
    */
-  async resolveAccessToken(token: string, unverifiedIssuer: unknown): Promise<UserPrincipal> {
+  async resolveAccessToken(token: string, unverifiedIssuer: unknown, resource?: string): Promise<UserPrincipal> {
     if (unverifiedIssuer === this.platformIssuer || !this.externalVerifier) {
-      const p = await this.verifyPlatformToken(token);
+      const p = await this.verifyPlatformToken(token, resource);
       if (typeof p.sub !== 'string' || !p.sub.startsWith('usr_')) throw new AppError('invalid_token', 'Token subject is not a user');
       // Roles are the stored ones (not the token's claim), so a role change or a deleted user
       // takes effect without waiting up to 24 h for the token to expire.
@@ -363,7 +385,7 @@ export class IdentityService {
         expiresAt: new Date((p.exp ?? 0) * 1000),
       };
     }
-    const p = await this.externalVerifier(token);
+    const p = await this.externalVerifier(token, this.audiencesFor(resource));
     if (typeof p.sub !== 'string' || !p.sub) throw new AppError('invalid_token', 'Token has no subject');
     const subject = this.externalSubject(p.sub);
     const user = await this.upsertExternalUser(subject, {
