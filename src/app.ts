@@ -17,6 +17,8 @@ import { registerValidation } from './http/validation.js';
 import { createJobQueue } from './jobs/queue.js';
 import { ProblemSchema } from './http/schemas.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
+import { connectionRoutes } from './modules/connections/routes.js';
+import { startConnectionStatePurge } from './modules/connections/service.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { agentMemoryRoutes } from './modules/agent-memory/routes.js';
 import { permissionRoutes } from './modules/permissions/routes.js';
@@ -143,6 +145,8 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(subscriptionRoutes, { ctx });
   await app.register(sessionRoutes, { ctx });
   await app.register(registryRoutes, { ctx });
+  await app.register(connectionRoutes, { ctx });
+  startConnectionStatePurge(ctx);
   await app.register(publishingRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(analyticsRoutes, { ctx });

@@ -11,3 +11,4 @@ export * from './registry.js';
 export * from './publishing.js';
 export * from './deployments.js';
 export * from './analytics.js';
+export * from './connections.js';

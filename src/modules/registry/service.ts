@@ -33,7 +33,9 @@ import {
   type NormalizedTool,
   type UpstreamAuthInput,
 } from './manifest.js';
+import { authColumns, checkOAuth2Complete, oauth2ClientOf, oauth2View, prefillOAuth2, type OAuth2Prefill } from './oauth2.js';
 import { fetchOpenApiDocument, importOpenApi } from './openapi.js';
+import type { OAuth2Client } from '../../upstream/oauth2.js';
 
 export type ServiceRow = typeof services.$inferSelect;
 export type ToolRow = typeof tools.$inferSelect;
@@ -71,8 +73,11 @@ export interface ExecutableTool {
     /** OpenAPI tools whose request body is not an object with properties: the argument whose value is the whole JSON body. */
     bodyArgument?: string;
   };
-  /** Decrypted upstream credential (never log it). */
-  upstreamAuth: { type: 'none' | 'bearer' | 'header' | 'query'; name?: string; secret?: string };
+  /**
+   * Decrypted upstream credential (never log it). `oauth2`: no shared credential — the caller's own
+   * grant is put in by the connections module (`withCallerGrant`) before the request is built.
+   */
+  upstreamAuth: { type: 'none' | 'bearer' | 'header' | 'query' | 'oauth2'; name?: string; secret?: string; oauth2?: OAuth2Client };
   /** Decrypted per-service HMAC signing secret (shown to the owner once at registration; rotatable). */
   signingSecret: string;
 }
@@ -147,6 +152,8 @@ export async function getServiceSummary(ctx: AppContext, idOrName: string): Prom
 /** Decrypted upstream auth of a service row. */
 export function upstreamAuthOf(ctx: AppContext, svc: ServiceRow): ExecutableTool['upstreamAuth'] {
   const type = svc.authType as ExecutableTool['upstreamAuth']['type'];
+  const oauth2 = oauth2ClientOf(ctx, svc);
+  if (oauth2) return { type: 'oauth2', oauth2 };
   if (type === 'none' || !svc.authSecret) return { type: 'none' };
   return { type, ...(svc.authName ? { name: svc.authName } : {}), secret: decryptSecret(ctx, svc.authSecret) };
 }
@@ -185,7 +192,8 @@ export async function findTool(ctx: AppContext, serviceId: string, toolRef: stri
 
 /** Upstream auth as shown (never the secret). */
 function authView(s: ServiceRow) {
-  return { type: s.authType, name: s.authName ?? null };
+  const oauth2 = oauth2View(s);
+  return { type: s.authType, name: s.authName ?? null, ...(oauth2 ? { oauth2 } : {}) };
 }
 
 /** Tool as shown to anyone. */
@@ -280,6 +288,8 @@ interface Loaded {
   tools: NormalizedTool[];
   warnings: ManifestProblem[];
   errors: ManifestProblem[];
+  /** OpenAPI: the document's OAuth 2.0 authorization-code flow, to pre-fill `oauth2` auth. */
+  oauth2?: OAuth2Prefill | null;
 }
 
 function fail(errors: ManifestProblem[], what = 'Manifest is invalid'): never {
@@ -336,7 +346,10 @@ async function loadSource(ctx: AppContext, input: RegisterInput, auth: UpstreamA
     Object.assign(loaded, { title: imp.title, description: imp.description, version: imp.version, baseUrl: imp.serverUrl, tools: imp.tools });
     loaded.warnings.push(...imp.warnings);
     loaded.errors.push(...imp.errors);
-    if (imp.declaresSecurity && (!auth || auth.type === 'none')) {
+    loaded.oauth2 = imp.oauth2;
+    if (imp.oauth2 && auth?.type !== 'oauth2') {
+      loaded.warnings.push({ pointer: '/auth', message: 'the OpenAPI document declares an OAuth 2.0 authorization-code flow: set auth {"type":"oauth2","client_id","client_secret"} (endpoints and scopes are read from the document) so each caller connects their own account' });
+    } else if (imp.declaresSecurity && (!auth || auth.type === 'none')) {
       loaded.warnings.push({ pointer: '/auth', message: 'the OpenAPI document declares security schemes but no upstream auth is set' });
     }
     return loaded;
@@ -389,7 +402,7 @@ function checkBaseUrlTarget(ctx: AppContext, raw: string, at: string): ManifestP
 }
 
 function authForCall(auth: UpstreamAuthInput | undefined): ExecutableTool['upstreamAuth'] {
-  if (!auth || auth.type === 'none' || !auth.secret) return { type: 'none' };
+  if (!auth || auth.type === 'none' || auth.type === 'oauth2' || !auth.secret) return { type: 'none' };
   return { type: auth.type, name: auth.name, secret: auth.secret };
 }
 
@@ -443,6 +456,8 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
 
   const loaded = await loadSource(ctx, input, input.auth);
   errors.push(...loaded.errors);
+  const auth = prefillOAuth2(input.auth, loaded.oauth2 ?? null);
+  errors.push(...checkOAuth2Complete(auth, '/auth'));
   const base = toolsBase(loaded.source, input);
   const toolCheck = checkTools(loaded.tools, base, { requireDescription: loaded.source === 'manifest' });
   errors.push(...toolCheck.errors);
@@ -479,9 +494,7 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
         version: input.version ?? loaded.version ?? null,
         source: loaded.source,
         sourceUrl: loaded.sourceUrl,
-        authType: input.auth?.type ?? 'none',
-        authName: input.auth?.type === 'header' || input.auth?.type === 'query' ? input.auth.name! : null,
-        authSecret: input.auth && input.auth.type !== 'none' && input.auth.secret ? encryptSecret(ctx, input.auth.secret) : null,
+        ...authColumns(ctx, auth),
         signingSecret: encryptSecret(ctx, signingSecret),
         warnings,
         createdAt: now,
@@ -607,7 +620,7 @@ export interface UpdateInput {
 export async function updateService(ctx: AppContext, ownerId: string, ref: string, input: UpdateInput) {
   const s = await getOwnedService(ctx, ownerId, ref);
   const errors: ManifestProblem[] = [];
-  errors.push(...checkAuth(input.auth, '/auth'));
+  errors.push(...checkAuth(input.auth, '/auth'), ...checkOAuth2Complete(input.auth, '/auth'));
   if (input.base_url !== undefined) {
     const p = checkBaseUrl(input.base_url, '/base_url');
     errors.push(...(p.length ? p : checkBaseUrlTarget(ctx, input.base_url, '/base_url')));
@@ -636,11 +649,8 @@ export async function updateService(ctx: AppContext, ownerId: string, ref: strin
   if (input.category !== undefined) set.category = input.category;
   if (input.tags !== undefined) set.tags = [...new Set(input.tags)];
   if (input.version !== undefined) set.version = input.version;
-  if (input.auth) {
-    set.authType = input.auth.type;
-    set.authName = input.auth.type === 'header' || input.auth.type === 'query' ? input.auth.name! : null;
-    set.authSecret = input.auth.type !== 'none' && input.auth.secret ? encryptSecret(ctx, input.auth.secret) : null;
-  }
+  // An oauth2 update without client_secret keeps the stored one.
+  if (input.auth) Object.assign(set, authColumns(ctx, input.auth, s.authType === 'oauth2' ? s.authSecret : null));
   if (input.base_url !== undefined) {
     const nextUrl = input.base_url.replace(/\/+$/, '');
     set.baseUrl = nextUrl;

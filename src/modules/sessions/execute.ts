@@ -13,7 +13,9 @@
  *     subscription is checked and its quota counted in ONE conditional UPDATE (`consumeQuota`)
  *     → 403 `not_subscribed` / 429 `quota_exceeded`. Owners call their own services unmetered;
  *  5. the upstream call (guarded HTTP client or MCP `tools/call`) with the upstream credential
- *     and the platform's signature headers;
+ *     and the platform's signature headers; for `oauth2` services the credential is the caller's
+ *     own connection (`withCallerGrant`, 409 `connection_required` without one, before any quota
+ *     is used), and an upstream 401 gets one refresh and one retry (`grantAfterUnauthorized`);
  *  6. one statement records the execution, the session counters and the usage counters; the
  *     automatic memory is handed to the memory module (which works off the request path).
  */
@@ -23,6 +25,7 @@ import { newId } from '../../http/ids.js';
 import { upstreamFetch } from '../../upstream/http.js';
 import { mcpCallTool } from '../../upstream/mcp.js';
 import { isAgentSubscribed } from '../agents/service.js';
+import { grantAfterUnauthorized, withCallerGrant } from '../connections/grant.js';
 import { rememberExecution } from '../memory/service.js';
 import { resolveExecutableTool, type ExecutableTool } from '../registry/service.js';
 import { consumeQuota, hasActiveSubscription, quotaHeaders, type QuotaState } from '../subscriptions/service.js';
@@ -95,16 +98,27 @@ export async function executeTool(ctx: AppContext, actor: SessionActor, sessionI
     throw invalidArguments(tool.name, errors);
   }
 
-  // Built before counting, so a tool whose path cannot be filled is refused without using quota.
-  const httpRequest = service.source === 'mcp' ? null : buildHttpRequest(resolved, args);
-
   if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id))) throw agentNotSubscribed(service.name);
+  // Connected accounts hook (docs/connections.md): oauth2 services get the caller's own token as
+  // their credential; no usable connection → 409 (after the subscription's 403, before any quota).
+  const grant = await withCallerGrant(ctx, actor, resolved).catch(async (err: unknown) => {
+    await assertSubscribed(ctx, actor, service.id, own);
+    throw err;
+  });
+  // Built before counting, so a tool whose path cannot be filled is refused without using quota.
+  const httpRequest = service.source === 'mcp' ? null : buildHttpRequest(grant.tool, args);
   const quota: QuotaState | null = own ? null : await consumeQuota(ctx, actor.accountId, service.id);
   const headers = quota ? quotaHeaders(quota) : {};
 
   const executionId = newId('exe');
   const timeoutMs = Math.min(input.timeout_ms ?? ctx.config.upstream.timeoutMs, ctx.config.upstream.maxTimeoutMs);
-  const outcome = httpRequest ? await callHttp(ctx, resolved, httpRequest, actor, executionId, timeoutMs) : await callMcp(ctx, resolved, actor, executionId, args, timeoutMs);
+  let outcome = httpRequest ? await callHttp(ctx, grant.tool, httpRequest, actor, executionId, timeoutMs) : await callMcp(ctx, grant.tool, actor, executionId, args, timeoutMs);
+  // An upstream 401 on a connection's token: one refresh, one retry (HTTP tools); a refused
+  // refresh (409 connection_required) is recorded like any failed call.
+  const first = outcome;
+  const retry = httpRequest && (await grantAfterUnauthorized(ctx, actor, grant, first.httpStatus).catch((err: unknown) => failedCall(err, performance.now() - first.durationMs)));
+  if (retry && 'tool' in retry) outcome = await callHttp(ctx, retry.tool, buildHttpRequest(retry.tool, args), actor, executionId, timeoutMs);
+  else if (retry) outcome = retry;
 
   const agentId = actor.agentId ?? session.agentId;
   const executed: Omit<ExecutionRecord, 'id' | 'at'> = {
