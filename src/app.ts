@@ -11,6 +11,7 @@ import type { AppContext } from './context.js';
 import { openDatabase } from './db/client.js';
 import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
+import { serializeRequest } from './http/logging.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerValidation } from './http/validation.js';
@@ -51,6 +52,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+      serializers: { req: serializeRequest },
     },
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,

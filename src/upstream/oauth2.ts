@@ -180,7 +180,11 @@ function upstreamError(err: unknown): OAuthUpstreamError {
     return new OAuthUpstreamError('denied', `The authorization was not granted (${err.error})${desc}`, err.error);
   }
   if (err instanceof oidc.WWWAuthenticateChallengeError) return new OAuthUpstreamError('client', "The upstream refused the service's OAuth client");
-  if (err instanceof oidc.ClientError) return new OAuthUpstreamError('response', `Unexpected answer from the upstream authorization server: ${err.message}`);
+  if (err instanceof oidc.ClientError) {
+    // openid-client wraps oauth4webapi's check failures ("invalid response encountered"): say which check.
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return new OAuthUpstreamError('response', `Unexpected answer from the upstream authorization server (${err.message}${cause})`);
+  }
   return new OAuthUpstreamError('unavailable', `The upstream authorization server is unreachable: ${(err as Error)?.message ?? String(err)}`);
 }
 
