@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, type JWTPayload } from 'jose';
 import Provider from 'oidc-provider';
 import { Browser, fetchSend, injectSend, type Send } from './browser.js';
+import { grantConsent } from './external-idp.js';
 import type { FastifyInstance } from 'fastify';
 
 export interface OAuthUpstream {
@@ -130,12 +131,7 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
         );
       }
       // The sign-in form above also asked for consent: grant what the client requested.
-      const d = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
-      const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId: details.session!.accountId, clientId });
-      if (d.missingOIDCScope) grant.addOIDCScope(d.missingOIDCScope.join(' '));
-      for (const [ind, s] of Object.entries(d.missingResourceScopes ?? {})) grant.addResourceScope(ind, s.join(' '));
-      const grantId = await grant.save();
-      await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+      await grantConsent(provider, req, res, details);
     } catch (err) {
       res.statusCode = 500;
       res.end(String((err as Error).message));
