@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { runTest } from '../../../src/modules/publishing/verification.js';
 import { call, createUser } from '../../helpers/app.js';
 import { agentToken, createAgent } from '../../helpers/agents.js';
 import { connect, executeNotes, newSession, registerNotesService, setExpiry, setupConnections, storedConnection } from './fixture.js';
@@ -158,6 +159,16 @@ describe('connections', () => {
     await call(f.app, { method: 'GET', url: `/connections/${started.connection_id}`, headers: user.headers }, 404);
     const res = await executeNotes(f.app, user.headers, await newSession(f.app, user.headers), svc.name);
     expect(res.statusCode).toBe(409);
+  });
+
+  it("publishing's functional verification calls the upstream with the owner's own connection", async () => {
+    const owner = await createUser(f.app);
+    const svc = await registerNotesService(f, owner);
+    const before = await runTest(f.ctx, svc.id, { tool: 'list_notes', arguments: {} }, 10_000);
+    expect(before).toMatchObject({ status: 'failed', error: expect.stringMatching(/^connection_required/) });
+    await connect(f, owner, svc.name, account());
+    const after = await runTest(f.ctx, svc.id, { tool: 'list_notes', arguments: {} }, 10_000);
+    expect(after).toMatchObject({ status: 'passed', http_status: 200 });
   });
 
   it('lists by service and pages newest first', async () => {
