@@ -135,6 +135,19 @@ describe('connections', () => {
     expect(body.agent_id).toBe(agent.id);
   });
 
+  it('works with configured endpoints instead of discovery (iss expected to be the authorization origin)', async () => {
+    const user = await createUser(f.app);
+    const i = f.up.issuer;
+    const svc = await registerNotesService(f, user, { issuer: undefined, authorization_url: `${i}/authorize`, token_url: `${i}/token`, revocation_url: `${i}/revoke` });
+    const who = account();
+    const { started } = await connect(f, user, svc.name, who);
+    await setExpiry(f, started.connection_id, 1000);
+    const res = await executeNotes(f.app, user.headers, await newSession(f.app, user.headers), svc.name);
+    expect(res.json().output.sub).toBe(who);
+    const { body } = await call(f.app, { method: 'DELETE', url: `/connections/${started.connection_id}`, headers: user.headers }, 200);
+    expect(body.upstream_revocation).toBe('revoked');
+  });
+
   it('puts the token in the access_token query parameter when the service says so', async () => {
     const user = await createUser(f.app);
     const svc = await registerNotesService(f, user, { token_placement: 'query' });
