@@ -20,7 +20,7 @@ import { connections } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
 import { refreshTokens, OAuthUpstreamError, type OAuth2Client, type UpstreamTokens } from '../../upstream/oauth2.js';
-import type { ExecutableTool } from '../registry/service.js';
+import type { ExecutableTool } from '../registry/executable.js';
 import { beginAuthorization, type ConnectionRow } from './service.js';
 
 /** A token that expires within this many ms is refreshed before use (issue 15: 60 s). */

@@ -27,7 +27,8 @@ import { authorizationUrl, exchangeCode, newPkce, newState, oauth2Configuration,
 import { getAgentForAccount } from '../agents/service.js';
 import { redirectUriProblem } from '../identity/redirect-uris.js';
 import { oauth2ClientOf } from '../registry/oauth2.js';
-import { getServiceRow, getServiceSummary, type ServiceRow } from '../registry/service.js';
+import { getServiceSummary, type ServiceRow } from '../registry/executable.js';
+import { getServiceRow } from '../registry/service.js';
 import type { CallbackInput, ConnectionView, CreateConnectionInput } from './schemas.js';
 
 export type ConnectionRow = typeof connections.$inferSelect;

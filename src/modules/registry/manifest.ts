@@ -8,6 +8,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { Static } from 'typebox';
+import type { ArgLocation } from '../../upstream/request.js';
 import { OAUTH2_FIELDS, checkOAuth2Fields } from './oauth2.js';
 import { AuthInput, RegisterServiceBody } from './schemas.js';
 
@@ -18,7 +19,7 @@ export interface ManifestProblem {
 }
 
 /** Where a tool argument is placed in the upstream request. */
-export type ArgLocation = 'path' | 'query' | 'header' | 'body';
+export type { ArgLocation };
 
 /** A tool in normalised form (any source). `method` is `MCP` and `path` the MCP tool name for MCP tools. */
 export interface NormalizedTool {
