@@ -12,12 +12,15 @@ import { EventHub } from './events.js';
 import { openDatabase } from './db/client.js';
 import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
+import { serializeRequest } from './http/logging.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerValidation } from './http/validation.js';
 import { createJobQueue, redisClientOptions } from './jobs/queue.js';
 import { ProblemSchema } from './http/schemas.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
+import { connectionRoutes } from './modules/connections/routes.js';
+import { startConnectionStatePurge } from './modules/connections/service.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { agentMemoryRoutes } from './modules/agent-memory/routes.js';
 import { permissionRoutes } from './modules/permissions/routes.js';
@@ -53,6 +56,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+      serializers: { req: serializeRequest },
     },
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
@@ -156,6 +160,8 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(subscriptionRoutes, { ctx });
   await app.register(sessionRoutes, { ctx });
   await app.register(registryRoutes, { ctx, ownerServiceDetail });
+  await app.register(connectionRoutes, { ctx });
+  startConnectionStatePurge(ctx);
   await app.register(publishingRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(analyticsRoutes, { ctx });

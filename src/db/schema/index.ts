@@ -12,3 +12,4 @@ export * from './publishing.js';
 export * from './deployments.js';
 export * from './analytics.js';
 export * from './mcp.js';
+export * from './connections.js';
