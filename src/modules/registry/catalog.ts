@@ -44,7 +44,8 @@ export async function catalogCapabilities(ctx: AppContext): Promise<CatalogCapab
 // ------------------------------------------------------------------ shared SQL (keep equal to migration `search_indexes`)
 
 /** Tool name as words: `getWeather`/`get_weather`/`get-weather` → `get Weather`/`get weather`. */
-const TOOL_NAME_WORDS = sql.raw(`regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')`);
+const TOOL_NAME_WORDS_SQL = `regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')`;
+const TOOL_NAME_WORDS = sql.raw(TOOL_NAME_WORDS_SQL);
 /** Full-text document of a tool (indexed: `tools_search_idx`). */
 const TOOL_DOC = sql.raw(
   `(setweight(to_tsvector('english'::regconfig, regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')), 'A') || setweight(to_tsvector('english'::regconfig, t.description), 'B'))`,
@@ -75,6 +76,16 @@ export function queryTerms(q: string): string[] {
 /** A `to_tsquery` source: all terms (AND) or any (OR); the last term also matches as a prefix (search-as-you-type). */
 function tsquerySource(terms: string[], op: '&' | '|'): string {
   return terms.map((t, i) => `'${t}'${i === terms.length - 1 ? ':*' : ''}`).join(` ${op} `);
+}
+
+/** The `to_tsquery` source of one term group: `('typed':* | 'correction' | …)`. */
+function groupSource(g: TermGroup): string {
+  return `(${g.words.map((w, i) => `'${w.replace(/[^\p{L}\p{N}]/gu, '')}'${i === 0 && g.prefix ? ':*' : ''}`).join(' | ')})`;
+}
+
+/** Default groups of plain query terms: weight 1 each, the last one also a prefix. */
+function defaultGroups(terms: string[]): TermGroup[] {
+  return terms.map((t, i) => ({ words: [t], prefix: i === terms.length - 1, weight: 1 }));
 }
 
 /** A text[] literal of query terms (letters and digits only, so no quoting issue). */
@@ -130,6 +141,22 @@ export interface CatalogToolQuery {
   popularity?: ReadonlyMap<string, number>;
   /** Require every term (default) or any term. */
   mode?: 'all' | 'any';
+  /**
+   * Full-text terms, each with the words it may match (the typed word first, then its typo
+   * corrections) and its weight in the relevance sum (e.g. inverse document frequency). Absent:
+   * one group per query term, weight 1, the last one also as a prefix.
+   */
+  groups?: TermGroup[];
+}
+
+/** One query term for full-text matching: a document matches it when it contains any of `words`. */
+export interface TermGroup {
+  /** Lower-cased words (letters and digits); the first is the typed one. */
+  words: string[];
+  /** The first word also matches as a prefix (search-as-you-type, last term). */
+  prefix: boolean;
+  /** Weight of this term in the relevance (> 0). */
+  weight: number;
 }
 
 /** One ranked tool. */
@@ -165,7 +192,8 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   const { fuzzy } = await catalogCapabilities(ctx);
   const raw = (input.q ?? '').trim().toLowerCase().slice(0, 200);
   const terms = queryTerms(raw);
-  const tsq = terms.length ? tsquerySource(terms, input.mode === 'any' ? '|' : '&') : null;
+  const groups = (input.groups ?? defaultGroups(terms)).filter((g) => g.words.length > 0);
+  const tsq = groups.length ? groups.map(groupSource).join(input.mode === 'any' ? ' | ' : ' & ') : null;
   const like = raw ? `%${escapeLike(raw)}%` : null;
   const filters: SQL[] = [visible(accountId)];
   if (input.category) filters.push(sql`s.category = ${input.category}`);
@@ -188,7 +216,13 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
       arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${SERVICE_TRGM} like ${like})`);
     }
   }
-  const fts = tsq ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, ${TOOL_DOC} || ${SERVICE_DOC}, (select query from qq)) else 0 end)` : sql`0::float4`;
+  // Relevance of a full-text hit: the weighted mean of each term group's ts_rank (a document that
+  // matches more, rarer terms in stronger fields ranks higher: BM25F's shape without length norms).
+  const weightSum = groups.reduce((n, g) => n + g.weight, 0) || 1;
+  const fts = tsq
+    ? sql`(case when c.txt then (select coalesce(sum(u.w * ts_rank(${RANK_WEIGHTS}, d.doc, u.q)), 0) / ${weightSum}::float8
+             from (select ${TOOL_DOC} || ${SERVICE_DOC} as doc) d, unnest((select qs from qq), (select ws from qq)) u(q, w)) else 0 end)`
+    : sql`0::float4`;
   const fuzzyScore = fuzzy
     ? sql`greatest(word_similarity(${raw}, ${TOOL_TRGM}), 0.6 * word_similarity(${raw}, ${SERVICE_TRGM}))`
     : sql`(case when ${TOOL_TRGM} like ${like} or lower(t.name) like ${like} then 0.5 when ${SERVICE_TRGM} like ${like} then 0.3 else 0 end)`;
@@ -196,7 +230,9 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
     + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`}`;
 
   const query = raw
-    ? sql`with qq as (select ${tsQueryOf(tsq)} as query),
+    ? sql`with qq as (select ${tsQueryOf(tsq)} as query,
+                       ${tsq ? sql`array[${sql.join(groups.map((g) => sql`to_tsquery('english'::regconfig, ${groupSource(g)})`), sql`, `)}]` : sql`null::tsquery[]`} as qs,
+                       ${`{${groups.map((g) => g.weight).join(',')}}`}::float8[] as ws),
               c as (select id, bool_or(txt) as txt from (${sql.join(arms, sql` union all `)}) a group by id)
               select t.id, ${fts} as fts, ${fuzzyScore} as fz, ${bonus} as bonus, count(*) over () as found
               from c join tools t on t.id = c.id join services s on s.id = t.service_id
@@ -576,4 +612,35 @@ export async function countCatalog(ctx: AppContext): Promise<{ services: { total
     total += Number(r.n);
   }
   return { services: { total, by_status: by }, tools: Number(tools.n) };
+}
+
+// ------------------------------------------------------------------ vocabulary (typo tolerance)
+
+/**
+ * A cheap fingerprint of the catalog's searchable text: tool and service counts and latest
+ * updates. Callers cache derived data (the search vocabulary) until it changes.
+ */
+export async function catalogVersion(ctx: AppContext): Promise<string> {
+  const [r] = await execRows<{ v: string }>(
+    ctx.db,
+    sql`select concat_ws('/', (select count(*) from tools), (select max(updated_at) from tools), (select count(*) from services), (select max(updated_at) from services)) as v`,
+  );
+  return r?.v ?? '';
+}
+
+/**
+ * Words of the published catalog (tool names split into words, tool descriptions, service names,
+ * display names, categories, tags and descriptions), lower-cased and unstemmed ('simple' text
+ * search configuration), letters only, 3–30 long, with the number of tools whose text has each
+ * (`ndoc`), and the number of published tools (`docs`). Only published services contribute, so
+ * typo corrections never reveal another account's private words.
+ */
+export async function catalogVocabulary(ctx: AppContext): Promise<{ docs: number; words: Array<{ word: string; ndoc: number }> }> {
+  const doc = `to_tsvector('simple'::regconfig, concat_ws(' ', ${TOOL_NAME_WORDS_SQL}, t.description, replace(s.name, '-', ' '), s.display_name, s.category, array_to_string(s.tags, ' '), s.description))`;
+  const published = `from tools t join services s on s.id = t.service_id where s.status = 'published'`;
+  const [words, count] = await Promise.all([
+    execRows<{ word: string; ndoc: number }>(ctx.db, sql.raw(`select word, ndoc from ts_stat($vocab$select ${doc} ${published}$vocab$) where word ~ '^[a-z]{3,30}$'`)),
+    execRows<{ n: number | string }>(ctx.db, sql.raw(`select count(*) as n ${published}`)),
+  ]);
+  return { docs: Number(count[0]?.n ?? 0), words: words.map((w) => ({ word: w.word, ndoc: Number(w.ndoc) })) };
 }
