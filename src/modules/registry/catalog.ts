@@ -219,15 +219,28 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   // Relevance of a full-text hit: the weighted mean of each term group's ts_rank (a document that
   // matches more, rarer terms in stronger fields ranks higher: BM25F's shape without length norms).
   const weightSum = groups.reduce((n, g) => n + g.weight, 0) || 1;
-  const fts = tsq
+  // Without groups (SEARCH_QUERY_REWRITE=off) the ranking stays as it was: one ts_rank of the whole
+  // query, full trigram similarity, no name coverage.
+  const legacy = !input.groups;
+  const fts = legacy && tsq
+    ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, ${TOOL_DOC} || ${SERVICE_DOC}, (select query from qq)) else 0 end)`
+    : tsq
     ? sql`(case when c.txt then (select coalesce(sum(u.w * ts_rank(${RANK_WEIGHTS}, d.doc, u.q)), 0) / ${weightSum}::float8
              from (select ${TOOL_DOC} || ${SERVICE_DOC} as doc) d, unnest((select qs from qq), (select ws from qq)) u(q, w)) else 0 end)`
     : sql`0::float4`;
   const fuzzyScore = fuzzy
     ? sql`greatest(word_similarity(${raw}, ${TOOL_TRGM}), 0.6 * word_similarity(${raw}, ${SERVICE_TRGM}))`
     : sql`(case when ${TOOL_TRGM} like ${like} or lower(t.name) like ${like} then 0.5 when ${SERVICE_TRGM} like ${like} then 0.3 else 0 end)`;
+  // Name coverage (Algolia's "words" and "exact" criteria on the name): the weighted share of the
+  // query's terms found in the tool name × how much of the name they cover, so `issues_create`
+  // beats `orgs_create_issue_type` for "create issue".
+  const nameCoverage = tsq && !legacy
+    ? sql`(select coalesce(sum(u.w) filter (where n.v @@ u.q), 0) / ${weightSum}::float8
+              * (0.5 + 0.5 * least(1, count(*) filter (where n.v @@ u.q)::float8 / greatest(max(length(n.v)), 1)))
+           from (select to_tsvector('english'::regconfig, ${TOOL_NAME_WORDS}) as v) n, unnest((select qs from qq), (select ws from qq)) u(q, w))`
+    : sql`0`;
   const bonus = sql`(case when lower(t.name) = ${raw} or ${TOOL_TRGM} = ${raw} then 0.5 else 0 end)
-    + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`}`;
+    + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`} + 0.6 * ${nameCoverage}`;
 
   const query = raw
     ? sql`with qq as (select ${tsQueryOf(tsq)} as query,
@@ -252,7 +265,9 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   for (const v of pop.values()) if (v > maxCalls) maxCalls = v;
   const norm = Math.log1p(maxCalls);
   const scored = ranked.map((r) => {
-    const text = Number(r.fts) + Number(r.fz) + Number(r.bonus);
+    // Trigram similarity of the whole query to the name rescues typos and odd spellings; once the
+    // words themselves matched, it only breaks ties (it favours names holding the query in order).
+    const text = Number(r.fts) + (Number(r.fts) > 0 && !legacy ? 0.25 : 1) * Number(r.fz) + Number(r.bonus);
     const calls = pop.get(r.id) ?? 0;
     const p = Math.log1p(calls) / norm;
     return { id: r.id, fts: Number(r.fts), fz: Number(r.fz), text, calls, p, score: raw ? text * (1 + 0.5 * p) : p };

@@ -161,7 +161,9 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(limit, MAX_OFFSET - offset) || 1, offset, popularity, groups: plan.groups };
   let res = await searchCatalogTools(ctx, accountOf(principal), base);
   let relaxed = false;
-  if (res.found === 0 && (plan.groups ?? terms).length > 1) {
+  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't count).
+  const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
+  if (relax) {
     res = await searchCatalogTools(ctx, accountOf(principal), { ...base, mode: 'any' });
     relaxed = true;
   }
