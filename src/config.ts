@@ -126,6 +126,8 @@ export interface Config {
     popularityDays: number;
     /** How long the popularity table used for ranking is cached in-process, ms (0 = no cache). */
     popularityCacheMs: number;
+    /** Tool search corrects typos, drops stop words and weighs terms by rarity (`SEARCH_QUERY_REWRITE`, on). */
+    queryRewrite: boolean;
   };
   /** Analytics (`src/modules/analytics`): realtime counters and persisted per-route aggregates. */
   analytics: {
@@ -403,6 +405,7 @@ export function loadConfig(env: Env = process.env): Config {
       fuzzy: oneOf(env, 'SEARCH_FUZZY', ['auto', 'off'] as const, 'auto'),
       popularityDays: int(env, 'SEARCH_POPULARITY_DAYS', 30, 1, 366),
       popularityCacheMs: int(env, 'SEARCH_POPULARITY_CACHE_MS', 60_000, 0, 3_600_000),
+      queryRewrite: bool(env, 'SEARCH_QUERY_REWRITE', true),
     },
     analytics: {
       flushIntervalMs: int(env, 'ANALYTICS_FLUSH_MS', 5000, 100, 600_000),

@@ -221,9 +221,14 @@ export class IdentityService {
     return u;
   }
 
-  /** Replace the roles of user `userId` (`PUT /admin/users/:id/roles`). @throws AppError not_found */
-  async setRolesById(userId: string, roles: Role[]): Promise<UserRow> {
-    const [u] = await this.ctx.db.update(users).set({ roles: [...new Set(roles)], updatedAt: new Date() }).where(eq(users.id, userId)).returning();
+  /**
+   * Replace the roles of a user (`PUT /admin/users/:id/roles`), named by the `user_id` the API shows
+   * (`<provider>|<id>`, e.g. `agent-platform|usr_…`) or by the bare platform id (`usr_…`).
+   * @throws AppError not_found
+   */
+  async setRolesById(userRef: string, roles: Role[]): Promise<UserRow> {
+    const which = userRef.includes('|') ? eq(users.subject, userRef) : eq(users.id, userRef);
+    const [u] = await this.ctx.db.update(users).set({ roles: [...new Set(roles)], updatedAt: new Date() }).where(which).returning();
     if (!u) throw notFound('User');
     this.forget(u);
     return u;
