@@ -79,7 +79,7 @@ beforeAll(async () => {
   }
   userForged = await forge(ctx, attacker.user.token);
   agentForged = await forge(ctx, attacker.agentHeaders.authorization.slice('Bearer '.length));
-}, 120_000);
+}, 300_000);
 
 /** A schema-valid body for `op` (fixed seed), so the handler — not validation — answers. */
 function sampleBody(op: Operation): unknown {
@@ -88,14 +88,20 @@ function sampleBody(op: Operation): unknown {
   return fc.sample(arbs.valid(schema), { seed: 11, numRuns: 1 })[0];
 }
 
+const BOUNDARY = 'matrixboundary';
+/** A multipart body with a small (not even gzip) `artifact` file: the handler must refuse another account's id before reading it. */
+const MULTIPART = `--${BOUNDARY}\r\ncontent-disposition: form-data; name="artifact"; filename="a.tar.gz"\r\ncontent-type: application/gzip\r\n\r\nnot a tarball\r\n--${BOUNDARY}--\r\n`;
+
 async function send(o: Operation, headers: Record<string, string>, ids: Record<string, string>) {
   calls++;
-  const body = sampleBody(o);
+  const multipart = o.op.requestBody?.content?.['multipart/form-data'] !== undefined;
+  const body = multipart ? undefined : sampleBody(o);
   const res = await app.inject({
     method: o.method as 'GET',
     url: fillPath(o.path, ids),
-    headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(multipart ? { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } : {}) },
     ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+    ...(multipart ? { payload: MULTIPART } : {}),
   });
   const label = `${o.key} (${o.method} ${o.path})`;
   expect(res.statusCode, `${label}: ${res.body.slice(0, 300)}`).toBeLessThan(500);
@@ -164,7 +170,7 @@ describe('authorization matrix', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('bad, forged and expired credentials → 401 on every declared route', async () => {
+  it('bad, forged and expired credentials → 401 on every declared route', { timeout: 180_000 }, async () => {
     for (const o of ops.filter((x) => declaration(x))) {
       const ids = fakeIds(o);
       const cases: Array<[string, Record<string, string>, string?]> = [
@@ -187,7 +193,7 @@ describe('authorization matrix', () => {
     }
   });
 
-  it('public routes survive every credential (no 5xx, no data of another account)', async () => {
+  it('public routes survive every credential (no 5xx, no data of another account)', { timeout: 120_000 }, async () => {
     for (const o of ops.filter((x) => !declaration(x) && x.key in PUBLIC)) {
       for (const headers of [{}, { authorization: 'Bearer not-a-jwt' }, { authorization: `Bearer ${userForged.expired}` }, { authorization: `Bearer ${userForged.unsigned}` }, attacker.user.headers, attacker.agentHeaders]) {
         await send(o, headers, fakeIds(o));
@@ -195,7 +201,7 @@ describe('authorization matrix', () => {
     }
   });
 
-  it('wrong principal kind and roles below the need → 403; allowed principals pass', async () => {
+  it('wrong principal kind and roles below the need → 403; allowed principals pass', { timeout: 180_000 }, async () => {
     for (const o of ops.filter((x) => declaration(x))) {
       const d = declaration(o)!;
       const ids = fakeIds(o);
@@ -224,7 +230,7 @@ describe('authorization matrix', () => {
     }
   });
 
-  it("another account's object ids in the path → 404 (never its data)", async () => {
+  it("another account's object ids in the path → 404 (never its data)", { timeout: 120_000 }, async () => {
     const covered: string[] = [];
     for (const o of ops.filter((x) => declaration(x) && pathParams(x.path).length > 0)) {
       const d = declaration(o)!;
