@@ -29,7 +29,8 @@ import { loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { execRows } from '../src/db/client.js';
 import { newId } from '../src/http/ids.js';
-import { embeddingProviderOf, flushMemoryWrites, rememberExecution, searchMemories } from '../src/modules/memory/service.js';
+import { embeddingProviderOf, flushMemoryWrites, rememberExecution } from '../src/modules/memory/runtime.js';
+import { searchMemories } from '../src/modules/memory/service.js';
 import { distance, HNSW_INDEX, insertMemoryRows, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

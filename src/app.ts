@@ -8,6 +8,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
+import { EventHub } from './events.js';
 import { openDatabase } from './db/client.js';
 import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
@@ -28,9 +29,11 @@ import { createEmbeddedIdp, idpRoutes, inProcessFetch } from './modules/identity
 import { createLoginFlow } from './modules/identity/login-flow.js';
 import { identityRoutes } from './modules/identity/routes.js';
 import { memoryRoutes } from './modules/memory/routes.js';
+import { rememberExecution } from './modules/memory/runtime.js';
 import { sessionRoutes } from './modules/sessions/routes.js';
 import { registryRoutes } from './modules/registry/routes.js';
 import { publishingRoutes } from './modules/publishing/routes.js';
+import { ownerServiceDetail } from './modules/publishing/service.js';
 import { subscriptionRoutes } from './modules/subscriptions/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { analyticsRoutes } from './modules/analytics/routes.js';
@@ -96,9 +99,12 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
     auth: new AuthRegistry({ apiKeysEnabled: config.auth.apiKeys }),
     log: app.log,
     jobs: await createJobQueue(config, app.log),
+    events: new EventHub(app.log),
     onClose: [],
   };
   ctx.onClose.push(() => ctx.jobs.close());
+  // Module events: every recorded execution becomes an automatic memory (off the request path).
+  ctx.events.on('execution.recorded', (e) => rememberExecution(ctx, e));
   if (config.redisUrl) {
     const { Redis } = await import('ioredis');
     ctx.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
@@ -142,7 +148,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(memoryRoutes, { ctx });
   await app.register(subscriptionRoutes, { ctx });
   await app.register(sessionRoutes, { ctx });
-  await app.register(registryRoutes, { ctx });
+  await app.register(registryRoutes, { ctx, ownerServiceDetail });
   await app.register(publishingRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(analyticsRoutes, { ctx });

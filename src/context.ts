@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Database, Db } from './db/client.js';
+import type { EventHub } from './events.js';
 import type { AuthRegistry } from './http/auth.js';
 import type { JobQueue } from './jobs/queue.js';
 
@@ -19,6 +20,8 @@ export interface AppContext {
   redis?: Redis;
   /** Background jobs (in-process, or BullMQ when `REDIS_URL` is set); closed at shutdown. */
   jobs: JobQueue;
+  /** Domain events between modules (`execution.recorded`, …); subscribers are wired in `app.ts`. */
+  events: EventHub;
   /** Functions run at shutdown, in reverse order of registration (close queues, clients…). */
   onClose: Array<() => Promise<void> | void>;
 }

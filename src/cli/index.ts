@@ -14,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { ConfigError, ROLES, loadConfig, type Role } from '../config.js';
 import type { AppContext } from '../context.js';
+import { EventHub } from '../events.js';
 import { openDatabase } from '../db/client.js';
 import { AuthRegistry } from '../http/auth.js';
 import { AppError } from '../http/errors.js';
@@ -48,7 +49,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   const log = pino({ level: env.LOG_LEVEL ?? 'warn' });
   const database = await openDatabase(config);
   try {
-    const ctx = { config, database, db: database.db, auth: new AuthRegistry({ apiKeysEnabled: false }), log, onClose: [] } as unknown as AppContext;
+    const ctx = { config, database, db: database.db, auth: new AuthRegistry({ apiKeysEnabled: false }), log, events: new EventHub(log), onClose: [] } as unknown as AppContext;
     const identity = await IdentityService.create(ctx);
     if (setRole) {
       const roles: Role[] = role === 'user' ? ['user'] : ['user', role as Role];

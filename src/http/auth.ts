@@ -47,6 +47,21 @@ export function accountOf(p: Principal): string {
 }
 
 /**
+ * Who acts on account-owned data (sessions, executions, memories): a user acts for its own
+ * account; an agent (client_credentials token) acts for its owner's account and sees only the
+ * records that carry its own `agent_id`.
+ */
+export interface SessionActor {
+  accountId: string;
+  agentId: string | null;
+}
+
+/** The actor of a principal: users act for themselves, agents for their owner. */
+export function actorOf(p: Principal): SessionActor {
+  return { accountId: accountOf(p), agentId: p.kind === 'agent' ? p.agentId : null };
+}
+
+/**
  * Verifies one family of bearer JWTs. `accepts` looks at the *unverified* payload only to pick a
  * resolver; `resolve` must verify signature, issuer, audience and expiry.
  * `resolve` throws AppError `token_expired` or `invalid_token`.

@@ -12,7 +12,6 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../context.js';
-import { AppError } from '../http/errors.js';
 
 const keys = new WeakMap<object, Buffer>();
 
@@ -58,16 +57,17 @@ export function encryptSecret(ctx: AppContext, plaintext: string): string {
 
 /**
  * Decrypt a blob made by {@link encryptSecret}.
- * @throws AppError internal_error when the blob is malformed or the key is wrong (tag mismatch).
+ * @throws Error when the blob is malformed or the key is wrong (tag mismatch); the error handler
+ *   answers it as 500 `internal_error` and logs it (lib/ stays below http/).
  */
 export function decryptSecret(ctx: AppContext, blob: string): string {
   const parts = blob.split('.');
-  if (parts.length !== 4 || parts[0] !== 'v1') throw new AppError('internal_error', 'Stored secret is malformed');
+  if (parts.length !== 4 || parts[0] !== 'v1') throw new Error('Stored secret is malformed');
   try {
     const decipher = createDecipheriv('aes-256-gcm', keyFor(ctx), Buffer.from(parts[1], 'base64url'));
     decipher.setAuthTag(Buffer.from(parts[2], 'base64url'));
     return Buffer.concat([decipher.update(Buffer.from(parts[3], 'base64url')), decipher.final()]).toString('utf8');
   } catch {
-    throw new AppError('internal_error', 'Stored secret cannot be decrypted (was SECRETS_KEY changed?)');
+    throw new Error('Stored secret cannot be decrypted (was SECRETS_KEY changed?)');
   }
 }

@@ -4,63 +4,15 @@
  * with one line naming the variable; SIGTERM lets an in-flight request finish, closes storage and
  * exits 0; data on the embedded PGlite store survives a restart.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/net.js';
+import { startServerProcess as start } from '../helpers/server-process.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-e2e-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-
-interface Server {
-  child: ChildProcess;
-  base: string;
-  lines: string[];
-  exited: Promise<{ code: number | null; stderr: string }>;
-  waitFor(re: RegExp, timeoutMs?: number): Promise<string>;
-}
-
-function start(env: Record<string, string>): Server {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  let stderr = '';
-  const waiters: Array<{ re: RegExp; resolve: (l: string) => void }> = [];
-  let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      lines.push(line);
-      for (const w of [...waiters]) if (w.re.test(line)) waiters.splice(waiters.indexOf(w), 1) && w.resolve(line);
-    }
-  });
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stderr })));
-  return {
-    child,
-    base: `http://127.0.0.1:${env.PORT}`,
-    lines,
-    exited,
-    waitFor(re, timeoutMs = 150_000) {
-      const hit = lines.find((l) => re.test(l));
-      if (hit) return Promise.resolve(hit);
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`timeout waiting for ${re}; stderr: ${stderr}; stdout: ${lines.join('\n')}`)), timeoutMs);
-        waiters.push({ re, resolve: (l) => (clearTimeout(t), resolve(l)) });
-        void exited.then(({ code }) => reject(new Error(`server exited ${code} before ${re}: ${stderr}`)));
-      });
-    },
-  };
-}
 
 describe('node --import tsx src/main.ts (npm start)', () => {
   it('exits 1 with one line naming the variable for a bad value', async () => {

@@ -7,13 +7,40 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { basicAuth } from '../helpers/agents.js';
 import { tarball } from '../modules/deployments/fixtures.js';
-import { http, startServer, type ServerProcess } from './server-process.js';
+import { freePort } from '../helpers/net.js';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
 let server: ServerProcess;
 beforeAll(async () => {
-  server = await startServer({ LOG_LEVEL: 'trace' });
+  const port = String(await freePort());
+  server = startServerProcess({
+    PORT: port,
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    LOG_LEVEL: 'trace',
+    SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    ...(process.env.TEST_DATABASE_URL ? { DATABASE_URL: process.env.TEST_DATABASE_URL } : { DATABASE_IN_MEMORY: 'on' }),
+    ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+  });
+  await server.waitFor(/agent platform ready/, 240_000);
 }, 300_000);
-afterAll(async () => server?.stop('SIGKILL'));
+afterAll(() => {
+  if (server.child.exitCode === null) server.child.kill('SIGKILL');
+});
+
+/** `fetch` against the server; JSON body in, parsed body out. */
+async function http(base: string, method: string, url: string, opts: { headers?: Record<string, string>; body?: unknown; form?: FormData } = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers },
+    body: opts.form ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined),
+  });
+  const text = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(text) };
+  } catch {
+    return { status: res.status, body: text };
+  }
+}
 
 it('no minted secret appears in the logs', { timeout: 300_000 }, async () => {
   const b = server.base;
@@ -61,8 +88,9 @@ it('no minted secret appears in the logs', { timeout: 300_000 }, async () => {
   const dep = await http(b, 'POST', `/v2/agents/${agent.id}/deploy`, { headers: h, form });
   expect([201, 202], JSON.stringify(dep.body)).toContain(dep.status);
 
-  await server.stop('SIGTERM');
-  const logs = server.output();
+  server.child.kill('SIGTERM');
+  const { stderr } = await server.exited;
+  const logs = `${server.lines.join('\n')}\n${stderr}`;
   expect(logs.split('\n').filter((l) => l.includes('"incoming request"')).length, 'the capture holds the request logs').toBeGreaterThan(10);
   for (const [name, value] of Object.entries(secrets)) {
     expect(logs.includes(value), `${name} appears in the logs`).toBe(false);

@@ -8,7 +8,7 @@ import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
-import { getServiceSummary } from '../registry/service.js';
+import { getServiceSummary } from '../registry/executable.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
 import { agentToolsChanged, getAgentForAccount } from './service.js';
 

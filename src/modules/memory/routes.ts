@@ -3,9 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
-import { principalOf, requireAuth } from '../../http/auth.js';
+import { actorOf, principalOf, requireAuth } from '../../http/auth.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
-import { actorOf } from '../sessions/service.js';
 import {
   AddMemoryBody,
   ContextQuery,
@@ -24,19 +23,11 @@ import {
   TimelineEventSchema,
   TimelineQuery,
 } from './schemas.js';
-import {
-  addMemory,
-  agentContext,
-  deleteMemories,
-  getSessionSummary,
-  initMemory,
-  listMemories,
-  listMemoriesPaged,
-  memoryStats,
-  searchMemories,
-  sessionTimeline,
-  summarizeSession,
-} from './service.js';
+import { agentContext } from './agent-context.js';
+import { initMemory } from './runtime.js';
+import { addMemory, deleteMemories, listMemories, listMemoriesPaged, memoryStats, searchMemories } from './service.js';
+import { getSessionSummary, summarizeSession } from './summaries.js';
+import { sessionTimeline } from './timeline.js';
 
 export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   await initMemory(ctx);

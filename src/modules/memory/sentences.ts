@@ -7,7 +7,7 @@
  * Secret-looking arguments and fields (password, token, api_key, authorization…) never make it into
  * a memory.
  */
-import type { ExecutionMemoryInput } from './service.js';
+import type { ExecutionRecorded } from '../../events.js';
 
 /** Keys whose values are never written into a memory. */
 const SECRET_KEY = /pass(word|wd|phrase)?|secret|token|api[-_]?key|apikey|auth|credential|cookie|private[-_]?key|signature|otp|pin$|ssn|cvv|card[-_]?number/i;
@@ -96,7 +96,7 @@ export function describeArguments(args: Record<string, unknown>): string {
 
 /** What {@link describeExecution} needs to know about an execution. */
 export interface ExecutionFacts
-  extends Pick<ExecutionMemoryInput, 'toolName' | 'serviceName' | 'arguments' | 'status' | 'httpStatus' | 'output' | 'error' | 'durationMs'> {}
+  extends Pick<ExecutionRecorded, 'toolName' | 'serviceName' | 'arguments' | 'status' | 'httpStatus' | 'output' | 'error' | 'durationMs'> {}
 
 /** The one-sentence memory of an execution (≤ 600 characters). */
 export function describeExecution(e: ExecutionFacts): string {

@@ -20,20 +20,19 @@ import { servicePublications, serviceReports, type ChecklistItem, type Verificat
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage } from '../../http/pagination.js';
+import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { checkToolSchema } from '../registry/manifest.js';
+import { findTool, type ServiceRow } from '../registry/executable.js';
 import {
-  findTool,
   getOwnedService,
   getOwnerService,
   getServiceRow,
   revalidateService,
   setServiceStatus,
   setToolStatus,
-  type ServiceRow,
 } from '../registry/service.js';
 import { checkDomain, verificationMethods } from './domain.js';
 import { runTest, type VerificationTest } from './verification.js';
-import { argumentErrors, validatorFor } from '../sessions/validation.js';
 
 type PublicationRow = typeof servicePublications.$inferSelect;
 export type Checklist = { manifest_valid: ChecklistItem; domain_verified: ChecklistItem; functional_verification: ChecklistItem };

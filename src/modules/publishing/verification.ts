@@ -9,9 +9,9 @@ import { AppError } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { upstreamFetch } from '../../upstream/http.js';
 import { mcpCallTool } from '../../upstream/mcp.js';
-import { buildHttpRequest, parseBody } from '../sessions/execute.js';
-import { HEADER_REQUEST_ID, HEADER_SIGNATURE, HEADER_USER, signRequest, userPseudonym } from '../sessions/signing.js';
-import { applyUpstreamAuth, resolveExecutableTool } from '../registry/service.js';
+import { applyUpstreamAuth, buildHttpRequest, parseBody } from '../../upstream/request.js';
+import { HEADER_REQUEST_ID, HEADER_SIGNATURE, HEADER_USER, signRequest, userPseudonym } from '../../upstream/signing.js';
+import { resolveExecutableTool } from '../registry/executable.js';
 import type { VerificationResult } from '../../db/schema/index.js';
 
 /** One configured test call. */

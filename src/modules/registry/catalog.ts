@@ -15,102 +15,42 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
-import { execRows, type Database, type Db, type Tx } from '../../db/client.js';
+import { execRows } from '../../db/client.js';
+import {
+  RANK_WEIGHTS,
+  SERVICE_DOC,
+  SERVICE_TRGM,
+  TOOL_DOC,
+  TOOL_SERVICE_COLUMNS,
+  TOOL_TRGM,
+  catalogCapabilities,
+  escapeLike,
+  idList,
+  iso,
+  queryTerms,
+  round,
+  serviceCoreOf,
+  tagOverlap,
+  toolServiceOf,
+  tsquerySource,
+  visible,
+  withSearchSettings,
+} from './catalog-sql.js';
 
-// ------------------------------------------------------------------ capabilities
-
-/** What the database offers to search. */
-export interface CatalogCapabilities {
-  /** pg_trgm is installed and fuzzy matching is enabled (`SEARCH_FUZZY`). */
-  fuzzy: boolean;
-}
-
-const trgmByDatabase = new WeakMap<Database, Promise<boolean>>();
-
-/** Detect pg_trgm (`pg_extension`) once per database; honours `SEARCH_FUZZY=off`. */
-export async function catalogCapabilities(ctx: AppContext): Promise<CatalogCapabilities> {
-  if (ctx.config.search.fuzzy === 'off') return { fuzzy: false };
-  let p = trgmByDatabase.get(ctx.database);
-  if (!p) {
-    p = execRows(ctx.db, sql`select 1 from pg_extension where extname = 'pg_trgm'`).then(
-      (r) => r.length > 0,
-      () => false,
-    );
-    trgmByDatabase.set(ctx.database, p);
-  }
-  return { fuzzy: await p };
-}
-
-// ------------------------------------------------------------------ shared SQL (keep equal to migration `search_indexes`)
-
-/** Tool name as words: `getWeather`/`get_weather`/`get-weather` → `get Weather`/`get weather`. */
-const TOOL_NAME_WORDS = sql.raw(`regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')`);
-/** Full-text document of a tool (indexed: `tools_search_idx`). */
-const TOOL_DOC = sql.raw(
-  `(setweight(to_tsvector('english'::regconfig, regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')), 'A') || setweight(to_tsvector('english'::regconfig, t.description), 'B'))`,
-);
-/** Full-text document of a service (indexed: `services_search_idx`). */
-const SERVICE_DOC = sql.raw(
-  `(setweight(to_tsvector('english'::regconfig, (s.name || ' ') || s.display_name), 'C') || setweight(to_tsvector('english'::regconfig, (coalesce(s.category, '') || ' ') || s.description), 'D'))`,
-);
-/** Lower-cased words of a tool name for trigram matching (indexed: `tools_name_trgm_idx`). */
-const TOOL_TRGM = sql.raw(`lower(regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g'))`);
-/** Lower-cased service name and display name for trigram matching (indexed: `services_name_trgm_idx`). */
-const SERVICE_TRGM = sql.raw(`lower((s.name || ' ') || s.display_name)`);
-/** ts_rank weights {D, C, B, A}: tool name > tool description > service name > service text. */
-const RANK_WEIGHTS = sql.raw(`'{0.05, 0.15, 0.4, 1.0}'::float4[]`);
-
-/** `word_similarity` needed for a fuzzy name match (pg_trgm's default 0.6 misses one-letter typos in short words). */
-export const FUZZY_THRESHOLD = 0.45;
-
-function visible(accountId: string | null): SQL {
-  return accountId ? sql`(s.status = 'published' or s.owner_id = ${accountId})` : sql`s.status = 'published'`;
-}
-
-/** Query terms: lower-cased runs of letters/digits, at most 8. */
-export function queryTerms(q: string): string[] {
-  return (q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 8).map((t) => t.slice(0, 64));
-}
-
-/** A `to_tsquery` source: all terms (AND) or any (OR); the last term also matches as a prefix (search-as-you-type). */
-function tsquerySource(terms: string[], op: '&' | '|'): string {
-  return terms.map((t, i) => `'${t}'${i === terms.length - 1 ? ':*' : ''}`).join(` ${op} `);
-}
-
-/** A text[] literal of query terms (letters and digits only, so no quoting issue). */
-function termsArray(terms: string[]): string {
-  return `{${terms.map((t) => `"${t}"`).join(',')}}`;
-}
-
-/** True when one of the service's tags equals a term (case-insensitive): one array overlap per row. */
-function tagOverlap(terms: string[]): SQL {
-  return sql`(lower(s.tags::text))::text[] && ${termsArray(terms)}::text[]`;
-}
-
-function escapeLike(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
-/**
- * Run `fn` in a transaction with the search settings: the pg_trgm word-similarity threshold used by
- * the indexed `<%` operator; JIT off (compiling costs more than these short queries); sequential
- * scans discouraged — the planner prices the regexp/trigram expressions as cheap and would scan
- * every tool computing them, where the expression indexes answer in well under a millisecond; and
- * joins in written order (candidates → tools → services by primary key), since fresh or PGlite
- * tables (no autovacuum) have no statistics to pick that order from.
- */
-const SEARCH_SETTINGS = sql.raw(`set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true), set_config('join_collapse_limit', '1', true)`);
-
-async function withSearchSettings<T>(ctx: AppContext, fuzzy: boolean, fn: (tx: Db | Tx) => Promise<T>): Promise<T> {
-  return ctx.db.transaction(async (tx) => {
-    await tx.execute(
-      fuzzy
-        ? sql`select ${SEARCH_SETTINGS}, set_config('pg_trgm.word_similarity_threshold', ${String(FUZZY_THRESHOLD)}, true)`
-        : sql`select ${SEARCH_SETTINGS}`,
-    );
-    return fn(tx);
-  });
-}
+// The lookups and query helpers are re-exported so callers keep one entry point (`registry/catalog.js`).
+export {
+  countCatalog,
+  getCatalogServices,
+  getCatalogTools,
+  listCatalogToolsOf,
+  listOwnedCatalogServices,
+  newestCatalogServices,
+  publishedServiceIdsIn,
+  similarCatalogServices,
+  type CatalogService,
+  type CatalogTool,
+} from './catalog-lookups.js';
+export { catalogCapabilities, FUZZY_THRESHOLD, queryTerms, type CatalogCapabilities } from './catalog-sql.js';
 
 // ------------------------------------------------------------------ tool search
 
@@ -263,29 +203,6 @@ function tsQueryOf(tsq: string | null): SQL {
   return tsq ? sql`to_tsquery('english'::regconfig, ${tsq})` : sql`null::tsquery`;
 }
 
-/** Service columns of a tool row joined to its service (`t` join `s`), read back by {@link toolServiceOf}. */
-const TOOL_SERVICE_COLUMNS = sql`s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status`;
-
-/** The service of a tool row selected with {@link TOOL_SERVICE_COLUMNS}. */
-function toolServiceOf(r: Record<string, unknown>) {
-  return {
-    id: String(r.service_id),
-    name: String(r.service_name),
-    display_name: String(r.display_name),
-    category: (r.category as string | null) ?? null,
-    tags: (r.tags as string[]) ?? [],
-    status: String(r.service_status),
-  };
-}
-
-function round(n: number): number {
-  return Number.isFinite(n) ? Math.round(n * 1e6) / 1e6 : 0;
-}
-
-function iso(v: unknown): string {
-  return (v instanceof Date ? v : new Date(String(v))).toISOString();
-}
-
 // ------------------------------------------------------------------ service search
 
 /** One ranked service. */
@@ -402,178 +319,4 @@ export async function suggestCatalog(ctx: AppContext, accountId: string | null, 
     count: Number(r.n),
     leading: Boolean(r.is_leading),
   }));
-}
-
-// ------------------------------------------------------------------ lookups
-
-/** A service as the catalog shows it. */
-export interface CatalogService {
-  id: string;
-  name: string;
-  display_name: string;
-  description: string;
-  category: string | null;
-  tags: string[];
-  status: string;
-  owner_id: string;
-  tool_count: number;
-  created_at: string;
-  published_at: string | null;
-}
-
-/** The identifying and classifying columns of a raw service row, typed (shared by every service answer). */
-function serviceCoreOf(r: Record<string, unknown>) {
-  return {
-    id: String(r.id),
-    name: String(r.name),
-    display_name: String(r.display_name),
-    description: String(r.description),
-    category: (r.category as string | null) ?? null,
-    tags: (r.tags as string[]) ?? [],
-    status: String(r.status),
-  };
-}
-
-function serviceOf(r: Record<string, unknown>): CatalogService {
-  return {
-    ...serviceCoreOf(r),
-    owner_id: String(r.owner_id),
-    tool_count: Number(r.tool_count ?? 0),
-    created_at: iso(r.created_at),
-    published_at: r.published_at ? iso(r.published_at) : null,
-  };
-}
-
-const SERVICE_COLUMNS = sql`s.id, s.name, s.display_name, s.description, s.category, s.tags, s.status, s.owner_id, s.created_at, s.published_at,
-  (select count(*) from tools t where t.service_id = s.id) as tool_count`;
-
-function idList(ids: string[]): SQL {
-  return sql`(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`;
-}
-
-/** {@link idList} of ids to leave out (`['']` when there are none). */
-function excludedList(ids: string[]): SQL {
-  return idList(ids.length ? ids : ['']);
-}
-
-/** `and <visible to accountId>`, or nothing for `'*'` (any status). */
-function andVisible(accountId: string | null | '*'): SQL {
-  return accountId === '*' ? sql`` : sql`and ${visible(accountId)}`;
-}
-
-/**
- * Services by id, in any order, restricted to those visible to `accountId` (`published` or owned;
- * `accountId` null → published only; `'*'` → any status, for analytics of already-authorised ids).
- */
-export async function getCatalogServices(ctx: AppContext, accountId: string | null | '*', ids: string[]): Promise<CatalogService[]> {
-  if (!ids.length) return [];
-  const rows = await execRows<Record<string, unknown>>(
-    ctx.db,
-    sql`select ${SERVICE_COLUMNS} from services s where s.id in ${idList(ids.slice(0, 5000))} ${andVisible(accountId)}`,
-  );
-  return rows.map(serviceOf);
-}
-
-/** A tool with its service, as the catalog shows it. */
-export interface CatalogTool {
-  id: string;
-  name: string;
-  description: string;
-  method: string;
-  status: string;
-  service: { id: string; name: string; display_name: string; category: string | null; tags: string[]; status: string; owner_id: string };
-}
-
-/** Tools by id with their service, restricted like {@link getCatalogServices}. */
-export async function getCatalogTools(ctx: AppContext, accountId: string | null | '*', ids: string[]): Promise<CatalogTool[]> {
-  if (!ids.length) return [];
-  const rows = await execRows<Record<string, unknown>>(
-    ctx.db,
-    sql`select t.id, t.name, t.description, t.method, t.status, ${TOOL_SERVICE_COLUMNS}, s.owner_id
-        from tools t join services s on s.id = t.service_id
-        where t.id in ${idList(ids.slice(0, 5000))} ${andVisible(accountId)}`,
-  );
-  return rows.map((r) => ({
-    id: String(r.id),
-    name: String(r.name),
-    description: String(r.description),
-    method: String(r.method),
-    status: String(r.status),
-    service: { ...toolServiceOf(r), owner_id: String(r.owner_id) },
-  }));
-}
-
-/** The services `ownerId` owns (any status), newest first, at most 1000. */
-export async function listOwnedCatalogServices(ctx: AppContext, ownerId: string): Promise<CatalogService[]> {
-  const rows = await execRows<Record<string, unknown>>(ctx.db, sql`select ${SERVICE_COLUMNS} from services s where s.owner_id = ${ownerId} order by s.id desc limit 1000`);
-  return rows.map(serviceOf);
-}
-
-/** Ids of published services in `category` (exact), at most 5000. */
-export async function publishedServiceIdsIn(ctx: AppContext, category: string): Promise<string[]> {
-  const rows = await execRows<{ id: string }>(ctx.db, sql`select s.id from services s where s.status = 'published' and s.category = ${category} order by s.id desc limit 5000`);
-  return rows.map((r) => r.id);
-}
-
-/** Tools of the given services (id, name, service id), at most 5000. */
-export async function listCatalogToolsOf(ctx: AppContext, serviceIds: string[]): Promise<Array<{ id: string; name: string; service_id: string }>> {
-  if (!serviceIds.length) return [];
-  return execRows<{ id: string; name: string; service_id: string }>(
-    ctx.db,
-    sql`select t.id, t.name, t.service_id from tools t where t.service_id in ${idList(serviceIds)} order by t.id limit 5000`,
-  );
-}
-
-/**
- * Published services that share a category or tags with the profile, excluding `excludeIds`, best
- * overlap first: `category_match` (0/1) and `shared_tags` (the profile tags they carry).
- */
-export async function similarCatalogServices(
-  ctx: AppContext,
-  input: { categories: string[]; tags: string[]; excludeIds: string[]; limit: number },
-): Promise<Array<CatalogService & { category_match: boolean; shared_tags: string[] }>> {
-  if (!input.categories.length && !input.tags.length) return [];
-  const cats = JSON.stringify(input.categories.map((c) => c.toLowerCase()));
-  const tags = JSON.stringify(input.tags.map((t) => t.toLowerCase()));
-  const rows = await execRows<Record<string, unknown>>(
-    ctx.db,
-    sql`with c as (select jsonb_array_elements_text(${cats}::jsonb) as v), g as (select jsonb_array_elements_text(${tags}::jsonb) as v)
-        select * from (
-          select ${SERVICE_COLUMNS},
-                 coalesce(lower(s.category) in (select v from c), false) as category_match,
-                 array(select x from unnest(s.tags) x where lower(x) in (select v from g) order by x) as shared_tags
-          from services s
-          where s.status = 'published' and s.id not in ${excludedList(input.excludeIds)}
-        ) r
-        where category_match or cardinality(shared_tags) > 0
-        order by (case when category_match then 2 else 0 end) + cardinality(shared_tags) desc, id desc
-        limit ${input.limit}::int`,
-  );
-  return rows.map((r) => ({ ...serviceOf(r), category_match: Boolean(r.category_match), shared_tags: (r.shared_tags as string[]) ?? [] }));
-}
-
-/** Newest published services, excluding `excludeIds`. */
-export async function newestCatalogServices(ctx: AppContext, input: { excludeIds: string[]; limit: number }): Promise<CatalogService[]> {
-  const rows = await execRows<Record<string, unknown>>(
-    ctx.db,
-    sql`select ${SERVICE_COLUMNS} from services s
-        where s.status = 'published' and s.id not in ${excludedList(input.excludeIds)}
-        order by s.published_at desc nulls last, s.id desc limit ${input.limit}::int`,
-  );
-  return rows.map(serviceOf);
-}
-
-/** Platform totals: services by status and tools (admin analytics). */
-export async function countCatalog(ctx: AppContext): Promise<{ services: { total: number; by_status: Record<string, number> }; tools: number }> {
-  const [byStatus, [tools]] = await Promise.all([
-    execRows<{ status: string; n: number | string }>(ctx.db, sql`select status, count(*) as n from services group by status`),
-    execRows<{ n: number | string }>(ctx.db, sql`select count(*) as n from tools`),
-  ]);
-  const by: Record<string, number> = { draft: 0, pending_verification: 0, published: 0, rejected: 0, unpublished: 0 };
-  let total = 0;
-  for (const r of byStatus) {
-    by[r.status] = Number(r.n);
-    total += Number(r.n);
-  }
-  return { services: { total, by_status: by }, tools: Number(tools.n) };
 }

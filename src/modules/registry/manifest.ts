@@ -7,6 +7,7 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import type { ArgLocation } from '../../upstream/request.js';
 import { RegisterServiceBody } from './schemas.js';
 
 /** One problem found in a manifest: `pointer` into the request body. */
@@ -16,7 +17,7 @@ export interface ManifestProblem {
 }
 
 /** Where a tool argument is placed in the upstream request. */
-export type ArgLocation = 'path' | 'query' | 'header' | 'body';
+export type { ArgLocation };
 
 /** A tool in normalised form (any source). `method` is `MCP` and `path` the MCP tool name for MCP tools. */
 export interface NormalizedTool {

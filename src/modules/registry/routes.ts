@@ -1,11 +1,10 @@
 /** HTTP routes of the registry: owner side (`/owner/services…`, users only) and marketplace (`/services…`, any principal). */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { accountOf, principalOf, requireAuth, userOf } from '../../http/auth.js';
 import { IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
-import { ownerServiceDetail } from '../publishing/service.js';
 import {
   CreatedServiceSchema,
   MarketplaceQuery,
@@ -17,18 +16,17 @@ import {
   SigningSecretSchema,
   UpdateServiceBody,
 } from './schemas.js';
-import {
-  deleteService,
-  getPublicManifest,
-  listMarketplace,
-  listOwnerServices,
-  registerService,
-  rotateSigningSecret,
-  syncService,
-  updateService,
-} from './service.js';
+import { registerService } from './register.js';
+import { deleteService, getPublicManifest, listMarketplace, listOwnerServices, rotateSigningSecret, syncService, updateService } from './service.js';
 
-export async function registryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+/**
+ * The owner's view of one service (`GET`/`PATCH /owner/services/:id`): registry fields plus what the
+ * publishing module adds (checklist, report counts). Injected by `app.ts` so that registry does not
+ * import publishing (which builds on registry).
+ */
+export type OwnerServiceDetail = (ctx: AppContext, ownerId: string, ref: string) => Promise<Static<typeof OwnerServiceSchema>>;
+
+export async function registryRoutes(app: FastifyInstance, { ctx, ownerServiceDetail }: { ctx: AppContext; ownerServiceDetail: OwnerServiceDetail }): Promise<void> {
   // Owner side: users manage their own services; another account's service is 404.
   await app.register(async (owner) => {
     requireAuth(owner, ctx.auth, { principals: ['user'] });

@@ -7,12 +7,12 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
-import { principalOf, requireAuth } from '../../http/auth.js';
+import { actorOf, principalOf, requireAuth } from '../../http/auth.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { requireScope } from '../agents/tokens.js';
 import { executeTool } from './execute.js';
 import { CreateSessionBody, ExecuteBody, ExecuteResultSchema, SessionDetailsSchema, SessionListQuery, SessionSchema } from './schemas.js';
-import { actorOf, closeSession, createSession, getSessionDetails, listSessions } from './service.js';
+import { closeSession, createSession, getSessionDetails, listSessions } from './service.js';
 
 export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   requireAuth(app, ctx.auth);

@@ -10,27 +10,20 @@ import { and, asc, desc, eq, gt, lt, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { executions, sessions } from '../../db/schema/index.js';
-import { accountOf, type Principal } from '../../http/auth.js';
+import type { SessionActor } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { getAgentForAccount } from '../agents/service.js';
 
+/** Kept for `search/service.ts` (owned by another change); new code imports it from `http/auth.ts`. */
+export { actorOf } from '../../http/auth.js';
+
 export type SessionRow = typeof sessions.$inferSelect;
 export type ExecutionRow = typeof executions.$inferSelect;
 
 /** The account a request acts for, and the agent acting (null for a user). */
-export interface SessionActor {
-  accountId: string;
-  agentId: string | null;
-}
-
-/** The actor of a principal: users act for themselves, agents for their owner. */
-export function actorOf(p: Principal): SessionActor {
-  return { accountId: accountOf(p), agentId: p.kind === 'agent' ? p.agentId : null };
-}
-
 /** The session record of the API. */
 export interface SessionView {
   id: string;

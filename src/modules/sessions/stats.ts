@@ -12,7 +12,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { idFloor } from '../../http/ids.js';
-import type { SessionActor } from './service.js';
+import type { SessionActor } from '../../http/auth.js';
 
 function num(v: unknown): number {
   return v === null || v === undefined ? 0 : Number(v);

@@ -13,24 +13,13 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
+import type { ExecutionRecorded } from '../../events.js';
 import { execRows } from '../../db/client.js';
 import { withoutNul } from '../../lib/nul.js';
 
-/** One finished execution to record. */
-export interface ExecutionRecord {
+/** One finished execution to record: the `execution.recorded` facts under the execution's own id. */
+export interface ExecutionRecord extends Omit<ExecutionRecorded, 'executionId' | 'serviceName'> {
   id: string;
-  sessionId: string;
-  userId: string;
-  agentId: string | null;
-  serviceId: string;
-  toolId: string;
-  toolName: string;
-  arguments: Record<string, unknown>;
-  status: 'succeeded' | 'failed';
-  httpStatus: number | null;
-  output: unknown;
-  error: { code: string; message: string } | null;
-  durationMs: number;
   /** Defaults to now. */
   at?: Date;
 }

@@ -18,7 +18,7 @@ import { subscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
-import { getServiceSummary } from '../registry/service.js';
+import { getServiceSummary } from '../registry/executable.js';
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
 export type QuotaWindow = 'day' | 'month';

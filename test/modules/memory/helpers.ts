@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AppContext } from '../../../src/context.js';
 import { newId } from '../../../src/http/ids.js';
-import { rememberExecution } from '../../../src/modules/memory/service.js';
+import { rememberExecution } from '../../../src/modules/memory/runtime.js';
 import { createSession } from '../../../src/modules/sessions/service.js';
 import { recordExecution } from '../../../src/modules/sessions/usage.js';
 import { LocalHashEmbedder } from '../../../src/modules/memory/embeddings.js';

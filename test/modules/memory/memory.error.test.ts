@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AppContext } from '../../../src/context.js';
-import { addMemory, initMemory, searchMemories } from '../../../src/modules/memory/service.js';
+import { initMemory } from '../../../src/modules/memory/runtime.js';
+import { addMemory, searchMemories } from '../../../src/modules/memory/service.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { seedSession } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dot, LocalHashEmbedder } from '../../../src/modules/memory/embeddings.js';
-import { flushMemoryWrites, rememberExecution } from '../../../src/modules/memory/service.js';
+import { flushMemoryWrites, rememberExecution } from '../../../src/modules/memory/runtime.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { seedExecutions, seedSession } from './helpers.js';
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { dot, l2normalize, LocalHashEmbedder, openAiEndpoint } from '../../../src/modules/memory/embeddings.js';
-import { flushMemoryWrites } from '../../../src/modules/memory/service.js';
+import { flushMemoryWrites } from '../../../src/modules/memory/runtime.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { seedExecutions, seedSession, startFakeOpenAI } from './helpers.js';
 

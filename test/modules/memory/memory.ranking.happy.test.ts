@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
-import { embeddingProviderOf } from '../../../src/modules/memory/service.js';
+import { embeddingProviderOf } from '../../../src/modules/memory/runtime.js';
 import { fusedCandidates, maxScorePlan, termWeights, withSearchSettings } from '../../../src/modules/memory/store.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 

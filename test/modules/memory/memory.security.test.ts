@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { flushMemoryWrites } from '../../../src/modules/memory/service.js';
+import { flushMemoryWrites } from '../../../src/modules/memory/runtime.js';
 import { agentToken, createAgent } from '../../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { seedExecutions, seedSession } from './helpers.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveExecutableTool } from '../../../src/modules/registry/service.js';
+import { resolveExecutableTool } from '../../../src/modules/registry/executable.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { createAgent, agentToken } from '../../helpers/agents.js';
 import { startJsonApi, startMcpServer, startOpenApiServer } from '../../helpers/upstreams.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveExecutableTool, getServiceSummary } from '../../../src/modules/registry/service.js';
+import { resolveExecutableTool, getServiceSummary } from '../../../src/modules/registry/executable.js';
 import { decryptSecret, encryptSecret } from '../../../src/lib/secrets.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { petStoreDocument, startJsonApi, startMcpServer, startOpenApiServer } from '../../helpers/upstreams.js';

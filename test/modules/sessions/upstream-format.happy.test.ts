@@ -1,8 +1,8 @@
 /** Pure functions of the execution path: signature format and upstream body decoding. */
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { parseBody } from '../../../src/modules/sessions/execute.js';
-import { signRequest, signingPayload, userPseudonym } from '../../../src/modules/sessions/signing.js';
+import { parseBody } from '../../../src/upstream/request.js';
+import { signRequest, signingPayload, userPseudonym } from '../../../src/upstream/signing.js';
 
 describe('upstream signature', () => {
   it('signs "t.METHOD.path?query.sha256(body)" with HMAC-SHA256', () => {

@@ -1,0 +1,15 @@
+# One image for every role (PROCESS_ROLE=api | worker | all). See docs/operations.md.
+FROM node:22-bookworm-slim
+# util-linux provides `unshare` (sandbox network namespaces), coreutils `timeout`.
+RUN apt-get update && apt-get install -y --no-install-recommends util-linux coreutils && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+RUN mkdir -p /var/lib/agent-platform && chown node:node /var/lib/agent-platform
+USER node
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/var/lib/agent-platform
+EXPOSE 3000
+HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+CMD ["node", "--import", "tsx", "src/main.ts"]

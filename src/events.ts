@@ -1,0 +1,71 @@
+/**
+ * In-process domain events between modules, so a module can react to another without the two
+ * importing each other (issue 12). The emitting module owns the event; subscribers are wired once
+ * in `app.ts`. Delivery is synchronous and in subscription order: a listener must return quickly
+ * (queue real work) and a listener that throws is logged and skipped, never failing the emitter.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+
+/**
+ * One finished tool execution, as the execute path recorded it (emitted by `sessions/execute.ts`
+ * right after the execution row is written; memory turns it into an automatic memory).
+ * `durationMs` in milliseconds; `httpStatus` null for MCP tools and failed calls.
+ */
+export interface ExecutionRecorded {
+  executionId: string;
+  sessionId: string;
+  /** The account the execution belongs to. */
+  userId: string;
+  agentId: string | null;
+  serviceId: string;
+  serviceName: string;
+  toolId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+  status: 'succeeded' | 'failed';
+  httpStatus: number | null;
+  output: unknown;
+  error: { code: string; message: string } | null;
+  durationMs: number;
+}
+
+/** Every event name with its payload. */
+export interface PlatformEvents {
+  'execution.recorded': ExecutionRecorded;
+}
+
+type Listener<T> = (payload: T) => void;
+
+/** A typed, synchronous event hub; one per app (`ctx.events`). */
+export class EventHub {
+  private readonly listeners: { [K in keyof PlatformEvents]?: Array<Listener<PlatformEvents[K]>> } = {};
+
+  constructor(private readonly log: Pick<FastifyBaseLogger, 'error'>) {}
+
+  /** Subscribe to `name`. @returns a function that unsubscribes */
+  on<K extends keyof PlatformEvents>(name: K, listener: Listener<PlatformEvents[K]>): () => void {
+    const list = (this.listeners[name] ??= []) as Array<Listener<PlatformEvents[K]>>;
+    list.push(listener);
+    return () => {
+      const i = list.indexOf(listener);
+      if (i >= 0) list.splice(i, 1);
+    };
+  }
+
+  /** Deliver `payload` to every listener of `name`. Never throws (a failing listener is logged). */
+  emit<K extends keyof PlatformEvents>(name: K, payload: PlatformEvents[K]): void {
+    const list = this.listeners[name] as Array<Listener<PlatformEvents[K]>> | undefined;
+    if (!list) return;
+    for (const listener of list) {
+      try {
+        listener(payload);
+      } catch (err) {
+        try {
+          this.log.error({ err: (err as Error).message, event: name }, 'event listener failed');
+        } catch {
+          /* never throw */
+        }
+      }
+    }
+  }
+}

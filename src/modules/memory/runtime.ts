@@ -1,0 +1,170 @@
+/**
+ * The memory module's per-app runtime: the embedding provider and the batching writer of
+ * automatic memories, the `execution.recorded` listener ({@link rememberExecution}), start-up
+ * checks of the stored embedding space ({@link initMemory}) and the embedding backfill.
+ */
+import { eq, sql } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { execRows } from '../../db/client.js';
+import { memorySettings } from '../../db/schema/index.js';
+import { newId } from '../../http/ids.js';
+import type { ExecutionRecorded } from '../../events.js';
+import { createEmbeddingProvider, type EmbeddingProvider } from './embeddings.js';
+import { describeExecution } from './sentences.js';
+import { HNSW_INDEX, vectorParam, type NewMemoryRow } from './store.js';
+import { MemoryWriter } from './writer.js';
+
+
+/**
+ * Write the automatic memory of one execution (the `execution.recorded` listener wired in `app.ts`). Must add < 0.2 ms to the caller's request: it only
+ * queues a reference; the sentence, embedding and insert happen in a batched flush off the request
+ * path ({@link MemoryWriter}). Never throws (logs failures). Idempotent per `executionId`.
+ */
+export function rememberExecution(ctx: AppContext, input: ExecutionRecorded): void {
+  try {
+    runtimeOf(ctx).writer.enqueue({ build: () => executionMemoryRow(input) });
+  } catch (err) {
+    try {
+      ctx.log.error({ err: (err as Error).message }, 'rememberExecution failed');
+    } catch {
+      /* never throw */
+    }
+  }
+}
+
+/** Wait until every queued execution memory is stored (tests, shutdown, before reading a session). */
+export async function flushMemoryWrites(ctx: AppContext): Promise<void> {
+  await runtimeOf(ctx).writer.drain();
+}
+
+function executionMemoryRow(e: ExecutionRecorded): NewMemoryRow {
+  return {
+    id: newId('mem'),
+    userId: e.userId,
+    sessionId: e.sessionId,
+    agentId: e.agentId,
+    serviceId: e.serviceId,
+    toolId: e.toolId,
+    executionId: e.executionId,
+    source: 'execution',
+    content: describeExecution(e),
+    metadata: { service_name: e.serviceName, tool_name: e.toolName, status: e.status, http_status: e.httpStatus, duration_ms: Math.round(e.durationMs) },
+  };
+}
+
+
+
+interface MemoryRuntime {
+  embedder: EmbeddingProvider;
+  writer: MemoryWriter;
+  ready: Promise<void>;
+  markReady(err?: Error): void;
+}
+
+const runtimes = new WeakMap<AppContext, MemoryRuntime>();
+
+/** The per-app state (embedding provider, batching writer), created on first use. */
+function runtimeOf(ctx: AppContext): MemoryRuntime {
+  let rt = runtimes.get(ctx);
+  if (rt) return rt;
+  const embedder = createEmbeddingProvider(ctx.config.memory.embeddings);
+  let markReady!: (err?: Error) => void;
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = (err) => (err ? reject(err) : resolve());
+  });
+  ready.catch(() => undefined);
+  const writer = new MemoryWriter(ctx, embedder, ready, () => backfillEmbeddings(ctx, 512), Math.min(ctx.config.memory.embeddings.batchSize, 256));
+  rt = { embedder, writer, ready, markReady };
+  runtimes.set(ctx, rt);
+  ctx.onClose.push(() => writer.drain());
+  return rt;
+}
+
+/** The embedding provider of this app. */
+export function embeddingProviderOf(ctx: AppContext): EmbeddingProvider {
+  return runtimeOf(ctx).embedder;
+}
+
+/** Ask the writer to give vectors to memories stored without one (after an embedding failure). */
+export function markNeedsBackfill(ctx: AppContext): void {
+  runtimeOf(ctx).writer.needsBackfill = true;
+}
+
+/**
+ * Start-up: make the stored embedding space match the configured provider (DESIGN.md §3,
+ * docs/decisions.md). The first start records provider/model/dimensions; the pgvector column is
+ * resized to the configured dimensions while no vectors are stored. A different model or dimension
+ * count with vectors stored is an error naming the fix, unless `MEMORY_REEMBED=on`, which re-embeds
+ * every memory before the app starts.
+ * @throws Error with a one-line explanation on a mismatch
+ */
+export async function initMemory(ctx: AppContext): Promise<void> {
+  const rt = runtimeOf(ctx);
+  try {
+    const want = { provider: rt.embedder.provider, model: rt.embedder.model, dimensions: rt.embedder.dimensions };
+    const reembed = await ctx.db.transaction(async (tx) => {
+      await tx.execute(sql`select pg_advisory_xact_lock(hashtext('agent-platform:memory-embedding-space'))`);
+      const [have] = await tx.select().from(memorySettings).where(eq(memorySettings.key, 'embedding'));
+      const colType = (await execRows<{ t: string }>(tx, sql`select format_type(atttypid, atttypmod) as t from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`))[0]?.t;
+      const colDims = colType?.startsWith('vector(') ? Number(colType.slice(7, -1)) : null;
+      const sameSpace = have && have.provider === want.provider && have.model === want.model && have.dimensions === want.dimensions;
+      const columnOk = !ctx.database.hasVector || colDims === want.dimensions;
+      if (sameSpace && columnOk) return false;
+      const [{ n }] = await execRows<{ n: number | string }>(tx, sql`select count(*) as n from memories where embedding is not null`);
+      const stored = Number(n);
+      if (stored > 0 && !ctx.config.memory.reembedOnStart) {
+        const from = have ? `${have.provider}/${have.model} (${have.dimensions} dimensions)` : `a ${colDims}-dimension model`;
+        throw new Error(
+          `Memory embeddings mismatch: ${stored} stored memories were embedded with ${from}, but the configuration asks for ` +
+            `${want.provider}/${want.model} (${want.dimensions} dimensions). Restore the previous EMBEDDINGS_* settings, ` +
+            `or set MEMORY_REEMBED=on to re-embed every memory at start-up.`,
+        );
+      }
+      if (ctx.database.hasVector && colDims !== want.dimensions) {
+        await tx.execute(sql`drop index if exists memories_embedding_hnsw_idx`);
+        await tx.execute(sql.raw(`alter table memories alter column embedding type vector(${want.dimensions}) using null`));
+        await tx.execute(HNSW_INDEX);
+      } else if (stored > 0) {
+        await tx.execute(sql`update memories set embedding = null where embedding is not null`);
+      }
+      await tx
+        .insert(memorySettings)
+        .values({ key: 'embedding', ...want })
+        .onConflictDoUpdate({ target: memorySettings.key, set: { ...want, updatedAt: new Date() } });
+      if (stored > 0) ctx.log.warn({ stored, ...want }, 'memory embedding space changed: re-embedding every memory');
+      return stored > 0;
+    });
+    if (reembed) {
+      while ((await backfillEmbeddings(ctx, 10_000)) > 0) {
+        /* continue until every memory has a vector */
+      }
+    }
+    rt.markReady();
+  } catch (err) {
+    rt.markReady(err as Error);
+    throw err;
+  }
+  // Memories stored while the provider was failing get their vectors in the background.
+  const [missing] = await execRows<{ one: number }>(ctx.db, sql`select 1 as one from memories where embedding is null limit 1`);
+  if (missing) rt.writer.needsBackfill = true;
+}
+
+/**
+ * Give up to `max` memories without a vector their embedding.
+ * @returns how many are probably still missing (0 when the last batch was not full)
+ */
+export async function backfillEmbeddings(ctx: AppContext, max: number): Promise<number> {
+  const { embedder } = runtimeOf(ctx);
+  const batch = Math.min(ctx.config.memory.embeddings.batchSize, 256);
+  let done = 0;
+  while (done < max) {
+    const rows = await execRows<{ id: string; content: string }>(ctx.db, sql`select id, content from memories where embedding is null order by id limit ${batch}::int`);
+    if (rows.length === 0) return 0;
+    const vectors = await embedder.embed(rows.map((r) => r.content));
+    const values = rows.map((r, i) => sql`(${r.id}, ${vectorParam(ctx, vectors[i])})`);
+    await ctx.db.execute(sql`update memories m set embedding = v.e from (values ${sql.join(values, sql`, `)}) as v(id, e) where m.id = v.id`);
+    done += rows.length;
+    if (rows.length < batch) return 0;
+  }
+  return 1;
+}

@@ -1,0 +1,92 @@
+/** How memories are shown and scoped (the caller's account, and for an agent its own agent id). */
+import { and, eq, gte, lte, sql, type SQL } from 'drizzle-orm';
+import { memories } from '../../db/schema/index.js';
+import { type SessionActor } from '../../http/auth.js';
+
+
+export type MemoryRow = Pick<
+  typeof memories.$inferSelect,
+  'id' | 'userId' | 'sessionId' | 'agentId' | 'serviceId' | 'toolId' | 'executionId' | 'source' | 'content' | 'metadata' | 'createdAt'
+>;
+
+/** A memory as the API shows it. */
+export interface MemoryView {
+  id: string;
+  content: string;
+  source: 'explicit' | 'execution' | 'summary';
+  session_id: string | null;
+  agent_id: string | null;
+  service_id: string | null;
+  tool_id: string | null;
+  execution_id: string | null;
+  metadata: Record<string, unknown>;
+  created_at: string;
+}
+
+export const MEMORY_COLUMNS = {
+  id: memories.id,
+  userId: memories.userId,
+  sessionId: memories.sessionId,
+  agentId: memories.agentId,
+  serviceId: memories.serviceId,
+  toolId: memories.toolId,
+  executionId: memories.executionId,
+  source: memories.source,
+  content: memories.content,
+  metadata: memories.metadata,
+  createdAt: memories.createdAt,
+};
+
+export function iso(d: Date | string | null | undefined): string | null {
+  if (d === null || d === undefined) return null;
+  return (d instanceof Date ? d : new Date(d)).toISOString();
+}
+
+export function memoryView(r: MemoryRow): MemoryView {
+  return {
+    id: r.id,
+    content: r.content,
+    source: r.source as MemoryView['source'],
+    session_id: r.sessionId,
+    agent_id: r.agentId,
+    service_id: r.serviceId,
+    tool_id: r.toolId,
+    execution_id: r.executionId,
+    metadata: r.metadata ?? {},
+    created_at: iso(r.createdAt)!,
+  };
+}
+
+/** The caller's rows: the account, and for an agent its own agent id. */
+export function scoped(actor: SessionActor): SQL {
+  return and(eq(memories.userId, actor.accountId), actor.agentId ? eq(memories.agentId, actor.agentId) : undefined)!;
+}
+
+/** Filters of the list endpoints. */
+export interface MemoryFilter {
+  session_id?: string;
+  agent_id?: string;
+  since?: string;
+  until?: string;
+}
+
+export function filtered(actor: SessionActor, f: MemoryFilter): SQL {
+  return and(
+    scoped(actor),
+    f.session_id ? eq(memories.sessionId, f.session_id) : undefined,
+    f.agent_id ? eq(memories.agentId, f.agent_id) : undefined,
+    f.since ? gte(memories.createdAt, new Date(f.since)) : undefined,
+    f.until ? lte(memories.createdAt, new Date(f.until)) : undefined,
+  )!;
+}
+
+/** The same scope and filters as raw SQL over unqualified `memories` columns (search). */
+export function filteredSql(actor: SessionActor, f: MemoryFilter): SQL {
+  const parts: SQL[] = [sql`user_id = ${actor.accountId}`];
+  if (actor.agentId) parts.push(sql`agent_id = ${actor.agentId}`);
+  if (f.session_id) parts.push(sql`session_id = ${f.session_id}`);
+  if (f.agent_id) parts.push(sql`agent_id = ${f.agent_id}`);
+  if (f.since) parts.push(sql`created_at >= ${new Date(f.since).toISOString()}::timestamptz`);
+  if (f.until) parts.push(sql`created_at <= ${new Date(f.until).toISOString()}::timestamptz`);
+  return sql.join(parts, sql` and `);
+}

@@ -1,0 +1,78 @@
+/** How the registry shows services and tools (owner and public views; never a secret). */
+import { asc, eq } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { toolAliases, tools } from '../../db/schema/index.js';
+import type { Tx } from '../../db/client.js';
+import { type ServiceRow, type ServiceSource, type ToolRow } from './executable.js';
+
+
+/** Upstream auth as shown (never the secret). */
+export function authView(s: ServiceRow) {
+  return { type: s.authType, name: s.authName ?? null };
+}
+
+/** Tool as shown to anyone. */
+export interface ToolView {
+  id: string;
+  name: string;
+  aliases: string[];
+  description: string;
+  method: string;
+  path: string;
+  input_schema: Record<string, unknown>;
+  output_schema: Record<string, unknown> | null;
+  status: 'active' | 'degraded';
+}
+
+function toolView(t: ToolRow, aliases: string[]): ToolView {
+  return {
+    id: t.id,
+    name: t.name,
+    aliases,
+    description: t.description,
+    method: t.method,
+    path: t.path,
+    input_schema: t.inputSchema,
+    output_schema: t.outputSchema ?? null,
+    status: t.status as 'active' | 'degraded',
+  };
+}
+
+/** The native manifest fields of a service (id, names, description, base URL, category, tags, version). */
+export function manifestView(s: ServiceRow) {
+  return {
+    id: s.id,
+    name: s.name,
+    display_name: s.displayName,
+    description: s.description,
+    base_url: s.baseUrl,
+    category: s.category ?? null,
+    tags: s.tags,
+    version: s.version ?? null,
+  };
+}
+
+/** Service fields shown to its owner (no secrets). */
+export function serviceView(s: ServiceRow) {
+  return {
+    ...manifestView(s),
+    source: s.source as ServiceSource,
+    source_url: s.sourceUrl ?? null,
+    status: s.status,
+    auth: authView(s),
+    published_at: s.publishedAt?.toISOString() ?? null,
+    created_at: s.createdAt.toISOString(),
+    updated_at: s.updatedAt.toISOString(),
+  };
+}
+
+/** Tools of a service with their aliases, in creation order. */
+export async function listServiceTools(ctx: AppContext | { db: Tx }, serviceId: string): Promise<ToolView[]> {
+  const rows = await ctx.db.select().from(tools).where(eq(tools.serviceId, serviceId)).orderBy(asc(tools.id));
+  const aliases = await ctx.db.select().from(toolAliases).where(eq(toolAliases.serviceId, serviceId)).orderBy(asc(toolAliases.createdAt));
+  const byTool = new Map<string, string[]>();
+  for (const a of aliases) byTool.set(a.toolId, [...(byTool.get(a.toolId) ?? []), a.name]);
+  return rows.map((t) => toolView(t, byTool.get(t.id) ?? []));
+}
+
+
