@@ -17,6 +17,7 @@ beforeAll(async () => {
     PORT: port,
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     LOG_LEVEL: 'trace',
+    ALLOW_LOOPBACK_UPSTREAMS: 'on',
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
     ...(process.env.TEST_DATABASE_URL ? { DATABASE_URL: process.env.TEST_DATABASE_URL } : { DATABASE_IN_MEMORY: 'on' }),
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
