@@ -16,8 +16,8 @@ import { setServiceStatus } from '../../src/modules/registry/service.js';
 import { agentToken, createAgent, type TestAgent } from '../helpers/agents.js';
 import { call, createUser, type TestUser } from '../helpers/app.js';
 
-/** E-mail that gets `admin` at sign-up: pass `ADMIN_EMAILS: ROOT_EMAIL` to setupApp. */
-export const ROOT_EMAIL = 'root@security.test';
+/** E-mail that gets `admin` at sign-up: pass `ADMIN_EMAILS: ROOT_EMAIL` to setupApp (unique per process: test files share a PostgreSQL database). */
+export const ROOT_EMAIL = `root-${randomBytes(6).toString('hex')}@security.test`;
 
 /** The bootstrap admin (needs `ADMIN_EMAILS: ROOT_EMAIL`), signed up and in with a password; it grants the other roles through the admin API. */
 export async function rootAdmin(app: FastifyInstance): Promise<TestUser> {
