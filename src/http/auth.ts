@@ -146,9 +146,30 @@ export interface AuthOptions {
   resource?: string;
 }
 
-/** Require a principal in this scope (adds an onRequest hook). Use inside `app.register(async (scope) => …)`. */
+/**
+ * Who may call a route, as published in its OpenAPI operation under {@link AUTH_EXTENSION}:
+ * `{ principals: ['user' | 'agent', …], roles?: Role[] }`. Stamped by {@link requireAuth} on every
+ * route of its scope; the authorization matrix (test/security) reads it from `/openapi.json`.
+ */
+export interface AuthDeclaration {
+  principals: Array<Principal['kind']>;
+  roles?: Role[];
+}
+
+/** OpenAPI extension key carrying a route's {@link AuthDeclaration}. */
+export const AUTH_EXTENSION = 'x-auth';
+
+/**
+ * Require a principal in this scope (adds an onRequest hook), and declare it on every route of the
+ * scope (OpenAPI `x-auth`, see {@link AuthDeclaration}). Use inside `app.register(async (scope) => …)`.
+ */
 export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts: AuthOptions = {}): void {
   const kinds = opts.principals ?? ['user', 'agent'];
+  const declaration: AuthDeclaration = { principals: kinds, ...(opts.roles ? { roles: opts.roles } : {}) };
+  scope.addHook('onRoute', (route) => {
+    // The innermost scope's requirement is the one a request meets last, hence the effective one.
+    route.schema = { ...route.schema, [AUTH_EXTENSION]: declaration } as typeof route.schema;
+  });
   scope.addHook('onRequest', async (req: FastifyRequest) => {
     const cred = AuthRegistry.credentialOf(req);
     if (!cred) throw new AppError('unauthenticated', 'This endpoint needs a bearer token or API key');

@@ -8,7 +8,7 @@
 import AjvModule from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { findNul } from '../lib/nul.js';
+import { UNSTORABLE_MESSAGE, findUnstorable } from '../lib/nul.js';
 import { AppError } from './errors.js';
 
 // ajv and ajv-formats are CommonJS; their default export differs between ESM loaders.
@@ -24,16 +24,19 @@ function makeAjv(coerce: boolean) {
 
 /**
  * Install the validator compiler on `app` (call before registering routes), and refuse requests
- * whose body, query or path parameters hold U+0000 anywhere (400 `validation_failed` with the
- * pointer): PostgreSQL text cannot store it, and no field of this API needs it.
+ * whose body, query or path parameters hold what PostgreSQL cannot store or what nests deeper than
+ * MAX_JSON_DEPTH (U+0000, lone surrogates, non-finite numbers; see `lib/nul.ts`): 400
+ * `validation_failed` with the pointer. Coerced querystring/params/headers values are checked for
+ * non-finite numbers after coercion too (`?limit=1e400` would otherwise pass Ajv as Infinity).
  */
 export function registerValidation(app: FastifyInstance): void {
   app.addHook('preValidation', async (req) => {
     for (const [part, value] of [['body', req.body], ['query', req.query], ['params', req.params]] as const) {
-      const pointer = findNul(value);
-      if (pointer !== null) {
-        throw new AppError('validation_failed', `The request ${part} holds the character U+0000 at "${pointer || '/'}", which this API does not accept`, {
-          errors: [{ in: part, pointer: pointer || '', message: 'must not contain U+0000' }],
+      const hit = findUnstorable(value);
+      if (hit !== null) {
+        const message = UNSTORABLE_MESSAGE[hit.reason];
+        throw new AppError('validation_failed', `The request ${part} at "${hit.pointer || '/'}" ${message}`, {
+          errors: [{ in: part, pointer: hit.pointer || '', message }],
         });
       }
     }
@@ -53,6 +56,25 @@ export function registerValidation(app: FastifyInstance): void {
     const ajv = httpPart === 'body' ? body : parts;
     const id = (schema as FastifySchema & { $id?: string }).$id;
     const stored = id ? ajv.getSchema(id) : undefined;
-    return stored ?? ajv.compile(schema as object);
+    const validate = stored ?? ajv.compile(schema as object);
+    return httpPart === 'body' ? validate : finiteAfterCoercion(validate);
   });
+}
+
+type Validate = ReturnType<AjvInstance['compile']>;
+
+/** `validate`, then refuse any non-finite number its type coercion produced (same error shape as Ajv's). */
+function finiteAfterCoercion(validate: Validate): Validate {
+  const wrapped = function (this: unknown, data: unknown, dataCtx?: unknown) {
+    const ok = (validate as (this: unknown, d: unknown, c?: unknown) => boolean).call(this, data, dataCtx);
+    wrapped.errors = validate.errors;
+    if (!ok) return false;
+    const hit = findUnstorable(data, '', { maxDepth: Infinity });
+    if (hit === null) return true;
+    wrapped.errors = [{ instancePath: hit.pointer, schemaPath: '#', keyword: 'type', params: {}, message: UNSTORABLE_MESSAGE[hit.reason] }];
+    return false;
+  } as unknown as Validate;
+  // Fastify passes parent data (needed for coercion of a root value) only when `schemaEnv` is present.
+  Object.assign(wrapped, { schemaEnv: validate.schemaEnv, schema: validate.schema });
+  return wrapped;
 }

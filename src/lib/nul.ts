@@ -1,9 +1,38 @@
 /**
- * U+0000 (NUL) and PostgreSQL: `text` and `jsonb` cannot hold it ("invalid byte sequence" /
- * "unsupported Unicode escape sequence"). Request input holding it is refused at the HTTP edge
- * ({@link findNul}); data the platform did not choose (upstream answers) is stored with U+FFFD
- * instead ({@link withoutNul}).
+ * Input that PostgreSQL cannot store, or that would exhaust the stack of code walking it.
+ *
+ * - U+0000 (NUL): `text` and `jsonb` cannot hold it ("invalid byte sequence" / "unsupported
+ *   Unicode escape sequence").
+ * - Lone UTF-16 surrogates (U+D800–U+DFFF not in a pair): not Unicode scalar values; `JSON.stringify`
+ *   writes them as `\ud800`, which `jsonb` refuses (RFC 8259 §8.2 calls such strings unpredictable).
+ * - Non-finite numbers (`1e400` parses to Infinity): JSON has no Infinity and bigint columns refuse it.
+ * - Nesting deeper than {@link MAX_JSON_DEPTH}: no field of this API needs it, and recursive code
+ *   (serialisers, schema walkers) would overflow the stack on 5,000 levels.
+ *
+ * Request input holding any of these is refused at the HTTP edge ({@link findUnstorable}); data the
+ * platform did not choose (upstream answers) is stored with U+FFFD for NUL instead ({@link withoutNul}).
+ * Every walk here is iterative, so any depth is safe to inspect.
  */
+
+/** Deepest nesting of arrays/objects accepted in request input (the root value is depth 0). */
+export const MAX_JSON_DEPTH = 64;
+
+/** Why a value cannot be accepted; see the module comment. */
+export type UnstorableReason = 'nul' | 'lone_surrogate' | 'non_finite' | 'too_deep';
+
+/** A hit of {@link findUnstorable}: RFC 6901 pointer (relative to the walk's base) and reason. */
+export interface Unstorable {
+  pointer: string;
+  reason: UnstorableReason;
+}
+
+/** Human-readable message per reason (for problem `errors[].message`). */
+export const UNSTORABLE_MESSAGE: Record<UnstorableReason, string> = {
+  nul: 'must not contain U+0000',
+  lone_surrogate: 'must not contain an unpaired UTF-16 surrogate (U+D800–U+DFFF)',
+  non_finite: 'must be a finite number',
+  too_deep: `must not nest arrays or objects more than ${MAX_JSON_DEPTH} levels deep`,
+};
 
 /**
  * Objects that are walked: arrays and objects of parsed data (JSON bodies, query strings — whose
@@ -19,36 +48,89 @@ function token(key: string): string {
   return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function stringProblem(s: string, checkSurrogates: boolean): UnstorableReason | null {
+  if (s.includes('\0')) return 'nul';
+  if (checkSurrogates && LONE_SURROGATE.test(s)) return 'lone_surrogate';
+  return null;
+}
+
+interface WalkOptions {
+  /** Report lone surrogates (default true). */
+  surrogates?: boolean;
+  /** Report non-finite numbers (default true). */
+  numbers?: boolean;
+  /** Deepest nesting allowed (default {@link MAX_JSON_DEPTH}; Infinity for none). */
+  maxDepth?: number;
+}
+
 /**
- * JSON pointer (RFC 6901) of the first string or object key holding U+0000 in `value`, relative
- * to `base`; null when there is none.
+ * The first string, object key or number in `value` (depth-first, document order) that cannot be
+ * accepted, as a JSON pointer relative to `base` with its reason; null when there is none.
+ * Iterative: safe on any depth.
  */
-export function findNul(value: unknown, base = ''): string | null {
-  if (typeof value === 'string') return value.includes('\0') ? base : null;
-  if (!isWalkable(value)) return null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const hit = findNul(value[i], `${base}/${i}`);
-      if (hit !== null) return hit;
+export function findUnstorable(value: unknown, base = '', opts: WalkOptions = {}): Unstorable | null {
+  const surrogates = opts.surrogates ?? true;
+  const numbers = opts.numbers ?? true;
+  const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
+  const stack: Array<{ v: unknown; at: string; depth: number }> = [{ v: value, at: base, depth: 0 }];
+  while (stack.length > 0) {
+    const { v, at, depth } = stack.pop()!;
+    if (typeof v === 'string') {
+      const reason = stringProblem(v, surrogates);
+      if (reason) return { pointer: at, reason };
+      continue;
     }
-    return null;
-  }
-  for (const [k, v] of Object.entries(value)) {
-    if (k.includes('\0')) return `${base}/${token(k)}`;
-    const hit = findNul(v, `${base}/${token(k)}`);
-    if (hit !== null) return hit;
+    if (typeof v === 'number') {
+      if (numbers && !Number.isFinite(v)) return { pointer: at, reason: 'non_finite' };
+      continue;
+    }
+    if (!isWalkable(v)) continue;
+    if (depth >= maxDepth) return { pointer: at, reason: 'too_deep' };
+    // Push in reverse so the first child is examined first.
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], at: `${at}/${i}`, depth: depth + 1 });
+      continue;
+    }
+    const entries = Object.entries(v);
+    for (const [k] of entries) {
+      const reason = stringProblem(k, surrogates);
+      if (reason) return { pointer: `${at}/${token(k)}`, reason };
+    }
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ v: entries[i][1], at: `${at}/${token(entries[i][0])}`, depth: depth + 1 });
   }
   return null;
 }
 
-/** `value` with every U+0000 in strings and object keys replaced by U+FFFD (a copy when anything changes). */
+/**
+ * JSON pointer (RFC 6901) of the first string or object key holding U+0000 in `value`, relative
+ * to `base`; null when there is none. Any depth.
+ */
+export function findNul(value: unknown, base = ''): string | null {
+  return findUnstorable(value, base, { surrogates: false, numbers: false, maxDepth: Infinity })?.pointer ?? null;
+}
+
+/** `value` with every U+0000 in strings and object keys replaced by U+FFFD (a copy when anything changes). Any depth. */
 export function withoutNul<T>(value: T): T {
   if (findNul(value) === null) return value;
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return v.replaceAll('\0', '\uFFFD');
-    if (!isWalkable(v)) return v;
-    if (Array.isArray(v)) return v.map(walk);
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replaceAll('\0', '\uFFFD'), walk(x)]));
-  };
-  return walk(value) as T;
+  const fix = (v: unknown): unknown => (typeof v === 'string' ? v.replaceAll('\0', '\uFFFD') : v);
+  if (!isWalkable(value)) return fix(value) as T;
+  const root: unknown = Array.isArray(value) ? [] : {};
+  const stack: Array<{ from: Record<string, unknown> | unknown[]; to: Record<string, unknown> | unknown[] }> = [{ from: value, to: root as never }];
+  while (stack.length > 0) {
+    const { from, to } = stack.pop()!;
+    const pairs: Array<[string | number, unknown]> = Array.isArray(from) ? from.map((x, i) => [i, x]) : Object.entries(from);
+    for (const [k, x] of pairs) {
+      const key = typeof k === 'string' ? k.replaceAll('\0', '\uFFFD') : k;
+      let out: unknown = fix(x);
+      if (isWalkable(x)) {
+        out = Array.isArray(x) ? [] : {};
+        stack.push({ from: x, to: out as never });
+      }
+      // defineProperty, not assignment: a parsed "__proto__" key stays an own property.
+      Object.defineProperty(to, key, { value: out, enumerable: true, writable: true, configurable: true });
+    }
+  }
+  return root as T;
 }

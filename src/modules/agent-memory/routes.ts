@@ -9,7 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentOf, principalOf, requireAuth } from '../../http/auth.js';
-import { BEARER_SECURITY, IdParams, ListOf, errorResponses } from '../../http/schemas.js';
+import { BEARER_SECURITY, IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { requireScope } from '../agents/tokens.js';
 import { AgentKeyParams, AuditQuery, AuditSchema, ConditionalHeaders, EntrySchema, KeyParams, ListEntriesQuery, PutEntryBody } from './schemas.js';
 import {
@@ -125,6 +125,8 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
   // Another agent's memory: owner user, the agent itself, or a grantee agent.
   await app.register(async (scope) => {
     requireAuth(scope, ctx.auth);
+    // Users (token or API key) and agents are admitted here.
+    const security = USER_SECURITY;
     const r = scope.withTypeProvider<TypeBoxTypeProvider>();
     r.get(
       '/v2/agents/:id/memory',

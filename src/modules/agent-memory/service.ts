@@ -12,6 +12,7 @@
  *   when read and by a periodic purge.
  * - Cross-agent reads and writes need a live grant (permissions module) and are audited.
  */
+import { UNSTORABLE_MESSAGE, findUnstorable } from '../../lib/nul.js';
 import { and, asc, desc, eq, gt, inArray, isNull, lt, not, or, sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import type { Db, Tx } from '../../db/client.js';
@@ -139,10 +140,15 @@ function view(r: EntryRow): EntryView {
 }
 
 /**
- * Serialise a value and enforce the size limit.
- * @throws AppError payload_too_large (413)
+ * Serialise a value and enforce the size limit. Both write paths (own memory and another agent's,
+ * whichever face calls them: REST, MCP, the runtime's `context`) pass here, so a value `jsonb`
+ * cannot hold (U+0000, lone surrogates, non-finite numbers, deeper than MAX_JSON_DEPTH) is refused
+ * in one place even when it did not come through the HTTP edge.
+ * @throws AppError validation_failed (400) | payload_too_large (413)
  */
 function serialise(ctx: AppContext, value: unknown): { json: string; bytes: number } {
+  const hit = findUnstorable(value, '/value');
+  if (hit) throw new AppError('validation_failed', `value at "${hit.pointer}" ${UNSTORABLE_MESSAGE[hit.reason]}`, { errors: [{ in: 'body', pointer: hit.pointer, message: UNSTORABLE_MESSAGE[hit.reason] }] });
   const json = JSON.stringify(value);
   const max = ctx.config.agents.memoryMaxValueBytes;
   const bytes = Buffer.byteLength(json);
@@ -211,7 +217,7 @@ export async function listEntries(
 /**
  * Create or replace an entry (upsert). Returns the entry and whether it was created (an expired
  * entry that is overwritten counts as created and restarts at version 1).
- * @throws AppError precondition_failed (412) | payload_too_large (413) | memory_entry_limit (409)
+ * @throws AppError validation_failed (400) | precondition_failed (412) | payload_too_large (413) | memory_entry_limit (409)
  */
 export async function putEntry(
   ctx: AppContext,

@@ -245,7 +245,9 @@ async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext })
   app.setErrorHandler((err: Error & { validation?: unknown; code?: string; statusCode?: number }, req, reply) => {
     if (err instanceof OAuthError) return sendOAuthError(reply, err);
     if (err instanceof AppError && err.code === 'rate_limited') return sendOAuthError(reply, new OAuthError('rate_limited', err.message), err.headers);
-    if (err.validation || (err.code?.startsWith('FST_ERR_CTP_') ?? false) || (err.statusCode !== undefined && err.statusCode < 500)) {
+    // Client errors of any layer (schema validation, content-type parsing, the edge's unstorable-input check) are RFC 6749 §5.2 invalid_request.
+    const clientError = err instanceof AppError ? err.status < 500 : err.statusCode !== undefined && err.statusCode < 500;
+    if (err.validation || (err.code?.startsWith('FST_ERR_CTP_') ?? false) || clientError) {
       return sendOAuthError(reply, new OAuthError('invalid_request', `Malformed token request: ${err.message}`));
     }
     req.log.error({ err }, 'token endpoint failure');

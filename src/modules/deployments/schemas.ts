@@ -37,20 +37,23 @@ export const DeployForm = Type.Object({
   description: Type.Optional(Type.String({ maxLength: 256 })),
 });
 
+/** Largest value of a PostgreSQL `integer` column (deployment versions, timeouts): larger input is a 400, not a database error. */
+const INT4_MAX = 2_147_483_647;
+
 export const RollbackBody = Type.Object(
-  { version: Type.Optional(Type.Integer({ minimum: 1, description: 'version to make active; default: the newest earlier good version' })) },
+  { version: Type.Optional(Type.Integer({ minimum: 1, maximum: INT4_MAX, description: 'version to make active; default: the newest earlier good version' })) },
   { additionalProperties: false },
 );
 
 export const RedeployBody = Type.Object(
-  { version: Type.Optional(Type.Integer({ minimum: 1, description: 'version to prepare again; default: the current version' })) },
+  { version: Type.Optional(Type.Integer({ minimum: 1, maximum: INT4_MAX, description: 'version to prepare again; default: the current version' })) },
   { additionalProperties: false },
 );
 
 export const InvokeBody = Type.Object(
   {
     input: Type.Optional(Type.Unknown({ description: 'any JSON; the handler receives it as its first argument' })),
-    timeout_ms: Type.Optional(Type.Integer({ minimum: 100, description: 'wall-clock limit of the run (process start included), ms; at most SANDBOX_MAX_TIMEOUT_MS' })),
+    timeout_ms: Type.Optional(Type.Integer({ minimum: 100, maximum: INT4_MAX, description: 'wall-clock limit of the run (process start included), ms; at most SANDBOX_MAX_TIMEOUT_MS' })),
     async: Type.Optional(Type.Boolean({ description: 'queue the run and answer 202 at once (same as ?async=true)' })),
   },
   { additionalProperties: false },

@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { principalOf, requireAuth } from '../../http/auth.js';
-import { BEARER_SECURITY, IdParams, ListOf, PageQuery, errorResponses } from '../../http/schemas.js';
+import { IdParams, USER_SECURITY, ListOf, PageQuery, errorResponses } from '../../http/schemas.js';
 import { CreatePermissionBody, PermissionParams, PermissionSchema } from './schemas.js';
 import { createPermission, listGrants, listPermissions, revokePermission } from './service.js';
 
@@ -15,7 +15,7 @@ export async function permissionRoutes(app: FastifyInstance, { ctx }: { ctx: App
   requireAuth(app, ctx.auth);
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['agent-permissions'];
-  const security = BEARER_SECURITY;
+  const security = USER_SECURITY; // owner users (token or API key) and agents
 
   r.post(
     '/v2/agents/:id/permissions',
