@@ -319,6 +319,15 @@ export class IdentityService {
     return this.issueTokenSet(user, { familyId: row.familyId });
   }
 
+  /**
+   * Revoke a platform refresh token (`rt_…`) and its whole rotation family (sign-out, RFC 7009 §2.1
+   * semantics: unknown tokens are not an error).
+   */
+  async revokePlatformRefreshToken(refreshToken: string): Promise<void> {
+    const [row] = await this.ctx.db.select({ familyId: refreshTokens.familyId }).from(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(refreshToken)));
+    if (row) await this.ctx.db.update(refreshTokens).set({ consumedAt: new Date() }).where(and(eq(refreshTokens.familyId, row.familyId), isNull(refreshTokens.consumedAt)));
+  }
+
   /** Verify an access token signed by the platform. @throws AppError token_expired | invalid_token */
   async verifyPlatformToken(token: string): Promise<JWTPayload> {
     const known = this.verifiedTokens.get(token);
