@@ -31,6 +31,8 @@ import { adminRoutes } from './modules/admin/routes.js';
 import { createEmbeddedIdp, idpRoutes, inProcessFetch } from './modules/identity/idp.js';
 import { createLoginFlow } from './modules/identity/login-flow.js';
 import { identityRoutes } from './modules/identity/routes.js';
+import { browserSessionRoutes } from './modules/identity/browser-session.js';
+import { consoleRoutes } from './modules/console/routes.js';
 import { memoryRoutes } from './modules/memory/routes.js';
 import { rememberExecution } from './modules/memory/runtime.js';
 import { sessionRoutes } from './modules/sessions/routes.js';
@@ -150,6 +152,8 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   if (!config.auth.issuer) await app.register(idpRoutes, { identity, config, provider: await createEmbeddedIdp(ctx, identity) });
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
+  await app.register(browserSessionRoutes, { ctx, identity, login });
+  await app.register(consoleRoutes);
   await app.register(adminRoutes, { ctx, identity });
   await app.register(apiKeyRoutes, { ctx });
   await app.register(agentRoutes, { ctx, identity });

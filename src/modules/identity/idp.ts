@@ -25,7 +25,7 @@ import { DbAdapter, purgeExpiredPayloads } from './idp-adapter.js';
 import { MCP_SCOPE, clientNameOf, consentPage, grantAndContinue, mcpAuthorizationRoutes, mcpResourceServerInfo, registrationSettings } from './idp-mcp.js';
 import { PAGE_HEADERS, errorPage, loginPage } from './idp-pages.js';
 import { loadOrCreateSecret } from './keys.js';
-import { isRedirectUriAllowed } from './redirect-uris.js';
+import { consoleRedirectUri, isRedirectUriAllowed } from './redirect-uris.js';
 import type { IdentityService } from './service.js';
 
 /** Path prefix the provider is mounted at. */
@@ -190,7 +190,7 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
   const Client = provider.Client as unknown as { prototype: { redirectUriAllowed(this: { clientId: string }, uri: string): boolean } };
   const registered = Client.prototype.redirectUriAllowed;
   Client.prototype.redirectUriAllowed = function (this: { clientId: string }, uri: string) {
-    if (this.clientId === clientId) return isRedirectUriAllowed(uri, auth.redirectUris);
+    if (this.clientId === clientId) return isRedirectUriAllowed(uri, auth.redirectUris, [consoleRedirectUri(ctx.config.publicUrl)]);
     return registered.call(this, uri);
   };
 

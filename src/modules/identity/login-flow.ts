@@ -20,7 +20,7 @@ import type { AppContext } from '../../context.js';
 import { loginStates } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 import { IDP_ROUTES, resourceIndicatorFor } from './idp.js';
-import { redirectUriProblem } from './redirect-uris.js';
+import { consoleRedirectUri, redirectUriProblem } from './redirect-uris.js';
 import { IdentityService, tokenError } from './service.js';
 
 /** Lifetime of a login `state`, ms (issue: 10 minutes). */
@@ -178,7 +178,7 @@ export class LoginFlow {
    * @throws AppError redirect_uri_not_allowed; upstream_error when discovery fails.
    */
   async start(redirectUri: string): Promise<{ auth_url: string; state: string }> {
-    const problem = redirectUriProblem(redirectUri, this.ctx.config.auth.redirectUris);
+    const problem = redirectUriProblem(redirectUri, this.ctx.config.auth.redirectUris, [consoleRedirectUri(this.ctx.config.publicUrl)]);
     if (problem) throw new AppError('redirect_uri_not_allowed', problem);
     const config = await this.configuration().catch((err: unknown) => {
       throw oauthError(err, 'code');
@@ -255,6 +255,18 @@ export class LoginFlow {
     }
     const user = await this.userOf(tokens);
     return this.tokenSet(tokens, user.subject);
+  }
+
+  /**
+   * Revoke a provider refresh token at the provider's revocation endpoint (RFC 7009). Best effort:
+   * a provider without one, or an error, is logged and ignored — sign-out still clears the session.
+   */
+  async revoke(refreshToken: string): Promise<void> {
+    try {
+      await oidc.tokenRevocation(await this.configuration(), refreshToken, { token_type_hint: 'refresh_token' });
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message }, 'refresh token revocation at the provider failed');
+    }
   }
 
   /** Step 5: the platform user of a token response (embedded: existing; external: created on first sign-in). */

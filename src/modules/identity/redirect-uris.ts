@@ -10,8 +10,16 @@ function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK_NAMES.has(hostname) || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
-/** Why `uri` is not acceptable, or null when it is. */
-export function redirectUriProblem(uri: string, allowList: readonly string[]): string | null {
+/** The web console's own callback (`<PUBLIC_URL>/console/callback`): always an allowed redirect URI. */
+export function consoleRedirectUri(publicUrl: string): string {
+  return `${publicUrl}/console/callback`;
+}
+
+/**
+ * Why `uri` is not acceptable, or null when it is. `alwaysAllowed` (the platform's own console
+ * callback) is accepted besides the allow-list or the loopback rule.
+ */
+export function redirectUriProblem(uri: string, allowList: readonly string[], alwaysAllowed: readonly string[] = []): string | null {
   let u: URL;
   try {
     u = new URL(uri);
@@ -21,6 +29,7 @@ export function redirectUriProblem(uri: string, allowList: readonly string[]): s
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'redirect_uri must be an http or https URL';
   if (u.hash || uri.includes('#')) return 'redirect_uri must not contain a fragment (RFC 6749 §3.1.2)';
   if (u.username || u.password) return 'redirect_uri must not contain credentials';
+  if (alwaysAllowed.includes(uri)) return null;
   if (allowList.length > 0) {
     return allowList.includes(uri) ? null : 'redirect_uri is not on the allow-list (AUTH_REDIRECT_URIS)';
   }
@@ -28,6 +37,6 @@ export function redirectUriProblem(uri: string, allowList: readonly string[]): s
 }
 
 /** True when `uri` passes {@link redirectUriProblem}. */
-export function isRedirectUriAllowed(uri: string, allowList: readonly string[]): boolean {
-  return redirectUriProblem(uri, allowList) === null;
+export function isRedirectUriAllowed(uri: string, allowList: readonly string[], alwaysAllowed: readonly string[] = []): boolean {
+  return redirectUriProblem(uri, allowList, alwaysAllowed) === null;
 }

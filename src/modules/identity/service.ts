@@ -336,6 +336,15 @@ export class IdentityService {
   }
 
   /**
+   * Revoke a platform refresh token (`rt_…`) and its whole rotation family (sign-out, RFC 7009 §2.1
+   * semantics: unknown tokens are not an error).
+   */
+  async revokePlatformRefreshToken(refreshToken: string): Promise<void> {
+    const [row] = await this.ctx.db.select({ familyId: refreshTokens.familyId }).from(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(refreshToken)));
+    if (row) await this.ctx.db.update(refreshTokens).set({ consumedAt: new Date() }).where(and(eq(refreshTokens.familyId, row.familyId), isNull(refreshTokens.consumedAt)));
+  }
+
+  /**
    * Verify an access token signed by the platform, for `AUTH_AUDIENCE` or, when given, the
    * protected resource `resource` (RFC 8707 audience, e.g. `<PUBLIC_URL>/mcp`).
    * @throws AppError token_expired | invalid_token

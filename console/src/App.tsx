@@ -1,0 +1,106 @@
+/** The console's shell: sign-in gate, navigation, pages. */
+import { AppShell, Burger, Button, Center, Group, Loader, NavLink, Stack, Text, Title } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { Link, Navigate, Route, Routes, useLocation } from 'react-router-dom';
+import { startSignIn } from './api';
+import { AuthProvider, useAuth } from './auth';
+import { AgentsPage } from './pages/Agents';
+import { AnalyticsPage } from './pages/Analytics';
+import { ApiKeysPage } from './pages/ApiKeys';
+import { MarketplacePage } from './pages/Marketplace';
+import { MemoryPage } from './pages/Memory';
+import { ServicesPage } from './pages/Services';
+import { SubscriptionsPage } from './pages/Subscriptions';
+import { ProblemAlert } from './ui';
+
+const NAV = [
+  { to: '/marketplace', label: 'Marketplace' },
+  { to: '/services', label: 'My services' },
+  { to: '/subscriptions', label: 'Subscriptions' },
+  { to: '/api-keys', label: 'API keys' },
+  { to: '/agents', label: 'Agents' },
+  { to: '/memory', label: 'Memory' },
+  { to: '/analytics', label: 'Analytics' },
+];
+
+export function App() {
+  return (
+    <AuthProvider>
+      <Gate />
+    </AuthProvider>
+  );
+}
+
+function Gate() {
+  const auth = useAuth();
+  if (auth.status === 'loading') {
+    return (
+      <Center h="100vh">
+        <Loader aria-label="Loading" />
+      </Center>
+    );
+  }
+  if (auth.status !== 'signed-in') {
+    return (
+      <Center h="100vh">
+        <Stack align="center" maw={420}>
+          <Title order={1}>Agent Platform</Title>
+          <Text c="dimmed" ta="center">
+            Tools, memory and deployed agents for your AI agents.
+          </Text>
+          {auth.error ? <ProblemAlert error={new Error(auth.error)} title="Sign-in failed" /> : null}
+          <Button size="md" onClick={() => void startSignIn()}>
+            Sign in
+          </Button>
+        </Stack>
+      </Center>
+    );
+  }
+  return <Shell />;
+}
+
+function Shell() {
+  const auth = useAuth();
+  const [opened, { toggle }] = useDisclosure();
+  const location = useLocation();
+  return (
+    <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
+      <AppShell.Header>
+        <Group h="100%" px="md" justify="space-between">
+          <Group>
+            <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Toggle navigation" />
+            <Text fw={700}>Agent Platform</Text>
+          </Group>
+          <Group>
+            <Text size="sm" data-testid="whoami">
+              {auth.me?.email} · {auth.me?.roles.join(', ')}
+            </Text>
+            <Button variant="default" size="xs" onClick={() => void auth.signOut()}>
+              Sign out
+            </Button>
+          </Group>
+        </Group>
+      </AppShell.Header>
+      <AppShell.Navbar p="xs" aria-label="Main">
+        {NAV.map((n) => (
+          <NavLink key={n.to} component={Link} to={n.to} label={n.label} active={location.pathname.startsWith(n.to)} />
+        ))}
+      </AppShell.Navbar>
+      <AppShell.Main>
+        <main>
+          <Routes>
+            <Route path="/" element={<Navigate to="/marketplace" replace />} />
+            <Route path="/marketplace" element={<MarketplacePage />} />
+            <Route path="/services" element={<ServicesPage />} />
+            <Route path="/subscriptions" element={<SubscriptionsPage />} />
+            <Route path="/api-keys" element={<ApiKeysPage />} />
+            <Route path="/agents" element={<AgentsPage />} />
+            <Route path="/memory" element={<MemoryPage />} />
+            <Route path="/analytics" element={<AnalyticsPage />} />
+            <Route path="*" element={<Text>No such page.</Text>} />
+          </Routes>
+        </main>
+      </AppShell.Main>
+    </AppShell>
+  );
+}
