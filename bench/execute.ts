@@ -71,6 +71,7 @@ if (role === 'platform') {
     REDIS_URL: process.env.BENCH_REDIS_URL,
     DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-exec-')),
     AUTH_TEST_TOKENS: 'on',
+    AUTH_TEST_ROLES: 'on',
     ALLOW_LOOPBACK_UPSTREAMS: 'on',
     RATE_LIMIT_USER: '100000000',
     RATE_LIMIT_PRO: '100000000',
@@ -96,9 +97,10 @@ if (role === 'platform') {
     if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
     return res.json();
   };
-  const token = async (email: string) => `Bearer ${(await call('POST', '/auth/test', {}, { email })).access_token}`;
+  const token = async (email: string, roles?: string[]) => `Bearer ${(await call('POST', '/auth/test', {}, { email, roles })).access_token}`;
   const owner = { authorization: await token('bench-owner@example.test') };
-  const user = { authorization: await token('bench-user@example.test') };
+  // The enterprise plan needs the enterprise role (plans follow roles, issue 11).
+  const user = { authorization: await token('bench-user@example.test', ['enterprise']) };
   const svc = await call('POST', '/owner/services', owner, {
     name: `bench-weather-${Date.now().toString(36)}`,
     description: 'benchmark upstream',

@@ -12,12 +12,15 @@ import { EventHub } from './events.js';
 import { openDatabase } from './db/client.js';
 import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
+import { serializeRequest } from './http/logging.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerValidation } from './http/validation.js';
-import { createJobQueue } from './jobs/queue.js';
+import { createJobQueue, redisClientOptions } from './jobs/queue.js';
 import { ProblemSchema } from './http/schemas.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
+import { connectionRoutes } from './modules/connections/routes.js';
+import { startConnectionStatePurge } from './modules/connections/service.js';
 import { agentRoutes } from './modules/agents/routes.js';
 import { agentMemoryRoutes } from './modules/agent-memory/routes.js';
 import { permissionRoutes } from './modules/permissions/routes.js';
@@ -37,6 +40,7 @@ import { ownerServiceDetail } from './modules/publishing/service.js';
 import { subscriptionRoutes } from './modules/subscriptions/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { analyticsRoutes } from './modules/analytics/routes.js';
+import { mcpRoutes } from './modules/mcp/routes.js';
 import { IdentityService } from './modules/identity/service.js';
 
 export interface BuiltApp {
@@ -56,6 +60,7 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+      serializers: { req: serializeRequest },
     },
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
@@ -79,7 +84,13 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Agent Platform API', version: '1.0.0', description: 'Tool discovery, sessions, memory and agent identities for AI agents.' },
+      info: {
+        title: 'Agent Platform API',
+        version: '1.0.0',
+        description: 'Tool discovery, sessions, memory and agent identities for AI agents.',
+        // No licence has been granted yet (no LICENSE file): all rights reserved (docs/decisions.md).
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      },
       servers: [{ url: config.publicUrl }],
       components: {
         securitySchemes: {
@@ -111,7 +122,7 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   ctx.events.on('execution.recorded', (e) => rememberExecution(ctx, e));
   if (config.redisUrl) {
     const { Redis } = await import('ioredis');
-    ctx.redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    ctx.redis = new Redis(config.redisUrl, redisClientOptions(config));
     ctx.redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
   }
   // Graceful close: keep-alive connections that finish their in-flight request while the server
@@ -132,7 +143,7 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   ctx.auth.addJwtResolver({
     name: 'user',
     accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
-    resolve: (token, payload) => identity.resolveAccessToken(token, payload.iss),
+    resolve: (token, payload, opts) => identity.resolveAccessToken(token, payload.iss, opts.resource),
   });
   ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
   await registerRateLimit(app, ctx);
@@ -140,7 +151,7 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   // Modules.
   await app.register(healthRoutes, { ctx, metrics });
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
-  if (!config.auth.issuer) await app.register(idpRoutes, { identity, provider: await createEmbeddedIdp(ctx, identity) });
+  if (!config.auth.issuer) await app.register(idpRoutes, { identity, config, provider: await createEmbeddedIdp(ctx, identity) });
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(adminRoutes, { ctx, identity });
@@ -153,9 +164,12 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   await app.register(subscriptionRoutes, { ctx });
   await app.register(sessionRoutes, { ctx });
   await app.register(registryRoutes, { ctx, ownerServiceDetail });
+  await app.register(connectionRoutes, { ctx });
+  startConnectionStatePurge(ctx);
   await app.register(publishingRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
   await app.register(analyticsRoutes, { ctx });
+  await app.register(mcpRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   extraRoutes?.(app);

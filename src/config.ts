@@ -16,6 +16,7 @@ export type Plan = 'free' | 'pro' | 'enterprise';
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
   port: number;
+  /** Listen address: `HOST`, else `127.0.0.1` in development (loopback only) and `0.0.0.0` otherwise. */
   host: string;
   /** Externally visible origin of this service, no trailing slash, e.g. `http://localhost:3000`. */
   publicUrl: string;
@@ -42,6 +43,17 @@ export interface Config {
   bodyLimitBytes: number;
   /** Trust X-Forwarded-* headers (behind a proxy). */
   trustProxy: boolean;
+  /**
+   * Bearer token that opens `/metrics` to non-loopback clients (`METRICS_TOKEN`); unset → loopback
+   * clients only (the socket's address, never X-Forwarded-For).
+   */
+  metricsToken?: string;
+  redis: {
+    /** Longest wait for one Redis command, ms (`REDIS_COMMAND_TIMEOUT_MS`); a timed-out command fails. */
+    commandTimeoutMs: number;
+    /** Longest wait for a (re)connection, ms (`REDIS_CONNECT_TIMEOUT_MS`). */
+    connectTimeoutMs: number;
+  };
   auth: {
     /** External OIDC issuer URL; undefined → the embedded tenant served under `/idp`. */
     issuer?: string;
@@ -56,8 +68,24 @@ export interface Config {
     accessTokenTtlSeconds: number;
     /** Refresh-token lifetime in seconds. */
     refreshTokenTtlSeconds: number;
-    /** `/auth/test` enabled. */
+    /**
+     * `POST /auth/test` enabled: `AUTH_TEST_TOKENS`, else on only with `NODE_ENV=test` or in
+     * development when listening on loopback only ({@link testTokensDefault}).
+     */
     testTokens: boolean;
+    /**
+     * Why the start-up log must warn about `/auth/test` (enabled where it is reachable from other
+     * hosts, or in production); undefined → no warning.
+     */
+    testTokensWarning?: string;
+    /** Test tokens may carry `pro`/`enterprise`/`admin` (`AUTH_TEST_ROLES=on`, needs `AUTH_TEST_TOKENS=on`). */
+    testRoles: boolean;
+    /** Sign-in attempts (`/auth/login`, the `/idp` form) per email address per `attemptWindowMs`. */
+    attemptsPerAccount: number;
+    /** Requests to the unauthenticated credential routes (login, register, test, refresh, callback, agent token) per client IP per `attemptWindowMs`. */
+    attemptsPerIp: number;
+    /** Window of the two limits above, ms. */
+    attemptWindowMs: number;
     /** API-key authentication enabled (development/testing only per spec). */
     apiKeys: boolean;
     /** Emails that get the `admin` role at registration. */
@@ -98,6 +126,8 @@ export interface Config {
     popularityDays: number;
     /** How long the popularity table used for ranking is cached in-process, ms (0 = no cache). */
     popularityCacheMs: number;
+    /** Tool search corrects typos, drops stop words and weighs terms by rarity (`SEARCH_QUERY_REWRITE`, on). */
+    queryRewrite: boolean;
   };
   /** Analytics (`src/modules/analytics`): realtime counters and persisted per-route aggregates. */
   analytics: {
@@ -132,6 +162,17 @@ export interface Config {
     /** Interval of the expired-entry purge, ms; 0 = lazy purge only. */
     memoryPurgeIntervalMs: number;
   };
+  /** The platform as an MCP server (`/mcp`, issue 13). */
+  mcp: {
+    /** List each subscribed tool as its own MCP tool (`<service>__<tool>`) by default (`?expose=…` overrides per connection). */
+    exposeSubscribedTools: boolean;
+    /** Lifetime of an MCP session (`Mcp-Session-Id`), seconds; afterwards the client must initialize again. */
+    sessionTtlSeconds: number;
+    /** How often an open `GET /mcp` stream checks whether the caller's tool list changed, ms. */
+    listChangedPollMs: number;
+    /** Dynamic client registrations (`POST /idp/reg`, RFC 7591) per IP per hour. */
+    registrationsPerHour: number;
+  };
   /** Deployment of agent code (issue: deployments v2) and the sandbox that runs it (`src/sandbox/`). */
   deploy: {
     /** Largest accepted artifact (the gzip tarball as uploaded), bytes. Larger → 413. */
@@ -162,6 +203,14 @@ export interface Config {
     network: 'auto' | 'isolated' | 'allowed';
     /** Unprivileged uid:gid the runs switch to when the server runs as root (`auto`: 65534:65534 if it can read SANDBOX_DIR); null = never switch. */
     user: { uid: number; gid: number } | 'auto' | null;
+    /** Whole-process memory limit of each sandbox process (RLIMIT_DATA: heap, Buffers, native memory), MiB; 0 = none. Default `2 × memoryMb + 64`. */
+    processMemoryMb: number;
+    /** Warm execution environments kept per deployment version (0 = every invocation is a cold start). */
+    warmPerVersion: number;
+    /** Warm execution environments kept per instance, all versions together. */
+    warmTotal: number;
+    /** An idle warm environment is killed after this long unused, ms. */
+    warmIdleMs: number;
   };
 }
 
@@ -244,6 +293,26 @@ function sandboxUser(env: Env): { uid: number; gid: number } | 'auto' | null {
   return { uid: Number(m[1]), gid: Number(m[2]) };
 }
 
+/** True when `host` accepts connections from this machine only (`127.0.0.0/8`, `::1`, `localhost`). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || /^::ffff:127(\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * Default of `AUTH_TEST_TOKENS` (issue 11): on with `NODE_ENV=test`, and in development when the
+ * server listens on loopback only; off otherwise (production never has it on by default).
+ */
+export function testTokensDefault(nodeEnv: Config['nodeEnv'], host: string): boolean {
+  return nodeEnv === 'test' || (nodeEnv === 'development' && isLoopbackHost(host));
+}
+
+function testTokensWarning(nodeEnv: Config['nodeEnv'], host: string): string | undefined {
+  if (nodeEnv === 'production') return 'POST /auth/test is enabled in production (AUTH_TEST_TOKENS=on): anyone who reaches the API can mint test accounts';
+  if (nodeEnv === 'development' && !isLoopbackHost(host)) return `POST /auth/test is enabled while listening on ${host} (AUTH_TEST_TOKENS=on): other hosts can mint test accounts`;
+  return undefined;
+}
+
 /**
  * Parse configuration from `env` (default `process.env`).
  * @throws ConfigError naming the first bad variable.
@@ -251,6 +320,11 @@ function sandboxUser(env: Env): { uid: number; gid: number } | 'auto' | null {
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = oneOf(env, 'NODE_ENV', ['development', 'production', 'test'] as const, 'development');
   const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = str(env, 'HOST', nodeEnv === 'development' ? '127.0.0.1' : '0.0.0.0')!;
+  const explicitTestTokens = str(env, 'AUTH_TEST_TOKENS') === undefined ? undefined : bool(env, 'AUTH_TEST_TOKENS', false);
+  const testTokens = explicitTestTokens ?? testTokensDefault(nodeEnv, host);
+  const testRoles = bool(env, 'AUTH_TEST_ROLES', false);
+  if (testRoles && explicitTestTokens !== true) fail('AUTH_TEST_ROLES', 'off unless AUTH_TEST_TOKENS=on (elevated test roles need both switches)', 'on');
   const publicUrl = url(env, 'PUBLIC_URL', ['http', 'https'], `http://localhost:${port}`)!;
   const issuer = url(env, 'AUTH_ISSUER', ['http', 'https']);
   if (issuer && !str(env, 'AUTH_CLIENT_ID')) fail('AUTH_CLIENT_ID', 'set when AUTH_ISSUER is set', '');
@@ -272,7 +346,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     nodeEnv,
     port,
-    host: str(env, 'HOST', '0.0.0.0')!,
+    host,
     publicUrl,
     dataDir: path.resolve(str(env, 'DATA_DIR', './data')!),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
@@ -283,6 +357,11 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    metricsToken: str(env, 'METRICS_TOKEN'),
+    redis: {
+      commandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60_000),
+      connectTimeoutMs: int(env, 'REDIS_CONNECT_TIMEOUT_MS', 2000, 100, 60_000),
+    },
     auth: {
       issuer,
       clientId: str(env, 'AUTH_CLIENT_ID', 'agent-platform-console')!,
@@ -293,7 +372,12 @@ export function loadConfig(env: Env = process.env): Config {
       redirectUris,
       accessTokenTtlSeconds: int(env, 'AUTH_ACCESS_TOKEN_TTL', 86400, 60, 7 * 86400),
       refreshTokenTtlSeconds: int(env, 'AUTH_REFRESH_TOKEN_TTL', 30 * 86400, 3600, 365 * 86400),
-      testTokens: bool(env, 'AUTH_TEST_TOKENS', nodeEnv !== 'production'),
+      testTokens,
+      testTokensWarning: testTokens ? testTokensWarning(nodeEnv, host) : undefined,
+      testRoles,
+      attemptsPerAccount: int(env, 'AUTH_ATTEMPTS_PER_ACCOUNT', 10, 1),
+      attemptsPerIp: int(env, 'AUTH_ATTEMPTS_PER_IP', 100, 1),
+      attemptWindowMs: int(env, 'AUTH_ATTEMPT_WINDOW_MS', 15 * 60_000, 1000),
       apiKeys: bool(env, 'AUTH_API_KEYS', true),
       adminEmails: list(env, 'ADMIN_EMAILS').map((e) => e.toLowerCase()),
     },
@@ -321,6 +405,7 @@ export function loadConfig(env: Env = process.env): Config {
       fuzzy: oneOf(env, 'SEARCH_FUZZY', ['auto', 'off'] as const, 'auto'),
       popularityDays: int(env, 'SEARCH_POPULARITY_DAYS', 30, 1, 366),
       popularityCacheMs: int(env, 'SEARCH_POPULARITY_CACHE_MS', 60_000, 0, 3_600_000),
+      queryRewrite: bool(env, 'SEARCH_QUERY_REWRITE', true),
     },
     analytics: {
       flushIntervalMs: int(env, 'ANALYTICS_FLUSH_MS', 5000, 100, 600_000),
@@ -340,6 +425,12 @@ export function loadConfig(env: Env = process.env): Config {
       memoryMaxEntries: int(env, 'AGENT_MEMORY_MAX_ENTRIES', 10_000, 1),
       memoryPurgeIntervalMs: int(env, 'AGENT_MEMORY_PURGE_INTERVAL_MS', 60_000, 0),
     },
+    mcp: {
+      exposeSubscribedTools: bool(env, 'MCP_EXPOSE_SUBSCRIBED_TOOLS', false),
+      sessionTtlSeconds: int(env, 'MCP_SESSION_TTL', 30 * 86400, 60, 365 * 86400),
+      listChangedPollMs: int(env, 'MCP_LIST_CHANGED_POLL_MS', 5000, 100, 600_000),
+      registrationsPerHour: int(env, 'MCP_REGISTRATIONS_PER_HOUR', 20, 1, 100_000),
+    },
     deploy: {
       maxBytes: int(env, 'DEPLOY_MAX_BYTES', 10 * 1024 * 1024, 1024, 512 * 1024 * 1024),
       maxUnpackedBytes: int(env, 'DEPLOY_MAX_UNPACKED_BYTES', 100 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
@@ -351,6 +442,10 @@ export function loadConfig(env: Env = process.env): Config {
       maxTimeoutMs: int(env, 'SANDBOX_MAX_TIMEOUT_MS', 60_000, 100, 900_000),
       prepareTimeoutMs: int(env, 'SANDBOX_PREPARE_TIMEOUT_MS', 15_000, 100, 900_000),
       memoryMb: int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384),
+      processMemoryMb: int(env, 'SANDBOX_PROCESS_MEMORY_MB', int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384) * 2 + 64, 0, 65_536),
+      warmPerVersion: int(env, 'SANDBOX_WARM_PER_VERSION', 4, 0, 1024),
+      warmTotal: int(env, 'SANDBOX_WARM_TOTAL', 16, 0, 4096),
+      warmIdleMs: int(env, 'SANDBOX_WARM_IDLE_MS', 300_000, 100, 86_400_000),
       maxLogBytes: int(env, 'SANDBOX_MAX_LOG_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),

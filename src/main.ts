@@ -49,6 +49,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
+  // Another process holds the embedded data directory: one line, no stack.
+  if ((err as Error).name === 'DataDirLockedError') {
+    process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(`fatal: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });

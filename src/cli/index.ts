@@ -1,7 +1,8 @@
 /**
  * Operator command line: `npm run cli -- <command>`. Opens the database of the same
- * configuration as the server (DATA_DIR / DATABASE_URL). With the embedded PGlite store, stop the
- * server first (one process at a time can open the data directory).
+ * configuration as the server (DATA_DIR / DATABASE_URL). The embedded PGlite store is locked by
+ * the process that has it open: while the server runs, the CLI refuses (exit 1, one line) instead
+ * of writing changes the server would never see; stop the server first, or use the admin API.
  *
  *   users set-role <email> <role>   give a user `role` (user | pro | enterprise | admin);
  *                                   every user keeps the base role `user`
@@ -15,7 +16,7 @@ import pino from 'pino';
 import { ConfigError, ROLES, loadConfig, type Role } from '../config.js';
 import type { AppContext } from '../context.js';
 import { EventHub } from '../events.js';
-import { openDatabase } from '../db/client.js';
+import { DataDirLockedError, openDatabase } from '../db/client.js';
 import { AuthRegistry } from '../http/auth.js';
 import { AppError } from '../http/errors.js';
 import { IdentityService } from '../modules/identity/service.js';
@@ -47,7 +48,16 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     throw e;
   }
   const log = pino({ level: env.LOG_LEVEL ?? 'warn' });
-  const database = await openDatabase(config);
+  let database;
+  try {
+    database = await openDatabase(config);
+  } catch (e) {
+    if (e instanceof DataDirLockedError) {
+      err(e.message);
+      return 1;
+    }
+    throw e;
+  }
   try {
     const ctx = { config, database, db: database.db, auth: new AuthRegistry({ apiKeysEnabled: false }), log, events: new EventHub(log), onClose: [] } as unknown as AppContext;
     const identity = await IdentityService.create(ctx);

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql, type SQL } from 'drizzle-orm';
+import lockfile from 'proper-lockfile';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
 import * as schema from './schema/index.js';
@@ -124,9 +125,11 @@ export async function openDatabase(config: Config): Promise<Database> {
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
   const { drizzle } = await import('drizzle-orm/pglite');
   let dataDir: string | undefined;
+  let unlock: (() => Promise<void>) | undefined;
   if (!config.databaseInMemory) {
     dataDir = path.join(config.dataDir, 'pglite');
     fs.mkdirSync(dataDir, { recursive: true });
+    unlock = await lockDataDir(dataDir);
   }
   const sharedBuffers =
     config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dataDir ? directoryBytes(path.join(dataDir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
@@ -146,7 +149,11 @@ export async function openDatabase(config: Config): Promise<Database> {
       await client.query('select 1');
     },
     async close() {
-      await client.close();
+      try {
+        await client.close();
+      } finally {
+        await unlock?.();
+      }
     },
   };
   await migrateDatabase(database, async (fn) => {
@@ -154,6 +161,41 @@ export async function openDatabase(config: Config): Promise<Database> {
     await fn(db, migrate as never);
   });
   return database;
+}
+
+/** The embedded data directory is held by another process (a running server or CLI). */
+export class DataDirLockedError extends Error {
+  constructor(readonly dataDir: string) {
+    super(
+      `the embedded database ${dataDir} is in use by another process (a running server or CLI): ` +
+        'stop it first, or change roles through the running server (PUT /admin/users/{id}/roles)',
+    );
+    this.name = 'DataDirLockedError';
+  }
+}
+
+/**
+ * Take the exclusive lock of an embedded data directory (`proper-lockfile`: an atomic `mkdir` of
+ * `<dir>.lock`, refreshed every 5 s and taken over when a crashed holder left it 30 s stale), so
+ * two processes never write one PGlite store (PGlite has no multi-process locking of its own).
+ * @returns the release function (also run at process exit)
+ * @throws DataDirLockedError when another live process holds it
+ */
+export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  try {
+    return await lockfile.lock(dataDir, {
+      stale: 30_000,
+      update: 5_000,
+      realpath: false,
+      onCompromised: (err) => {
+        // Another process took the lock over (ours went stale: the event loop was blocked > 30 s).
+        process.emitWarning(`embedded data directory lock lost: ${err.message}`);
+      },
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ELOCKED') throw new DataDirLockedError(dataDir);
+    throw err;
+  }
 }
 
 type Migrate = (db: unknown, cfg: { migrationsFolder: string }) => Promise<void>;

@@ -69,7 +69,17 @@ export function actorOf(p: Principal): SessionActor {
 export interface JwtResolver {
   name: string;
   accepts(unverifiedPayload: Record<string, unknown>): boolean;
-  resolve(token: string, unverifiedPayload: Record<string, unknown>): Promise<Principal>;
+  resolve(token: string, unverifiedPayload: Record<string, unknown>, opts: AuthenticateOptions): Promise<Principal>;
+}
+
+/** Where a credential is presented. */
+export interface AuthenticateOptions {
+  /**
+   * A protected resource (RFC 8707/RFC 9728 resource URI, e.g. `<PUBLIC_URL>/mcp`) whose own
+   * audience is accepted besides the API's (`AUTH_AUDIENCE`). Tokens issued for a resource are
+   * accepted only there (MCP "Authorization" §Token Audience Binding).
+   */
+  resource?: string;
 }
 
 /** Resolves an API key (`apk_…`) to its user, or throws AppError `invalid_token`. */
@@ -102,7 +112,7 @@ export class AuthRegistry {
   }
 
   /** Verify a bearer credential. @throws AppError invalid_token | token_expired */
-  async authenticate(credential: string): Promise<Principal> {
+  async authenticate(credential: string, opts: AuthenticateOptions = {}): Promise<Principal> {
     if (credential.startsWith('apk_')) {
       if (!this.opts.apiKeysEnabled || !this.apiKeyResolver) throw new AppError('invalid_token', 'API-key authentication is disabled');
       return this.apiKeyResolver(credential);
@@ -115,7 +125,7 @@ export class AuthRegistry {
     }
     const resolver = this.jwtResolvers.find((r) => r.accepts(payload));
     if (!resolver) throw new AppError('invalid_token', 'Token was not issued for this API');
-    return resolver.resolve(credential, payload);
+    return resolver.resolve(credential, payload, opts);
   }
 }
 
@@ -132,6 +142,8 @@ export interface AuthOptions {
   principals?: Array<Principal['kind']>;
   /** Roles admitted (any of); default: all. Insufficient role → 403 `insufficient_role`. */
   roles?: Role[];
+  /** The protected resource this scope is (see {@link AuthenticateOptions.resource}). */
+  resource?: string;
 }
 
 /** Require a principal in this scope (adds an onRequest hook). Use inside `app.register(async (scope) => …)`. */
@@ -140,7 +152,7 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
   scope.addHook('onRequest', async (req: FastifyRequest) => {
     const cred = AuthRegistry.credentialOf(req);
     if (!cred) throw new AppError('unauthenticated', 'This endpoint needs a bearer token or API key');
-    const p = await registry.authenticate(cred);
+    const p = await registry.authenticate(cred, { resource: opts.resource });
     req.principal = p;
     if (!kinds.includes(p.kind)) {
       if (p.kind === 'user') throw new AppError('agent_token_required', 'This endpoint needs an agent access token (POST /auth/agent/token)');

@@ -1,9 +1,14 @@
 /**
  * Prometheus metrics (prom-client): request counts and latency histograms by route, method and
  * status, plus process defaults. One registry per app so several apps can live in one process.
+ * `/metrics` is served to loopback clients, or to anyone presenting `METRICS_TOKEN` as a bearer
+ * token ({@link metricsGuard}; issue 11).
  */
-import type { FastifyInstance } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AppError } from './errors.js';
 
 export interface Metrics {
   registry: Registry;
@@ -28,4 +33,30 @@ export function registerMetrics(app: FastifyInstance): Metrics {
     duration.observe(labels, reply.elapsedTime / 1000);
   });
   return { registry };
+}
+
+/** True for a loopback socket address (`127.0.0.0/8`, `::1`, IPv4-mapped `::ffff:127.x.x.x`). */
+export function isLoopbackAddress(addr: string | undefined): boolean {
+  if (!addr || !isIP(addr)) return false;
+  return addr === '::1' || /^(::ffff:)?127\./i.test(addr);
+}
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * onRequest hook of `/metrics`: lets through clients connected from loopback (the socket's
+ * remote address, never `X-Forwarded-For`, even with TRUST_PROXY: a proxy on this host would
+ * otherwise open it to the internet) and requests carrying `Authorization: Bearer <token>` equal
+ * to `token` (compared in constant time over SHA-256 digests).
+ * @throws AppError unauthenticated (401) when a token is configured, forbidden (403) when not.
+ */
+export function metricsGuard(token: string | undefined): (req: FastifyRequest) => Promise<void> {
+  const expected = token ? digest(token) : undefined;
+  return async (req) => {
+    const m = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '');
+    if (expected && m && timingSafeEqual(digest(m[1]), expected)) return;
+    if (isLoopbackAddress(req.socket.remoteAddress)) return;
+    if (expected) throw new AppError('unauthenticated', 'Send the metrics token (METRICS_TOKEN) as "Authorization: Bearer <token>"');
+    throw new AppError('forbidden', 'Metrics are served to loopback clients only; set METRICS_TOKEN to let a scraper on another host in with a bearer token');
+  };
 }

@@ -49,6 +49,8 @@ export function Nullable<T extends TSchema>(t: T) {
   return Type.Union([Type.Null(), t]);
 }
 
+/** OpenAPI security requirement of public routes: an empty list, so the document says "no credentials" explicitly (OpenAPI 3.1 §4.8.10). */
+export const PUBLIC_SECURITY: Array<Record<string, string[]>> = [];
 /** OpenAPI security requirement of routes that take a user token or API key. */
 export const USER_SECURITY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKey: [] }];
 /** OpenAPI security requirement of routes that take a bearer token (user or agent). */

@@ -8,8 +8,30 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import type { RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { AppError } from '../http/errors.js';
 import { newId } from '../http/ids.js';
+
+/**
+ * ioredis options of the platform's command clients (`ctx.redis`, queue producers) — fail fast
+ * while Redis is down (issue 11 §3.2): a command waits at most `REDIS_COMMAND_TIMEOUT_MS`, is
+ * retried once across a reconnect, and reconnects back off from 100 ms to 2 s. The offline queue
+ * stays on so commands issued during start-up wait for the first connection (bounded by the
+ * command timeout). Blocking consumers (BullMQ workers) keep BullMQ's own settings.
+ */
+export function redisClientOptions(config: Config): RedisOptions {
+  return {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    commandTimeout: config.redis.commandTimeoutMs,
+    connectTimeout: config.redis.connectTimeoutMs,
+    retryStrategy: (times) => Math.min(100 * 2 ** (times - 1), 2000),
+  };
+}
+
+/** Seconds a client is told to wait (`Retry-After`) when the job queue's Redis is unreachable. */
+const QUEUE_RETRY_AFTER_S = 5;
 
 /** Options of one enqueued job. */
 export interface JobOptions {
@@ -143,12 +165,14 @@ export class BullQueue implements JobQueue {
     private readonly prefix: string,
     private readonly consume: boolean,
     private readonly log: FastifyBaseLogger,
+    /** Producer connection options: {@link redisClientOptions} without the offline queue (enqueue fails at once while Redis is down). */
+    private readonly producer: RedisOptions = { maxRetriesPerRequest: null },
   ) {}
 
   private queue(name: string): import('bullmq').Queue {
     let q = this.queues.get(name);
     if (!q) {
-      q = new this.bull.Queue(name, { connection: { url: this.redisUrl, maxRetriesPerRequest: null }, prefix: this.prefix });
+      q = new this.bull.Queue(name, { connection: { url: this.redisUrl, ...this.producer } as import('bullmq').ConnectionOptions, prefix: this.prefix });
       q.on('error', (err) => this.log.warn({ queue: name, err: err.message }, 'job queue error'));
       this.queues.set(name, q);
     }
@@ -175,16 +199,22 @@ export class BullQueue implements JobQueue {
     this.workers.push(worker);
   }
 
+  /** @throws AppError service_unavailable (503, `Retry-After`) while Redis is unreachable. */
   async enqueue<P>(name: string, payload: P, opts: JobOptions = {}): Promise<string> {
-    const job = await this.queue(name).add(name, payload, {
-      jobId: opts.jobId,
-      delay: opts.delayMs,
-      attempts: Math.max(1, opts.attempts ?? 1),
-      backoff: { type: 'exponential', delay: opts.backoffMs ?? 1000 },
-      removeOnComplete: { count: 1000 },
-      removeOnFail: { count: 5000 },
-    });
-    return String(job.id);
+    try {
+      const job = await this.queue(name).add(name, payload, {
+        jobId: opts.jobId,
+        delay: opts.delayMs,
+        attempts: Math.max(1, opts.attempts ?? 1),
+        backoff: { type: 'exponential', delay: opts.backoffMs ?? 1000 },
+        removeOnComplete: { count: 1000 },
+        removeOnFail: { count: 5000 },
+      });
+      return String(job.id);
+    } catch (err) {
+      this.log.warn({ job: name, err: (err as Error).message }, 'could not enqueue a job: Redis unavailable');
+      throw new AppError('service_unavailable', 'The job queue is unavailable right now; retry shortly', { headers: { 'retry-after': String(QUEUE_RETRY_AFTER_S) } });
+    }
   }
 
   async drain(): Promise<void> {
@@ -209,5 +239,5 @@ export async function createJobQueue(config: Config, log: FastifyBaseLogger): Pr
   if (!config.redisUrl) return new InProcessQueue(log, consume);
   const bull = await import('bullmq');
   const prefix = config.nodeEnv === 'test' ? `${config.jobsPrefix}-test-${randomBytes(4).toString('hex')}` : config.jobsPrefix;
-  return new BullQueue(bull, config.redisUrl, prefix, consume, log);
+  return new BullQueue(bull, config.redisUrl, prefix, consume, log, { ...redisClientOptions(config), enableOfflineQueue: false });
 }

@@ -1,62 +1,44 @@
 /**
- * The sandbox: runs one handler call of deployed agent code in its own Node.js child process.
+ * The sandbox: runs handler calls of deployed agent code in sandboxed Node.js child processes,
+ * each an execution environment (see `environment.ts`) reused between invocations of the same
+ * deployment version (AWS Lambda's model: "warm" invocations skip process start and module load).
  *
- * Isolation (each run, fresh process, nothing shared between runs):
+ * Isolation (every environment; nothing shared between environments):
  * - Node's permission model (`--experimental-permission`, Node ≥ 20): the file system is readable
  *   only inside the unpacked artifact directory and writable nowhere; child processes, worker
  *   threads, native add-ons and WASI are refused (no `--allow-*` flag for them).
- * - `--max-old-space-size` caps the V8 heap; a wall-clock timer SIGKILLs the process group, and
- *   coreutils `timeout` (when present) kills it 2 s later anyway, should this process have died.
- * - When the server runs as root, runs switch to an unprivileged user (65534, "nobody", by
+ * - Memory: `--max-old-space-size` caps the V8 heap and `RLIMIT_DATA` (util-linux `prlimit`) caps
+ *   the whole process's private writable memory — Buffers, ArrayBuffers and native allocations
+ *   included — at {@link SandboxOptions.processMemoryMb}. (cgroup v2 `memory.max` is not usable on
+ *   this host: cgroups are v1 and owned by the host's supervisor; `RLIMIT_AS` would need gigabytes
+ *   of headroom for V8's address-space reservations.) An allocation beyond it fails, the
+ *   invocation ends `out_of_memory` and the environment is discarded.
+ * - Time: a per-invocation timer SIGKILLs the process group; coreutils `timeout` (when present)
+ *   kills a one-off process 2 s after its deadline and a pooled one at the end of its lifetime
+ *   (`WARM_MAX_AGE_MS`), should this process have died.
+ * - When the server runs as root, environments run as an unprivileged user (65534, "nobody", by
  *   default) — a second wall should the permission model ever be bypassed.
  * - A minimal environment: the deployment's own variables plus `NODE_ENV`, `TZ`, `LANG` — none
- *   of the platform's (no database URL, no keys).
+ *   of the platform's (no database URL, no keys, no agent credential).
  * - Network: when the host allows it (root, or unprivileged user namespaces), the process starts
  *   in an empty network namespace (`unshare --net`): no interface but a down loopback, so no
  *   traffic at all — not to the internet, not to the platform or its database on localhost.
  *   Otherwise (`SANDBOX_NETWORK=auto` on a host without namespaces, or `allowed`), deployed code
  *   HAS network access. {@link Sandbox.networkIsolated} tells which.
- * - stdout/stderr are captured line by line with timestamps up to a byte cap; the result travels
- *   on a separate pipe (fd 3) with its own cap.
  *
- * No warm pool: permissions are per process and per artifact directory, and a cold start is
- * ~50 ms here; a pool would have to be per deployment to keep the same isolation.
+ * Warm pool: runs that carry a `key` (one deployment version) reuse an idle environment of that
+ * key; at most `warm.perVersion` environments per key and `warm.total` in all are kept, idle ones
+ * are killed after `warm.idleMs`, and an environment that timed out, crashed or ran out of memory
+ * is discarded. {@link Sandbox.drain} retires a version's environments (rollback, stop, redeploy).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BOOTSTRAP_SOURCE } from './bootstrap.js';
+import { Environment, type Broker, type EnvironmentSpec, type LogEntry, type SandboxResult } from './environment.js';
 
-/** One captured line of output. */
-export interface LogEntry {
-  /** ISO 8601 UTC time the parent received the line. */
-  ts: string;
-  stream: 'stdout' | 'stderr';
-  message: string;
-}
-
-/** Why a run did not succeed. `code` values: see `bootstrap.ts`, plus `timeout`, `out_of_memory`, `crashed`, `no_result`, `sandbox_error`. */
-export interface SandboxError {
-  code: string;
-  message: string;
-  name?: string;
-  stack?: string;
-  permission?: string;
-  resource?: string;
-}
-
-/** What one run produced. */
-export interface SandboxResult {
-  status: 'succeeded' | 'failed' | 'timed_out';
-  /** The handler's return value (JSON), null unless succeeded. */
-  output: unknown;
-  error: SandboxError | null;
-  logs: LogEntry[];
-  logsTruncated: boolean;
-  /** Wall-clock time from spawn to exit (process start + module load + handler), ms. */
-  durationMs: number;
-}
+export type { Broker, InvokeHooks, LogEntry, SandboxError, SandboxResult } from './environment.js';
 
 /** One run. */
 export interface SandboxRun {
@@ -72,6 +54,15 @@ export interface SandboxRun {
   timeoutMs: number;
   /** Extra environment variables of the deployment. */
   env?: Record<string, string>;
+  /**
+   * Warm-pool key (one deployment version, e.g. `<agent>/<deployment>/<activated at>`): runs with
+   * the same key share environments. Absent: a one-off environment, killed after the run.
+   */
+  key?: string;
+  /** Answers the handler's platform calls (`context.tools`, `context.memory`, …). */
+  broker?: Broker;
+  /** Called with each log line as it is captured (live tailing). */
+  onLog?: (entry: LogEntry) => void;
 }
 
 /** Options of a {@link Sandbox}. */
@@ -90,10 +81,14 @@ export interface SandboxOptions {
   user?: { uid: number; gid: number } | 'auto' | null;
   /** The directory runs read from (its parents must be traversable by `user`). */
   readableDir?: string;
+  /** Whole-process memory limit (`RLIMIT_DATA`), MiB; default `2 × memoryMb + 64` (V8's young generation, code space and Node's own ~40 MiB). 0 = none. */
+  processMemoryMb?: number;
+  /** Warm environments: per version, in all, and how long an idle one is kept (ms). Default: no pool (every run is cold). */
+  warm?: { perVersion: number; total: number; idleMs: number };
 }
 
-const MAX_LOG_LINES = 1000;
-const MAX_LINE = 8 * 1024;
+/** Lifetime of a pooled environment, ms: its backstop kills it then, so it is not reused when a run could outlast it. */
+export const WARM_MAX_AGE_MS = 30 * 60_000;
 
 /** How this host can cut a process off the network, or null. Probed once per process. */
 let netProbe: { bin: string; flags: string[] } | null | undefined;
@@ -134,7 +129,6 @@ let timeoutBin: string | null | undefined;
 /** Runs handler calls in child processes; holds the concurrency limit. One per app. */
 export class Sandbox {
   private running = 0;
-  private readonly children = new Set<ChildProcess>();
   private readonly waiting: Array<() => void> = [];
   private readonly prefix: string[];
   /** True when runs start in an empty network namespace (no network at all). */
@@ -172,9 +166,12 @@ export class Sandbox {
     return r.status === 0;
   }
 
-  /** Kill every running child (app shutdown). */
+  /** Kill every environment, pooled or not, and stop the idle reaper (app shutdown). */
   killAll(): void {
-    for (const c of this.children) killGroup(c);
+    if (this.reaper) clearInterval(this.reaper);
+    this.reaper = null;
+    for (const e of this.envs) e.kill();
+    this.pools.clear();
   }
 
   /** Runs in progress and waiting, for metrics and tests. */
@@ -182,11 +179,43 @@ export class Sandbox {
     return { running: this.running, waiting: this.waiting.length };
   }
 
+  /** Pooled environments: total, idle, and per key (for metrics and tests). */
+  get warm(): { total: number; idle: number; keys: Record<string, number> } {
+    const keys: Record<string, number> = {};
+    let total = 0;
+    let idle = 0;
+    for (const [k, p] of this.pools) {
+      keys[k] = p.envs.length + p.starting;
+      total += keys[k];
+      idle += p.envs.filter((e) => !e.busy).length;
+    }
+    return { total, idle, keys };
+  }
+
+  /**
+   * Retire the environments whose key matches: idle ones are killed now, busy ones when their
+   * current invocation ends. Later runs with such a key start fresh environments.
+   */
+  drain(match: (key: string) => boolean): number {
+    let n = 0;
+    for (const [k, p] of this.pools) {
+      if (!match(k)) continue;
+      for (const e of p.envs) {
+        n++;
+        if (!e.busy) e.kill();
+        else e.retired = true;
+      }
+      this.pools.delete(k);
+      this.wake(k);
+    }
+    return n;
+  }
+
   /** Run one call. Never throws for anything the deployed code does; the result says what happened. */
   async run(r: SandboxRun): Promise<SandboxResult> {
     await this.acquire();
     try {
-      return await this.spawnRun(r);
+      return await this.runAcquired(r);
     } finally {
       this.release();
     }
@@ -206,7 +235,149 @@ export class Sandbox {
     else this.running--;
   }
 
-  private spawnRun(r: SandboxRun): Promise<SandboxResult> {
+  private async runAcquired(r: SandboxRun): Promise<SandboxResult> {
+    const hooks = { broker: r.broker, onLog: r.onLog };
+    const warm = r.mode === 'invoke' && r.key && this.opts.warm ? await this.checkout(r.key, r.timeoutMs) : null;
+    if (warm?.env) {
+      const res = await warm.env.invoke(r.input, r.context ?? {}, r.timeoutMs, hooks);
+      this.checkin(r.key!, warm.env);
+      return { ...res, cold: false };
+    }
+    // Cold: a new environment, pooled afterwards when `warm` reserved a place for it.
+    const started = performance.now();
+    const pooled = warm?.reserved === true;
+    const st = await Environment.start(this.specOf(r, pooled), r.timeoutMs);
+    if (!st.env) {
+      if (pooled) this.unreserve(r.key!);
+      for (const l of st.logs) r.onLog?.(l);
+      return { status: st.status, output: null, error: st.error, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true };
+    }
+    const env = st.env;
+    this.envs.add(env);
+    void env.closed.then(() => this.envs.delete(env));
+    if (r.mode === 'load') {
+      env.kill();
+      return { status: 'succeeded', output: null, error: null, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true };
+    }
+    if (pooled) this.adopt(r.key!, env);
+    const remaining = Math.max(1, r.timeoutMs - Math.round(performance.now() - started));
+    const res = await env.invoke(r.input, r.context ?? {}, remaining, hooks, st);
+    if (pooled) this.checkin(r.key!, env);
+    else env.kill();
+    return { ...res, durationMs: Math.round(performance.now() - started), cold: true };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Pool.
+
+  private readonly pools = new Map<string, { envs: Environment[]; starting: number; waiters: Array<() => void> }>();
+  private readonly envs = new Set<Environment>();
+  private reaper: NodeJS.Timeout | null = null;
+
+  private poolOf(key: string) {
+    let p = this.pools.get(key);
+    if (!p) {
+      p = { envs: [], starting: 0, waiters: [] };
+      this.pools.set(key, p);
+    }
+    return p;
+  }
+
+  private pooledTotal(): number {
+    let n = 0;
+    for (const p of this.pools.values()) n += p.envs.length + p.starting;
+    return n;
+  }
+
+  /**
+   * An idle environment of `key` (marked busy), or a reserved place for a new pooled one, or
+   * null (run one-off: the pool is full of busy environments of other versions).
+   */
+  private async checkout(key: string, timeoutMs: number): Promise<{ env?: Environment; reserved?: boolean } | null> {
+    const w = this.opts.warm!;
+    for (;;) {
+      const p = this.poolOf(key);
+      p.envs = p.envs.filter((e) => !e.dead);
+      const fits = (e: Environment) => Date.now() + timeoutMs + 2000 < e.created + WARM_MAX_AGE_MS;
+      for (const e of p.envs) if (!e.busy && !fits(e)) e.retired = true;
+      const idle = p.envs.find((e) => !e.busy && !e.retired);
+      if (idle) {
+        idle.busy = true;
+        return { env: idle };
+      }
+      if (p.envs.length + p.starting < w.perVersion && (this.pooledTotal() < w.total || this.evictIdle(key))) {
+        p.starting++;
+        this.startReaper();
+        return { reserved: true };
+      }
+      if (p.envs.length + p.starting === 0) return null;
+      // Wait for an environment of this version to come free (or go away).
+      await new Promise<void>((resolve) => p.waiters.push(resolve));
+    }
+  }
+
+  /** Kill the least recently used idle environment of another key to make room. */
+  private evictIdle(except: string): boolean {
+    let victim: { key: string; env: Environment } | null = null;
+    for (const [k, p] of this.pools) {
+      if (k === except) continue;
+      for (const e of p.envs) if (!e.busy && (!victim || e.lastUsed < victim.env.lastUsed)) victim = { key: k, env: e };
+    }
+    if (!victim) return false;
+    this.remove(victim.key, victim.env);
+    return true;
+  }
+
+  private adopt(key: string, env: Environment): void {
+    const p = this.poolOf(key);
+    p.starting = Math.max(0, p.starting - 1);
+    env.busy = true;
+    p.envs.push(env);
+  }
+
+  private unreserve(key: string): void {
+    const p = this.pools.get(key);
+    if (p) p.starting = Math.max(0, p.starting - 1);
+    this.wake(key);
+  }
+
+  private checkin(key: string, env: Environment): void {
+    env.busy = false;
+    if (env.dead || env.retired || !this.pools.get(key)?.envs.includes(env)) this.remove(key, env);
+    this.wake(key);
+  }
+
+  private remove(key: string, env: Environment): void {
+    env.kill();
+    const p = this.pools.get(key);
+    if (!p) return;
+    p.envs = p.envs.filter((e) => e !== env);
+    if (p.envs.length === 0 && p.starting === 0 && p.waiters.length === 0) this.pools.delete(key);
+  }
+
+  private wake(key: string): void {
+    const p = this.pools.get(key);
+    const next = p?.waiters.shift();
+    if (next) next();
+  }
+
+  /** Kill idle environments unused for `warm.idleMs` (checked every min(idleMs, 10 s); the timer does not hold the process open). */
+  private startReaper(): void {
+    if (this.reaper || !this.opts.warm) return;
+    const idleMs = this.opts.warm.idleMs;
+    this.reaper = setInterval(() => {
+      const cutoff = Date.now() - idleMs;
+      for (const [k, p] of this.pools) for (const e of [...p.envs]) if (!e.busy && e.lastUsed < cutoff) this.remove(k, e);
+      if (this.pools.size === 0 && this.reaper) {
+        clearInterval(this.reaper);
+        this.reaper = null;
+      }
+    }, Math.max(50, Math.min(idleMs, 10_000)));
+    this.reaper.unref();
+  }
+
+  /** Command line and limits of a new environment for `r` (`pooled`: its backstop is the pool lifetime). */
+  private specOf(r: SandboxRun, pooled: boolean): EnvironmentSpec {
     const node = this.opts.nodePath ?? process.execPath;
     const nodeArgs = [
       '--experimental-permission',
@@ -216,180 +387,38 @@ export class Sandbox {
       '--input-type=module',
       '-e',
       BOOTSTRAP_SOURCE,
-      r.mode,
       r.root,
       r.entrypoint,
       String(this.opts.maxOutputBytes),
     ];
     if (timeoutBin === undefined) timeoutBin = findBinary('timeout');
-    // Backstop: `timeout` kills the run 2 s after its deadline even if this process has died meanwhile.
-    const backstop = timeoutBin ? [timeoutBin, '-s', 'KILL', `${Math.ceil(r.timeoutMs / 1000) + 2}s`] : [];
-    const argv = [...backstop, ...this.prefix, node, ...nodeArgs];
-    const env: Record<string, string> = { ...(r.env ?? {}), NODE_ENV: 'production', TZ: 'UTC', LANG: 'C.UTF-8' };
-    const started = performance.now();
-    const deadline = Date.now() + r.timeoutMs;
-    const logs: LogEntry[] = [];
-    let logBytes = 0;
-    let logsTruncated = false;
-    const resultChunks: Buffer[] = [];
-    let resultBytes = 0;
-    let resultOverflow = false;
-    let timedOut = false;
-    const stderrTail: string[] = [];
+    if (prlimitBin === undefined) prlimitBin = findBinary('prlimit');
+    // Backstop: `timeout` kills the process even if this one has died meanwhile.
+    const life = pooled ? Math.ceil(WARM_MAX_AGE_MS / 1000) : Math.ceil(r.timeoutMs / 1000) + 2;
+    const backstop = timeoutBin ? [timeoutBin, '-s', 'KILL', `${life}s`] : [];
+    const limitMb = this.processMemoryMb;
+    const rlimit = prlimitBin && limitMb > 0 ? [prlimitBin, `--data=${limitMb * 1024 * 1024}`, '--'] : [];
+    // Without unshare (which switches user itself after creating the namespace), spawn as the user directly.
+    const ids = this.runAs && !this.networkIsolated ? { uid: this.runAs.uid, gid: this.runAs.gid } : {};
+    return {
+      argv: [...backstop, ...rlimit, ...this.prefix, node, ...nodeArgs],
+      cwd: r.root,
+      env: { ...(r.env ?? {}), NODE_ENV: 'production', TZ: 'UTC', LANG: 'C.UTF-8' },
+      ids,
+      root: r.root,
+      memoryMb: limitMb || this.opts.memoryMb,
+      maxLogBytes: this.opts.maxLogBytes,
+      maxOutputBytes: this.opts.maxOutputBytes,
+    };
+  }
 
-    return new Promise<SandboxResult>((resolve) => {
-      let child: ChildProcess;
-      try {
-        // detached: own process group, so a kill reaches `timeout`, `unshare` and node alike.
-        // Without unshare (which switches user itself after creating the namespace), spawn as the user directly.
-        const ids = this.runAs && !this.networkIsolated ? { uid: this.runAs.uid, gid: this.runAs.gid } : {};
-        child = spawn(argv[0], argv.slice(1), { cwd: r.root, env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, ...ids });
-      } catch (err) {
-        resolve({ status: 'failed', output: null, error: { code: 'sandbox_error', message: `cannot start the sandbox: ${(err as Error).message}` }, logs, logsTruncated, durationMs: 0 });
-        return;
-      }
-      this.children.add(child);
-      const capture = (stream: 'stdout' | 'stderr') => {
-        let partial = '';
-        const push = (line: string) => {
-          if (stream === 'stderr') {
-            stderrTail.push(line);
-            if (stderrTail.length > 20) stderrTail.shift();
-          }
-          const msg = line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line;
-          const size = Buffer.byteLength(msg) + 1;
-          if (logsTruncated || logBytes + size > this.opts.maxLogBytes || logs.length >= MAX_LOG_LINES) {
-            logsTruncated = true;
-            return;
-          }
-          logBytes += size;
-          logs.push({ ts: new Date().toISOString(), stream, message: msg });
-        };
-        return {
-          data: (chunk: Buffer) => {
-            const text = partial + chunk.toString('utf8');
-            const lines = text.split('\n');
-            partial = lines.pop() ?? '';
-            if (partial.length > MAX_LINE * 4) {
-              lines.push(partial);
-              partial = '';
-            }
-            for (const l of lines) push(l.replace(/\r$/, ''));
-          },
-          end: () => {
-            if (partial) push(partial);
-            partial = '';
-          },
-        };
-      };
-      const out = capture('stdout');
-      const errs = capture('stderr');
-      child.stdout!.on('data', out.data);
-      child.stderr!.on('data', errs.data);
-      const resultPipe = child.stdio[3] as NodeJS.ReadableStream;
-      resultPipe.on('data', (chunk: Buffer) => {
-        resultBytes += chunk.length;
-        if (resultBytes > this.opts.maxOutputBytes + 64 * 1024) {
-          resultOverflow = true;
-          killGroup(child);
-          return;
-        }
-        resultChunks.push(chunk);
-      });
-      resultPipe.on('error', () => {});
-      child.stdin!.on('error', () => {});
-      const context = { ...(r.context ?? {}), deadline };
-      child.stdin!.end(JSON.stringify({ input: r.input ?? null, context }));
-
-      const timer = setTimeout(() => {
-        timedOut = true;
-        killGroup(child);
-      }, r.timeoutMs);
-
-      child.on('error', (err) => {
-        clearTimeout(timer);
-        this.children.delete(child);
-        resolve({ status: 'failed', output: null, error: { code: 'sandbox_error', message: `cannot start the sandbox: ${err.message}` }, logs, logsTruncated, durationMs: Math.round(performance.now() - started) });
-      });
-      child.on('close', (code, signal) => {
-        clearTimeout(timer);
-        this.children.delete(child);
-        out.end();
-        errs.end();
-        const durationMs = Math.round(performance.now() - started);
-        const base = { logs, logsTruncated, durationMs };
-        if (timedOut) {
-          resolve({ ...base, status: 'timed_out', output: null, error: { code: 'timeout', message: `the run exceeded its timeout of ${r.timeoutMs} ms and was killed` } });
-          return;
-        }
-        if (resultOverflow) {
-          resolve({ ...base, status: 'failed', output: null, error: { code: 'output_too_large', message: `the handler result is larger than ${this.opts.maxOutputBytes} bytes` } });
-          return;
-        }
-        let msg: { status?: string; output_json?: string; error?: SandboxError } | null = null;
-        if (resultBytes > 0) {
-          try {
-            msg = JSON.parse(Buffer.concat(resultChunks).toString('utf8'));
-          } catch {
-            msg = null;
-          }
-        }
-        if (msg?.status === 'succeeded' && typeof msg.output_json === 'string') {
-          let output: unknown = null;
-          try {
-            output = JSON.parse(msg.output_json);
-          } catch {
-            resolve({ ...base, status: 'failed', output: null, error: { code: 'output_not_serializable', message: 'the handler result is not JSON' } });
-            return;
-          }
-          resolve({ ...base, status: 'succeeded', output, error: null });
-          return;
-        }
-        if (msg?.status === 'failed' && msg.error && typeof msg.error === 'object') {
-          resolve({ ...base, status: 'failed', output: null, error: cleanError(msg.error, r.root) });
-          return;
-        }
-        const tail = stderrTail.join('\n');
-        if (/heap out of memory|Allocation failed/i.test(tail)) {
-          resolve({ ...base, status: 'failed', output: null, error: { code: 'out_of_memory', message: `the process ran out of memory (limit ${this.opts.memoryMb} MiB heap)` } });
-          return;
-        }
-        if (code === 13) {
-          resolve({ ...base, status: 'failed', output: null, error: { code: 'no_result', message: 'the handler returned a promise that never settled' } });
-          return;
-        }
-        resolve({
-          ...base,
-          status: 'failed',
-          output: null,
-          error: { code: 'crashed', message: `the process exited (${signal ? `signal ${signal}` : `code ${code}`}) without returning a result` },
-        });
-      });
-    });
+  /** The whole-process memory limit in force, MiB (0: none — `prlimit` missing or disabled). */
+  get processMemoryMb(): number {
+    if (prlimitBin === undefined) prlimitBin = findBinary('prlimit');
+    if (!prlimitBin) return 0;
+    return this.opts.processMemoryMb ?? this.opts.memoryMb * 2 + 64;
   }
 }
 
-/** SIGKILL the child's whole process group (falls back to the child alone). */
-function killGroup(child: ChildProcess): void {
-  try {
-    if (child.pid) process.kill(-child.pid, 'SIGKILL');
-    else child.kill('SIGKILL');
-  } catch {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-}
-
-/** Keep only known string fields, bounded, and hide the host path of the artifact (shown as `/app`). */
-function cleanError(e: SandboxError, root: string): SandboxError {
-  const s = (v: unknown, max: number) => (typeof v === 'string' ? v.split(root).join('/app').slice(0, max) : undefined);
-  const out: SandboxError = { code: s(e.code, 64) ?? 'handler_error', message: s(e.message, 4096) ?? '' };
-  for (const k of ['name', 'stack', 'permission', 'resource'] as const) {
-    const v = s(e[k], 4096);
-    if (v !== undefined) out[k] = v;
-  }
-  return out;
-}
+/** util-linux `prlimit`, used to set RLIMIT_DATA on the sandbox process. */
+let prlimitBin: string | null | undefined;

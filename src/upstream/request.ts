@@ -4,15 +4,22 @@
  * registry's `ExecutableTool` satisfies it), used by tool execution and publish verification.
  */
 import { AppError } from '../http/errors.js';
+import type { OAuth2Client } from './oauth2.js';
 
 /** Where an argument of an HTTP tool goes: a `{name}` path placeholder, the query, a header, or a field of the JSON body. */
 export type ArgLocation = 'path' | 'query' | 'header' | 'body';
 
-/** A decrypted upstream credential (never log it): bearer → Authorization, header → its header, query → its query parameter. */
+/**
+ * A decrypted upstream credential (never log it): bearer → Authorization, header → its header,
+ * query → its query parameter. `oauth2`: no shared credential — the caller's own token is put in
+ * by the connections module (`withCallerGrant`) before a request is built; `oauth2` carries the
+ * service's client for that.
+ */
 export interface UpstreamAuth {
-  type: 'none' | 'bearer' | 'header' | 'query';
+  type: 'none' | 'bearer' | 'header' | 'query' | 'oauth2';
   name?: string;
   secret?: string;
+  oauth2?: OAuth2Client;
 }
 
 /** What {@link buildHttpRequest} reads of a tool: its service's base URL, the tool's method and path template, argument placement and the credential. */

@@ -60,7 +60,11 @@ export async function callHttpTool(ctx: AppContext, t: CallTarget, req: HttpRequ
   }
 }
 
-function failedCall(err: unknown, started: number): CallOutcome {
+/**
+ * The failed outcome of a call that threw an AppError (`started`: `performance.now()` when the call
+ * began); rethrows anything else.
+ */
+export function failedCall(err: unknown, started: number): CallOutcome {
   if (!(err instanceof AppError)) throw err;
   return { status: 'failed', httpStatus: null, output: null, error: { code: err.code, message: err.message }, durationMs: Math.round(performance.now() - started), failure: err };
 }

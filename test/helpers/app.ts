@@ -9,7 +9,7 @@ import { afterAll } from 'vitest';
 import { buildApp, type BuiltApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 
-/** Environment for tests: generous rate limits, loopback upstreams admitted, test tokens on. */
+/** Environment for tests: generous rate limits, loopback upstreams admitted, test tokens with elevated roles on. */
 export function testEnv(overrides: Record<string, string | undefined> = {}): Record<string, string | undefined> {
   return {
     NODE_ENV: 'test',
@@ -21,6 +21,12 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     RATE_LIMIT_PRO: '100000',
     RATE_LIMIT_ANONYMOUS: '100000',
     ALLOW_LOOPBACK_UPSTREAMS: 'on',
+    // Tests ask /auth/test for pro/enterprise/admin users: both switches are needed for that.
+    AUTH_TEST_TOKENS: 'on',
+    AUTH_TEST_ROLES: 'on',
+    // Sign-in limits high enough for tests that log in many times (the limits have their own tests).
+    AUTH_ATTEMPTS_PER_ACCOUNT: '100000',
+    AUTH_ATTEMPTS_PER_IP: '100000',
     // Own Redis counters per app, so parallel test files never share a rate-limit bucket.
     RATE_LIMIT_REDIS_PREFIX: `test:rl:${randomBytes(6).toString('hex')}:`,
     // Own realtime-analytics counters per app as well.

@@ -63,7 +63,7 @@ export class Browser {
 
   /**
    * Follow `authUrl` through the tenant: sign in with `email`/`password` when the form appears,
-   * follow redirects until one leaves for `redirectUri`. Returns that final URL (with `code`, `state`).
+   * allow a registered client on its consent page, follow redirects until one leaves for `redirectUri`. Returns that final URL (with `code`, `state`).
    * @throws when a step answers something unexpected (with the status and body).
    */
   async login(authUrl: string, redirectUri: string, creds: { email: string; password: string }, maxSteps = 10): Promise<URL> {
@@ -87,6 +87,14 @@ export class Browser {
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
           body: new URLSearchParams(creds).toString(),
         };
+        lastUrl = action;
+        continue;
+      }
+      // A registered client's consent page: the user clicks Allow.
+      const consent = /<form method="post" action="([^"]+\/confirm)"/.exec(res.body);
+      if (res.status === 200 && consent) {
+        const action = new URL(consent[1].replaceAll('&amp;', '&'), lastUrl).href;
+        next = { method: 'POST', url: action, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' };
         lastUrl = action;
         continue;
       }

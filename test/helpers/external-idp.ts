@@ -27,6 +27,18 @@ export interface ExternalIdp {
   close(): Promise<void>;
 }
 
+/** Finish a consent interaction of `provider` granting every scope the client asked for. */
+export async function grantConsent(provider: Provider, req: http.IncomingMessage, res: http.ServerResponse, details: Awaited<ReturnType<Provider['interactionDetails']>>): Promise<void> {
+  const d = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
+  const grant = details.grantId
+    ? (await provider.Grant.find(details.grantId))!
+    : new provider.Grant({ accountId: details.session!.accountId, clientId: String(details.params.client_id) });
+  if (d.missingOIDCScope) grant.addOIDCScope(d.missingOIDCScope.join(' '));
+  for (const [ind, s] of Object.entries(d.missingResourceScopes ?? {})) grant.addResourceScope(ind, s.join(' '));
+  const grantId = await grant.save();
+  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+}
+
 export async function startExternalIdp(opts: { audience: string; rolesClaim: string; redirectUris: string[] }): Promise<ExternalIdp> {
   const clientId = 'external-client';
   const clientSecret = randomBytes(24).toString('base64url');
@@ -90,12 +102,7 @@ export async function startExternalIdp(opts: { audience: string; rolesClaim: str
         if (!current) throw new Error('signInAs() was not called');
         return await provider.interactionFinished(req, res, { login: { accountId: current.sub } }, { mergeWithLastSubmission: false });
       }
-      const d = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
-      const grant = details.grantId ? (await provider.Grant.find(details.grantId))! : new provider.Grant({ accountId: details.session!.accountId, clientId });
-      if (d.missingOIDCScope) grant.addOIDCScope(d.missingOIDCScope.join(' '));
-      for (const [ind, s] of Object.entries(d.missingResourceScopes ?? {})) grant.addResourceScope(ind, s.join(' '));
-      const grantId = await grant.save();
-      await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+      await grantConsent(provider, req, res, details);
     } catch (err) {
       res.statusCode = 500;
       res.end(String((err as Error).message));

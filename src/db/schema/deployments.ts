@@ -47,6 +47,8 @@ export const deployments = pgTable(
     /** Environment variables, AES-256-GCM blob of a JSON object (they often hold secrets); null when none. */
     envEncrypted: text('env_encrypted'),
     envKeys: text('env_keys').array().notNull().default(sql`'{}'::text[]`),
+    /** Egress allow-list: `host`, `*.suffix`, optionally `:port` (none: no network at all). */
+    egress: text('egress').array().notNull().default(sql`'{}'::text[]`),
     /** Why the prepare step failed (status `failed`). */
     failureReason: text('failure_reason'),
     /** Principal that created it (`usr_…` or `agt_…`). */
@@ -84,6 +86,10 @@ export const agentInvocations = pgTable(
     /** `[{ ts, stream, message }]`, capped. */
     logs: jsonb('logs').$type<Array<{ ts: string; stream: string; message: string }>>().notNull().default([]),
     logsTruncated: boolean('logs_truncated').notNull().default(false),
+    /** Platform calls the handler made (`context.tools.execute`, `context.memory.*`, …), in order, capped. */
+    calls: jsonb('calls').$type<Array<Record<string, unknown>>>().notNull().default([]),
+    /** True when the invocation started a new execution environment (null until it ran). */
+    cold: boolean('cold'),
     timeoutMs: integer('timeout_ms').notNull(),
     durationMs: integer('duration_ms'),
     createdBy: text('created_by').notNull(),

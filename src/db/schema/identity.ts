@@ -3,7 +3,7 @@
  * authorization-code flow, the embedded OpenID Provider's storage and the module's own secrets.
  */
 import { sql } from 'drizzle-orm';
-import { index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { boolean, index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 export const users = pgTable(
   'users',
@@ -17,6 +17,8 @@ export const users = pgTable(
     /** scrypt hash for users of the embedded tenant; null for external-provider users. */
     passwordHash: text('password_hash'),
     roles: text('roles').array().notNull().default(sql`'{user}'::text[]`),
+    /** Created by `POST /auth/test`: the only accounts a test token may be issued for. */
+    test: boolean('test').notNull().default(false),
     preferences: jsonb('preferences').$type<Record<string, unknown>>().notNull().default({}),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),

@@ -11,3 +11,5 @@ export * from './registry.js';
 export * from './publishing.js';
 export * from './deployments.js';
 export * from './analytics.js';
+export * from './mcp.js';
+export * from './connections.js';

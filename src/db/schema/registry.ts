@@ -3,6 +3,31 @@ import { sql } from 'drizzle-orm';
 import { index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from './identity.js';
 
+/**
+ * The OAuth 2.0 client configuration of an `oauth2` service as stored (snake_case, as in the
+ * manifest, docs/manifest.md): either `issuer` alone (OpenID Connect / RFC 8414 discovery) or
+ * `authorization_url` + `token_url` (then `issuer`, when given, is the expected RFC 9207 `iss`).
+ */
+export interface OAuth2Settings {
+  issuer?: string;
+  authorization_url?: string;
+  token_url?: string;
+  /** RFC 7009 revocation endpoint with `authorization_url` + `token_url` (discovered with `issuer`). */
+  revocation_url?: string;
+  scopes: string[];
+  client_id: string;
+  /** Client authentication at the token endpoint (RFC 6749 §2.3.1); `none` when there is no secret. */
+  token_endpoint_auth_method: 'client_secret_basic' | 'client_secret_post' | 'none';
+  /** PKCE S256 (RFC 7636); default true. */
+  pkce: boolean;
+  /** Where the access token goes upstream: `Authorization: Bearer` or `?access_token=` (RFC 6750 §2.1/§2.3). */
+  token_placement: 'header' | 'query';
+  /** Auth0-style `audience` authorization parameter. */
+  audience?: string;
+  /** RFC 8707 resource indicator sent on authorization and token requests. */
+  resource?: string;
+}
+
 export const services = pgTable(
   'services',
   {
@@ -26,6 +51,8 @@ export const services = pgTable(
     authType: text('auth_type').notNull().default('none'),
     authName: text('auth_name'),
     authSecret: text('auth_secret'),
+    /** `oauth2` services: the OAuth 2.0 client configuration without its secret (`auth_secret` holds that). */
+    authOauth2: jsonb('auth_oauth2').$type<OAuth2Settings | null>(),
     /** AES-GCM blob of the per-service HMAC signing secret. */
     signingSecret: text('signing_secret').notNull(),
     /** Validation warnings of the last registration/sync (`{pointer, message}`). */

@@ -8,4 +8,11 @@ export const SetRolesBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const UserIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, description: 'platform user id (`usr_…`)' }) });
+export const UserIdParams = Type.Object({
+  id: Type.String({
+    minLength: 1,
+    maxLength: 300,
+    description: 'the user as the API shows it (`user_id`: `<provider>|<id>`, e.g. `agent-platform|usr_…`, URL-encoded as `agent-platform%7Cusr_…`) or the bare platform id (`usr_…`)',
+    examples: ['agent-platform%7Cusr_01JD8Z3X9Q2W4E6R8T0Y2U4I6O', 'usr_01JD8Z3X9Q2W4E6R8T0Y2U4I6O'],
+  }),
+});

@@ -130,7 +130,8 @@ function refusal(live: Liveness, sid: string): string | null {
   return null;
 }
 
-function rolesOf(v: unknown): Role[] {
+/** The known roles in `v` (a roles column or claim); `['user']` when none. */
+export function rolesOf(v: unknown): Role[] {
   const list = Array.isArray(v) ? v.filter((r): r is Role => (ROLES as readonly string[]).includes(r as string)) : [];
   return list.length ? list : ['user'];
 }

@@ -10,6 +10,8 @@ import {
   DeployForm,
   DeploymentSchema,
   ExecutionParams,
+  FollowQuery,
+  LogLinesSchema,
   InvocationSchema,
   InvocationSummarySchema,
   InvokeBody,
@@ -17,18 +19,10 @@ import {
   RedeployBody,
   RollbackBody,
 } from './schemas.js';
-import {
-  createDeployment,
-  getInvocation,
-  invokeAgent,
-  listDeployments,
-  listInvocations,
-  redeployDeployment,
-  registerDeploymentJobs,
-  rollbackDeployment,
-  stopDeployment,
-  type DeployInput,
-} from './service.js';
+import { streamAgent, streamInvocation } from './follow.js';
+import { getInvocation, invokeAgent, listInvocations, recentLogs } from './invocations.js';
+import { registerDeploymentJobs } from './jobs.js';
+import { createDeployment, listDeployments, redeployDeployment, rollbackDeployment, stopDeployment, type DeployInput } from './service.js';
 
 /** The JSON body of invoke/rollback/redeploy is optional: no body means `{}`. */
 const emptyBodyIsObject = async (req: FastifyRequest): Promise<void> => {
@@ -179,5 +173,41 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
     '/v2/agents/:id/executions/:exeId',
     { schema: { tags, security, operationId: 'deployments.executions.get', summary: 'One invocation with input, output and logs', params: ExecutionParams, response: { 200: InvocationSchema, ...errorResponses(403, 404) } } },
     async (req) => getInvocation(ctx, principalOf(req), req.params.id, req.params.exeId),
+  );
+
+  const logsRoute = <P extends typeof IdParams | typeof ExecutionParams>(operationId: string, summary: string, params: P) => ({
+    schema: {
+      tags,
+      security,
+      operationId,
+      summary,
+      description: 'Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })',
+      params,
+      querystring: FollowQuery,
+      produces: ['application/json', 'text/event-stream'],
+      response: { 200: LogLinesSchema, ...errorResponses(403, 404) },
+    },
+  });
+  r.get(
+    '/v2/agents/:id/executions/:exeId/logs',
+    logsRoute('deployments.executions.logs', "An invocation's log lines; ?follow=true streams them (SSE) until it ends", ExecutionParams),
+    async (req, reply) => {
+      const p = principalOf(req);
+      const inv = await getInvocation(ctx, p, req.params.id, req.params.exeId);
+      if (!req.query.follow) return { data: inv.logs.map((l) => ({ ...l, invocation_id: inv.id })), logs_truncated: inv.logs_truncated };
+      streamInvocation(req, reply, inv, () => getInvocation(ctx, p, req.params.id, req.params.exeId));
+      return reply;
+    },
+  );
+
+  r.get(
+    '/v2/agents/:id/logs',
+    logsRoute('deployments.logs', "Log lines of the agent's recent invocations; ?follow=true tails its invocations as they run (SSE)", IdParams),
+    async (req, reply) => {
+      const recent = await recentLogs(ctx, principalOf(req), req.params.id);
+      if (!req.query.follow) return recent;
+      streamAgent(req, reply, req.params.id);
+      return reply;
+    },
   );
 }

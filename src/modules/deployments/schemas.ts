@@ -71,8 +71,21 @@ export const InvocationError = Type.Object({
 
 export const LogEntrySchema = Type.Object({
   ts: Timestamp,
-  stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr')]),
+  stream: Type.Union([Type.Literal('stdout'), Type.Literal('stderr'), Type.Literal('platform')], { description: 'platform: a context.log line, or an event of the platform (a refused egress attempt, …)' }),
   message: Type.String(),
+  level: Type.Optional(Type.Union([Type.Literal('info'), Type.Literal('warn'), Type.Literal('error')])),
+  fields: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+
+/** One platform call of the handler (`context.tools.execute`, `context.memory.get`, …). */
+export const CallRecordSchema = Type.Object({
+  op: Type.String({ description: 'tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add' }),
+  target: Type.Optional(Type.String({ description: 'service/tool, memory key, or query' })),
+  status: Type.Union([Type.Literal('ok'), Type.Literal('error')]),
+  error: Type.Optional(Type.String({ description: 'the problem code of a refused or failed call' })),
+  execution_id: Type.Optional(Type.String({ description: 'exe_… of a tool execution (in the session of the invocation)' })),
+  duration_ms: Type.Number(),
+  at: Timestamp,
 });
 
 const invocationFields = {
@@ -84,7 +97,8 @@ const invocationFields = {
   async: Type.Boolean(),
   error: Nullable(InvocationError),
   timeout_ms: Type.Integer(),
-  duration_ms: Nullable(Type.Integer({ description: 'process start to exit, ms' })),
+  duration_ms: Nullable(Type.Integer({ description: 'cold start: process start + module load + handler; warm: the handler alone, ms' })),
+  cold: Nullable(Type.Boolean({ description: 'true when the invocation started a new execution environment; null until it ran' })),
   created_at: Timestamp,
   started_at: Nullable(Timestamp),
   finished_at: Nullable(Timestamp),
@@ -100,9 +114,19 @@ export const InvocationSchema = Type.Object({
   output: Type.Unknown(),
   logs: Type.Array(LogEntrySchema),
   logs_truncated: Type.Boolean(),
+  calls: Type.Array(CallRecordSchema, { description: 'platform calls the handler made, in order (at most 200 kept)' }),
 });
 
 export const ExecutionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), exeId: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const FollowQuery = Type.Object(
+  { follow: Type.Optional(Type.Boolean({ default: false, description: 'true: stream the lines as Server-Sent Events (text/event-stream) until the invocation ends' })) },
+  { additionalProperties: false },
+);
+
+/** A log line with its invocation (log listings and SSE `log` events). */
+export const FollowedLineSchema = Type.Intersect([LogEntrySchema, Type.Object({ invocation_id: Type.String() })]);
+export const LogLinesSchema = Type.Object({ data: Type.Array(FollowedLineSchema), logs_truncated: Type.Boolean() });
 
 export type DeploymentView = Static<typeof DeploymentSchema>;
 /** Full invocation record (invoke answer, execution detail). */

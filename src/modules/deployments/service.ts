@@ -15,32 +15,23 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { and, desc, eq, getTableColumns, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, lt, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import type { Tx } from '../../db/client.js';
-import { agentInvocations, deploymentArtifacts, deployments } from '../../db/schema/index.js';
+import { deploymentArtifacts, deployments } from '../../db/schema/index.js';
 import { accountOf, type Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
-import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
+import { encryptSecret } from '../../lib/secrets.js';
 import { getAgentForAccount } from '../agents/service.js';
-import { ArtifactError, inspectArtifact, resolveEntrypoint, unpackArtifact, type ArtifactLimits } from '../../sandbox/artifact.js';
-import { Sandbox, type SandboxError, type SandboxResult } from '../../sandbox/runner.js';
-import type { DeploymentView, InvocationSummary, InvocationView } from './schemas.js';
+import { ArtifactError, inspectArtifact, resolveEntrypoint } from '../../sandbox/artifact.js';
+import { parseEnv } from './env.js';
+import { drainAgent, ensureUnpacked, envOf, limitsOf, PREPARE_JOB, sandboxOf, STALE_MARGIN_MS, type DeploymentRow } from './runtime.js';
+import type { DeploymentView } from './schemas.js';
+import { deploymentView } from './views.js';
 
-type DeploymentRow = typeof deployments.$inferSelect;
-type InvocationRow = typeof agentInvocations.$inferSelect;
-
-/** Columns of an invocation without its (possibly large) input, output and logs. */
-const { input: _input, output: _output, logs: _logs, logsTruncated: _lt, ...summaryColumns } = getTableColumns(agentInvocations);
-
-export type DeploymentStatus = DeploymentView['status'];
-export type InvocationStatus = InvocationView['status'];
-
-/** Job names of this module. */
-export const PREPARE_JOB = 'deployments.prepare';
-export const INVOKE_JOB = 'deployments.invoke';
+export type { DeploymentStatus, InvocationStatus } from './views.js';
 
 /** Input of {@link createDeployment}, parsed from the multipart form by the route. */
 export interface DeployInput {
@@ -49,120 +40,6 @@ export interface DeployInput {
   /** Raw `env` field: a JSON object of string values. */
   env?: string;
   description?: string;
-}
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
-
-function deploymentView(d: DeploymentRow): DeploymentView {
-  return {
-    id: d.id,
-    agent_id: d.agentId,
-    version: d.version,
-    status: d.status as DeploymentStatus,
-    entrypoint: d.entrypoint,
-    description: d.description,
-    artifact: { sha256: d.artifactSha256, size_bytes: d.artifactSize, files: d.fileCount, unpacked_bytes: d.unpackedBytes },
-    env_keys: d.envKeys,
-    failure_reason: d.failureReason,
-    created_by: d.createdBy,
-    created_at: d.createdAt.toISOString(),
-    updated_at: d.updatedAt.toISOString(),
-    prepared_at: iso(d.preparedAt),
-    activated_at: iso(d.activatedAt),
-  };
-}
-
-function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'logs' | 'logsTruncated'>): InvocationSummary {
-  return {
-    id: r.id,
-    agent_id: r.agentId,
-    deployment_id: r.deploymentId,
-    version: r.version,
-    status: r.status as InvocationStatus,
-    async: r.async,
-    error: (r.error as SandboxError | null) ?? null,
-    timeout_ms: r.timeoutMs,
-    duration_ms: r.durationMs,
-    created_at: r.createdAt.toISOString(),
-    started_at: iso(r.startedAt),
-    finished_at: iso(r.finishedAt),
-  };
-}
-
-function invocationView(r: InvocationRow): InvocationView {
-  return { ...invocationSummary(r), input: r.input ?? null, output: r.output ?? null, logs: r.logs as InvocationView['logs'], logs_truncated: r.logsTruncated };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Runtime state (one sandbox per app) and job registration.
-
-const sandboxes = new WeakMap<AppContext, Sandbox>();
-const unpacking = new Map<string, Promise<string>>();
-
-/** The app's sandbox (created on first use; probes network isolation once). */
-export function sandboxOf(ctx: AppContext): Sandbox {
-  let s = sandboxes.get(ctx);
-  if (!s) {
-    const c = ctx.config.sandbox;
-    fs.mkdirSync(c.dir, { recursive: true, mode: 0o755 });
-    s = new Sandbox({ memoryMb: c.memoryMb, maxLogBytes: c.maxLogBytes, maxOutputBytes: c.maxOutputBytes, concurrency: c.concurrency, network: c.network, user: c.user, readableDir: fs.realpathSync(c.dir) });
-    if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
-    if (s.runAsNote) ctx.log.warn(`sandbox: ${s.runAsNote}`);
-    ctx.log.info({ network_isolated: s.networkIsolated, run_as: s.runAs }, 'sandbox ready');
-    const sandbox = s;
-    ctx.onClose.push(() => sandbox.killAll());
-    sandboxes.set(ctx, s);
-  }
-  return s;
-}
-
-function limitsOf(ctx: AppContext): ArtifactLimits {
-  return { maxUnpackedBytes: ctx.config.deploy.maxUnpackedBytes, maxFiles: ctx.config.deploy.maxFiles };
-}
-
-/** Margin after a run's own deadline before it is considered interrupted (its process died with its host). */
-const STALE_MARGIN_MS = 60_000;
-
-/**
- * Register this module's job handlers on `ctx.jobs` (call once per app, API and worker processes
- * alike) and recover work interrupted by a restart (in the background; failures are logged).
- */
-export function registerDeploymentJobs(ctx: AppContext): void {
-  ctx.jobs.register<{ deploymentId: string; activate: 'always' | 'if_newest' }>(PREPARE_JOB, (p) => prepareDeployment(ctx, p.deploymentId, p.activate));
-  ctx.jobs.register<{ invocationId: string }>(INVOKE_JOB, (p) => runQueuedInvocation(ctx, p.invocationId));
-  if (ctx.config.processRole !== 'api') {
-    recoverInterrupted(ctx).catch((err) => ctx.log.error({ err }, 'deployments: recovery of interrupted work failed'));
-  }
-}
-
-/**
- * After a restart: invocations `running` well past their deadline become `failed`
- * (`interrupted`). With the in-process queue (a single instance, whose queue died with it),
- * stale `queued` invocations and `preparing` deployments are enqueued again; BullMQ keeps its
- * jobs, so there only the `running` sweep applies.
- */
-export async function recoverInterrupted(ctx: AppContext): Promise<void> {
-  const now = Date.now();
-  const interrupted = await ctx.db
-    .update(agentInvocations)
-    .set({ status: 'failed', error: { code: 'interrupted', message: 'the process running this invocation stopped before it finished' }, finishedAt: new Date() })
-    .where(and(eq(agentInvocations.status, 'running'), lt(agentInvocations.startedAt, new Date(now - ctx.config.sandbox.maxTimeoutMs - STALE_MARGIN_MS))))
-    .returning({ id: agentInvocations.id });
-  if (ctx.jobs.kind !== 'in-process') return;
-  const cutoff = new Date(now - STALE_MARGIN_MS);
-  const queued = await ctx.db
-    .select({ id: agentInvocations.id })
-    .from(agentInvocations)
-    .where(and(eq(agentInvocations.status, 'queued'), lt(agentInvocations.createdAt, cutoff)));
-  for (const q of queued) await ctx.jobs.enqueue(INVOKE_JOB, { invocationId: q.id });
-  const preparing = await ctx.db
-    .select({ id: deployments.id })
-    .from(deployments)
-    .where(and(eq(deployments.status, 'preparing'), lt(deployments.updatedAt, new Date(now - ctx.config.sandbox.prepareTimeoutMs - STALE_MARGIN_MS))));
-  for (const d of preparing) await ctx.jobs.enqueue(PREPARE_JOB, { deploymentId: d.id, activate: 'if_newest' });
-  if (interrupted.length || queued.length || preparing.length) {
-    ctx.log.info({ interrupted: interrupted.length, requeued_invocations: queued.length, requeued_prepares: preparing.length }, 'deployments: recovered interrupted work');
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -178,7 +55,7 @@ export async function agentInScope(ctx: AppContext, p: Principal, agentId: strin
   return getAgentForAccount(ctx, accountOf(p), agentId);
 }
 
-function principalId(p: Principal): string {
+export function principalId(p: Principal): string {
   return p.kind === 'user' ? p.userId : p.agentId;
 }
 
@@ -192,41 +69,8 @@ async function activeOf(tx: Tx, agentId: string): Promise<DeploymentRow | undefi
   return d;
 }
 
-function invalidState(detail: string): AppError {
+export function invalidState(detail: string): AppError {
   return new AppError('invalid_state', detail);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Deploy.
-
-const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-/** Variables that change how Node or the loader behave (NODE_OPTIONS could widen the permissions). */
-const ENV_RESERVED = /^(NODE_|LD_|DYLD_|UV_|OPENSSL_)/i;
-const MAX_ENV_KEYS = 64;
-const MAX_ENV_BYTES = 16 * 1024;
-
-function parseEnv(raw: string | undefined): Record<string, string> | null {
-  if (raw === undefined || raw.trim() === '') return null;
-  const bad = (message: string) => new AppError('validation_failed', `env: ${message}`, { errors: [{ in: 'body', pointer: '/env', message }] });
-  if (Buffer.byteLength(raw) > MAX_ENV_BYTES) throw bad(`must be at most ${MAX_ENV_BYTES} bytes`);
-  let v: unknown;
-  try {
-    v = JSON.parse(raw);
-  } catch {
-    throw bad('must be a JSON object');
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw bad('must be a JSON object');
-  const out: Record<string, string> = {};
-  const entries = Object.entries(v as Record<string, unknown>);
-  if (entries.length > MAX_ENV_KEYS) throw bad(`at most ${MAX_ENV_KEYS} variables`);
-  for (const [k, val] of entries) {
-    if (!ENV_KEY.test(k)) throw bad(`${JSON.stringify(k)} is not a valid variable name`);
-    if (ENV_RESERVED.test(k)) throw bad(`${JSON.stringify(k)} is reserved (NODE_*, LD_*, DYLD_*, UV_*, OPENSSL_* are not allowed)`);
-    if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean') throw bad(`value of ${k} must be a string`);
-    if (String(val).includes('\0')) throw bad(`value of ${k} contains a NUL byte`);
-    out[k] = String(val);
-  }
-  return out;
 }
 
 /**
@@ -284,29 +128,6 @@ export async function createDeployment(ctx: AppContext, p: Principal, agentId: s
   return deploymentView(row);
 }
 
-/** Unpack the artifact `sha256` on this host (once; concurrent callers share the work). Returns its directory. */
-async function ensureUnpacked(ctx: AppContext, sha256: string): Promise<string> {
-  const dir = ctx.config.sandbox.dir;
-  const dest = path.join(dir, sha256);
-  if (fs.existsSync(dest)) return fs.realpathSync(dest);
-  const key = `${dir}\0${sha256}`;
-  let p = unpacking.get(key);
-  if (!p) {
-    p = (async () => {
-      const [a] = await ctx.db.select({ data: deploymentArtifacts.data }).from(deploymentArtifacts).where(eq(deploymentArtifacts.sha256, sha256));
-      if (!a) throw new ArtifactError(`artifact ${sha256} is missing from storage`);
-      const buf = Buffer.isBuffer(a.data) ? a.data : Buffer.from((a.data as Uint8Array).buffer, (a.data as Uint8Array).byteOffset, (a.data as Uint8Array).byteLength);
-      return unpackArtifact(buf, dir, limitsOf(ctx));
-    })().finally(() => unpacking.delete(key));
-    unpacking.set(key, p);
-  }
-  return p;
-}
-
-function envOf(ctx: AppContext, d: DeploymentRow): Record<string, string> {
-  return d.envEncrypted ? (JSON.parse(decryptSecret(ctx, d.envEncrypted)) as Record<string, string>) : {};
-}
-
 /**
  * The prepare step (job `deployments.prepare`): unpack, check the entrypoint, smoke-load it in the
  * sandbox (module top level runs, a handler export must exist), then activate. `if_newest` (a new
@@ -351,11 +172,19 @@ export async function prepareDeployment(ctx: AppContext, deploymentId: string, a
     if (active) await tx.update(deployments).set({ status: 'superseded', updatedAt: now }).where(eq(deployments.id, active.id));
     await tx.update(deployments).set({ status: 'active', failureReason: null, preparedAt: now, activatedAt: now, updatedAt: now }).where(eq(deployments.id, d.id));
   });
+  if (!failure) drainAgent(ctx, d.agentId);
   ctx.log.info({ deployment_id: d.id, agent_id: d.agentId, version: d.version, ok: !failure, reason: failure ?? undefined }, 'deployment prepared');
 }
 
 // ---------------------------------------------------------------------------------------------
 // History and lifecycle actions.
+
+/** After a committed state change, retire this host's warm environments of the agent (other hosts: see `warmKey`). */
+async function drained<T>(ctx: AppContext, agentId: string, change: Promise<T>): Promise<T> {
+  const out = await change;
+  drainAgent(ctx, agentId);
+  return out;
+}
 
 /** Deployments of the agent, newest first. @throws AppError not_found */
 export async function listDeployments(ctx: AppContext, p: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<DeploymentView>> {
@@ -380,7 +209,7 @@ export async function listDeployments(ctx: AppContext, p: Principal, agentId: st
  */
 export async function rollbackDeployment(ctx: AppContext, p: Principal, agentId: string, input: { version?: number }): Promise<DeploymentView> {
   await agentInScope(ctx, p, agentId);
-  return ctx.db.transaction(async (tx) => {
+  return drained(ctx, agentId, ctx.db.transaction(async (tx) => {
     await lockAgent(tx, agentId);
     const active = await activeOf(tx, agentId);
     if (!active) throw invalidState('No active deployment to roll back');
@@ -406,19 +235,19 @@ export async function rollbackDeployment(ctx: AppContext, p: Principal, agentId:
     const [row] = await tx.update(deployments).set({ status: 'active', activatedAt: now, updatedAt: now }).where(eq(deployments.id, target.id)).returning();
     ctx.log.info({ agent_id: agentId, from: active.version, to: row.version }, 'deployment rolled back');
     return deploymentView(row);
-  });
+  }));
 }
 
 /** Stop the active deployment (→ `stopped`; invocations then answer 409). @throws AppError not_found, invalid_state */
 export async function stopDeployment(ctx: AppContext, p: Principal, agentId: string): Promise<DeploymentView> {
   await agentInScope(ctx, p, agentId);
-  return ctx.db.transaction(async (tx) => {
+  return drained(ctx, agentId, ctx.db.transaction(async (tx) => {
     await lockAgent(tx, agentId);
     const active = await activeOf(tx, agentId);
     if (!active) throw invalidState('No active deployment to stop');
     const [row] = await tx.update(deployments).set({ status: 'stopped', updatedAt: new Date() }).where(eq(deployments.id, active.id)).returning();
     return deploymentView(row);
-  });
+  }));
 }
 
 /**
@@ -454,6 +283,7 @@ export async function redeployDeployment(ctx: AppContext, p: Principal, agentId:
     const [r] = await tx.update(deployments).set({ status: 'preparing', failureReason: null, updatedAt: new Date() }).where(eq(deployments.id, target.id)).returning();
     return r;
   });
+  drainAgent(ctx, agentId);
   await ctx.jobs.enqueue(PREPARE_JOB, { deploymentId: row.id, activate: 'always' });
   return deploymentView(row);
 }
@@ -461,137 +291,3 @@ export async function redeployDeployment(ctx: AppContext, p: Principal, agentId:
 // ---------------------------------------------------------------------------------------------
 // Invocations.
 
-/** Input of {@link invokeAgent}. */
-export interface InvokeInput {
-  input?: unknown;
-  timeout_ms?: number;
-  async?: boolean;
-}
-
-/**
- * Invoke the active version. Synchronous: runs now and returns the finished record. Async:
- * records a `queued` invocation, enqueues `deployments.invoke` and returns it at once.
- * @throws AppError not_found; invalid_state (agent disabled, nothing active: never deployed,
- *   stopped, or still preparing); validation_failed (timeout_ms above SANDBOX_MAX_TIMEOUT_MS)
- */
-export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string, body: InvokeInput): Promise<InvocationView> {
-  const agent = await agentInScope(ctx, p, agentId);
-  if (agent.status !== 'active') throw invalidState(`Agent is ${agent.status}`);
-  const max = ctx.config.sandbox.maxTimeoutMs;
-  if (body.timeout_ms !== undefined && body.timeout_ms > max) {
-    throw new AppError('validation_failed', `timeout_ms must be at most ${max}`, { errors: [{ in: 'body', pointer: '/timeout_ms', message: `must be <= ${max}` }] });
-  }
-  const timeoutMs = body.timeout_ms ?? Math.min(ctx.config.sandbox.timeoutMs, max);
-  const [d] = await ctx.db.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')));
-  if (!d) {
-    const [latest] = await ctx.db.select().from(deployments).where(eq(deployments.agentId, agentId)).orderBy(desc(deployments.updatedAt), desc(deployments.version)).limit(1);
-    if (!latest) throw invalidState('The agent has no deployment; deploy code first');
-    if (latest.status === 'stopped') throw invalidState(`The deployment (version ${latest.version}) is stopped; redeploy, roll back or deploy to invoke`);
-    if (latest.status === 'preparing') throw invalidState(`Version ${latest.version} is still preparing; retry shortly`);
-    throw invalidState(`No active deployment (last changed: version ${latest.version}, ${latest.status})`);
-  }
-  const async = body.async === true;
-  const sandbox = sandboxOf(ctx);
-  if (!async && sandbox.load.waiting >= ctx.config.sandbox.concurrency * 4) {
-    throw new AppError('service_unavailable', 'All sandboxes of this instance are busy; retry shortly or invoke with async=true', { headers: { 'retry-after': '1' } });
-  }
-  const now = new Date();
-  const [row] = await ctx.db
-    .insert(agentInvocations)
-    .values({
-      id: newId('inv'),
-      agentId,
-      ownerId: agent.ownerId,
-      deploymentId: d.id,
-      version: d.version,
-      status: async ? 'queued' : 'running',
-      async,
-      input: body.input ?? null,
-      timeoutMs,
-      createdBy: principalId(p),
-      createdAt: now,
-      startedAt: async ? null : now,
-    })
-    .returning();
-  if (async) {
-    await ctx.jobs.enqueue(INVOKE_JOB, { invocationId: row.id });
-    return invocationView(row);
-  }
-  return invocationView(await execute(ctx, row, d));
-}
-
-/** Run a claimed (`running`) invocation against deployment `d` and store the outcome. */
-async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): Promise<InvocationRow> {
-  let r: SandboxResult;
-  try {
-    const root = await ensureUnpacked(ctx, d.artifactSha256);
-    r = await sandboxOf(ctx).run({
-      mode: 'invoke',
-      root,
-      entrypoint: d.entrypoint,
-      input: row.input,
-      context: { invocationId: row.id, agentId: row.agentId, deploymentId: d.id, version: d.version },
-      timeoutMs: row.timeoutMs,
-      env: envOf(ctx, d),
-    });
-  } catch (err) {
-    ctx.log.error({ err, invocation_id: row.id }, 'sandbox failed to run');
-    r = { status: 'failed', output: null, error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' }, logs: [], logsTruncated: false, durationMs: 0 };
-  }
-  const [done] = await ctx.db
-    .update(agentInvocations)
-    .set({
-      status: r.status,
-      output: r.output ?? null,
-      error: r.error ? { ...r.error } : null,
-      logs: r.logs,
-      logsTruncated: r.logsTruncated,
-      durationMs: r.durationMs,
-      finishedAt: new Date(),
-    })
-    .where(eq(agentInvocations.id, row.id))
-    .returning();
-  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs }, 'agent invoked');
-  return done;
-}
-
-/** Job `deployments.invoke`: claim a queued invocation and run it (at-least-once safe: only `queued` rows are claimed). */
-export async function runQueuedInvocation(ctx: AppContext, invocationId: string): Promise<void> {
-  const [row] = await ctx.db
-    .update(agentInvocations)
-    .set({ status: 'running', startedAt: new Date() })
-    .where(and(eq(agentInvocations.id, invocationId), eq(agentInvocations.status, 'queued')))
-    .returning();
-  if (!row) return;
-  const [d] = await ctx.db.select().from(deployments).where(eq(deployments.id, row.deploymentId));
-  if (!d || d.status === 'stopped') {
-    await ctx.db
-      .update(agentInvocations)
-      .set({ status: 'failed', error: { code: 'deployment_stopped', message: 'the deployment was stopped before the queued invocation ran' }, durationMs: 0, finishedAt: new Date() })
-      .where(eq(agentInvocations.id, row.id));
-    return;
-  }
-  await execute(ctx, row, d);
-}
-
-/** Invocations of the agent, newest first (no input/output/logs). @throws AppError not_found */
-export async function listInvocations(ctx: AppContext, p: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<InvocationSummary>> {
-  await agentInScope(ctx, p, agentId);
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
-  const rows = await ctx.db
-    .select(summaryColumns)
-    .from(agentInvocations)
-    .where(and(eq(agentInvocations.agentId, agentId), after ? lt(agentInvocations.id, after) : undefined))
-    .orderBy(desc(agentInvocations.id))
-    .limit(limit + 1);
-  return toPage(rows, limit, invocationSummary);
-}
-
-/** One invocation with input, output and logs. @throws AppError not_found */
-export async function getInvocation(ctx: AppContext, p: Principal, agentId: string, invocationId: string): Promise<InvocationView> {
-  await agentInScope(ctx, p, agentId);
-  const [row] = await ctx.db.select().from(agentInvocations).where(and(eq(agentInvocations.id, invocationId), eq(agentInvocations.agentId, agentId)));
-  if (!row) throw notFound('Execution');
-  return invocationView(row);
-}

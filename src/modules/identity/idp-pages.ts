@@ -32,7 +32,8 @@ button{margin-top:18px;width:100%;padding:10px;border:0;border-radius:6px;backgr
 .error{background:#ffebe9;border:1px solid #ff8182;padding:8px 10px;border-radius:6px;color:#82071e}
 .cancel{display:block;text-align:center;margin-top:12px;font-size:.9em;color:#57606a}`;
 
-function page(title: string, body: string): string {
+/** A complete page: `title` escaped, `body` inserted as given (callers escape what they interpolate). */
+export function page(title: string, body: string): string {
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title><style>${STYLE}</style></head>

@@ -14,13 +14,15 @@
  */
 import { hkdfSync } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Provider, { errors as oidcErrors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
+import type { Config } from '../../config.js';
 import { DbAdapter, purgeExpiredPayloads } from './idp-adapter.js';
+import { MCP_SCOPE, clientNameOf, consentPage, grantAndContinue, mcpAuthorizationRoutes, mcpResourceServerInfo, registrationSettings } from './idp-mcp.js';
 import { PAGE_HEADERS, errorPage, loginPage } from './idp-pages.js';
 import { loadOrCreateSecret } from './keys.js';
 import { isRedirectUriAllowed } from './redirect-uris.js';
@@ -58,6 +60,8 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
   const apiScope = auth.scope;
   const cookieSecret = await loadOrCreateSecret(ctx.db, 'idp_cookie_secret');
   const cookieKey = Buffer.from(hkdfSync('sha256', cookieSecret, Buffer.alloc(0), 'agent-platform idp cookies v1', 32)).toString('base64url');
+  // MCP clients register themselves (RFC 7591) and ask for the /mcp resource (idp-mcp.ts).
+  const { registration, extraClientMetadata } = registrationSettings();
 
   const configuration: Configuration = {
     adapter: (model: string) => new DbAdapter(ctx.db, model),
@@ -81,13 +85,16 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
       long: { httpOnly: true, sameSite: 'lax', signed: true },
       short: { httpOnly: true, sameSite: 'lax', signed: true },
     },
-    scopes: OIDC_SCOPES,
+    // `mcp`: the scope of the /mcp resource, registrable by MCP clients (idp-mcp.ts).
+    scopes: [...OIDC_SCOPES, MCP_SCOPE],
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'picture', 'updated_at'] },
     // Profile claims go into the ID token (access tokens are for the API, not for userinfo).
     conformIdTokenClaims: false,
     routes: IDP_ROUTES,
     pkce: { required: () => true },
+    extraClientMetadata,
     features: {
+      registration,
       devInteractions: { enabled: false },
       userinfo: { enabled: false },
       revocation: { enabled: true },
@@ -97,6 +104,8 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
         defaultResource: () => indicator,
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, resourceIndicator) => {
+          const mcp = mcpResourceServerInfo(ctx.config, resourceIndicator);
+          if (mcp) return mcp;
           if (resourceIndicator !== indicator) throw new oidcErrors.InvalidTarget();
           return {
             scope: apiScope,
@@ -123,7 +132,9 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
     // OIDC Core §11 drops `offline_access` unless prompt=consent; for the first-party client
     // refresh tokens are part of the contract (spec: token set has refresh_token), so issue them
     // always and do not tie them to the tenant's browser session.
-    issueRefreshToken: (_ctx, client, code) => client.clientId === clientId || (client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access')),
+    // Registered (MCP) clients get one when they registered for the refresh_token grant (OAuth 2.1
+    // §4.3: rotated refresh tokens for public clients).
+    issueRefreshToken: (_ctx, client) => client.clientId === clientId || client.grantTypeAllowed('refresh_token'),
     expiresWithSession: (kctx, code) => kctx.oidc.client?.clientId !== clientId && !code.scopes.has('offline_access'),
     interactions: { url: (_ctx, interaction) => `${IDP_PREFIX}/interaction/${interaction.uid}` },
     async findAccount(_ctx, sub) {
@@ -223,33 +234,35 @@ const InteractionParams = Type.Object({ uid: Type.String({ minLength: 1, maxLeng
 const LoginForm = Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 256 }) });
 
 /** Mount the provider under `/idp` and serve its sign-in pages. */
-export async function idpRoutes(app: FastifyInstance, { identity, provider }: { identity: IdentityService; provider: Provider }): Promise<void> {
+export async function idpRoutes(app: FastifyInstance, { identity, provider, config }: { identity: IdentityService; provider: Provider; config: Config }): Promise<void> {
   const handle = provider.callback() as (req: IncomingMessage, res: ServerResponse) => void;
   const publicUrl = new URL(provider.issuer);
   const trustProxy = trustedProxy.get(provider) ?? false;
 
   // Everything under /idp that is not a sign-in page goes to the provider, before Fastify reads
   // the body (the provider parses its own form bodies).
+  const forward = (req: FastifyRequest, reply: FastifyReply) => {
+    reply.hijack();
+    const raw = req.raw as IncomingMessage & { originalUrl?: string };
+    raw.originalUrl = raw.url;
+    raw.url = raw.url!.slice(IDP_PREFIX.length) || '/';
+    // The provider presents itself at PUBLIC_URL whatever Host/X-Forwarded-* the client sent
+    // (endpoint URLs, cookie `secure` flag); client addresses only from a trusted proxy.
+    raw.headers['x-forwarded-host'] = publicUrl.host;
+    raw.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
+    if (!trustProxy) delete raw.headers['x-forwarded-for'];
+    reply.raw.setHeader('x-request-id', String(req.id));
+    handle(raw, reply.raw);
+  };
   app.route({
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     url: `${IDP_PREFIX}/*`,
     schema: { hide: true },
     config: { rateLimit: false },
-    onRequest: async (req, reply) => {
-      reply.hijack();
-      const raw = req.raw as IncomingMessage & { originalUrl?: string };
-      raw.originalUrl = raw.url;
-      raw.url = raw.url!.slice(IDP_PREFIX.length) || '/';
-      // The provider presents itself at PUBLIC_URL whatever Host/X-Forwarded-* the client sent
-      // (endpoint URLs, cookie `secure` flag); client addresses only from a trusted proxy.
-      raw.headers['x-forwarded-host'] = publicUrl.host;
-      raw.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
-      if (!trustProxy) delete raw.headers['x-forwarded-for'];
-      reply.raw.setHeader('x-request-id', String(req.id));
-      handle(raw, reply.raw);
-    },
+    onRequest: async (req, reply) => forward(req, reply),
     handler: async () => undefined,
   });
+  await app.register(mcpAuthorizationRoutes, { config, provider, forward });
 
   await app.register(async (pages) => {
     if (!pages.hasContentTypeParser('application/x-www-form-urlencoded')) {
@@ -279,23 +292,14 @@ export async function idpRoutes(app: FastifyInstance, { identity, provider }: { 
 
     r.get(`${IDP_PREFIX}/interaction/:uid`, { schema: { hide, params: InteractionParams } }, async (req, reply) => {
       const details = await interaction(req, reply.raw);
+      const firstParty = details.params.client_id === config.auth.clientId;
       if (details.prompt.name === 'login') {
-        return reply.headers(PAGE_HEADERS).send(loginPage({ uid: details.uid, clientName: 'Agent Platform', email: String(details.params.login_hint ?? '') }));
+        const clientName = firstParty ? 'Agent Platform' : await clientNameOf(provider, String(details.params.client_id));
+        return reply.headers(PAGE_HEADERS).send(loginPage({ uid: details.uid, clientName, email: String(details.params.login_hint ?? '') }));
       }
-      // Any other prompt (consent): the only client is first-party, so grant what it asked for.
-      const { missingOIDCScope, missingOIDCClaims, missingResourceScopes } = details.prompt.details as {
-        missingOIDCScope?: string[];
-        missingOIDCClaims?: string[];
-        missingResourceScopes?: Record<string, string[]>;
-      };
-      let grant = details.grantId ? await provider.Grant.find(details.grantId) : undefined;
-      grant ??= new provider.Grant({ accountId: details.session!.accountId, clientId: String(details.params.client_id) });
-      if (missingOIDCScope) grant.addOIDCScope(missingOIDCScope.join(' '));
-      if (missingOIDCClaims) grant.addOIDCClaims(missingOIDCClaims);
-      for (const [indicator, scopes] of Object.entries(missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
-      const grantId = await grant.save();
-      const to = await provider.interactionResult(req.raw, reply.raw, { consent: { grantId } }, { mergeWithLastSubmission: true });
-      return reply.code(303).header('location', to).header('cache-control', 'no-store').send();
+      // Consent: implicit for the first-party client; a registered client needs the user's Allow.
+      if (!firstParty) return reply.headers(PAGE_HEADERS).send(await consentPage(provider, details));
+      return grantAndContinue(provider, req.raw, reply, details);
     });
 
     r.post(`${IDP_PREFIX}/interaction/:uid/login`, { schema: { hide, params: InteractionParams, body: LoginForm } }, async (req, reply) => {

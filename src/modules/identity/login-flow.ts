@@ -289,10 +289,10 @@ export class LoginFlow {
 
   /**
    * Verify an access token of the external provider: signature against the issuer's JWKS,
-   * `iss`, `aud` = `AUTH_AUDIENCE`, `exp`. @throws AppError token_expired | invalid_token |
+   * `iss`, `aud` one of `audiences` (default `AUTH_AUDIENCE`), `exp`. @throws AppError token_expired | invalid_token |
    * service_unavailable (provider unreachable)
    */
-  async verifyExternal(token: string): Promise<JWTPayload> {
+  async verifyExternal(token: string, audiences: string[] = [this.ctx.config.auth.audience]): Promise<JWTPayload> {
     let config: oidc.Configuration;
     try {
       config = await this.configuration();
@@ -305,7 +305,7 @@ export class LoginFlow {
     try {
       const { payload } = await jwtVerify(token, this.jwks, {
         issuer: m.issuer,
-        audience: this.ctx.config.auth.audience,
+        audience: audiences,
         algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'],
       });
       return payload;
@@ -330,7 +330,7 @@ export class LoginFlow {
 export function createLoginFlow(ctx: AppContext, identity: IdentityService, fetchImpl: Fetch): LoginFlow {
   const flow = new LoginFlow(ctx, identity, ctx.config.auth.issuer, fetchImpl);
   if (!flow.embedded) {
-    identity.externalVerifier = (token) => flow.verifyExternal(token);
+    identity.externalVerifier = (token, audiences) => flow.verifyExternal(token, audiences);
     identity.externalProvider = new URL(ctx.config.auth.issuer!).host;
   }
   const timer = setInterval(() => {

@@ -1,11 +1,11 @@
 /** HTTP routes of the identity module: the spec's detailed `/v1/auth/*` and simplified `/auth/*` groups. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { AuthRegistry, requireAuth, userOf } from '../../http/auth.js';
-import { USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import type { LoginFlow } from './login-flow.js';
 import type { IdentityService } from './service.js';
 import { toProfile } from './service.js';
@@ -36,16 +36,35 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   const { ctx, identity, login } = deps;
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['auth'];
+  const a = ctx.config.auth;
+  // Unauthenticated credential routes: a budget per client IP, shared by these routes, in the
+  // rate-limit store (Redis when set), on top of the global anonymous limit.
+  const perIp = app.rateLimit({ max: a.attemptsPerIp, timeWindow: a.attemptWindowMs, keyGenerator: (req) => `auth-ip:${req.ip}` });
+  // (createRateLimit, not a second rateLimit() hook: the plugin runs one such hook per request.)
+  const accountLimit = app.createRateLimit({
+    max: a.attemptsPerAccount,
+    timeWindow: a.attemptWindowMs,
+    keyGenerator: (req) => `login:${String((req.body as { email?: unknown } | undefined)?.email ?? '').trim().toLowerCase()}`,
+  });
+  const perAccount = async (req: FastifyRequest) => {
+    const r = await accountLimit(req);
+    if (!r.isAllowed && r.isExceeded) {
+      throw new AppError('rate_limited', 'Too many sign-in attempts for this account; retry later', { headers: { 'retry-after': String(Math.max(1, r.ttlInSeconds)) } });
+    }
+  };
+  if (ctx.config.auth.testTokensWarning) app.log.warn(ctx.config.auth.testTokensWarning);
 
   for (const url of ['/v1/auth/config', '/auth/info']) {
-    r.get(url, { schema: { tags, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig, ...errorResponses() } } }, async () => login.describe());
+    r.get(url, { schema: { tags, security: PUBLIC_SECURITY, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig, ...errorResponses() } } }, async () => login.describe());
   }
 
   r.get(
     '/v1/auth/login',
     {
+      preHandler: perIp,
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.startLogin',
         summary: 'Start the OAuth 2.0 login (authorization code + PKCE): the URL to send the user to, and the state',
         querystring: LoginQuery,
@@ -61,8 +80,10 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/v1/auth/callback',
     {
+      preHandler: perIp,
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.callback',
         summary: 'Exchange the authorization code for tokens; creates or fetches the user profile',
         body: CallbackBody,
@@ -77,13 +98,13 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   r.post(
     '/auth/register',
-    { schema: { tags, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
+    { preHandler: perIp, schema: { tags, security: PUBLIC_SECURITY, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
     async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))),
   );
 
   r.post(
     '/auth/login',
-    { schema: { tags, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    { preHandler: [perIp, perAccount], schema: { tags, security: PUBLIC_SECURITY, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
     async (req, reply) => {
       const user = await identity.checkPassword(req.body.email, req.body.password);
       reply.header('cache-control', 'no-store');
@@ -94,12 +115,14 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/auth/test',
     {
+      preHandler: perIp,
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.test',
-        summary: 'Get a test token (disabled in production unless AUTH_TEST_TOKENS=on)',
+        summary: 'Get a token for a test account this route creates (on in NODE_ENV=test or on a loopback-only listener; else AUTH_TEST_TOKENS=on)',
         body: Type.Optional(TestTokenBody),
-        response: { 200: TokenSetSchema, ...errorResponses(404) },
+        response: { 200: TokenSetSchema, ...errorResponses(403, 404, 409) },
       },
     },
     async (req, reply) => {
@@ -112,8 +135,10 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   r.post(
     '/v1/auth/refresh',
     {
+      preHandler: perIp,
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'auth.refresh',
         summary: 'Exchange a refresh token for new tokens (single use: the answer carries a new refresh token)',
         body: RefreshBody,

@@ -64,6 +64,7 @@ export const ProfileSchema = Type.Object({
   preferences: Type.Record(Type.String(), Type.Unknown()),
   created_at: Timestamp,
   subscription: Type.Object({ tier: Type.String(), valid_until: Nullable(Timestamp) }),
+  test: Type.Boolean({ description: 'true for accounts created by POST /auth/test (test tokens are issued for these only)' }),
 });
 
 const Email = Type.String({ format: 'email', maxLength: 254 });

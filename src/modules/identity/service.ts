@@ -45,6 +45,8 @@ export interface Profile {
   preferences: Record<string, unknown>;
   created_at: string;
   subscription: { tier: string; valid_until: string | null };
+  /** Created by `POST /auth/test` (test tokens are issued for such accounts only). */
+  test: boolean;
 }
 
 /**
@@ -53,8 +55,11 @@ export interface Profile {
  */
 const USER_CACHE_MS = 30_000;
 
-/** Verifies access tokens of one issuer. @throws AppError token_expired | invalid_token */
-export type AccessTokenVerifier = (token: string) => Promise<JWTPayload>;
+/**
+ * Verifies access tokens of one issuer whose `aud` is one of `audiences`.
+ * @throws AppError token_expired | invalid_token
+ */
+export type AccessTokenVerifier = (token: string, audiences: string[]) => Promise<JWTPayload>;
 
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('hex');
@@ -76,6 +81,12 @@ function rolesClaim(v: unknown): Role[] {
 function cleanRoles(v: unknown): Role[] {
   const out = rolesClaim(v);
   return out.length ? [...new Set(out)] : ['user'];
+}
+
+/** Whether a token's `aud` (string or array, RFC 7519 §4.1.3) names one of `accepted`. */
+function audienceMatches(aud: unknown, accepted: string[]): boolean {
+  const list = Array.isArray(aud) ? aud : [aud];
+  return list.some((a) => typeof a === 'string' && accepted.includes(a));
 }
 
 /** Map a jose verification failure to the platform's 401 codes. */
@@ -210,9 +221,14 @@ export class IdentityService {
     return u;
   }
 
-  /** Replace the roles of user `userId` (`PUT /admin/users/:id/roles`). @throws AppError not_found */
-  async setRolesById(userId: string, roles: Role[]): Promise<UserRow> {
-    const [u] = await this.ctx.db.update(users).set({ roles: [...new Set(roles)], updatedAt: new Date() }).where(eq(users.id, userId)).returning();
+  /**
+   * Replace the roles of a user (`PUT /admin/users/:id/roles`), named by the `user_id` the API shows
+   * (`<provider>|<id>`, e.g. `agent-platform|usr_…`) or by the bare platform id (`usr_…`).
+   * @throws AppError not_found
+   */
+  async setRolesById(userRef: string, roles: Role[]): Promise<UserRow> {
+    const which = userRef.includes('|') ? eq(users.subject, userRef) : eq(users.id, userRef);
+    const [u] = await this.ctx.db.update(users).set({ roles: [...new Set(roles)], updatedAt: new Date() }).where(which).returning();
     if (!u) throw notFound('User');
     this.forget(u);
     return u;
@@ -319,10 +335,16 @@ export class IdentityService {
     return this.issueTokenSet(user, { familyId: row.familyId });
   }
 
-  /** Verify an access token signed by the platform. @throws AppError token_expired | invalid_token */
-  async verifyPlatformToken(token: string): Promise<JWTPayload> {
+  /**
+   * Verify an access token signed by the platform, for `AUTH_AUDIENCE` or, when given, the
+   * protected resource `resource` (RFC 8707 audience, e.g. `<PUBLIC_URL>/mcp`).
+   * @throws AppError token_expired | invalid_token
+   */
+  async verifyPlatformToken(token: string, resource?: string): Promise<JWTPayload> {
+    const audiences = this.audiencesFor(resource);
     const known = this.verifiedTokens.get(token);
     if (known) {
+      if (!audienceMatches(known.aud, audiences)) throw new AppError('invalid_token', 'Token claim "aud" is invalid');
       if ((known.exp ?? 0) * 1000 > Date.now()) return known;
       this.verifiedTokens.delete(token);
       throw new AppError('token_expired', 'The access token has expired; refresh it');
@@ -330,7 +352,7 @@ export class IdentityService {
     try {
       const { payload } = await jwtVerify(token, this.localJwks, {
         issuer: this.platformIssuer,
-        audience: this.ctx.config.auth.audience,
+        audience: audiences,
         algorithms: ['RS256'],
       });
       this.verifiedTokens.set(token, payload);
@@ -340,13 +362,20 @@ export class IdentityService {
     }
   }
 
+  /** Audiences accepted where `resource` is presented: the API's, plus the resource's own. */
+  private audiencesFor(resource: string | undefined): string[] {
+    const api = this.ctx.config.auth.audience;
+    return resource && resource !== api ? [api, resource] : [api];
+  }
+
   /**
    * Resolve a user access token to a principal: platform-signed tokens directly (no database
    * round trip), external-provider tokens through the provider's JWKS plus JIT provisioning.
+   * `resource`: the protected resource the token is presented to ({@link verifyPlatformToken}).
    */
-  async resolveAccessToken(token: string, unverifiedIssuer: unknown): Promise<UserPrincipal> {
+  async resolveAccessToken(token: string, unverifiedIssuer: unknown, resource?: string): Promise<UserPrincipal> {
     if (unverifiedIssuer === this.platformIssuer || !this.externalVerifier) {
-      const p = await this.verifyPlatformToken(token);
+      const p = await this.verifyPlatformToken(token, resource);
       if (typeof p.sub !== 'string' || !p.sub.startsWith('usr_')) throw new AppError('invalid_token', 'Token subject is not a user');
       // Roles are the stored ones (not the token's claim), so a role change or a deleted user
       // takes effect without waiting up to 24 h for the token to expire.
@@ -361,7 +390,7 @@ export class IdentityService {
         expiresAt: new Date((p.exp ?? 0) * 1000),
       };
     }
-    const p = await this.externalVerifier(token);
+    const p = await this.externalVerifier(token, this.audiencesFor(resource));
     if (typeof p.sub !== 'string' || !p.sub) throw new AppError('invalid_token', 'Token has no subject');
     const subject = this.externalSubject(p.sub);
     const user = await this.upsertExternalUser(subject, {
@@ -380,23 +409,40 @@ export class IdentityService {
     return sub.includes('|') ? sub : `${this.externalProvider}|${sub}`;
   }
 
-  /** Create (or reuse) a test user and issue a token set (`POST /auth/test`). */
+  /**
+   * Create (or reuse) a test user and issue a token set (`POST /auth/test`, issue 11). Only
+   * accounts this endpoint created (`users.test`) are ever reused: the email of any other account
+   * — registered, external-provider or listed in `ADMIN_EMAILS` — answers 409, so a test token can
+   * never act as a real user. Roles other than `user` need `AUTH_TEST_ROLES=on`.
+   * @throws AppError forbidden (elevated roles not enabled), conflict (email of a non-test account)
+   */
   async testToken(input: { email?: string; name?: string; roles?: Role[]; expires_in?: number }): Promise<TokenSet & { user_id: string }> {
-    const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).toLowerCase();
+    const cfg = this.ctx.config.auth;
+    const roles = input.roles ? cleanRoles(input.roles) : undefined;
+    if (roles?.some((r) => r !== 'user') && !cfg.testRoles) {
+      throw new AppError('forbidden', 'Test tokens carry the role "user" only; elevated roles need AUTH_TEST_TOKENS=on and AUTH_TEST_ROLES=on');
+    }
+    const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).trim().toLowerCase();
+    const taken = () => new AppError('conflict', 'This email belongs to an account that was not created by POST /auth/test; test tokens are issued for test accounts only');
+    if (cfg.adminEmails.includes(email)) throw taken();
     let user = await this.findUserByEmail(email);
     if (!user) {
       const id = newId('usr');
       [user] = await this.ctx.db
         .insert(users)
-        .values({ id, subject: IdentityService.subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: input.roles ?? ['user'] })
+        .values({ id, subject: IdentityService.subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: roles ?? ['user'], test: true })
         .onConflictDoNothing()
         .returning();
       user ??= await this.findUserByEmail(email);
       if (!user) throw new AppError('conflict', 'Could not create the test user');
-    } else if (input.roles) {
-      [user] = await this.ctx.db.update(users).set({ roles: input.roles }).where(eq(users.id, user.id)).returning();
     }
-    const set = await this.issueTokenSet(user, { expiresIn: input.expires_in, roles: input.roles });
+    if (!user.test) throw taken();
+    if (roles) {
+      [user] = await this.ctx.db.update(users).set({ roles, updatedAt: new Date() }).where(and(eq(users.id, user.id), eq(users.test, true))).returning();
+      if (!user) throw taken();
+      this.forget(user);
+    }
+    const set = await this.issueTokenSet(user, { expiresIn: input.expires_in });
     return { ...set, user_id: user.subject };
   }
 }
@@ -412,5 +458,6 @@ export function toProfile(u: UserRow): Profile {
     preferences: u.preferences,
     created_at: u.createdAt.toISOString(),
     subscription: { tier: tierOf(u.roles), valid_until: null },
+    test: u.test,
   };
 }

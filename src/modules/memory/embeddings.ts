@@ -54,7 +54,7 @@ export function dot(a: Float32Array, b: Float32Array): number {
  * and reused by most IR toolkits); it includes question boilerplate such as "everything", "know" or
  * "looking", so a query's content words decide its neighbours.
  */
-const STOPWORDS = new Set(
+export const STOPWORDS: ReadonlySet<string> = new Set(
   (
     "a a's able about above according accordingly across actually after afterwards again against ain't all allow allows almost alone along already also although always am among amongst an and another any anybody anyhow anyone anything anyway anyways anywhere apart appear appreciate appropriate are aren't around as aside ask asking associated at available away awfully " +
     "b be became because become becomes becoming been before beforehand behind being believe below beside besides best better between beyond both brief but by " +

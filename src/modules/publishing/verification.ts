@@ -12,6 +12,7 @@ import { mcpCallTool } from '../../upstream/mcp.js';
 import { applyUpstreamAuth, buildHttpRequest, parseBody } from '../../upstream/request.js';
 import { HEADER_REQUEST_ID, HEADER_SIGNATURE, HEADER_USER, signRequest, userPseudonym } from '../../upstream/signing.js';
 import { resolveExecutableTool } from '../registry/executable.js';
+import { withCallerGrant } from '../connections/grant.js';
 import type { VerificationResult } from '../../db/schema/index.js';
 
 /** One configured test call. */
@@ -47,9 +48,11 @@ export async function runTest(ctx: AppContext, serviceId: string, test: Verifica
     latency_ms: Math.round(performance.now() - started),
     error,
   });
-  const exec = await resolveExecutableTool(ctx, serviceId, test.tool);
-  if (!exec) return { tool: test.tool, status: 'failed', http_status: null, latency_ms: null, error: 'tool no longer exists' };
+  const resolved = await resolveExecutableTool(ctx, serviceId, test.tool);
+  if (!resolved) return { tool: test.tool, status: 'failed', http_status: null, latency_ms: null, error: 'tool no longer exists' };
   try {
+    // An oauth2 service is verified with its owner's own connection (docs/connections.md).
+    const exec = (await withCallerGrant(ctx, { accountId: resolved.service.ownerId, agentId: null }, resolved)).tool;
     if (exec.service.source === 'mcp' || exec.tool.method === 'MCP') {
       const { url, headers } = applyUpstreamAuth(exec.upstreamAuth, exec.service.mcpUrl!);
       const res = await mcpCallTool(ctx, url, exec.tool.path, test.arguments, { headers, timeoutMs });

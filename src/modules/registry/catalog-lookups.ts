@@ -2,7 +2,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
-import { idList, iso, serviceCoreOf, TOOL_SERVICE_COLUMNS, toolServiceOf, visible } from './catalog-sql.js';
+import { idList, iso, serviceCoreOf, TOOL_NAME_WORDS_SQL, TOOL_SERVICE_COLUMNS, toolServiceOf, visible } from './catalog-sql.js';
 
 // ------------------------------------------------------------------ lookups
 
@@ -159,4 +159,35 @@ export async function countCatalog(ctx: AppContext): Promise<{ services: { total
     total += Number(r.n);
   }
   return { services: { total, by_status: by }, tools: Number(tools.n) };
+}
+
+// ------------------------------------------------------------------ vocabulary (typo tolerance)
+
+/**
+ * A cheap fingerprint of the catalog's searchable text: tool and service counts and latest
+ * updates. Callers cache derived data (the search vocabulary) until it changes.
+ */
+export async function catalogVersion(ctx: AppContext): Promise<string> {
+  const [r] = await execRows<{ v: string }>(
+    ctx.db,
+    sql`select concat_ws('/', (select count(*) from tools), (select max(updated_at) from tools), (select count(*) from services), (select max(updated_at) from services)) as v`,
+  );
+  return r?.v ?? '';
+}
+
+/**
+ * Words of the published catalog (tool names split into words, tool descriptions, service names,
+ * display names, categories, tags and descriptions), lower-cased and unstemmed ('simple' text
+ * search configuration), letters only, 3–30 long, with the number of tools whose text has each
+ * (`ndoc`), and the number of published tools (`docs`). Only published services contribute, so
+ * typo corrections never reveal another account's private words.
+ */
+export async function catalogVocabulary(ctx: AppContext): Promise<{ docs: number; words: Array<{ word: string; ndoc: number }> }> {
+  const doc = `to_tsvector('simple'::regconfig, concat_ws(' ', ${TOOL_NAME_WORDS_SQL}, t.description, replace(s.name, '-', ' '), s.display_name, s.category, array_to_string(s.tags, ' '), s.description))`;
+  const published = `from tools t join services s on s.id = t.service_id where s.status = 'published'`;
+  const [words, count] = await Promise.all([
+    execRows<{ word: string; ndoc: number }>(ctx.db, sql.raw(`select word, ndoc from ts_stat($vocab$select ${doc} ${published}$vocab$) where word ~ '^[a-z]{3,30}$'`)),
+    execRows<{ n: number | string }>(ctx.db, sql.raw(`select count(*) as n ${published}`)),
+  ]);
+  return { docs: Number(count[0]?.n ?? 0), words: words.map((w) => ({ word: w.word, ndoc: Number(w.ndoc) })) };
 }

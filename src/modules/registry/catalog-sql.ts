@@ -33,6 +33,9 @@ export async function catalogCapabilities(ctx: AppContext): Promise<CatalogCapab
 
 // ------------------------------------------------------------------ shared SQL (keep equal to migration `search_indexes`)
 
+/** Tool name as words: `getWeather`/`get_weather`/`get-weather` → `get Weather`/`get weather`. */
+export const TOOL_NAME_WORDS_SQL = `regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')`;
+export const TOOL_NAME_WORDS = sql.raw(TOOL_NAME_WORDS_SQL);
 /** Full-text document of a tool (indexed: `tools_search_idx`). */
 export const TOOL_DOC = sql.raw(
   `(setweight(to_tsvector('english'::regconfig, regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')), 'A') || setweight(to_tsvector('english'::regconfig, t.description), 'B'))`,

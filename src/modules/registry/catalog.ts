@@ -21,6 +21,7 @@ import {
   SERVICE_DOC,
   SERVICE_TRGM,
   TOOL_DOC,
+  TOOL_NAME_WORDS,
   TOOL_SERVICE_COLUMNS,
   TOOL_TRGM,
   catalogCapabilities,
@@ -39,6 +40,8 @@ import {
 
 // The lookups and query helpers are re-exported so callers keep one entry point (`registry/catalog.js`).
 export {
+  catalogVersion,
+  catalogVocabulary,
   countCatalog,
   getCatalogServices,
   getCatalogTools,
@@ -51,6 +54,16 @@ export {
   type CatalogTool,
 } from './catalog-lookups.js';
 export { catalogCapabilities, FUZZY_THRESHOLD, queryTerms, type CatalogCapabilities } from './catalog-sql.js';
+
+/** The `to_tsquery` source of one term group: `('typed':* | 'correction' | …)`. */
+function groupSource(g: TermGroup): string {
+  return `(${g.words.map((w, i) => `'${w.replace(/[^\p{L}\p{N}]/gu, '')}'${i === 0 && g.prefix ? ':*' : ''}`).join(' | ')})`;
+}
+
+/** Default groups of plain query terms: weight 1 each, the last one also a prefix. */
+function defaultGroups(terms: string[]): TermGroup[] {
+  return terms.map((t, i) => ({ words: [t], prefix: i === terms.length - 1, weight: 1 }));
+}
 
 // ------------------------------------------------------------------ tool search
 
@@ -70,7 +83,24 @@ export interface CatalogToolQuery {
   popularity?: ReadonlyMap<string, number>;
   /** Require every term (default) or any term. */
   mode?: 'all' | 'any';
+  /**
+   * Full-text terms, each with the words it may match (the typed word first, then its typo
+   * corrections) and its weight in the relevance sum (e.g. inverse document frequency). Absent:
+   * one group per query term, weight 1, the last one also as a prefix.
+   */
+  groups?: TermGroup[];
 }
+
+/** One query term for full-text matching: a document matches it when it contains any of `words`. */
+export interface TermGroup {
+  /** Lower-cased words (letters and digits); the first is the typed one. */
+  words: string[];
+  /** The first word also matches as a prefix (search-as-you-type, last term). */
+  prefix: boolean;
+  /** Weight of this term in the relevance (> 0). */
+  weight: number;
+}
+
 
 /** One ranked tool. */
 export interface CatalogToolHit {
@@ -105,7 +135,8 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   const { fuzzy } = await catalogCapabilities(ctx);
   const raw = (input.q ?? '').trim().toLowerCase().slice(0, 200);
   const terms = queryTerms(raw);
-  const tsq = terms.length ? tsquerySource(terms, input.mode === 'any' ? '|' : '&') : null;
+  const groups = (input.groups ?? defaultGroups(terms)).filter((g) => g.words.length > 0);
+  const tsq = groups.length ? groups.map(groupSource).join(input.mode === 'any' ? ' | ' : ' & ') : null;
   const like = raw ? `%${escapeLike(raw)}%` : null;
   const filters: SQL[] = [visible(accountId)];
   if (input.category) filters.push(sql`s.category = ${input.category}`);
@@ -128,15 +159,36 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
       arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${SERVICE_TRGM} like ${like})`);
     }
   }
-  const fts = tsq ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, ${TOOL_DOC} || ${SERVICE_DOC}, (select query from qq)) else 0 end)` : sql`0::float4`;
+  // Relevance of a full-text hit: the weighted mean of each term group's ts_rank (a document that
+  // matches more, rarer terms in stronger fields ranks higher: BM25F's shape without length norms).
+  const weightSum = groups.reduce((n, g) => n + g.weight, 0) || 1;
+  // Without groups (SEARCH_QUERY_REWRITE=off) the ranking stays as it was: one ts_rank of the whole
+  // query, full trigram similarity, no name coverage.
+  const legacy = !input.groups;
+  const fts = legacy && tsq
+    ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, ${TOOL_DOC} || ${SERVICE_DOC}, (select query from qq)) else 0 end)`
+    : tsq
+    ? sql`(case when c.txt then (select coalesce(sum(u.w * ts_rank(${RANK_WEIGHTS}, d.doc, u.q)), 0) / ${weightSum}::float8
+             from (select ${TOOL_DOC} || ${SERVICE_DOC} as doc) d, unnest((select qs from qq), (select ws from qq)) u(q, w)) else 0 end)`
+    : sql`0::float4`;
   const fuzzyScore = fuzzy
     ? sql`greatest(word_similarity(${raw}, ${TOOL_TRGM}), 0.6 * word_similarity(${raw}, ${SERVICE_TRGM}))`
     : sql`(case when ${TOOL_TRGM} like ${like} or lower(t.name) like ${like} then 0.5 when ${SERVICE_TRGM} like ${like} then 0.3 else 0 end)`;
+  // Name coverage (Algolia's "words" and "exact" criteria on the name): the weighted share of the
+  // query's terms found in the tool name × how much of the name they cover, so `issues_create`
+  // beats `orgs_create_issue_type` for "create issue".
+  const nameCoverage = tsq && !legacy
+    ? sql`(select coalesce(sum(u.w) filter (where n.v @@ u.q), 0) / ${weightSum}::float8
+              * (0.5 + 0.5 * least(1, count(*) filter (where n.v @@ u.q)::float8 / greatest(max(length(n.v)), 1)))
+           from (select to_tsvector('english'::regconfig, ${TOOL_NAME_WORDS}) as v) n, unnest((select qs from qq), (select ws from qq)) u(q, w))`
+    : sql`0`;
   const bonus = sql`(case when lower(t.name) = ${raw} or ${TOOL_TRGM} = ${raw} then 0.5 else 0 end)
-    + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`}`;
+    + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`} + 0.6 * ${nameCoverage}`;
 
   const query = raw
-    ? sql`with qq as (select ${tsQueryOf(tsq)} as query),
+    ? sql`with qq as (select ${tsQueryOf(tsq)} as query,
+                       ${tsq ? sql`array[${sql.join(groups.map((g) => sql`to_tsquery('english'::regconfig, ${groupSource(g)})`), sql`, `)}]` : sql`null::tsquery[]`} as qs,
+                       ${`{${groups.map((g) => g.weight).join(',')}}`}::float8[] as ws),
               c as (select id, bool_or(txt) as txt from (${sql.join(arms, sql` union all `)}) a group by id)
               select t.id, ${fts} as fts, ${fuzzyScore} as fz, ${bonus} as bonus, count(*) over () as found
               from c join tools t on t.id = c.id join services s on s.id = t.service_id
@@ -156,7 +208,9 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   for (const v of pop.values()) if (v > maxCalls) maxCalls = v;
   const norm = Math.log1p(maxCalls);
   const scored = ranked.map((r) => {
-    const text = Number(r.fts) + Number(r.fz) + Number(r.bonus);
+    // Trigram similarity of the whole query to the name rescues typos and odd spellings; once the
+    // words themselves matched, it only breaks ties (it favours names holding the query in order).
+    const text = Number(r.fts) + (Number(r.fts) > 0 && !legacy ? 0.25 : 1) * Number(r.fz) + Number(r.bonus);
     const calls = pop.get(r.id) ?? 0;
     const p = Math.log1p(calls) / norm;
     return { id: r.id, fts: Number(r.fts), fz: Number(r.fz), text, calls, p, score: raw ? text * (1 + 0.5 * p) : p };

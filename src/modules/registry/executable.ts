@@ -9,6 +9,7 @@ import { services, toolAliases, tools } from '../../db/schema/index.js';
 import { decryptSecret } from '../../lib/secrets.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import type { ArgLocation, UpstreamAuth } from '../../upstream/request.js';
+import { oauth2ClientOf } from './oauth2.js';
 
 export type ServiceRow = typeof services.$inferSelect;
 export type ToolRow = typeof tools.$inferSelect;
@@ -126,6 +127,8 @@ export async function getServiceSummary(ctx: AppContext, idOrName: string): Prom
 /** Decrypted upstream auth of a service row. */
 export function upstreamAuthOf(ctx: AppContext, svc: ServiceRow): UpstreamAuth {
   const type = svc.authType as UpstreamAuth['type'];
+  const oauth2 = oauth2ClientOf(ctx, svc);
+  if (oauth2) return { type: 'oauth2', oauth2 };
   if (type === 'none' || !svc.authSecret) return { type: 'none' };
   return { type, ...(svc.authName ? { name: svc.authName } : {}), secret: decryptSecret(ctx, svc.authSecret) };
 }

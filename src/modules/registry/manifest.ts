@@ -7,8 +7,10 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import type { Static } from 'typebox';
 import type { ArgLocation } from '../../upstream/request.js';
-import { RegisterServiceBody } from './schemas.js';
+import { OAUTH2_FIELDS, checkOAuth2Fields } from './oauth2.js';
+import { AuthInput, RegisterServiceBody } from './schemas.js';
 
 /** One problem found in a manifest: `pointer` into the request body. */
 export interface ManifestProblem {
@@ -31,12 +33,8 @@ export interface NormalizedTool {
   argLocations: { locations: Record<string, ArgLocation>; bodyArgument?: string } | null;
 }
 
-/** Upstream auth as registered (secret in clear; encrypted before storage). */
-export interface UpstreamAuthInput {
-  type: 'none' | 'bearer' | 'header' | 'query';
-  name?: string;
-  secret?: string;
-}
+/** Upstream auth as registered (secrets in clear; encrypted before storage). */
+export type UpstreamAuthInput = Static<typeof AuthInput>;
 
 export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 export const SERVICE_NAME = /^[a-z0-9][a-z0-9-]{1,62}$/;
@@ -156,7 +154,9 @@ export function checkTools(tools: NormalizedTool[], base: string, opts: { requir
 /** Problems of an upstream auth block at pointer `base`. */
 export function checkAuth(auth: UpstreamAuthInput | undefined, base: string): ManifestProblem[] {
   if (!auth) return [];
+  if (auth.type === 'oauth2') return checkOAuth2Fields(auth, base);
   const out: ManifestProblem[] = [];
+  for (const f of OAUTH2_FIELDS) if (auth[f] !== undefined) out.push({ pointer: `${base}/${f}`, message: 'is only for auth type oauth2' });
   if (auth.type !== 'none' && !auth.secret) out.push({ pointer: `${base}/secret`, message: `is required for auth type ${auth.type}` });
   if ((auth.type === 'header' || auth.type === 'query') && !auth.name) out.push({ pointer: `${base}/name`, message: `is required for auth type ${auth.type}` });
   if (auth.type === 'header' && auth.name && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(auth.name)) out.push({ pointer: `${base}/name`, message: 'must be a valid HTTP header name' });

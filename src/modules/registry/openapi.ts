@@ -14,6 +14,7 @@ import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { upstreamFetch } from '../../upstream/http.js';
 import { toolNameFrom, type ArgLocation, type ManifestProblem, type NormalizedTool } from './manifest.js';
+import { oauth2FromSecuritySchemes, type OAuth2Prefill } from './oauth2.js';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
@@ -29,6 +30,8 @@ export interface OpenApiImport {
   errors: ManifestProblem[];
   /** True when the document declares security schemes (the owner should set `auth`). */
   declaresSecurity: boolean;
+  /** The document's OAuth 2.0 authorization-code flow (pre-fills `oauth2` auth), or null. */
+  oauth2: OAuth2Prefill | null;
 }
 
 type Obj = Record<string, unknown>;
@@ -142,7 +145,7 @@ function jsonContent(content: unknown): Obj | null {
  * problems come back in `errors` (pointers into the request body under `base`).
  */
 export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: string): Promise<OpenApiImport> {
-  const out: OpenApiImport = { title: null, description: null, version: null, serverUrl: null, tools: [], warnings: [], errors: [], declaresSecurity: false };
+  const out: OpenApiImport = { title: null, description: null, version: null, serverUrl: null, tools: [], warnings: [], errors: [], declaresSecurity: false, oauth2: null };
   const version = typeof doc.openapi === 'string' ? doc.openapi : '';
   if (!/^3\.[01]\.\d+/.test(version)) {
     out.errors.push({ pointer: `${base}/openapi`, message: 'must be an OpenAPI 3.0.x or 3.1.x document (field "openapi")' });
@@ -168,6 +171,7 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
   out.version = typeof info.version === 'string' ? info.version : null;
   out.serverUrl = serverUrlOf(api, docUrl);
   out.declaresSecurity = isObj(api.components) && isObj(api.components.securitySchemes) && Object.keys(api.components.securitySchemes).length > 0;
+  out.oauth2 = isObj(api.components) ? oauth2FromSecuritySchemes(api.components.securitySchemes) : null;
   const paths = isObj(api.paths) ? api.paths : {};
   const usedNames = new Set<string>();
   const unresolved = { count: 0 };

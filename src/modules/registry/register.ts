@@ -28,6 +28,7 @@ import {
   type NormalizedTool,
   type UpstreamAuthInput,
 } from './manifest.js';
+import { authColumns, checkOAuth2Complete, prefillOAuth2, type OAuth2Prefill } from './oauth2.js';
 import { fetchOpenApiDocument, importOpenApi } from './openapi.js';
 import { registryChanged, type ExecutableTool, type ServiceSource, type ToolRow } from './executable.js';
 import { listServiceTools, serviceView } from './views.js';
@@ -60,6 +61,8 @@ interface Loaded {
   tools: NormalizedTool[];
   warnings: ManifestProblem[];
   errors: ManifestProblem[];
+  /** OpenAPI: the document's OAuth 2.0 authorization-code flow, to pre-fill `oauth2` auth. */
+  oauth2?: OAuth2Prefill | null;
 }
 
 export function fail(errors: ManifestProblem[], what = 'Manifest is invalid'): never {
@@ -116,7 +119,10 @@ export async function loadSource(ctx: AppContext, input: RegisterInput, auth: Up
     Object.assign(loaded, { title: imp.title, description: imp.description, version: imp.version, baseUrl: imp.serverUrl, tools: imp.tools });
     loaded.warnings.push(...imp.warnings);
     loaded.errors.push(...imp.errors);
-    if (imp.declaresSecurity && (!auth || auth.type === 'none')) {
+    loaded.oauth2 = imp.oauth2;
+    if (imp.oauth2 && auth?.type !== 'oauth2') {
+      loaded.warnings.push({ pointer: '/auth', message: 'the OpenAPI document declares an OAuth 2.0 authorization-code flow: set auth {"type":"oauth2","client_id","client_secret"} (endpoints and scopes are read from the document) so each caller connects their own account' });
+    } else if (imp.declaresSecurity && (!auth || auth.type === 'none')) {
       loaded.warnings.push({ pointer: '/auth', message: 'the OpenAPI document declares security schemes but no upstream auth is set' });
     }
     return loaded;
@@ -169,7 +175,7 @@ export function checkBaseUrlTarget(ctx: AppContext, raw: string, at: string): Ma
 }
 
 function authForCall(auth: UpstreamAuthInput | undefined): ExecutableTool['upstreamAuth'] {
-  if (!auth || auth.type === 'none' || !auth.secret) return { type: 'none' };
+  if (!auth || auth.type === 'none' || auth.type === 'oauth2' || !auth.secret) return { type: 'none' };
   return { type: auth.type, name: auth.name, secret: auth.secret };
 }
 
@@ -223,6 +229,8 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
 
   const loaded = await loadSource(ctx, input, input.auth);
   errors.push(...loaded.errors);
+  const auth = prefillOAuth2(input.auth, loaded.oauth2 ?? null);
+  errors.push(...checkOAuth2Complete(auth, '/auth'));
   const base = toolsBase(loaded.source, input);
   const toolCheck = checkTools(loaded.tools, base, { requireDescription: loaded.source === 'manifest' });
   errors.push(...toolCheck.errors);
@@ -259,9 +267,7 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
         version: input.version ?? loaded.version ?? null,
         source: loaded.source,
         sourceUrl: loaded.sourceUrl,
-        authType: input.auth?.type ?? 'none',
-        authName: input.auth?.type === 'header' || input.auth?.type === 'query' ? input.auth.name! : null,
-        authSecret: input.auth && input.auth.type !== 'none' && input.auth.secret ? encryptSecret(ctx, input.auth.secret) : null,
+        ...authColumns(ctx, auth),
         signingSecret: encryptSecret(ctx, signingSecret),
         warnings,
         createdAt: now,

@@ -4,11 +4,26 @@ import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
 
 const JsonSchemaObject = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema (2020-12) object' });
 
+const EndpointUrl = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description }));
+
+/** Upstream auth of a service (docs/manifest.md "auth"): a shared credential, or `oauth2` (each user's own grant, docs/connections.md). */
 export const AuthInput = Type.Object(
   {
-    type: Type.Union([Type.Literal('none'), Type.Literal('bearer'), Type.Literal('header'), Type.Literal('query')]),
+    type: Type.Union([Type.Literal('none'), Type.Literal('bearer'), Type.Literal('header'), Type.Literal('query'), Type.Literal('oauth2')]),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'header or query parameter name (header, query)' })),
     secret: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'stored encrypted, never returned' })),
+    issuer: EndpointUrl('oauth2: issuer for OpenID Connect / RFC 8414 discovery (instead of the endpoint URLs), or the expected RFC 9207 iss'),
+    authorization_url: EndpointUrl('oauth2: authorization endpoint'),
+    token_url: EndpointUrl('oauth2: token endpoint'),
+    revocation_url: EndpointUrl('oauth2: RFC 7009 revocation endpoint'),
+    scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' }), { maxItems: 100 })),
+    client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
+    client_secret: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'oauth2: stored encrypted, never returned' })),
+    token_endpoint_auth_method: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post'), Type.Literal('none')])),
+    pkce: Type.Optional(Type.Boolean({ description: 'oauth2: PKCE S256 (default true)' })),
+    token_placement: Type.Optional(Type.Union([Type.Literal('header'), Type.Literal('query')], { description: 'oauth2: Authorization header (default) or access_token query parameter' })),
+    audience: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+    resource: EndpointUrl('oauth2: RFC 8707 resource indicator'),
   },
   { additionalProperties: false },
 );
@@ -101,7 +116,23 @@ const ManifestFields = {
   version: Nullable(Type.String()),
 };
 
-const AuthViewSchema = Type.Object({ type: Type.String(), name: Nullable(Type.String()) });
+/** `oauth2` settings as shown: everything but the client secret. */
+const OAuth2ViewSchema = Type.Object({
+  issuer: Type.Optional(Type.String()),
+  authorization_url: Type.Optional(Type.String()),
+  token_url: Type.Optional(Type.String()),
+  revocation_url: Type.Optional(Type.String()),
+  scopes: Type.Array(Type.String()),
+  client_id: Type.String(),
+  token_endpoint_auth_method: Type.String(),
+  pkce: Type.Boolean(),
+  token_placement: Type.String(),
+  audience: Type.Optional(Type.String()),
+  resource: Type.Optional(Type.String()),
+  has_client_secret: Type.Boolean(),
+});
+
+const AuthViewSchema = Type.Object({ type: Type.String(), name: Nullable(Type.String()), oauth2: Type.Optional(OAuth2ViewSchema) });
 
 const ServiceFields = {
   ...ManifestFields,

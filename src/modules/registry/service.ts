@@ -15,6 +15,7 @@ import { encryptSecret } from '../../lib/secrets.js';
 import { TOOL_NAME, checkAuth, checkBaseUrl, checkTools, type ManifestProblem, type NormalizedTool, type UpstreamAuthInput } from './manifest.js';
 import { findTool, registryChanged, serviceWhere, upstreamAuthOf, type ServiceRow, type ServiceStatus } from './executable.js';
 import { authView, listServiceTools, manifestView, serviceView, type ToolView } from './views.js';
+import { authColumns, checkOAuth2Complete } from './oauth2.js';
 import { checkBaseUrlTarget, fail, fromManifestTools, loadSource, newSigningSecret, replaceTools, toolsBase, type RegisterInput } from './register.js';
 
 // ------------------------------------------------------------------ owner operations
@@ -72,7 +73,7 @@ export interface UpdateInput {
 export async function updateService(ctx: AppContext, ownerId: string, ref: string, input: UpdateInput) {
   const s = await getOwnedService(ctx, ownerId, ref);
   const errors: ManifestProblem[] = [];
-  errors.push(...checkAuth(input.auth, '/auth'));
+  errors.push(...checkAuth(input.auth, '/auth'), ...checkOAuth2Complete(input.auth, '/auth'));
   if (input.base_url !== undefined) {
     const p = checkBaseUrl(input.base_url, '/base_url');
     errors.push(...(p.length ? p : checkBaseUrlTarget(ctx, input.base_url, '/base_url')));
@@ -101,11 +102,8 @@ export async function updateService(ctx: AppContext, ownerId: string, ref: strin
   if (input.category !== undefined) set.category = input.category;
   if (input.tags !== undefined) set.tags = [...new Set(input.tags)];
   if (input.version !== undefined) set.version = input.version;
-  if (input.auth) {
-    set.authType = input.auth.type;
-    set.authName = input.auth.type === 'header' || input.auth.type === 'query' ? input.auth.name! : null;
-    set.authSecret = input.auth.type !== 'none' && input.auth.secret ? encryptSecret(ctx, input.auth.secret) : null;
-  }
+  // An oauth2 update without client_secret keeps the stored one.
+  if (input.auth) Object.assign(set, authColumns(ctx, input.auth, s.authType === 'oauth2' ? s.authSecret : null));
   if (input.base_url !== undefined) {
     const nextUrl = input.base_url.replace(/\/+$/, '');
     set.baseUrl = nextUrl;

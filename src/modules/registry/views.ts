@@ -4,11 +4,13 @@ import type { AppContext } from '../../context.js';
 import { toolAliases, tools } from '../../db/schema/index.js';
 import type { Tx } from '../../db/client.js';
 import { type ServiceRow, type ServiceSource, type ToolRow } from './executable.js';
+import { oauth2View } from './oauth2.js';
 
 
 /** Upstream auth as shown (never the secret). */
 export function authView(s: ServiceRow) {
-  return { type: s.authType, name: s.authName ?? null };
+  const oauth2 = oauth2View(s);
+  return { type: s.authType, name: s.authName ?? null, ...(oauth2 ? { oauth2 } : {}) };
 }
 
 /** Tool as shown to anyone. */

@@ -7,6 +7,7 @@
  * Snippets are HTML-escaped with matches wrapped in `<mark>…</mark>`; long fields are cut to a
  * window around the first match.
  */
+import damerau from 'damerau-levenshtein';
 
 /** One highlighted field. */
 export interface Highlight {
@@ -21,25 +22,18 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-/** Optimal-string-alignment distance, giving up above `max`. */
+/**
+ * Optimal-string-alignment distance (insertions, deletions, substitutions and adjacent
+ * transpositions each count one; the `damerau-levenshtein` package), or `max + 1` when the lengths
+ * alone differ by more than `max`.
+ */
 export function editDistance(a: string, b: string, max: number): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    let rowMin = Infinity;
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-      rowMin = Math.min(rowMin, d[i][j]);
-    }
-    if (rowMin > max) return max + 1;
-  }
-  return d[a.length][b.length];
+  return damerau(a, b).steps;
 }
 
-function typoBudget(term: string): number {
+/** Typos allowed in a term of its length: 0 below 4 letters, 1 from 4, 2 from 8 (Typesense/Algolia defaults). */
+export function typoBudget(term: string): number {
   return term.length >= 8 ? 2 : term.length >= 4 ? 1 : 0;
 }
 

@@ -58,6 +58,10 @@ export const ToolSearchResult = Type.Object({
   found: Type.Integer({ description: 'matches in total (pages stop at 1000)' }),
   fuzzy: Type.Boolean({ description: 'typo-tolerant matching was available (pg_trgm)' }),
   relaxed: Type.Boolean({ description: 'no tool matched every term, so tools matching any term are shown' }),
+  corrected: Type.Record(Type.String(), Type.Array(Type.String()), {
+    description: 'typed words missing from the catalog → the catalog words also searched (1 typo from 4 letters, 2 from 8; a transposition is one)',
+  }),
+  ignored: Type.Array(Type.String(), { description: 'stop words left out of the query ("in", "a", "the", "how", …)' }),
   took_ms: Type.Integer(),
 });
 

@@ -34,6 +34,7 @@ import { coUsedServices, searchSessionsByName, usageBreakdown } from '../session
 import { topServices, topTools } from '../sessions/usage.js';
 import { subscribedServiceIds } from '../subscriptions/service.js';
 import { highlightFields, markPrefix, type Highlight } from './highlight.js';
+import { planQuery } from './query.js';
 
 /** Deepest result reachable by paging (Algolia's default `paginationLimitedTo`). */
 export const MAX_OFFSET = 1000;
@@ -154,12 +155,15 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const limit = input.limit ?? 20;
   const offset = offsetOf(input.cursor);
   const q = (input.q ?? '').trim();
-  const terms = queryTerms(q);
+  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, dropped: [], corrected: {} };
+  const terms = [...queryTerms(q), ...Object.values(plan.corrected).flat()];
   const popularity = (await toolPopularity(ctx)).byTool;
-  const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(limit, MAX_OFFSET - offset) || 1, offset, popularity };
+  const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(limit, MAX_OFFSET - offset) || 1, offset, popularity, groups: plan.groups };
   let res = await searchCatalogTools(ctx, accountOf(principal), base);
   let relaxed = false;
-  if (res.found === 0 && terms.length > 1) {
+  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't count).
+  const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
+  if (relax) {
     res = await searchCatalogTools(ctx, accountOf(principal), { ...base, mode: 'any' });
     relaxed = true;
   }
@@ -171,6 +175,8 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
     found: res.found,
     fuzzy: res.fuzzy,
     relaxed,
+    corrected: plan.corrected,
+    ignored: plan.dropped,
     took_ms: Math.round(performance.now() - started),
   };
 }

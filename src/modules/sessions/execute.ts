@@ -13,7 +13,9 @@
  *     subscription is checked and its quota counted in ONE conditional UPDATE (`consumeQuota`)
  *     → 403 `not_subscribed` / 429 `quota_exceeded`. Owners call their own services unmetered;
  *  5. the upstream call (guarded HTTP client or MCP `tools/call`) with the upstream credential
- *     and the platform's signature headers;
+ *     and the platform's signature headers; for `oauth2` services the credential is the caller's
+ *     own connection (`withCallerGrant`, 409 `connection_required` without one, before any quota
+ *     is used), and an upstream 401 gets one refresh and one retry (`grantAfterUnauthorized`);
  *  6. one statement records the execution, the session counters and the usage counters; the
  *     `execution.recorded` event is emitted on `ctx.events` (memory subscribes in `app.ts` and works
  *     off the request path).
@@ -24,8 +26,9 @@ import { newId } from '../../http/ids.js';
 import type { SessionActor } from '../../http/auth.js';
 import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { buildHttpRequest } from '../../upstream/request.js';
-import { callHttpTool, callMcpTool } from '../../upstream/tool-call.js';
+import { callHttpTool, callMcpTool, failedCall } from '../../upstream/tool-call.js';
 import { isAgentSubscribed } from '../agents/service.js';
+import { grantAfterUnauthorized, withCallerGrant } from '../connections/grant.js';
 import { resolveExecutableTool } from '../registry/executable.js';
 import { consumeQuota, hasActiveSubscription, quotaHeaders, type QuotaState } from '../subscriptions/service.js';
 import { sessionState } from './service.js';
@@ -86,18 +89,29 @@ export async function executeTool(ctx: AppContext, actor: SessionActor, sessionI
     throw invalidArguments(tool.name, errors);
   }
 
-  // Built before counting, so a tool whose path cannot be filled is refused without using quota.
-  const httpRequest = service.source === 'mcp' ? null : buildHttpRequest(resolved, args);
-
   if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id))) throw agentNotSubscribed(service.name);
+  // Connected accounts hook (docs/connections.md): oauth2 services get the caller's own token as
+  // their credential; no usable connection → 409 (after the subscription's 403, before any quota).
+  const grant = await withCallerGrant(ctx, actor, resolved).catch(async (err: unknown) => {
+    await assertSubscribed(ctx, actor, service.id, own);
+    throw err;
+  });
+  // Built before counting, so a tool whose path cannot be filled is refused without using quota.
+  const httpRequest = service.source === 'mcp' ? null : buildHttpRequest(grant.tool, args);
   const quota: QuotaState | null = own ? null : await consumeQuota(ctx, actor.accountId, service.id);
   const headers = quota ? quotaHeaders(quota) : {};
 
   const executionId = newId('exe');
   const timeoutMs = Math.min(input.timeout_ms ?? ctx.config.upstream.timeoutMs, ctx.config.upstream.maxTimeoutMs);
-  const outcome = httpRequest
-    ? await callHttpTool(ctx, resolved, httpRequest, actor.accountId, executionId, timeoutMs)
-    : await callMcpTool(ctx, resolved, actor.accountId, executionId, args, timeoutMs);
+  let outcome = httpRequest
+    ? await callHttpTool(ctx, grant.tool, httpRequest, actor.accountId, executionId, timeoutMs)
+    : await callMcpTool(ctx, grant.tool, actor.accountId, executionId, args, timeoutMs);
+  // An upstream 401 on a connection's token: one refresh, one retry (HTTP tools); a refused
+  // refresh (409 connection_required) is recorded like any failed call.
+  const first = outcome;
+  const retry = httpRequest && (await grantAfterUnauthorized(ctx, actor, grant, first.httpStatus).catch((err: unknown) => failedCall(err, performance.now() - first.durationMs)));
+  if (retry && 'tool' in retry) outcome = await callHttpTool(ctx, retry.tool, buildHttpRequest(retry.tool, args), actor.accountId, executionId, timeoutMs);
+  else if (retry) outcome = retry;
 
   const agentId = actor.agentId ?? session.agentId;
   const executed: Omit<ExecutionRecord, 'id' | 'at'> = {

@@ -27,12 +27,15 @@ export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: A
         tags,
         security,
         operationId: 'subscriptions.create',
-        summary: 'Subscribe to a published service',
+        summary: 'Subscribe to a published service (plans by role: user → free, pro → up to pro, enterprise/admin → any)',
         body: CreateSubscriptionBody,
         response: { 201: SubscriptionSchema, ...errorResponses(403, 404, 409) },
       },
     },
-    async (req, reply) => reply.code(201).send(await subscribe(ctx, userOf(req).userId, req.body)),
+    async (req, reply) => {
+      const u = userOf(req);
+      return reply.code(201).send(await subscribe(ctx, u.userId, u.roles, req.body));
+    },
   );
   r.get(
     '/subscriptions',
@@ -73,13 +76,16 @@ export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: A
         tags,
         security,
         operationId: 'subscriptions.update',
-        summary: 'Change the plan of an active subscription',
+        summary: 'Change the plan of an active subscription (plans by role, as for subscribing)',
         params: IdParams,
         body: UpdateSubscriptionBody,
         response: { 200: SubscriptionSchema, ...errorResponses(403, 404, 409) },
       },
     },
-    async (req) => changePlan(ctx, userOf(req).userId, req.params.id, req.body.plan),
+    async (req) => {
+      const u = userOf(req);
+      return changePlan(ctx, u.userId, u.roles, req.params.id, req.body.plan);
+    },
   );
   r.delete(
     '/subscriptions/:id',

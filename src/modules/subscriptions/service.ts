@@ -8,10 +8,14 @@
  * which is exact under concurrency: PostgreSQL re-evaluates the `WHERE` of a waiting `UPDATE`
  * against the row version committed by the one it waited for (READ COMMITTED, EvalPlanQual), and
  * PGlite runs statements one at a time.
+ *
+ * Quotas bind the account, not the subscription record (issue 11, OWASP API6): the plans a caller
+ * may pick follow its role ({@link plansFor}), and a new subscription to a service starts from the
+ * counters of the account's previous one, so cancel + resubscribe resets nothing.
  */
 import { and, desc, eq, lt } from 'drizzle-orm';
 import { sql } from 'drizzle-orm';
-import type { Plan } from '../../config.js';
+import type { Plan, Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { subscriptions } from '../../db/schema/index.js';
@@ -149,16 +153,52 @@ async function getRow(ctx: AppContext, userId: string, id: string): Promise<Subs
   return row;
 }
 
+const PLAN_ORDER: readonly Plan[] = ['free', 'pro', 'enterprise'];
+
 /**
- * Subscribe `userId` to a published service (by id or name) on `plan`.
- * @throws AppError not_found (unknown, deleted or not published service), conflict (already subscribed)
+ * The plans a caller with `roles` may choose (spec "Roles": pro users hold a pro subscription,
+ * enterprise customers have unlimited access): `user` → free; `pro` → free, pro;
+ * `enterprise`/`admin` → every plan.
  */
-export async function subscribe(ctx: AppContext, userId: string, input: { service_id: string; plan?: Plan }): Promise<SubscriptionView> {
+export function plansFor(roles: readonly Role[]): Plan[] {
+  if (roles.includes('enterprise') || roles.includes('admin')) return [...PLAN_ORDER];
+  if (roles.includes('pro')) return ['free', 'pro'];
+  return ['free'];
+}
+
+/** @throws AppError forbidden when `roles` may not choose `plan`. */
+function assertPlanAllowed(plan: Plan, roles: readonly Role[]): void {
+  const allowed = plansFor(roles);
+  if (!allowed.includes(plan)) {
+    throw new AppError('forbidden', `The ${plan} plan needs the ${plan === 'pro' ? 'pro' : 'enterprise'} role; your roles allow ${allowed.join(', ')}`);
+  }
+}
+
+/**
+ * Subscribe `userId` (holding `roles`) to a published service (by id or name) on `plan`. The
+ * counters of the current windows carry over from the user's latest earlier subscription to the
+ * service, in the same INSERT (the old one is canceled, so it counts no more).
+ * @throws AppError not_found (unknown, deleted or not published service), forbidden (plan above
+ *         the role), conflict (already subscribed)
+ */
+export async function subscribe(ctx: AppContext, userId: string, roles: readonly Role[], input: { service_id: string; plan?: Plan }): Promise<SubscriptionView> {
   const svc = await getServiceSummary(ctx, input.service_id);
   if (!svc || svc.status !== 'published') throw notFound('Service');
+  const plan = input.plan ?? 'free';
+  assertPlanAllowed(plan, roles);
+  const prev = (col: string) => sql`(select p.${sql.identifier(col)} from subscriptions p where p.user_id = ${userId} and p.service_id = ${svc.id} order by p.id desc limit 1)`;
   const [row] = await ctx.db
     .insert(subscriptions)
-    .values({ id: newId('sub'), userId, serviceId: svc.id, plan: input.plan ?? 'free' })
+    .values({
+      id: newId('sub'),
+      userId,
+      serviceId: svc.id,
+      plan,
+      dayStart: sql`coalesce(${prev('day_start')}, (now() at time zone 'utc')::date)`,
+      dayUsed: sql`coalesce(${prev('day_used')}, 0)`,
+      monthStart: sql`coalesce(${prev('month_start')}, date_trunc('month', now() at time zone 'utc')::date)`,
+      monthUsed: sql`coalesce(${prev('month_used')}, 0)`,
+    })
     .onConflictDoNothing()
     .returning();
   if (!row) throw new AppError('conflict', `Already subscribed to ${svc.name}; change the plan with PUT /subscriptions/:id`);
@@ -198,16 +238,17 @@ export async function getSubscription(ctx: AppContext, userId: string, id: strin
 /**
  * Change the plan of an active subscription (counters of the current windows are kept, so a
  * downgrade can leave the caller over its new limit until the window resets).
- * @throws AppError not_found, invalid_state (canceled)
+ * @throws AppError not_found, forbidden (plan above the role), invalid_state (canceled)
  */
-export async function changePlan(ctx: AppContext, userId: string, id: string, plan: Plan): Promise<SubscriptionView> {
+export async function changePlan(ctx: AppContext, userId: string, roles: readonly Role[], id: string, plan: Plan): Promise<SubscriptionView> {
+  await getRow(ctx, userId, id);
+  assertPlanAllowed(plan, roles);
   const [row] = await ctx.db
     .update(subscriptions)
     .set({ plan, updatedAt: new Date() })
     .where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId), eq(subscriptions.status, 'active')))
     .returning();
   if (row) return view(ctx, row);
-  await getRow(ctx, userId, id);
   throw new AppError('invalid_state', 'The subscription is canceled; subscribe again with POST /subscriptions');
 }
 

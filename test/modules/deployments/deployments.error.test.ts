@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { eq } from 'drizzle-orm';
 import { agentInvocations, deployments } from '../../../src/db/schema/index.js';
-import { recoverInterrupted } from '../../../src/modules/deployments/service.js';
+import { recoverInterrupted } from '../../../src/modules/deployments/jobs.js';
 import { HANDLERS, createAgent, deploy, deployReady, multipart, pack, tarball, tempDir } from './fixtures.js';
 
 const { app, ctx } = await setupApp({ DATA_DIR: tempDir(), DEPLOY_MAX_BYTES: String(64 * 1024), DEPLOY_MAX_UNPACKED_BYTES: String(256 * 1024), DEPLOY_MAX_FILES: '20', SANDBOX_MAX_TIMEOUT_MS: '5000' });

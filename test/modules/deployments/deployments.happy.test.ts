@@ -146,7 +146,7 @@ describe('deployments — happy paths', () => {
     const ops = Object.values(body.paths as Record<string, Record<string, { operationId?: string }>>)
       .flatMap((p) => Object.values(p).map((o) => o.operationId))
       .filter((id) => id?.startsWith('deployments.'));
-    expect(ops.sort()).toEqual(['deployments.deploy', 'deployments.executions.get', 'deployments.executions.list', 'deployments.invoke', 'deployments.list', 'deployments.redeploy', 'deployments.rollback', 'deployments.stop']);
+    expect(ops.sort()).toEqual(['deployments.deploy', 'deployments.executions.get', 'deployments.executions.list', 'deployments.executions.logs', 'deployments.invoke', 'deployments.list', 'deployments.logs', 'deployments.redeploy', 'deployments.rollback', 'deployments.stop']);
     expect(Object.keys(body.paths['/v2/agents/{id}/deploy'].post.requestBody.content)).toContain('multipart/form-data');
   });
 });

@@ -9,7 +9,7 @@ import { call, createUser, setupApp } from '../../helpers/app.js';
 const { app, ctx } = await setupApp({ PUBLIC_URL: 'http://localhost:3000' });
 const LISTED = 'https://console.example.test/callback';
 const [prod, prodWithTestTokens, strict] = await Promise.all([
-  setupApp({ NODE_ENV: 'production' }),
+  setupApp({ NODE_ENV: 'production', AUTH_TEST_TOKENS: undefined, AUTH_TEST_ROLES: undefined }),
   setupApp({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on' }),
   setupApp({ AUTH_REDIRECT_URIS: LISTED }),
 ]);

@@ -117,6 +117,23 @@ describe('roles', () => {
     expect(denied.code).toBe('insufficient_role');
   });
 
+  it('takes the user as the API shows it (user_id, URL-encoded or not) as well as the bare id', async () => {
+    const admin = await createUser(app, { roles: ['admin'] });
+    const target = await createUser(app);
+    expect(target.subject).toBe(`agent-platform|${target.userId}`);
+    const { body } = await call(app, { method: 'PUT', url: `/admin/users/${encodeURIComponent(target.subject)}/roles`, headers: admin.headers, payload: { roles: ['user', 'pro'] } }, 200);
+    expect(body).toMatchObject({ user_id: target.subject, roles: ['user', 'pro'] });
+    await call(app, { method: 'PUT', url: `/admin/users/${target.subject}/roles`, headers: admin.headers, payload: { roles: ['user'] } }, 200);
+    await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, headers: admin.headers, payload: { roles: ['user', 'enterprise'] } }, 200);
+    const { body: me } = await call(app, { method: 'GET', url: '/v1/auth/me', headers: target.headers }, 200);
+    expect(me.roles).toEqual(['user', 'enterprise']);
+    // Another provider's prefix on a platform id names nobody.
+    await call(app, { method: 'PUT', url: `/admin/users/${encodeURIComponent(`github|${target.userId}`)}/roles`, headers: admin.headers, payload: { roles: ['admin'] } }, 404);
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const param = doc.paths['/admin/users/{id}/roles'].put.parameters.find((p: { name: string }) => p.name === 'id');
+    expect(param.description ?? param.schema.description).toContain('agent-platform%7Cusr_');
+  });
+
   it('validates the role list and the user', async () => {
     const admin = await createUser(app, { roles: ['admin'] });
     const { body } = await call(app, { method: 'PUT', url: `/admin/users/${admin.userId}/roles`, headers: admin.headers, payload: { roles: ['root'] } }, 400);

@@ -1,6 +1,7 @@
 /**
  * Search without pg_trgm (SEARCH_FUZZY=off behaves as a server without the extension): full text,
- * prefixes and name substrings still match; typos no longer do; the answer says `fuzzy: false`.
+ * prefixes and name substrings still match; the answer says `fuzzy: false`. Typos still match:
+ * their correction against the catalog's vocabulary needs no extension.
  */
 import { describe, expect, it } from 'vitest';
 import { call, createUser, setupApp } from '../../helpers/app.js';
@@ -10,7 +11,7 @@ import { setServiceStatus } from '../../../src/modules/registry/service.js';
 const { app, ctx } = await setupApp({ SEARCH_FUZZY: 'off' });
 
 describe('search — without trigram matching', () => {
-  it('matches words, prefixes and substrings but not typos', async () => {
+  it('matches words, prefixes, substrings and corrected typos', async () => {
     const owner = await createUser(app);
     const word = `quokka${letters(5)}`;
     const svc = await register(app, owner, {
@@ -28,6 +29,8 @@ describe('search — without trigram matching', () => {
     expect(exact.data.map((t: { name: string }) => t.name)).toEqual([`fetch_${word}data`]);
     expect((await get(word.slice(0, 8))).data.map((t: { match: string }) => t.match)).toEqual(['text']); // prefix of the last term
     expect((await get(`${word.slice(2)}da`)).data.map((t: { match: string }) => t.match)).toEqual(['substring']);
-    expect((await get(word.replace('kka', 'ka'))).found).toBe(0); // a typo
+    const typo = await get(word.replace('kka', 'ka')); // a deletion
+    expect(typo.corrected).toEqual({ [word.replace('kka', 'ka')]: [word] });
+    expect(typo.data.map((t: { name: string; match: string }) => [t.name, t.match])).toEqual([[`fetch_${word}data`, 'text']]);
   });
 });

@@ -7,7 +7,7 @@ const { app, ctx } = await setupApp();
 describe('subscriptions — errors', () => {
   it('answers 409 when subscribing twice to the same service', async () => {
     const owner = await createUser(app);
-    const u = await createUser(app);
+    const u = await createUser(app, { roles: ['pro'] });
     const svc = await makeService(app, ctx, owner);
     await call(app, { method: 'POST', url: '/subscriptions', headers: u.headers, payload: { service_id: svc.id, plan: 'free' } }, 201);
     const { body } = await call(app, { method: 'POST', url: '/subscriptions', headers: u.headers, payload: { service_id: svc.id, plan: 'pro' } }, 409);
@@ -38,7 +38,7 @@ describe('subscriptions — errors', () => {
 
   it('answers 404 for unknown subscriptions and 409 when changing a canceled one', async () => {
     const owner = await createUser(app);
-    const u = await createUser(app);
+    const u = await createUser(app, { roles: ['pro'] });
     for (const [method, url, payload] of [
       ['GET', '/subscriptions/sub_00000000000000000000000000', undefined],
       ['PUT', '/subscriptions/sub_00000000000000000000000000', { plan: 'pro' }],

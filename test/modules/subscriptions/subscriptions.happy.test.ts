@@ -8,7 +8,7 @@ const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '7', QUOTA_FREE_MONTH: '70
 describe('subscriptions — happy paths', () => {
   it('subscribes, reads, lists, changes plan, shows quotas and cancels', async () => {
     const owner = await createUser(app);
-    const u = await createUser(app);
+    const u = await createUser(app, { roles: ['pro'] });
     const svc = await makeService(app, ctx, owner);
     const { body: sub } = await call(app, { method: 'POST', url: '/subscriptions', headers: u.headers, payload: { service_id: svc.id, plan: 'free' } }, 201);
     expect(sub).toMatchObject({ service_id: svc.id, plan: 'free', status: 'active', quotas: { day: 7, month: 70 }, used: { day: 0, month: 0 }, canceled_at: null });
@@ -48,7 +48,7 @@ describe('subscriptions — happy paths', () => {
 
   it('subscribes by service name, defaults to the free plan, and allows a new subscription after canceling', async () => {
     const owner = await createUser(app);
-    const u = await createUser(app);
+    const u = await createUser(app, { roles: ['enterprise'] });
     const svc = await makeService(app, ctx, owner);
     const { body: s1 } = await call(app, { method: 'POST', url: '/subscriptions', headers: u.headers, payload: { service_id: svc.name } }, 201);
     expect(s1).toMatchObject({ service_id: svc.id, plan: 'free' });

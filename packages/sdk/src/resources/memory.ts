@@ -1,0 +1,77 @@
+/** `memory` (a user's semantic memories) and `agentMemory` (an agent's key-value store, spec "Agent memory (v2)") groups. */
+import { type Body, type Core, type Item, type Query, cursorList, unwrap } from '../core.js';
+
+/** Memories: add, list, semantic + full-text search, session summaries. */
+export class MemoryResource {
+  constructor(private readonly core: Core) {}
+
+  /** Store a memory (`content` ≤ 16 KiB); it is embedded for search. */
+  add(body: Body<'memory.create'>) {
+    return unwrap(this.core.http.POST('/memory', { body }));
+  }
+  /** Memories, newest first (cursor list). */
+  list(query: Omit<Query<'memory.list'>, 'cursor'> = {}) {
+    return cursorList<Item<'memory.list'>>((cursor) => unwrap(this.core.http.GET('/memory', { params: { query: { ...query, cursor } } })));
+  }
+  /** Page-numbered listing (`page`, `page_size`, `total`). */
+  listPaginated(query: Query<'memory.listPaginated'> = {}) {
+    return unwrap(this.core.http.GET('/memory/paginated', { params: { query } }));
+  }
+  /** Delete all memories, or one session's. */
+  deleteAll(query: Query<'memory.deleteAll'> = {}) {
+    return unwrap(this.core.http.DELETE('/memory', { params: { query } }));
+  }
+  /** Memories ranked for `q` (hybrid, semantic or keyword `mode`). */
+  search(query: Query<'memory.search'>) {
+    return unwrap(this.core.http.GET('/memory/search', { params: { query } }));
+  }
+  /** Context for an agent: the memories most relevant to `q`. */
+  agentContext(query: Query<'memory.agentContext'>) {
+    return unwrap(this.core.http.GET('/memory/context/agent', { params: { query } }));
+  }
+  sessionSummary(sessionId: string) {
+    return unwrap(this.core.http.GET('/memory/sessions/{id}', { params: { path: { id: sessionId } } }));
+  }
+  sessionTimeline(sessionId: string, query: Omit<Query<'memory.sessionTimeline'>, 'cursor'> = {}) {
+    return cursorList<Item<'memory.sessionTimeline'>>((cursor) => unwrap(this.core.http.GET('/memory/sessions/{id}/timeline', { params: { path: { id: sessionId }, query: { ...query, cursor } } })));
+  }
+  summarizeSession(sessionId: string) {
+    return unwrap(this.core.http.POST('/memory/sessions/{id}/summarize', { params: { path: { id: sessionId } } }));
+  }
+  stats(query: Query<'memory.stats'> = {}) {
+    return unwrap(this.core.http.GET('/memory/stats', { params: { query } }));
+  }
+}
+
+/**
+ * An agent's key-value memory. Without `agentId` the calling agent's own store (agent token, i.e.
+ * a client built with `clientId`/`clientSecret`); with it, another agent's store through a grant
+ * or as its owner.
+ */
+export class AgentMemoryResource {
+  constructor(private readonly core: Core) {}
+
+  /** Keys and values, optionally under `prefix` (cursor list). */
+  list(query: Omit<Query<'agentMemory.list'>, 'cursor'> = {}, agentId?: string) {
+    if (agentId) return cursorList<Item<'agentMemory.listOf'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/memory', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
+    return cursorList<Item<'agentMemory.list'>>((cursor) => unwrap(this.core.http.GET('/v2/memory', { params: { query: { ...query, cursor } } })));
+  }
+  /** One entry of the calling agent. @throws AgentPlatformError `not_found` */
+  get(key: string) {
+    return unwrap(this.core.http.GET('/v2/memory/{key}', { params: { path: { key } } }));
+  }
+  /** Create or replace an entry (`ttl_seconds` optional); of `agentId`'s store when given. */
+  put(key: string, value: unknown, opts: Omit<Body<'agentMemory.put'>, 'value'> & { agentId?: string } = {}) {
+    const { agentId, ...rest } = opts;
+    const body = { ...rest, value };
+    if (agentId) return unwrap(this.core.http.PUT('/v2/agents/{id}/memory/{key}', { params: { path: { id: agentId, key } }, body }));
+    return unwrap(this.core.http.PUT('/v2/memory/{key}', { params: { path: { key } }, body }));
+  }
+  async delete(key: string): Promise<void> {
+    await unwrap(this.core.http.DELETE('/v2/memory/{key}', { params: { path: { key } } }));
+  }
+  /** Who read or wrote `agentId`'s memory (cursor list). */
+  audit(agentId: string, query: Omit<Query<'agentMemory.audit'>, 'cursor'> = {}) {
+    return cursorList<Item<'agentMemory.audit'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/memory/audit', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The deployments module's runtime state on this host: the app's sandbox (with its warm pool),
+ * unpacked artifacts, decrypted deployment environments, and the warm-pool key of a version.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { deploymentArtifacts, deployments } from '../../db/schema/index.js';
+import { decryptSecret } from '../../lib/secrets.js';
+import { ArtifactError, unpackArtifact, type ArtifactLimits } from '../../sandbox/artifact.js';
+import { Sandbox } from '../../sandbox/runner.js';
+
+export type DeploymentRow = typeof deployments.$inferSelect;
+
+/** Job names of this module. */
+export const PREPARE_JOB = 'deployments.prepare';
+export const INVOKE_JOB = 'deployments.invoke';
+
+/** Margin after a run's own deadline before it is considered interrupted (its process died with its host). */
+export const STALE_MARGIN_MS = 60_000;
+
+const sandboxes = new WeakMap<AppContext, Sandbox>();
+const unpacking = new Map<string, Promise<string>>();
+
+/** The app's sandbox (created on first use; probes network isolation once). */
+export function sandboxOf(ctx: AppContext): Sandbox {
+  let s = sandboxes.get(ctx);
+  if (!s) {
+    const c = ctx.config.sandbox;
+    fs.mkdirSync(c.dir, { recursive: true, mode: 0o755 });
+    s = new Sandbox({
+      memoryMb: c.memoryMb,
+      processMemoryMb: c.processMemoryMb,
+      maxLogBytes: c.maxLogBytes,
+      maxOutputBytes: c.maxOutputBytes,
+      concurrency: c.concurrency,
+      network: c.network,
+      user: c.user,
+      readableDir: fs.realpathSync(c.dir),
+      warm: c.warmPerVersion > 0 && c.warmTotal > 0 ? { perVersion: c.warmPerVersion, total: c.warmTotal, idleMs: c.warmIdleMs } : undefined,
+    });
+    if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
+    if (s.runAsNote) ctx.log.warn(`sandbox: ${s.runAsNote}`);
+    if (c.processMemoryMb > 0 && s.processMemoryMb === 0) ctx.log.warn('sandbox: prlimit not found: only the V8 heap of sandbox processes is limited');
+    ctx.log.info({ network_isolated: s.networkIsolated, run_as: s.runAs, process_memory_mb: s.processMemoryMb, warm_per_version: c.warmPerVersion, warm_total: c.warmTotal }, 'sandbox ready');
+    const sandbox = s;
+    ctx.onClose.push(() => sandbox.killAll());
+    sandboxes.set(ctx, s);
+  }
+  return s;
+}
+
+/**
+ * Warm-pool key of a deployment as it is now: agent, deployment, and the times it was prepared and
+ * activated — a rollback, redeploy or re-activation changes the key, so no instance reuses an
+ * environment of the version as it was before.
+ */
+export function warmKey(d: DeploymentRow): string {
+  return `${d.agentId}/${d.id}/${d.preparedAt?.getTime() ?? 0}/${d.activatedAt?.getTime() ?? 0}`;
+}
+
+/** Retire this host's warm environments of the agent (after rollback, stop, redeploy or a new active version). */
+export function drainAgent(ctx: AppContext, agentId: string): void {
+  const s = sandboxes.get(ctx);
+  if (!s) return;
+  const n = s.drain((k) => k.startsWith(`${agentId}/`));
+  if (n) ctx.log.info({ agent_id: agentId, environments: n }, 'deployments: drained warm environments');
+}
+
+export function limitsOf(ctx: AppContext): ArtifactLimits {
+  return { maxUnpackedBytes: ctx.config.deploy.maxUnpackedBytes, maxFiles: ctx.config.deploy.maxFiles };
+}
+
+/** Unpack the artifact `sha256` on this host (once; concurrent callers share the work). Returns its directory. */
+export async function ensureUnpacked(ctx: AppContext, sha256: string): Promise<string> {
+  const dir = ctx.config.sandbox.dir;
+  const dest = path.join(dir, sha256);
+  if (fs.existsSync(dest)) return fs.realpathSync(dest);
+  const key = `${dir}\0${sha256}`;
+  let p = unpacking.get(key);
+  if (!p) {
+    p = (async () => {
+      const [a] = await ctx.db.select({ data: deploymentArtifacts.data }).from(deploymentArtifacts).where(eq(deploymentArtifacts.sha256, sha256));
+      if (!a) throw new ArtifactError(`artifact ${sha256} is missing from storage`);
+      const buf = Buffer.isBuffer(a.data) ? a.data : Buffer.from((a.data as Uint8Array).buffer, (a.data as Uint8Array).byteOffset, (a.data as Uint8Array).byteLength);
+      return unpackArtifact(buf, dir, limitsOf(ctx));
+    })().finally(() => unpacking.delete(key));
+    unpacking.set(key, p);
+  }
+  return p;
+}
+
+export function envOf(ctx: AppContext, d: DeploymentRow): Record<string, string> {
+  return d.envEncrypted ? (JSON.parse(decryptSecret(ctx, d.envEncrypted)) as Record<string, string>) : {};
+}
+

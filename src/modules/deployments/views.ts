@@ -1,0 +1,57 @@
+/** Row → API view mappings of the deployments module. */
+import { getTableColumns } from 'drizzle-orm';
+import { agentInvocations } from '../../db/schema/index.js';
+import type { SandboxError } from '../../sandbox/runner.js';
+import type { DeploymentRow } from './runtime.js';
+import type { DeploymentView, InvocationSummary, InvocationView } from './schemas.js';
+
+export type InvocationRow = typeof agentInvocations.$inferSelect;
+
+/** Columns of an invocation without its (possibly large) input, output and logs. */
+export const { input: _input, output: _output, logs: _logs, logsTruncated: _lt, calls: _calls, ...summaryColumns } = getTableColumns(agentInvocations);
+
+export type DeploymentStatus = DeploymentView['status'];
+export type InvocationStatus = InvocationView['status'];
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function deploymentView(d: DeploymentRow): DeploymentView {
+  return {
+    id: d.id,
+    agent_id: d.agentId,
+    version: d.version,
+    status: d.status as DeploymentStatus,
+    entrypoint: d.entrypoint,
+    description: d.description,
+    artifact: { sha256: d.artifactSha256, size_bytes: d.artifactSize, files: d.fileCount, unpacked_bytes: d.unpackedBytes },
+    env_keys: d.envKeys,
+    failure_reason: d.failureReason,
+    created_by: d.createdBy,
+    created_at: d.createdAt.toISOString(),
+    updated_at: d.updatedAt.toISOString(),
+    prepared_at: iso(d.preparedAt),
+    activated_at: iso(d.activatedAt),
+  };
+}
+
+export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'logs' | 'logsTruncated' | 'calls'>): InvocationSummary {
+  return {
+    id: r.id,
+    agent_id: r.agentId,
+    deployment_id: r.deploymentId,
+    version: r.version,
+    status: r.status as InvocationStatus,
+    async: r.async,
+    error: (r.error as SandboxError | null) ?? null,
+    timeout_ms: r.timeoutMs,
+    duration_ms: r.durationMs,
+    cold: r.cold,
+    created_at: r.createdAt.toISOString(),
+    started_at: iso(r.startedAt),
+    finished_at: iso(r.finishedAt),
+  };
+}
+
+export function invocationView(r: InvocationRow): InvocationView {
+  return { ...invocationSummary(r), input: r.input ?? null, output: r.output ?? null, logs: r.logs as InvocationView['logs'], logs_truncated: r.logsTruncated, calls: r.calls as InvocationView['calls'] };
+}

@@ -1,0 +1,88 @@
+/**
+ * The MCP server of one request (`@modelcontextprotocol/sdk` low-level `Server`): `tools/list`
+ * and `tools/call` over {@link PLATFORM_TOOLS} and, when exposure is on, the caller's subscribed
+ * tools. Built per request (stateless transport); what outlives a request is in `mcp_sessions`.
+ *
+ * Errors: a platform error inside a tool (AppError: 4xx/5xx problem) is an MCP tool error
+ * (`isError: true`, `structuredContent` = `{ code, status, title, detail, errors?, … }`); a
+ * call of an unknown tool is a JSON-RPC error (-32602, MCP spec "Tools" §Error Handling); any
+ * other failure is logged and answered as tool error `internal_error` — never an HTTP 500.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { AppContext } from '../../context.js';
+import { AppError, CODES } from '../../http/errors.js';
+import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
+import { exposedTools } from './catalog.js';
+import { PLATFORM_TOOLS, runTool, type McpCall, type PlatformTool, type ToolOutcome } from './tools.js';
+
+/** Server name and version announced in `initialize` (`serverInfo`). */
+export const SERVER_INFO = { name: 'agent-platform', title: 'Agent Platform', version: '1.0.0' };
+
+const INSTRUCTIONS =
+  'Agent Platform: a marketplace of tools plus long-term memory. Find tools with search_tools, read one with describe_tool, ' +
+  'run it with execute_tool (you must be subscribed to its service). Keep facts with remember and find them with recall.';
+
+function toolsFor(call: McpCall): PlatformTool[] {
+  return PLATFORM_TOOLS.filter((t) => !t.agentsOnly || call.principal.kind === 'agent');
+}
+
+function asMcpTool(t: PlatformTool): Tool {
+  return { name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as Tool['inputSchema'], ...(t.annotations ? { annotations: t.annotations } : {}) };
+}
+
+/** The tool list of `call` (MCP `tools/list` result `tools`). */
+export async function listTools(ctx: AppContext, call: McpCall): Promise<Tool[]> {
+  const list = toolsFor(call).map(asMcpTool);
+  if (call.expose) {
+    for (const t of await exposedTools(ctx, call.actor)) {
+      list.push({ name: t.name, title: t.title, description: t.description, inputSchema: { ...t.inputSchema, type: 'object' } as Tool['inputSchema'] });
+    }
+  }
+  return list;
+}
+
+/** A platform problem as a tool result (MCP tool error). */
+export function toolError(err: AppError): CallToolResult {
+  const [status, title] = CODES[err.code];
+  const value: Record<string, unknown> = { code: err.code, status, title, detail: err.message, ...(err.errors ? { errors: err.errors } : {}), ...err.extra };
+  const retry = err.headers?.['retry-after'];
+  if (retry) value.retry_after_seconds = Number(retry);
+  return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}` }], structuredContent: value };
+}
+
+function toolResult(out: ToolOutcome): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(out.value) }], structuredContent: out.value, ...(out.isError ? { isError: true } : {}) };
+}
+
+/** Run tool `name` for `call`. @throws McpError InvalidParams for an unknown tool name */
+export async function callTool(ctx: AppContext, call: McpCall, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  try {
+    const platform = toolsFor(call).find((t) => t.name === name);
+    if (platform) {
+      const validate = validatorFor(`mcp:${platform.name}`, platform.inputSchema as unknown as Record<string, unknown>);
+      if (!validate(args)) {
+        const errors = argumentErrors(validate.errors).map((e) => ({ ...e, pointer: e.pointer.replace(/^\/arguments/, '') || '/' }));
+        throw new AppError('validation_failed', `Arguments do not match the input schema of ${name}: ${errors.map((e) => `${e.pointer} ${e.message}`).join('; ')}`, { errors });
+      }
+      return toolResult(await platform.run(ctx, call, args as never));
+    }
+    if (call.expose && name.includes('__')) {
+      const exposed = (await exposedTools(ctx, call.actor)).find((t) => t.name === name);
+      if (exposed) return toolResult(await runTool(ctx, call, { service: exposed.service, tool: exposed.tool, arguments: args }));
+    }
+  } catch (err) {
+    if (err instanceof AppError) return toolError(err);
+    ctx.log.error({ err, tool: name }, 'mcp tool failed');
+    return toolError(new AppError('internal_error', 'The tool failed unexpectedly; the error was logged'));
+  }
+  throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+}
+
+/** The SDK server of one request. */
+export function buildServer(ctx: AppContext, call: McpCall): Server {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listTools(ctx, call) }));
+  server.setRequestHandler(CallToolRequestSchema, async (req) => callTool(ctx, call, req.params.name, (req.params.arguments ?? {}) as Record<string, unknown>));
+  return server;
+}

@@ -1,0 +1,140 @@
+/**
+ * Streamable HTTP (MCP spec 2025-06-18 / 2025-11-25 "Transports") inside Fastify, stateless on
+ * every instance: each `POST /mcp` gets a fresh SDK server + transport (JSON responses, no
+ * per-instance state); the `Mcp-Session-Id` is a row of `mcp_sessions` (see sessions.ts) that
+ * any instance serves. `GET /mcp` is this module's own SSE stream that only carries
+ * `notifications/tools/list_changed` (polled from the database, so a change made through any
+ * instance reaches it).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import type { AppContext } from '../../context.js';
+import { AppError } from '../../http/errors.js';
+import { actorOf, type Principal } from '../../http/auth.js';
+import { exposedTools, toolListFingerprint } from './catalog.js';
+import { buildServer } from './server.js';
+import { findMcpSession, openMcpSession, type McpSessionRow } from './sessions.js';
+import type { McpCall } from './tools.js';
+
+/** Header of the session id (MCP "Transports" §Session Management). */
+export const SESSION_HEADER = 'mcp-session-id';
+
+/** `?expose_tools=` of the connection URL; undefined when absent. */
+export type ExposeFlag = boolean | undefined;
+
+function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, id: unknown = null): FastifyReply {
+  return reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id });
+}
+
+function sessionIdOf(req: FastifyRequest): string | undefined {
+  const v = req.headers[SESSION_HEADER];
+  return typeof v === 'string' && v ? v : undefined;
+}
+
+/** The session named by the request, or null when none; 404 (JSON-RPC error) answered when unknown. */
+async function sessionOf(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<McpSessionRow | null | 'answered'> {
+  const sid = sessionIdOf(req);
+  if (!sid) return null;
+  try {
+    return await findMcpSession(ctx, actorOf(principal), sid);
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'not_found') {
+      jsonRpcError(reply, 404, -32001, err.message, (req.body as { id?: unknown } | undefined)?.id ?? null);
+      return 'answered';
+    }
+    throw err;
+  }
+}
+
+/** Handle `POST /mcp` for `principal`. */
+export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, principal: Principal, exposeFlag: ExposeFlag): Promise<FastifyReply | void> {
+  const actor = actorOf(principal);
+  const body = req.body;
+  let session: McpSessionRow | null;
+  if (isInitializeRequest(body)) {
+    if (sessionIdOf(req)) return jsonRpcError(reply, 400, -32600, 'initialize must not carry Mcp-Session-Id', (body as { id?: unknown }).id);
+    const p = body.params;
+    session = await openMcpSession(
+      ctx,
+      actor,
+      { name: p.clientInfo.name, version: p.clientInfo.version, protocolVersion: p.protocolVersion || LATEST_PROTOCOL_VERSION },
+      exposeFlag ?? ctx.config.mcp.exposeSubscribedTools,
+    );
+  } else {
+    const found = await sessionOf(ctx, req, reply, principal);
+    if (found === 'answered') return reply;
+    session = found;
+  }
+  const call: McpCall = { principal, actor, session, expose: session?.exposeTools ?? exposeFlag ?? ctx.config.mcp.exposeSubscribedTools };
+
+  // From here the SDK writes the response on the raw socket.
+  reply.hijack();
+  const res = reply.raw;
+  for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) res.setHeader(k, v as string);
+  if (session) res.setHeader(SESSION_HEADER, session.id);
+  const server = buildServer(ctx, call);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  res.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  try {
+    await server.connect(transport);
+    await transport.handleRequest(req.raw, res, body);
+  } catch (err) {
+    ctx.log.error({ err }, 'mcp transport failed');
+    if (!res.headersSent) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error; it was logged' }, id: (body as { id?: unknown } | undefined)?.id ?? null }));
+    } else res.end();
+  }
+}
+
+/** Open `GET /mcp` streams, ended when the app closes. */
+export type OpenStreams = Set<() => void>;
+
+/**
+ * Handle `GET /mcp`: an SSE stream for server-to-client messages. It carries only
+ * `notifications/tools/list_changed`, so it is offered to sessions that list subscribed tools;
+ * others get 405 (allowed by the spec when the server offers no stream).
+ */
+export async function handleGet(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, principal: Principal, streams: OpenStreams): Promise<FastifyReply | void> {
+  const found = await sessionOf(ctx, req, reply, principal);
+  if (found === 'answered') return reply;
+  if (!found?.exposeTools) return reply.code(405).header('allow', 'POST, DELETE').type('application/json').send({ jsonrpc: '2.0', error: { code: -32000, message: 'This session has no server-to-client stream (tools are not exposed)' }, id: null });
+  const actor = actorOf(principal);
+  let fingerprint = toolListFingerprint(await exposedTools(ctx, actor));
+
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-request-id': String(req.id), [SESSION_HEADER]: found.id });
+  res.write(': stream open\n\n');
+  let polling = false;
+  let ticks = 0;
+  const timer = setInterval(async () => {
+    if (polling) return;
+    polling = true;
+    try {
+      const now = toolListFingerprint(await exposedTools(ctx, actor));
+      if (now !== fingerprint) {
+        fingerprint = now;
+        res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+      } else if (++ticks * ctx.config.mcp.listChangedPollMs >= 25_000) {
+        ticks = 0;
+        res.write(': keep-alive\n\n');
+      }
+    } catch (err) {
+      ctx.log.warn({ err: (err as Error).message }, 'mcp list_changed poll failed');
+    } finally {
+      polling = false;
+    }
+  }, ctx.config.mcp.listChangedPollMs);
+  const end = () => {
+    clearInterval(timer);
+    streams.delete(end);
+    if (!res.writableEnded) res.end();
+  };
+  streams.add(end);
+  res.on('close', end);
+}

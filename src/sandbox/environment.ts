@@ -1,0 +1,395 @@
+/**
+ * One execution environment: a sandboxed Node.js process that has imported one deployment's
+ * entrypoint and serves its invocations one at a time over the line protocol of `bootstrap.ts`.
+ *
+ * The process is spawned by {@link Sandbox} (which owns the command line: permission flags,
+ * network namespace, uid, memory rlimit, backstop). This class owns the pipes: it captures
+ * stdout/stderr into the current invocation's logs, relays the handler's platform calls to the
+ * invocation's {@link Broker}, enforces the per-invocation timeout (SIGKILL of the whole process
+ * group), and reports the environment unusable (`dead`) after a timeout, crash or out-of-memory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+
+/** One captured line of output. */
+export interface LogEntry {
+  /** ISO 8601 UTC time the host received the line. */
+  ts: string;
+  /** `stdout`/`stderr`: the process's output; `platform`: a `context.log.*` line or a platform event (denied egress, …). */
+  stream: 'stdout' | 'stderr' | 'platform';
+  message: string;
+  /** For `platform` lines: `info` | `warn` | `error`. */
+  level?: 'info' | 'warn' | 'error';
+  /** Structured fields of a `context.log.*` line. */
+  fields?: Record<string, unknown>;
+}
+
+/** Why a run did not succeed. `code` values: see `bootstrap.ts`, plus `timeout`, `crashed`, `sandbox_error`. */
+export interface SandboxError {
+  code: string;
+  message: string;
+  name?: string;
+  stack?: string;
+  permission?: string;
+  resource?: string;
+}
+
+/** What one run produced. */
+export interface SandboxResult {
+  status: 'succeeded' | 'failed' | 'timed_out';
+  /** The handler's return value (JSON), null unless succeeded. */
+  output: unknown;
+  error: SandboxError | null;
+  logs: LogEntry[];
+  logsTruncated: boolean;
+  /** Wall-clock time of the run, ms: for a cold start spawn + module load + handler, for a warm one the handler alone. */
+  durationMs: number;
+  /** True when the run started a new environment (a cold start). */
+  cold: boolean;
+}
+
+/**
+ * Answers the handler's platform calls (`context.tools.execute`, `context.memory.get`, …) on the
+ * host, as the invoking agent. A thrown `{ code, message, status? }` becomes a rejected promise in
+ * the handler (a normal, catchable `PlatformError`).
+ */
+export type Broker = (op: string, args: unknown) => Promise<unknown>;
+
+/** Per-invocation hooks. */
+export interface InvokeHooks {
+  broker?: Broker;
+  /** Called with each log line as it is captured (live tailing). */
+  onLog?: (entry: LogEntry) => void;
+}
+
+/** How to start the process and its limits (set by {@link Sandbox}). */
+export interface EnvironmentSpec {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  ids: { uid?: number; gid?: number };
+  root: string;
+  memoryMb: number;
+  maxLogBytes: number;
+  maxOutputBytes: number;
+}
+
+const MAX_LOG_LINES = 1000;
+const MAX_LINE = 8 * 1024;
+/** Largest message from the process on fd 3 (a result plus framing). */
+const frameMax = (maxOutput: number) => maxOutput * 2 + 64 * 1024;
+
+interface Current {
+  logs: LogEntry[];
+  logBytes: number;
+  truncated: boolean;
+  hooks: InvokeHooks;
+  finish: (r: Omit<SandboxResult, 'logs' | 'logsTruncated' | 'cold' | 'durationMs'>) => void;
+}
+
+type Msg = { t?: string; id?: number; op?: string; args?: unknown; status?: string; output_json?: string; error?: SandboxError; level?: string; message?: unknown; fields?: unknown; export?: string };
+
+/** A running sandbox process. Create with {@link Environment.start}. */
+export class Environment {
+  readonly created = Date.now();
+  lastUsed = Date.now();
+  /** Invocations served. */
+  uses = 0;
+  busy = false;
+  /** No longer usable (exited, killed, timed out, crashed, out of memory). */
+  dead = false;
+  /** To be killed when its current invocation ends (drained, or too old to take another run). */
+  retired = false;
+  private child!: ChildProcess;
+  private current: Current | null = null;
+  private readonly stderrTail: string[] = [];
+  private frame = '';
+  private onReady: ((m: Msg) => void) | null = null;
+  private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private resolveExit!: (v: { code: number | null; signal: NodeJS.Signals | null }) => void;
+
+  private constructor(private readonly spec: EnvironmentSpec) {
+    this.exited = new Promise((r) => (this.resolveExit = r));
+  }
+
+  /**
+   * Spawn the process and wait until the module is loaded. Resolves `{ env }` when ready, or
+   * `{ error }` (load_error, invalid_handler, crashed, timeout, sandbox_error) — never throws.
+   */
+  static async start(spec: EnvironmentSpec, timeoutMs: number): Promise<{ env: Environment; error?: undefined; logs: LogEntry[]; logsTruncated: boolean } | { env?: undefined; error: SandboxError; status: 'failed' | 'timed_out'; logs: LogEntry[]; logsTruncated: boolean }> {
+    const e = new Environment(spec);
+    // Lines printed while the module loads belong to the first invocation (or the prepare step).
+    const cur: Current = { logs: [], logBytes: 0, truncated: false, hooks: {}, finish: () => {} };
+    e.current = cur;
+    try {
+      e.child = spawn(spec.argv[0], spec.argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, ...spec.ids });
+    } catch (err) {
+      return { error: { code: 'sandbox_error', message: `cannot start the sandbox: ${(err as Error).message}` }, status: 'failed', logs: [], logsTruncated: false };
+    }
+    e.wire();
+    const ready = await new Promise<Msg | { t: 'timeout' } | { t: 'exit' }>((resolve) => {
+      const timer = setTimeout(() => resolve({ t: 'timeout' }), timeoutMs);
+      e.onReady = (m) => {
+        clearTimeout(timer);
+        resolve(m);
+      };
+      void e.exited.then(() => {
+        clearTimeout(timer);
+        resolve({ t: 'exit' });
+      });
+    });
+    e.onReady = null;
+    e.current = null;
+    const out = { logs: cur.logs, logsTruncated: cur.truncated };
+    if (ready.t === 'ready') return { env: e, ...out };
+    e.kill();
+    if (ready.t === 'timeout') return { error: { code: 'timeout', message: `loading the module exceeded the timeout of ${timeoutMs} ms` }, status: 'timed_out', ...out };
+    if (ready.t === 'load_failed' && 'error' in ready && ready.error) return { error: e.clean(ready.error), status: 'failed', ...out };
+    const { code, signal } = await e.exited;
+    if (e.spawnError) return { error: { code: 'sandbox_error', message: `cannot start the sandbox: ${e.spawnError}` }, status: 'failed', ...out };
+    return { error: e.exitError(code, signal), status: 'failed', ...out };
+  }
+
+  private spawnError: string | null = null;
+
+  private wire(): void {
+    const child = this.child;
+    child.on('error', (err) => {
+      this.spawnError = err.message;
+      this.dead = true;
+      this.resolveExit({ code: null, signal: null });
+    });
+    child.on('close', (code, signal) => {
+      this.dead = true;
+      this.resolveExit({ code, signal });
+    });
+    child.stdin!.on('error', () => {});
+    const capture = (stream: 'stdout' | 'stderr') => {
+      let partial = '';
+      const push = (line: string) => {
+        if (stream === 'stderr') {
+          this.stderrTail.push(line);
+          if (this.stderrTail.length > 20) this.stderrTail.shift();
+        }
+        this.log({ ts: new Date().toISOString(), stream, message: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line });
+      };
+      const s = child[stream]!;
+      s.on('data', (chunk: Buffer) => {
+        const lines = (partial + chunk.toString('utf8')).split('\n');
+        partial = lines.pop() ?? '';
+        if (partial.length > MAX_LINE * 4) {
+          lines.push(partial);
+          partial = '';
+        }
+        for (const l of lines) push(l.replace(/\r$/, ''));
+      });
+      // A last line without a newline is flushed when the invocation ends (see `flushPartial`).
+      this.flushers.push(() => {
+        if (partial) push(partial);
+        partial = '';
+      });
+    };
+    capture('stdout');
+    capture('stderr');
+    const ch = child.stdio[3] as NodeJS.ReadableStream;
+    ch.on('error', () => {});
+    ch.on('data', (chunk: Buffer) => {
+      this.frame += chunk.toString('utf8');
+      if (this.frame.length > frameMax(this.spec.maxOutputBytes) && this.frame.indexOf('\n') < 0) {
+        this.failCurrent({ status: 'failed', output: null, error: { code: 'output_too_large', message: `the handler result is larger than ${this.spec.maxOutputBytes} bytes` } });
+        return;
+      }
+      let nl;
+      while ((nl = this.frame.indexOf('\n')) >= 0) {
+        const line = this.frame.slice(0, nl);
+        this.frame = this.frame.slice(nl + 1);
+        let msg: Msg;
+        try {
+          msg = JSON.parse(line) as Msg;
+        } catch {
+          continue;
+        }
+        if (msg && typeof msg === 'object') this.onMessage(msg);
+      }
+    });
+  }
+
+  private readonly flushers: Array<() => void> = [];
+
+  private log(entry: LogEntry): void {
+    if (this.current) this.logTo(this.current, entry);
+  }
+
+  private logTo(cur: Current, entry: LogEntry): void {
+    const size = Buffer.byteLength(entry.message) + 1;
+    if (cur.truncated || cur.logBytes + size > this.spec.maxLogBytes || cur.logs.length >= MAX_LOG_LINES) {
+      cur.truncated = true;
+      return;
+    }
+    cur.logBytes += size;
+    cur.logs.push(entry);
+    cur.hooks.onLog?.(entry);
+  }
+
+  private onMessage(m: Msg): void {
+    if (this.onReady && (m.t === 'ready' || m.t === 'load_failed')) {
+      this.onReady(m);
+      return;
+    }
+    const cur = this.current;
+    if (!cur) return;
+    switch (m.t) {
+      case 'result':
+        if (m.status === 'succeeded' && typeof m.output_json === 'string') {
+          if (Buffer.byteLength(m.output_json) > this.spec.maxOutputBytes) {
+            cur.finish({ status: 'failed', output: null, error: { code: 'output_too_large', message: `the handler result is larger than ${this.spec.maxOutputBytes} bytes` } });
+            return;
+          }
+          try {
+            cur.finish({ status: 'succeeded', output: JSON.parse(m.output_json), error: null });
+          } catch {
+            cur.finish({ status: 'failed', output: null, error: { code: 'output_not_serializable', message: 'the handler result is not JSON' } });
+          }
+        } else if (m.status === 'failed' && m.error && typeof m.error === 'object') {
+          cur.finish({ status: 'failed', output: null, error: this.clean(m.error) });
+        }
+        return;
+      case 'fatal':
+        if (m.error && typeof m.error === 'object') cur.finish({ status: 'failed', output: null, error: this.clean(m.error) });
+        this.kill();
+        return;
+      case 'log': {
+        const level = m.level === 'warn' || m.level === 'error' ? m.level : 'info';
+        const fields = m.fields && typeof m.fields === 'object' && !Array.isArray(m.fields) ? (m.fields as Record<string, unknown>) : undefined;
+        const text = typeof m.message === 'string' ? m.message.slice(0, MAX_LINE) : '';
+        this.log({ ts: new Date().toISOString(), stream: 'platform', level, message: text, ...(fields && JSON.stringify(fields).length <= MAX_LINE ? { fields } : {}) });
+        return;
+      }
+      case 'call':
+        this.relay(cur, m);
+        return;
+      default:
+    }
+  }
+
+  /** Answer one platform call through the invocation's broker; replies only while that invocation still runs. */
+  private relay(cur: Current, m: Msg): void {
+    const id = m.id;
+    if (typeof id !== 'number' || typeof m.op !== 'string') return;
+    const send = (msg: object) => {
+      if (this.current !== cur || this.dead) return;
+      const line = JSON.stringify(msg);
+      if (line === undefined) return;
+      this.child.stdin!.write(`${line}\n`);
+    };
+    const broker = cur.hooks.broker;
+    if (!broker) {
+      send({ t: 'reply', id, ok: false, error: { code: 'not_available', message: 'platform calls are not available in this run' } });
+      return;
+    }
+    broker(m.op, m.args).then(
+      (value) => send({ t: 'reply', id, ok: true, value: value === undefined ? null : value }),
+      (err: { code?: unknown; message?: unknown; status?: unknown; errors?: unknown }) =>
+        send({
+          t: 'reply',
+          id,
+          ok: false,
+          error: { code: typeof err?.code === 'string' ? err.code : 'platform_error', message: typeof err?.message === 'string' ? err.message : 'platform call failed', ...(typeof err?.status === 'number' ? { status: err.status } : {}), ...(Array.isArray(err?.errors) ? { errors: err.errors } : {}) },
+        }),
+    );
+  }
+
+  private failCurrent(r: Parameters<Current['finish']>[0]): void {
+    this.current?.finish(r);
+    this.kill();
+  }
+
+  /**
+   * Run one invocation in this (ready, idle) environment. Never throws. After a timeout, crash,
+   * out-of-memory or oversized result the process is killed and {@link dead} is set.
+   */
+  async invoke(input: unknown, context: Record<string, unknown>, timeoutMs: number, hooks: InvokeHooks, preLogs?: { logs: LogEntry[]; logsTruncated: boolean }): Promise<Omit<SandboxResult, 'cold'>> {
+    this.busy = true;
+    this.uses++;
+    const started = performance.now();
+    const deadline = Date.now() + timeoutMs;
+    const cur: Current = { logs: [], logBytes: 0, truncated: false, hooks, finish: () => {} };
+    for (const l of preLogs?.logs ?? []) this.logTo(cur, l);
+    cur.truncated ||= preLogs?.logsTruncated ?? false;
+    const outcome = await new Promise<Parameters<Current['finish']>[0]>((resolve) => {
+      let settled = false;
+      const done = (r: Parameters<Current['finish']>[0]) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(r);
+      };
+      cur.finish = done;
+      this.current = cur;
+      const timer = setTimeout(() => {
+        done({ status: 'timed_out', output: null, error: { code: 'timeout', message: `the run exceeded its timeout of ${timeoutMs} ms and was killed` } });
+        this.kill();
+      }, timeoutMs);
+      void this.exited.then(async ({ code, signal }) => {
+        // Let the last output and fd-3 messages of a dying process arrive first.
+        await new Promise((r) => setImmediate(r));
+        done({ status: 'failed', output: null, error: this.exitError(code, signal) });
+      });
+      if (this.dead) return;
+      this.child.stdin!.write(`${JSON.stringify({ t: 'invoke', input: input ?? null, context: { ...context, deadline } })}\n`);
+    });
+    // Output written before the result may still sit in the stdout/stderr pipes: two turns of the loop read it.
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    for (const f of this.flushers) f();
+    this.current = null;
+    this.busy = false;
+    this.lastUsed = Date.now();
+    if (outcome.error && ['timeout', 'out_of_memory', 'crashed', 'uncaught_exception', 'unhandled_rejection', 'output_too_large'].includes(outcome.error.code)) this.kill();
+    return { ...outcome, logs: cur.logs, logsTruncated: cur.truncated, durationMs: Math.round(performance.now() - started) };
+  }
+
+  /** Why the process ended without a result (heap exhaustion is recognised on stderr). */
+  private exitError(code: number | null, signal: NodeJS.Signals | null): SandboxError {
+    const tail = this.stderrTail.join('\n');
+    if (/heap out of memory|Allocation failed|out of memory/i.test(tail)) {
+      return { code: 'out_of_memory', message: `the process ran out of memory (limit ${this.spec.memoryMb} MiB)` };
+    }
+    return { code: 'crashed', message: `the process exited (${signal ? `signal ${signal}` : `code ${code}`}) without returning a result` };
+  }
+
+  /** Keep only known string fields, bounded, and hide the host path of the artifact (shown as `/app`). */
+  private clean(e: SandboxError): SandboxError {
+    const root = this.spec.root;
+    const s = (v: unknown, max: number) => (typeof v === 'string' ? v.split(root).join('/app').slice(0, max) : undefined);
+    const out: SandboxError = { code: s(e.code, 64) ?? 'handler_error', message: s(e.message, 4096) ?? '' };
+    for (const k of ['name', 'stack', 'permission', 'resource'] as const) {
+      const v = s(e[k], 4096);
+      if (v !== undefined) out[k] = v;
+    }
+    if (out.code === 'out_of_memory') out.message = `${out.message} (limit ${this.spec.memoryMb} MiB)`;
+    return out;
+  }
+
+  /** SIGKILL the whole process group (falls back to the child alone); marks the environment dead. */
+  kill(): void {
+    this.dead = true;
+    const child = this.child;
+    if (!child) return;
+    try {
+      if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      else child.kill('SIGKILL');
+    } catch {
+      try {
+        child.kill('SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+
+  /** Resolves when the process has exited. */
+  get closed(): Promise<unknown> {
+    return this.exited;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Quotas nobody can lift (issue 11 §3.6, OWASP API6): plans follow the caller's role, and usage
+ * binds the account × service × window, so cancel + resubscribe resets nothing.
+ */
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/http/errors.js';
+import { consumeQuota, plansFor } from '../../../src/modules/subscriptions/service.js';
+import { call, createUser, setupApp } from '../../helpers/app.js';
+import { makeService } from './helpers.js';
+
+const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '5', QUOTA_FREE_MONTH: '50', QUOTA_PRO_DAY: '8' });
+
+async function subscribeAs(roles: string[], plan?: string) {
+  const owner = await createUser(app);
+  const u = await createUser(app, { roles });
+  const svc = await makeService(app, ctx, owner);
+  const res = await app.inject({ method: 'POST', url: '/subscriptions', headers: u.headers, payload: { service_id: svc.id, ...(plan ? { plan } : {}) } });
+  return { u, svc, res };
+}
+
+describe('happy: plans by role', () => {
+  it('user → free; pro → up to pro; enterprise and admin → any', async () => {
+    expect(plansFor(['user'])).toEqual(['free']);
+    expect(plansFor(['user', 'pro'])).toEqual(['free', 'pro']);
+    expect(plansFor(['enterprise'])).toEqual(['free', 'pro', 'enterprise']);
+    expect(plansFor(['admin'])).toEqual(['free', 'pro', 'enterprise']);
+    for (const [roles, plan] of [[['user'], 'free'], [['pro'], 'pro'], [['enterprise'], 'enterprise'], [['admin'], 'enterprise']] as const) {
+      const { res } = await subscribeAs([...roles], plan);
+      expect(res.statusCode, `${roles} ${plan}`).toBe(201);
+      expect(res.json().plan).toBe(plan);
+    }
+  });
+});
+
+describe('error: a plan above the role → 403', () => {
+  it('POST and PUT refuse it, and the subscription keeps its plan', async () => {
+    for (const [roles, plan] of [[['user'], 'pro'], [['user'], 'enterprise'], [['pro'], 'enterprise']] as const) {
+      const { res } = await subscribeAs([...roles], plan);
+      expect(res.statusCode, `${roles} ${plan}`).toBe(403);
+      expect(res.json().code).toBe('forbidden');
+    }
+    const { u, res } = await subscribeAs(['user']);
+    const sub = res.json();
+    const { body } = await call(app, { method: 'PUT', url: `/subscriptions/${sub.id}`, headers: u.headers, payload: { plan: 'enterprise' } }, 403);
+    expect(body.code).toBe('forbidden');
+    const { body: still } = await call(app, { method: 'GET', url: `/subscriptions/${sub.id}`, headers: u.headers }, 200);
+    expect(still).toMatchObject({ plan: 'free', quotas: { day: 5, month: 50 } });
+  });
+});
+
+describe('security: cancel + resubscribe resets nothing', () => {
+  it('a used-up free plan stays used up across DELETE + POST, repeatedly', async () => {
+    const { u, svc, res } = await subscribeAs(['user']);
+    let sub = res.json();
+    for (let i = 0; i < 5; i++) await consumeQuota(ctx, u.userId, svc.id);
+    await expect(consumeQuota(ctx, u.userId, svc.id)).rejects.toMatchObject({ code: 'quota_exceeded' });
+    for (let round = 0; round < 3; round++) {
+      await call(app, { method: 'DELETE', url: `/subscriptions/${sub.id}`, headers: u.headers }, 200);
+      sub = (await call(app, { method: 'POST', url: '/subscriptions', headers: u.headers, payload: { service_id: svc.id } }, 201)).body;
+      expect(sub.used).toEqual({ day: 5, month: 5 });
+      const err = await consumeQuota(ctx, u.userId, svc.id).catch((e: AppError) => e);
+      expect((err as AppError).code).toBe('quota_exceeded');
+    }
+    const { body: q } = await call(app, { method: 'GET', url: `/subscriptions/${sub.id}/quotas`, headers: u.headers }, 200);
+    expect(q.windows.find((w: { window: string }) => w.window === 'day')).toMatchObject({ limit: 5, used: 5, remaining: 0 });
+  });
+
+  it('counts stay exact when calls race a cancel and a resubscribe', async () => {
+    const { u, svc, res } = await subscribeAs(['pro'], 'pro'); // 8 per day
+    const sub = res.json();
+    const calls = Array.from({ length: 30 }, () => consumeQuota(ctx, u.userId, svc.id).then(() => 1, () => 0));
+    await call(app, { method: 'DELETE', url: `/subscriptions/${sub.id}`, headers: u.headers }, 200);
+    const again = (await call(app, { method: 'POST', url: '/subscriptions', headers: u.headers, payload: { service_id: svc.id, plan: 'pro' } }, 201)).body;
+    const more = Array.from({ length: 30 }, () => consumeQuota(ctx, u.userId, svc.id).then(() => 1, () => 0));
+    const ok = (await Promise.all([...calls, ...more])).reduce((a: number, b: number) => a + b, 0);
+    const { body: now } = await call(app, { method: 'GET', url: `/subscriptions/${again.id}`, headers: u.headers }, 200);
+    expect(now.used.day).toBe(ok);
+    expect(ok).toBeLessThanOrEqual(8);
+  });
+
+  it("another user's counters never carry over", async () => {
+    const { svc } = await subscribeAs(['user']);
+    const other = await createUser(app);
+    const { body } = await call(app, { method: 'POST', url: '/subscriptions', headers: other.headers, payload: { service_id: svc.id } }, 201);
+    expect(body.used).toEqual({ day: 0, month: 0 });
+  });
+});
