@@ -12,8 +12,11 @@
  * - throughput at BENCH_CONNECTIONS connections: requests/s of both and the ratio.
  * A third baseline, the platform's bare `GET /healthz` (same process, same global hooks: request
  * id, metrics, analytics counters, rate limiter; no auth, no database), shows what the HTTP
- * framework alone costs on this machine.
- * Goal: the platform adds < 1.5 ms at p50 and keeps ≥ 40 % of direct throughput (2-core machine).
+ * framework alone costs on this machine. A fourth, the forwarder (`POST /__bench/forward`, added
+ * by this benchmark only, never by the service), forwards the JSON body to the upstream with undici
+ * and returns its answer: the minimum an execute path does in a Node gateway.
+ * Goal (issue 18): execute keeps ≥ 25 % of the forwarder's throughput on PostgreSQL (≥ 10 % on
+ * PGlite) and adds < 1.0 ms at p50 over it at one connection.
  *
  * Env: BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (16), BENCH_DATABASE_URL (PostgreSQL instead
  * of in-memory PGlite), BENCH_REDIS_URL, BENCH_LOG_LEVEL (warn), BENCH_UPSTREAM_DELAY_MS (0: the
@@ -75,7 +78,17 @@ if (role === 'platform') {
     RATE_LIMIT_ANONYMOUS: '100000000',
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
   });
-  const { app, ctx } = await buildApp(config);
+  // The forwarder baseline (issue 18), registered by the benchmark only: what an execute path must
+  // do at minimum — forward the JSON body to the upstream with undici and return its answer (no
+  // auth, no database). Same process, same global hooks as execute.
+  const forwardPool = new Agent({ connections: 128, keepAliveTimeout: 60_000 });
+  const { app, ctx } = await buildApp(config, (server) => {
+    server.post('/__bench/forward', async (req, reply) => {
+      const res = await request(`${upstreamUrl}/fast`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer upstream-secret' }, body: JSON.stringify(req.body), dispatcher: forwardPool });
+      const answer = await res.body.json();
+      return reply.code(res.statusCode).send({ status: 'succeeded', http_status: res.statusCode, output: answer });
+    });
+  });
   process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
@@ -201,33 +214,43 @@ if (!role) {
   await cannon({ ...direct, connections: CONNECTIONS, duration: 2 });
 
   const bare = { url: `${base}/healthz`, method: 'GET' as const, headers: {} };
-  const lat = { direct: await sequential(direct, SECONDS), bare: await sequential(bare, SECONDS), platform: await sequential(via, SECONDS) };
+  const forward = { url: `${base}/__bench/forward`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: via.body };
+  await cannon({ ...forward, connections: CONNECTIONS, duration: 1 });
+  const lat = { direct: await sequential(direct, SECONDS), bare: await sequential(bare, SECONDS), forwarder: await sequential(forward, SECONDS), platform: await sequential(via, SECONDS) };
   const tput = {
     direct: await cannon({ ...direct, connections: CONNECTIONS, duration: SECONDS }),
     bare: await cannon({ ...bare, connections: CONNECTIONS, duration: SECONDS }),
+    forwarder: await cannon({ ...forward, connections: CONNECTIONS, duration: SECONDS }),
     platform: await cannon({ ...via, connections: CONNECTIONS, duration: SECONDS }),
   };
 
   const row = (name: string, r: Run) => `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   non-2xx ${r.non2xx}  errors ${r.errors}`;
   const addedP50 = lat.platform.p50 - lat.direct.p50;
   const ratio = tput.platform.rps / tput.direct.rps;
+  const addedP50Fwd = lat.platform.p50 - lat.forwarder.p50;
+  const ratioFwd = tput.platform.rps / tput.forwarder.rps;
   const delay = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0);
   console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}, upstream delay ${delay} ms`);
   console.log(`latency, 1 connection, sequential requests (µs resolution)`);
   console.log(row('  direct GET /fast', lat.direct));
   console.log(row('  platform bare GET /healthz', lat.bare));
+  console.log(row('  forwarder POST (undici, no auth/db)', lat.forwarder));
   console.log(row('  via POST /v1/agents/:id/execute', lat.platform));
   console.log(`throughput, ${CONNECTIONS} connections (autocannon; latencies in whole ms)`);
   console.log(row('  direct GET /fast', tput.direct));
   console.log(row('  platform bare GET /healthz', tput.bare));
+  console.log(row('  forwarder POST (undici, no auth/db)', tput.forwarder));
   console.log(row('  via POST /v1/agents/:id/execute', tput.platform));
-  console.log(`added p50 latency: ${addedP50.toFixed(2)} ms (goal < 1.5)   throughput ratio: ${(ratio * 100).toFixed(1)} % (goal >= 40 %)`);
+  console.log(`added p50 latency vs direct: ${addedP50.toFixed(2)} ms, vs forwarder: ${addedP50Fwd.toFixed(2)} ms (goal < 1.0)`);
+  console.log(`throughput: ${(ratio * 100).toFixed(1)} % of direct, ${(ratioFwd * 100).toFixed(1)} % of the forwarder (goal >= 25 % PostgreSQL, >= 10 % PGlite)`);
   console.log(
     JSON.stringify({
       bench: 'execute',
       upstream_delay_ms: delay,
-      latency: { direct: lat.direct, bare_route: lat.bare, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)) },
-      throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, platform: tput.platform, ratio: Number(ratio.toFixed(3)) },
+      database: process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite',
+      loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
+      latency: { direct: lat.direct, bare_route: lat.bare, forwarder: lat.forwarder, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)), added_p50_vs_forwarder_ms: Number(addedP50Fwd.toFixed(3)) },
+      throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, forwarder: tput.forwarder, platform: tput.platform, ratio: Number(ratio.toFixed(3)), ratio_vs_forwarder: Number(ratioFwd.toFixed(3)) },
     }),
   );
   stopChildren();

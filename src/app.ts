@@ -52,8 +52,12 @@ export interface BuiltApp {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** Build the whole service for `config`. The caller listens (main.ts) or injects (tests). */
-export async function buildApp(config: Config): Promise<BuiltApp> {
+/**
+ * Build the whole service for `config`. The caller listens (main.ts) or injects (tests).
+ * `extraRoutes` (benchmarks only, never main.ts) registers routes before the app is sealed, so they
+ * run behind the same global hooks as the service's own routes.
+ */
+export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstance) => void): Promise<BuiltApp> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -172,6 +176,7 @@ export async function buildApp(config: Config): Promise<BuiltApp> {
   await app.register(mcpRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
+  extraRoutes?.(app);
   await app.ready();
   return { app, ctx };
 }

@@ -82,12 +82,26 @@ function embeddedIpv4(ip: string): string | null {
 
 /** Classify an IP address literal (no DNS). Non-IP input → `invalid`. */
 export function classifyAddress(ip: string): AddressClass {
+  let cls = classified.get(ip);
+  if (cls === undefined) {
+    cls = classifyUncached(ip);
+    if (classified.size >= MAX_CLASSIFIED) classified.clear();
+    classified.set(ip, cls);
+  }
+  return cls;
+}
+
+/** Memo of {@link classifyAddress} (a pure function of the string; BlockList checks are costly per call). */
+const classified = new Map<string, AddressClass>();
+const MAX_CLASSIFIED = 4096;
+
+function classifyUncached(ip: string): AddressClass {
   const raw = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
   const family = isIP(raw.split('%')[0]);
   if (family === 0) return 'invalid';
   if (family === 6) {
     const v4 = embeddedIpv4(raw);
-    if (v4) return classifyAddress(v4);
+    if (v4) return classifyUncached(v4);
   }
   const type = family === 4 ? 'ipv4' : 'ipv6';
   const addr = raw.split('%')[0];

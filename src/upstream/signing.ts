@@ -40,5 +40,20 @@ export function signRequest(secret: string, method: string, pathAndQuery: string
 
 /** The pseudonym of `userId` for the service whose signing secret is `secret` (`psu_` + 32 hex). */
 export function userPseudonym(secret: string, userId: string): string {
-  return `psu_${createHmac('sha256', secret).update(`user:${userId}`).digest('hex').slice(0, 32)}`;
+  let bySecret = pseudonyms.get(secret);
+  if (!bySecret) {
+    if (pseudonyms.size >= 1024) pseudonyms.clear();
+    bySecret = new Map();
+    pseudonyms.set(secret, bySecret);
+  }
+  let p = bySecret.get(userId);
+  if (p === undefined) {
+    p = `psu_${createHmac('sha256', secret).update(`user:${userId}`).digest('hex').slice(0, 32)}`;
+    if (bySecret.size >= 4096) bySecret.clear();
+    bySecret.set(userId, p);
+  }
+  return p;
 }
+
+/** Memo of {@link userPseudonym} per signing secret (pure; one HMAC per call otherwise). A rotated secret is a new key. */
+const pseudonyms = new Map<string, Map<string, string>>();

@@ -15,4 +15,19 @@ describe('ids', () => {
     expect(id >= idFloor('exe', before)).toBe(true);
     expect(id < idFloor('exe', new Date(before.getTime() + 60_000))).toBe(true);
   });
+
+  it('draw the random part of a new millisecond from the whole alphabet (pooled CSPRNG bytes)', async () => {
+    // The first id of each millisecond has 16 fresh random letters; over many milliseconds every
+    // one of the 32 Crockford letters shows up in each position range, and no two ids repeat.
+    const letters = new Set<string>();
+    const ids = new Set<string>();
+    for (let ms = 0; ms < 40; ms++) {
+      await new Promise((r) => setTimeout(r, 1));
+      const id = newId('exe');
+      ids.add(id);
+      for (const c of id.slice(-16)) letters.add(c);
+    }
+    expect(ids.size).toBe(40);
+    expect(letters.size).toBe(32);
+  });
 });
