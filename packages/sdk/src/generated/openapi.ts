@@ -114,7 +114,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Get a test token (disabled in production unless AUTH_TEST_TOKENS=on) */
+        /** Get a token for a test account this route creates (on in NODE_ENV=test or on a loopback-only listener; else AUTH_TEST_TOKENS=on) */
         post: operations["auth.test"];
         delete?: never;
         options?: never;
@@ -201,6 +201,41 @@ export interface paths {
         /** Update name and preferences (unknown preference keys are kept) */
         put: operations["auth.updateProfile"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Browser sign-in (step 4): exchange the code; the refresh token goes into an HttpOnly cookie, not the body */
+        post: operations["auth.session.create"];
+        /** Sign out: revoke the refresh token (RFC 7009) and clear the session cookie */
+        delete: operations["auth.session.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/session/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate the session cookie's refresh token and return a new access token */
+        post: operations["auth.session.refresh"];
         delete?: never;
         options?: never;
         head?: never;
@@ -659,6 +694,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/agents/{id}/executions/{exeId}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An invocation's log lines; ?follow=true streams them (SSE) until it ends
+         * @description Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })
+         */
+        get: operations["deployments.executions.logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log lines of the agent's recent invocations; ?follow=true tails its invocations as they run (SSE)
+         * @description Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })
+         */
+        get: operations["deployments.logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/memory": {
         parameters: {
             query?: never;
@@ -807,7 +882,7 @@ export interface paths {
         /** List the user's subscriptions, newest first */
         get: operations["subscriptions.list"];
         put?: never;
-        /** Subscribe to a published service */
+        /** Subscribe to a published service (plans by role: user → free, pro → up to pro, enterprise/admin → any) */
         post: operations["subscriptions.create"];
         delete?: never;
         options?: never;
@@ -841,7 +916,7 @@ export interface paths {
         };
         /** Subscription details */
         get: operations["subscriptions.get"];
-        /** Change the plan of an active subscription */
+        /** Change the plan of an active subscription (plans by role, as for subscribing) */
         put: operations["subscriptions.update"];
         post?: never;
         /** Cancel a subscription (executions are refused from then on) */
@@ -1071,6 +1146,62 @@ export interface paths {
         };
         /** Public manifest of a published service (or of the caller's own) */
         get: operations["marketplace.manifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's connections, newest first */
+        get: operations["connections.list"];
+        put?: never;
+        /** Connect the caller's account (or one of its agents') at an oauth2 service: returns the upstream's authorization URL */
+        post: operations["connections.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One connection (never its tokens) */
+        get: operations["connections.get"];
+        put?: never;
+        post?: never;
+        /** Revoke the grant at the upstream (RFC 7009, when it can) and delete the connection */
+        delete: operations["connections.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The upstream's redirect after consent (authenticated by the single-use state, not by a token)
+         * @description Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. Without, answers the result as JSON (a failed authorization as a problem).
+         */
+        get: operations["connections.callback"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1453,6 +1584,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oauth-protected-resource/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728) */
+        get: operations["mcp.resourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728) */
+        get: operations["mcp.resourceMetadataRoot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open the server-to-client stream (notifications/tools/list_changed)
+         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
+         */
+        get: operations["mcp.stream"];
+        put?: never;
+        /**
+         * Send an MCP message
+         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
+         */
+        post: operations["mcp.post"];
+        /**
+         * End an MCP session
+         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
+         */
+        delete: operations["mcp.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1786,6 +1979,8 @@ export interface operations {
                             tier: string;
                             valid_until: null | string;
                         };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
                     };
                 };
             };
@@ -1947,7 +2142,25 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2132,6 +2345,8 @@ export interface operations {
                             tier: string;
                             valid_until: null | string;
                         };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
                     };
                 };
             };
@@ -2203,6 +2418,8 @@ export interface operations {
                             tier: string;
                             valid_until: null | string;
                         };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
                     };
                 };
             };
@@ -2288,6 +2505,221 @@ export interface operations {
                             tier: string;
                             valid_until: null | string;
                         };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.session.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description authorization code from the redirect */
+                    code: string;
+                    /** @description the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI) */
+                    redirect_uri: string;
+                    /** @description the state of GET /v1/auth/login (returned on the redirect too) */
+                    state: string;
+                    /** @description the `iss` parameter of the redirect (RFC 9207), when present */
+                    iss?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        id_token?: string;
+                        scope?: string;
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.session.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.session.refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        id_token?: string;
+                        scope?: string;
+                        user_id: string;
                     };
                 };
             };
@@ -2334,7 +2766,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description platform user id (`usr_…`) */
+                /** @description the user as the API shows it (`user_id`: `<provider>|<id>`, e.g. `agent-platform|usr_…`, URL-encoded as `agent-platform%7Cusr_…`) or the bare platform id (`usr_…`) */
                 id: string;
             };
             cookie?: never;
@@ -2369,6 +2801,8 @@ export interface operations {
                             tier: string;
                             valid_until: null | string;
                         };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
                     };
                 };
             };
@@ -4693,6 +5127,7 @@ export interface operations {
                         };
                         timeout_ms: number;
                         duration_ms: null | number;
+                        cold: null | boolean;
                         /** Format: date-time */
                         created_at: string;
                         started_at: null | string;
@@ -4702,10 +5137,30 @@ export interface operations {
                         logs: {
                             /** Format: date-time */
                             ts: string;
-                            stream: "stdout" | "stderr";
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
                             message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
                         }[];
                         logs_truncated: boolean;
+                        /** @description platform calls the handler made, in order (at most 200 kept) */
+                        calls: {
+                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
+                            op: string;
+                            /** @description service/tool, memory key, or query */
+                            target?: string;
+                            status: "ok" | "error";
+                            /** @description the problem code of a refused or failed call */
+                            error?: string;
+                            /** @description exe_… of a tool execution (in the session of the invocation) */
+                            execution_id?: string;
+                            duration_ms: number;
+                            /** Format: date-time */
+                            at: string;
+                        }[];
                     };
                 };
             };
@@ -4734,6 +5189,7 @@ export interface operations {
                         };
                         timeout_ms: number;
                         duration_ms: null | number;
+                        cold: null | boolean;
                         /** Format: date-time */
                         created_at: string;
                         started_at: null | string;
@@ -4743,10 +5199,30 @@ export interface operations {
                         logs: {
                             /** Format: date-time */
                             ts: string;
-                            stream: "stdout" | "stderr";
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
                             message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
                         }[];
                         logs_truncated: boolean;
+                        /** @description platform calls the handler made, in order (at most 200 kept) */
+                        calls: {
+                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
+                            op: string;
+                            /** @description service/tool, memory key, or query */
+                            target?: string;
+                            status: "ok" | "error";
+                            /** @description the problem code of a refused or failed call */
+                            error?: string;
+                            /** @description exe_… of a tool execution (in the session of the invocation) */
+                            execution_id?: string;
+                            duration_ms: number;
+                            /** Format: date-time */
+                            at: string;
+                        }[];
                     };
                 };
             };
@@ -5282,6 +5758,7 @@ export interface operations {
                             };
                             timeout_ms: number;
                             duration_ms: null | number;
+                            cold: null | boolean;
                             /** Format: date-time */
                             created_at: string;
                             started_at: null | string;
@@ -5375,6 +5852,7 @@ export interface operations {
                         };
                         timeout_ms: number;
                         duration_ms: null | number;
+                        cold: null | boolean;
                         /** Format: date-time */
                         created_at: string;
                         started_at: null | string;
@@ -5384,10 +5862,30 @@ export interface operations {
                         logs: {
                             /** Format: date-time */
                             ts: string;
-                            stream: "stdout" | "stderr";
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
                             message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
                         }[];
                         logs_truncated: boolean;
+                        /** @description platform calls the handler made, in order (at most 200 kept) */
+                        calls: {
+                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
+                            op: string;
+                            /** @description service/tool, memory key, or query */
+                            target?: string;
+                            status: "ok" | "error";
+                            /** @description the problem code of a refused or failed call */
+                            error?: string;
+                            /** @description exe_… of a tool execution (in the session of the invocation) */
+                            execution_id?: string;
+                            duration_ms: number;
+                            /** Format: date-time */
+                            at: string;
+                        }[];
                     };
                 };
             };
@@ -5434,6 +5932,219 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.executions.logs": {
+        parameters: {
+            query?: {
+                /** @description true: stream the lines as Server-Sent Events (text/event-stream) until the invocation ends */
+                follow?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+                exeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                    "text/event-stream": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.logs": {
+        parameters: {
+            query?: {
+                /** @description true: stream the lines as Server-Sent Events (text/event-stream) until the invocation ends */
+                follow?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                    "text/event-stream": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7646,6 +8357,20 @@ export interface operations {
                             auth: {
                                 type: string;
                                 name: null | string;
+                                oauth2?: {
+                                    issuer?: string;
+                                    authorization_url?: string;
+                                    token_url?: string;
+                                    revocation_url?: string;
+                                    scopes: string[];
+                                    client_id: string;
+                                    token_endpoint_auth_method: string;
+                                    pkce: boolean;
+                                    token_placement: string;
+                                    audience?: string;
+                                    resource?: string;
+                                    has_client_secret: boolean;
+                                };
                             };
                             published_at: null | string;
                             /** Format: date-time */
@@ -7715,11 +8440,31 @@ export interface operations {
                     tags?: string[];
                     version?: string;
                     auth?: {
-                        type: "none" | "bearer" | "header" | "query";
+                        type: "none" | "bearer" | "header" | "query" | "oauth2";
                         /** @description header or query parameter name (header, query) */
                         name?: string;
                         /** @description stored encrypted, never returned */
                         secret?: string;
+                        /** @description oauth2: issuer for OpenID Connect / RFC 8414 discovery (instead of the endpoint URLs), or the expected RFC 9207 iss */
+                        issuer?: string;
+                        /** @description oauth2: authorization endpoint */
+                        authorization_url?: string;
+                        /** @description oauth2: token endpoint */
+                        token_url?: string;
+                        /** @description oauth2: RFC 7009 revocation endpoint */
+                        revocation_url?: string;
+                        scopes?: string[];
+                        client_id?: string;
+                        /** @description oauth2: stored encrypted, never returned */
+                        client_secret?: string;
+                        token_endpoint_auth_method?: "client_secret_basic" | "client_secret_post" | "none";
+                        /** @description oauth2: PKCE S256 (default true) */
+                        pkce?: boolean;
+                        /** @description oauth2: Authorization header (default) or access_token query parameter */
+                        token_placement?: "header" | "query";
+                        audience?: string;
+                        /** @description oauth2: RFC 8707 resource indicator */
+                        resource?: string;
                     };
                     tools?: {
                         name: string;
@@ -7767,6 +8512,20 @@ export interface operations {
                         auth: {
                             type: string;
                             name: null | string;
+                            oauth2?: {
+                                issuer?: string;
+                                authorization_url?: string;
+                                token_url?: string;
+                                revocation_url?: string;
+                                scopes: string[];
+                                client_id: string;
+                                token_endpoint_auth_method: string;
+                                pkce: boolean;
+                                token_placement: string;
+                                audience?: string;
+                                resource?: string;
+                                has_client_secret: boolean;
+                            };
                         };
                         published_at: null | string;
                         /** Format: date-time */
@@ -7898,6 +8657,20 @@ export interface operations {
                         auth: {
                             type: string;
                             name: null | string;
+                            oauth2?: {
+                                issuer?: string;
+                                authorization_url?: string;
+                                token_url?: string;
+                                revocation_url?: string;
+                                scopes: string[];
+                                client_id: string;
+                                token_endpoint_auth_method: string;
+                                pkce: boolean;
+                                token_placement: string;
+                                audience?: string;
+                                resource?: string;
+                                has_client_secret: boolean;
+                            };
                         };
                         published_at: null | string;
                         /** Format: date-time */
@@ -8082,11 +8855,31 @@ export interface operations {
                     tags?: string[];
                     version?: null | string;
                     auth?: {
-                        type: "none" | "bearer" | "header" | "query";
+                        type: "none" | "bearer" | "header" | "query" | "oauth2";
                         /** @description header or query parameter name (header, query) */
                         name?: string;
                         /** @description stored encrypted, never returned */
                         secret?: string;
+                        /** @description oauth2: issuer for OpenID Connect / RFC 8414 discovery (instead of the endpoint URLs), or the expected RFC 9207 iss */
+                        issuer?: string;
+                        /** @description oauth2: authorization endpoint */
+                        authorization_url?: string;
+                        /** @description oauth2: token endpoint */
+                        token_url?: string;
+                        /** @description oauth2: RFC 7009 revocation endpoint */
+                        revocation_url?: string;
+                        scopes?: string[];
+                        client_id?: string;
+                        /** @description oauth2: stored encrypted, never returned */
+                        client_secret?: string;
+                        token_endpoint_auth_method?: "client_secret_basic" | "client_secret_post" | "none";
+                        /** @description oauth2: PKCE S256 (default true) */
+                        pkce?: boolean;
+                        /** @description oauth2: Authorization header (default) or access_token query parameter */
+                        token_placement?: "header" | "query";
+                        audience?: string;
+                        /** @description oauth2: RFC 8707 resource indicator */
+                        resource?: string;
                     };
                     tools?: {
                         name: string;
@@ -8128,6 +8921,20 @@ export interface operations {
                         auth: {
                             type: string;
                             name: null | string;
+                            oauth2?: {
+                                issuer?: string;
+                                authorization_url?: string;
+                                token_url?: string;
+                                revocation_url?: string;
+                                scopes: string[];
+                                client_id: string;
+                                token_endpoint_auth_method: string;
+                                pkce: boolean;
+                                token_placement: string;
+                                audience?: string;
+                                resource?: string;
+                                has_client_secret: boolean;
+                            };
                         };
                         published_at: null | string;
                         /** Format: date-time */
@@ -8261,6 +9068,20 @@ export interface operations {
                         auth: {
                             type: string;
                             name: null | string;
+                            oauth2?: {
+                                issuer?: string;
+                                authorization_url?: string;
+                                token_url?: string;
+                                revocation_url?: string;
+                                scopes: string[];
+                                client_id: string;
+                                token_endpoint_auth_method: string;
+                                pkce: boolean;
+                                token_placement: string;
+                                audience?: string;
+                                resource?: string;
+                                has_client_secret: boolean;
+                            };
                         };
                         published_at: null | string;
                         /** Format: date-time */
@@ -8555,6 +9376,20 @@ export interface operations {
                         auth: {
                             type: string;
                             name: null | string;
+                            oauth2?: {
+                                issuer?: string;
+                                authorization_url?: string;
+                                token_url?: string;
+                                revocation_url?: string;
+                                scopes: string[];
+                                client_id: string;
+                                token_endpoint_auth_method: string;
+                                pkce: boolean;
+                                token_placement: string;
+                                audience?: string;
+                                resource?: string;
+                                has_client_secret: boolean;
+                            };
                         };
                         tools: {
                             id: string;
@@ -8606,6 +9441,434 @@ export interface operations {
             };
             /** @description Default Response */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "connections.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description only connections to this service (id or name) */
+                service?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            service: {
+                                id: string;
+                                name: string;
+                            };
+                            agent_id: null | string;
+                            status: "pending" | "active" | "expired" | "revoked" | "error";
+                            /** @description scopes granted */
+                            scopes: string[];
+                            expires_at: null | string;
+                            last_used_at: null | string;
+                            last_refreshed_at: null | string;
+                            last_error: null | string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "connections.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description service id (svc_…) or name; its auth type must be oauth2 */
+                    service: string;
+                    /** @description one of the caller's agents: the connection is that agent's instead of the caller's own */
+                    agent_id?: string;
+                    /** @description where the browser goes after the callback: loopback, or on the AUTH_REDIRECT_URIS allow-list */
+                    return_to?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        connection_id: string;
+                        /** @description the upstream's consent page; open it in the user's browser */
+                        authorization_url: string;
+                        /** @description single-use, bound to the caller and this connection */
+                        state: string;
+                        /**
+                         * Format: date-time
+                         * @description the state (and so authorization_url) is good until then
+                         */
+                        expires_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "connections.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        service: {
+                            id: string;
+                            name: string;
+                        };
+                        agent_id: null | string;
+                        status: "pending" | "active" | "expired" | "revoked" | "error";
+                        /** @description scopes granted */
+                        scopes: string[];
+                        expires_at: null | string;
+                        last_used_at: null | string;
+                        last_refreshed_at: null | string;
+                        last_error: null | string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "connections.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        status: "revoked";
+                        /** @description RFC 7009 revocation at the upstream: done, the upstream has no revocation endpoint, or it failed (the connection is deleted anyway) */
+                        upstream_revocation: "revoked" | "not_supported" | "failed";
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "connections.callback": {
+        parameters: {
+            query: {
+                state: string;
+                code?: string;
+                iss?: string;
+                error?: string;
+                error_description?: string;
+                error_uri?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        connection_id: string;
+                        service: string;
+                        status: "pending" | "active" | "expired" | "revoked" | "error";
+                    };
+                };
+            };
+            /** @description Default Response */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9817,6 +11080,12 @@ export interface operations {
                         fuzzy: boolean;
                         /** @description no tool matched every term, so tools matching any term are shown */
                         relaxed: boolean;
+                        /** @description typed words missing from the catalog → the catalog words also searched (1 typo from 4 letters, 2 from 8; a transposition is one) */
+                        corrected: {
+                            [key: string]: string[];
+                        };
+                        /** @description stop words left out of the query ("in", "a", "the", "how", …) */
+                        ignored: string[];
                         took_ms: number;
                     };
                 };
@@ -10919,6 +12188,125 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    "mcp.resourceMetadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        resource: string;
+                        authorization_servers: string[];
+                        bearer_methods_supported: string[];
+                        scopes_supported?: string[];
+                        resource_name: string;
+                        resource_documentation: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    "mcp.resourceMetadataRoot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        resource: string;
+                        authorization_servers: string[];
+                        bearer_methods_supported: string[];
+                        scopes_supported?: string[];
+                        resource_name: string;
+                        resource_documentation: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    "mcp.stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "mcp.post": {
+        parameters: {
+            query?: {
+                /** @description list each subscribed tool as its own MCP tool (<service>__<tool>); default MCP_EXPOSE_SUBSCRIBED_TOOLS */
+                expose_tools?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "mcp.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
