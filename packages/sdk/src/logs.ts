@@ -12,12 +12,15 @@ import { AgentPlatformError } from './errors.js';
 export interface LogEvent {
   execution_id?: string;
   ts?: string;
-  stream?: 'stdout' | 'stderr';
+  /** `platform`: a structured line the handler wrote with `context.log` (with `level` and `fields`). */
+  stream?: 'stdout' | 'stderr' | 'platform';
+  level?: 'info' | 'warn' | 'error';
+  fields?: Record<string, unknown>;
   message: string;
 }
 
 interface ExecutionReader {
-  execution(agentId: string, executionId: string): Promise<{ id: string; status: string; logs: Array<{ ts: string; stream: 'stdout' | 'stderr'; message: string }> }>;
+  execution(agentId: string, executionId: string): Promise<{ id: string; status: string; logs: Array<{ ts: string; stream: 'stdout' | 'stderr' | 'platform'; message: string; level?: 'info' | 'warn' | 'error'; fields?: Record<string, unknown> }> }>;
   executions(agentId: string, query?: { limit?: number }): { page(cursor?: string): Promise<{ data: Array<{ id: string; status: string }> }> };
 }
 

@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { requireAuth, userOf } from '../../http/auth.js';
-import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { IdParams, ListOf, PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { CallbackQuery, CallbackResultSchema, ConnectionListQuery, ConnectionSchema, CreateConnectionBody, CreatedConnectionSchema, DeletedConnectionSchema } from './schemas.js';
 import { completeConnection, deleteConnection, getConnection, listConnections, startConnection } from './service.js';
 
@@ -70,6 +70,7 @@ export async function connectionRoutes(app: FastifyInstance, { ctx }: { ctx: App
     {
       schema: {
         tags,
+        security: PUBLIC_SECURITY,
         operationId: 'connections.callback',
         summary: "The upstream's redirect after consent (authenticated by the single-use state, not by a token)",
         description:

@@ -8,7 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { actorOf, principalOf, requireAuth } from '../../http/auth.js';
-import { USER_SECURITY } from '../../http/schemas.js';
+import { PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { closeSession } from '../sessions/service.js';
 import { protectedResourceMetadata, mcpResourceUrl, resourceMetadataUrl } from './metadata.js';
 import { closeMcpSession, findMcpSession, purgeExpiredMcpSessions } from './sessions.js';
@@ -30,6 +30,9 @@ const Metadata = Type.Object(
   { additionalProperties: true },
 );
 
+/** A JSON-RPC 2.0 error answer without a request id (transport-level faults of MCP, e.g. an unknown session). */
+const JsonRpcError = Type.Object({ jsonrpc: Type.Literal('2.0'), error: Type.Object({ code: Type.Integer(), message: Type.String() }), id: Type.Null() });
+
 export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const resource = mcpResourceUrl(ctx.config);
   const metadataUrl = resourceMetadataUrl(ctx.config);
@@ -48,7 +51,7 @@ export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext
   for (const url of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
     r.get(
       url,
-      { schema: { tags: ['mcp'], operationId: url.endsWith('/mcp') ? 'mcp.resourceMetadata' : 'mcp.resourceMetadataRoot', summary: 'OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728)', response: { 200: Metadata } } },
+      { schema: { tags: ['mcp'], operationId: url.endsWith('/mcp') ? 'mcp.resourceMetadata' : 'mcp.resourceMetadataRoot', summary: 'OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728)', security: PUBLIC_SECURITY, response: { 200: Metadata, ...errorResponses() } } },
       async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send(protectedResourceMetadata(ctx.config)),
     );
   }
@@ -70,23 +73,23 @@ export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext
 
     s.post(
       '/mcp',
-      { schema: { tags, security, operationId: 'mcp.post', summary: 'Send an MCP message', description, querystring: McpQuery, body: Type.Unknown() } },
+      { schema: { tags, security, operationId: 'mcp.post', summary: 'Send an MCP message', description, querystring: McpQuery, body: Type.Unknown(), response: { 200: Type.Unknown({ description: 'the JSON-RPC answer' }), ...errorResponses(401, 403) } } },
       async (req, reply) => handlePost(ctx, req, reply, principalOf(req), req.query.expose_tools),
     );
     s.get(
       '/mcp',
-      { schema: { tags, security, operationId: 'mcp.stream', summary: 'Open the server-to-client stream (notifications/tools/list_changed)', description } },
+      { schema: { tags, security, operationId: 'mcp.stream', summary: 'Open the server-to-client stream (notifications/tools/list_changed)', description, response: { 200: Type.Unknown({ description: 'text/event-stream of notifications' }), ...errorResponses(401, 403) } } },
       async (req, reply) => handleGet(ctx, req, reply, principalOf(req), streams),
     );
-    s.delete('/mcp', { schema: { tags, security, operationId: 'mcp.delete', summary: 'End an MCP session', description } }, async (req, reply) => {
+    s.delete('/mcp', { schema: { tags, security, operationId: 'mcp.delete', summary: 'End an MCP session', description, response: { ...errorResponses(401, 403), 204: Type.Null(), 400: JsonRpcError, 404: JsonRpcError } } }, async (req, reply) => {
       const sid = req.headers[SESSION_HEADER];
-      if (typeof sid !== 'string' || !sid) return reply.code(400).send({ jsonrpc: '2.0', error: { code: -32600, message: 'Mcp-Session-Id header required' }, id: null });
+      if (typeof sid !== 'string' || !sid) return reply.code(400).send({ jsonrpc: '2.0' as const, error: { code: -32600, message: 'Mcp-Session-Id header required' }, id: null });
       const actor = actorOf(principalOf(req));
       const session = await findMcpSession(ctx, actor, sid).catch(() => null);
-      if (!session) return reply.code(404).send({ jsonrpc: '2.0', error: { code: -32001, message: 'MCP session not found or expired' }, id: null });
+      if (!session) return reply.code(404).send({ jsonrpc: '2.0' as const, error: { code: -32001, message: 'MCP session not found or expired' }, id: null });
       await closeMcpSession(ctx, actor, sid);
       if (session.platformSessionId) await closeSession(ctx, actor, session.platformSessionId);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     });
   });
 }

@@ -25,7 +25,7 @@ function readEnvFile(file: string): Record<string, string> {
   }
 }
 
-const formatLog = (l: LogEvent) => `${l.ts ?? ''} ${l.stream === 'stderr' ? 'ERR' : 'OUT'} ${l.execution_id ? `[${l.execution_id}] ` : ''}${l.message}`.trim();
+const formatLog = (l: LogEvent) => `${l.ts ?? ''} ${l.stream === 'stderr' ? 'ERR' : l.stream === 'platform' ? (l.level ?? 'info').toUpperCase() : 'OUT'} ${l.execution_id ? `[${l.execution_id}] ` : ''}${l.message}`.trim();
 
 export function agentCommands(program: Command): void {
   const agents = program.command('agents').description('Agent identities and deployments');
