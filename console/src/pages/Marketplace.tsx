@@ -102,7 +102,7 @@ export function MarketplacePage() {
                   <Text size="sm" mt="xs" lineClamp={3}>
                     {t.description}
                   </Text>
-                  <Button mt="sm" size="xs" variant="light" onClick={() => setOpen({ id: t.service.id, name: t.service.name, tool: t.name })} aria-label={`Open ${t.name}`}>
+                  <Button mt="sm" size="xs" variant="light" onClick={() => setOpen({ id: t.service.id, name: t.service.name, tool: t.name })} aria-label={`Details and try it: ${t.name}`}>
                     Details and try it
                   </Button>
                 </Card>
@@ -123,7 +123,7 @@ export function MarketplacePage() {
                   <Text size="sm" mt="xs" lineClamp={3}>
                     {sv.description}
                   </Text>
-                  <Button mt="sm" size="xs" variant="light" onClick={() => setOpen({ id: sv.id, name: sv.name })} aria-label={`Open ${sv.name}`}>
+                  <Button mt="sm" size="xs" variant="light" onClick={() => setOpen({ id: sv.id, name: sv.name })} aria-label={`${sv.tool_count} tools of ${sv.name}`}>
                     {sv.tool_count} tools
                   </Button>
                 </Card>
