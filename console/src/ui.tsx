@@ -30,6 +30,20 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): Loaded
   return { ...state, reload: () => setTick((t) => t + 1) };
 }
 
+/** `act(fn)` runs a user action and keeps its error (cleared on the next action) for `<ProblemAlert>`. */
+export function useAction(): { error: unknown; setError(e: unknown): void; act(fn: () => Promise<void>): Promise<void> } {
+  const [error, setError] = useState<unknown>(null);
+  const act = async (fn: () => Promise<void>) => {
+    setError(null);
+    try {
+      await fn();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return { error, setError, act };
+}
+
 /** A problem shown to a person: the problem's `detail`, and what 401/403 mean. */
 export function ProblemAlert({ error, title }: { error: unknown; title?: string }) {
   if (!error) return null;

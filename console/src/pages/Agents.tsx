@@ -1,7 +1,7 @@
 import { Badge, Button, Card, Code, FileInput, Group, NumberInput, Select, Stack, Table, Text, TextInput, Timeline, Title } from '@mantine/core';
 import { useEffect, useState } from 'react';
 import { api, listAll } from '../api';
-import { ProblemAlert, SecretOnce, Section, fmtDate, useLoad } from '../ui';
+import { ProblemAlert, SecretOnce, Section, fmtDate, useAction, useLoad } from '../ui';
 
 interface Agent {
   id: string;
@@ -32,15 +32,7 @@ export function AgentsPage() {
   const [name, setName] = useState('');
   const [secret, setSecret] = useState<{ id: string; value: string } | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const act = async (fn: () => Promise<void>) => {
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(e);
-    }
-  };
+  const { error, act } = useAction();
   return (
     <Stack>
       <Title order={2}>Agents</Title>
@@ -87,7 +79,7 @@ function AgentDetail({ agentId, onSecret }: { agentId: string; onSecret(s: { id:
   const [grace, setGrace] = useState<number | string>(3600);
   const [input, setInput] = useState('{}');
   const [last, setLast] = useState<Invocation | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, act } = useAction();
   const busy = deployments.data?.some((d) => d.status === 'preparing' || d.status === 'pending');
   useEffect(() => {
     if (!busy) return;
@@ -95,14 +87,6 @@ function AgentDetail({ agentId, onSecret }: { agentId: string; onSecret(s: { id:
     return () => clearInterval(t);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [busy]);
-  const act = async (fn: () => Promise<void>) => {
-    setError(null);
-    try {
-      await fn();
-    } catch (e) {
-      setError(e);
-    }
-  };
   const op = (path: string) => act(async () => void (await api('POST', `/v2/agents/${agentId}/deployments/${path}`), deployments.reload()));
 
   return (
