@@ -23,8 +23,7 @@ import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import { startBenchApp } from './lib/app.js';
 import { toolNameFrom } from '../src/modules/registry/manifest.js';
 import { setServiceStatus } from '../src/modules/registry/service.js';
 
@@ -82,21 +81,7 @@ function servicesOf(file: string, suffix: string) {
   return out;
 }
 
-const config = loadConfig({
-  NODE_ENV: 'test',
-  LOG_LEVEL: 'silent',
-  DATABASE_IN_MEMORY: 'on',
-  DATABASE_URL: process.env.BENCH_DATABASE_URL,
-  RATE_LIMIT_USER: '100000000',
-  RATE_LIMIT_PRO: '100000000',
-  SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
-  ANALYTICS_REDIS_PREFIX: `bench:sq:${run}:`,
-  PORT: '0',
-  HOST: '127.0.0.1',
-});
-const { app, ctx } = await buildApp(config);
-await app.listen({ port: 0, host: '127.0.0.1' });
-const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+const { app, ctx, base } = await startBenchApp({ ANALYTICS_REDIS_PREFIX: `bench:sq:${run}:` });
 
 function percentile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);

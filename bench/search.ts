@@ -17,8 +17,7 @@ import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import { sql } from 'drizzle-orm';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import { startBenchApp } from './lib/app.js';
 import { execRows } from '../src/db/client.js';
 import { newId } from '../src/http/ids.js';
 import { setServiceStatus } from '../src/modules/registry/service.js';
@@ -37,22 +36,7 @@ const NOUNS = [
 ];
 const CATEGORIES = ['weather', 'finance', 'travel', 'productivity', 'media', 'developer', 'commerce', 'communication'];
 
-const config = loadConfig({
-  NODE_ENV: 'test',
-  LOG_LEVEL: 'silent',
-  DATABASE_IN_MEMORY: 'on',
-  DATABASE_URL: process.env.BENCH_DATABASE_URL,
-  RATE_LIMIT_USER: '100000000',
-  RATE_LIMIT_PRO: '100000000',
-  ALLOW_LOOPBACK_UPSTREAMS: 'on',
-  SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
-  ANALYTICS_REDIS_PREFIX: `bench:rt:${run}:`,
-  PORT: '0',
-  HOST: '127.0.0.1',
-});
-const { app, ctx } = await buildApp(config);
-await app.listen({ port: 0, host: '127.0.0.1' });
-const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+const { app, ctx, base } = await startBenchApp({ ALLOW_LOOPBACK_UPSTREAMS: 'on', ANALYTICS_REDIS_PREFIX: `bench:rt:${run}:` });
 
 const bare = Fastify();
 bare.get('/bare', async () => (await execRows(ctx.db, sql`select 1 as ok`))[0]);
