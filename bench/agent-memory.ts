@@ -38,6 +38,7 @@ const config = loadConfig({
   REDIS_URL: process.env.BENCH_REDIS_URL,
   DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-mem-')),
   AUTH_TEST_TOKENS: 'on',
+  AUTH_TEST_ROLES: 'on',
   RATE_LIMIT_USER: '100000000',
   RATE_LIMIT_PRO: '100000000',
   RATE_LIMIT_ANONYMOUS: '100000000',

@@ -8,8 +8,14 @@
  *  1. N sequential synchronous invocations, end to end over HTTP and the sandbox's `duration_ms`;
  *  2. autocannon for a few seconds with C connections (throughput under SANDBOX_CONCURRENCY).
  * Then, warm only, a handler that executes one tool (`context.tools.execute`) against a loopback
- * upstream: N sequential invocations.
- * Prints one JSON object. Env: BENCH_N (default 50), BENCH_CONNECTIONS (8), BENCH_SECONDS (5).
+ * upstream, and one that `fetch`es a loopback upstream through its egress proxy: N sequential.
+ *
+ * A/B in the same run: the warm measurements run on two apps side by side, interleaved round by
+ * round — `record_at_start` (SANDBOX_RECORD_DEFER_MS=0: the invocation record is inserted when the
+ * run starts and updated when it ends, as before) and `warm_pool` (the default: one write when a
+ * short synchronous invocation ends). Medians over the rounds.
+ * Prints one JSON object. Env: BENCH_N (default 50), BENCH_CONNECTIONS (8), BENCH_SECONDS (5),
+ * BENCH_ROUNDS (5).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -25,6 +31,7 @@ import { probeNetworkIsolation } from '../src/sandbox/runner.js';
 const N = Number(process.env.BENCH_N ?? 50);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -43,9 +50,12 @@ async function tgz(files: Record<string, string>): Promise<Buffer> {
   }
 }
 
-/** One app with `env` overrides: the measurements of one mode. */
-async function measure(mode: 'cold' | 'warm', env: Record<string, string>): Promise<Record<string, unknown>> {
+const median = (xs: number[]) => pct(xs, 50);
+
+/** One app with `env` overrides, an account, and helpers to deploy and invoke. */
+async function start(name: string, env: Record<string, string>) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-dep-'));
+  fs.chmodSync(dataDir, 0o755);
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
@@ -66,72 +76,129 @@ async function measure(mode: 'cold' | 'warm', env: Record<string, string>): Prom
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
     return res.json();
   };
-  const upstream = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-  try {
-    const tokens = await json('POST', '/auth/test', {}, { email: `bench-${mode}-${Date.now()}@example.test` });
-    const auth = { authorization: `Bearer ${tokens.access_token}` };
-    const deployed = async (name: string, source: string) => {
-      const agent = await json('POST', '/v2/agents', auth, { name });
-      const form = new FormData();
-      form.append('artifact', new Blob([new Uint8Array(await tgz({ 'index.mjs': source }))]), 'agent.tgz');
-      const dep = await fetch(`${base}/v2/agents/${agent.id}/deploy`, { method: 'POST', headers: auth, body: form });
-      if (dep.status !== 202) throw new Error(`deploy: ${dep.status} ${await dep.text()}`);
-      for (;;) {
-        const list = await json('GET', `/v2/agents/${agent.id}/deployments`, auth);
-        if (list.data[0].status === 'active') return agent;
-        if (list.data[0].status === 'failed') throw new Error(`prepare failed: ${list.data[0].failure_reason}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
-    const sequential = async (agentId: string, input: unknown) => {
-      const httpMs: number[] = [];
-      const sandbox: number[] = [];
-      for (let i = 0; i < N; i++) {
-        const t0 = performance.now();
-        const inv = await json('POST', `/v2/agents/${agentId}/invoke`, auth, { input });
-        httpMs.push(performance.now() - t0);
-        if (inv.status !== 'succeeded') throw new Error(`invoke ${i}: ${JSON.stringify(inv.error)}`);
-        sandbox.push(inv.duration_ms);
-      }
-      return { http_ms: { p50: pct(httpMs, 50), p95: pct(httpMs, 95), max: pct(httpMs, 100) }, sandbox_duration_ms: { p50: pct(sandbox, 50), p95: pct(sandbox, 95) } };
-    };
-
-    const echo = await deployed('bench', 'export default async (input) => ({ echo: input });\n');
-    const seq = await sequential(echo.id, { i: 1 });
-    const load = await autocannon({
-      url: `${base}/v2/agents/${echo.id}/invoke`,
+  const tokens = await json('POST', '/auth/test', {}, { email: `bench-${name}-${Date.now()}@example.test` });
+  const auth = { authorization: `Bearer ${tokens.access_token}` };
+  const deployed = async (agentName: string, source: string, fields: Record<string, string> = {}) => {
+    const agent = await json('POST', '/v2/agents', auth, { name: agentName });
+    const form = new FormData();
+    form.append('artifact', new Blob([new Uint8Array(await tgz({ 'index.mjs': source }))]), 'agent.tgz');
+    for (const [k, v] of Object.entries(fields)) form.append(k, v);
+    const dep = await fetch(`${base}/v2/agents/${agent.id}/deploy`, { method: 'POST', headers: auth, body: form });
+    if (dep.status !== 202) throw new Error(`deploy: ${dep.status} ${await dep.text()}`);
+    for (;;) {
+      const list = await json('GET', `/v2/agents/${agent.id}/deployments`, auth);
+      if (list.data[0].status === 'active') return agent as { id: string };
+      if (list.data[0].status === 'failed') throw new Error(`prepare failed: ${list.data[0].failure_reason}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  /** `n` sequential synchronous invocations: end-to-end HTTP times and the sandbox's duration_ms. */
+  const sequential = async (agentId: string, input: unknown, n: number) => {
+    const httpMs: number[] = [];
+    const sandbox: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const inv = await json('POST', `/v2/agents/${agentId}/invoke`, auth, { input });
+      httpMs.push(performance.now() - t0);
+      if (inv.status !== 'succeeded') throw new Error(`invoke ${i}: ${JSON.stringify(inv.error)}`);
+      sandbox.push(inv.duration_ms);
+    }
+    return { httpMs, sandbox };
+  };
+  const load = async (agentId: string, seconds: number) => {
+    const r = await autocannon({
+      url: `${base}/v2/agents/${agentId}/invoke`,
       method: 'POST',
       headers: { ...auth, 'content-type': 'application/json' },
       body: JSON.stringify({ input: { x: 1 } }),
       connections: CONNECTIONS,
-      duration: SECONDS,
+      duration: seconds,
     });
-    const out: Record<string, unknown> = {
-      sequential_invokes: N,
-      ...seq,
-      autocannon: { connections: CONNECTIONS, seconds: SECONDS, rps: load.requests.average, p50_ms: load.latency.p50, p99_ms: load.latency.p99, non2xx: load.non2xx, errors: load.errors },
-    };
-    if (mode === 'warm') {
-      const port = (upstream.address() as { port: number }).port;
-      const svc = await json('POST', '/owner/services', auth, { name: `bench-svc-${Date.now()}`, display_name: 'Bench', description: 'bench', base_url: `http://127.0.0.1:${port}`, tools: [{ name: 'ping', description: 'ping', method: 'GET', path: '/ping', input_schema: { type: 'object' } }] });
-      const toolAgent = await deployed('bench-tool', `export default async (input, context) => (await context.tools.execute(${JSON.stringify(svc.name)}, 'ping', {})).output;\n`);
-      await json('POST', `/v2/agents/${toolAgent.id}/tools/subscribe`, auth, { service: svc.name });
-      out.one_tool_call = await sequential(toolAgent.id, {});
-    }
-    return out;
-  } finally {
-    upstream.close();
+    return { rps: r.requests.average, p50_ms: r.latency.p50, p99_ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+  };
+  const close = async () => {
     await app.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
-  }
+  };
+  return { json, auth, deployed, sequential, load, close };
 }
 
-const cold = await measure('cold', { SANDBOX_WARM_PER_VERSION: '0' });
-const warm = await measure('warm', {});
+type Bench = Awaited<ReturnType<typeof start>>;
+const summary = (xs: { httpMs: number[]; sandbox: number[] }) => ({ http_ms: { p50: pct(xs.httpMs, 50), p95: pct(xs.httpMs, 95), max: pct(xs.httpMs, 100) }, sandbox_duration_ms: { p50: pct(xs.sandbox, 50), p95: pct(xs.sandbox, 95) } });
+const merge = (a: { httpMs: number[]; sandbox: number[] }, b: { httpMs: number[]; sandbox: number[] }) => ({ httpMs: [...a.httpMs, ...b.httpMs], sandbox: [...a.sandbox, ...b.sandbox] });
+const ECHO = 'export default async (input) => ({ echo: input });\n';
+
+const upstream = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+const upstreamPort = (upstream.address() as { port: number }).port;
+
+// 1. Every invocation cold.
+const coldApp = await start('cold', { SANDBOX_WARM_PER_VERSION: '0' });
+const coldEcho = await coldApp.deployed('bench', ECHO);
+const cold = { sequential_invokes: N, ...summary(await coldApp.sequential(coldEcho.id, { i: 1 }, N)), autocannon: { connections: CONNECTIONS, seconds: SECONDS, ...(await coldApp.load(coldEcho.id, SECONDS)) } };
+await coldApp.close();
+
+// 2. Warm, A/B interleaved: the record written at the start (before) and once at the end (after).
+const variants: Array<[string, Bench]> = [
+  ['record_at_start', await start('a', { SANDBOX_RECORD_DEFER_MS: '0' })],
+  ['warm_pool', await start('b', {})],
+];
+const perRound = Math.max(1, Math.ceil(N / ROUNDS));
+const results: Record<string, { echo: { httpMs: number[]; sandbox: number[] }; tool: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }> = {};
+const agents: Record<string, { echo: string; tool: string }> = {};
+for (const [name, b] of variants) {
+  const echo = await b.deployed('bench', ECHO);
+  const svc = await b.json('POST', '/owner/services', b.auth, { name: `bench-svc-${name.replace(/_/g, '-')}-${Date.now()}`, display_name: 'Bench', description: 'bench', base_url: `http://127.0.0.1:${upstreamPort}`, tools: [{ name: 'ping', description: 'ping', method: 'GET', path: '/ping', input_schema: { type: 'object' } }] });
+  const tool = await b.deployed('bench-tool', `export default async (input, context) => (await context.tools.execute(${JSON.stringify(svc.name)}, 'ping', {})).output;\n`);
+  await b.json('POST', `/v2/agents/${tool.id}/tools/subscribe`, b.auth, { service: svc.name });
+  agents[name] = { echo: echo.id, tool: tool.id };
+  results[name] = { echo: { httpMs: [], sandbox: [] }, tool: { httpMs: [], sandbox: [] }, load: [] };
+  await b.sequential(echo.id, {}, 3); // warm the pool and the app
+  await b.sequential(tool.id, {}, 3);
+}
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, b] of round % 2 ? [...variants].reverse() : variants) {
+    results[name].echo = merge(results[name].echo, await b.sequential(agents[name].echo, { i: 1 }, perRound));
+    results[name].tool = merge(results[name].tool, await b.sequential(agents[name].tool, {}, perRound));
+  }
+}
+const loadRounds = 2;
+for (let round = 0; round < loadRounds; round++) {
+  for (const [name, b] of round % 2 ? [...variants].reverse() : variants) results[name].load.push(await b.load(agents[name].echo, Math.max(1, Math.round(SECONDS / loadRounds))));
+}
+const warmOut = (name: string) => ({
+  sequential_invokes: results[name].echo.httpMs.length,
+  ...summary(results[name].echo),
+  autocannon: { connections: CONNECTIONS, seconds: Math.max(1, Math.round(SECONDS / loadRounds)) * loadRounds, rps: median(results[name].load.map((l) => l.rps)), p50_ms: median(results[name].load.map((l) => l.p50_ms)), p99_ms: median(results[name].load.map((l) => l.p99_ms)), non2xx: results[name].load.reduce((n, l) => n + l.non2xx, 0), errors: results[name].load.reduce((n, l) => n + l.errors, 0) },
+  one_tool_call: summary(results[name].tool),
+});
+
+// 3. Egress: fetch() of a loopback upstream through the environment's proxy (warm, default settings).
+const [, after] = variants[1];
+const fetcher = await after.deployed('bench-egress', `export default async () => (await fetch('http://127.0.0.1:${upstreamPort}/')).json();\n`, { egress: JSON.stringify([`127.0.0.1:${upstreamPort}`]) });
+await after.sequential(fetcher.id, {}, 3);
+const egress = summary(await after.sequential(fetcher.id, {}, N));
+for (const [, b] of variants) await b.close();
+upstream.close();
+
+const warm = warmOut('warm_pool');
 console.log(
   JSON.stringify(
-    { node: process.version, cpus: os.cpus().length, loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100, network_isolated: !!probeNetworkIsolation(), cold_every_invocation: cold, warm_pool: warm },
+    {
+      node: process.version,
+      cpus: os.cpus().length,
+      loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100,
+      network_isolated: !!probeNetworkIsolation(),
+      cold_every_invocation: cold,
+      warm_pool: { ...warm, one_fetch_through_egress_proxy: egress },
+      warm_pool_record_at_start: warmOut('record_at_start'),
+      targets: {
+        warm_p50_under_5_ms: warm.http_ms.p50 < 5,
+        warm_500_rps_at_8_connections: warm.autocannon.rps >= 500,
+        cold_p50_at_most_60_ms: cold.http_ms.p50 <= 60,
+        warm_tool_p50_under_10_ms: warm.one_tool_call.http_ms.p50 < 10,
+      },
+    },
     null,
     2,
   ),

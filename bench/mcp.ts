@@ -5,22 +5,25 @@
  * platform are bench/execute.ts's children (same set-up: enterprise subscription, bearer upstream
  * credential, argument validation, recording).
  *
- * Runs alternate REST / MCP `BENCH_ROUNDS` times (2) at BENCH_CONNECTIONS (16) and at 1 connection;
- * reported: mean requests/s and p50/p99 of each, and MCP's share of REST throughput.
+ * Runs alternate REST / MCP `BENCH_ROUNDS` times (6) at BENCH_CONNECTIONS (16) and at 1 connection;
+ * reported: mean requests/s and p50/p99 of each, and MCP's share of REST throughput as the median
+ * of the per-round ratios (each MCP run against the REST run just before it, so a load change on a
+ * shared machine moves both sides of a ratio alike), plus one JSON line.
  * Goal: MCP keeps ≥ 80 % of the REST path's throughput.
  *
- * Env: BENCH_SECONDS (8 per run), BENCH_CONNECTIONS (16), BENCH_ROUNDS (2), BENCH_DATABASE_URL,
+ * Env: BENCH_SECONDS (4 per run), BENCH_CONNECTIONS (16), BENCH_ROUNDS (6), BENCH_DATABASE_URL,
  * BENCH_REDIS_URL, BENCH_UPSTREAM_DELAY_MS — as bench/execute.ts.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'execute.ts');
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const PROTOCOL = '2025-06-18';
 
 const children: ChildProcess[] = [];
@@ -92,7 +95,11 @@ const mean = (runs: Run[]): Run => ({
   p99: runs.reduce((s, r) => s + r.p99, 0) / runs.length,
   bad: runs.reduce((s, r) => s + r.bad, 0),
 });
-const results: Record<string, { rest: Run; mcp: Run }> = {};
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const results: Record<string, { rest: Run; mcp: Run; ratio: number; ratios: number[] }> = {};
 for (const connections of [CONNECTIONS, 1]) {
   const r: Run[] = [];
   const m: Run[] = [];
@@ -100,15 +107,26 @@ for (const connections of [CONNECTIONS, 1]) {
     r.push(await cannon({ ...rest, connections, duration: SECONDS }));
     m.push(await cannon({ ...mcp, connections, duration: SECONDS }));
   }
-  results[connections] = { rest: mean(r), mcp: mean(m) };
+  const ratios = m.map((x, i) => x.rps / r[i].rps);
+  results[connections] = { rest: mean(r), mcp: mean(m), ratio: median(ratios), ratios };
 }
 
 const fmt = (x: Run) => `${x.rps.toFixed(0).padStart(6)} req/s  p50 ${x.p50.toFixed(1)} ms  p99 ${x.p99.toFixed(1)} ms${x.bad ? `  (${x.bad} failed)` : ''}`;
 console.log(`\nexecute over MCP vs REST (${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${SECONDS}s × ${ROUNDS} rounds each, alternating)`);
-for (const [connections, { rest: r, mcp: m }] of Object.entries(results)) {
+for (const [connections, { rest: r, mcp: m, ratio, ratios }] of Object.entries(results)) {
   console.log(`${connections.padStart(3)} connection(s)  REST ${fmt(r)}`);
-  console.log(`${' '.repeat(17)}  MCP  ${fmt(m)}   → ${((100 * m.rps) / r.rps).toFixed(1)} % of REST`);
+  console.log(`${' '.repeat(17)}  MCP  ${fmt(m)}   → median ${(100 * ratio).toFixed(1)} % of REST (rounds: ${ratios.map((x) => (100 * x).toFixed(0)).join(', ')} %)`);
 }
-const share = results[CONNECTIONS].mcp.rps / results[CONNECTIONS].rest.rps;
+const share = results[CONNECTIONS].ratio;
 console.log(`goal: MCP ≥ 80 % of REST throughput at ${CONNECTIONS} connections: ${share >= 0.8 ? 'met' : 'NOT met'} (${(share * 100).toFixed(1)} %)`);
+console.log(
+  JSON.stringify({
+    bench: 'mcp',
+    engine: process.env.BENCH_DATABASE_URL ? 'postgresql' : 'pglite',
+    seconds: SECONDS,
+    rounds: ROUNDS,
+    loadavg: os.loadavg().map((x) => +x.toFixed(2)),
+    results,
+  }),
+);
 process.exit(0);

@@ -1,9 +1,10 @@
 /**
  * Tool-search quality and latency on a real catalog (`npm run bench:search-quality`; issue 19 §1).
  *
- * Catalog: the GitHub REST API descriptions shipped in the npm package `@octokit/openapi`
- * (devDependency): `api.github.com.json` first (1,200+ operations), then `ghec.json` and
- * `ghes-3.{17,18,19}.json` until BENCH_TOOLS tools (10,000 by default; copies of a document get a
+ * Catalog: the GitHub REST API descriptions (github/rest-api-description via `@octokit/openapi`
+ * 23.0.2, MIT), the fields used here vendored in `bench/fixtures/github-openapi.json.br` (100 KB;
+ * `generate-github-catalog.ts` rebuilds it): `api.github.com.json` first (1,200+ operations), then
+ * `ghec.json` and `ghes-3.{17,18,19}.json` until BENCH_TOOLS tools (10,000 by default; copies of a document get a
  * `-mirrorN` service suffix past the five). Each operation becomes a tool named by its operationId
  * (as the registry's OpenAPI import names them), described by its summary and description; each
  * first tag becomes a service ("GitHub Repos", …, at most 500 tools each), registered through the
@@ -12,25 +13,30 @@
  * Queries: `bench/fixtures/search-queries.json` (72, written from a user's point of view: a third
  * with typos, a third plain-language questions, a third keywords; every other one held out).
  *
- * Before/after in the same run, on the same database: `before` = SEARCH_QUERY_REWRITE off (the
- * words as typed, all required, any-word fallback); `after` = on (typo corrections, stop words,
- * IDF weights). Reports top-3 / top-1 hit rates per kind and split, on the GitHub catalog alone
- * (~1,200 tools) and again at BENCH_TOOLS, and the latency of every query over HTTP (sequential,
- * BENCH_ROUNDS rounds, p50/p95/max), plus the first query after a catalog change (vocabulary rebuilt).
+ * Variants in the same run, on the same database: `before` = SEARCH_QUERY_REWRITE and
+ * SEARCH_SEMANTIC off (the words as typed, all required, any-word fallback); `lexical` = rewrite
+ * on (typo corrections, stop words, IDF weights); `after` = rewrite and the semantic arm on
+ * (sentence vectors fused by weighted reciprocal rank, SEARCH_SEMANTIC_WEIGHT). Tool vectors are
+ * computed once after seeding (`embed_seconds`). Reports top-3 / top-1 hit rates per kind and
+ * split, on the GitHub catalog alone (~1,200 tools, with a sweep of the semantic weight on the dev
+ * half: the weight is chosen there, never on the held-out half) and again at BENCH_TOOLS, and the
+ * latency of every query over HTTP (sequential, BENCH_ROUNDS rounds interleaving the variants,
+ * p50/p95/max; the query's sentence vector is computed inside it), plus the first query after a
+ * catalog change (vocabulary rebuilt).
  * Prints one JSON object.
  */
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
-import { startBenchApp } from './lib/app.js';
+import { brotliDecompressSync } from 'node:zlib';
+import { benchUser, startBenchApp } from './lib/app.js';
 import { toolNameFrom } from '../src/modules/registry/manifest.js';
 import { setServiceStatus } from '../src/modules/registry/service.js';
+import { refreshToolVectors } from '../src/modules/search/semantic.js';
 
 const TOOLS = Number(process.env.BENCH_TOOLS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const run = randomBytes(3).toString('hex');
-const require = createRequire(import.meta.url);
 
 interface Query {
   q: string;
@@ -40,29 +46,27 @@ interface Query {
 }
 const { queries } = JSON.parse(readFileSync(new URL('./fixtures/search-queries.json', import.meta.url), 'utf8')) as { queries: Query[] };
 
-type Op = { operationId?: string; summary?: string; description?: string; tags?: string[] };
+/** The vendored documents: per file, its tags and operations `[path, method, operationId, summary, description, first tag]`. */
+const documents = JSON.parse(brotliDecompressSync(readFileSync(new URL('./fixtures/github-openapi.json.br', import.meta.url))).toString('utf8')) as Record<
+  string,
+  { tags: Array<{ name: string; description?: string }>; operations: Array<[string, string, string, string, string, string]> }
+>;
+
 /** Services (by first tag) of one OpenAPI document: name, display name, description, tools. */
 function servicesOf(file: string, suffix: string) {
-  const doc = JSON.parse(readFileSync(require.resolve(`@octokit/openapi/generated/${file}`), 'utf8')) as {
-    paths: Record<string, Record<string, Op>>;
-    tags?: Array<{ name: string; description?: string }>;
-  };
-  const tagText = new Map((doc.tags ?? []).map((t) => [t.name, t.description ?? '']));
+  const doc = documents[file];
+  const tagText = new Map(doc.tags.map((t) => [t.name, t.description ?? '']));
   const byTag = new Map<string, Array<{ name: string; description: string; method: string; path: string; input_schema: object }>>();
-  for (const [path, ops] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(ops)) {
-      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method) || !op.operationId) continue;
-      const tag = op.tags?.[0] ?? 'misc';
-      const description = [op.summary, op.description].filter(Boolean).join('\n\n').slice(0, 4000);
-      const list = byTag.get(tag) ?? [];
-      const params = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-      const input_schema = { type: 'object', properties: Object.fromEntries(params.map((p) => [p, { type: 'string' }])), required: params };
-      let name = toolNameFrom(op.operationId);
-      // As the registry's OpenAPI import: a repeated operationId gets a numeric suffix.
-      for (let n = 2; list.some((t) => t.name === name); n++) name = `${toolNameFrom(op.operationId).slice(0, 60)}_${n}`;
-      list.push({ name, description, method: method.toUpperCase(), path, input_schema });
-      byTag.set(tag, list);
-    }
+  for (const [path, method, operationId, summary, text, tag] of doc.operations) {
+    const description = [summary, text].filter(Boolean).join('\n\n').slice(0, 4000);
+    const list = byTag.get(tag) ?? [];
+    const params = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+    const input_schema = { type: 'object', properties: Object.fromEntries(params.map((p) => [p, { type: 'string' }])), required: params };
+    let name = toolNameFrom(operationId);
+    // As the registry's OpenAPI import: a repeated operationId gets a numeric suffix.
+    for (let n = 2; list.some((t) => t.name === name); n++) name = `${toolNameFrom(operationId).slice(0, 60)}_${n}`;
+    list.push({ name, description, method: method.toUpperCase(), path, input_schema });
+    byTag.set(tag, list);
   }
   const out = [];
   for (const [tag, tools] of byTag) {
@@ -89,8 +93,7 @@ function percentile(xs: number[], p: number): number {
 }
 
 try {
-  const login = await app.inject({ method: 'POST', url: '/auth/test', payload: { email: `bench-sq-${run}@example.test`, roles: ['pro'] } });
-  const headers = { authorization: `Bearer ${login.json().access_token}` };
+  const { headers } = await benchUser(app, `bench-sq-${run}@example.test`);
   let tools = 0;
   async function load(file: string, suffix: string, cap: number) {
     for (const svc of servicesOf(file, suffix)) {
@@ -103,9 +106,13 @@ try {
     }
   }
 
-  /** Top-3 names for `q` with the query rewrite on or off (same database). */
-  async function top(q: string, rewrite: boolean): Promise<{ names: string[]; ms: number }> {
-    ctx.config.search.queryRewrite = rewrite;
+  type Variant = 'before' | 'lexical' | 'after' | number;
+  const defaultWeight = ctx.config.search.semanticWeight;
+  /** Top-3 names for `q` under a variant (a number: `after` with that semantic weight; same database). */
+  async function top(q: string, variant: Variant): Promise<{ names: string[]; ms: number }> {
+    ctx.config.search.queryRewrite = variant !== 'before';
+    ctx.config.search.semantic = variant === 'after' || typeof variant === 'number';
+    ctx.config.search.semanticWeight = typeof variant === 'number' ? variant : defaultWeight;
     const t0 = performance.now();
     const res = await fetch(`${base}/search/tools?q=${encodeURIComponent(q)}&limit=3`, { headers });
     const body = (await res.json()) as { data: Array<{ name: string }> };
@@ -114,17 +121,18 @@ try {
     return { names: body.data.map((d) => d.name), ms };
   }
 
-  async function quality(rewrite: boolean) {
+  async function quality(variant: Variant, only?: Query['split']) {
     const rows: Array<Query & { rank: number; got: string[] }> = [];
     for (const q of queries) {
-      const { names } = await top(q.q, rewrite);
+      if (only && q.split !== only) continue;
+      const { names } = await top(q.q, variant);
       const want = q.expect.map(toolNameFrom);
       const rank = names.findIndex((n) => want.includes(n));
       rows.push({ ...q, rank, got: names });
     }
     const rate = (f: (r: Query & { rank: number }) => boolean, k: number) => {
       const sel = rows.filter(f);
-      return { n: sel.length, top3: Math.round((sel.filter((r) => r.rank >= 0 && r.rank < k).length / sel.length) * 1000) / 10 };
+      return { n: sel.length, top3: sel.length ? Math.round((sel.filter((r) => r.rank >= 0 && r.rank < k).length / sel.length) * 1000) / 10 : null };
     };
     const by: Record<string, unknown> = {};
     for (const kind of ['typo', 'plain', 'keyword'] as const) {
@@ -141,7 +149,12 @@ try {
   const t0 = performance.now();
   await load('api.github.com.json', '', TOOLS);
   const githubTools = tools;
-  const small = { tools: githubTools, before: await quality(false), after: await quality(true) };
+  const e0 = performance.now();
+  await refreshToolVectors(ctx);
+  const embedSmall = Math.round((performance.now() - e0) / 100) / 10;
+  const sweep: Record<string, unknown> = {};
+  for (const w of [0.25, 0.5, 1, 2]) sweep[String(w)] = (await quality(w, 'dev')).top3_percent;
+  const small = { tools: githubTools, embed_seconds: embedSmall, semantic_weight_sweep_dev: sweep, before: await quality('before'), lexical: await quality('lexical'), after: await quality('after') };
 
   const docs = ['ghec.json', 'ghes-3.19.json', 'ghes-3.18.json', 'ghes-3.17.json'];
   for (let i = 0; tools < TOOLS; i++) {
@@ -149,17 +162,19 @@ try {
     await load(file, i < docs.length ? `-${file.replace(/\.json$/, '').replace(/\./g, '-')}` : `-mirror${i}`, TOOLS);
   }
   const seedSeconds = Math.round((performance.now() - t0) / 100) / 10;
+  const e1 = performance.now();
+  await refreshToolVectors(ctx);
+  const embedLarge = Math.round((performance.now() - e1) / 100) / 10;
 
   // First query after a catalog change: the vocabulary is rebuilt.
-  const cold = await top('wether forcast', true);
-  const large = { tools, before: await quality(false), after: await quality(true) };
+  const cold = await top('wether forcast', 'lexical');
+  const large = { tools, embed_seconds: embedLarge, before: await quality('before'), lexical: await quality('lexical'), after: await quality('after') };
 
   const latency: Record<string, { p50_ms: number; p95_ms: number; max_ms: number; n: number }> = {};
-  const times: Record<string, number[]> = { before: [], after: [] };
+  const times: Record<string, number[]> = { before: [], lexical: [], after: [] };
   for (let r = 0; r < ROUNDS; r++) {
     for (const q of queries) {
-      times.before.push((await top(q.q, false)).ms);
-      times.after.push((await top(q.q, true)).ms);
+      for (const v of ['before', 'lexical', 'after'] as const) times[v].push((await top(q.q, v)).ms);
     }
   }
   for (const [k, xs] of Object.entries(times)) latency[k] = { p50_ms: percentile(xs, 50), p95_ms: percentile(xs, 95), max_ms: percentile(xs, 100), n: xs.length };
@@ -170,8 +185,9 @@ try {
         node: process.version,
         cpus: os.cpus().length,
         loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100,
+        semantic_weight: defaultWeight,
         engine: ctx.database.engine,
-        catalog: '@octokit/openapi: api.github.com, ghec, ghes-3.19, ghes-3.18, ghes-3.17 (then mirrors)',
+        catalog: 'GitHub REST API descriptions (@octokit/openapi 23.0.2, vendored): api.github.com, ghec, ghes-3.19, ghes-3.18, ghes-3.17 (then mirrors)',
         seed_seconds: seedSeconds,
         queries: queries.length,
         github_catalog: small,

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import { sql } from 'drizzle-orm';
-import { startBenchApp } from './lib/app.js';
+import { benchUser, startBenchApp } from './lib/app.js';
 import { execRows } from '../src/db/client.js';
 import { newId } from '../src/http/ids.js';
 import { setServiceStatus } from '../src/modules/registry/service.js';
@@ -53,9 +53,7 @@ async function measure(url: string, headers: Record<string, string> = {}, connec
 }
 
 try {
-  const login = await app.inject({ method: 'POST', url: '/auth/test', payload: { email: `bench-${run}@example.test`, roles: ['pro'] } });
-  const headers = { authorization: `Bearer ${login.json().access_token}` };
-  const userId = JSON.parse(Buffer.from(login.json().access_token.split('.')[1], 'base64url').toString()).sub as string;
+  const { headers, userId } = await benchUser(app, `bench-${run}@example.test`);
 
   const t0 = performance.now();
   const toolIds: Array<{ service: string; tool: string; name: string }> = [];

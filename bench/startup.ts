@@ -5,6 +5,10 @@
  * For each: `startup_ms` as logged by main.ts (from process start to listening) and the resident
  * set size (VmRSS of /proc/<pid>/status) after IDLE_MS of idleness. Linux only (procfs).
  *
+ * With BENCH_BASELINE_ROOT=<another checkout> (e.g. `git archive <commit>` with node_modules linked),
+ * every run measures that tree too, interleaved with this one (first and later open of each),
+ * and the summary compares medians from the same run.
+ *
  *   npm run bench:startup            # RUNS=3 IDLE_MS=5000 by default
  */
 import { spawn } from 'node:child_process';
@@ -30,11 +34,11 @@ function rssMiB(pid: number): number {
   return m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
 }
 
-async function once(dataDir: string): Promise<{ startup_ms: number; wall_ms: number; idle_rss_mib: number }> {
+async function once(root: string, dataDir: string): Promise<{ startup_ms: number; wall_ms: number; idle_rss_mib: number }> {
   const port = await freePort();
   const t0 = Date.now();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
+    cwd: root,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
@@ -55,15 +59,30 @@ async function once(dataDir: string): Promise<{ startup_ms: number; wall_ms: num
   return { startup_ms: ready.startup_ms, wall_ms: wall, idle_rss_mib: rss };
 }
 
-const results: Array<Record<string, unknown>> = [];
+const BASELINE = process.env.BENCH_BASELINE_ROOT ? path.resolve(process.env.BENCH_BASELINE_ROOT) : null;
+const trees: Array<{ tree: string; root: string }> = [{ tree: 'this', root: ROOT }, ...(BASELINE ? [{ tree: 'baseline', root: BASELINE }] : [])];
+const results: Array<{ tree: string; run: number; open: string; startup_ms: number; wall_ms: number; idle_rss_mib: number }> = [];
+const loadBefore = os.loadavg();
 for (let i = 0; i < RUNS; i++) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-startup-'));
-  try {
-    results.push({ run: i + 1, open: 'first (fresh DATA_DIR)', ...(await once(dir)) });
-    results.push({ run: i + 1, open: 'later (same DATA_DIR)', ...(await once(dir)) });
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+  // Alternate which tree goes first, so neither always gets the quieter half of a round.
+  for (const { tree, root } of i % 2 ? [...trees].reverse() : trees) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-startup-'));
+    try {
+      results.push({ tree, run: i + 1, open: 'first', ...(await once(root, dir)) });
+      results.push({ tree, run: i + 1, open: 'later', ...(await once(root, dir)) });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }
 }
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+const summary = trees.flatMap(({ tree }) =>
+  ['first', 'later'].map((open) => {
+    const rs = results.filter((r) => r.tree === tree && r.open === open);
+    return { tree, open, startup_ms: median(rs.map((r) => r.startup_ms)), idle_rss_mib: median(rs.map((r) => r.idle_rss_mib)) };
+  }),
+);
 console.table(results);
-console.log(JSON.stringify({ load_average: os.loadavg().map((l) => Math.round(l * 10) / 10), cpus: os.cpus().length, node: process.version, results }));
+console.table(summary);
+const load = (l: number[]) => l.map((x) => Math.round(x * 10) / 10);
+console.log(JSON.stringify({ bench: 'startup', load_average_before: load(loadBefore), load_average: load(os.loadavg()), cpus: os.cpus().length, node: process.version, summary, results }));

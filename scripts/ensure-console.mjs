@@ -18,11 +18,12 @@ function newest(p) {
   return t;
 }
 
-/** True when console/dist is missing or older than console/{src,index.html,vite.config.ts,package.json}. */
+/** True when console/dist is missing or older than console/{src,index.html,vite.config.ts,package.json} or the SDK sources it bundles. */
 export function consoleStale() {
   if (!fs.existsSync(built)) return true;
   const builtAt = fs.statSync(built).mtimeMs;
-  return ['src', 'index.html', 'vite.config.ts', 'package.json'].some((f) => fs.existsSync(path.join(consoleDir, f)) && newest(path.join(consoleDir, f)) > builtAt);
+  const inputs = ['src', 'index.html', 'vite.config.ts', 'package.json'].map((f) => path.join(consoleDir, f)).concat(path.join(root, 'packages', 'sdk', 'src'));
+  return inputs.some((f) => fs.existsSync(f) && newest(f) > builtAt);
 }
 
 /** `vite build` of the console; NODE_ENV=production whatever the caller's (a test runner sets `test`, which would bundle React's development build). */

@@ -12,11 +12,15 @@ import { EventHub } from './events.js';
 import { openDatabase } from './db/client.js';
 import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
-import { serializeRequest } from './http/logging.js';
+import { registerCors } from './http/cors.js';
+import { landingRoute } from './http/landing.js';
+import { LazySerializers } from './http/lazy-serializer.js';
+import { RequestLogController, serializeRequest } from './http/logging.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerValidation } from './http/validation.js';
 import { createJobQueue, redisClientOptions } from './jobs/queue.js';
+import { UpstreamPool } from './upstream/pool.js';
 import { ProblemSchema } from './http/schemas.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
 import { connectionRoutes } from './modules/connections/routes.js';
@@ -36,6 +40,7 @@ import { consoleRoutes } from './modules/console/routes.js';
 import { memoryRoutes } from './modules/memory/routes.js';
 import { rememberExecution } from './modules/memory/runtime.js';
 import { sessionRoutes } from './modules/sessions/routes.js';
+import { createExecutionLog } from './modules/sessions/usage.js';
 import { registryRoutes } from './modules/registry/routes.js';
 import { publishingRoutes } from './modules/publishing/routes.js';
 import { ownerServiceDetail } from './modules/publishing/service.js';
@@ -48,22 +53,40 @@ import { IdentityService } from './modules/identity/service.js';
 export interface BuiltApp {
   app: FastifyInstance;
   ctx: AppContext;
+  /**
+   * Compile what start-up left for later (response serialisers, `http/lazy-serializer.ts`) in
+   * idle event-loop turns; `main.ts` calls it once listening. Without it, each is compiled on first use.
+   */
+  warm: () => Promise<void>;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+/** Version of the API contract (`info.version` of /openapi.json). */
+const API_VERSION = '1.0.0';
+
 /**
  * Build the whole service for `config`. The caller listens (main.ts) or injects (tests).
  * `extraRoutes` (benchmarks only, never main.ts) registers routes before the app is sealed, so they
- * run behind the same global hooks as the service's own routes.
+ * run behind the same global hooks as the service's own routes. `opts.dataDir`: the embedded data
+ * directory's open, already started by main.ts (`openEmbeddedDataDir`).
  */
-export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstance) => void): Promise<BuiltApp> {
+export async function buildApp(
+  config: Config,
+  extraRoutes?: (app: FastifyInstance) => void,
+  opts: { dataDir?: Promise<() => Promise<void>> } = {},
+): Promise<BuiltApp> {
+  const serializers = new LazySerializers();
   const app = Fastify({
+    // Response serialisers compile on first use (or in `warm`), not during start-up.
+    schemaController: { compilersFactory: { buildSerializer: serializers.factory } },
     logger: {
       level: config.logLevel,
       redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
       serializers: { req: serializeRequest },
     },
+    // One line per request instead of two (http/logging.ts).
+    logController: new RequestLogController(),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     requestIdHeader: false,
@@ -82,13 +105,14 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   });
 
   // External plugins.
+  await registerCors(app, config);
   app.addSchema(ProblemSchema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Agent Platform API',
-        version: '1.0.0',
+        version: API_VERSION,
         description: 'Tool discovery, sessions, memory and agent identities for AI agents.',
         // No licence has been granted yet (no LICENSE file): all rights reserved (docs/decisions.md).
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
@@ -108,7 +132,7 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   // Platform plugins.
   registerErrorHandlers(app);
   const metrics = registerMetrics(app);
-  const database = await openDatabase(config);
+  const database = await openDatabase(config, opts.dataDir);
   const ctx: AppContext = {
     config,
     database,
@@ -117,9 +141,16 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
     log: app.log,
     jobs: await createJobQueue(config, app.log),
     events: new EventHub(app.log),
+    executionLog: createExecutionLog(() => ctx),
+    upstream: new UpstreamPool(config),
+    registryGeneration: 0,
+    agentMemoryStatements: null,
     onClose: [],
   };
   ctx.onClose.push(() => ctx.jobs.close());
+  // Runs before the job queue closes (reverse order): running jobs finish their upstream calls first.
+  ctx.onClose.push(() => ctx.upstream.close());
+  ctx.onClose.push(() => ctx.executionLog.drain());
   // Module events: every recorded execution becomes an automatic memory (off the request path).
   ctx.events.on('execution.recorded', (e) => rememberExecution(ctx, e));
   if (config.redisUrl) {
@@ -176,7 +207,8 @@ export async function buildApp(config: Config, extraRoutes?: (app: FastifyInstan
   await app.register(mcpRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
+  landingRoute(app, config, API_VERSION);
   extraRoutes?.(app);
   await app.ready();
-  return { app, ctx };
+  return { app, ctx, warm: () => serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile')) };
 }

@@ -75,3 +75,27 @@ export function list(env: Env, name: string): string[] {
   return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [];
 }
 
+
+/**
+ * `CORS_ORIGINS`: comma-separated exact origins (`scheme://host[:port]`, as browsers send in
+ * `Origin`), and optionally `*` (any other origin, never with credentials). Empty → none.
+ */
+export function corsOrigins(env: Env, name: string): { origins: string[]; any: boolean } {
+  const origins: string[] = [];
+  let any = false;
+  for (const o of list(env, name)) {
+    if (o === '*') {
+      any = true;
+      continue;
+    }
+    let u: URL | undefined;
+    try {
+      u = new URL(o);
+    } catch {
+      u = undefined;
+    }
+    if (!u || !['http:', 'https:'].includes(u.protocol) || !/^([a-z0-9.-]+|\[[0-9a-f:.]+\])$/.test(u.hostname) || u.origin !== o.replace(/\/$/, '')) fail(name, 'a comma-separated list of origins such as https://app.example.com (scheme, host and port only), or *', o);
+    origins.push(u.origin);
+  }
+  return { origins: [...new Set(origins)], any };
+}

@@ -4,7 +4,7 @@
  * naming the variable; `main.ts` prints it and exits 1.
  */
 import path from 'node:path';
-import { ConfigError, bool, fail, int, list, oneOf, pgSize, quota, str, url, type Env } from './config-parse.js';
+import { ConfigError, bool, corsOrigins, fail, int, list, oneOf, pgSize, quota, str, url, type Env } from './config-parse.js';
 
 export { ConfigError };
 
@@ -44,6 +44,11 @@ export interface Config {
   bodyLimitBytes: number;
   /** Trust X-Forwarded-* headers (behind a proxy). */
   trustProxy: boolean;
+  /**
+   * Browser origins allowed to call the API cross-origin (`CORS_ORIGINS`, none by default):
+   * `origins` exact, with credentials; `any` (`*` in the list): every other origin, without.
+   */
+  cors: { origins: string[]; any: boolean };
   /**
    * Bearer token that opens `/metrics` to non-loopback clients (`METRICS_TOKEN`); unset → loopback
    * clients only (the socket's address, never X-Forwarded-For).
@@ -129,6 +134,13 @@ export interface Config {
     popularityCacheMs: number;
     /** Tool search corrects typos, drops stop words and weighs terms by rarity (`SEARCH_QUERY_REWRITE`, on). */
     queryRewrite: boolean;
+    /**
+     * Semantic arm of tool search (`SEARCH_SEMANTIC`, off: no measured gain yet, see docs/decisions.md): tool and query
+     * vectors from the local sentence encoder, fused with the full-text ranking by weighted reciprocal
+     * rank (`SEARCH_SEMANTIC_WEIGHT`, 0–10, default 0.5; the full-text arm weighs 1).
+     */
+    semantic: boolean;
+    semanticWeight: number;
   };
   /** Analytics (`src/modules/analytics`): realtime counters and persisted per-route aggregates. */
   analytics: {
@@ -212,6 +224,8 @@ export interface Config {
     warmTotal: number;
     /** An idle warm environment is killed after this long unused, ms. */
     warmIdleMs: number;
+    /** A synchronous invocation's record is first written when it ends, or once it has run this long (then as `running`), ms; 0 = at its start. */
+    recordDeferMs: number;
   };
 }
 
@@ -289,6 +303,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    cors: corsOrigins(env, 'CORS_ORIGINS'),
     metricsToken: str(env, 'METRICS_TOKEN'),
     redis: {
       commandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60_000),
@@ -338,6 +353,8 @@ export function loadConfig(env: Env = process.env): Config {
       popularityDays: int(env, 'SEARCH_POPULARITY_DAYS', 30, 1, 366),
       popularityCacheMs: int(env, 'SEARCH_POPULARITY_CACHE_MS', 60_000, 0, 3_600_000),
       queryRewrite: bool(env, 'SEARCH_QUERY_REWRITE', true),
+      semantic: bool(env, 'SEARCH_SEMANTIC', false),
+      semanticWeight: ratio(env, 'SEARCH_SEMANTIC_WEIGHT', 0.5),
     },
     analytics: {
       flushIntervalMs: int(env, 'ANALYTICS_FLUSH_MS', 5000, 100, 600_000),
@@ -378,6 +395,7 @@ export function loadConfig(env: Env = process.env): Config {
       warmPerVersion: int(env, 'SANDBOX_WARM_PER_VERSION', 4, 0, 1024),
       warmTotal: int(env, 'SANDBOX_WARM_TOTAL', 16, 0, 4096),
       warmIdleMs: int(env, 'SANDBOX_WARM_IDLE_MS', 300_000, 100, 86_400_000),
+      recordDeferMs: int(env, 'SANDBOX_RECORD_DEFER_MS', 100, 0, 10_000),
       maxLogBytes: int(env, 'SANDBOX_MAX_LOG_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),
@@ -392,8 +410,12 @@ export interface MemoryConfig {
   /** Largest memory `content`, UTF-8 bytes (more → 413). */
   maxContentBytes: number;
   embeddings: {
-    /** `local`: hashed word/character n-grams, offline; `openai`: an OpenAI-compatible `/v1/embeddings` server. */
-    provider: 'local' | 'openai';
+    /**
+     * `local`: hashed word/character n-grams, offline (default); `sentence-encoder`: Universal Sentence
+     * Encoder Lite, offline, in a worker thread (`EMBEDDINGS_PROVIDER=sentence-encoder`, 512 dimensions);
+     * `openai`: an OpenAI-compatible `/v1/embeddings` server (`EMBEDDINGS_URL`).
+     */
+    provider: 'local' | 'sentence-encoder' | 'openai';
     /** Base URL of the OpenAI-compatible server (`EMBEDDINGS_URL`); set → provider `openai`. */
     url?: string;
     model: string;
@@ -417,9 +439,13 @@ export interface MemoryConfig {
   /**
    * Reciprocal rank fusion of hybrid search: score = Σ weight / (k + rank). The vector arm weighs 0.2
    * with the lexical local embedder (chosen on half of the labelled set, see bench/memory.ts) and 1
-   * with a semantic model.
+   * with a semantic model (3 with the sentence encoder: bench/memory-conversations.ts, dev half).
+   * Then, in hybrid mode, conversation turns (memories with `metadata.speaker`): a turn whose speaker
+   * the query names has its score × (1 + `speakerBoost`), and each turn adds `neighbourWeight` × the
+   * larger score of its previous/next turn in the same session (`MEMORY_SPEAKER_BOOST`,
+   * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off).
    */
-  fusion: { k: number; vectorWeight: number; textWeight: number };
+  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
 }
@@ -435,9 +461,14 @@ function ratio(env: Env, name: string, def: number): number {
 
 function memoryConfig(env: Env): MemoryConfig {
   const embUrl = url(env, 'EMBEDDINGS_URL', ['http', 'https']);
-  const provider = embUrl ? 'openai' : 'local';
-  const dimensions = provider === 'local' ? int(env, 'EMBEDDINGS_DIMENSIONS', 384, 1, 2000) : int(env, 'EMBEDDINGS_DIMENSIONS', 1536, 1, 2000);
+  const named = str(env, 'EMBEDDINGS_PROVIDER');
+  if (named !== undefined && !['local', 'sentence-encoder', 'openai'].includes(named)) fail('EMBEDDINGS_PROVIDER', 'local, sentence-encoder or openai', named);
+  if (named === 'openai' && !embUrl) fail('EMBEDDINGS_URL', 'set when EMBEDDINGS_PROVIDER is openai', '');
+  if (embUrl && named !== undefined && named !== 'openai') fail('EMBEDDINGS_PROVIDER', 'openai (or unset) when EMBEDDINGS_URL is set', named);
+  const provider = embUrl ? 'openai' : named === 'sentence-encoder' ? 'sentence-encoder' : 'local';
+  const dimensions = int(env, 'EMBEDDINGS_DIMENSIONS', { local: 384, 'sentence-encoder': 512, openai: 1536 }[provider], 1, 2000);
   if (provider === 'local' && dimensions !== 384 && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '384 or 512 for the local embedding provider', String(dimensions));
+  if (provider === 'sentence-encoder' && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '512 for the sentence-encoder provider', String(dimensions));
   const summaryUrl = url(env, 'SUMMARY_LLM_URL', ['http', 'https']);
   const summaryModel = str(env, 'SUMMARY_LLM_MODEL');
   if (summaryUrl && !summaryModel) fail('SUMMARY_LLM_MODEL', 'set when SUMMARY_LLM_URL is set', '');
@@ -446,7 +477,7 @@ function memoryConfig(env: Env): MemoryConfig {
     embeddings: {
       provider,
       url: embUrl,
-      model: str(env, 'EMBEDDINGS_MODEL', provider === 'local' ? 'local-hash-v1' : 'text-embedding-3-small')!,
+      model: provider === 'sentence-encoder' ? 'universal-sentence-encoder-lite' : str(env, 'EMBEDDINGS_MODEL', provider === 'local' ? 'local-hash-v1' : 'text-embedding-3-small')!,
       apiKey: str(env, 'EMBEDDINGS_API_KEY'),
       dimensions,
       batchSize: int(env, 'EMBEDDINGS_BATCH_SIZE', 64, 1, 2048),
@@ -457,8 +488,10 @@ function memoryConfig(env: Env): MemoryConfig {
     hnswEfSearchMax: int(env, 'MEMORY_HNSW_EF_SEARCH_MAX', 1000, 1, 1000),
     fusion: {
       k: int(env, 'MEMORY_RRF_K', 60, 1, 1000),
-      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', provider === 'local' ? 0.2 : 1),
+      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', { local: 0.2, 'sentence-encoder': 3, openai: 1 }[provider]),
       textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
+      speakerBoost: ratio(env, 'MEMORY_SPEAKER_BOOST', 0.5),
+      neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),
     },
     summaryLlm: { url: summaryUrl, model: summaryModel, apiKey: str(env, 'SUMMARY_LLM_API_KEY'), timeoutMs: int(env, 'SUMMARY_LLM_TIMEOUT_MS', 60_000, 100, 600_000) },
   };

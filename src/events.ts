@@ -29,6 +29,15 @@ export interface ExecutionRecorded {
   durationMs: number;
 }
 
+/**
+ * One finished execution as the execution log stores it (`sessions/usage.ts`): the
+ * {@link ExecutionRecorded} facts under the execution's own `id`; `at` defaults to now.
+ */
+export interface ExecutionRecord extends Omit<ExecutionRecorded, 'executionId' | 'serviceName'> {
+  id: string;
+  at?: Date;
+}
+
 /** Every event name with its payload. */
 export interface PlatformEvents {
   'execution.recorded': ExecutionRecorded;

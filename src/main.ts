@@ -17,9 +17,14 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  // Imported only after the configuration parsed, so a config error prints exactly one line.
+  // The embedded data directory opens (a fresh one is initialised in a helper process) while the
+  // main thread loads the app's modules. Imported only after the configuration parsed, so a config
+  // error prints exactly one line.
+  const { openEmbeddedDataDir } = await import('./db/client.js');
+  const dataDir = openEmbeddedDataDir(config);
+  dataDir?.catch(() => undefined); // awaited (and reported) by buildApp
   const { buildApp } = await import('./app.js');
-  const { app } = await buildApp(config);
+  const { app, warm } = await buildApp(config, undefined, { dataDir });
   if (config.processRole === 'worker') {
     // Worker: the app is built (modules register their job handlers) but serves no HTTP.
     await app.ready();
@@ -27,6 +32,8 @@ async function main(): Promise<void> {
   } else {
     await app.listen({ port: config.port, host: config.host });
     app.log.info({ startup_ms: Math.round(performance.now()), url: config.publicUrl, role: config.processRole }, 'agent platform ready');
+    // What start-up deferred (response serialisers) compiles now, between requests.
+    void warm();
   }
 
   let closing = false;

@@ -1,12 +1,14 @@
 /** The console's shell: sign-in gate, navigation, pages. */
-import { AppShell, Burger, Button, Center, Group, Loader, NavLink, Stack, Text, Title } from '@mantine/core';
+import { Alert, AppShell, Burger, Button, Center, Group, Loader, NavLink, Stack, Text, Title } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
+import { useEffect } from 'react';
 import { Link, Navigate, Route, Routes, useLocation } from 'react-router-dom';
 import { startSignIn } from './api';
 import { AuthProvider, useAuth } from './auth';
-import { AgentsPage } from './pages/Agents';
+import { AgentsPage } from './pages/agents/AgentsPage';
 import { AnalyticsPage } from './pages/Analytics';
 import { ApiKeysPage } from './pages/ApiKeys';
+import { ConnectionsPage } from './pages/Connections';
 import { MarketplacePage } from './pages/Marketplace';
 import { MemoryPage } from './pages/Memory';
 import { ServicesPage } from './pages/Services';
@@ -18,6 +20,7 @@ const NAV = [
   { to: '/services', label: 'My services' },
   { to: '/subscriptions', label: 'Subscriptions' },
   { to: '/api-keys', label: 'API keys' },
+  { to: '/connections', label: 'Connected accounts' },
   { to: '/agents', label: 'Agents' },
   { to: '/memory', label: 'Memory' },
   { to: '/analytics', label: 'Analytics' },
@@ -33,6 +36,7 @@ export function App() {
 
 function Gate() {
   const auth = useAuth();
+  const location = useLocation();
   if (auth.status === 'loading') {
     return (
       <Center h="100vh">
@@ -49,7 +53,12 @@ function Gate() {
             Tools, memory and deployed agents for your AI agents.
           </Text>
           {auth.error ? <ProblemAlert error={new Error(auth.error)} title="Sign-in failed" /> : null}
-          <Button size="md" onClick={() => void startSignIn()}>
+          {auth.notice ? (
+            <Alert color="yellow" title="Signed out" role="alert" data-testid="session-notice">
+              {auth.notice}
+            </Alert>
+          ) : null}
+          <Button size="md" onClick={() => void startSignIn(location.pathname)}>
             Sign in
           </Button>
         </Stack>
@@ -61,8 +70,11 @@ function Gate() {
 
 function Shell() {
   const auth = useAuth();
-  const [opened, { toggle }] = useDisclosure();
+  const [opened, { toggle, close }] = useDisclosure();
   const location = useLocation();
+  // On a phone the navigation covers the page: it closes once a page is chosen.
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  useEffect(() => close(), [location.pathname]);
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
       <AppShell.Header>
@@ -72,7 +84,7 @@ function Shell() {
             <Text fw={700}>Agent Platform</Text>
           </Group>
           <Group>
-            <Text size="sm" data-testid="whoami">
+            <Text size="sm" data-testid="whoami" visibleFrom="sm">
               {auth.me?.email} · {auth.me?.roles.join(', ')}
             </Text>
             <Button variant="default" size="xs" onClick={() => void auth.signOut()}>
@@ -94,6 +106,7 @@ function Shell() {
             <Route path="/services" element={<ServicesPage />} />
             <Route path="/subscriptions" element={<SubscriptionsPage />} />
             <Route path="/api-keys" element={<ApiKeysPage />} />
+            <Route path="/connections" element={<ConnectionsPage />} />
             <Route path="/agents" element={<AgentsPage />} />
             <Route path="/memory" element={<MemoryPage />} />
             <Route path="/analytics" element={<AnalyticsPage />} />

@@ -1,116 +1,119 @@
 /**
- * The console's only way to the platform: its public HTTP API, same origin.
- * The access token lives in this module's memory; the refresh token is an HttpOnly cookie the
- * platform sets on `/v1/auth/session` (spec "Authentication" 8: never in browser storage).
+ * The console's only way to the platform: the typed SDK (`@agent-platform/sdk`, generated from the
+ * platform's /openapi.json) on the same origin, as a browser session — the access token lives in
+ * the SDK's memory storage, the refresh token is the HttpOnly cookie the platform sets on
+ * `/v1/auth/session` (spec "Authentication" 8: never in browser storage). The SDK renews the access
+ * token through that cookie before it expires and once on a 401 `token_expired`.
  */
+import { AgentPlatform, AgentPlatformError, type CursorList, type TokenSet, type TokenStorage } from '@agent-platform/sdk';
 
-/** A problem+json answer (RFC 9457) as the platform sends it. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    readonly detail: string,
-    readonly errors: Array<{ pointer?: string; message?: string }> = [],
-    readonly requestId?: string,
-  ) {
-    super(detail || code);
-  }
+export { AgentPlatformError };
+export type { Body, Item, Query, Result } from '@agent-platform/sdk';
+
+const ended = new Set<() => void>();
+
+/**
+ * Call `listener` when the session ends without the person signing out here: the platform refused
+ * to renew the access token (the cookie's refresh token expired or was revoked — e.g. a sign-out
+ * in another tab), or answered a request 401. Returns the unsubscribe function.
+ */
+export function onSessionEnded(listener: () => void): () => void {
+  ended.add(listener);
+  return () => ended.delete(listener);
 }
 
-let accessToken: string | null = null;
-let refreshing: Promise<boolean> | null = null;
-
-/** Where the tenant sends the browser back (always an allowed redirect URI of the platform). */
-export const callbackUri = () => `${window.location.origin}/console/callback`;
-
-async function parse(res: Response): Promise<unknown> {
-  const text = await res.text();
-  if (!text) return null;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-async function toError(res: Response): Promise<ApiError> {
-  const body = (await parse(res)) as Record<string, unknown> | string | null;
-  if (body && typeof body === 'object') {
-    return new ApiError(res.status, String(body.code ?? 'error'), String(body.detail ?? body.title ?? res.statusText), (body.errors as ApiError['errors']) ?? [], res.headers.get('x-request-id') ?? undefined);
-  }
-  return new ApiError(res.status, 'error', typeof body === 'string' && body ? body : res.statusText);
-}
-
-/** Exchange the session cookie for a new access token; false when there is no (valid) session. */
-export function refreshSession(): Promise<boolean> {
-  refreshing ??= (async () => {
-    try {
-      const res = await fetch('/v1/auth/session/refresh', { method: 'POST', credentials: 'same-origin' });
-      if (!res.ok) {
-        accessToken = null;
-        return false;
-      }
-      accessToken = ((await res.json()) as { access_token: string }).access_token;
-      return true;
-    } finally {
-      refreshing = null;
-    }
-  })();
-  return refreshing;
+/** Tell the listeners of {@link onSessionEnded}. */
+function sessionEnded(): void {
+  for (const l of ended) l();
 }
 
 /**
- * Call the API: JSON in, JSON out, bearer token attached. A 401 `token_expired` refreshes the
- * session once and retries. @throws ApiError for every non-2xx answer.
+ * The access token's only home: this page's memory (spec "Authentication" 8). The SDK empties it
+ * when the platform refuses a renewal (a 4xx from `POST /v1/auth/session/refresh`): the session is over.
  */
-export async function api<T = any>(method: string, path: string, body?: unknown, init: { form?: FormData } = {}): Promise<T> {
-  const send = () =>
-    fetch(path, {
-      method,
-      credentials: 'same-origin',
-      headers: {
-        ...(accessToken ? { authorization: `Bearer ${accessToken}` } : {}),
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      body: init.form ?? (body !== undefined ? JSON.stringify(body) : undefined),
-    });
-  let res = await send();
-  if (res.status === 401) {
-    const err = await toError(res);
-    if (err.code !== 'token_expired' || !(await refreshSession())) throw err;
-    res = await send();
+class SessionTokens implements TokenStorage {
+  private tokens: TokenSet | null = null;
+  /** True while the person signs out here (no "session ended" notice then). */
+  signingOut = false;
+  get(): TokenSet | null {
+    return this.tokens;
   }
-  if (!res.ok) throw await toError(res);
-  return (await parse(res)) as T;
+  set(tokens: TokenSet | null): void {
+    const had = this.tokens !== null;
+    this.tokens = tokens;
+    if (had && !tokens && !this.signingOut) sessionEnded();
+  }
+}
+const tokens = new SessionTokens();
+
+/** The client every page uses. 429/503 are retried once (a person is waiting). */
+export const client = new AgentPlatform({ baseUrl: window.location.origin, browserSession: true, env: {}, tokenStorage: tokens, retry: { maxRetries: 1, maxDelayMs: 5_000 } });
+
+/**
+ * What a failed call means for the session: a 401 that the SDK could not recover (it renews an
+ * expired token once by itself) means the person is no longer signed in.
+ */
+export function noteError(e: unknown): void {
+  if (e instanceof AgentPlatformError && e.status === 401 && tokens.get() !== null) tokens.set(null);
 }
 
-/** Steps 1–2: ask the platform for the tenant's URL and go there. */
-export async function startSignIn(): Promise<void> {
-  const start = await api<{ auth_url: string; state: string }>('GET', `/v1/auth/login?redirect_uri=${encodeURIComponent(callbackUri())}`);
+/** Tabs of the console tell each other about a sign-out (the others' access tokens would otherwise live on in their memory). */
+const tabs = typeof BroadcastChannel === 'undefined' ? null : new BroadcastChannel('agent-platform-console-session');
+tabs?.addEventListener('message', (m) => {
+  if (m.data === 'signed-out') tokens.set(null);
+});
+
+/** Sign out here: the platform revokes the cookie's refresh token; the SDK forgets the access token. */
+export async function signOut(): Promise<void> {
+  tokens.signingOut = true;
+  try {
+    await client.auth.endSession();
+  } finally {
+    tokens.signingOut = false;
+    tabs?.postMessage('signed-out');
+  }
+}
+
+/** Where the tenant sends the browser back after sign-in (always an allowed redirect URI of the platform). */
+export const callbackUri = () => `${window.location.origin}/console/callback`;
+
+/** Where an upstream's consent page sends the browser back after connecting an account (docs/connections.md). */
+export const connectionsReturnUri = () => `${window.location.origin}/console/connections`;
+
+const RETURN_KEY = 'console.return-path';
+
+/** Steps 1–2 of the login: ask the platform for the tenant's URL and go there; `returnPath` (a console route) is where the person lands afterwards. */
+export async function startSignIn(returnPath = '/'): Promise<void> {
+  // A route of this console only (never a URL): kept in sessionStorage for the round trip, it is no secret.
+  sessionStorage.setItem(RETURN_KEY, returnPath.startsWith('/') && !returnPath.startsWith('//') ? returnPath : '/');
+  const start = await client.auth.startLogin(callbackUri());
   window.location.assign(start.auth_url);
 }
 
-/** Step 4 for a browser: the platform exchanges the code and sets the session cookie. */
+/** Step 5 for a browser: the platform exchanges the code and sets the session cookie; the SDK keeps the access token. */
 export async function completeSignIn(code: string, state: string, iss: string | null): Promise<void> {
-  const set = await api<{ access_token: string }>('POST', '/v1/auth/session', { code, state, redirect_uri: callbackUri(), ...(iss ? { iss } : {}) });
-  accessToken = set.access_token;
+  await client.auth.startSession({ code, state, redirect_uri: callbackUri(), ...(iss ? { iss } : {}) });
 }
 
-/** Sign out: the platform revokes the refresh token and clears the cookie. */
-export async function signOut(): Promise<void> {
-  await fetch('/v1/auth/session', { method: 'DELETE', credentials: 'same-origin' });
-  accessToken = null;
+/** The console route to land on after sign-in (once), `/` by default. */
+export function takeReturnPath(): string {
+  const path = sessionStorage.getItem(RETURN_KEY);
+  sessionStorage.removeItem(RETURN_KEY);
+  return path && path !== '/callback' ? path : '/';
 }
 
-/** Every page of a cursor list (`data`, `next_cursor`), up to `max` items. */
-export async function listAll<T>(path: string, max = 200): Promise<T[]> {
-  const out: T[] = [];
-  let cursor: string | null = null;
-  do {
-    const sep = path.includes('?') ? '&' : '?';
-    const page: { data: T[]; next_cursor: string | null } = await api('GET', `${path}${sep}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    out.push(...page.data);
-    cursor = page.next_cursor;
-  } while (cursor && out.length < max);
-  return out;
+/** Restore the session from the cookie on page load: false when there is none (or it was revoked). */
+export async function restoreSession(): Promise<boolean> {
+  try {
+    await client.auth.refresh();
+    return true;
+  } catch (e) {
+    if (e instanceof AgentPlatformError && (e.status === 401 || e.status === 403)) return false;
+    throw e;
+  }
+}
+
+/** Up to `max` items of a cursor list (the pages it takes). */
+export function all<T>(list: CursorList<T>, max = 200): Promise<T[]> {
+  return list.toArray(max);
 }

@@ -1,11 +1,11 @@
 /** Small shared pieces: the loading / error / empty states every page shows, and a data hook. */
-import { Alert, Button, Center, CopyButton, Group, Loader, Text } from '@mantine/core';
+import { Alert, Button, Card, Center, CopyButton, Group, Loader, Table, Text, VisuallyHidden } from '@mantine/core';
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
-import { ApiError } from './api';
+import { AgentPlatformError, noteError, startSignIn } from './api';
 
 export interface Loaded<T> {
   data: T | null;
-  error: ApiError | Error | null;
+  error: AgentPlatformError | Error | null;
   loading: boolean;
   reload(): void;
 }
@@ -21,7 +21,10 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): Loaded
     setState((s) => ({ ...s, loading: true }));
     run().then(
       (data) => live && setState({ data, error: null, loading: false }),
-      (error: Error) => live && setState({ data: null, error, loading: false }),
+      (error: Error) => {
+        noteError(error);
+        if (live) setState({ data: null, error, loading: false });
+      },
     );
     return () => {
       live = false;
@@ -38,21 +41,25 @@ export function useAction(): { error: unknown; setError(e: unknown): void; act(f
     try {
       await fn();
     } catch (e) {
+      noteError(e);
       setError(e);
     }
   };
   return { error, setError, act };
 }
 
-/** A problem shown to a person: the problem's `detail`, and what 401/403 mean. */
-export function ProblemAlert({ error, title }: { error: unknown; title?: string }) {
+/**
+ * A problem shown to a person: the problem's `detail` (RFC 9457) and its failing fields, and what
+ * 401 (the session ended: sign in again), 403 (the role does not allow it) and 404 mean.
+ */
+export function ProblemAlert({ error, title, children }: { error: unknown; title?: string; children?: ReactNode }) {
   if (!error) return null;
-  const e = error as ApiError;
+  const e = error instanceof AgentPlatformError ? error : { status: undefined, detail: (error as Error).message ?? String(error), errors: [] };
   const heading =
-    title ?? (e.status === 403 ? 'Not allowed for your role' : e.status === 401 ? 'Signed out' : e.status === 404 ? 'Not found' : 'Something went wrong');
+    title ?? (e.status === 403 ? 'Not allowed for your role' : e.status === 401 ? 'Signed out' : e.status === 404 ? 'Not found' : e.status === 409 ? 'Not possible right now' : e.status === 0 ? 'The platform cannot be reached' : 'Something went wrong');
   return (
     <Alert color={e.status === 403 ? 'yellow' : 'red'} title={heading} role="alert">
-      <Text size="sm">{e.detail ?? e.message}</Text>
+      <Text size="sm">{e.detail}</Text>
       {e.errors?.length ? (
         <ul>
           {e.errors.map((x, i) => (
@@ -65,12 +72,18 @@ export function ProblemAlert({ error, title }: { error: unknown; title?: string 
           ))}
         </ul>
       ) : null}
+      {e.status === 401 ? (
+        <Button mt="xs" size="xs" onClick={() => void startSignIn(window.location.pathname.replace(/^\/console/, '') || '/')}>
+          Sign in again
+        </Button>
+      ) : null}
+      {children}
     </Alert>
   );
 }
 
 /** Loading → error → empty → content, the same way on every page. */
-export function Section<T>({ state, empty, children }: { state: Loaded<T>; empty?: (d: T) => boolean; children: (d: T) => ReactNode }) {
+export function Section<T>({ state, empty, emptyText, children }: { state: Loaded<T>; empty?: (d: T) => boolean; emptyText?: string; children: (d: T) => ReactNode }) {
   if (state.loading && !state.data) {
     return (
       <Center p="lg">
@@ -80,14 +93,27 @@ export function Section<T>({ state, empty, children }: { state: Loaded<T>; empty
   }
   if (state.error) return <ProblemAlert error={state.error} />;
   if (state.data === null) return null;
-  if (empty?.(state.data)) return <Text c="dimmed">Nothing here yet.</Text>;
+  if (empty?.(state.data)) return <Text c="dimmed">{emptyText ?? 'Nothing here yet.'}</Text>;
   return <>{children(state.data)}</>;
+}
+
+/** A table's head row: column titles; `{ hidden }` names a column (of buttons) for screen readers only. */
+export function TableHead({ columns }: { columns: Array<string | { hidden: string }> }) {
+  return (
+    <Table.Thead>
+      <Table.Tr>
+        {columns.map((c) => (
+          <Table.Th key={typeof c === 'string' ? c : c.hidden}>{typeof c === 'string' ? c : <VisuallyHidden>{c.hidden}</VisuallyHidden>}</Table.Th>
+        ))}
+      </Table.Tr>
+    </Table.Thead>
+  );
 }
 
 /** A secret shown once, with a copy button. */
 export function SecretOnce({ label, value }: { label: string; value: string }) {
   return (
-    <Alert color="green" title={`${label} — shown only this once`}>
+    <Alert color="green" title={`${label} — shown only this once`} role="status">
       <Group>
         <Text ff="monospace" data-testid="secret" style={{ wordBreak: 'break-all' }}>
           {value}
@@ -97,5 +123,27 @@ export function SecretOnce({ label, value }: { label: string; value: string }) {
     </Alert>
   );
 }
+
+/** A figure on a card: label above, value below. */
+export function Stat({ label, value }: { label: string; value: string | number }) {
+  return (
+    <Card withBorder>
+      <Text size="xs" c="dimmed">
+        {label}
+      </Text>
+      <Text fw={700} size="xl">
+        {value}
+      </Text>
+    </Card>
+  );
+}
+
+/** A ratio as a percentage: `0.125` → `12.5 %`; null (nothing counted) → `—`. */
+export const pct = (r: number | null | undefined) => (r === null || r === undefined ? '—' : `${Math.round(r * 1000) / 10} %`);
+/** Milliseconds, rounded; null → `—`. */
+export const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : `${Math.round(v)} ms`);
+
+/** `n` and a noun, plural unless n is 1: `plural(1, 'call')` → `1 call`, `plural(3, 'call')` → `3 calls`. */
+export const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 export const fmtDate = (s: string | null | undefined) => (s ? new Date(s).toLocaleString() : '—');

@@ -2,15 +2,15 @@
  * Database connection: embedded PGlite (default) or PostgreSQL (`DATABASE_URL`), behind one
  * drizzle `Db` type and one SQL dialect. See DESIGN.md §2–3.
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql, type SQL } from 'drizzle-orm';
-import lockfile from 'proper-lockfile';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
+import { MIGRATIONS_DIR, directoryBytes, openDataDir, pgliteSharedBuffersFor } from './data-dir.js';
 import * as schema from './schema/index.js';
+
+export { DataDirLockedError, directoryBytes, lockDataDir, pgliteSharedBuffersFor } from './data-dir.js';
 
 export type Schema = typeof schema;
 /** The drizzle database handle every service receives. Works identically on PGlite and pg. */
@@ -39,46 +39,31 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/**
- * `shared_buffers` for an embedded PGlite whose databases (`base/` of its data directory; not the
- * WAL, which is never read through the buffers) hold `dataBytes` bytes (the `auto` default of
- * `PGLITE_SHARED_BUFFERS`): 1.25 × the data, so the whole database stays cached (a
- * 100k-memory store is ~480 MB, its HNSW index ~200 MB — with fewer buffers than that, full-text
- * reads evict index pages and search slows 2–4×, bench/memory.ts), at least 32MB (a small or new
- * database: PGlite commits its buffers in WebAssembly memory, so they are idle RSS) and at most
- * 1GB or a quarter of `totalMemBytes`. Sized once at start-up: a grown database gets more after a
- * restart.
- * @returns a PostgreSQL size in MB, e.g. `"600MB"`
- */
-export function pgliteSharedBuffersFor(dataBytes: number, totalMemBytes: number): string {
-  const MB = 1024 * 1024;
-  const cap = Math.max(32, Math.min(1024, Math.floor(totalMemBytes / 4 / MB)));
-  return `${Math.min(cap, Math.max(32, Math.ceil((dataBytes * 1.25) / MB)))}MB`;
-}
-
-/** Total size in bytes of the regular files under `dir` (recursively; 0 when it does not exist). */
-export function directoryBytes(dir: string): number {
-  let total = 0;
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return 0;
-  }
-  for (const e of entries) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) total += directoryBytes(p);
-    else if (e.isFile()) total += fs.statSync(p, { throwIfNoEntry: false })?.size ?? 0;
-  }
-  return total;
-}
-
-const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 /** Advisory lock key that serialises migrations across instances ("agentplt" as int). */
 const MIGRATION_LOCK_KEY = 0x61676e74;
 
-/** Open the database selected by `config` (PGlite under `dataDir/pglite`, in memory, or pg). */
-export async function openDatabase(config: Config): Promise<Database> {
+/** `shared_buffers` for the embedded data directory `dir` (or in-memory PGlite when undefined) under `config`. */
+function sharedBuffersOf(config: Config, dir: string | undefined): string {
+  return config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dir ? directoryBytes(path.join(dir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
+}
+
+/**
+ * Start opening the embedded data directory of `config` (lock; a fresh one is initialised in a
+ * helper process, `db/data-dir.ts`), so that `main.ts` can overlap it with loading the app's
+ * modules; hand the result to {@link openDatabase}. undefined when `config` has no embedded data
+ * directory (PostgreSQL or in-memory PGlite). Resolves to the lock's release function.
+ * @throws DataDirLockedError (through the promise) when another process holds the directory
+ */
+export function openEmbeddedDataDir(config: Config): Promise<() => Promise<void>> | undefined {
+  if (config.databaseUrl || config.databaseInMemory) return undefined;
+  return openDataDir(path.join(config.dataDir, 'pglite'), (dir) => sharedBuffersOf(config, dir), (msg) => process.emitWarning(msg));
+}
+
+/**
+ * Open the database selected by `config` (PGlite under `dataDir/pglite`, in memory, or pg).
+ * `opening`: the data directory's open already started by {@link openEmbeddedDataDir} (main.ts).
+ */
+export async function openDatabase(config: Config, opening?: Promise<() => Promise<void>>): Promise<Database> {
   if (config.databaseUrl) {
     const { default: pg } = await import('pg');
     const { drizzle } = await import('drizzle-orm/node-postgres');
@@ -124,15 +109,9 @@ export async function openDatabase(config: Config): Promise<Database> {
   const { vector } = await import('@electric-sql/pglite-pgvector');
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
   const { drizzle } = await import('drizzle-orm/pglite');
-  let dataDir: string | undefined;
-  let unlock: (() => Promise<void>) | undefined;
-  if (!config.databaseInMemory) {
-    dataDir = path.join(config.dataDir, 'pglite');
-    fs.mkdirSync(dataDir, { recursive: true });
-    unlock = await lockDataDir(dataDir);
-  }
-  const sharedBuffers =
-    config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dataDir ? directoryBytes(path.join(dataDir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
+  const dataDir = config.databaseInMemory ? undefined : path.join(config.dataDir, 'pglite');
+  const unlock = await (opening ?? openEmbeddedDataDir(config));
+  const sharedBuffers = sharedBuffersOf(config, dataDir);
   const client = await PGlite.create(dataDir ?? 'memory://', {
     extensions: { vector, pg_trgm },
     // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
@@ -161,41 +140,6 @@ export async function openDatabase(config: Config): Promise<Database> {
     await fn(db, migrate as never);
   });
   return database;
-}
-
-/** The embedded data directory is held by another process (a running server or CLI). */
-export class DataDirLockedError extends Error {
-  constructor(readonly dataDir: string) {
-    super(
-      `the embedded database ${dataDir} is in use by another process (a running server or CLI): ` +
-        'stop it first, or change roles through the running server (PUT /admin/users/{id}/roles)',
-    );
-    this.name = 'DataDirLockedError';
-  }
-}
-
-/**
- * Take the exclusive lock of an embedded data directory (`proper-lockfile`: an atomic `mkdir` of
- * `<dir>.lock`, refreshed every 5 s and taken over when a crashed holder left it 30 s stale), so
- * two processes never write one PGlite store (PGlite has no multi-process locking of its own).
- * @returns the release function (also run at process exit)
- * @throws DataDirLockedError when another live process holds it
- */
-export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  try {
-    return await lockfile.lock(dataDir, {
-      stale: 30_000,
-      update: 5_000,
-      realpath: false,
-      onCompromised: (err) => {
-        // Another process took the lock over (ours went stale: the event loop was blocked > 30 s).
-        process.emitWarning(`embedded data directory lock lost: ${err.message}`);
-      },
-    });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOCKED') throw new DataDirLockedError(dataDir);
-    throw err;
-  }
 }
 
 type Migrate = (db: unknown, cfg: { migrationsFolder: string }) => Promise<void>;

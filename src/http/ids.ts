@@ -2,7 +2,7 @@
  * Prefixed, time-sortable identifiers (`usr_01j…`), Stripe/Unkey style.
  * Body: 48-bit millisecond timestamp + 80 random bits in Crockford base32 (ULID layout), lowercase.
  */
-import { randomFillSync } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -64,4 +64,23 @@ export function idFloor(prefix: IdPrefix, at: Date): string {
     ts = Math.floor(ts / 32);
   }
   return `${prefix}_${time}${'0'.repeat(16)}`;
+}
+
+/** Prefixes of secret tokens (shown once, stored hashed or encrypted; DESIGN.md §5). */
+export type SecretPrefix = 'apk' | 'rt' | 'whsec' | 'mcs' | 'ags';
+
+/**
+ * A new bearer secret `<prefix>_<base64url of 32 CSPRNG bytes>` (256 bits; 43 characters after the
+ * prefix), as API keys, refresh tokens, webhook signing secrets and MCP session ids are minted.
+ * Unlike {@link newId} nothing in it is guessable or time-ordered. `infix` goes between the prefix
+ * and the random part (e.g. the agent's short id in an agent secret).
+ */
+export function newSecret(prefix: SecretPrefix, infix = ''): string {
+  return `${prefix}_${infix}${randomBytes(32).toString('base64url')}`;
+}
+
+/** `d` as an RFC 3339 timestamp string (`Date.toISOString`), or null for a missing date. */
+export function iso(d: Date | string | null | undefined): string | null {
+  if (d === null || d === undefined) return null;
+  return (typeof d === 'string' ? new Date(d) : d).toISOString();
 }

@@ -4,7 +4,7 @@
  * logged URLs — the connections callback (`GET /connections/callback?code=…&state=…`) is reached
  * by a browser redirect, so its credentials travel in the query string.
  */
-import type { FastifyRequest } from 'fastify';
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 
 /** Query parameters whose values never reach the logs. */
 const SECRET_PARAMS = /^(?:code|state|access_token|refresh_token|id_token|client_secret|code_verifier|token)$/i;
@@ -27,4 +27,42 @@ export function redactUrl(url: string): string {
 /** pino serializer of `req` (the fields of Fastify's default one, the URL redacted). */
 export function serializeRequest(req: FastifyRequest): Record<string, unknown> {
   return { method: req.method, url: redactUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+}
+
+/**
+ * Fastify's per-request log lines, one per request (Fastify writes two by default: `incoming
+ * request` and `request completed`). The line (`msg: "request"`) is written when the answer has
+ * been sent — hijacked replies (`/idp`, MCP streams) included — with `reqId` (the `x-request-id`),
+ * `req` ({@link serializeRequest}: method, redacted URL, host, client address), `route` (the
+ * matched pattern, e.g. `/v2/agents/:id`; absent for unknown URLs), `res.statusCode`,
+ * `responseTime` (ms), the principal's kind and id when authenticated (never a credential), and
+ * `err` when the response failed. Level `info`, `error` for 5xx answers and failed responses.
+ * Fastify's separate "route not found" line is dropped (the request line carries the 404); the
+ * arrival of a request is logged at `debug` only.
+ */
+export class RequestLogController extends LogController {
+  /** Client addresses, read when the request arrives: by the time it is answered the socket may be gone. */
+  private readonly clients = new WeakMap<FastifyRequest, string | undefined>();
+
+  /** At `debug` only: `request received` (to see requests still in flight). */
+  override incomingRequest(request: FastifyRequest): void {
+    this.clients.set(request, request.ip);
+    request.log.debug({ req: serializeRequest(request) }, 'request received');
+  }
+
+  override routeNotFound(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const principal = request.principal;
+    const fields = {
+      req: { ...serializeRequest(request), remoteAddress: this.clients.get(request) ?? request.ip },
+      route: request.routeOptions.url,
+      res: { statusCode: reply.statusCode },
+      responseTime: Math.round(reply.elapsedTime * 100) / 100,
+      ...(principal ? { principal: { kind: principal.kind, id: principal.kind === 'agent' ? principal.agentId : principal.userId } } : {}),
+      ...(error ? { err: error } : {}),
+    };
+    if (error || reply.statusCode >= 500) request.log.error(fields, 'request');
+    else request.log.info(fields, 'request');
+  }
 }

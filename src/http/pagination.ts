@@ -3,6 +3,7 @@
  * list ordered by `id desc` is newest-first and the cursor is the last id returned, encoded
  * opaquely (base64url) so clients do not depend on its shape.
  */
+import { asc, desc, gt, lt, type AnyColumn, type SQL } from 'drizzle-orm';
 import { AppError } from './errors.js';
 
 /** A page of results in the platform's list envelope. */
@@ -34,4 +35,34 @@ export function toPage<R, T>(rows: R[], limit: number, map: (r: R) => T, keyOf: 
   const more = rows.length > limit;
   const slice = more ? rows.slice(0, limit) : rows;
   return { data: slice.map(map), next_cursor: more ? encodeCursor(keyOf(slice[slice.length - 1])) : null };
+}
+
+/** The pieces of one keyset-paginated query (see {@link keyset}). */
+export interface Keyset {
+  /** Rows asked for: `limit`, 1..100 as the route's schema allows. */
+  limit: number;
+  /** `limit + 1`: the extra row only tells {@link toPage} that more exist. */
+  take: number;
+  /** Condition "after the cursor" (undefined on the first page): put it in the query's `and(…)`. */
+  after: SQL | undefined;
+  /** The ORDER BY of the key column. */
+  orderBy: SQL;
+}
+
+/**
+ * Keyset pagination over `column` (DESIGN.md §5: newest first on time-sortable ids by default):
+ * `q.cursor` decoded into the "after" condition, the order, and `limit + 1` rows to fetch.
+ * Finish with `toPage(rows, page.limit, view, keyOf)` (keyOf must read the same column).
+ * @throws AppError validation_failed for a malformed cursor
+ */
+export function keyset(q: { limit?: number; cursor?: string }, column: AnyColumn, opts: { order?: 'desc' | 'asc'; defaultLimit?: number } = {}): Keyset {
+  const limit = q.limit ?? opts.defaultLimit ?? 20;
+  const key = decodeCursor(q.cursor);
+  const ascending = opts.order === 'asc';
+  return {
+    limit,
+    take: limit + 1,
+    after: key === undefined ? undefined : ascending ? gt(column, key) : lt(column, key),
+    orderBy: ascending ? asc(column) : desc(column),
+  };
 }

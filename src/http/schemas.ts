@@ -45,8 +45,8 @@ export const Timestamp = Type.String({ format: 'date-time' });
  * `T | null`. Null is listed first on purpose: with ajv's type coercion (on for query strings)
  * the first matching branch wins, and `[T, null]` would coerce a JSON `null` into `""` or `0`.
  */
-export function Nullable<T extends TSchema>(t: T) {
-  return Type.Union([Type.Null(), t]);
+export function Nullable<T extends TSchema>(t: T, options?: { description?: string }) {
+  return Type.Union([Type.Null(), t], options);
 }
 
 /** OpenAPI security requirement of public routes: an empty list, so the document says "no credentials" explicitly (OpenAPI 3.1 §4.8.10). */

@@ -30,6 +30,17 @@ export function redisClientOptions(config: Config): RedisOptions {
   };
 }
 
+/** `p`'s value, or undefined when it has not settled within `ms` (a rejection propagates). */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Seconds a client is told to wait (`Retry-After`) when the job queue's Redis is unreachable. */
 const QUEUE_RETRY_AFTER_S = 5;
 
@@ -167,6 +178,15 @@ export class BullQueue implements JobQueue {
     private readonly log: FastifyBaseLogger,
     /** Producer connection options: {@link redisClientOptions} without the offline queue (enqueue fails at once while Redis is down). */
     private readonly producer: RedisOptions = { maxRetriesPerRequest: null },
+    /** Longest wait for a producer connection to be ready before an enqueue fails with 503, ms. */
+    private readonly readyTimeoutMs = 1000,
+    /**
+     * Worker (blocking) connection options on top of BullMQ's required `maxRetriesPerRequest: null`:
+     * the reconnect backoff of {@link redisClientOptions}. BullMQ's own grows to 20 s after four
+     * failed attempts, so a worker resumed up to 20 s after Redis was back, and closing the app
+     * waited for that reconnection (issue 11 §3.2).
+     */
+    private readonly consumer: RedisOptions = {},
   ) {}
 
   private queue(name: string): import('bullmq').Queue {
@@ -192,7 +212,7 @@ export class BullQueue implements JobQueue {
           this.running.delete(p);
         }
       },
-      { connection: { url: this.redisUrl, maxRetriesPerRequest: null }, prefix: this.prefix, concurrency: 8 },
+      { connection: { url: this.redisUrl, ...this.consumer, maxRetriesPerRequest: null } as import('bullmq').ConnectionOptions, prefix: this.prefix, concurrency: 8 },
     );
     worker.on('error', (err) => this.log.warn({ queue: name, err: err.message }, 'job worker error'));
     worker.on('failed', (job, err) => this.log.error({ job: name, id: job?.id, err: err.message }, 'job failed'));
@@ -202,7 +222,14 @@ export class BullQueue implements JobQueue {
   /** @throws AppError service_unavailable (503, `Retry-After`) while Redis is unreachable. */
   async enqueue<P>(name: string, payload: P, opts: JobOptions = {}): Promise<string> {
     try {
-      const job = await this.queue(name).add(name, payload, {
+      const queue = this.queue(name);
+      // A queue first used during an outage never finishes connecting (BullMQ waits for `ready`
+      // without a deadline) and `add` waits with it: every such request hung until Redis came
+      // back (issue 11 §3.2). So the connection must be ready within the command timeout, and
+      // `add` is only called then (without the offline queue it fails at once if the connection
+      // has dropped since, so an enqueue answered 503 never runs later).
+      if (!(await within(queue.waitUntilReady().then(() => true), this.readyTimeoutMs))) throw new Error('Redis connection is not ready');
+      const job = await queue.add(name, payload, {
         jobId: opts.jobId,
         delay: opts.delayMs,
         attempts: Math.max(1, opts.attempts ?? 1),
@@ -239,5 +266,7 @@ export async function createJobQueue(config: Config, log: FastifyBaseLogger): Pr
   if (!config.redisUrl) return new InProcessQueue(log, consume);
   const bull = await import('bullmq');
   const prefix = config.nodeEnv === 'test' ? `${config.jobsPrefix}-test-${randomBytes(4).toString('hex')}` : config.jobsPrefix;
-  return new BullQueue(bull, config.redisUrl, prefix, consume, log, { ...redisClientOptions(config), enableOfflineQueue: false });
+  return new BullQueue(bull, config.redisUrl, prefix, consume, log, { ...redisClientOptions(config), enableOfflineQueue: false }, config.redis.commandTimeoutMs, {
+    retryStrategy: redisClientOptions(config).retryStrategy,
+  });
 }

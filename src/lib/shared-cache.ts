@@ -13,8 +13,9 @@
  * started under is still current.
  */
 import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
-import type { AppContext } from '../context.js';
 
 /** Redis channel that carries evictions: messages are `<instance>\n<cache>\n<key>` (empty key = clear all). */
 const CHANNEL = 'ap:cache:evict';
@@ -29,30 +30,48 @@ export interface SharedCacheOptions {
   ttlMs: number;
 }
 
-/** The per-app eviction bus: the caches by name and, with Redis, the subscriber connection. */
-interface Bus {
+/** The per-app eviction bus (`AppContext.cacheBus`): the caches by name and, with Redis, the subscriber connection. */
+export interface CacheBus {
+  /** Id of this instance in eviction messages (its own are ignored). */
   instance: string;
   caches: Map<string, SharedCache<unknown>>;
+  /** Resolves once subscribed (null without Redis). */
   ready: Promise<void> | null;
+  /** True while Redis is unreachable: publishing is skipped (logged once per outage). */
+  offline: boolean;
 }
 
-const BUSES = new WeakMap<AppContext, Bus>();
+/**
+ * What a cache needs of the app: the `AppContext` fields it uses (declared here, structurally, so
+ * that `context.ts` can name {@link CacheBus} without an import loop).
+ */
+export interface CacheHost {
+  redis?: Redis;
+  log: FastifyBaseLogger;
+  onClose: Array<() => Promise<void> | void>;
+  cacheBus?: CacheBus;
+}
 
-function busOf(ctx: AppContext): Bus {
-  let bus = BUSES.get(ctx);
-  if (bus) return bus;
-  const created: Bus = { instance: randomUUID(), caches: new Map(), ready: null };
-  bus = created;
-  BUSES.set(ctx, bus);
+function busOf(ctx: CacheHost): CacheBus {
+  if (ctx.cacheBus) return ctx.cacheBus;
+  const bus: CacheBus = { instance: randomUUID(), caches: new Map(), ready: null, offline: false };
+  ctx.cacheBus = bus;
   if (ctx.redis) {
     const sub = ctx.redis.duplicate();
     sub.on('error', (err) => ctx.log.warn({ err: err.message }, 'redis cache-eviction subscriber error'));
     sub.on('message', (_channel: string, message: string) => {
       const [from, name, key] = message.split('\n');
-      if (from === created.instance) return;
-      created.caches.get(name)?.evictLocal(key === '' ? null : key);
+      if (from === bus.instance) return;
+      bus.caches.get(name)?.evictLocal(key === '' ? null : key);
     });
-    created.ready = sub.subscribe(CHANNEL).then(
+    // Pub/sub is not durable: evictions published while this subscriber was disconnected are lost,
+    // so on every reconnection (ioredis resubscribes by itself) every cache is cleared once.
+    let connected = false;
+    sub.on('ready', () => {
+      if (connected) for (const c of bus.caches.values()) c.evictLocal(null);
+      connected = true;
+    });
+    bus.ready = sub.subscribe(CHANNEL).then(
       () => undefined,
       (err: Error) => ctx.log.warn({ err: err.message }, 'could not subscribe to cache evictions; other instances may serve stale entries until their TTL'),
     );
@@ -69,8 +88,8 @@ export class SharedCache<V> {
   private generation = 0;
 
   private constructor(
-    private readonly ctx: AppContext,
-    private readonly bus: Bus,
+    private readonly ctx: CacheHost,
+    private readonly bus: CacheBus,
     readonly name: string,
     opts: SharedCacheOptions,
   ) {
@@ -81,7 +100,7 @@ export class SharedCache<V> {
    * The cache called `opts.name` of this app, created on first use (later calls return the same
    * cache; their options are ignored).
    */
-  static of<V>(ctx: AppContext, opts: SharedCacheOptions): SharedCache<V> {
+  static of<V>(ctx: CacheHost, opts: SharedCacheOptions): SharedCache<V> {
     const bus = busOf(ctx);
     let cache = bus.caches.get(opts.name) as SharedCache<V> | undefined;
     if (!cache) {
@@ -109,17 +128,33 @@ export class SharedCache<V> {
 
   /**
    * Evict `key` (or everything, when `key` is null) here and on every other instance. Call it
-   * after the write has committed. Never throws: a failed publish is logged (other instances then
-   * hold the entry until its TTL).
+   * after the write has committed. Never throws and never waits for an unreachable Redis: a failed
+   * or skipped publish is logged once per outage (other instances then hold the entry until they
+   * reconnect, which clears their caches, or until its TTL).
    */
   async invalidate(key: string | null): Promise<void> {
     this.evictLocal(key);
-    if (!this.ctx.redis) return;
+    const redis = this.ctx.redis;
+    if (!redis) return;
+    // While Redis is unreachable a publish could only wait for the command timeout and fail (and
+    // the other instances' subscribers are disconnected too: they clear their caches when they
+    // reconnect), so the write that called this does not wait for it.
+    if (redis.status !== 'ready') return this.offline(`Redis connection is ${redis.status}`);
     try {
-      await this.ctx.redis.publish(CHANNEL, `${this.bus.instance}\n${this.name}\n${key ?? ''}`);
+      await redis.publish(CHANNEL, `${this.bus.instance}\n${this.name}\n${key ?? ''}`);
+      if (this.bus.offline) {
+        this.bus.offline = false;
+        this.ctx.log.info('cache evictions: Redis is back; publishing again');
+      }
     } catch (err) {
-      this.ctx.log.warn({ err: (err as Error).message, cache: this.name }, 'could not publish a cache eviction');
+      this.offline((err as Error).message);
     }
+  }
+
+  private offline(reason: string): void {
+    if (this.bus.offline) return;
+    this.bus.offline = true;
+    this.ctx.log.warn({ reason, cache: this.name }, 'cache evictions: Redis unavailable; other instances may serve stale entries until they reconnect or the TTL ends');
   }
 
   /** Evict on this instance only (what a received eviction does). */

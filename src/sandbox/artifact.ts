@@ -52,11 +52,15 @@ export interface InspectedArtifact {
   symlinks: Set<string>;
   /** Parsed root `package.json`, when present and valid JSON (≤ 64 KiB). */
   packageJson: Record<string, unknown> | null;
+  /** Parsed root `agent.json` (the platform's manifest: `egress`, …), when present (≤ 64 KiB). */
+  agentJson: Record<string, unknown> | null;
 }
 
 const MAX_PATH = 1024;
 const MAX_DEPTH = 64;
 const MAX_PACKAGE_JSON = 64 * 1024;
+/** Root files read while inspecting (with and without the `npm pack` prefix). */
+const MANIFESTS = new Set(['package.json', 'package/package.json', 'agent.json', 'package/agent.json']);
 /** Entry types admitted, mapped to what they are. Everything else (devices, FIFOs, sparse, …) is refused. */
 const TYPES: Partial<Record<ReadEntry['type'], 'file' | 'dir' | 'symlink' | 'hardlink'>> = {
   File: 'file',
@@ -121,7 +125,7 @@ async function readEntries(tarBuf: Buffer, limits: ArtifactLimits): Promise<{ en
           if (total > limits.maxUnpackedBytes) throw new ArtifactError(`artifact unpacks to more than ${limits.maxUnpackedBytes} bytes`);
           entries.push({ path: entry.path, kind, size, linkpath: entry.linkpath });
           const p = entry.path.replace(/^(\.\/)+/, '');
-          if (kind === 'file' && (p === 'package.json' || p === 'package/package.json') && size <= MAX_PACKAGE_JSON) {
+          if (kind === 'file' && MANIFESTS.has(p) && size <= MAX_PACKAGE_JSON) {
             const chunks: Buffer[] = [];
             entry.on('data', (c: Buffer) => chunks.push(c));
             entry.on('end', () => packageJson.set(p, Buffer.concat(chunks)));
@@ -206,18 +210,18 @@ export async function inspectArtifact(buf: Buffer, limits: ArtifactLimits): Prom
     });
   }
 
-  let packageJson: Record<string, unknown> | null = null;
-  const pjBuf = pj.get(strip ? 'package/package.json' : 'package.json');
-  if (pjBuf) {
+  const manifest = (name: string): Record<string, unknown> | null => {
+    const b = pj.get(strip ? `package/${name}` : name);
+    if (!b) return null;
     try {
-      const v = JSON.parse(pjBuf.toString('utf8')) as unknown;
-      if (v && typeof v === 'object' && !Array.isArray(v)) packageJson = v as Record<string, unknown>;
+      const v = JSON.parse(b.toString('utf8')) as unknown;
+      return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
     } catch {
-      throw new ArtifactError('package.json is not valid JSON');
+      throw new ArtifactError(`${name} is not valid JSON`);
     }
-  }
+  };
   const unpackedBytes = cleaned.reduce((n, e) => n + e.size, 0);
-  return { sha256, sizeBytes: buf.length, entries: cleaned.length, unpackedBytes, strip, files, symlinks: new Set(symlinks.keys()), packageJson };
+  return { sha256, sizeBytes: buf.length, entries: cleaned.length, unpackedBytes, strip, files, symlinks: new Set(symlinks.keys()), packageJson: manifest('package.json'), agentJson: manifest('agent.json') };
 }
 
 /**

@@ -5,7 +5,11 @@
  * One process is one execution environment (AWS Lambda's model): it imports the entrypoint once,
  * then serves invocations one at a time until the host closes its stdin or kills it.
  *
- * argv: `<root> <entrypoint relative to root> <max output bytes>`.
+ * argv: `<root> <entrypoint relative to root> <max output bytes> [<egress proxy socket> <undici entry>]`.
+ * With an egress socket (the deployment declares `egress`, see `egress.ts`), before the module
+ * loads: a relay on 127.0.0.1:<ephemeral> forwards each TCP connection to the host proxy's unix
+ * socket; `HTTP_PROXY`/`HTTPS_PROXY` (and lower-case forms) point at it, and undici's
+ * `ProxyAgent` becomes the global dispatcher, so the built-in `fetch` goes through the proxy.
  * Host → process, stdin, one JSON object per line:
  *   `{ "t": "invoke", "input": any, "context": { invocationId, agentId, deploymentId, version, deadline } }`
  *   `{ "t": "reply", "id": n, "ok": true, "value": any }` | `{ "t": "reply", "id": n, "ok": false, "error": { code, message, status? } }`
@@ -32,7 +36,7 @@ export const BOOTSTRAP_SOURCE = String.raw`
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-const [root, entry, maxOutputArg] = process.argv.slice(1);
+const [root, entry, maxOutputArg, egressSocket, undiciEntry] = process.argv.slice(1);
 const maxOutput = Number(maxOutputArg);
 const writeSync = fs.writeSync;
 const stringify = JSON.stringify;
@@ -59,6 +63,23 @@ let running = false;
 const fatal = (code) => (e) => { send({ t: 'fatal', error: describe(e, code) }); exit(1); };
 process.on('uncaughtException', fatal('uncaught_exception'));
 process.on('unhandledRejection', fatal('unhandled_rejection'));
+if (egressSocket) {
+  const net = await import('node:net');
+  const relay = net.createServer((c) => {
+    const up = net.connect(egressSocket);
+    c.on('error', () => up.destroy());
+    up.on('error', () => c.destroy());
+    c.pipe(up);
+    up.pipe(c);
+  });
+  await new Promise((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  relay.unref();
+  const proxyUrl = 'http://127.0.0.1:' + relay.address().port;
+  for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) process.env[k] = proxyUrl;
+  const undici = await import(pathToFileURL(undiciEntry).href);
+  const u = undici.default || undici;
+  u.setGlobalDispatcher(new u.ProxyAgent(proxyUrl));
+}
 let mod;
 try {
   mod = await import(pathToFileURL(path.join(root, entry)).href);

@@ -24,6 +24,9 @@ export interface LogEntry {
   fields?: Record<string, unknown>;
 }
 
+/** How V8 and the allocator report heap or address-space exhaustion on stderr. */
+const OOM_REPORT = /heap out of memory|Allocation failed|out of memory/i;
+
 /** Why a run did not succeed. `code` values: see `bootstrap.ts`, plus `timeout`, `crashed`, `sandbox_error`. */
 export interface SandboxError {
   code: string;
@@ -72,6 +75,8 @@ export interface EnvironmentSpec {
   memoryMb: number;
   maxLogBytes: number;
   maxOutputBytes: number;
+  /** Called with the environment as soon as it exists (before its module loads). */
+  onCreate?: (env: Environment) => void;
 }
 
 const MAX_LOG_LINES = 1000;
@@ -102,7 +107,12 @@ export class Environment {
   retired = false;
   private child!: ChildProcess;
   private current: Current | null = null;
-  private readonly stderrTail: string[] = [];
+  /**
+   * stderr carried V8's or the allocator's out-of-memory report. A flag rather than a tail of the
+   * last lines: the native stack trace Node prints after "FATAL ERROR: … heap out of memory" can
+   * be longer than the tail and push the report out of it (the run then looked `crashed`).
+   */
+  private oomReported = false;
   private frame = '';
   private onReady: ((m: Msg) => void) | null = null;
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -118,6 +128,7 @@ export class Environment {
    */
   static async start(spec: EnvironmentSpec, timeoutMs: number): Promise<{ env: Environment; error?: undefined; logs: LogEntry[]; logsTruncated: boolean } | { env?: undefined; error: SandboxError; status: 'failed' | 'timed_out'; logs: LogEntry[]; logsTruncated: boolean }> {
     const e = new Environment(spec);
+    spec.onCreate?.(e);
     // Lines printed while the module loads belong to the first invocation (or the prepare step).
     const cur: Current = { logs: [], logBytes: 0, truncated: false, hooks: {}, finish: () => {} };
     e.current = cur;
@@ -168,8 +179,7 @@ export class Environment {
       let partial = '';
       const push = (line: string) => {
         if (stream === 'stderr') {
-          this.stderrTail.push(line);
-          if (this.stderrTail.length > 20) this.stderrTail.shift();
+          if (OOM_REPORT.test(line)) this.oomReported = true;
         }
         this.log({ ts: new Date().toISOString(), stream, message: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line });
       };
@@ -229,6 +239,11 @@ export class Environment {
     cur.logBytes += size;
     cur.logs.push(entry);
     cur.hooks.onLog?.(entry);
+  }
+
+  /** Add a `platform` line (an event of the host, e.g. a refused egress attempt) to the current invocation's logs, if any. */
+  platformLog(level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>): void {
+    this.log({ ts: new Date().toISOString(), stream: 'platform', level, message: message.slice(0, MAX_LINE), ...(fields ? { fields } : {}) });
   }
 
   private onMessage(m: Msg): void {
@@ -331,8 +346,10 @@ export class Environment {
         this.kill();
       }, timeoutMs);
       void this.exited.then(async ({ code, signal }) => {
-        // Let the last output and fd-3 messages of a dying process arrive first.
+        // Let the last output and fd-3 messages of a dying process arrive first; a last stderr line
+        // without a newline counts too.
         await new Promise((r) => setImmediate(r));
+        for (const f of this.flushers) f();
         done({ status: 'failed', output: null, error: this.exitError(code, signal) });
       });
       if (this.dead) return;
@@ -351,8 +368,7 @@ export class Environment {
 
   /** Why the process ended without a result (heap exhaustion is recognised on stderr). */
   private exitError(code: number | null, signal: NodeJS.Signals | null): SandboxError {
-    const tail = this.stderrTail.join('\n');
-    if (/heap out of memory|Allocation failed|out of memory/i.test(tail)) {
+    if (this.oomReported) {
       return { code: 'out_of_memory', message: `the process ran out of memory (limit ${this.spec.memoryMb} MiB)` };
     }
     return { code: 'crashed', message: `the process exited (${signal ? `signal ${signal}` : `code ${code}`}) without returning a result` };

@@ -25,6 +25,9 @@
  *   traffic at all — not to the internet, not to the platform or its database on localhost.
  *   Otherwise (`SANDBOX_NETWORK=auto` on a host without namespaces, or `allowed`), deployed code
  *   HAS network access. {@link Sandbox.networkIsolated} tells which.
+ * - Egress: a run with `egress` patterns gets a host proxy per environment (`egress.ts`); its
+ *   namespace's loopback is brought up (iproute2 `ip`, then `setpriv` drops to the sandbox user) for
+ *   the in-sandbox relay to that proxy — still no interface to anywhere else.
  *
  * Warm pool: runs that carry a `key` (one deployment version) reuse an idle environment of that
  * key; at most `warm.perVersion` environments per key and `warm.total` in all are kept, idle ones
@@ -32,13 +35,15 @@
  * is discarded. {@link Sandbox.drain} retires a version's environments (rollback, stop, redeploy).
  */
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { BOOTSTRAP_SOURCE } from './bootstrap.js';
+import { EgressProxy, type EgressEvent, type EgressResolver } from './egress.js';
+import { copyUndici, findBinary, probeNetworkIsolation } from './host.js';
 import { Environment, type Broker, type EnvironmentSpec, type LogEntry, type SandboxResult } from './environment.js';
 
 export type { Broker, InvokeHooks, LogEntry, SandboxError, SandboxResult } from './environment.js';
+export { probeNetworkIsolation } from './host.js';
 
 /** One run. */
 export interface SandboxRun {
@@ -63,6 +68,11 @@ export interface SandboxRun {
   broker?: Broker;
   /** Called with each log line as it is captured (live tailing). */
   onLog?: (entry: LogEntry) => void;
+  /**
+   * Egress allow-list of the deployment (normalised patterns, see `egress.ts`). Non-empty: the
+   * environment gets a host proxy that admits only these targets (needs {@link SandboxOptions.egress}).
+   */
+  egress?: string[];
 }
 
 /** Options of a {@link Sandbox}. */
@@ -85,43 +95,12 @@ export interface SandboxOptions {
   processMemoryMb?: number;
   /** Warm environments: per version, in all, and how long an idle one is kept (ms). Default: no pool (every run is cold). */
   warm?: { perVersion: number; total: number; idleMs: number };
+  /** Egress proxy: resolves and SSRF-checks a target host (throws to deny). Without it, `egress` of a run is ignored (no network). */
+  egress?: { resolve: EgressResolver };
 }
 
 /** Lifetime of a pooled environment, ms: its backstop kills it then, so it is not reused when a run could outlast it. */
 export const WARM_MAX_AGE_MS = 30 * 60_000;
-
-/** How this host can cut a process off the network, or null. Probed once per process. */
-let netProbe: { bin: string; flags: string[] } | null | undefined;
-
-function findBinary(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(['/usr/bin', '/bin'])) {
-    const p = path.join(dir, name);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      return p;
-    } catch {
-      /* next */
-    }
-  }
-  return null;
-}
-
-/** Probe `unshare --net` (as root) and `unshare --net --map-root-user` (unprivileged user namespaces). */
-export function probeNetworkIsolation(): { bin: string; flags: string[] } | null {
-  if (netProbe !== undefined) return netProbe;
-  netProbe = null;
-  const bin = findBinary('unshare');
-  if (bin) {
-    for (const flags of [['--net'], ['--net', '--map-root-user']]) {
-      const r = spawnSync(bin, [...flags, '--', process.execPath, '-e', '0'], { timeout: 5000, stdio: 'ignore' });
-      if (r.status === 0) {
-        netProbe = { bin, flags };
-        break;
-      }
-    }
-  }
-  return netProbe;
-}
 
 /** coreutils `timeout`, used as a backstop that kills a run even if this process dies. */
 let timeoutBin: string | null | undefined;
@@ -152,6 +131,36 @@ export class Sandbox {
     }
     const ids = this.runAs && probe ? ['-S', String(this.runAs.uid), '-G', String(this.runAs.gid)] : [];
     this.prefix = probe ? [probe.bin, ...probe.flags, ...ids, '--'] : [];
+    this.egressPrefix = probe ? this.loopbackPrefix(probe) : [];
+  }
+
+  /**
+   * Prefix of an environment with egress: the same empty network namespace, with its loopback
+   * interface up (iproute2 `ip`, before dropping to the unprivileged user with util-linux
+   * `setpriv`) so the in-sandbox relay can listen on 127.0.0.1. Null when a tool is missing.
+   */
+  private loopbackPrefix(probe: { bin: string; flags: string[] }): string[] | null {
+    const ip = findBinary('ip');
+    const sh = findBinary('sh');
+    const setpriv = this.runAs ? findBinary('setpriv') : null;
+    if (!ip || !sh || (this.runAs && !setpriv)) return null;
+    const drop = this.runAs ? [setpriv!, `--reuid=${this.runAs.uid}`, `--regid=${this.runAs.gid}`, '--clear-groups', '--'] : [];
+    return [probe.bin, ...probe.flags, '--', sh, '-c', `${ip} link set lo up && exec "$@"`, 'sh', ...drop];
+  }
+
+  /** Prefix for environments with egress (see {@link loopbackPrefix}); [] without network isolation; null: egress unavailable. */
+  private readonly egressPrefix: string[] | null;
+
+  private undici: { dir: string; entry: string } | null = null;
+
+  /** The platform's `undici`, readable by the sandbox user (see {@link copyUndici}). */
+  private undiciCopy(): { dir: string; entry: string } {
+    return (this.undici ??= copyUndici(this.opts.readableDir));
+  }
+
+  /** True when deployments with `egress` can reach their allowed hosts through the host proxy. */
+  get egressAvailable(): boolean {
+    return !!this.opts.egress && this.egressPrefix !== null;
   }
 
   /** Can `user` (entered the same way runs are) read and traverse `readableDir`? */
@@ -246,7 +255,20 @@ export class Sandbox {
     // Cold: a new environment, pooled afterwards when `warm` reserved a place for it.
     const started = performance.now();
     const pooled = warm?.reserved === true;
-    const st = await Environment.start(this.specOf(r, pooled), r.timeoutMs);
+    let proxy: EgressProxy | null = null;
+    let target: Environment | null = null;
+    try {
+      if (r.egress?.length && this.egressAvailable) proxy = await EgressProxy.listen(path.join(this.opts.readableDir ?? path.dirname(r.root), '.egress'), r.egress, this.opts.egress!.resolve, (e) => target?.platformLog('warn', egressMessage(e), { ...e }));
+    } catch (err) {
+      if (pooled) this.unreserve(r.key!);
+      throw err;
+    }
+    const st = await Environment.start({ ...this.specOf(r, pooled, proxy), onCreate: (e) => (target = e) }, r.timeoutMs);
+    if (proxy) {
+      const p = proxy;
+      if (st.env) void st.env.closed.then(() => p.close());
+      else p.close();
+    }
     if (!st.env) {
       if (pooled) this.unreserve(r.key!);
       for (const l of st.logs) r.onLog?.(l);
@@ -377,11 +399,13 @@ export class Sandbox {
   }
 
   /** Command line and limits of a new environment for `r` (`pooled`: its backstop is the pool lifetime). */
-  private specOf(r: SandboxRun, pooled: boolean): EnvironmentSpec {
+  private specOf(r: SandboxRun, pooled: boolean, proxy: EgressProxy | null): EnvironmentSpec {
     const node = this.opts.nodePath ?? process.execPath;
+    const undici = proxy ? this.undiciCopy() : null;
     const nodeArgs = [
       '--experimental-permission',
       `--allow-fs-read=${r.root}`,
+      ...(undici ? [`--allow-fs-read=${undici.dir}`] : []),
       '--disable-warning=ExperimentalWarning',
       `--max-old-space-size=${this.opts.memoryMb}`,
       '--input-type=module',
@@ -390,6 +414,7 @@ export class Sandbox {
       r.root,
       r.entrypoint,
       String(this.opts.maxOutputBytes),
+      ...(proxy && undici ? [proxy.socketPath, undici.entry] : []),
     ];
     if (timeoutBin === undefined) timeoutBin = findBinary('timeout');
     if (prlimitBin === undefined) prlimitBin = findBinary('prlimit');
@@ -401,7 +426,7 @@ export class Sandbox {
     // Without unshare (which switches user itself after creating the namespace), spawn as the user directly.
     const ids = this.runAs && !this.networkIsolated ? { uid: this.runAs.uid, gid: this.runAs.gid } : {};
     return {
-      argv: [...backstop, ...rlimit, ...this.prefix, node, ...nodeArgs],
+      argv: [...backstop, ...rlimit, ...(proxy ? this.egressPrefix! : this.prefix), node, ...nodeArgs],
       cwd: r.root,
       env: { ...(r.env ?? {}), NODE_ENV: 'production', TZ: 'UTC', LANG: 'C.UTF-8' },
       ids,
@@ -422,3 +447,8 @@ export class Sandbox {
 
 /** util-linux `prlimit`, used to set RLIMIT_DATA on the sandbox process. */
 let prlimitBin: string | null | undefined;
+
+/** The line an egress refusal leaves in the invocation's logs. */
+function egressMessage(e: EgressEvent): string {
+  return e.reason === 'unreachable' ? `egress failed: ${e.method} ${e.host}:${e.port}: ${e.message}` : `egress denied: ${e.method} ${e.host}:${e.port}: ${e.message}`;
+}

@@ -12,13 +12,15 @@
  * - one overall timeout (`config.upstream.timeoutMs` unless the request sets one) covering
  *   connect, headers and body, and a response-size cap (`config.upstream.maxResponseBytes`).
  */
-import dns from 'node:dns';
-import { isIP, type LookupFunction } from 'node:net';
+import { isIP } from 'node:net';
 import { Readable, Transform } from 'node:stream';
-import { Agent, request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import type { AppContext } from '../context.js';
 import { AppError } from '../http/errors.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
+import { BlockedAddressError, type HostResolver } from './pool.js';
+
+export type { HostResolver } from './pool.js';
 
 /** A request to an upstream. `timeoutMs` / `maxResponseBytes` override the configured defaults. */
 export interface UpstreamRequest {
@@ -49,69 +51,12 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const CROSS_ORIGIN_SAFE = new Set(['accept', 'accept-language', 'user-agent', 'content-type']);
 const USER_AGENT = 'agent-platform/1.0 (+upstream)';
 
-/** Thrown inside the socket lookup when every or any resolved address is refused. */
-class BlockedAddressError extends Error {
-  readonly blocked = true;
-}
-
-/** Resolves a host name to addresses. Replaceable in tests ({@link setUpstreamResolver}). */
-export type HostResolver = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
-
-let resolver: HostResolver = async (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
-
-/** Replace the DNS resolver used by the guard (tests); returns the previous one. */
-export function setUpstreamResolver(r: HostResolver): HostResolver {
-  const prev = resolver;
-  resolver = r;
-  return prev;
-}
-
 /**
- * Resolve `hostname` and check every address.
- * @throws BlockedAddressError when any address is refused; the resolver's error when it fails.
+ * Replace the host resolver of `ctx`'s upstream pool (tests: fake DNS for one app).
+ * @returns the previous resolver
  */
-async function resolveChecked(hostname: string, allowLoopback: boolean): Promise<Array<{ address: string; family: number }>> {
-  const bare = hostname.replace(/^\[|\]$/g, '');
-  const addrs = isIP(bare) ? [{ address: bare, family: isIP(bare) }] : await resolver(bare);
-  if (addrs.length === 0) throw Object.assign(new Error(`${hostname} has no addresses`), { code: 'ENOTFOUND' });
-  for (const a of addrs) {
-    if (!isAddressAllowed(a.address, allowLoopback)) {
-      throw new BlockedAddressError(`${hostname} resolves to a ${classifyAddress(a.address)} address (${a.address}), which upstream calls may not reach`);
-    }
-  }
-  return addrs;
-}
-
-function guardedLookup(allowLoopback: boolean): LookupFunction {
-  return ((hostname: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) => {
-    resolveChecked(hostname, allowLoopback).then(
-      (addrs) => (options?.all ? cb(null, addrs) : cb(null, addrs[0].address, addrs[0].family)),
-      (err) => cb(err),
-    );
-  }) as unknown as LookupFunction;
-}
-
-const agents = new WeakMap<AppContext, Agent>();
-
-/** The connection pool of `ctx` (created on first use, closed with the app). */
-function agentOf(ctx: AppContext): Agent {
-  let agent = agents.get(ctx);
-  if (!agent) {
-    const a = new Agent({
-      connect: { lookup: guardedLookup(ctx.config.upstream.allowLoopback), timeout: Math.min(10_000, ctx.config.upstream.timeoutMs) },
-      keepAliveTimeout: 10_000,
-      connections: 128,
-    });
-    agent = a;
-    agents.set(ctx, a);
-    ctx.onClose.push(async () => {
-      await ctx.jobs.close(); // let running jobs finish their upstream calls first (close is idempotent)
-      agents.delete(ctx);
-      await Promise.race([a.close(), new Promise((r) => setTimeout(r, 500).unref())]);
-      await a.destroy().catch(() => undefined);
-    });
-  }
-  return agent;
+export function setUpstreamResolver(ctx: AppContext, r: HostResolver): HostResolver {
+  return ctx.upstream.setResolver(r);
 }
 
 function parseTarget(raw: string): URL {
@@ -168,7 +113,7 @@ async function dispatch(
         headers,
         body,
         signal,
-        dispatcher: agentOf(ctx),
+        dispatcher: ctx.upstream.dispatcher(),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });

@@ -6,8 +6,7 @@
  * Each call opens a short-lived client (initialize → request → close); upstream MCP servers are
  * treated like any other upstream API, statelessly.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { AppContext } from '../context.js';
 import { AppError } from '../http/errors.js';
 import { guardedFetch } from './http.js';
@@ -57,6 +56,8 @@ async function withClient<T>(ctx: AppContext, url: string, opts: McpCallOptions,
   }
   const guarded = guardedFetch(ctx, { timeoutMs });
   const perRequest = opts.perRequestHeaders;
+  // The MCP client SDK loads on the first call to an MCP server, not at start-up (issue 18).
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
   const transport = new StreamableHTTPClientTransport(target, {
     fetch: perRequest
       ? (input, init = {}) => {
@@ -85,6 +86,17 @@ async function withClient<T>(ctx: AppContext, url: string, opts: McpCallOptions,
 }
 
 /**
+ * A tool as an MCP server lists it (`tools/list`, MCP 2025-06-18 "Tool"): `inputSchema`, and
+ * `outputSchema` when the tool declares the shape of its `structuredContent`.
+ */
+export interface McpListedTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+}
+
+/**
  * `initialize` + `tools/list` (all pages) against the MCP server at `url`.
  * @throws AppError upstream_blocked | upstream_timeout | upstream_error (protocol or HTTP failure)
  */
@@ -92,15 +104,20 @@ export async function mcpListTools(
   ctx: AppContext,
   url: string,
   opts: McpCallOptions = {},
-): Promise<{ serverInfo: { name: string; version?: string }; tools: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> }> {
+): Promise<{ serverInfo: { name: string; version?: string }; tools: McpListedTool[] }> {
   return withClient(ctx, url, opts, async (client, timeoutMs) => {
     const info = client.getServerVersion();
-    const tools: Array<{ name: string; description?: string; inputSchema: Record<string, unknown> }> = [];
+    const tools: McpListedTool[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       const res = await client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
       for (const t of res.tools) {
-        tools.push({ name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown> });
+        tools.push({
+          name: t.name,
+          ...(t.description ? { description: t.description } : {}),
+          inputSchema: t.inputSchema as Record<string, unknown>,
+          ...(t.outputSchema ? { outputSchema: t.outputSchema as Record<string, unknown> } : {}),
+        });
       }
       cursor = res.nextCursor;
       if (!cursor) break;

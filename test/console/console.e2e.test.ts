@@ -1,24 +1,38 @@
 /**
  * The web console in a real browser (Debian's chromium driven by playwright-core) against a real
- * server on loopback: sign in through the spec's 5-step flow, reveal an API key once, register and
- * publish a service against a loopback upstream, run a tool from the try-it form, deploy an agent
- * and watch it become active, search memory with the threshold slider, see analytics charts as a
- * pro user, sign out (the session cookie is revoked). Every page passes axe-core with no serious
- * or critical violation; screenshots go to test-results/console-*.png.
+ * server on loopback, one browser and one server for the file, pages reached with the keyboard:
+ * sign in through the spec's 5-step flow; a new user's empty pages and the "needs pro" analytics;
+ * reveal an API key once; a refused manifest's problem detail, then register and publish a service
+ * against a loopback upstream (and others from an OpenAPI document and an MCP server); search with
+ * suggestions and run a tool from the try-it form, report it and resolve the report, rename the
+ * service and a tool; deploy an agent and watch it become active, follow its logs live (SSE) while
+ * a run started elsewhere writes them, read one run's logs, a second version, roll back, stop,
+ * redeploy (and a 409 problem), rotate its secret; subscribe it to a service, grant another agent
+ * its memory, put a key; search memory with the threshold slider, summarize a session and read its
+ * timeline; a 403 when the role goes, analytics charts as a pro user and system/endpoint analytics
+ * as an admin; connect an account at a real OAuth upstream (oidc-provider) through its consent page,
+ * run its tool, watch the connection expire and disconnect it (empty state); quota bars; a phone
+ * viewport; sign out (the session cookie is revoked); a sign-out in another tab and an expired
+ * session (Playwright's clock) go back to sign-in and then to the same page. Every page and state
+ * passes axe-core with no serious or critical violation; screenshots go to test-results/console-*.png.
  */
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { call, createUser, setupApp } from '../helpers/app.js';
+import { call, createUser, setupApp, type TestUser } from '../helpers/app.js';
 import { freePort } from '../helpers/net.js';
-import { startJsonApi } from '../helpers/upstreams.js';
+import { startOAuthUpstream, type OAuthUpstream } from '../helpers/oauth-upstream.js';
+import { startJsonApi, startMcpServer, startOpenApiServer } from '../helpers/upstreams.js';
 import { tarball } from '../modules/deployments/fixtures.js';
+import { registerNotesService, setExpiry, storedConnection, type ConnectionsFixture } from '../modules/connections/fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const SHOTS = path.join(ROOT, 'test-results');
+/** The agent's bundle, written by the deploy test. */
+const BUNDLE = path.join(SHOTS, 'agent.tgz');
 const haveBrowser = fs.existsSync(CHROMIUM);
 if (!haveBrowser && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium`);
 
@@ -32,54 +46,108 @@ if (haveBrowser) {
 }
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
+/** The agent's code: two log lines (stdout, then stderr after a pause), then its answer. */
+const HANDLER = "export async function handler(input) { console.log('started for ' + input.name); await new Promise((r) => setTimeout(r, 300)); console.error('almost done for ' + input.name); return { hello: input.name }; }\n";
+
 describe.skipIf(!haveBrowser)('web console in chromium', () => {
+  let launching: Promise<Browser> | undefined;
   let browser: Browser;
   let page: Page;
   let base: string;
-  let app: Awaited<ReturnType<typeof setupApp>>['app'];
+  let built: Awaited<ReturnType<typeof setupApp>>;
+  let admin: TestUser;
   const creds = { email: `console-${Date.now().toString(36)}@example.test`, password: 'correct horse battery staple' };
-  const api = { upstream: null as Awaited<ReturnType<typeof startJsonApi>> | null };
+  const s = {
+    upstream: null as Awaited<ReturnType<typeof startJsonApi>> | null,
+    openapi: null as Awaited<ReturnType<typeof startOpenApiServer>> | null,
+    mcp: null as Awaited<ReturnType<typeof startMcpServer>> | null,
+    oauth: null as OAuthUpstream | null,
+    userPath: '',
+    apiKey: '',
+    weather: '',
+    notes: '',
+  };
 
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    ({ app } = await setupApp({ PUBLIC_URL: base, PORT: String(port) }));
-    await app.listen({ port, host: '127.0.0.1' });
-    api.upstream = await startJsonApi();
+    // The browser starts while the app builds.
+    launching = chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+    built = await setupApp({ PUBLIC_URL: base, PORT: String(port) });
+    await built.app.listen({ port, host: '127.0.0.1' });
+    [s.upstream, s.oauth, s.openapi, s.mcp] = await Promise.all([startJsonApi(), startOAuthUpstream({ redirectUri: `${base}/connections/callback` }), startOpenApiServer(), startMcpServer()]);
     // A pro user of the tenant (registered with a password, promoted by an admin).
-    const { body: user } = await call(app, { method: 'POST', url: '/auth/register', payload: { ...creds, name: 'Console User' } }, 201);
-    const admin = await createUser(app, { roles: ['admin'] });
-    await call(app, { method: 'PUT', url: `/admin/users/${encodeURIComponent(user.user_id.split('|').pop())}/roles`, headers: admin.headers, payload: { roles: ['user', 'pro'] } }, 200);
+    const { body: user } = await call(built.app, { method: 'POST', url: '/auth/register', payload: { ...creds, name: 'Console User' } }, 201);
+    admin = await createUser(built.app, { roles: ['admin'] });
+    s.userPath = `/admin/users/${encodeURIComponent(user.user_id.split('|').pop())}/roles`;
     fs.mkdirSync(SHOTS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    browser = await launching;
+    // A context of its own: a second tab of the same session opens in it later.
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     page.setDefaultTimeout(15_000);
-    if (process.env.CONSOLE_DEBUG) page.on('response', (r) => r.url().includes('/v1/auth') && console.log('RESP', r.request().method(), r.url(), r.status()));
+    if (process.env.CONSOLE_DEBUG) page.on('response', (r) => r.status() >= 400 && console.log('RESP', r.request().method(), r.url(), r.status()));
   }, 180_000);
   afterAll(async () => {
-    await browser?.close();
-    await api.upstream?.close();
+    // Closed even when the set-up failed after the launch.
+    await (await launching?.catch(() => undefined))?.close();
+    await s.upstream?.close();
+    await s.oauth?.close();
+    await s.openapi?.close();
+    await s.mcp?.close();
   });
 
   afterEach(async (ctx) => {
     if (ctx.task.result?.state === 'fail' && page) await page.screenshot({ path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`), fullPage: true }).catch(() => undefined);
   });
 
+  /** The user's roles, set by the admin. */
+  const setRoles = (roles: string[]) => call(built.app, { method: 'PUT', url: s.userPath, headers: admin.headers, payload: { roles } }, 200);
+
   /** axe-core in the page: no serious or critical violation; then a screenshot. */
   async function check(name: string): Promise<void> {
-    // Evaluated over the DevTools protocol: the console's CSP (script-src 'self') refuses inline tags, as it should.
-    await page.evaluate(axeSource);
+    // Evaluated over the DevTools protocol: the console's CSP (script-src 'self') refuses inline tags, as it should. Once per document.
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
     const violations = await page.evaluate(async () => {
       const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
       return r.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n: any) => `${n.target.join(' ')}: ${n.any?.[0]?.message ?? ''}`).join('; ')})`);
     });
+    // No hover highlight where the last click was (the pointer goes first: scrolling under it would hover what comes beneath).
+    await page.mouse.move(0, 0);
+    // From the top: a full-page shot draws the fixed header where the page is scrolled to.
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), fullPage: true });
     expect(violations, `accessibility of ${name}`).toEqual([]);
   }
 
+  /** Go to a page of the console with the keyboard (focus its link in the navigation, Enter). */
   const nav = async (label: string) => {
-    await page.getByRole('link', { name: label, exact: true }).click();
-    await page.getByRole('heading', { level: 2 }).first().waitFor();
+    await page.getByRole('navigation').getByRole('link', { name: label, exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 2, name: label, exact: true }).waitFor(); // every page's title is its link's
+  };
+  /** The tenant's sign-in form when it asks (its own session may still be open after a sign-out of the console). */
+  const tenantSignIn = async () => {
+    await Promise.race([page.locator('#email').waitFor(), page.getByTestId('whoami').waitFor()]);
+    if (await page.locator('#email').isVisible()) {
+      await page.locator('#email').fill(creds.email);
+      await page.locator('#password').fill(creds.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+    }
+    await page.getByTestId('whoami').waitFor();
+  };
+  const tab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
+  const text = (testId: string) => page.getByTestId(testId).textContent().catch(() => '');
+  /** The field labelled exactly `label` (Mantine's comboboxes also label their listbox, which comes later in the page). */
+  const field = (label: string) => page.getByLabel(label, { exact: true }).first();
+  /** Choose `option` of the Mantine Select labelled `label`. */
+  const choose = async (label: string, option: string | RegExp) => {
+    await page.getByRole('combobox', { name: label, exact: true }).click();
+    await page.getByRole('option', { name: option }).first().click();
+  };
+  /** Close a drawer (Escape) and wait for it to go. */
+  const closeDrawer = async () => {
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
   };
 
   it('signs in through the 5-step flow, with the refresh token only in an HttpOnly cookie', async () => {
@@ -91,6 +159,7 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await page.locator('#password').fill(creds.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByTestId('whoami').textContent()).toContain(creds.email);
+    expect(await page.getByTestId('whoami').textContent()).not.toContain('pro');
     await expect.poll(() => page.url()).toBe(`${base}/console/marketplace`);
     const cookie = (await page.context().cookies()).find((c) => c.name === 'ap_refresh');
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/v1/auth/session' });
@@ -98,28 +167,66 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }))).not.toMatch(/rt_|eyJ/);
     // A reload restores the session from the cookie (the access token lived only in memory).
     await page.reload();
+    await expect.poll(() => page.getByTestId('whoami').textContent()).toContain(creds.email);
+  }, 90_000);
+
+  it('shows a new user the empty pages and that analytics need the pro plan', async () => {
+    const empty: Array<[page: string, text: string, shot: string]> = [
+      ['API keys', 'No API keys yet: create one above.', 'api-keys-empty'],
+      ['My services', 'No services yet: register one above.', 'services-empty'],
+      ['Subscriptions', 'No subscriptions yet: running a tool in the marketplace subscribes you to its free plan.', 'subscriptions-empty'],
+      ['Connected accounts', 'No connected accounts yet.', 'connections-empty'],
+      ['Agents', 'No agents yet: create one above.', 'agents-empty'],
+    ];
+    for (const [label, message, shot] of empty) {
+      await nav(label);
+      await page.getByText(message, { exact: true }).waitFor();
+      await check(shot);
+    }
+    await nav('Memory');
+    await tab('Sessions');
+    await page.getByText('No sessions yet: running a tool in the marketplace starts one.').waitFor();
+    await nav('Analytics');
+    await expect.poll(() => text('needs-pro')).toContain('Your roles: user');
+    expect(await page.locator('.recharts-surface').count()).toBe(0);
+    await check('analytics-needs-pro');
+    // Promoted by an admin: the next page load sees the new role.
+    await setRoles(['user', 'pro']);
+    await page.reload();
     await expect.poll(() => page.getByTestId('whoami').textContent()).toContain('pro');
+    await page.getByTestId('chart-usage').waitFor();
   }, 90_000);
 
   it('creates an API key and shows its secret once', async () => {
     await nav('API keys');
+    // With the keyboard: type the name, Tab to the button, Enter.
     await page.getByLabel('Key name').fill('laptop');
-    await page.getByRole('button', { name: 'Create key' }).click();
-    const secret = await page.getByTestId('secret').textContent();
-    expect(secret).toMatch(/^apk_/);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Create key');
+    await page.keyboard.press('Enter');
+    await page.getByTestId('secret').waitFor();
+    s.apiKey = (await page.getByTestId('secret').textContent())!;
+    expect(s.apiKey).toMatch(/^apk_/);
     await check('api-keys');
     await page.reload();
     await page.getByRole('cell', { name: 'laptop', exact: true }).waitFor();
     expect(await page.getByTestId('secret').count()).toBe(0);
-    expect(await page.content()).not.toContain(secret!);
+    expect(await page.content()).not.toContain(s.apiKey);
   }, 90_000);
 
-  it('registers and publishes a service, then runs its tool from the try-it form', async () => {
-    const upstream = api.upstream!;
-    const name = `weather-${Date.now().toString(36)}`;
+  it('registers and publishes a service, then runs its tool from the try-it form and reports it', async () => {
+    const upstream = s.upstream!;
+    s.weather = `weather-${Date.now().toString(36)}`;
     await nav('My services');
+    // A manifest the platform refuses: its problem detail and the failing fields are shown.
+    await page.getByLabel('Manifest (JSON)').fill(JSON.stringify({ name: 'broken service', tools: [] }));
+    await page.getByRole('button', { name: 'Register', exact: true }).click();
+    const problem = page.getByRole('alert');
+    await problem.waitFor();
+    expect(await problem.textContent()).toMatch(/base_url/);
+    await check('services-error');
     const manifest = {
-      name,
+      name: s.weather,
       description: 'Current weather by city',
       base_url: upstream.url,
       category: 'weather',
@@ -132,53 +239,180 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     const method = await page.getByText(/\.well-known\/agent-platform-verification\.txt containing/).textContent();
     upstream.verificationToken = /containing (\S+)/.exec(method!)![1];
     await page.getByRole('button', { name: 'Verify domain' }).click();
-    await expect.poll(() => page.getByTestId('check-domain_verified').textContent()).toBe('passed');
+    await expect.poll(() => text('check-domain_verified')).toBe('passed');
     await page.getByLabel('Test calls (verification config)').fill(JSON.stringify([{ tool: 'get_weather', arguments: { city: 'Oslo' } }]));
     await page.getByRole('button', { name: 'Save test calls' }).click();
     await page.getByRole('button', { name: 'Publish', exact: true }).click();
-    await expect.poll(() => page.getByTestId('check-functional_verification').textContent(), { timeout: 20_000 }).toBe('passed');
+    await expect.poll(() => text('check-functional_verification'), { timeout: 20_000 }).toBe('passed');
     await expect.poll(() => page.getByText('Service status: published').count()).toBe(1);
     await check('services');
 
     await nav('Marketplace');
+    // Categories: one narrows the services listed, "all" lists them all again.
+    const categories = page.getByRole('group', { name: 'Categories' });
+    await categories.getByText('weather', { exact: true }).click();
+    await expect.poll(() => categories.getByRole('radio', { name: 'weather' }).isChecked()).toBe(true);
+    await page.getByRole('button', { name: `1 tool of ${s.weather}` }).waitFor();
+    await categories.getByText('all', { exact: true }).click();
+    await expect.poll(() => categories.getByRole('radio', { name: 'all' }).isChecked()).toBe(true);
+    // Search as you type: suggestions while typing, results for the query.
+    await page.getByPlaceholder('weather forecast, send email…').pressSequentially('weat');
+    await page.getByRole('option', { name: /weather/i }).first().waitFor();
     await page.getByPlaceholder('weather forecast, send email…').fill('weather city');
-    await page.getByRole('button', { name: 'Details and try it: get_weather' }).first().click();
+    // The button names the service: on PostgreSQL other test files' weather services are listed too.
+    await page.getByRole('button', { name: `Details and try it: get_weather of ${s.weather}` }).click();
     await page.getByLabel('city').fill('Bergen');
     await page.getByRole('button', { name: 'Run tool' }).click();
-    await expect.poll(() => page.getByTestId('tool-result').textContent()).toContain('"temp_c": 21');
-    expect(await page.getByTestId('tool-result').textContent()).toContain('Bergen');
+    await expect.poll(() => text('tool-result')).toContain('"temp_c": 21');
+    expect(await text('tool-result')).toContain('Bergen');
+    // Report the tool to its owner (here: ourselves) from the same drawer.
+    await choose('Reason', 'Wrong output');
+    await field('Details').fill('Bergen is never 21 degrees');
+    await page.getByRole('button', { name: 'Send report' }).click();
+    await page.getByText(/^Reported \(/).waitFor();
     await page.screenshot({ path: path.join(SHOTS, 'console-marketplace-try-it.png'), fullPage: true });
     // axe reads the page under a modal's overlay as low-contrast text: check the page with the drawer closed.
-    await page.keyboard.press('Escape');
-    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await closeDrawer();
     await check('marketplace');
   }, 90_000);
 
-  it('creates an agent, deploys a bundle and watches it become active, then invokes it', async () => {
+  it('lists the report on the owner’s service, resolves it, and renames the service and its tool', async () => {
+    await nav('My services');
+    await page.getByRole('button', { name: `Manage ${s.weather}` }).click();
+    const reports = page.getByTestId('reports');
+    await expect.poll(() => reports.textContent()).toContain('Bergen is never 21 degrees');
+    expect(await reports.textContent()).toContain('get_weather');
+    expect(await reports.textContent()).toContain('wrong output');
+    await page.getByRole('button', { name: /^Resolve report / }).click();
+    await page.getByText('No open reports.').waitFor();
+    await page.getByText('Resolved', { exact: true }).click();
+    await expect.poll(() => reports.textContent()).toContain('resolved');
+
+    await field('Display name').fill('Weather Now');
+    await page.getByRole('button', { name: 'Rename service' }).click();
+    await page.getByText('Display name is now “Weather Now”.').waitFor();
+    await expect.poll(() => page.getByRole('cell', { name: /Weather Now/ }).count()).toBe(1);
+    await expect.poll(() => text('managed-service')).toBe('Managing Weather Now');
+    await page.getByLabel('New name for get_weather').fill('current_weather');
+    await page.getByRole('button', { name: 'Rename get_weather' }).click();
+    await page.getByText('also: get_weather').waitFor();
+    await check('services-manage');
+  }, 90_000);
+
+  it('registers services from an OpenAPI document and from an MCP server', async () => {
+    const suffix = Date.now().toString(36);
+    await page.getByText('OpenAPI URL', { exact: true }).click();
+    await field('Name').fill(`pets-${suffix}`);
+    await field('OpenAPI document URL').fill(`${s.openapi!.url}/openapi.json`);
+    await page.getByRole('button', { name: 'Register', exact: true }).click();
+    await page.getByRole('button', { name: `Manage pets-${suffix}` }).waitFor();
+    await page.getByText(/^list_?pets$/i).waitFor(); // the tools table of the new service
+    await page.getByText('MCP server URL', { exact: true }).click();
+    await field('Name').fill(`calc-${suffix}`);
+    await field('MCP endpoint URL (Streamable HTTP)').fill(s.mcp!.mcpUrl);
+    await page.getByRole('button', { name: 'Register', exact: true }).click();
+    await page.getByRole('button', { name: `Manage calc-${suffix}` }).waitFor();
+    await page.getByText('explode', { exact: true }).waitFor();
+    await check('services-mcp');
+  }, 60_000);
+
+  it('deploys an agent, follows its logs live, reads one run’s logs and invokes it', async () => {
     await nav('Agents');
     await page.getByLabel('Agent name').fill('helper');
     await page.getByRole('button', { name: 'Create agent' }).click();
     expect(await page.getByTestId('secret').textContent()).toBeTruthy();
-    const bundle = path.join(SHOTS, 'agent.tgz');
-    fs.writeFileSync(bundle, await tarball({ 'index.mjs': 'export async function handler(input) { return { hello: input.name }; }\n' }));
-    await page.locator('input[type=file]').setInputFiles(bundle);
+    fs.writeFileSync(BUNDLE, await tarball({ 'index.mjs': HANDLER }));
+    await page.locator('input[type=file]').setInputFiles(BUNDLE);
     await page.getByRole('button', { name: 'Deploy', exact: true }).click();
-    await expect.poll(() => page.getByTestId('deployment-v1').textContent(), { timeout: 30_000 }).toBe('active');
+    await expect.poll(() => text('deployment-v1'), { timeout: 30_000 }).toBe('active');
+    await check('agents');
+
+    // Live: a run started elsewhere (the API key, async) shows its lines as it writes them.
+    await tab('Live logs');
+    await expect.poll(() => text('logs-state')).toBe('live');
+    const agents = await fetch(`${base}/v2/agents`, { headers: { 'x-api-key': s.apiKey } }).then((r) => r.json());
+    const agentId = agents.data.find((a: { name: string }) => a.name === 'helper').id;
+    const queued = await fetch(`${base}/v2/agents/${agentId}/invoke`, { method: 'POST', headers: { 'x-api-key': s.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ input: { name: 'Live' }, async: true }) });
+    expect(queued.status).toBe(202);
+    await expect.poll(() => text('live-logs'), { timeout: 20_000 }).toContain('started for Live');
+    await expect.poll(() => text('live-logs'), { timeout: 20_000 }).toContain('almost done for Live');
+    expect(await page.getByTestId('live-logs').getByText('stderr').count()).toBeGreaterThan(0);
+    await check('agents-logs');
+
+    await tab('Invoke and runs');
+    await page.getByRole('button', { name: /^Logs of run / }).first().click();
+    await expect.poll(() => text('run-logs')).toContain('almost done for Live');
+    await closeDrawer();
     await page.getByLabel('Input (JSON)').fill('{"name":"Ada"}');
     await page.getByRole('button', { name: 'Invoke', exact: true }).click();
-    await expect.poll(() => page.getByTestId('invocation-output').textContent()).toContain('"hello": "Ada"');
-    await check('agents');
+    await expect.poll(() => text('invocation-output')).toContain('"hello": "Ada"');
+    expect(await text('invocation-logs')).toContain('started for Ada');
+    await expect.poll(() => page.getByTestId('runs').getByRole('row').count()).toBe(3); // header + 2 runs
   }, 90_000);
 
-  it('searches memory and the threshold slider filters the hits', async () => {
+  it('subscribes the agent to a service, shares its memory with another agent and puts a key', async () => {
+    await tab('Tools');
+    await field('Service').fill(s.weather);
+    await page.getByRole('button', { name: 'Subscribe agent' }).click();
+    await expect.poll(() => text('agent-tools')).toContain(s.weather);
+
+    await page.getByLabel('Agent name').fill('reader');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await expect.poll(() => page.getByRole('combobox', { name: 'Agent', exact: true }).inputValue()).toMatch(/^reader/); // the new agent is selected
+    await choose('Agent', /^helper/);
+    await tab('Grants');
+    await choose('With agent', 'reader');
+    await field('Key prefix').fill('notes/');
+    await page.getByRole('button', { name: 'Grant', exact: true }).click();
+    await expect.poll(() => text('grants-given')).toMatch(/reader\s*read\s*notes\/\*/);
+    await check('agents-grants');
+    await choose('Agent', /^reader/);
+    await tab('Grants');
+    await expect.poll(() => text('grants-received')).toMatch(/helper\s*read\s*notes\/\*/);
+
+    await choose('Agent', /^helper/);
+    await tab('Key/value memory');
+    await field('Key').fill('notes/today');
+    await field('Value (JSON)').fill('{"sky":"clear"}');
+    await page.getByRole('button', { name: 'Save entry' }).click();
+    await expect.poll(() => text('kv-entries')).toContain('{"sky":"clear"}');
+  }, 90_000);
+
+  it('deploys a second version, rolls back, stops, redeploys and rotates the secret', async () => {
+    await tab('Deployments');
+    await page.locator('input[type=file]').setInputFiles(BUNDLE);
+    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
+    await expect.poll(() => text('deployment-v2'), { timeout: 30_000 }).toBe('active');
+    expect(await text('deployment-v1')).toBe('superseded');
+    await page.getByRole('button', { name: 'Roll back' }).click();
+    await expect.poll(() => text('deployment-v1')).toBe('active');
+    expect(await text('deployment-v2')).toBe('rolled_back');
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await expect.poll(() => text('deployment-v1')).toBe('stopped');
+    await page.getByRole('button', { name: 'Redeploy' }).click();
+    await expect.poll(() => text('deployment-v1'), { timeout: 30_000 }).toBe('active');
+    // Nothing earlier to go back to: the platform's 409 problem is shown with its detail.
+    await page.getByRole('button', { name: 'Roll back' }).click();
+    await page.getByRole('alert').filter({ hasText: 'No earlier good version to roll back to from version 1' }).waitFor();
+    await check('agents-deployments');
+
+    const before = await text('secret');
+    await field('Grace period for the old secret (s)').fill('600');
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await expect.poll(() => text('secret')).not.toBe(before);
+    expect(await text('secret')).toMatch(/^ags_/);
+  }, 90_000);
+
+  it('searches memory with the threshold slider, summarizes a session and shows its timeline', async () => {
     await nav('Memory');
     await page.getByLabel('Remember').fill('The deploy window for the payments service is Tuesday at noon');
     await page.getByRole('button', { name: 'Add memory' }).click();
+    await page.getByText(/^Remembered \(/).waitFor();
     await page.getByLabel('Search memory').fill('payments deploy window');
     await expect
       .poll(async () => {
         await page.getByRole('button', { name: 'Search', exact: true }).click();
-        return page.getByTestId('memory-hits').textContent().catch(() => '');
+        return text('memory-hits');
       }, { timeout: 15_000 })
       .toContain('Tuesday at noon');
     expect(await page.getByText(/similarity 0\.\d\d|similarity 1\.00/).count()).toBeGreaterThan(0);
@@ -186,15 +420,124 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await page.getByRole('slider').focus();
     await page.keyboard.press('End'); // threshold 1.00
     await page.getByText('No memory at this threshold.').waitFor();
+
+    // The try-it run above happened in the console's session "console".
+    await tab('Sessions');
+    await choose('Session', /^console · 1 call ·/);
+    await page.getByText('No summary yet: summarize the session to build one.').waitFor();
+    await expect.poll(() => text('session-timeline')).toContain('get_weather');
+    await page.getByRole('button', { name: 'Summarize', exact: true }).click();
+    await expect.poll(() => text('session-summary')).toMatch(/get_weather|current_weather/);
+    await expect.poll(() => text('session-timeline')).toContain('summary');
+    await check('memory-sessions');
   }, 90_000);
 
-  it('shows analytics charts to a pro user', async () => {
+  it('shows analytics charts (error rate included) to a pro user, and system analytics to an admin', async () => {
+    // Demoted while signed in: the page still asks, and shows the platform's 403 problem.
+    await setRoles(['user']);
     await nav('Analytics');
+    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('Not allowed for your role');
+    await check('analytics-403');
+    await setRoles(['user', 'pro']);
+    await page.reload();
     await page.getByTestId('chart-usage').waitFor();
-    await expect.poll(() => page.locator('.recharts-surface').count()).toBeGreaterThanOrEqual(3);
+    await page.getByTestId('chart-errors').waitFor();
+    await expect.poll(() => page.locator('.recharts-surface').count()).toBeGreaterThanOrEqual(4);
     expect(await page.getByText('Calls', { exact: true }).count()).toBe(1);
+    expect(await page.getByRole('tab', { name: 'System' }).count()).toBe(0);
     await check('analytics');
+
+    await setRoles(['user', 'pro', 'admin']);
+    await page.reload();
+    await expect.poll(() => page.getByTestId('whoami').textContent()).toContain('admin');
+    await tab('System');
+    await page.getByTestId('system-analytics').waitFor();
+    await page.getByTestId('chart-endpoints').locator('.recharts-surface').waitFor();
+    await page.getByText('Slowest (p95)', { exact: true }).click(); // the runs above slept 300 ms
+    await expect.poll(() => text('endpoints')).toContain('POST /v2/agents/:id/invoke');
+    await check('analytics-admin');
   }, 90_000);
+
+  it('connects an account at an OAuth upstream, runs its tool, shows the expired connection and disconnects', async () => {
+    const up = s.oauth!;
+    const f: ConnectionsFixture = { app: built.app, ctx: built.ctx, up, callbackUri: `${base}/connections/callback` };
+    const notes = await registerNotesService(f, await createUser(built.app));
+    const account = `ada-${Date.now().toString(36)}@notes.test`;
+    await nav('Connected accounts');
+    await page.getByText('No connected accounts yet.').waitFor();
+    // A problem answer shows its detail.
+    await field('Service to connect').fill('no-such-service');
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Not found');
+
+    await field('Service to connect').fill(notes.name);
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    // The upstream's own consent page (another origin), then back through the platform's callback.
+    await page.locator('input[name=email]').fill(account);
+    await page.getByRole('button', { name: 'Sign in and allow' }).click();
+    await expect.poll(() => page.url()).toBe(`${base}/console/connections`);
+    await expect.poll(() => text('connect-result')).toMatch(/is active/);
+    await expect.poll(() => text(`connection-${notes.name}`)).toBe('active');
+    await check('connections');
+
+    await nav('Marketplace');
+    await page.getByRole('button', { name: `1 tool of ${notes.name}` }).click();
+    await page.getByRole('button', { name: 'Run tool' }).click();
+    await expect.poll(() => text('tool-result')).toContain(`first note of ${account}`);
+
+    // The upstream revokes the grant; the next call's refresh is refused and the connection expires.
+    const { body: listed } = await call(built.app, { method: 'GET', url: '/connections', headers: { 'x-api-key': s.apiKey } }, 200);
+    const id = listed.data[0].id as string;
+    await up.revoke((await storedConnection(f, id)).refreshToken!);
+    await setExpiry(f, id, 30_000);
+    await page.getByRole('button', { name: 'Run tool' }).click();
+    await page.getByText('Connect your account first').waitFor();
+    await closeDrawer();
+    await nav('Connected accounts');
+    await expect.poll(() => text(`connection-${notes.name}`)).toContain('expired');
+    await page.getByRole('button', { name: `Reconnect ${notes.name}` }).waitFor();
+    await check('connections-expired');
+    await page.getByRole('button', { name: `Disconnect ${notes.name}` }).click();
+    await page.getByText(`${notes.name} disconnected (upstream revocation:`).waitFor();
+    await page.getByText('No connected accounts yet.').waitFor();
+    s.notes = notes.name;
+  }, 90_000);
+
+  it('shows the subscriptions the try-it runs made, with quota bars', async () => {
+    await nav('Subscriptions');
+    // Calls to one's own service are not counted; the other owner's notes service counted ours.
+    const own = page.getByRole('progressbar', { name: 'Weather Now: day quota used' });
+    await own.waitFor({ state: 'attached' });
+    expect(await own.getAttribute('aria-valuenow')).toBe('0');
+    const notes = page.getByRole('progressbar', { name: `${s.notes}: day quota used` });
+    await notes.waitFor();
+    expect(Number(await notes.getAttribute('aria-valuenow'))).toBeGreaterThan(0);
+    await page.getByRole('progressbar', { name: `${s.notes}: month quota used` }).waitFor();
+    expect(await page.getByText(/^Today: [1-9]\d* \/ 100/).count()).toBe(1);
+    await check('subscriptions');
+  }, 60_000);
+
+  it('fits a phone: the navigation opens from the menu button', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.getByRole('button', { name: 'Toggle navigation' }).click();
+      await page.getByRole('navigation').getByRole('link', { name: 'Memory', exact: true }).click();
+      const heading = page.getByRole('heading', { level: 2, name: 'Memory', exact: true });
+      await heading.waitFor();
+      // The navigation closed: the page's title is what is at its place on the screen.
+      await expect
+        .poll(() => heading.evaluate((h) => {
+          const r = h.getBoundingClientRect();
+          return h.contains(document.elementFromPoint(r.left + 4, r.top + r.height / 2));
+        }))
+        .toBe(true);
+      // Nothing wider than the screen.
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await check('phone-memory');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  }, 60_000);
 
   it('signs out and the refresh cookie no longer works', async () => {
     const before = (await page.context().cookies()).find((c) => c.name === 'ap_refresh')!;
@@ -203,4 +546,44 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     const res = await fetch(`${base}/v1/auth/session/refresh`, { method: 'POST', headers: { cookie: `ap_refresh=${before.value}` } });
     expect(res.status).toBe(401);
   });
+
+  it('goes back to sign-in when the session ends elsewhere or expires, and back to the page after signing in', async () => {
+    // The page's clock (Date, timers) is Playwright's: it runs in real time until a test jumps it forward.
+    await page.clock.install();
+    await page.goto(`${base}/console/subscriptions`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await tenantSignIn();
+    await expect.poll(() => page.url()).toBe(`${base}/console/subscriptions`);
+
+    // Signed out in another tab: this tab's access token is dropped too.
+    const other = await page.context().newPage();
+    await other.goto(`${base}/console/api-keys`);
+    await other.getByTestId('whoami').waitFor();
+    await other.getByRole('button', { name: 'Sign out' }).click();
+    await other.getByRole('button', { name: 'Sign in' }).waitFor();
+    await other.close();
+    await page.getByTestId('session-notice').waitFor();
+    await check('session-ended');
+
+    // Signed in again; a day later (the access token lives 24 h) the console renews it through the cookie by itself.
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await tenantSignIn();
+    await expect.poll(() => page.url()).toBe(`${base}/console/subscriptions`);
+    const refreshes: number[] = [];
+    page.on('response', (r) => r.url().endsWith('/v1/auth/session/refresh') && refreshes.push(r.status()));
+    await page.clock.fastForward('25:00:00');
+    await nav('API keys');
+    await page.getByRole('cell', { name: 'laptop', exact: true }).waitFor();
+    expect(refreshes).toEqual([200]);
+
+    // The refresh token is revoked elsewhere; the next day the renewal is refused: back to sign-in, on the same page.
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'ap_refresh')!;
+    expect((await fetch(`${base}/v1/auth/session`, { method: 'DELETE', headers: { cookie: `ap_refresh=${cookie.value}` } })).status).toBe(204);
+    await page.clock.fastForward('25:00:00');
+    await page.getByRole('navigation').getByRole('link', { name: 'Agents', exact: true }).click();
+    await page.getByTestId('session-notice').waitFor();
+    expect(refreshes).toHaveLength(2);
+    expect(refreshes[1]).toBeGreaterThanOrEqual(400);
+    expect(page.url()).toBe(`${base}/console/agents`);
+  }, 90_000);
 });

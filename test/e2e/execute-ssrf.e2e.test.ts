@@ -4,22 +4,24 @@
  * are refused before any byte reaches the target. All traffic stays on loopback: host names are
  * resolved by a test resolver, and refused targets are never connected to.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { setUpstreamResolver, type HostResolver } from '../../src/upstream/http.js';
 import { createUser, setupApp } from '../helpers/app.js';
 import { execute, expectHttp, httpCall, listen, newSession, registerService } from '../helpers/exec.js';
 import { startToolUpstream } from '../helpers/tool-upstream.js';
 
 const TEST_HOSTS: Record<string, string> = { 'loopback.example.test': '127.0.0.1', 'hop.example.test': '127.0.0.1' };
-const previous: HostResolver = setUpstreamResolver(async (host) => (TEST_HOSTS[host] ? [{ address: TEST_HOSTS[host], family: 4 }] : previous(host)));
-afterAll(() => {
-  setUpstreamResolver(previous);
-});
+/** Both apps resolve the test host names to loopback (fake DNS, per app). */
+function fakeDns(ctx: Parameters<typeof setUpstreamResolver>[0]): void {
+  const previous: HostResolver = setUpstreamResolver(ctx, async (host) => (TEST_HOSTS[host] ? [{ address: TEST_HOSTS[host], family: 4 }] : previous(host)));
+}
 
-const { app } = await setupApp({ ALLOW_LOOPBACK_UPSTREAMS: 'off' });
+const { app, ctx } = await setupApp({ ALLOW_LOOPBACK_UPSTREAMS: 'off' });
+fakeDns(ctx);
 const base = await listen(app);
 /** A second app with loopback admitted, for the redirect cases (its first hop must be reachable). */
 const second = await setupApp({ ALLOW_LOOPBACK_UPSTREAMS: 'on' });
+fakeDns(second.ctx);
 const secondBase = await listen(second.app);
 const upstream = await startToolUpstream();
 

@@ -1,8 +1,10 @@
 /**
- * The real entry point as a child process, started like `npm start` (`node --import tsx src/main.ts`;
- * no `tsx` CLI wrapper, whose signal relay SIGKILLs a busy child after 60 ms): a bad environment value stops it
- * with one line naming the variable; SIGTERM lets an in-flight request finish, closes storage and
- * exits 0; data on the embedded PGlite store survives a restart.
+ * The real entry point as a child process (`node --import tsx src/main.ts`; no `tsx` CLI wrapper,
+ * whose signal relay SIGKILLs a busy child after 60 ms): a bad environment value stops it with one
+ * line naming the variable. Started through `npm start` itself (npm → `sh -c exec node …`):
+ * SIGTERM and SIGINT sent to npm reach the server, which lets an in-flight request finish, closes
+ * storage, frees the port and exits 0; each request is one log line; data on the embedded PGlite
+ * store survives a restart.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,26 +26,36 @@ describe('node --import tsx src/main.ts (npm start)', () => {
     expect(lines[0]).toMatch(/PORT/);
   }, 180_000);
 
-  it('finishes an in-flight request on SIGTERM, exits 0, and keeps the data for the next start', async () => {
+  it('npm start: SIGTERM to npm finishes an in-flight request and frees the port, one log line per request, data kept for the next start', async () => {
     const port = String(await freePort());
     const env = { PORT: port, PUBLIC_URL: `http://127.0.0.1:${port}`, DATA_DIR: dataDir };
-    const first = start(env);
+    // debug: the arrival of a request is logged ("request received"), so the test knows it is in flight
+    const first = start({ ...env, LOG_LEVEL: 'debug' }, { via: 'npm' });
     const ready = JSON.parse(await first.waitFor(/agent platform ready/));
     expect(ready.startup_ms).toBeGreaterThan(0);
 
-    // a request (scrypt hashing takes a while) is in flight when SIGTERM arrives
+    // a request (scrypt hashing takes a while) is in flight when SIGTERM reaches npm
     const creds = { email: 'persist@example.test', password: 'survives restarts' };
-    const pending = fetch(`${first.base}/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
-    await first.waitFor(/"url":"\/auth\/register".*incoming request|incoming request.*"url":"\/auth\/register"/);
+    const pending = fetch(`${first.base}/auth/register?code=query-secret`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
+    await first.waitFor(/"url":"\/auth\/register.*request received/);
     first.child.kill('SIGTERM');
     const res = await pending;
     expect(res.status).toBe(201);
     const { code } = await first.exited;
     expect(code).toBe(0);
-    expect(first.lines.some((l) => /shutting down/.test(l))).toBe(true);
+    expect(first.lines.some((l) => /"signal":"SIGTERM".*shutting down/.test(l))).toBe(true);
+    // the server itself is gone (not left running behind npm): the port is free
+    await expect(fetch(`${first.base}/healthz`)).rejects.toThrow();
 
-    // same DATA_DIR: the user is still there
-    const second = start(env);
+    // one info line for the request: route, status, duration, request id; no secret
+    const info = first.lines.map((l) => JSON.parse(l)).filter((l) => l.level >= 30 && l.req?.url?.startsWith('/auth/register'));
+    expect(info).toHaveLength(1);
+    expect(info[0]).toMatchObject({ msg: 'request', route: '/auth/register', res: { statusCode: 201 }, reqId: res.headers.get('x-request-id'), req: { method: 'POST', url: '/auth/register?code=[redacted]' } });
+    expect(info[0].responseTime).toBeGreaterThan(0);
+    expect(first.lines.join('\n')).not.toMatch(/survives restarts|query-secret/);
+
+    // same DATA_DIR: the user is still there (SIGINT through npm this time)
+    const second = start(env, { via: 'npm' });
     await second.waitFor(/agent platform ready/);
     const login = await fetch(`${second.base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
     expect(login.status).toBe(200);

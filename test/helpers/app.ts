@@ -74,11 +74,14 @@ export async function createUser(app: FastifyInstance, opts: { roles?: string[];
   };
 }
 
-/** `app.inject` that asserts the status and returns the parsed JSON body. */
-export async function call(app: FastifyInstance, opts: InjectOptions, status: number): Promise<{ res: LightMyRequestResponse; body: any }> {
+/**
+ * `app.inject` that asserts the status and returns the parsed JSON body, typed as `T` when the
+ * caller names it (`call<Static<typeof AgentSchema>>(…)`); untyped (`any`) otherwise.
+ */
+export async function call<T = any>(app: FastifyInstance, opts: InjectOptions, status: number): Promise<{ res: LightMyRequestResponse; body: T }> {
   const res = await app.inject(opts);
   if (res.statusCode !== status) throw new Error(`${opts.method} ${opts.url}: expected ${status}, got ${res.statusCode}: ${res.body}`);
-  return { res, body: res.body ? safeJson(res.body) : undefined };
+  return { res, body: (res.body ? safeJson(res.body) : undefined) as T };
 }
 
 function safeJson(s: string): unknown {

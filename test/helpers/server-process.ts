@@ -23,10 +23,13 @@ export interface ServerProcess {
 
 /**
  * Spawn `node --import tsx src/main.ts` in the project root with `env` on top of a minimal
- * environment (PATH, HOME, NODE_ENV=test, LOG_LEVEL=info, HOST=127.0.0.1).
+ * environment (PATH, HOME, NODE_ENV=test, LOG_LEVEL=info, HOST=127.0.0.1). `via: 'npm'` starts
+ * it as people do, `npm start` (without the `prestart` console build: `--ignore-scripts`), so
+ * `child` is the npm process and signals go through npm and its `sh -c`.
  */
-export function startServerProcess(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export function startServerProcess(env: Record<string, string>, opts: { via?: 'node' | 'npm' } = {}): ServerProcess {
+  const [cmd, args] = opts.via === 'npm' ? ['npm', ['start', '--silent', '--ignore-scripts']] : [process.execPath, ['--import', 'tsx', 'src/main.ts']];
+  const child = spawn(cmd, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -163,5 +163,19 @@ describe('agents, agentMemory, permissions, deployments', () => {
     const followed = [];
     for await (const l of owner.deployments.logs(agent.id, { executionId: exe.id, follow: true, pollMs: 100 })) followed.push(l);
     expect(followed.map((l) => l.stream).sort()).toEqual(['stderr', 'stdout']);
+    expect(followed.every((l) => l.execution_id === exe.id)).toBe(true);
+
+    // Following the agent (SSE) outlives each run's `end` event: lines of two runs arrive, each naming its run.
+    const abort = new AbortController();
+    const tail: Array<{ execution_id?: string; message: string }> = [];
+    const following = (async () => {
+      for await (const l of owner.deployments.logs(agent.id, { follow: true, signal: abort.signal })) tail.push(l);
+    })();
+    await new Promise((r) => setTimeout(r, 200)); // the stream is open before the runs start
+    const runs = [await owner.deployments.invoke(agent.id, { input: { n: 1 } }), await owner.deployments.invoke(agent.id, { input: { n: 2 } })];
+    await until(async () => tail.length, (n) => n >= 4, 10_000);
+    abort.abort();
+    await following;
+    expect(new Set(tail.map((l) => l.execution_id))).toEqual(new Set(runs.map((r) => r.id)));
   });
 });

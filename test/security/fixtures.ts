@@ -18,11 +18,15 @@ import { call, createUser, type TestUser } from '../helpers/app.js';
 
 /** E-mail that gets `admin` at sign-up: pass `ADMIN_EMAILS: ROOT_EMAIL` to setupApp (unique per process: test files share a PostgreSQL database). */
 export const ROOT_EMAIL = `root-${randomBytes(6).toString('hex')}@security.test`;
+const ROOT_PASSWORD = `pw-${randomBytes(12).toString('hex')}`;
 
 /** The bootstrap admin (needs `ADMIN_EMAILS: ROOT_EMAIL`), signed up and in with a password; it grants the other roles through the admin API. */
 export async function rootAdmin(app: FastifyInstance): Promise<TestUser> {
-  const password = `pw-${randomBytes(12).toString('hex')}`;
-  await call(app, { method: 'POST', url: '/auth/register', payload: { email: ROOT_EMAIL, password } }, 201);
+  const password = ROOT_PASSWORD;
+  // Test files of one worker share this module (and, on PostgreSQL, one database): the second
+  // file finds the admin already registered (409) and signs in with the same password.
+  const registered = await app.inject({ method: 'POST', url: '/auth/register', payload: { email: ROOT_EMAIL, password } });
+  if (registered.statusCode !== 201 && registered.statusCode !== 409) throw new Error(`POST /auth/register: ${registered.statusCode} ${registered.body}`);
   const { body } = await call(app, { method: 'POST', url: '/auth/login', payload: { email: ROOT_EMAIL, password } }, 200);
   const headers = { authorization: `Bearer ${body.access_token}` };
   const me = await call(app, { method: 'GET', url: '/v1/auth/me', headers }, 200);

@@ -6,6 +6,8 @@
  * (CI's second pass) and haproxy is installed (`.ci/run` installs it).
  */
 import { randomBytes } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Browser, fetchSend } from '../helpers/browser.js';
 import { expectHttp, httpCall } from '../helpers/exec.js';
@@ -161,6 +163,60 @@ describe.skipIf(!available.ok)(`topology: 2 API instances + worker + HAProxy on 
     for (let i = 0; i < 40; i++) hits.push(await httpCall(at(i), 'GET', '/v1/auth/me', { headers: plain.headers }));
     expect(hits.filter((r) => r.status === 200).length).toBe(30);
     expect(hits.filter((r) => r.status === 429).length).toBe(10);
+  }, 120_000);
+
+  it('an MCP session continues when consecutive requests land on different instances', async () => {
+    const api = await startJsonApi();
+    const owner = await testUser(A);
+    const svc = await registerWeather(A, owner, api.url);
+    await publishThroughWorker(owner, svc.id, api);
+    const user = await testUser(B, ['pro']);
+    await expectHttp(A, 'POST', '/subscriptions', 201, { headers: user.headers, body: { service_id: svc.id, plan: 'free' } });
+
+    // The SDK's own client; its fetch sends request n to instance n % 2 (initialize on A, the next on B, …).
+    const served: Array<{ on: string; method: string; session: string | null; status: number }> = [];
+    let n = 0;
+    const alternate = async (url: string | URL, init?: RequestInit) => {
+      const on = at(n++);
+      const target = new URL(String(url));
+      const res = await fetch(`${on}${target.pathname}${target.search}`, init);
+      served.push({ on, method: init?.method ?? 'GET', session: new Headers(init?.headers).get('mcp-session-id'), status: res.status });
+      return res;
+    };
+    const client = new Client({ name: 'topology-mcp', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${c.lb}/mcp`), { requestInit: { headers: user.headers }, fetch: alternate });
+    await client.connect(transport);
+    const sid = transport.sessionId!;
+    expect(sid).toMatch(/^mcs_/);
+    const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: any };
+
+    const runs = [];
+    for (let i = 0; i < 4; i++) runs.push(await call('execute_tool', { service: svc.name, tool: 'get_weather', arguments: { city: `mcp${i}` } }));
+    expect(runs.every((r) => !r.isError && r.structuredContent.status === 'succeeded')).toBe(true);
+    // One platform session for the MCP session, whichever instance created it.
+    expect(new Set(runs.map((r) => r.structuredContent.session_id)).size).toBe(1);
+    const stored = await call('remember', { content: `The ${svc.name} forecast for Oslo says sleet tomorrow` });
+    expect(stored.isError).toBeFalsy();
+    const recalled = await call('recall', { query: `sleet Oslo ${svc.name}`, limit: 3 });
+    expect(recalled.structuredContent.memories.map((m: any) => m.id)).toContain(stored.structuredContent.id);
+
+    // Every POST after initialize carried the same session id, and both instances served it.
+    const posts = served.filter((s) => s.method === 'POST' && s.session);
+    expect(posts.length).toBeGreaterThanOrEqual(6);
+    expect(posts.every((s) => s.session === sid && (s.status === 200 || s.status === 202))).toBe(true); // 202: notifications
+    expect(new Set(posts.map((s) => s.on))).toEqual(new Set([A, B]));
+
+    // Ended on one instance, the session is gone on the other (404: the client must initialize again).
+    await transport.terminateSession();
+    const after = await fetch(`${served.at(-1)!.on === A ? B : A}/mcp`, {
+      method: 'POST',
+      headers: { ...user.headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
+    });
+    expect(served.at(-1)!.method).toBe('DELETE');
+    expect(after.status).toBe(404);
+    await client.close();
+    await api.close();
   }, 120_000);
 
   it('agent memory ETags hold across instances', async () => {

@@ -1,68 +1,42 @@
-import { Button, Group, Stack, Table, TextInput, Title, VisuallyHidden } from '@mantine/core';
+import { Button, Group, Stack, Table, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
-import { api, listAll } from '../api';
-import { ProblemAlert, SecretOnce, Section, fmtDate, useLoad } from '../ui';
-
-interface Key {
-  id: string;
-  name: string;
-  prefix: string;
-  last_used_at: string | null;
-  expires_at: string | null;
-  created_at: string;
-}
+import { all, client } from '../api';
+import { ProblemAlert, SecretOnce, Section, TableHead, fmtDate, useAction, useLoad } from '../ui';
 
 export function ApiKeysPage() {
-  const keys = useLoad(() => listAll<Key>('/api-keys'));
+  const keys = useLoad(() => all(client.apiKeys.list({ limit: 100 })));
   const [name, setName] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const { error, act } = useAction();
 
-  const create = async () => {
-    setError(null);
-    try {
-      const k = await api<{ key: string }>('POST', '/api-keys', { name });
+  const create = () =>
+    act(async () => {
+      const k = await client.apiKeys.create({ name });
       setSecret(k.key);
       setName('');
       keys.reload();
-    } catch (e) {
-      setError(e);
-    }
-  };
-  const revoke = async (id: string) => {
-    try {
-      await api('DELETE', `/api-keys/${id}`);
+    });
+  const revoke = (id: string) =>
+    act(async () => {
+      await client.apiKeys.revoke(id);
       keys.reload();
-    } catch (e) {
-      setError(e);
-    }
-  };
+    });
 
   return (
     <Stack>
       <Title order={2}>API keys</Title>
       <Group align="end">
-        <TextInput label="Key name" value={name} onChange={(e) => setName(e.currentTarget.value)} placeholder="laptop" />
+        <TextInput label="Key name" value={name} onChange={(e) => setName(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Enter' && name.trim() && void create()} placeholder="laptop" />
         <Button onClick={() => void create()} disabled={!name.trim()}>
           Create key
         </Button>
       </Group>
       {secret ? <SecretOnce label="API key" value={secret} /> : null}
       <ProblemAlert error={error} />
-      <Section state={keys} empty={(d) => d.length === 0}>
+      <Section state={keys} empty={(d) => d.length === 0} emptyText="No API keys yet: create one above.">
         {(d) => (
           <Table striped>
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>Name</Table.Th>
-                <Table.Th>Prefix</Table.Th>
-                <Table.Th>Last used</Table.Th>
-                <Table.Th>Created</Table.Th>
-                <Table.Th>
-                  <VisuallyHidden>Actions</VisuallyHidden>
-                </Table.Th>
-              </Table.Tr>
-            </Table.Thead>
+            <TableHead columns={['Name', 'Prefix', 'Last used', 'Created', { hidden: 'Actions' }]} />
             <Table.Tbody>
               {d.map((k) => (
                 <Table.Tr key={k.id}>

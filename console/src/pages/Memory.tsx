@@ -1,54 +1,66 @@
-import { Badge, Button, Card, Group, Slider, Stack, Text, TextInput, Textarea, Title } from '@mantine/core';
+/** Memory explorer: add and search memories (with a similarity threshold), and sessions' summaries and timelines. */
+import { Badge, Button, Card, Group, Slider, Stack, Tabs, Text, TextInput, Textarea, Title } from '@mantine/core';
 import { useState } from 'react';
-import { api } from '../api';
-import { ProblemAlert, fmtDate } from '../ui';
+import { client, type Result } from '../api';
+import { ProblemAlert, fmtDate, useAction } from '../ui';
+import { MemorySessions } from './MemorySessions';
 
-interface Hit {
-  id: string;
-  content: string;
-  source: string;
-  similarity: number;
-  score: number;
-  created_at: string;
-}
+type Hit = Result<'memory.search'>['data'][number];
 
 export function MemoryPage() {
+  return (
+    <Stack>
+      <Title order={2}>Memory</Title>
+      <Tabs defaultValue="search" keepMounted={false}>
+        <Tabs.List aria-label="Memory">
+          <Tabs.Tab value="search">Search</Tabs.Tab>
+          <Tabs.Tab value="sessions">Sessions</Tabs.Tab>
+        </Tabs.List>
+        <Tabs.Panel value="search" pt="md">
+          <MemorySearch />
+        </Tabs.Panel>
+        <Tabs.Panel value="sessions" pt="md">
+          <MemorySessions />
+        </Tabs.Panel>
+      </Tabs>
+    </Stack>
+  );
+}
+
+function MemorySearch() {
   const [q, setQ] = useState('');
   const [threshold, setThreshold] = useState(0.3);
   const [hits, setHits] = useState<Hit[] | null>(null);
   const [content, setContent] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const search = async (t = threshold) => {
-    setError(null);
-    try {
-      const r = await api<{ data: Hit[] }>('GET', `/memory/search?q=${encodeURIComponent(q)}&threshold=${t}&limit=20`);
-      setHits(r.data);
-    } catch (e) {
-      setError(e);
-    }
-  };
-  const add = async () => {
-    setError(null);
-    try {
-      await api('POST', '/memory', { content });
+  const [added, setAdded] = useState<string | null>(null);
+  const { error, act } = useAction();
+  const search = (t = threshold) =>
+    act(async () => {
+      setHits((await client.memory.search({ q, threshold: t, limit: 20 })).data);
+    });
+  const add = () =>
+    act(async () => {
+      const m = await client.memory.add({ content });
+      setAdded(`Remembered (${m.id}).`);
       setContent('');
-    } catch (e) {
-      setError(e);
-    }
-  };
+    });
   return (
     <Stack>
-      <Title order={2}>Memory</Title>
       <Card withBorder>
         <Stack>
           <Textarea label="Remember" value={content} onChange={(e) => setContent(e.currentTarget.value)} autosize minRows={2} />
           <Button onClick={() => void add()} disabled={!content.trim()}>
             Add memory
           </Button>
+          {added ? (
+            <Text size="sm" role="status">
+              {added}
+            </Text>
+          ) : null}
         </Stack>
       </Card>
       <Group align="end">
-        <TextInput label="Search memory" value={q} onChange={(e) => setQ(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Enter' && void search()} style={{ flex: 1 }} />
+        <TextInput label="Search memory" value={q} onChange={(e) => setQ(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Enter' && q.trim() && void search()} style={{ flex: 1 }} />
         <Button onClick={() => void search()} disabled={!q.trim()}>
           Search
         </Button>

@@ -1,24 +1,8 @@
-import { Badge, Button, Card, Code, Group, JsonInput, List, SegmentedControl, Stack, Table, Text, TextInput, Title, VisuallyHidden } from '@mantine/core';
-import { useEffect, useState } from 'react';
-import { api, listAll } from '../api';
-import { ProblemAlert, SecretOnce, Section, useLoad } from '../ui';
-
-interface OwnService {
-  id: string;
-  name: string;
-  status: string;
-  base_url: string;
-  tools?: Array<{ id: string; name: string }>;
-}
-interface Check {
-  status: 'passed' | 'failed' | 'pending' | string;
-  detail?: string | null;
-}
-interface Status {
-  status: string;
-  verification: { state: string; tests: Array<{ tool: string; status: string; error?: string | null }> };
-  checklist: Record<string, Check>;
-}
+import { Badge, Button, Card, JsonInput, SegmentedControl, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useState } from 'react';
+import { all, client, type Body } from '../api';
+import { ProblemAlert, SecretOnce, Section, TableHead, useAction, useLoad } from '../ui';
+import { ServicePanel } from './services/ServicePanel';
 
 const EXAMPLE = JSON.stringify(
   { name: 'weather', description: 'Weather by city', base_url: 'https://api.example.com', tools: [{ name: 'get_weather', description: 'Weather for a city', method: 'GET', path: '/weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }] },
@@ -27,27 +11,28 @@ const EXAMPLE = JSON.stringify(
 );
 
 export function ServicesPage() {
-  const services = useLoad(() => listAll<OwnService>('/owner/services'));
+  const services = useLoad(() => all(client.services.listOwn({ limit: 100 })));
   const [mode, setMode] = useState('manifest');
   const [manifest, setManifest] = useState(EXAMPLE);
   const [url, setUrl] = useState('');
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError, act } = useAction();
   const [secret, setSecret] = useState<string | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
 
-  const register = async () => {
-    setError(null);
-    try {
-      const body = mode === 'manifest' ? JSON.parse(manifest) : mode === 'openapi' ? { name, openapi_url: url } : { name, mcp_url: url };
-      const s = await api<{ id: string; signing_secret: string }>('POST', '/owner/services', body);
-      setSecret(s.signing_secret);
+  const register = () =>
+    act(async () => {
+      let body: Body<'registry.register'>;
+      try {
+        body = mode === 'manifest' ? (JSON.parse(manifest) as Body<'registry.register'>) : mode === 'openapi' ? { name, openapi_url: url } : { name, mcp_url: url };
+      } catch (e) {
+        return setError(new Error(`The manifest is not valid JSON: ${(e as Error).message}`));
+      }
+      const s = await client.services.register(body);
+      setSecret(s.signing_secret ?? null);
       setSelected(s.id);
       services.reload();
-    } catch (e) {
-      setError(e instanceof SyntaxError ? new Error(`The manifest is not valid JSON: ${e.message}`) : e);
-    }
-  };
+    });
 
   return (
     <Stack>
@@ -70,7 +55,7 @@ export function ServicesPage() {
           ) : (
             <>
               <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
-              <TextInput label={mode === 'openapi' ? 'OpenAPI document URL' : 'MCP server URL'} value={url} onChange={(e) => setUrl(e.currentTarget.value)} />
+              <TextInput label={mode === 'openapi' ? 'OpenAPI document URL' : 'MCP endpoint URL (Streamable HTTP)'} value={url} onChange={(e) => setUrl(e.currentTarget.value)} />
             </>
           )}
           <Button onClick={() => void register()}>Register</Button>
@@ -78,30 +63,29 @@ export function ServicesPage() {
           {secret ? <SecretOnce label="Signing secret (verify our requests with it)" value={secret} /> : null}
         </Stack>
       </Card>
-      <Section state={services} empty={(d) => d.length === 0}>
+      <Section state={services} empty={(d) => d.length === 0} emptyText="No services yet: register one above.">
         {(d) => (
           <Table>
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>Service</Table.Th>
-                <Table.Th>Status</Table.Th>
-                <Table.Th>Base URL</Table.Th>
-                <Table.Th>
-                  <VisuallyHidden>Actions</VisuallyHidden>
-                </Table.Th>
-              </Table.Tr>
-            </Table.Thead>
+            <TableHead columns={['Service', 'Status', 'Base URL', { hidden: 'Actions' }]} />
             <Table.Tbody>
               {d.map((s) => (
                 <Table.Tr key={s.id}>
-                  <Table.Td>{s.name}</Table.Td>
+                  <Table.Td>
+                    {s.display_name || s.name}
+                    {s.display_name && s.display_name !== s.name ? (
+                      <Text span size="xs" c="dimmed">
+                        {' '}
+                        ({s.name})
+                      </Text>
+                    ) : null}
+                  </Table.Td>
                   <Table.Td>
                     <Badge color={s.status === 'published' ? 'green' : 'gray'}>{s.status}</Badge>
                   </Table.Td>
                   <Table.Td>{s.base_url}</Table.Td>
                   <Table.Td>
-                    <Button size="xs" variant="light" onClick={() => setSelected(s.id)} aria-label={`Publish checklist of ${s.name}`}>
-                      Publish checklist
+                    <Button size="xs" variant="light" onClick={() => setSelected(s.id)} aria-label={`Manage ${s.name}`}>
+                      Manage
                     </Button>
                   </Table.Td>
                 </Table.Tr>
@@ -110,79 +94,8 @@ export function ServicesPage() {
           </Table>
         )}
       </Section>
-      {selected ? <PublishPanel key={selected} serviceId={selected} onChange={services.reload} /> : null}
+      {selected ? <ServicePanel key={selected} serviceId={selected} onChange={services.reload} /> : null}
     </Stack>
   );
 }
 
-function PublishPanel({ serviceId, onChange }: { serviceId: string; onChange(): void }) {
-  const [status, setStatus] = useState<Status | null>(null);
-  const [domain, setDomain] = useState<{ status: string; methods: Array<Record<string, string>> } | null>(null);
-  const [tests, setTests] = useState('[]');
-  const [error, setError] = useState<unknown>(null);
-  const refresh = async () => setStatus(await api<Status>('GET', `/v1/services/${serviceId}/publish/verification-status`));
-  useEffect(() => {
-    void refresh().catch(setError);
-    const t = setInterval(() => void refresh().catch(() => undefined), 1000);
-    return () => clearInterval(t);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [serviceId]);
-  const step = async (fn: () => Promise<unknown>) => {
-    setError(null);
-    try {
-      await fn();
-      await refresh();
-      onChange();
-    } catch (e) {
-      setError(e);
-    }
-  };
-  return (
-    <Card withBorder>
-      <Stack>
-        <Title order={3}>Publish checklist</Title>
-        {status ? (
-          <List aria-label="Checklist">
-            {Object.entries(status.checklist).map(([k, c]) => (
-              <List.Item key={k}>
-                <Group gap="xs">
-                  <Badge color={c.status === 'passed' ? 'green' : c.status === 'failed' ? 'red' : 'gray'} data-testid={`check-${k}`}>
-                    {c.status}
-                  </Badge>
-                  <Text size="sm">{k.replaceAll('_', ' ')}</Text>
-                  {c.detail ? <Text size="xs" c="dimmed">{c.detail}</Text> : null}
-                </Group>
-              </List.Item>
-            ))}
-          </List>
-        ) : null}
-        <Text size="sm">Service status: {status?.status ?? '…'}</Text>
-        <Group>
-          <Button size="xs" onClick={() => void step(async () => setDomain(await api('POST', `/v1/services/${serviceId}/verify-domain`)))}>
-            Verify domain
-          </Button>
-        </Group>
-        {domain ? (
-          <Stack gap={4}>
-            <Text size="sm">Domain: {domain.status}. Prove ownership with one of:</Text>
-            {domain.methods.map((m, i) => (
-              <Code key={i} block>
-                {m.type === 'dns' ? `TXT ${m.name} = ${m.value}` : `${m.url} containing ${m.content}`}
-              </Code>
-            ))}
-          </Stack>
-        ) : null}
-        <JsonInput label="Test calls (verification config)" value={tests} onChange={setTests} autosize minRows={2} />
-        <Group>
-          <Button size="xs" variant="light" onClick={() => void step(() => api('POST', `/v1/services/${serviceId}/verification-config`, { tests: JSON.parse(tests) }))}>
-            Save test calls
-          </Button>
-          <Button size="xs" color="green" onClick={() => void step(() => api('POST', `/v1/services/${serviceId}/publish`))}>
-            Publish
-          </Button>
-        </Group>
-        <ProblemAlert error={error} />
-      </Stack>
-    </Card>
-  );
-}

@@ -4,8 +4,9 @@
  * Credentials (explicit options win over the environment; the first that is set applies):
  * `apiKey` → `X-API-Key`; `clientId` + `clientSecret` → an agent token by client credentials,
  * renewed; `accessToken` (+ `refreshToken`) or tokens already in `tokenStorage` → a user's bearer
- * token, refreshed before it expires and once on a 401 `token_expired`. With none, the client is
- * anonymous until `auth.login()` / `auth.callback()` stores tokens.
+ * token, refreshed before it expires and once on a 401 `token_expired`; `browserSession` → a web app
+ * on the platform's origin whose refresh token is the platform's HttpOnly session cookie. With none,
+ * the client is anonymous until `auth.login()` / `auth.callback()` stores tokens.
  */
 import createClient from 'openapi-fetch';
 import { Authenticator, type Credentials } from './credentials.js';
@@ -13,6 +14,7 @@ import type { Core } from './core.js';
 import type { paths } from './generated/openapi.js';
 import { AgentsResource, DeploymentsResource, PermissionsResource } from './resources/agents.js';
 import { AnalyticsResource } from './resources/analytics.js';
+import { ConnectionsResource } from './resources/connections.js';
 import { PublishingResource, SearchResource, ServicesResource, SessionsResource, SubscriptionsResource } from './resources/catalog.js';
 import { AdminResource, ApiKeysResource, AuthResource } from './resources/identity.js';
 import { AgentMemoryResource, MemoryResource } from './resources/memory.js';
@@ -30,6 +32,15 @@ export interface AgentPlatformOptions {
   refreshToken?: string;
   /** Expiry of `accessToken`, ms since the epoch or a Date (default: the JWT's `exp`). */
   expiresAt?: number | Date;
+  /**
+   * A first-party web app served from the platform's origin (the console): sign in with
+   * `auth.startSession()`, restore a session on page load with `auth.refresh()`, sign out with
+   * `auth.endSession()`. The refresh token is the HttpOnly cookie the platform sets (spec
+   * "Authentication" 8: never readable by scripts); the access token lives in `tokenStorage`
+   * (memory) and is renewed by `POST /v1/auth/session/refresh` before it expires and once on a 401
+   * `token_expired`. The environment is not read for credentials.
+   */
+  browserSession?: boolean;
   /** An agent's client credentials (env `AGENT_PLATFORM_CLIENT_ID` / `AGENT_PLATFORM_CLIENT_SECRET`). */
   clientId?: string;
   clientSecret?: string;
@@ -74,6 +85,7 @@ export class AgentPlatform {
   readonly permissions: PermissionsResource;
   readonly deployments: DeploymentsResource;
   readonly analytics: AnalyticsResource;
+  readonly connections: ConnectionsResource;
 
   constructor(options: AgentPlatformOptions = {}) {
     const env = options.env ?? processEnv();
@@ -82,10 +94,11 @@ export class AgentPlatform {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
 
-    const explicit = !!(options.apiKey || options.clientId || options.accessToken || options.refreshToken);
+    const explicit = !!(options.apiKey || options.clientId || options.accessToken || options.refreshToken || options.browserSession);
     let credentials: Credentials = { kind: 'user' };
     let initial = null;
-    if (options.apiKey) credentials = { kind: 'apiKey', apiKey: options.apiKey };
+    if (options.browserSession) credentials = { kind: 'session' };
+    else if (options.apiKey) credentials = { kind: 'apiKey', apiKey: options.apiKey };
     else if (options.clientId && options.clientSecret) credentials = { kind: 'client', clientId: options.clientId, clientSecret: options.clientSecret };
     else if (options.accessToken || options.refreshToken) {
       const expiresAt = options.expiresAt instanceof Date ? options.expiresAt.getTime() : (options.expiresAt ?? (options.accessToken ? jwtExpiry(options.accessToken) : Date.now() - 1));
@@ -115,5 +128,6 @@ export class AgentPlatform {
     this.permissions = new PermissionsResource(core);
     this.deployments = new DeploymentsResource(core);
     this.analytics = new AnalyticsResource(core);
+    this.connections = new ConnectionsResource(core);
   }
 }

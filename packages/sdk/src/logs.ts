@@ -38,7 +38,7 @@ export async function* streamLogs(core: Core, reader: ExecutionReader, agentId: 
     throw err;
   }
   if (res.ok) {
-    if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) yield* readEvents(res, opts.signal);
+    if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) yield* readEvents(res, !!opts.executionId, opts.signal);
     else {
       const body = (await res.json()) as { data?: unknown[]; logs?: unknown[] };
       for (const item of body.data ?? body.logs ?? []) yield toEvent(item);
@@ -51,7 +51,8 @@ export async function* streamLogs(core: Core, reader: ExecutionReader, agentId: 
   yield* pollExecutions(reader, agentId, opts);
 }
 
-async function* readEvents(res: Response, signal?: AbortSignal): AsyncGenerator<LogEvent> {
+/** SSE `log` events as lines. An `end` event closes one run: the stream of that run, not an agent's tail (it carries one `end` per run). */
+async function* readEvents(res: Response, oneRun: boolean, signal?: AbortSignal): AsyncGenerator<LogEvent> {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (e) => queue.push(e) });
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
@@ -62,7 +63,10 @@ async function* readEvents(res: Response, signal?: AbortSignal): AsyncGenerator<
       parser.feed(value);
       while (queue.length) {
         const e = queue.shift()!;
-        if (e.event === 'end' || e.event === 'done') return;
+        if (e.event === 'end' || e.event === 'done') {
+          if (oneRun) return;
+          continue;
+        }
         const ev = toEvent(parseData(e.data));
         if (ev.message !== '') yield ev;
       }
@@ -108,11 +112,15 @@ function toEvent(item: unknown): LogEvent {
   if (typeof item === 'string') return { message: item };
   const o = (item ?? {}) as Record<string, unknown>;
   const message = typeof o.message === 'string' ? o.message : typeof o.line === 'string' ? o.line : typeof o.text === 'string' ? o.text : '';
+  // The platform names the run `invocation_id` in log lines.
+  const run = typeof o.execution_id === 'string' ? o.execution_id : typeof o.invocation_id === 'string' ? o.invocation_id : undefined;
   return {
     message,
-    ...(typeof o.execution_id === 'string' ? { execution_id: o.execution_id } : {}),
+    ...(run ? { execution_id: run } : {}),
     ...(typeof o.ts === 'string' ? { ts: o.ts } : {}),
-    ...(o.stream === 'stdout' || o.stream === 'stderr' ? { stream: o.stream } : {}),
+    ...(o.stream === 'stdout' || o.stream === 'stderr' || o.stream === 'platform' ? { stream: o.stream } : {}),
+    ...(o.level === 'info' || o.level === 'warn' || o.level === 'error' ? { level: o.level } : {}),
+    ...(o.fields && typeof o.fields === 'object' && !Array.isArray(o.fields) ? { fields: o.fields as Record<string, unknown> } : {}),
   };
 }
 

@@ -13,3 +13,4 @@ export * from './deployments.js';
 export * from './analytics.js';
 export * from './mcp.js';
 export * from './connections.js';
+export * from './search.js';

@@ -13,7 +13,7 @@
  * - Cross-agent reads and writes need a live grant (permissions module) and are audited.
  */
 import { UNSTORABLE_MESSAGE, findUnstorable } from '../../lib/nul.js';
-import { and, asc, desc, eq, gt, inArray, isNull, lt, not, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNull, not, or, sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import type { Db, Tx } from '../../db/client.js';
 import { execRows } from '../../db/client.js';
@@ -21,10 +21,11 @@ import { agentMemory, agentMemoryAudit } from '../../db/schema/index.js';
 import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import { decodeCursor, encodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { encodeCursor, keyset, toPage, type Page } from '../../http/pagination.js';
 import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { requireScope } from '../agents/tokens.js';
 import { coveringGrant, liveGrants } from '../permissions/service.js';
+import { EXPIRED, RETURNING, UPSERT_SET, prepareAgentMemoryStatements, type AgentMemoryStatements, type EntryRow } from './statements.js';
 
 /** An entry as the API shows it. */
 export interface EntryView {
@@ -72,67 +73,12 @@ export function parseTagCondition(header: string | undefined, name: 'If-Match' |
 
 type Exec = Db | Tx;
 
-const EXPIRED = sql`(${agentMemory.expiresAt} is not null and ${agentMemory.expiresAt} <= now())`;
 const LIVE = or(isNull(agentMemory.expiresAt), gt(agentMemory.expiresAt, sql`now()`))!;
 
-const RETURNING = {
-  key: agentMemory.key,
-  value: agentMemory.value,
-  version: agentMemory.version,
-  updatedAt: agentMemory.updatedAt,
-  expiresAt: agentMemory.expiresAt,
-};
-
-/** On conflict: replace the value; an expired row restarts at version 1 as if new. */
-const UPSERT_SET = {
-  value: sql`excluded.value`,
-  sizeBytes: sql`excluded.size_bytes`,
-  expiresAt: sql`excluded.expires_at`,
-  updatedAt: sql`now()`,
-  version: sql`case when ${EXPIRED} then 1 else ${agentMemory.version} + 1 end`,
-  createdAt: sql`case when ${EXPIRED} then now() else ${agentMemory.createdAt} end`,
-};
-
-type EntryRow = { key: string; value: unknown; version: number; updatedAt: Date; expiresAt: Date | null };
-
-/**
- * The two hot statements, prepared once per database handle: the point read and the
- * unconditional upsert (no query building per request; named statements on PostgreSQL).
- */
-function prepare(db: Db) {
-  const agentId = sql.placeholder('agentId');
-  const key = sql.placeholder('key');
-  return {
-    get: db
-      .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}` })
-      .from(agentMemory)
-      .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)))
-      .prepare('agent_memory_get'),
-    upsert: db
-      .insert(agentMemory)
-      .values({
-        agentId,
-        key,
-        value: sql`${sql.placeholder('json')}::jsonb`,
-        version: 1,
-        sizeBytes: sql.placeholder('bytes'),
-        expiresAt: sql`case when ${sql.placeholder('ttl')}::int is null then null else now() + make_interval(secs => ${sql.placeholder('ttl')}::int) end`,
-      })
-      .onConflictDoUpdate({ target: [agentMemory.agentId, agentMemory.key], set: UPSERT_SET })
-      .returning(RETURNING)
-      .prepare('agent_memory_upsert'),
-  };
-}
-
-const PREPARED = new WeakMap<Db, ReturnType<typeof prepare>>();
-
-function statements(db: Db): ReturnType<typeof prepare> {
-  let s = PREPARED.get(db);
-  if (!s) {
-    s = prepare(db);
-    PREPARED.set(db, s);
-  }
-  return s;
+/** This app's prepared hot statements (created on first use, held on `ctx`). */
+function statements(ctx: AppContext): AgentMemoryStatements {
+  if (ctx.agentMemoryStatements?.db !== ctx.db) ctx.agentMemoryStatements = prepareAgentMemoryStatements(ctx.db);
+  return ctx.agentMemoryStatements;
 }
 
 function view(r: EntryRow): EntryView {
@@ -160,7 +106,7 @@ function serialise(ctx: AppContext, value: unknown): { json: string; bytes: numb
 
 /** One live entry. @throws AppError not_found (missing or expired; an expired entry is purged) */
 export async function getEntry(ctx: AppContext, agentId: string, key: string): Promise<EntryView> {
-  const [row] = await statements(ctx.db).get.execute({ agentId, key });
+  const [row] = await statements(ctx).get.execute({ agentId, key });
   if (!row) throw notFound('Memory entry');
   if (row.expired) {
     ctx.db
@@ -252,7 +198,7 @@ export async function putEntry(
   }
 
   if (pre.ifNoneMatch === undefined && db === ctx.db) {
-    const [row] = await statements(ctx.db).upsert.execute({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
+    const [row] = await statements(ctx).upsert.execute({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
     const created = row.version === 1;
     if (created) await enforceEntryCap(ctx, db, agentId, key);
     return { entry: view(row), created };
@@ -447,8 +393,7 @@ export async function listAudit(
     if (principal.agentId !== targetId) throw notFound('Agent');
     requireScope(principal, 'memory:read');
   }
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, agentMemoryAudit.id);
   const rows = await ctx.db
     .select()
     .from(agentMemoryAudit)
@@ -457,12 +402,12 @@ export async function listAudit(
         eq(agentMemoryAudit.ownerAgentId, targetId),
         q.actor_agent_id ? eq(agentMemoryAudit.actorAgentId, q.actor_agent_id) : undefined,
         q.action ? eq(agentMemoryAudit.action, q.action) : undefined,
-        after ? lt(agentMemoryAudit.id, after) : undefined,
+        page.after,
       ),
     )
-    .orderBy(desc(agentMemoryAudit.id))
-    .limit(limit + 1);
-  return toPage(rows, limit, (r) => ({
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  return toPage(rows, page.limit, (r) => ({
     id: r.id,
     agent_id: r.ownerAgentId,
     actor_agent_id: r.actorAgentId,

@@ -4,7 +4,7 @@
  *
  * The plugin also installs agent-token verification on `ctx.auth` (see `tokens.ts`).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -29,6 +29,7 @@ import {
   UpdateAgentBody,
 } from './schemas.js';
 import { createAgent, deleteAgent, getAgent, listAgents, rotateSecret, updateAgent } from './service.js';
+import { claimedClientId, readTokenRequest } from './token-request.js';
 import { OAuthError, installAgentAuth, issueAgentToken, type PlatformSigner } from './tokens.js';
 import { listAgentTools, subscribeAgentTool, unsubscribeAgentTool } from './tools.js';
 
@@ -154,74 +155,6 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
 
 const BASIC_REALM = 'Basic realm="agent-platform", charset="UTF-8"';
 
-/** RFC 6749 Appendix B: application/x-www-form-urlencoded decoding of one value. */
-function formDecode(s: string): string {
-  return decodeURIComponent(s.replace(/\+/g, ' '));
-}
-
-/** Client credentials of an `Authorization: Basic` header (RFC 6749 §2.3.1). @throws OAuthError invalid_client */
-function basicCredentials(header: string): { id: string; secret: string } {
-  const m = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header);
-  if (!m) throw new OAuthError('invalid_client', 'Authorization header must be "Basic <base64(client_id:client_secret)>"');
-  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-  const i = decoded.indexOf(':');
-  if (i < 0) throw new OAuthError('invalid_client', 'Basic credentials must be "client_id:client_secret"');
-  try {
-    return { id: formDecode(decoded.slice(0, i)), secret: formDecode(decoded.slice(i + 1)) };
-  } catch {
-    throw new OAuthError('invalid_client', 'Basic credentials are not correctly form-urlencoded');
-  }
-}
-
-/** The client id a request claims (header or body), for the per-client rate limit; no verification. */
-function claimedClientId(req: FastifyRequest): string | null {
-  const h = req.headers.authorization;
-  if (h) {
-    try {
-      return basicCredentials(h).id;
-    } catch {
-      return null;
-    }
-  }
-  const body = req.body as Record<string, unknown> | undefined;
-  return body && typeof body.client_id === 'string' && body.client_id ? body.client_id : null;
-}
-
-/**
- * Read the token request's parameters (RFC 6749 §3.2: empty values count as absent; no parameter
- * may appear twice) and the client credentials (exactly one method).
- * @throws OAuthError invalid_request | unsupported_grant_type | invalid_client
- */
-function readTokenRequest(req: FastifyRequest): { clientId: string; clientSecret: string; scope?: string } {
-  const raw = req.body ?? {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new OAuthError('invalid_request', 'The request body must be form-urlencoded parameters or a JSON object');
-  const params: Record<string, string | undefined> = {};
-  for (const name of ['grant_type', 'scope', 'client_id', 'client_secret']) {
-    const v = (raw as Record<string, unknown>)[name];
-    if (Array.isArray(v)) throw new OAuthError('invalid_request', `Parameter "${name}" is included more than once`);
-    if (v !== undefined && v !== null && typeof v !== 'string') throw new OAuthError('invalid_request', `Parameter "${name}" must be a string`);
-    params[name] = v === '' || v === null ? undefined : (v as string | undefined);
-  }
-  const header = req.headers.authorization;
-  if (header && params.client_secret !== undefined) {
-    throw new OAuthError('invalid_request', 'Use exactly one client authentication method (HTTP Basic or client_secret in the body), not both');
-  }
-  if (params.grant_type === undefined) throw new OAuthError('invalid_request', 'Missing parameter "grant_type"');
-  if (params.grant_type !== 'client_credentials') {
-    throw new OAuthError('unsupported_grant_type', `grant_type "${params.grant_type}" is not supported; use "client_credentials"`);
-  }
-  if (header) {
-    const { id, secret } = basicCredentials(header);
-    if (params.client_id !== undefined && params.client_id !== id) throw new OAuthError('invalid_request', 'client_id in the body does not match the Basic credentials');
-    if (!id || !secret) throw new OAuthError('invalid_client', 'Basic credentials need a client_id and a client_secret');
-    return { clientId: id, clientSecret: secret, scope: params.scope };
-  }
-  if (params.client_id === undefined || params.client_secret === undefined) {
-    throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic (client_secret_basic) or client_id and client_secret in the body (client_secret_post)');
-  }
-  return { clientId: params.client_id, clientSecret: params.client_secret, scope: params.scope };
-}
-
 function sendOAuthError(reply: FastifyReply, err: OAuthError, headers?: Record<string, string>): FastifyReply {
   reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
   if (headers) reply.headers(headers);
@@ -237,7 +170,7 @@ async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext })
     max: tokenRateLimit,
     timeWindow: tokenRateWindowMs,
     keyGenerator: (req) => {
-      const id = claimedClientId(req);
+      const id = claimedClientId(req.body, req.headers.authorization);
       return id ? `agent-token:cid:${id}` : `agent-token:ip:${req.ip}`;
     },
   });
@@ -280,7 +213,7 @@ async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext })
       },
     },
     async (req, reply) => {
-      const input = readTokenRequest(req);
+      const input = readTokenRequest(req.body, req.headers.authorization);
       const token = await issueAgentToken(ctx, input);
       reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
       return token;

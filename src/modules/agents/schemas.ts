@@ -10,7 +10,7 @@ export const SecretSchema = Type.Object({
   id: Type.String({ description: 'secret id (`sec_…`), also the `sid` claim of tokens issued with it' }),
   created_at: Timestamp,
   last_used_at: Nullable(Timestamp),
-  expires_at: Nullable(Timestamp),
+  expires_at: Nullable(Timestamp, { description: 'null while it is the current secret; set when a rotation gave it a grace period' }),
 });
 
 export const AgentSchema = Type.Object({
@@ -20,7 +20,7 @@ export const AgentSchema = Type.Object({
   client_id: Type.String(),
   status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
   metadata: Type.Record(Type.String(), Type.Unknown()),
-  secrets: Type.Array(SecretSchema, { description: 'live client secrets (never the secret itself)' }),
+  secrets: Type.Array(SecretSchema, { description: 'live client secrets, newest first: two during a rotation grace period (never the secret itself)' }),
   created_at: Timestamp,
   updated_at: Timestamp,
   deleted_at: Nullable(Timestamp),

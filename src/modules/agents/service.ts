@@ -7,42 +7,26 @@
  * Token issuance and verification live in `tokens.ts`.
  */
 import { randomBytes } from 'node:crypto';
-import { and, desc, eq, gt, inArray, isNull, lt, lte, ne, or, sql } from 'drizzle-orm';
+import { and, eq, gt, inArray, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentSecrets, agentToolSubscriptions, agents } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { iso, newId, newSecret } from '../../http/ids.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { hashPassword } from '../identity/passwords.js';
 import { invalidateAgentAuth } from './tokens.js';
+import type { Static } from 'typebox';
+import type { AgentSchema, SecretSchema } from './schemas.js';
 
 export type AgentRow = typeof agents.$inferSelect;
 export type AgentStatus = 'active' | 'disabled' | 'deleted';
 
 /** A live client secret as shown on the agent (never the secret itself). */
-export interface SecretView {
-  id: string;
-  created_at: string;
-  last_used_at: string | null;
-  /** Null while it is the current secret; set when a rotation gave it a grace period. */
-  expires_at: string | null;
-}
+export type SecretView = Static<typeof SecretSchema>;
 
 /** The agent record of the API. */
-export interface AgentView {
-  id: string;
-  name: string;
-  description: string | null;
-  client_id: string;
-  status: AgentStatus;
-  metadata: Record<string, unknown>;
-  /** Live client secrets, newest first (two during a rotation grace period). */
-  secrets: SecretView[];
-  created_at: string;
-  updated_at: string;
-  deleted_at: string | null;
-}
+export type AgentView = Static<typeof AgentSchema>;
 
 /** Largest serialised `metadata`, bytes. */
 const MAX_METADATA_BYTES = 16 * 1024;
@@ -114,7 +98,7 @@ export async function findAgent(ctx: AppContext, agentId: string): Promise<{ id:
  * check, so a token request costs exactly one scrypt.
  */
 function newClientSecret(sid: string): string {
-  return `ags_${sid.slice(4)}${randomBytes(32).toString('base64url')}`;
+  return newSecret('ags', sid.slice(4));
 }
 
 function newClientId(): string {
@@ -122,10 +106,6 @@ function newClientId(): string {
 }
 
 // ------------------------------------------------------------------------- views
-
-function iso(d: Date | null): string | null {
-  return d ? d.toISOString() : null;
-}
 
 function view(a: AgentRow, secrets: Array<typeof agentSecrets.$inferSelect>): AgentView {
   const now = Date.now();
@@ -205,16 +185,15 @@ export async function listAgents(
   accountId: string,
   q: { limit?: number; cursor?: string; include_deleted?: boolean },
 ): Promise<Page<AgentView>> {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, agents.id);
   const rows = await ctx.db
     .select()
     .from(agents)
-    .where(and(eq(agents.ownerId, accountId), q.include_deleted ? undefined : ne(agents.status, 'deleted'), after ? lt(agents.id, after) : undefined))
-    .orderBy(desc(agents.id))
-    .limit(limit + 1);
-  const secrets = await secretsOf(ctx, rows.slice(0, limit).map((r) => r.id));
-  return toPage(rows, limit, (r) => view(r, secrets));
+    .where(and(eq(agents.ownerId, accountId), q.include_deleted ? undefined : ne(agents.status, 'deleted'), page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  const secrets = await secretsOf(ctx, rows.slice(0, page.limit).map((r) => r.id));
+  return toPage(rows, page.limit, (r) => view(r, secrets));
 }
 
 /** One agent of the account. @throws AppError not_found (other accounts' and deleted agents too) */

@@ -25,22 +25,13 @@ import type { AgentPrincipal, Principal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { DUMMY_HASH, verifyPassword } from '../identity/passwords.js';
+import type { AgentAuthState, Liveness, PlatformSigner } from './auth-state.js';
+
+export type { PlatformSigner } from './auth-state.js';
 
 /** Scopes an agent token can carry. The default (no `scope` parameter) is all of them. */
 export const AGENT_SCOPES = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'] as const;
 export type AgentScope = (typeof AGENT_SCOPES)[number];
-
-/**
- * What the agents module needs from the identity module: the platform signing key and issuer,
- * the platform-token verifier and the owner's roles. `IdentityService` satisfies it.
- */
-export interface PlatformSigner {
-  readonly keys: { signingKey: CryptoKey; signingKid: string };
-  readonly platformIssuer: string;
-  /** @throws AppError token_expired | invalid_token */
-  verifyPlatformToken(token: string): Promise<JWTPayload>;
-  getUser(userId: string): Promise<{ roles: string[] }>;
-}
 
 /** RFC 6749 §5.2 error codes used by the token endpoint. */
 export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'rate_limited';
@@ -67,24 +58,8 @@ export interface AgentTokenResponse {
   scope: string;
 }
 
-/** Liveness facts of an agent, cached per agent id. */
-interface Liveness {
-  ownerId: string;
-  status: string;
-  /** Live secret id → expiry (epoch ms) or null. */
-  secrets: Map<string, number | null>;
-}
-
-interface AgentAuthState {
-  signer: PlatformSigner;
-  /** Liveness by agent id; evicted on every instance by {@link invalidateAgentAuth}. */
-  cache: SharedCache<Liveness>;
-}
-
-const STATES = new WeakMap<AppContext, AgentAuthState>();
-
 function stateOf(ctx: AppContext): AgentAuthState {
-  const s = STATES.get(ctx);
+  const s = ctx.agentAuth;
   if (!s) throw new Error('agent auth is not installed (installAgentAuth)');
   return s;
 }
@@ -94,9 +69,9 @@ function stateOf(ctx: AppContext): AgentAuthState {
  * the liveness cache (`AGENT_AUTH_CACHE_MS`, 0 = none). Called once per app by the agents routes plugin.
  */
 export async function installAgentAuth(ctx: AppContext, signer: PlatformSigner): Promise<void> {
-  if (STATES.has(ctx)) return;
+  if (ctx.agentAuth) return;
   const cache = SharedCache.of<Liveness>(ctx, { name: 'agents.liveness', max: 50_000, ttlMs: ctx.config.agents.authCacheMs });
-  STATES.set(ctx, { signer, cache });
+  ctx.agentAuth = { signer, cache };
   await cache.ready();
   ctx.auth.addJwtResolver({
     name: 'agent',
@@ -107,7 +82,7 @@ export async function installAgentAuth(ctx: AppContext, signer: PlatformSigner):
 
 /** Forget cached liveness of `agentId` here and (with Redis) on every instance. Never throws. */
 export async function invalidateAgentAuth(ctx: AppContext, agentId: string): Promise<void> {
-  await STATES.get(ctx)?.cache.invalidate(agentId);
+  await ctx.agentAuth?.cache.invalidate(agentId);
 }
 
 async function loadLiveness(ctx: AppContext, agentId: string): Promise<Liveness | null> {

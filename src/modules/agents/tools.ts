@@ -3,11 +3,11 @@
  * must hold an active subscription to the service (subscriptions module) or own it (registry).
  * Separate from `service.ts` so the agents contract functions do not depend on those modules.
  */
-import { and, desc, eq, inArray, lt, or } from 'drizzle-orm';
+import { and, eq, inArray, or } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
 import { agentToolsChanged, getAgentForAccount } from './service.js';
@@ -85,13 +85,12 @@ export async function listAgentTools(
   q: { limit?: number; cursor?: string },
 ): Promise<Page<AgentToolView>> {
   await getAgentForAccount(ctx, accountId, agentId);
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, agentToolSubscriptions.serviceId);
   const rows = await ctx.db
     .select()
     .from(agentToolSubscriptions)
-    .where(and(eq(agentToolSubscriptions.agentId, agentId), after ? lt(agentToolSubscriptions.serviceId, after) : undefined))
-    .orderBy(desc(agentToolSubscriptions.serviceId))
-    .limit(limit + 1);
-  return toPage(rows, limit, toolView, (r) => r.serviceId);
+    .where(and(eq(agentToolSubscriptions.agentId, agentId), page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  return toPage(rows, page.limit, toolView, (r) => r.serviceId);
 }

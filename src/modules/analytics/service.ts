@@ -33,24 +33,28 @@ export interface AnalyticsRuntime {
   endpoints: EndpointRecorder;
 }
 
-const runtimes = new WeakMap<AppContext, AnalyticsRuntime>();
+declare module '../../context.js' {
+  interface AppContext {
+    /** This app's analytics recorders, created by `startAnalytics` (the analytics routes call it). */
+    analytics?: AnalyticsRuntime;
+  }
+}
 
-/** Create and start the recorders of this app (flushed and stopped at shutdown via `ctx.onClose`). */
+/** Create and start the recorders of this app once (flushed and stopped at shutdown via `ctx.onClose`). */
 export function startAnalytics(ctx: AppContext): AnalyticsRuntime {
-  const existing = runtimes.get(ctx);
-  if (existing) return existing;
+  if (ctx.analytics) return ctx.analytics;
   const rt: AnalyticsRuntime = { realtime: new RealtimeCounters(ctx), endpoints: new EndpointRecorder(ctx) };
   rt.realtime.start();
   rt.endpoints.start();
   ctx.onClose.push(async () => {
     await Promise.all([rt.realtime.stop(), rt.endpoints.stop()]);
   });
-  runtimes.set(ctx, rt);
+  ctx.analytics = rt;
   return rt;
 }
 
 function runtimeOf(ctx: AppContext): AnalyticsRuntime {
-  return runtimes.get(ctx) ?? startAnalytics(ctx);
+  return ctx.analytics ?? startAnalytics(ctx);
 }
 
 // ------------------------------------------------------------------ periods

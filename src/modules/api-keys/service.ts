@@ -2,15 +2,15 @@
  * API keys (development/testing method per spec "Authentication" 1): `apk_` + 256 random bits,
  * shown once, stored as SHA-256, `last_used_at` tracked, revocable, optional expiry.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { and, desc, eq, isNull, lt } from 'drizzle-orm';
+import { createHash } from 'node:crypto';
+import { and, eq, isNull } from 'drizzle-orm';
 import type { Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { apiKeys, users } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { UserPrincipal } from '../../http/auth.js';
-import { newId } from '../../http/ids.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { newId, newSecret } from '../../http/ids.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 
 type ApiKeyRow = typeof apiKeys.$inferSelect;
 
@@ -45,7 +45,7 @@ export async function createApiKey(ctx: AppContext, userId: string, input: { nam
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     throw new AppError('validation_failed', 'expires_at must be in the future', { errors: [{ in: 'body', pointer: '/expires_at', message: 'must be in the future' }] });
   }
-  const key = `apk_${randomBytes(32).toString('base64url')}`;
+  const key = newSecret('apk');
   const [row] = await ctx.db
     .insert(apiKeys)
     .values({ id: newId('key'), userId, name: input.name, prefix: key.slice(0, 12), keyHash: hashKey(key), expiresAt })
@@ -55,15 +55,14 @@ export async function createApiKey(ctx: AppContext, userId: string, input: { nam
 
 /** The user's live (not revoked) keys, newest first. */
 export async function listApiKeys(ctx: AppContext, userId: string, q: { limit?: number; cursor?: string }): Promise<Page<ApiKeyView>> {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, apiKeys.id);
   const rows = await ctx.db
     .select()
     .from(apiKeys)
-    .where(and(eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt), after ? lt(apiKeys.id, after) : undefined))
-    .orderBy(desc(apiKeys.id))
-    .limit(limit + 1);
-  return toPage(rows, limit, view);
+    .where(and(eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt), page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  return toPage(rows, page.limit, view);
 }
 
 /** Revoke a key of `userId`. Another user's key, or an already revoked one → 404. */

@@ -16,16 +16,16 @@
  * Execution uses the connection through `grant.ts`.
  */
 import { createHash } from 'node:crypto';
-import { and, desc, eq, isNull, lt, sql } from 'drizzle-orm';
+import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { connectionStates, connections } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { iso, newId } from '../../http/ids.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
 import { authorizationUrl, exchangeCode, newPkce, newState, oauth2Configuration, revokeToken, OAuthUpstreamError, type OAuth2Client, type UpstreamTokens } from '../../upstream/oauth2.js';
 import { getAgentForAccount } from '../agents/service.js';
-import { redirectUriProblem } from '../identity/redirect-uris.js';
+import { consoleConnectionsUri, redirectUriProblem } from '../identity/redirect-uris.js';
 import { oauth2ClientOf } from '../registry/oauth2.js';
 import { getServiceSummary, type ServiceRow } from '../registry/executable.js';
 import { getServiceRow } from '../registry/service.js';
@@ -43,10 +43,6 @@ export function connectionCallbackUri(ctx: AppContext): string {
 
 function sha256(s: string): string {
   return createHash('sha256').update(s).digest('hex');
-}
-
-function iso(d: Date | null): string | null {
-  return d ? d.toISOString() : null;
 }
 
 /** Map an authorization-server failure to the platform's error. */
@@ -119,7 +115,7 @@ async function connectionRowFor(ctx: AppContext, userId: string, serviceId: stri
  */
 export async function startConnection(ctx: AppContext, userId: string, input: CreateConnectionInput) {
   if (input.return_to !== undefined) {
-    const problem = redirectUriProblem(input.return_to, ctx.config.auth.redirectUris);
+    const problem = redirectUriProblem(input.return_to, ctx.config.auth.redirectUris, [consoleConnectionsUri(ctx.config.publicUrl)]);
     if (problem) throw new AppError('validation_failed', `return_to: ${problem.replace(/^redirect_uri /, '')}`, { errors: [{ in: 'body', pointer: '/return_to', message: problem }] });
   }
   const { row: service, client } = await connectableService(ctx, userId, input.service);
@@ -220,8 +216,7 @@ async function serviceNames(ctx: AppContext, ids: string[]): Promise<Map<string,
 
 /** `GET /connections`: the user's connections, newest first; `service` filters by id or name. */
 export async function listConnections(ctx: AppContext, userId: string, q: { limit?: number; cursor?: string; service?: string }): Promise<Page<ConnectionView>> {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, connections.id);
   let serviceId: string | undefined;
   if (q.service !== undefined) {
     const s = await getServiceSummary(ctx, q.service);
@@ -231,11 +226,11 @@ export async function listConnections(ctx: AppContext, userId: string, q: { limi
   const rows = await ctx.db
     .select()
     .from(connections)
-    .where(and(eq(connections.userId, userId), serviceId ? eq(connections.serviceId, serviceId) : undefined, after ? lt(connections.id, after) : undefined))
-    .orderBy(desc(connections.id))
-    .limit(limit + 1);
+    .where(and(eq(connections.userId, userId), serviceId ? eq(connections.serviceId, serviceId) : undefined, page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take);
   const names = await serviceNames(ctx, rows.map((r) => r.serviceId));
-  return toPage(rows, limit, (r) => view(r, names.get(r.serviceId)!));
+  return toPage(rows, page.limit, (r) => view(r, names.get(r.serviceId)!));
 }
 
 /** The user's connection `id`. @throws AppError not_found (also for other accounts' connections) */

@@ -1,6 +1,7 @@
 /**
  * The web console (`console/`, a Vite + React single-page app) served at `/console`:
- * - hashed build assets (`/console/assets/*`) are immutable for a year;
+ * - hashed build assets (`/console/assets/*`, one route: analytics count them under one label,
+ *   not one per build hash) are immutable for a year; a missing one is a 404 problem;
  * - every other path under `/console/` answers `index.html` (client-side routes), revalidated on
  *   each load (`no-cache`) and locked down by a Content-Security-Policy (same-origin scripts and
  *   API calls only, no framing).
@@ -28,6 +29,11 @@ const CSP = [
   "form-action 'self'",
 ].join('; ');
 
+/**
+ * Register `/console` (redirect), `/console/` and `/console/*` (the app's `index.html`) and
+ * `/console/assets/*` (the build's files) when `dist` (default {@link CONSOLE_DIST}) holds a build;
+ * otherwise `/console` and `/console/*` answer 503 `service_unavailable`.
+ */
 export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string } = {}): Promise<void> {
   const dist = opts.dist ?? CONSOLE_DIST;
   const indexFile = path.join(dist, 'index.html');
@@ -46,7 +52,8 @@ export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string 
     prefix: '/console/assets/',
     decorateReply: false,
     index: false,
-    wildcard: false,
+    // One wildcard route, not a route per file found at start-up.
+    wildcard: true,
     immutable: true,
     maxAge: '365d',
     schemaHide: true,
@@ -61,8 +68,5 @@ export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string 
       .send(index);
   app.get('/console', hidden, (_req, reply) => reply.redirect('/console/', 301));
   app.get('/console/', hidden, sendIndex);
-  app.get('/console/*', hidden, async (req, reply) => {
-    if (req.url.startsWith('/console/assets/')) throw new AppError('not_found', `No console asset ${req.url}`);
-    return sendIndex(req, reply);
-  });
+  app.get('/console/*', hidden, sendIndex);
 }

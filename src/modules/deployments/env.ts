@@ -1,5 +1,6 @@
-/** Deployment environment variables: parsed from the deploy form, stored encrypted. */
+/** Deploy form fields: environment variables (stored encrypted) and the egress allow-list. */
 import { AppError } from '../../http/errors.js';
+import { parseEgress } from '../../sandbox/egress.js';
 
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Variables that change how Node or the loader behave (NODE_OPTIONS could widen the permissions). */
@@ -36,3 +37,35 @@ export function parseEnv(raw: string | undefined): Record<string, string> | null
   return out;
 }
 
+
+/**
+ * The deployment's egress allow-list (issue 14 §2): the form field `egress` when sent (a JSON array
+ * of strings, or the patterns separated by commas/whitespace), else `egress` of the bundle's
+ * `agent.json`, else none (no network). Patterns: `host`, `*.domain`, either with `:port` — see
+ * `src/sandbox/egress.ts`. Returns the normalised, de-duplicated patterns.
+ * @throws AppError validation_failed with a pointer (`/egress/2`, or `/agent.json/egress/2` for the bundle)
+ */
+export function resolveEgress(field: string | undefined, agentJson: Record<string, unknown> | null): string[] {
+  let list: unknown;
+  let base: string;
+  if (field !== undefined && field.trim() !== '') {
+    base = '/egress';
+    const raw = field.trim();
+    if (raw.startsWith('[')) {
+      try {
+        list = JSON.parse(raw);
+      } catch {
+        throw new AppError('validation_failed', 'egress: must be a JSON array of strings', { errors: [{ in: 'body', pointer: base, message: 'must be a JSON array of strings' }] });
+      }
+    } else list = raw.split(/[\s,]+/).filter(Boolean);
+  } else if (agentJson && agentJson.egress !== undefined) {
+    base = '/agent.json/egress';
+    list = agentJson.egress;
+  } else return [];
+  const r = parseEgress(list);
+  if (r.errors) {
+    const errors = r.errors.map((e) => ({ in: 'body' as const, pointer: e.index === null ? base : `${base}/${e.index}`, message: e.message }));
+    throw new AppError('validation_failed', `egress: ${errors.map((e) => `${e.pointer}: ${e.message}`).join('; ')}`, { errors });
+  }
+  return r.patterns;
+}

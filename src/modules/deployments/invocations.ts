@@ -32,14 +32,19 @@ export interface InvokeInput {
  *   stopped, or still preparing); validation_failed (timeout_ms above SANDBOX_MAX_TIMEOUT_MS)
  */
 export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string, body: InvokeInput): Promise<InvocationView> {
-  const agent = await agentInScope(ctx, p, agentId);
+  // The scope check and the active version are read concurrently (one round trip of latency); the
+  // scope error still comes first, so nothing about another account's agent is revealed.
+  const [scoped, active] = await Promise.allSettled([agentInScope(ctx, p, agentId), ctx.db.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')))]);
+  if (scoped.status === 'rejected') throw scoped.reason;
+  if (active.status === 'rejected') throw active.reason;
+  const agent = scoped.value;
   if (agent.status !== 'active') throw invalidState(`Agent is ${agent.status}`);
   const max = ctx.config.sandbox.maxTimeoutMs;
   if (body.timeout_ms !== undefined && body.timeout_ms > max) {
     throw new AppError('validation_failed', `timeout_ms must be at most ${max}`, { errors: [{ in: 'body', pointer: '/timeout_ms', message: `must be <= ${max}` }] });
   }
   const timeoutMs = body.timeout_ms ?? Math.min(ctx.config.sandbox.timeoutMs, max);
-  const [d] = await ctx.db.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')));
+  const [d] = active.value;
   if (!d) {
     const [latest] = await ctx.db.select().from(deployments).where(eq(deployments.agentId, agentId)).orderBy(desc(deployments.updatedAt), desc(deployments.version)).limit(1);
     if (!latest) throw invalidState('The agent has no deployment; deploy code first');
@@ -53,32 +58,71 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     throw new AppError('service_unavailable', 'All sandboxes of this instance are busy; retry shortly or invoke with async=true', { headers: { 'retry-after': '1' } });
   }
   const now = new Date();
-  const [row] = await ctx.db
-    .insert(agentInvocations)
-    .values({
-      id: newId('inv'),
-      agentId,
-      ownerId: agent.ownerId,
-      deploymentId: d.id,
-      version: d.version,
-      status: async ? 'queued' : 'running',
-      async,
-      input: body.input ?? null,
-      timeoutMs,
-      createdBy: principalId(p),
-      createdAt: now,
-      startedAt: async ? null : now,
-    })
-    .returning();
+  const values = {
+    id: newId('inv'),
+    agentId,
+    ownerId: agent.ownerId,
+    deploymentId: d.id,
+    version: d.version,
+    status: async ? 'queued' : 'running',
+    async,
+    input: body.input ?? null,
+    timeoutMs,
+    createdBy: principalId(p),
+    createdAt: now,
+    startedAt: async ? null : now,
+  } satisfies typeof agentInvocations.$inferInsert;
   if (async) {
+    const [row] = await ctx.db.insert(agentInvocations).values(values).returning();
     await ctx.jobs.enqueue(INVOKE_JOB, { invocationId: row.id });
     return invocationView(row);
   }
-  return invocationView(await execute(ctx, row, d));
+  return invocationView(await execute(ctx, deferredRecord(ctx, values), d));
+}
+
+/**
+ * How {@link execute} stores an invocation: `row` as it is now, and `finish` to write the outcome
+ * (resolving to the stored row).
+ */
+interface InvocationRecord {
+  row: InvocationRow;
+  finish: (outcome: Partial<typeof agentInvocations.$inferInsert>) => Promise<InvocationRow>;
+}
+
+/** A record that exists (a claimed queued invocation): the outcome is one UPDATE. */
+function storedRecord(ctx: AppContext, row: InvocationRow): InvocationRecord {
+  return { row, finish: async (outcome) => (await ctx.db.update(agentInvocations).set(outcome).where(eq(agentInvocations.id, row.id)).returning())[0] };
+}
+
+/**
+ * A synchronous invocation's record, written once: when it ends (one INSERT of the finished row),
+ * or — when it runs longer than `SANDBOX_RECORD_DEFER_MS` — as `running` at that point (visible
+ * to `GET …/executions/:id` and to the stale-run recovery), then UPDATEd with the outcome. What a
+ * crash of this process may lose: a synchronous invocation that had run less than that long
+ * (its caller got no answer, so it never learnt its id). See docs/decisions.md.
+ */
+function deferredRecord(ctx: AppContext, values: typeof agentInvocations.$inferInsert & { id: string }): InvocationRecord {
+  let inserted: Promise<unknown> | null = null;
+  const insertRunning = () => (inserted ??= ctx.db.insert(agentInvocations).values(values).catch((err: unknown) => ctx.log.error({ err, invocation_id: values.id }, 'invocation record not written')));
+  const deferMs = ctx.config.sandbox.recordDeferMs;
+  if (deferMs === 0) void insertRunning();
+  const timer = deferMs > 0 ? setTimeout(insertRunning, deferMs) : null;
+  timer?.unref();
+  const row = { logs: [], logsTruncated: false, calls: [], output: null, error: null, durationMs: null, cold: null, finishedAt: null, ...values } as InvocationRow;
+  return {
+    row,
+    finish: async (outcome) => {
+      if (timer) clearTimeout(timer);
+      if (!inserted) return (await ctx.db.insert(agentInvocations).values({ ...values, ...outcome }).returning())[0];
+      await inserted;
+      return (await ctx.db.update(agentInvocations).set(outcome).where(eq(agentInvocations.id, values.id)).returning())[0];
+    },
+  };
 }
 
 /** Run a claimed (`running`) invocation against deployment `d` and store the outcome. */
-async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): Promise<InvocationRow> {
+async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow): Promise<InvocationRow> {
+  const row = record.row;
   let r: SandboxResult;
   const calls: CallRecord[] = [];
   try {
@@ -94,6 +138,7 @@ async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): P
       timeoutMs: row.timeoutMs,
       env: envOf(ctx, d),
       key: warmKey(d),
+      egress: d.egress,
       broker,
       onLog: (entry) => publishLog(row, entry),
     });
@@ -101,9 +146,7 @@ async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): P
     ctx.log.error({ err, invocation_id: row.id }, 'sandbox failed to run');
     r = { status: 'failed', output: null, error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' }, logs: [], logsTruncated: false, durationMs: 0, cold: false };
   }
-  const [done] = await ctx.db
-    .update(agentInvocations)
-    .set({
+  const done = await record.finish({
       status: r.status,
       output: r.output ?? null,
       error: r.error ? { ...r.error } : null,
@@ -113,9 +156,7 @@ async function execute(ctx: AppContext, row: InvocationRow, d: DeploymentRow): P
       cold: r.cold,
       durationMs: r.durationMs,
       finishedAt: new Date(),
-    })
-    .where(eq(agentInvocations.id, row.id))
-    .returning();
+  });
   publishEnd(done);
   ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs, cold: r.cold, calls: calls.length }, 'agent invoked');
   return done;
@@ -137,7 +178,7 @@ export async function runQueuedInvocation(ctx: AppContext, invocationId: string)
       .where(eq(agentInvocations.id, row.id));
     return;
   }
-  await execute(ctx, row, d);
+  await execute(ctx, storedRecord(ctx, row), d);
 }
 
 /** Invocations of the agent, newest first (no input/output/logs). @throws AppError not_found */

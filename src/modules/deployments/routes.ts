@@ -29,7 +29,7 @@ const emptyBodyIsObject = async (req: FastifyRequest): Promise<void> => {
   req.body ??= {};
 };
 
-const FIELDS = new Set(['entrypoint', 'env', 'description']);
+const FIELDS = new Set(['entrypoint', 'env', 'description', 'egress']);
 const FIELD_MAX = 16 * 1024;
 
 /** Read the deploy form: one file part (`artifact`, or the first file) and the optional text fields. */
@@ -54,7 +54,7 @@ async function readDeployForm(req: FastifyRequest): Promise<DeployInput> {
   if (fields.description !== undefined && fields.description.length > 256) {
     throw new AppError('validation_failed', 'description must be at most 256 characters', { errors: [{ in: 'body', pointer: '/description', message: 'too long' }] });
   }
-  return { artifact, entrypoint: fields.entrypoint || undefined, env: fields.env, description: fields.description || undefined };
+  return { artifact, entrypoint: fields.entrypoint || undefined, env: fields.env, egress: fields.egress, description: fields.description || undefined };
 }
 
 export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {

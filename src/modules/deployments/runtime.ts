@@ -20,12 +20,11 @@ export const INVOKE_JOB = 'deployments.invoke';
 /** Margin after a run's own deadline before it is considered interrupted (its process died with its host). */
 export const STALE_MARGIN_MS = 60_000;
 
-const sandboxes = new WeakMap<AppContext, Sandbox>();
 const unpacking = new Map<string, Promise<string>>();
 
-/** The app's sandbox (created on first use; probes network isolation once). */
+/** The app's sandbox, `ctx.sandbox` (created on first use; probes network isolation once). */
 export function sandboxOf(ctx: AppContext): Sandbox {
-  let s = sandboxes.get(ctx);
+  let s = ctx.sandbox;
   if (!s) {
     const c = ctx.config.sandbox;
     fs.mkdirSync(c.dir, { recursive: true, mode: 0o755 });
@@ -39,14 +38,17 @@ export function sandboxOf(ctx: AppContext): Sandbox {
       user: c.user,
       readableDir: fs.realpathSync(c.dir),
       warm: c.warmPerVersion > 0 && c.warmTotal > 0 ? { perVersion: c.warmPerVersion, total: c.warmTotal, idleMs: c.warmIdleMs } : undefined,
+      // Egress targets pass the same SSRF rules as the platform's own upstream calls.
+      egress: { resolve: (host) => ctx.upstream.resolveChecked(host) },
     });
+    if (!s.egressAvailable) ctx.log.warn('sandbox: egress proxy unavailable (iproute2 ip, sh or setpriv missing): deployments with egress have no network');
     if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
     if (s.runAsNote) ctx.log.warn(`sandbox: ${s.runAsNote}`);
     if (c.processMemoryMb > 0 && s.processMemoryMb === 0) ctx.log.warn('sandbox: prlimit not found: only the V8 heap of sandbox processes is limited');
     ctx.log.info({ network_isolated: s.networkIsolated, run_as: s.runAs, process_memory_mb: s.processMemoryMb, warm_per_version: c.warmPerVersion, warm_total: c.warmTotal }, 'sandbox ready');
     const sandbox = s;
     ctx.onClose.push(() => sandbox.killAll());
-    sandboxes.set(ctx, s);
+    ctx.sandbox = s;
   }
   return s;
 }
@@ -62,7 +64,7 @@ export function warmKey(d: DeploymentRow): string {
 
 /** Retire this host's warm environments of the agent (after rollback, stop, redeploy or a new active version). */
 export function drainAgent(ctx: AppContext, agentId: string): void {
-  const s = sandboxes.get(ctx);
+  const s = ctx.sandbox;
   if (!s) return;
   const n = s.drain((k) => k.startsWith(`${agentId}/`));
   if (n) ctx.log.info({ agent_id: agentId, environments: n }, 'deployments: drained warm environments');

@@ -21,6 +21,7 @@ export const DeploymentSchema = Type.Object({
     unpacked_bytes: Type.Integer(),
   }),
   env_keys: Type.Array(Type.String(), { description: 'names of the environment variables (values are never returned)' }),
+  egress: Type.Array(Type.String(), { description: 'egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network' }),
   failure_reason: Nullable(Type.String()),
   created_by: Type.String(),
   created_at: Timestamp,
@@ -34,6 +35,7 @@ export const DeployForm = Type.Object({
   artifact: Type.String({ format: 'binary', description: 'gzip-compressed tar archive (.tar.gz / .tgz); the first file part if none is named "artifact"' }),
   entrypoint: Type.Optional(Type.String({ description: 'module to load, relative path; default package.json "main", else index.js / index.mjs / index.cjs' })),
   env: Type.Optional(Type.String({ description: 'JSON object of environment variables (string values), stored encrypted' })),
+  egress: Type.Optional(Type.String({ description: 'JSON array of egress patterns ("api.example.com", "*.example.org:443"); overrides "egress" of agent.json in the bundle; default: none (no network)' })),
   description: Type.Optional(Type.String({ maxLength: 256 })),
 });
 

@@ -26,7 +26,7 @@ import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
 import { getAgentForAccount } from '../agents/service.js';
 import { ArtifactError, inspectArtifact, resolveEntrypoint } from '../../sandbox/artifact.js';
-import { parseEnv } from './env.js';
+import { parseEnv, resolveEgress } from './env.js';
 import { drainAgent, ensureUnpacked, envOf, limitsOf, PREPARE_JOB, sandboxOf, STALE_MARGIN_MS, type DeploymentRow } from './runtime.js';
 import type { DeploymentView } from './schemas.js';
 import { deploymentView } from './views.js';
@@ -39,6 +39,8 @@ export interface DeployInput {
   entrypoint?: string;
   /** Raw `env` field: a JSON object of string values. */
   env?: string;
+  /** Raw `egress` field: a JSON array of allow-list patterns (or comma-separated); overrides `agent.json`. */
+  egress?: string;
   description?: string;
 }
 
@@ -92,6 +94,7 @@ export async function createDeployment(ctx: AppContext, p: Principal, agentId: s
     if (err instanceof ArtifactError) throw new AppError('invalid_artifact', err.message);
     throw err;
   }
+  const egress = resolveEgress(input.egress, inspected.agentJson);
   await ctx.db
     .insert(deploymentArtifacts)
     .values({ sha256: inspected.sha256, sizeBytes: inspected.sizeBytes, data: input.artifact })
@@ -118,6 +121,7 @@ export async function createDeployment(ctx: AppContext, p: Principal, agentId: s
         description: input.description ?? null,
         envEncrypted: env ? encryptSecret(ctx, JSON.stringify(env)) : null,
         envKeys: env ? Object.keys(env).sort() : [],
+        egress,
         createdBy: principalId(p),
       })
       .returning();
@@ -144,7 +148,7 @@ export async function prepareDeployment(ctx: AppContext, deploymentId: string, a
     if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
       failure = `entrypoint ${d.entrypoint} is not a file of the artifact`;
     } else {
-      const r = await sandboxOf(ctx).run({ mode: 'load', root, entrypoint: d.entrypoint, timeoutMs: ctx.config.sandbox.prepareTimeoutMs, env: envOf(ctx, d), context: { agentId: d.agentId, deploymentId: d.id, version: d.version } });
+      const r = await sandboxOf(ctx).run({ mode: 'load', root, entrypoint: d.entrypoint, timeoutMs: ctx.config.sandbox.prepareTimeoutMs, env: envOf(ctx, d), egress: d.egress, context: { agentId: d.agentId, deploymentId: d.id, version: d.version } });
       if (r.status === 'timed_out') failure = `smoke load did not finish within ${ctx.config.sandbox.prepareTimeoutMs} ms`;
       else if (r.status !== 'succeeded') failure = `smoke load failed (${r.error?.code}): ${r.error?.message}`;
     }

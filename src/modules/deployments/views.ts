@@ -25,6 +25,7 @@ export function deploymentView(d: DeploymentRow): DeploymentView {
     description: d.description,
     artifact: { sha256: d.artifactSha256, size_bytes: d.artifactSize, files: d.fileCount, unpacked_bytes: d.unpackedBytes },
     env_keys: d.envKeys,
+    egress: d.egress,
     failure_reason: d.failureReason,
     created_by: d.createdBy,
     created_at: d.createdAt.toISOString(),

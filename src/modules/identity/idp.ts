@@ -27,6 +27,7 @@ import { PAGE_HEADERS, errorPage, loginPage } from './idp-pages.js';
 import { loadOrCreateSecret } from './keys.js';
 import { consoleRedirectUri, isRedirectUriAllowed } from './redirect-uris.js';
 import type { IdentityService } from './service.js';
+import { userinfoRoutes } from './userinfo.js';
 
 /** Path prefix the provider is mounted at. */
 export const IDP_PREFIX = '/idp';
@@ -88,9 +89,12 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
     // `mcp`: the scope of the /mcp resource, registrable by MCP clients (idp-mcp.ts).
     scopes: [...OIDC_SCOPES, MCP_SCOPE],
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'picture', 'updated_at'] },
-    // Profile claims go into the ID token (access tokens are for the API, not for userinfo).
+    // Profile claims go into the ID token too (and are served at the UserInfo endpoint, userinfo.ts).
     conformIdTokenClaims: false,
     routes: IDP_ROUTES,
+    // The UserInfo endpoint (OIDC Core §5.3) is served by userinfo.ts (the provider's own takes
+    // only opaque tokens; this tenant's access tokens are JWTs for the API), advertised here.
+    discovery: { userinfo_endpoint: `${issuer}${IDP_ROUTES.userinfo}` },
     pkce: { required: () => true },
     extraClientMetadata,
     features: {
@@ -258,11 +262,13 @@ export async function idpRoutes(app: FastifyInstance, { identity, provider, conf
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     url: `${IDP_PREFIX}/*`,
     schema: { hide: true },
-    config: { rateLimit: false },
+    // The provider answers CORS itself (discovery and JWKS to any origin; clientBasedCORS below).
+    config: { rateLimit: false, cors: false },
     onRequest: async (req, reply) => forward(req, reply),
     handler: async () => undefined,
   });
   await app.register(mcpAuthorizationRoutes, { config, provider, forward });
+  await app.register(userinfoRoutes, { identity, path: `${IDP_PREFIX}${IDP_ROUTES.userinfo}` });
 
   await app.register(async (pages) => {
     if (!pages.hasContentTypeParser('application/x-www-form-urlencoded')) {

@@ -1,5 +1,11 @@
-/** Password hashing with scrypt (node:crypto), PHC-like string `scrypt$N$r$p$salt$hash` (base64url). */
+/**
+ * Password hashing with scrypt (node:crypto), PHC-like string `scrypt$N$r$p$salt$hash`
+ * (base64url), and the check of new passwords against common and context-specific ones
+ * (NIST SP 800-63B §5.1.1.2).
+ */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { dictionary } from '@zxcvbn-ts/language-common';
+import { AppError } from '../../http/errors.js';
 
 const N = 16384;
 const R = 8;
@@ -30,4 +36,30 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const expected = Buffer.from(hash, 'base64url');
   const key = await derive(password, Buffer.from(salt, 'base64url'), Number(n), Number(r), Number(p));
   return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+/** Lower-cased NFKC form: how candidate passwords are compared with the lists. */
+const fold = (s: string) => s.normalize('NFKC').toLowerCase();
+
+let common: Set<string> | undefined;
+
+/**
+ * Refuse a new password that is commonly used or derived from the account (NIST SP 800-63B
+ * §5.1.1.2: "passwords obtained from previous breach corpuses", "dictionary words",
+ * "context-specific words, such as the name of the service, the username"). The list is
+ * zxcvbn-ts's `passwords-common` (49,233 passwords from breach corpora, shipped in
+ * `@zxcvbn-ts/language-common`, offline); comparison ignores case and Unicode compatibility forms.
+ * Length (8..256) is checked by the request schema.
+ * @throws AppError validation_failed (400) with `errors[0].pointer` `/password`.
+ */
+export function assertAcceptablePassword(password: string, account: { email: string }): void {
+  common ??= new Set(dictionary['passwords-common'].map(fold));
+  const p = fold(password);
+  const email = fold(account.email);
+  const reason = common.has(p)
+    ? 'is one of the most common passwords (found in breach corpora); choose another'
+    : p === email || p === email.split('@')[0] || /^agent[-_ ]?platform\d*$/.test(p)
+      ? 'must not be your email address, its name part or the name of the service'
+      : null;
+  if (reason) throw new AppError('validation_failed', `The password ${reason}`, { errors: [{ in: 'body', pointer: '/password', message: reason }] });
 }

@@ -16,6 +16,14 @@ export function consoleRedirectUri(publicUrl: string): string {
 }
 
 /**
+ * The web console's connected-accounts page (`<PUBLIC_URL>/console/connections`): always an allowed
+ * `return_to` of `POST /connections`, where the platform's callback sends the browser back.
+ */
+export function consoleConnectionsUri(publicUrl: string): string {
+  return `${publicUrl}/console/connections`;
+}
+
+/**
  * Why `uri` is not acceptable, or null when it is. `alwaysAllowed` (the platform's own console
  * callback) is accepted besides the allow-list or the loopback rule.
  */

@@ -15,9 +15,11 @@ import type { AppContext } from '../../context.js';
 import { refreshTokens, users } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { UserPrincipal } from '../../http/auth.js';
-import { newId } from '../../http/ids.js';
+import { newId, newSecret } from '../../http/ids.js';
 import { loadKeySet, type KeySet } from './keys.js';
-import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js';
+import { assertAcceptablePassword, DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js';
+import type { Static } from 'typebox';
+import type { ProfileSchema } from './schemas.js';
 
 /** Provider part of `user_id` for users of the embedded tenant. */
 export const EMBEDDED_PROVIDER = 'agent-platform';
@@ -36,18 +38,7 @@ export interface TokenSet {
 }
 
 /** The public profile (`GET /v1/auth/me`). */
-export interface Profile {
-  user_id: string;
-  email: string | null;
-  name: string | null;
-  picture: string | null;
-  roles: Role[];
-  preferences: Record<string, unknown>;
-  created_at: string;
-  subscription: { tier: string; valid_until: string | null };
-  /** Created by `POST /auth/test` (test tokens are issued for such accounts only). */
-  test: boolean;
-}
+export type Profile = Static<typeof ProfileSchema>;
 
 /**
  * How long a user's roles are cached per instance, ms. A role change made on this instance applies
@@ -161,6 +152,7 @@ export class IdentityService {
   /** Register a user of the embedded tenant. @throws AppError conflict when the email is taken. */
   async register(input: { email: string; password: string; name?: string }): Promise<UserRow> {
     const email = input.email.trim().toLowerCase();
+    assertAcceptablePassword(input.password, { email });
     if (await this.findUserByEmail(email)) throw new AppError('conflict', 'A user with this email already exists');
     const id = newId('usr');
     const roles: Role[] = this.ctx.config.auth.adminEmails.includes(email) ? ['user', 'admin'] : ['user'];
@@ -302,7 +294,7 @@ export class IdentityService {
       .setIssuedAt(now)
       .setExpirationTime(now + expiresIn)
       .sign(this.keys.signingKey);
-    const refresh = `rt_${randomBytes(32).toString('base64url')}`;
+    const refresh = newSecret('rt');
     await this.ctx.db.insert(refreshTokens).values({
       id: newId('rt'),
       userId: user.id,

@@ -6,7 +6,6 @@
  * a row of `mcp_sessions`, so any instance serves any session. A session belongs to the account
  * and agent that initialized it: anyone else presenting its id gets 404 (as for an unknown id).
  */
-import { randomBytes } from 'node:crypto';
 import { and, eq, isNull, lt } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { mcpSessions } from '../../db/schema/index.js';
@@ -14,6 +13,7 @@ import { AppError } from '../../http/errors.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import type { SessionActor } from '../../http/auth.js';
 import { closeSession, createSession } from '../sessions/service.js';
+import { newSecret } from '../../http/ids.js';
 
 export type McpSessionRow = typeof mcpSessions.$inferSelect;
 
@@ -35,7 +35,7 @@ export async function openMcpSession(ctx: AppContext, actor: SessionActor, clien
   const [row] = await ctx.db
     .insert(mcpSessions)
     .values({
-      id: `mcs_${randomBytes(32).toString('base64url')}`,
+      id: newSecret('mcs'),
       userId: actor.accountId,
       agentId: actor.agentId,
       clientName: client.name.slice(0, 200) || 'MCP client',

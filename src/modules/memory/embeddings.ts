@@ -6,6 +6,7 @@
  *   word (fastText-style `<word>` boundaries), sub-linear TF (`1 + ln tf`), signed buckets, then
  *   L2-normalised. It is honest about being lexical: it matches shared words and word pieces
  *   ("deploy" ~ "deployment"), not meaning ("car" !~ "automobile").
+ * - {@link SentenceEncoderEmbedder}: Universal Sentence Encoder Lite, offline, in a worker thread.
  * - {@link OpenAIEmbedder}: any server speaking OpenAI's `POST /v1/embeddings` (OpenAI, Ollama,
  *   vLLM, TEI…), batched, with retries on 429/5xx. The URL is operator configuration (trusted), so it
  *   does not go through the guarded upstream client.
@@ -15,11 +16,12 @@
  */
 import type { MemoryConfig } from '../../config.js';
 import { AppError } from '../../http/errors.js';
+import { createSentenceEncoder, SENTENCE_ENCODER_DIMENSIONS, SENTENCE_ENCODER_MODEL, type SentenceEncoder } from '../../lib/sentence-encoder.js';
 
 /** Turns texts into unit-length vectors of a fixed dimension. */
 export interface EmbeddingProvider {
-  /** `local` or `openai` (reported by `GET /memory/stats`). */
-  readonly provider: 'local' | 'openai';
+  /** `local`, `sentence-encoder` or `openai` (reported by `GET /memory/stats`). */
+  readonly provider: MemoryConfig['embeddings']['provider'];
   readonly model: string;
   readonly dimensions: number;
   /**
@@ -27,6 +29,8 @@ export interface EmbeddingProvider {
    * @throws AppError upstream_error / upstream_timeout when a remote provider fails
    */
   embed(texts: string[]): Promise<Float32Array[]>;
+  /** Release what the provider holds (a worker thread); called when the app closes. */
+  close?(): Promise<void>;
 }
 
 /** Scale `v` to unit length in place (a zero vector stays zero). */
@@ -280,7 +284,40 @@ export class OpenAIEmbedder implements EmbeddingProvider {
   }
 }
 
-/** The provider selected by configuration (`EMBEDDINGS_URL` set → OpenAI-compatible). */
+// ------------------------------------------------------------------------------ sentence encoder
+
+/**
+ * Universal Sentence Encoder Lite (`EMBEDDINGS_PROVIDER=sentence-encoder`; src/lib/sentence-encoder.ts):
+ * offline, 512 dimensions, in a worker thread started on the first embedding (the model loads in a
+ * few seconds and adds ~70 MB of RSS). Semantic, unlike {@link LocalHashEmbedder}.
+ */
+export class SentenceEncoderEmbedder implements EmbeddingProvider {
+  readonly provider = 'sentence-encoder' as const;
+  readonly model = SENTENCE_ENCODER_MODEL;
+  readonly dimensions = SENTENCE_ENCODER_DIMENSIONS;
+  private readonly encoder: SentenceEncoder;
+
+  constructor(batchSize: number) {
+    this.encoder = createSentenceEncoder({ batchSize: Math.min(batchSize, 64) });
+  }
+
+  /** @throws AppError upstream_error when the model cannot be loaded or its worker fails */
+  async embed(texts: string[]): Promise<Float32Array[]> {
+    try {
+      return await this.encoder.embed(texts);
+    } catch (err) {
+      throw new AppError('upstream_error', `The sentence encoder failed: ${(err as Error).message}`);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.encoder.close();
+  }
+}
+
+/** The provider selected by configuration (`EMBEDDINGS_URL` set → OpenAI-compatible; `EMBEDDINGS_PROVIDER`). */
 export function createEmbeddingProvider(cfg: MemoryConfig['embeddings']): EmbeddingProvider {
-  return cfg.provider === 'openai' ? new OpenAIEmbedder(cfg) : new LocalHashEmbedder(cfg.dimensions, cfg.model);
+  if (cfg.provider === 'openai') return new OpenAIEmbedder(cfg);
+  if (cfg.provider === 'sentence-encoder') return new SentenceEncoderEmbedder(cfg.batchSize);
+  return new LocalHashEmbedder(cfg.dimensions, cfg.model);
 }

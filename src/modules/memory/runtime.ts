@@ -11,7 +11,9 @@ import { newId } from '../../http/ids.js';
 import type { ExecutionRecorded } from '../../events.js';
 import { createEmbeddingProvider, type EmbeddingProvider } from './embeddings.js';
 import { describeExecution } from './sentences.js';
-import { HNSW_INDEX, vectorParam, type NewMemoryRow } from './store.js';
+import { embeddingText } from './turns.js';
+import type { MemoryRuntime, NewMemoryRow } from './state.js';
+import { HNSW_INDEX, vectorParam } from './store.js';
 import { MemoryWriter } from './writer.js';
 
 
@@ -54,19 +56,9 @@ function executionMemoryRow(e: ExecutionRecorded): NewMemoryRow {
 
 
 
-interface MemoryRuntime {
-  embedder: EmbeddingProvider;
-  writer: MemoryWriter;
-  ready: Promise<void>;
-  markReady(err?: Error): void;
-}
-
-const runtimes = new WeakMap<AppContext, MemoryRuntime>();
-
-/** The per-app state (embedding provider, batching writer), created on first use. */
+/** The per-app state (`ctx.memory`: embedding provider, batching writer), created on first use. */
 function runtimeOf(ctx: AppContext): MemoryRuntime {
-  let rt = runtimes.get(ctx);
-  if (rt) return rt;
+  if (ctx.memory) return ctx.memory;
   const embedder = createEmbeddingProvider(ctx.config.memory.embeddings);
   let markReady!: (err?: Error) => void;
   const ready = new Promise<void>((resolve, reject) => {
@@ -74,8 +66,10 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
   });
   ready.catch(() => undefined);
   const writer = new MemoryWriter(ctx, embedder, ready, () => backfillEmbeddings(ctx, 512), Math.min(ctx.config.memory.embeddings.batchSize, 256));
-  rt = { embedder, writer, ready, markReady };
-  runtimes.set(ctx, rt);
+  const rt: MemoryRuntime = { embedder, writer, ready, markReady };
+  ctx.memory = rt;
+  // onClose runs in reverse order: the writer drains (embedding its last batch) before the provider closes
+  if (embedder.close) ctx.onClose.push(() => embedder.close!());
   ctx.onClose.push(() => writer.drain());
   return rt;
 }
@@ -158,9 +152,18 @@ export async function backfillEmbeddings(ctx: AppContext, max: number): Promise<
   const batch = Math.min(ctx.config.memory.embeddings.batchSize, 256);
   let done = 0;
   while (done < max) {
-    const rows = await execRows<{ id: string; content: string }>(ctx.db, sql`select id, content from memories where embedding is null order by id limit ${batch}::int`);
+    // a conversation turn is embedded with its speaker and the session's previous memory (turns.ts)
+    const rows = await execRows<{ id: string; content: string; metadata: unknown; previous: string | null }>(
+      ctx.db,
+      sql`select m.id, m.content, m.metadata,
+                 case when m.session_id is not null and m.metadata->>'speaker' is not null then
+                   (select p.content from memories p where p.user_id = m.user_id and p.session_id = m.session_id and p.id < m.id order by p.id desc limit 1)
+                 end as previous
+          from memories m where m.embedding is null order by m.id limit ${batch}::int`,
+    );
     if (rows.length === 0) return 0;
-    const vectors = await embedder.embed(rows.map((r) => r.content));
+    const meta = (m: unknown) => (typeof m === 'string' ? JSON.parse(m) : m) as Record<string, unknown>;
+    const vectors = await embedder.embed(rows.map((r) => embeddingText(r.content, meta(r.metadata), r.previous)));
     const values = rows.map((r, i) => sql`(${r.id}, ${vectorParam(ctx, vectors[i])})`);
     await ctx.db.execute(sql`update memories m set embedding = v.e from (values ${sql.join(values, sql`, `)}) as v(id, e) where m.id = v.id`);
     done += rows.length;

@@ -21,6 +21,7 @@ import { getSessionFor } from '../sessions/service.js';
 import { fusedCandidates, insertMemoryRows, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
 
 import { embeddingProviderOf, flushMemoryWrites } from './runtime.js';
+import { embeddingText, lastTurnOf, rerankTurns, speakerOf } from './turns.js';
 import { filtered, filteredSql, iso, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
 /** Input of `POST /memory`. */
@@ -35,7 +36,8 @@ export interface AddMemoryInput {
 export const MAX_METADATA_BYTES = 8 * 1024;
 
 /**
- * Store an explicit memory (embedded synchronously). The memory inherits the session's agent when
+ * Store an explicit memory (embedded synchronously; a conversation turn — `metadata.speaker` — with
+ * its speaker and the session's previous memory, see turns.ts). The memory inherits the session's agent when
  * `agent_id` is not given; an agent's memories always carry its own id.
  * @throws AppError payload_too_large (content > MEMORY_MAX_CONTENT_BYTES, metadata > 8 KiB),
  *   validation_failed (blank content; agent_id differs from the session's agent), forbidden (an agent
@@ -62,7 +64,8 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
       throw new AppError('validation_failed', "agent_id does not match the session's agent", { errors: [{ in: 'body', pointer: '/agent_id', message: "differs from the session's agent" }] });
     }
   }
-  const [vector] = await embeddingProviderOf(ctx).embed([input.content]);
+  const previous = input.session_id !== undefined && speakerOf(metadata) ? await lastTurnOf(ctx.db, actor.accountId, input.session_id) : null;
+  const [vector] = await embeddingProviderOf(ctx).embed([embeddingText(input.content, metadata, previous)]);
   const row: NewMemoryRow = {
     id: newId('mem'),
     userId: actor.accountId,
@@ -187,7 +190,8 @@ function poolSize(limit: number): number {
 
 /**
  * Hybrid search over the caller's memories: the nearest vectors (cosine) and the best full-text
- * matches, fused by weighted reciprocal rank (`config.memory.fusion`); then candidates with
+ * matches, fused by weighted reciprocal rank (`config.memory.fusion`), conversation turns re-scored
+ * by speaker and neighbouring turns (hybrid mode, {@link rerankTurns}); then candidates with
  * `similarity < threshold` are dropped (counted in `filtered_count`) and the best `limit` returned.
  * @throws AppError validation_failed (blank q), upstream_error (remote embedding provider)
  */
@@ -200,7 +204,10 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const mode = input.mode ?? 'hybrid';
   const [vector] = await embeddingProviderOf(ctx).embed([q]);
   const where = filteredSql(actor, input);
-  const candidates = await withSearchSettings(ctx, actor.accountId, (tx) => fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool: poolSize(limit), mode }));
+  const candidates = await withSearchSettings(ctx, actor.accountId, async (tx) => {
+    const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool: poolSize(limit), mode });
+    return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
+  });
   const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));
   const kept = withSim.filter((c) => c.similarity >= threshold);
   const top = kept.slice(0, limit);

@@ -14,6 +14,9 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
+import type { NewMemoryRow } from './state.js';
+
+export type { NewMemoryRow } from './state.js';
 
 /** The HNSW index of the pgvector path (also created by migration 0007; keep both in sync). */
 export const HNSW_INDEX = sql.raw(
@@ -64,20 +67,6 @@ export function exactCosineDistance(col: SQL, v: Float32Array): SQL {
   return sql`(case when array_length(${col}, 1) = ${sql.raw(String(v.length))} then 1 - (${dot}) end)`;
 }
 
-/** A memory row to insert (the id and timestamp are given by the caller). */
-export interface NewMemoryRow {
-  id: string;
-  userId: string;
-  sessionId: string | null;
-  agentId: string | null;
-  serviceId: string | null;
-  toolId: string | null;
-  executionId: string | null;
-  source: 'explicit' | 'execution' | 'summary';
-  content: string;
-  metadata: Record<string, unknown>;
-}
-
 /**
  * Insert memories with their embeddings (null → stored without one; found by full text only until
  * back-filled). Rows whose `execution_id` already has a memory are skipped.
@@ -116,19 +105,8 @@ export interface CandidateRow {
   distance: number | null;
   vector_rank: number | null;
   text_rank: number | null;
-  row: {
-    id: string;
-    userId: string;
-    sessionId: string | null;
-    agentId: string | null;
-    serviceId: string | null;
-    toolId: string | null;
-    executionId: string | null;
-    source: string;
-    content: string;
-    metadata: Record<string, unknown>;
-    createdAt: Date;
-  };
+  /** The stored memory (`source` as read back, not narrowed). */
+  row: Omit<NewMemoryRow, 'source'> & { source: string; createdAt: Date };
 }
 
 /**

@@ -11,7 +11,8 @@
 import type { AppContext } from '../../context.js';
 import { withoutNul } from '../../lib/nul.js';
 import type { EmbeddingProvider } from './embeddings.js';
-import { insertMemoryRows, type NewMemoryRow } from './store.js';
+import type { MemoryWriterPort, NewMemoryRow, PendingMemory } from './state.js';
+import { insertMemoryRows } from './store.js';
 
 /** Rows per INSERT on PGlite (see `writeBatch`). */
 const PGLITE_ROWS_PER_STATEMENT = 4;
@@ -19,12 +20,9 @@ const PGLITE_ROWS_PER_STATEMENT = 4;
 /** Most memories waiting in memory before new ones are dropped (with a warning). */
 const MAX_PENDING = 10_000;
 
-/** A memory to write; `build` runs in the flush, off the request path. */
-export interface PendingMemory {
-  build(): NewMemoryRow;
-}
+export type { PendingMemory } from './state.js';
 
-export class MemoryWriter {
+export class MemoryWriter implements MemoryWriterPort {
   private queue: PendingMemory[] = [];
   /** The pending delayed flush, if one is scheduled. */
   private timer: NodeJS.Timeout | undefined;

@@ -7,32 +7,23 @@
  * Grants of agent `:id` are managed by the owner user of `:id` or by agent `:id` itself (with the
  * `permissions:manage` scope); anybody else gets 404, like any other account's object.
  */
-import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentPermissions } from '../../db/schema/index.js';
 import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { requireScope } from '../agents/tokens.js';
+import type { Static } from 'typebox';
+import type { PermissionSchema } from './schemas.js';
 
 export type Access = 'read' | 'write';
 type PermissionRow = typeof agentPermissions.$inferSelect;
 
 /** A grant as shown by the API. */
-export interface PermissionView {
-  id: string;
-  /** The agent whose memory the grant opens. */
-  agent_id: string;
-  grantee_agent_id: string;
-  access: Access;
-  key_prefix: string | null;
-  expires_at: string | null;
-  /** `usr_…` (the owner user) or `agt_…` (the agent itself). */
-  created_by: string;
-  created_at: string;
-}
+export type PermissionView = Static<typeof PermissionSchema>;
 
 function view(p: PermissionRow): PermissionView {
   return {
@@ -116,15 +107,14 @@ export async function listGrants(ctx: AppContext, principal: Principal, agentId:
 }
 
 async function page(ctx: AppContext, where: ReturnType<typeof eq>, q: { limit?: number; cursor?: string }): Promise<Page<PermissionView>> {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, agentPermissions.id);
   const rows = await ctx.db
     .select()
     .from(agentPermissions)
-    .where(and(where, live(), after ? lt(agentPermissions.id, after) : undefined))
-    .orderBy(desc(agentPermissions.id))
-    .limit(limit + 1);
-  return toPage(rows, limit, view);
+    .where(and(where, live(), page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  return toPage(rows, page.limit, view);
 }
 
 /** Revoke a grant on `agentId`'s memory; effective for the next request. @throws AppError not_found */

@@ -191,3 +191,15 @@ export async function catalogVocabulary(ctx: AppContext): Promise<{ docs: number
   ]);
   return { docs: Number(count[0]?.n ?? 0), words: words.map((w) => ({ word: w.word, ndoc: Number(w.ndoc) })) };
 }
+
+/**
+ * Every tool's embeddable text (any status: visibility is checked when a hit is shown), in id
+ * order after `afterId`, at most `limit` (≤ 5000): id, name and the first 300 characters of the
+ * description. For the search module's tool vectors.
+ */
+export async function catalogToolTexts(ctx: AppContext, afterId: string, limit: number): Promise<Array<{ id: string; name: string; description: string }>> {
+  return execRows<{ id: string; name: string; description: string }>(
+    ctx.db,
+    sql`select t.id, t.name, left(t.description, 300) as description from tools t where t.id > ${afterId} order by t.id limit ${Math.min(limit, 5000)}::int`,
+  );
+}

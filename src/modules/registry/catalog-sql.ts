@@ -1,6 +1,7 @@
 /**
- * The SQL shared by the registry's catalog queries: database capabilities (pg_trgm), the full-text
- * and trigram expressions (byte-for-byte equal to the indexed ones of migration `search_indexes`),
+ * The SQL shared by the registry's catalog queries: database capabilities (pg_trgm), the stored
+ * full-text documents (migration 0021) and trigram expressions (byte-for-byte equal to the indexed
+ * ones of migration `search_indexes`),
  * visibility and query-term helpers. See `catalog.ts` for the model.
  */
 import { sql, type SQL } from 'drizzle-orm';
@@ -31,19 +32,22 @@ export async function catalogCapabilities(ctx: AppContext): Promise<CatalogCapab
   return { fuzzy: await p };
 }
 
-// ------------------------------------------------------------------ shared SQL (keep equal to migration `search_indexes`)
+// ------------------------------------------------------------------ shared SQL (keep equal to migrations `search_indexes` and `search_documents`)
 
 /** Tool name as words: `getWeather`/`get_weather`/`get-weather` → `get Weather`/`get weather`. */
 export const TOOL_NAME_WORDS_SQL = `regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')`;
-export const TOOL_NAME_WORDS = sql.raw(TOOL_NAME_WORDS_SQL);
-/** Full-text document of a tool (indexed: `tools_search_idx`). */
-export const TOOL_DOC = sql.raw(
-  `(setweight(to_tsvector('english'::regconfig, regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')), 'A') || setweight(to_tsvector('english'::regconfig, t.description), 'B'))`,
-);
-/** Full-text document of a service (indexed: `services_search_idx`). */
-export const SERVICE_DOC = sql.raw(
-  `(setweight(to_tsvector('english'::regconfig, (s.name || ' ') || s.display_name), 'C') || setweight(to_tsvector('english'::regconfig, (coalesce(s.category, '') || ' ') || s.description), 'D'))`,
-);
+/**
+ * Full-text document of a tool: name words (weight A) and description (B), stored in the generated
+ * column `tools.search_doc` (migration 0021, indexed: `tools_search_idx`).
+ */
+export const TOOL_DOC = sql.raw('t.search_doc');
+/** The name part of {@link TOOL_DOC} (its weight-A lexemes): the tool name's words, stemmed. */
+export const TOOL_NAME_DOC = sql.raw(`ts_filter(t.search_doc, '{a}')`);
+/**
+ * Full-text document of a service: name and display name (C), category and description (D),
+ * stored in `services.search_doc` (migration 0021, indexed: `services_search_idx`).
+ */
+export const SERVICE_DOC = sql.raw('s.search_doc');
 /** Lower-cased words of a tool name for trigram matching (indexed: `tools_name_trgm_idx`). */
 export const TOOL_TRGM = sql.raw(`lower(regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g'))`);
 /** Lower-cased service name and display name for trigram matching (indexed: `services_name_trgm_idx`). */

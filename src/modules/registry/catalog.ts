@@ -7,8 +7,8 @@
  *
  * Full-text: PostgreSQL `tsvector` documents built from the tool (name split on `_`, `-` and
  * camelCase: weight A; description: B) and from its service (name and display name: C; category
- * and description: D). Both are expression-indexed (GIN, migration `search_indexes`), so the
- * expressions below must stay byte-for-byte equal to the indexed ones.
+ * and description: D), stored in generated columns and GIN-indexed (migration `search_documents`),
+ * so ranking thousands of candidates reads them instead of parsing text again.
  * Fuzzy matching: pg_trgm `word_similarity` on tool and service names when the extension is
  * installed (checked once per database), so "wether" still finds `get_weather`; without it,
  * prefix and substring matching only ({@link catalogCapabilities}).
@@ -21,7 +21,7 @@ import {
   SERVICE_DOC,
   SERVICE_TRGM,
   TOOL_DOC,
-  TOOL_NAME_WORDS,
+  TOOL_NAME_DOC,
   TOOL_SERVICE_COLUMNS,
   TOOL_TRGM,
   catalogCapabilities,
@@ -41,6 +41,7 @@ import {
 // The lookups and query helpers are re-exported so callers keep one entry point (`registry/catalog.js`).
 export {
   catalogVersion,
+  catalogToolTexts,
   catalogVocabulary,
   countCatalog,
   getCatalogServices,
@@ -54,10 +55,11 @@ export {
   type CatalogTool,
 } from './catalog-lookups.js';
 export { catalogCapabilities, FUZZY_THRESHOLD, queryTerms, type CatalogCapabilities } from './catalog-sql.js';
+export { catalogGeneration } from './executable.js';
 
 /** The `to_tsquery` source of one term group: `('typed':* | 'correction' | …)`. */
-function groupSource(g: TermGroup): string {
-  return `(${g.words.map((w, i) => `'${w.replace(/[^\p{L}\p{N}]/gu, '')}'${i === 0 && g.prefix ? ':*' : ''}`).join(' | ')})`;
+function groupSource(g: TermGroup, label = ''): string {
+  return `(${g.words.map((w, i) => `'${w.replace(/[^\p{L}\p{N}]/gu, '')}'${i === 0 && g.prefix ? `:*${label}` : label ? `:${label}` : ''}`).join(' | ')})`;
 }
 
 /** Default groups of plain query terms: weight 1 each, the last one also a prefix. */
@@ -119,6 +121,11 @@ export interface CatalogToolHit {
 
 /** Candidates ranked by text relevance before popularity re-ranks them (and the deepest page). */
 export const MAX_CANDIDATES = 1000;
+/**
+ * Text matches that get the full relevance per page window: the best by pre-score (term groups in
+ * the stored documents), in steps of this many as the requested page goes deeper.
+ */
+export const PRESCORED = 300;
 /** Tools considered when browsing without `q` (newest first), re-ranked by popularity. */
 export const MAX_BROWSE = 5000;
 
@@ -136,64 +143,105 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   const raw = (input.q ?? '').trim().toLowerCase().slice(0, 200);
   const terms = queryTerms(raw);
   const groups = (input.groups ?? defaultGroups(terms)).filter((g) => g.words.length > 0);
-  const tsq = groups.length ? groups.map(groupSource).join(input.mode === 'any' ? ' | ' : ' & ') : null;
+  const tsq = groups.length ? groups.map((g) => groupSource(g)).join(input.mode === 'any' ? ' | ' : ' & ') : null;
   const like = raw ? `%${escapeLike(raw)}%` : null;
   const filters: SQL[] = [visible(accountId)];
   if (input.category) filters.push(sql`s.category = ${input.category}`);
   if (input.tag) filters.push(sql`exists (select 1 from unnest(s.tags) g where lower(g) = ${input.tag.toLowerCase()})`);
   if (input.service) filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
 
-  // Candidate ids: each arm can use its own index; `txt` marks full-text hits (only they need ts_rank).
-  const arms: SQL[] = [];
-  if (raw) {
-    if (tsq) {
-      arms.push(sql`select t.id, true as txt from tools t where ${TOOL_DOC} @@ (select query from qq)`);
-      arms.push(sql`select t.id, true as txt from tools t where t.service_id in (select s.id from services s where ${SERVICE_DOC} @@ (select query from qq))`);
-      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${tagOverlap(terms)})`);
-    }
-    if (fuzzy) {
-      arms.push(sql`select t.id, false as txt from tools t where ${raw} <% ${TOOL_TRGM}`);
-      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${raw} <% ${SERVICE_TRGM})`);
-    } else {
-      arms.push(sql`select t.id, false as txt from tools t where ${TOOL_TRGM} like ${like} or lower(t.name) like ${like}`);
-      arms.push(sql`select t.id, false as txt from tools t where t.service_id in (select s.id from services s where ${SERVICE_TRGM} like ${like})`);
-    }
-  }
   // Relevance of a full-text hit: the weighted mean of each term group's ts_rank (a document that
   // matches more, rarer terms in stronger fields ranks higher: BM25F's shape without length norms).
   const weightSum = groups.reduce((n, g) => n + g.weight, 0) || 1;
   // Without groups (SEARCH_QUERY_REWRITE=off) the ranking stays as it was: one ts_rank of the whole
   // query, full trigram similarity, no name coverage.
   const legacy = !input.groups;
+  const q = (i: number, label = '') => sql.raw(`qq.q${i}${label}`);
+  const weighted = (term: (i: number) => SQL) => sql.join(groups.map((g, i) => sql`${sql.raw(String(g.weight))}::float8 * ${term(i)}`), sql` + `);
   const fts = legacy && tsq
-    ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, ${TOOL_DOC} || ${SERVICE_DOC}, (select query from qq)) else 0 end)`
+    ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, c.doc, qq.query) else 0 end)`
     : tsq
-    ? sql`(case when c.txt then (select coalesce(sum(u.w * ts_rank(${RANK_WEIGHTS}, d.doc, u.q)), 0) / ${weightSum}::float8
-             from (select ${TOOL_DOC} || ${SERVICE_DOC} as doc) d, unnest((select qs from qq), (select ws from qq)) u(q, w)) else 0 end)`
+    ? sql`(case when c.txt then (${weighted((i) => sql`ts_rank(${RANK_WEIGHTS}, c.doc, ${q(i)})`)}) / ${weightSum}::float8 else 0 end)`
     : sql`0::float4`;
   const fuzzyScore = fuzzy
-    ? sql`greatest(word_similarity(${raw}, ${TOOL_TRGM}), 0.6 * word_similarity(${raw}, ${SERVICE_TRGM}))`
-    : sql`(case when ${TOOL_TRGM} like ${like} or lower(t.name) like ${like} then 0.5 when ${SERVICE_TRGM} like ${like} then 0.3 else 0 end)`;
+    ? sql`greatest(word_similarity(${raw}, c.ttrgm), 0.6 * word_similarity(${raw}, c.strgm))`
+    : sql`(case when c.ttrgm like ${like} or lower(c.name) like ${like} then 0.5 when c.strgm like ${like} then 0.3 else 0 end)`;
   // Name coverage (Algolia's "words" and "exact" criteria on the name): the weighted share of the
   // query's terms found in the tool name × how much of the name they cover, so `issues_create`
   // beats `orgs_create_issue_type` for "create issue".
+  const inName = (i: number) => sql`(c.nv @@ ${q(i)})::int`;
   const nameCoverage = tsq && !legacy
-    ? sql`(select coalesce(sum(u.w) filter (where n.v @@ u.q), 0) / ${weightSum}::float8
-              * (0.5 + 0.5 * least(1, count(*) filter (where n.v @@ u.q)::float8 / greatest(max(length(n.v)), 1)))
-           from (select to_tsvector('english'::regconfig, ${TOOL_NAME_WORDS}) as v) n, unnest((select qs from qq), (select ws from qq)) u(q, w))`
+    ? sql`(${weighted(inName)}) / ${weightSum}::float8
+          * (0.5 + 0.5 * least(1, (${sql.join(groups.map((_, i) => inName(i)), sql` + `)})::float8 / greatest(length(c.nv), 1)))`
     : sql`0`;
-  const bonus = sql`(case when lower(t.name) = ${raw} or ${TOOL_TRGM} = ${raw} then 0.5 else 0 end)
-    + ${terms.length ? sql`(case when ${tagOverlap(terms)} then 0.1 else 0 end)` : sql`0`} + 0.6 * ${nameCoverage}`;
+  const bonus = sql`(case when lower(c.name) = ${raw} or c.ttrgm = ${raw} then 0.5 else 0 end) + (case when c.stag then 0.1 else 0 end) + 0.6 * ${nameCoverage}`;
+
+  // Two phases, so the cost does not grow with the number of matches (a plain question matches
+  // thousands of tools once relaxed to any word):
+  //  1. candidates: the visible services once (a few hundred rows: their text, tag and fuzzy-name
+  //     matches), then the tools whose own document matches, or whose service matched (indexed);
+  //     each gets a cheap pre-score from the stored document — the weighted term groups it holds
+  //     in its name (weight A) and anywhere, plus its service's share — and only the best
+  //     `prescored` go on, with every fuzzy (trigram) name match; `found` counts them all;
+  //  2. the full relevance of those (ts_rank per term group, trigram similarity, name coverage),
+  //     the best MAX_CANDIDATES kept.
+  const prescored = PRESCORED * Math.ceil((input.offset + input.limit) / PRESCORED);
+  const preTool = tsq && !legacy
+    ? sql`(${weighted((i) => sql`(0.6 * (t.search_doc @@ ${q(i, 'a')})::int + 0.4 * (t.search_doc @@ ${q(i)})::int)`)})`
+    : tsq
+    ? sql`(0.6 * (t.search_doc @@ qq.querya)::int + 0.4 * (t.search_doc @@ qq.query)::int) * ${weightSum}::float8`
+    : sql`0`;
+  const preService = tsq && !legacy ? sql`(${weighted((i) => sql`(s.search_doc @@ ${q(i)})::int`)})` : tsq ? sql`(s.search_doc @@ qq.query)::int * ${weightSum}::float8` : sql`0`;
+  // Fuzzy name matches of services and tools come from the trigram indexes (word_similarity costs
+  // ~10 µs a call: it is computed only for the few hundred scored rows).
+  const fuzzyServices = fuzzy ? sql`select s.id from services s where ${raw} <% ${SERVICE_TRGM}` : sql`select s.id from services s where ${SERVICE_TRGM} like ${like}`;
+  // A service's match brings in all its tools: for the full query (every term group, in its
+  // text), a tag equal to a query word, or a fuzzy name. Relaxed to any word, only the full-query
+  // text match does (a word as common as a tag every service carries would bring in the catalog).
+  const anyMode = input.mode === 'any';
+  const serviceMatch = [
+    ...(tsq ? [sql`s.search_doc @@ qq.queryall`] : []),
+    ...(terms.length && !anyMode ? [tagOverlap(terms)] : []),
+    sql`s.id in (select id from fz)`,
+  ];
+  const textCandidates = tsq ? sql`t.search_doc @@ qq.query or t.service_id = any(array(select id from vs where matched))` : sql`t.service_id = any(array(select id from vs where matched))`;
+  const nameCandidates = fuzzy ? sql`${raw} <% ${TOOL_TRGM}` : sql`(${TOOL_TRGM} like ${like} or lower(t.name) like ${like})`;
+  const queryColumns = sql.join(
+    [
+      sql`${tsQueryOf(tsq)} as query`,
+      sql`${tsQueryOf(tsq && groups.map((g) => groupSource(g)).join(' & '))} as queryall`,
+      sql`${tsq ? sql`to_tsquery('english'::regconfig, ${groups.map((g) => groupSource(g, 'A')).join(input.mode === 'any' ? ' | ' : ' & ')})` : sql`null::tsquery`} as querya`,
+      ...groups.flatMap((g, i) => [
+        sql`to_tsquery('english'::regconfig, ${groupSource(g)}) as ${sql.raw(`q${i}`)}`,
+        sql`to_tsquery('english'::regconfig, ${groupSource(g, 'A')}) as ${sql.raw(`q${i}a`)}`,
+      ]),
+    ],
+    sql`, `,
+  );
 
   const query = raw
-    ? sql`with qq as (select ${tsQueryOf(tsq)} as query,
-                       ${tsq ? sql`array[${sql.join(groups.map((g) => sql`to_tsquery('english'::regconfig, ${groupSource(g)})`), sql`, `)}]` : sql`null::tsquery[]`} as qs,
-                       ${`{${groups.map((g) => g.weight).join(',')}}`}::float8[] as ws),
-              c as (select id, bool_or(txt) as txt from (${sql.join(arms, sql` union all `)}) a group by id)
-              select t.id, ${fts} as fts, ${fuzzyScore} as fz, ${bonus} as bonus, count(*) over () as found
-              from c join tools t on t.id = c.id join services s on s.id = t.service_id
-              where ${sql.join(filters, sql` and `)}
-              order by 2 + 3 + 4 desc, t.id desc
+    ? sql`with qq as materialized (select ${queryColumns}),
+              fz as materialized (${fuzzyServices}),
+              vs as materialized (
+                select s.id, ${terms.length ? tagOverlap(terms) : sql`false`} as stag,
+                       (${sql.join(serviceMatch, sql` or `)}) as matched, ${tsq ? sql`s.search_doc @@ qq.query` : sql`false`} as stxt,
+                       ${preService} as spre
+                from services s, qq where ${sql.join(filters, sql` and `)}),
+              tm as materialized (select t.id, t.service_id, ${preTool} as pt from tools t, qq where ${textCandidates}),
+              pre as materialized (
+                select tm.id, tm.service_id, vs.stag, vs.stxt, tm.pt + 0.4 * vs.spre + (case when vs.stag then 0.1 else 0 end) as pre
+                from tm join vs on vs.id = tm.service_id),
+              nm as materialized (select t.id, t.service_id from tools t where ${nameCandidates}),
+              named as materialized (select nm.id, nm.service_id, vs.stag, vs.stxt from nm join vs on vs.id = nm.service_id),
+              cand as (select id, service_id, stag, stxt from (select id, service_id, stag, stxt from pre order by pre desc, id desc limit ${prescored}::int) best
+                       union select id, service_id, stag, stxt from named),
+              c as materialized (
+                select t.id, t.name, t.search_doc || s.search_doc as doc, ${TOOL_NAME_DOC} as nv, ${TOOL_TRGM} as ttrgm, ${SERVICE_TRGM} as strgm, cand.stag,
+                       ${tsq ? sql`(t.search_doc @@ qq.query or cand.stxt)` : sql`false`} as txt
+                from cand join tools t on t.id = cand.id join services s on s.id = cand.service_id, qq)
+              select id, fts, fz, bonus, (select count(*) from (select id from pre union select id from named) a) as found
+              from (select c.id, ${fts} as fts, ${fuzzyScore} as fz, ${bonus} as bonus from c, qq) x
+              order by fts + fz + bonus desc, id desc
               limit ${MAX_CANDIDATES}::int`
     : sql`select t.id, 0 as fts, 0 as fz, 0 as bonus, count(*) over () as found
               from tools t join services s on s.id = t.service_id

@@ -79,8 +79,18 @@ function executableTools(ctx: AppContext): SharedCache<ExecutableTool | null> {
   return SharedCache.of(ctx, { name: 'registry.executable', max: 20_000, ttlMs: ctx.config.cacheTtlMs });
 }
 
+/**
+ * How many registry writes this instance has committed (a counter per application context, from
+ * 0). Caches derived from the catalog compare it to know at once that this instance changed it;
+ * other instances' writes they learn within `CACHE_TTL_MS` from {@link catalogVersion}.
+ */
+export function catalogGeneration(ctx: AppContext): number {
+  return ctx.registryGeneration;
+}
+
 /** Forget every cached lookup on every instance. Called after each committed registry write. */
 export async function registryChanged(ctx: AppContext): Promise<void> {
+  ctx.registryGeneration++;
   await executableTools(ctx).invalidate(null);
 }
 

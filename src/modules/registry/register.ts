@@ -10,7 +10,7 @@ import type { AppContext } from '../../context.js';
 import { services, toolAliases, tools } from '../../db/schema/index.js';
 import type { Tx } from '../../db/client.js';
 import { AppError } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
+import { newId, newSecret } from '../../http/ids.js';
 import { encryptSecret } from '../../lib/secrets.js';
 import { classifyAddress, isAddressAllowed } from '../../upstream/address.js';
 import { mcpListTools } from '../../upstream/mcp.js';
@@ -32,24 +32,13 @@ import { authColumns, checkOAuth2Complete, prefillOAuth2, type OAuth2Prefill } f
 import { fetchOpenApiDocument, importOpenApi } from './openapi.js';
 import { registryChanged, type ExecutableTool, type ServiceSource, type ToolRow } from './executable.js';
 import { listServiceTools, serviceView } from './views.js';
+import type { Static } from 'typebox';
+import type { RegisterServiceBody } from './schemas.js';
 
 // ------------------------------------------------------------------ registration
 
 /** The body of `POST /owner/services` (validated again here: every problem is listed). */
-export interface RegisterInput {
-  name?: string;
-  display_name?: string;
-  description?: string;
-  base_url?: string;
-  category?: string;
-  tags?: string[];
-  version?: string;
-  auth?: UpstreamAuthInput;
-  tools?: Array<{ name: string; description: string; method: string; path: string; input_schema: Record<string, unknown>; output_schema?: Record<string, unknown> }>;
-  openapi?: Record<string, unknown>;
-  openapi_url?: string;
-  mcp_url?: string;
-}
+export type RegisterInput = Static<typeof RegisterServiceBody>;
 
 interface Loaded {
   source: ServiceSource;
@@ -84,7 +73,7 @@ export function fromManifestTools(list: NonNullable<RegisterInput['tools']>): No
   }));
 }
 
-/** Strip a draft `$schema` from an imported (MCP) schema: it is interpreted as 2020-12. */
+/** Strip a draft `$schema` from an imported (MCP) input or output schema: it is interpreted as 2020-12; no `type` → an object (MCP requires both to be objects). */
 function importedSchema(schema: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!schema || typeof schema !== 'object') return { type: 'object' };
   const { $schema: _ignored, ...rest } = schema;
@@ -152,7 +141,7 @@ export async function loadSource(ctx: AppContext, input: RegisterInput, auth: Up
     for (let n = 2; used.has(name); n++) name = `${name.slice(0, 60)}_${n}`;
     used.add(name);
     if (name !== t.name) loaded.warnings.push({ pointer: `/mcp_url`, message: `MCP tool ${i} "${t.name.slice(0, 100)}" is listed as "${name}"` });
-    return { name, description: t.description ?? '', method: 'MCP', path: t.name, inputSchema: importedSchema(t.inputSchema), outputSchema: null, argLocations: null };
+    return { name, description: t.description ?? '', method: 'MCP', path: t.name, inputSchema: importedSchema(t.inputSchema), outputSchema: t.outputSchema ? importedSchema(t.outputSchema) : null, argLocations: null };
   });
   return loaded;
 }
@@ -198,7 +187,7 @@ async function deriveName(ctx: AppContext, text: string): Promise<string> {
 }
 
 export function newSigningSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
+  return newSecret('whsec');
 }
 
 /**

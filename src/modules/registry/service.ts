@@ -6,17 +6,19 @@
  * shows published services only. {@link resolveExecutableTool} is the execution path's lookup
  * (sessions module): it accepts a tool's current name, a former name (alias) or its id.
  */
-import { and, arrayContains, asc, desc, eq, ilike, lt, or, sql } from 'drizzle-orm';
+import { and, arrayContains, asc, eq, ilike, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { services, toolAliases, tools } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
 import { TOOL_NAME, checkAuth, checkBaseUrl, checkTools, type ManifestProblem, type NormalizedTool, type UpstreamAuthInput } from './manifest.js';
 import { findTool, registryChanged, serviceWhere, upstreamAuthOf, type ServiceRow, type ServiceStatus } from './executable.js';
 import { authView, listServiceTools, manifestView, serviceView, type ToolView } from './views.js';
 import { authColumns, checkOAuth2Complete } from './oauth2.js';
 import { checkBaseUrlTarget, fail, fromManifestTools, loadSource, newSigningSecret, replaceTools, toolsBase, type RegisterInput } from './register.js';
+import type { Static } from 'typebox';
+import type { UpdateServiceBody } from './schemas.js';
 
 // ------------------------------------------------------------------ owner operations
 
@@ -36,15 +38,14 @@ export async function getServiceRow(ctx: AppContext, ref: string): Promise<Servi
 
 /** The owner's services, newest first, with tool counts. */
 export async function listOwnerServices(ctx: AppContext, ownerId: string, q: { limit?: number; cursor?: string }): Promise<Page<ReturnType<typeof serviceView> & { tool_count: number }>> {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, services.id);
   const rows = await ctx.db
     .select({ s: services, toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")` })
     .from(services)
-    .where(and(eq(services.ownerId, ownerId), after ? lt(services.id, after) : undefined))
-    .orderBy(desc(services.id))
-    .limit(limit + 1);
-  return toPage(rows, limit, (r) => ({ ...serviceView(r.s), tool_count: Number(r.toolCount) }), (r) => r.s.id);
+    .where(and(eq(services.ownerId, ownerId), page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  return toPage(rows, page.limit, (r) => ({ ...serviceView(r.s), tool_count: Number(r.toolCount) }), (r) => r.s.id);
 }
 
 /** The owner's view of one service (tools with aliases, warnings). Publishing adds checklist and reports. */
@@ -53,16 +54,7 @@ export async function getOwnerService(ctx: AppContext, ownerId: string, ref: str
   return { ...serviceView(s), tools: await listServiceTools(ctx, s.id), warnings: s.warnings };
 }
 
-export interface UpdateInput {
-  display_name?: string;
-  description?: string;
-  base_url?: string;
-  category?: string | null;
-  tags?: string[];
-  version?: string | null;
-  auth?: UpstreamAuthInput;
-  tools?: RegisterInput['tools'];
-}
+export type UpdateInput = Static<typeof UpdateServiceBody>;
 
 /**
  * Update top-level fields; `tools` replaces the tools of a manifest-sourced service (matched by
@@ -226,8 +218,7 @@ function likePattern(q: string): string {
 
 /** Published services, newest first; filters: exact `category`, `tag` contained in tags, `q` substring of name/display name/description. */
 export async function listMarketplace(ctx: AppContext, q: { limit?: number; cursor?: string; category?: string; tag?: string; q?: string }) {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, services.id);
   const text = q.q ? likePattern(q.q) : undefined;
   const rows = await ctx.db
     .select({ s: services, toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")` })
@@ -235,17 +226,17 @@ export async function listMarketplace(ctx: AppContext, q: { limit?: number; curs
     .where(
       and(
         eq(services.status, 'published'),
-        after ? lt(services.id, after) : undefined,
+        page.after,
         q.category ? eq(services.category, q.category) : undefined,
         q.tag ? arrayContains(services.tags, [q.tag]) : undefined,
         text ? or(ilike(services.name, text), ilike(services.displayName, text), ilike(services.description, text)) : undefined,
       ),
     )
-    .orderBy(desc(services.id))
-    .limit(limit + 1);
+    .orderBy(page.orderBy)
+    .limit(page.take);
   return toPage(
     rows,
-    limit,
+    page.limit,
     ({ s, toolCount }) => ({
       id: s.id,
       name: s.name,

@@ -5,6 +5,8 @@ import { toolAliases, tools } from '../../db/schema/index.js';
 import type { Tx } from '../../db/client.js';
 import { type ServiceRow, type ServiceSource, type ToolRow } from './executable.js';
 import { oauth2View } from './oauth2.js';
+import type { Static } from 'typebox';
+import type { ToolSchema } from './schemas.js';
 
 
 /** Upstream auth as shown (never the secret). */
@@ -14,17 +16,7 @@ export function authView(s: ServiceRow) {
 }
 
 /** Tool as shown to anyone. */
-export interface ToolView {
-  id: string;
-  name: string;
-  aliases: string[];
-  description: string;
-  method: string;
-  path: string;
-  input_schema: Record<string, unknown>;
-  output_schema: Record<string, unknown> | null;
-  status: 'active' | 'degraded';
-}
+export type ToolView = Static<typeof ToolSchema>;
 
 function toolView(t: ToolRow, aliases: string[]): ToolView {
   return {

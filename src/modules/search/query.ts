@@ -13,31 +13,22 @@
  *   the query has nothing else; stemming is PostgreSQL's `english` configuration; each remaining
  *   term weighs its inverse document frequency, so rare words decide the ranking.
  *
- * The vocabulary is cached per application context and rebuilt when {@link catalogVersion} changes.
+ * The vocabulary is cached per application context (`AppContext.search`) and rebuilt when {@link catalogVersion} changes
+ * (checked after this instance's registry writes, else at most every `CACHE_TTL_MS`).
  */
 import type { AppContext } from '../../context.js';
 import { STOPWORDS } from '../memory/embeddings.js';
-import { catalogVersion, catalogVocabulary, queryTerms, type TermGroup } from '../registry/catalog.js';
+import { catalogGeneration, catalogVersion, catalogVocabulary, type TermGroup } from '../registry/catalog.js';
 import { editDistance, typoBudget } from './highlight.js';
+import { searchStateOf, type Vocabulary } from './state.js';
+
+/** Words searched per query (after stop words are left out). */
+export const MAX_TERMS = 8;
 
 /** Corrections kept per typed word. */
 export const MAX_CORRECTIONS = 3;
 
-/** The published catalog's words, by length, with document frequencies. */
-interface Vocabulary {
-  version: string;
-  docs: number;
-  ndoc: Map<string, number>;
-  byLength: Map<number, string[]>;
-  /** All words, sorted (prefix look-ups). */
-  sorted: string[];
-  /** Corrections already computed for a word. */
-  corrections: Map<string, string[]>;
-}
-
-const vocabularies = new WeakMap<AppContext, Promise<Vocabulary>>();
-
-async function buildVocabulary(ctx: AppContext, version: string): Promise<Vocabulary> {
+async function buildVocabulary(ctx: AppContext, version: string, generation: number, checkedAt: number): Promise<Vocabulary> {
   const { docs, words } = await catalogVocabulary(ctx);
   const ndoc = new Map<string, number>();
   const byLength = new Map<number, string[]>();
@@ -47,16 +38,29 @@ async function buildVocabulary(ctx: AppContext, version: string): Promise<Vocabu
     list.push(w.word);
     byLength.set(w.word.length, list);
   }
-  return { version, docs, ndoc, byLength, sorted: [...ndoc.keys()].sort(), corrections: new Map() };
+  return { version, docs, ndoc, byLength, sorted: [...ndoc.keys()].sort(), corrections: new Map(), generation, checkedAt };
 }
 
-/** The current vocabulary (rebuilt when the catalog changed since the cached one). */
+/**
+ * The current vocabulary, rebuilt when the catalog changed since the cached one. The catalog's
+ * version is read from the database only when this instance changed the registry since the last
+ * check ({@link catalogGeneration}) or after `CACHE_TTL_MS` (another instance's change), not on
+ * every query.
+ */
 async function vocabularyOf(ctx: AppContext): Promise<Vocabulary> {
+  const generation = catalogGeneration(ctx);
+  const state = searchStateOf(ctx);
+  const cached = await state.vocabulary?.catch(() => null);
+  const now = Date.now();
+  if (cached && cached.generation === generation && now - cached.checkedAt < ctx.config.cacheTtlMs) return cached;
   const version = await catalogVersion(ctx);
-  const cached = await vocabularies.get(ctx)?.catch(() => null);
-  if (cached && cached.version === version) return cached;
-  const fresh = buildVocabulary(ctx, version);
-  vocabularies.set(ctx, fresh);
+  if (cached && cached.version === version) {
+    cached.generation = generation;
+    cached.checkedAt = now;
+    return cached;
+  }
+  const fresh = buildVocabulary(ctx, version, generation, now);
+  state.vocabulary = fresh;
   return fresh;
 }
 
@@ -112,15 +116,17 @@ export interface QueryPlan {
 }
 
 /**
- * Plan a tool-search query: words (at most 8), stop words dropped, typo corrections added, weights
+ * Plan a tool-search query: stop words dropped, words (at most {@link MAX_TERMS}), typo corrections added, weights
  * from inverse document frequency (`ln(1 + N / (1 + df))`, df of the word or of its most frequent
  * correction; at least 0.1).
  */
 export async function planQuery(ctx: AppContext, q: string): Promise<QueryPlan> {
-  const terms = queryTerms(q);
+  // Stop words do not count towards the MAX_TERMS words ("store a secret for github actions in a
+  // repository" keeps "repository").
+  const terms = (q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 64).map((t) => t.slice(0, 64));
   if (!terms.length) return { groups: [], dropped: [], corrected: {} };
-  const content = terms.filter((t) => !STOPWORDS.has(t));
-  const kept = content.length ? content : terms;
+  const content = terms.filter((t) => !STOPWORDS.has(t)).slice(0, MAX_TERMS);
+  const kept = content.length ? content : terms.slice(0, MAX_TERMS);
   const dropped = content.length ? terms.filter((t) => STOPWORDS.has(t)) : [];
   const v = await vocabularyOf(ctx);
   const corrected: Record<string, string[]> = {};

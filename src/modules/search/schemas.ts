@@ -10,8 +10,9 @@ export const HighlightSchema = Type.Object({
   matched_tokens: Type.Array(Type.String()),
 });
 
-const MatchSchema = Type.Union([Type.Literal('text'), Type.Literal('fuzzy'), Type.Literal('substring'), Type.Literal('filter')], {
-  description: 'text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q',
+const MatchSchema = Type.Union([Type.Literal('text'), Type.Literal('fuzzy'), Type.Literal('substring'), Type.Literal('filter'), Type.Literal('semantic')], {
+  description:
+    'text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q; semantic: close in meaning (sentence vectors) without a full-text match',
 });
 
 const ServiceRef = Type.Object({
@@ -32,8 +33,11 @@ export const ToolHitSchema = Type.Object({
   method: Type.String(),
   status: Type.String(),
   service: ServiceRef,
-  score: Type.Number({ description: 'text_score × (1 + 0.5 × popularity.score); popularity.score alone when browsing' }),
-  text_score: Type.Number(),
+  score: Type.Number({
+    description:
+      'text_score × (1 + 0.5 × popularity.score); popularity.score alone when browsing; with the semantic arm on and q given, the reciprocal-rank-fusion score of the full-text and semantic rankings (comparable within one answer only)',
+  }),
+  text_score: Type.Number({ description: 'full-text relevance (0 for semantic-only hits)' }),
   popularity: Type.Object({ calls: Type.Integer({ description: 'calls in the popularity window' }), score: Type.Number({ description: 'log-normalised 0..1' }) }),
   match: MatchSchema,
   highlights: Type.Array(HighlightSchema),

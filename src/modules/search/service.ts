@@ -12,7 +12,6 @@
 import type { AppContext } from '../../context.js';
 import { accountOf, type Principal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
-import { decodeCursor, encodeCursor } from '../../http/pagination.js';
 import { searchMemories } from '../memory/service.js';
 import {
   getCatalogServices,
@@ -23,163 +22,18 @@ import {
   publishedServiceIdsIn,
   queryTerms,
   searchCatalogServices,
-  searchCatalogTools,
   similarCatalogServices,
   suggestCatalog,
   type CatalogService,
-  type CatalogToolHit,
 } from '../registry/catalog.js';
 import { actorOf } from '../sessions/service.js';
 import { coUsedServices, searchSessionsByName, usageBreakdown } from '../sessions/stats.js';
 import { topServices, topTools } from '../sessions/usage.js';
 import { subscribedServiceIds } from '../subscriptions/service.js';
-import { highlightFields, markPrefix, type Highlight } from './highlight.js';
-import { planQuery } from './query.js';
+import { highlightFields, markPrefix } from './highlight.js';
+import { dayBefore, searchTools, toolPopularity, windowDays } from './tools.js';
 
-/** Deepest result reachable by paging (Algolia's default `paginationLimitedTo`). */
-export const MAX_OFFSET = 1000;
-
-const DAY_MS = 86_400_000;
-
-/** UTC day (`YYYY-MM-DD`) `days` days before `now` (0 = today). */
-export function dayBefore(now: Date, days: number): string {
-  return new Date(now.getTime() - days * DAY_MS).toISOString().slice(0, 10);
-}
-
-/** Whole days a window covers (`24h` → 1: today and yesterday are counted). */
-export function windowDays(window: '24h' | '7d' | '30d' | '90d'): number {
-  return { '24h': 1, '7d': 7, '30d': 30, '90d': 90 }[window];
-}
-
-// ------------------------------------------------------------------ popularity
-
-interface PopularityTable {
-  at: number;
-  rows: Array<{ tool_id: string; service_id: string; calls: number }>;
-  byTool: Map<string, number>;
-}
-
-const popularityCache = new WeakMap<AppContext, Promise<PopularityTable>>();
-
-/**
- * Calls per tool over the last `SEARCH_POPULARITY_DAYS` days (all users; top 1000 tools), from the
- * usage counters; cached in-process for `SEARCH_POPULARITY_CACHE_MS`.
- */
-export async function toolPopularity(ctx: AppContext): Promise<PopularityTable> {
-  const ttl = ctx.config.search.popularityCacheMs;
-  const cached = popularityCache.get(ctx);
-  if (cached && ttl > 0) {
-    const table = await cached.catch(() => null);
-    if (table && Date.now() - table.at < ttl) return table;
-  }
-  const fresh = topTools(ctx, { since: dayBefore(new Date(), ctx.config.search.popularityDays), limit: 1000 }).then((rows) => ({
-    at: Date.now(),
-    rows: rows.map((r) => ({ tool_id: r.tool_id, service_id: r.service_id, calls: r.calls })),
-    byTool: new Map(rows.map((r) => [r.tool_id, r.calls])),
-  }));
-  popularityCache.set(ctx, fresh);
-  fresh.catch(() => popularityCache.delete(ctx));
-  return fresh;
-}
-
-// ------------------------------------------------------------------ /search/tools
-
-/** One tool hit as the API shows it. */
-export interface ToolHitView {
-  id: string;
-  name: string;
-  description: string;
-  method: string;
-  status: string;
-  service: CatalogToolHit['service'];
-  score: number;
-  text_score: number;
-  popularity: { calls: number; score: number };
-  match: CatalogToolHit['match'];
-  highlights: Highlight[];
-}
-
-function toolHitView(h: CatalogToolHit, terms: string[], fuzzy: boolean): ToolHitView {
-  return {
-    id: h.tool.id,
-    name: h.tool.name,
-    description: h.tool.description,
-    method: h.tool.method,
-    status: h.tool.status,
-    service: h.service,
-    score: h.score,
-    text_score: h.text_score,
-    popularity: { calls: h.calls, score: h.popularity },
-    match: h.match,
-    highlights: highlightFields(
-      [
-        ['name', h.tool.name],
-        ['description', h.tool.description],
-        ['service.display_name', h.service.display_name],
-      ],
-      terms,
-      { fuzzy, maxLength: 200 },
-    ),
-  };
-}
-
-function offsetOf(cursor: string | undefined): number {
-  const raw = decodeCursor(cursor);
-  if (raw === undefined) return 0;
-  const m = /^o:(\d{1,5})$/.exec(raw);
-  if (!m || Number(m[1]) > MAX_OFFSET) {
-    throw new AppError('validation_failed', 'cursor is malformed', { errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }] });
-  }
-  return Number(m[1]);
-}
-
-/** Input of {@link searchTools}. */
-export interface ToolSearchInput {
-  q?: string;
-  category?: string;
-  tag?: string;
-  service?: string;
-  limit?: number;
-  cursor?: string;
-}
-
-/**
- * Tools of published services and of the caller's own services, ranked: full-text relevance
- * (tool name > description > service name > service text) plus fuzzy name similarity, blended with
- * popularity; without `q`, filters only, most popular first. When no tool matches every term, tools
- * matching any term are returned (`relaxed`).
- * @throws AppError validation_failed (malformed cursor)
- */
-export async function searchTools(ctx: AppContext, principal: Principal, input: ToolSearchInput) {
-  const started = performance.now();
-  const limit = input.limit ?? 20;
-  const offset = offsetOf(input.cursor);
-  const q = (input.q ?? '').trim();
-  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, dropped: [], corrected: {} };
-  const terms = [...queryTerms(q), ...Object.values(plan.corrected).flat()];
-  const popularity = (await toolPopularity(ctx)).byTool;
-  const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(limit, MAX_OFFSET - offset) || 1, offset, popularity, groups: plan.groups };
-  let res = await searchCatalogTools(ctx, accountOf(principal), base);
-  let relaxed = false;
-  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't count).
-  const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
-  if (relax) {
-    res = await searchCatalogTools(ctx, accountOf(principal), { ...base, mode: 'any' });
-    relaxed = true;
-  }
-  const next = offset + res.hits.length;
-  return {
-    data: res.hits.map((h) => toolHitView(h, terms, res.fuzzy)),
-    next_cursor: res.hits.length === limit && next < Math.min(res.found, MAX_OFFSET) ? encodeCursor(`o:${next}`) : null,
-    query: q,
-    found: res.found,
-    fuzzy: res.fuzzy,
-    relaxed,
-    corrected: plan.corrected,
-    ignored: plan.dropped,
-    took_ms: Math.round(performance.now() - started),
-  };
-}
+export { dayBefore, MAX_OFFSET, searchTools, toolPopularity, windowDays, type ToolHitView, type ToolSearchInput } from './tools.js';
 
 // ------------------------------------------------------------------ /search (universal)
 

@@ -6,14 +6,14 @@
  * (client_credentials token) acts for its owner's account (`accountOf`) and sees only the sessions
  * that carry its own `agent_id` — the sessions it created or that its owner created for it.
  */
-import { and, asc, desc, eq, gt, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { executions, sessions } from '../../db/schema/index.js';
 import type { SessionActor } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { getAgentForAccount } from '../agents/service.js';
 
@@ -121,8 +121,7 @@ export async function listSessions(
   actor: SessionActor,
   q: { limit?: number; cursor?: string; status?: 'active' | 'closed'; agent_id?: string },
 ): Promise<Page<SessionView>> {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, sessions.id);
   const rows = await ctx.db
     .select()
     .from(sessions)
@@ -131,12 +130,12 @@ export async function listSessions(
         visibleTo(actor),
         q.status ? eq(sessions.status, q.status) : undefined,
         q.agent_id ? eq(sessions.agentId, q.agent_id) : undefined,
-        after ? lt(sessions.id, after) : undefined,
+        page.after,
       ),
     )
-    .orderBy(desc(sessions.id))
-    .limit(limit + 1);
-  return toPage(rows, limit, sessionView);
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  return toPage(rows, page.limit, sessionView);
 }
 
 /** A session visible to the actor. @throws AppError not_found */
@@ -206,15 +205,14 @@ export async function listSessionExecutions(
   q: { limit?: number; cursor?: string } = {},
 ): Promise<Page<ExecutionRow>> {
   await getSession(ctx, accountId, sessionId);
-  const limit = q.limit ?? 100;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, executions.id, { order: 'asc', defaultLimit: 100 });
   const rows = await ctx.db
     .select()
     .from(executions)
-    .where(and(eq(executions.sessionId, sessionId), after ? gt(executions.id, after) : undefined))
-    .orderBy(asc(executions.id))
-    .limit(limit + 1);
-  return toPage(rows, limit, (r) => r);
+    .where(and(eq(executions.sessionId, sessionId), page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take);
+  return toPage(rows, page.limit, (r) => r);
 }
 
 export { topTools, topServices, usageTotals, usageByDay } from './usage.js';

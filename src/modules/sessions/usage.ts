@@ -1,8 +1,8 @@
 /**
  * Execution records and usage counters.
  *
- * {@link recordExecution} is the ONE write path of every tool execution. It is a group commit:
- * records that arrive while a write is in flight are written together by the next one, in a single
+ * {@link recordExecution} is the ONE write path of every tool execution. It is a group commit
+ * (`lib/batcher.ts`): records that arrive while a write is in flight are written together by the next one, in a single
  * SQL statement (data-modifying CTEs, all-or-nothing) that inserts the execution rows, bumps each
  * session's `execution_count`/`last_activity_at` and upserts the daily usage counter rows
  * (`tool_usage`: per UTC day, user, agent, service and tool — calls, successes, failures, total
@@ -13,16 +13,12 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
-import type { ExecutionRecorded } from '../../events.js';
+import type { ExecutionRecord } from '../../events.js';
 import { execRows } from '../../db/client.js';
+import { WriteBatcher } from '../../lib/batcher.js';
 import { withoutNul } from '../../lib/nul.js';
 
-/** One finished execution to record: the `execution.recorded` facts under the execution's own id. */
-export interface ExecutionRecord extends Omit<ExecutionRecorded, 'executionId' | 'serviceName'> {
-  id: string;
-  /** Defaults to now. */
-  at?: Date;
-}
+export type { ExecutionRecord } from '../../events.js';
 
 function utcDay(d: Date): string {
   return d.toISOString().slice(0, 10);
@@ -100,71 +96,13 @@ async function writeBatch(ctx: AppContext, records: ExecutionRecord[]): Promise<
   );
 }
 
-interface Waiting {
-  record: ExecutionRecord;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
-/** The group-commit queue of one app. */
-class ExecutionLog {
-  private waiting: Waiting[] = [];
-  private running: Promise<void> | null = null;
-
-  constructor(private readonly ctx: AppContext) {}
-
-  add(record: ExecutionRecord): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ record, resolve, reject });
-      if (!this.running) this.running = this.run();
-    });
-  }
-
-  /** Resolves when nothing is queued or in flight. */
-  async drain(): Promise<void> {
-    while (this.running) await this.running;
-  }
-
-  private async run(): Promise<void> {
-    try {
-      while (this.waiting.length > 0) {
-        // Let the requests whose I/O is ready add their records first: PGlite runs a statement
-        // synchronously on this thread, so without this turn no batch would ever hold more than one.
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        const batch = this.waiting.splice(0, MAX_BATCH);
-        await this.commit(batch);
-      }
-    } finally {
-      this.running = null;
-    }
-  }
-
-  private async commit(batch: Waiting[]): Promise<void> {
-    try {
-      await writeBatch(this.ctx, batch.map((w) => w.record));
-      for (const w of batch) w.resolve();
-    } catch (err) {
-      if (batch.length === 1) {
-        batch[0].reject(err);
-        return;
-      }
-      // One bad record (e.g. its session was deleted meanwhile) must not fail the others.
-      for (const w of batch) await this.commit([w]);
-    }
-  }
-}
-
-const LOGS = new WeakMap<AppContext, ExecutionLog>();
-
-function logOf(ctx: AppContext): ExecutionLog {
-  let log = LOGS.get(ctx);
-  if (!log) {
-    const created = new ExecutionLog(ctx);
-    log = created;
-    LOGS.set(ctx, log);
-    ctx.onClose.push(() => created.drain());
-  }
-  return log;
+/**
+ * The execution log of one app (`ctx.executionLog`, built in `app.ts`; `ctxOf` returns that app's
+ * context, which does not exist yet when the log is built): the platform's
+ * {@link WriteBatcher} over {@link writeBatch}, at most {@link MAX_BATCH} records per statement.
+ */
+export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<ExecutionRecord> {
+  return new WriteBatcher<ExecutionRecord>({ write: (records) => writeBatch(ctxOf(), records), maxBatch: MAX_BATCH });
 }
 
 /**
@@ -172,7 +110,7 @@ function logOf(ctx: AppContext): ExecutionLog {
  * module comment). Resolves once committed. @throws the database error of this record's write
  */
 export function recordExecution(ctx: AppContext, r: ExecutionRecord): Promise<void> {
-  return logOf(ctx).add(r);
+  return ctx.executionLog.add(r);
 }
 
 // ------------------------------------------------------------------ readers

@@ -13,15 +13,15 @@
  * may pick follow its role ({@link plansFor}), and a new subscription to a service starts from the
  * counters of the account's previous one, so cancel + resubscribe resets nothing.
  */
-import { and, desc, eq, lt } from 'drizzle-orm';
-import { sql } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { Plan, Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { subscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
+import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
@@ -211,8 +211,7 @@ export async function listSubscriptions(
   userId: string,
   q: { limit?: number; cursor?: string; status?: 'active' | 'canceled'; service_id?: string },
 ): Promise<Page<SubscriptionView>> {
-  const limit = q.limit ?? 20;
-  const after = decodeCursor(q.cursor);
+  const page = keyset(q, subscriptions.id);
   const rows = await ctx.db
     .select()
     .from(subscriptions)
@@ -221,13 +220,13 @@ export async function listSubscriptions(
         eq(subscriptions.userId, userId),
         q.status ? eq(subscriptions.status, q.status) : undefined,
         q.service_id ? eq(subscriptions.serviceId, q.service_id) : undefined,
-        after ? lt(subscriptions.id, after) : undefined,
+        page.after,
       ),
     )
-    .orderBy(desc(subscriptions.id))
-    .limit(limit + 1);
+    .orderBy(page.orderBy)
+    .limit(page.take);
   const w = windowsAt();
-  return toPage(rows, limit, (r) => view(ctx, r, w));
+  return toPage(rows, page.limit, (r) => view(ctx, r, w));
 }
 
 /** One subscription of the user. @throws AppError not_found (also another user's) */
@@ -291,7 +290,28 @@ export async function getQuotas(ctx: AppContext, userId: string, id: string): Pr
   const row = await getRow(ctx, userId, id);
   const w = windowsAt();
   const used = usedNow(row, w);
-  return { plan: row.plan as Plan, windows: windowStates(ctx, row.plan, used.day, used.month, w) };
+  const plan = await effectivePlan(ctx, userId, row.plan as Plan);
+  return { plan, windows: windowStates(ctx, plan, used.day, used.month, w) };
+}
+
+/**
+ * SQL of the plan whose limits apply (decision "subscriptions/demotion", docs/decisions.md): the
+ * subscribed `plan`, capped by what the account's CURRENT `roles` allow ({@link plansFor}): a
+ * user demoted from pro to user is counted on free, from enterprise to pro on pro. The stored plan
+ * is kept, so restoring the role restores the quota.
+ */
+function effectivePlanSql(plan: SQL, roles: SQL): SQL {
+  return sql`(case
+    when 'enterprise' = any(${roles}) or 'admin' = any(${roles}) then ${plan}
+    when 'pro' = any(${roles}) then (case when ${plan} = 'enterprise' then 'pro' else ${plan} end)
+    else 'free' end)`;
+}
+
+/** The plan whose limits apply to `userId`'s subscription on `plan` now (see {@link effectivePlanSql}). */
+async function effectivePlan(ctx: AppContext, userId: string, plan: Plan): Promise<Plan> {
+  // The same SQL as the counting UPDATE, so the view and the count can never disagree.
+  const [u] = await execRows<{ plan: Plan }>(ctx.db, sql`select ${effectivePlanSql(sql`${plan}::text`, sql`roles`)} as plan from users where id = ${userId}`);
+  return u?.plan ?? 'free';
 }
 
 // ------------------------------------------------------------------ counting
@@ -308,8 +328,9 @@ const INT_MAX = 2_147_483_647;
 export async function consumeQuota(ctx: AppContext, userId: string, serviceId: string, now: Date = new Date()): Promise<QuotaState> {
   const w = windowsAt(now);
   const q = ctx.config.quotas;
+  const plan = effectivePlanSql(sql`subscriptions.plan`, sql`u.roles`);
   const lim = (win: QuotaWindow) =>
-    sql`coalesce(case plan when 'pro' then ${q.pro[win]}::int when 'enterprise' then ${q.enterprise[win]}::int else ${q.free[win]}::int end, ${INT_MAX}::int)`;
+    sql`coalesce(case ${plan} when 'pro' then ${q.pro[win]}::int when 'enterprise' then ${q.enterprise[win]}::int else ${q.free[win]}::int end, ${INT_MAX}::int)`;
   // Asynchronous commit (Database.hotDb): exact under concurrency (row lock); a database crash can
   // forget the last few hundred ms of counts, which only ever errs in the subscriber's favour.
   const rows = await execRows<{ id: string; plan: string; day_used: number; month_used: number }>(
@@ -319,10 +340,11 @@ export async function consumeQuota(ctx: AppContext, userId: string, serviceId: s
           day_start = ${w.day}::date,
           month_used = case when month_start = ${w.month}::date then month_used + 1 else 1 end,
           month_start = ${w.month}::date
-        where user_id = ${userId} and service_id = ${serviceId} and status = 'active'
+        from users u
+        where u.id = subscriptions.user_id and subscriptions.user_id = ${userId} and service_id = ${serviceId} and status = 'active'
           and (case when day_start = ${w.day}::date then day_used else 0 end) < ${lim('day')}
           and (case when month_start = ${w.month}::date then month_used else 0 end) < ${lim('month')}
-        returning id, plan, day_used, month_used`,
+        returning subscriptions.id, ${plan} as plan, day_used, month_used`,
   );
   const row = rows[0];
   if (row) {
@@ -335,12 +357,13 @@ export async function consumeQuota(ctx: AppContext, userId: string, serviceId: s
     .where(and(eq(subscriptions.userId, userId), eq(subscriptions.serviceId, serviceId), eq(subscriptions.status, 'active')));
   if (!sub) throw new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)');
   const used = usedNow(sub, w);
-  const state: QuotaState = { subscription_id: sub.id, plan: sub.plan as Plan, windows: windowStates(ctx, sub.plan, used.day, used.month, w) };
+  const effective = await effectivePlan(ctx, userId, sub.plan as Plan);
+  const state: QuotaState = { subscription_id: sub.id, plan: effective, windows: windowStates(ctx, effective, used.day, used.month, w) };
   const exhausted = state.windows.filter((x) => x.remaining === 0);
   // When both are used up, the caller must wait for the later reset.
   const binding = exhausted[exhausted.length - 1] ?? tightestWindow(state)!;
   const retryAfter = Math.max(1, Math.ceil((new Date(binding.resets_at).getTime() - now.getTime()) / 1000));
-  throw new AppError('quota_exceeded', `The ${binding.window === 'day' ? 'daily' : 'monthly'} quota of the ${sub.plan} plan (${binding.limit} calls) is used up; it resets at ${binding.resets_at}`, {
+  throw new AppError('quota_exceeded', `The ${binding.window === 'day' ? 'daily' : 'monthly'} quota of the ${effective} plan (${binding.limit} calls) is used up; it resets at ${binding.resets_at}`, {
     headers: {
       'retry-after': String(retryAfter),
       'x-quota-limit': String(binding.limit),

@@ -9,16 +9,22 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Header, create } from 'tar';
 import { gzipSync } from 'node:zlib';
-import { afterAll } from 'vitest';
 import { call, type TestUser } from '../../helpers/app.js';
 
-/** Per test file: one root for every temporary directory, removed after the file. */
-const TMP_ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-dep-test-'));
-fs.chmodSync(TMP_ROOT, 0o755);
-afterAll(() => fs.rmSync(TMP_ROOT, { recursive: true, force: true }));
+/**
+ * One root for every temporary directory of this test worker (the suite runs without isolation,
+ * so this module is evaluated once per worker, not once per file), removed when the worker exits.
+ */
+const TMP_ROOT = path.join(os.tmpdir(), `ap-dep-test-${process.pid}-${randomBytes(4).toString('hex')}`);
+const removeRoot = () => fs.rmSync(TMP_ROOT, { recursive: true, force: true });
+process.once('exit', removeRoot);
 
 /** A fresh temporary directory, mode 0755 (traversable by the sandbox's unprivileged user, as DATA_DIR is in production). */
 export function tempDir(prefix = 'd-'): string {
+  if (!fs.existsSync(TMP_ROOT)) {
+    fs.mkdirSync(TMP_ROOT, { mode: 0o755 });
+    fs.chmodSync(TMP_ROOT, 0o755);
+  }
   const dir = fs.mkdtempSync(path.join(TMP_ROOT, prefix));
   fs.chmodSync(dir, 0o755);
   return dir;

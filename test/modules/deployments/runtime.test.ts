@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
 import { listen } from '../../helpers/exec.js';
-import { createAgent, deployReady, tarball } from './fixtures.js';
+import { createAgent, deployReady, tarball, waitFor } from './fixtures.js';
 
 const HANDLER = `
 let invocations = 0;
@@ -187,6 +187,24 @@ describe('agent runtime', () => {
     }
     const c = await invoke({ op: 'count' });
     expect(c).toMatchObject({ cold: true, output: 1 });
+  });
+
+  it('a synchronous invocation is stored when it ends, or as running once it outlasts SANDBOX_RECORD_DEFER_MS', async () => {
+    // Short: one write when it ends, readable at once after the answer.
+    const short = await invoke({ op: 'count' });
+    const { body: stored } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/executions/${short.id}`, headers: u.headers }, 200);
+    expect(stored).toMatchObject({ id: short.id, status: 'succeeded', output: short.output });
+    // Long (600 ms > 100 ms): visible as running while it runs, then updated with its outcome.
+    const pending = invoke({ op: 'slow-log' });
+    const running = await waitFor(async () => {
+      const { body } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/executions?limit=5`, headers: u.headers }, 200);
+      return body.data.find((x: any) => x.status === 'running');
+    }, 10_000, 'a running invocation record');
+    const done = await pending;
+    expect(done.id).toBe(running.id);
+    expect(done.status).toBe('succeeded');
+    const { body: after } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/executions/${done.id}`, headers: u.headers }, 200);
+    expect(after).toMatchObject({ status: 'succeeded', output: 'done', finished_at: expect.any(String) });
   });
 
   it('follows a running invocation as Server-Sent Events until it ends; the agent tail sees it too', async () => {

@@ -190,4 +190,12 @@ describe('AUTH_REDIRECT_URIS', () => {
     const { body } = await call(strict.app, { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` }, 400);
     expect(body.code).toBe('redirect_uri_not_allowed');
   });
+
+  it('admits the web console’s connected-accounts page as a connection return_to besides the list', async () => {
+    const user = await createUser(strict.app);
+    const connect = (return_to: string, status: number) => call(strict.app, { method: 'POST', url: '/connections', headers: user.headers, payload: { service: 'no-such-service', return_to } }, status).then((r) => r.body);
+    // Past the return_to check, the unknown service is what fails.
+    expect((await connect(`${strict.config.publicUrl}/console/connections`, 404)).code).toBe('not_found');
+    expect((await connect(`${strict.config.publicUrl}/console/elsewhere`, 400)).errors[0].pointer).toBe('/return_to');
+  });
 });

@@ -1,9 +1,12 @@
 /** The authorization-code flow through the embedded tenant, over `app.inject` (no sockets). */
 import { randomBytes } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
+import * as oidcClient from 'openid-client';
 import { describe, expect, it } from 'vitest';
+import { inProcessFetch } from '../../../src/modules/identity/idp.js';
+import { userinfoClaims } from '../../../src/modules/identity/userinfo.js';
 import { Browser, injectSend } from '../../helpers/browser.js';
-import { call, setupApp } from '../../helpers/app.js';
+import { call, createUser, setupApp } from '../../helpers/app.js';
 
 const PUBLIC_URL = 'http://localhost:3000';
 const { app, config } = await setupApp({ PUBLIC_URL });
@@ -108,3 +111,60 @@ describe('embedded tenant — authorization code + PKCE', () => {
     expect(cfg).toMatchObject({ domain: 'localhost:3000', clientId: config.auth.clientId, audience: config.auth.audience, authorization_endpoint: `${PUBLIC_URL}/idp/authorize` });
   });
 });
+
+describe('embedded tenant — UserInfo endpoint (OIDC Core §5.3)', () => {
+  it('is advertised in discovery and answers a standard OIDC client (openid-client) with the profile', async () => {
+    const user = await registered();
+    const fetchInProcess = inProcessFetch(app) as never;
+    const client = await oidcClient.discovery(new URL(`${PUBLIC_URL}/idp`), config.auth.clientId, undefined, oidcClient.None(), {
+      execute: [oidcClient.allowInsecureRequests],
+      [oidcClient.customFetch]: fetchInProcess,
+    });
+    expect(client.serverMetadata().userinfo_endpoint).toBe(`${PUBLIC_URL}/idp/userinfo`);
+    client[oidcClient.customFetch] = fetchInProcess;
+
+    const verifier = oidcClient.randomPKCECodeVerifier();
+    const state = oidcClient.randomState();
+    const authUrl = oidcClient.buildAuthorizationUrl(client, {
+      redirect_uri: REDIRECT,
+      scope: 'openid profile email',
+      code_challenge: await oidcClient.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+    });
+    const back = await new Browser(injectSend(app)).login(authUrl.href, REDIRECT, user);
+    const tokens = await oidcClient.authorizationCodeGrant(client, back, { pkceCodeVerifier: verifier, expectedState: state });
+    const sub = tokens.claims()!.sub;
+    const info = await oidcClient.fetchUserInfo(client, tokens.access_token, sub);
+    expect(info).toMatchObject({ sub, email: user.email, email_verified: false, name: 'Olive' });
+    expect(info.updated_at).toEqual(expect.any(Number));
+    // POST with the token in a form body (RFC 6750 §2.2) answers the same
+    const post = await app.inject({ method: 'POST', url: '/idp/userinfo', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `access_token=${tokens.access_token}` });
+    expect(post.statusCode).toBe(200);
+    expect(post.headers['cache-control']).toBe('no-store');
+    expect(post.json()).toEqual(info);
+  });
+
+  it('takes the platform tokens too, and refuses a missing, malformed or foreign token with a Bearer challenge', async () => {
+    const user = await createUser(app);
+    const { body } = await call(app, { method: 'GET', url: '/idp/userinfo', headers: user.headers }, 200);
+    expect(body).toMatchObject({ sub: user.userId, email: user.email });
+
+    const none = await app.inject({ method: 'GET', url: '/idp/userinfo' });
+    expect(none.statusCode).toBe(401);
+    expect(none.headers['www-authenticate']).toMatch(/^Bearer /);
+    const forged = await app.inject({ method: 'GET', url: '/idp/userinfo', headers: { authorization: `Bearer ${user.token.slice(0, -4)}AAAA` } });
+    expect(forged.statusCode).toBe(401);
+    expect(forged.headers['www-authenticate']).toMatch(/error="invalid_token"/);
+    const both = await app.inject({ method: 'POST', url: '/idp/userinfo', headers: { ...user.headers, 'content-type': 'application/x-www-form-urlencoded' }, payload: `access_token=${user.token}` });
+    expect(both.statusCode).toBe(400);
+  });
+
+  it('releases the claims of the scopes the token carries, and no claim without a value', () => {
+    const u = { id: 'usr_1', email: 'a@example.test', name: null, picture: null, updatedAt: new Date(1_700_000_000_000) };
+    expect(userinfoClaims(u, 'openid')).toEqual({ sub: 'usr_1' });
+    expect(userinfoClaims(u, 'openid email')).toEqual({ sub: 'usr_1', email: 'a@example.test', email_verified: false });
+    expect(userinfoClaims(u, 'openid profile')).toEqual({ sub: 'usr_1', updated_at: 1_700_000_000 });
+  });
+});
+

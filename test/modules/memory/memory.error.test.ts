@@ -111,6 +111,7 @@ describe('memory — embedding space at start-up', () => {
       ...own.ctx,
       config: { ...own.ctx.config, memory: { ...own.ctx.config.memory, reembedOnStart: reembed, embeddings: { ...own.ctx.config.memory.embeddings, dimensions: 512 } } },
       onClose: [],
+      memory: undefined, // a fresh memory runtime (provider, writer) for the new configuration
     });
     await expect(initMemory(with512(false))).rejects.toThrow(
       /2 stored memories were embedded with local\/local-hash-v1 \(384 dimensions\), but the configuration asks for local\/local-hash-v1 \(512 dimensions\).*MEMORY_REEMBED=on/,

@@ -37,7 +37,7 @@ async function plainPglite(): Promise<AppContext> {
   await migrate(drizzle({ client }), { migrationsFolder: path.join(here, '../../../src/db/migrations') });
   const database: Database = { db, hotDb: db, engine: 'pglite', hasVector: false, ping: async () => undefined, close: () => client.close() };
   afterAll(() => client.close());
-  return { ...ctx, database, db, onClose: [] };
+  return { ...ctx, database, db, onClose: [], memory: undefined };
 }
 
 describe('memory storage paths', () => {

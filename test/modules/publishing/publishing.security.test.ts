@@ -12,13 +12,13 @@ afterAll(async () => {
 });
 
 describe('domain verification', async () => {
-  const { app } = await setupApp();
+  const { app, ctx } = await setupApp();
   const owner = await createUser(app);
   let restoreTxt: TxtResolver | null = null;
   let restoreHost: HostResolver | null = null;
   afterEach(() => {
     if (restoreTxt) setTxtResolver(restoreTxt);
-    if (restoreHost) setUpstreamResolver(restoreHost);
+    if (restoreHost) setUpstreamResolver(ctx, restoreHost);
     restoreTxt = restoreHost = null;
   });
 
@@ -59,7 +59,7 @@ describe('domain verification', async () => {
       return [['v=other'], [token.slice(0, 10), token.slice(10)]];
     });
     // The host name resolves (for the HTTP method) to loopback through the fake resolver too.
-    const prevHost = setUpstreamResolver(async (host) => (host === 'api.example.test' ? [{ address: '127.0.0.1', family: 4 }] : prevHost(host)));
+    const prevHost = setUpstreamResolver(ctx, async (host) => (host === 'api.example.test' ? [{ address: '127.0.0.1', family: 4 }] : prevHost(host)));
     restoreHost = prevHost;
     api.verificationToken = null;
     const svc = await registerService(app, owner, weatherManifest(`http://api.example.test:${api.port}`));
@@ -77,13 +77,13 @@ describe('with ALLOW_LOOPBACK_UPSTREAMS off', async () => {
   const owner = await createUser(app);
   let restoreHost: HostResolver | null = null;
   afterEach(() => {
-    if (restoreHost) setUpstreamResolver(restoreHost);
+    if (restoreHost) setUpstreamResolver(ctx, restoreHost);
     restoreHost = null;
   });
 
   it('does not count a loopback host as verified, and sends nothing to it', async () => {
     // A public-looking name (fake DNS) so that registration accepts the base URL; it resolves to loopback.
-    const prev = setUpstreamResolver(async (host) => (host === 'sneaky.example.test' ? [{ address: '127.0.0.1', family: 4 }] : prev(host)));
+    const prev = setUpstreamResolver(ctx, async (host) => (host === 'sneaky.example.test' ? [{ address: '127.0.0.1', family: 4 }] : prev(host)));
     restoreHost = prev;
     let dnsCalls = 0;
     const prevTxt = setTxtResolver(async () => {

@@ -194,6 +194,10 @@ describe('registry — registration from an MCP server', () => {
     expect(add.input_schema.type).toBe('object');
     expect(add.input_schema.required).toEqual(['a', 'b']);
     expect(add.input_schema.$schema).toBeUndefined();
+    // The tool's declared outputSchema (MCP 2025-06-18) is kept; tools without one have null.
+    expect(add.output_schema).toMatchObject({ type: 'object', properties: { sum: { type: 'number' } }, required: ['sum'] });
+    expect(add.output_schema.$schema).toBeUndefined();
+    expect(body.tools.find((t: any) => t.name === 'echo').output_schema).toBeNull();
     expect(body.tools.map((t: any) => t.name).sort()).toEqual(['add', 'echo', 'explode']);
 
     const exec = await resolveExecutableTool(ctx, body.id, 'add');

@@ -36,6 +36,30 @@ export async function register(app: FastifyInstance, owner: TestUser, body: Reco
   return { id: s.id, name: s.name, tools: Object.fromEntries(s.tools.map((t: { name: string; id: string }) => [t.name, t.id])) };
 }
 
+/**
+ * A service `<prefix>-<run>` in its own category of the same name (so rankings can be read within
+ * one run's tools), with the given tools (`method`, `path` and `input_schema` default to GET, `/tN`
+ * and an empty object), published unless `publish` is false.
+ */
+export async function categoryService(
+  app: FastifyInstance,
+  ctx: AppContext,
+  owner: TestUser,
+  opts: { prefix: string; description: string; tools: Array<{ name: string; description: string } & Record<string, unknown>>; publish?: boolean },
+): Promise<Svc & { category: string }> {
+  const run = letters(6);
+  const svc = await register(app, owner, {
+    name: `${opts.prefix}-${run}`,
+    display_name: `${opts.prefix[0].toUpperCase()}${opts.prefix.slice(1)} ${run}`,
+    description: opts.description,
+    base_url: 'http://127.0.0.1:9',
+    category: `${opts.prefix}-${run}`,
+    tools: opts.tools.map((t, i) => ({ method: 'GET', path: `/t${i}`, input_schema: { type: 'object' }, ...t })),
+  });
+  if (opts.publish !== false) await setServiceStatus(ctx, svc.id, 'published');
+  return { ...svc, category: `${opts.prefix}-${run}` };
+}
+
 /** The catalog of one run. `word` is a made-up word unique to the run (e.g. `zephyrkqt`). */
 export interface Catalog {
   run: string;

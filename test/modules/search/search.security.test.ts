@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, createAgent } from '../../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
+import { describeAuthCases } from '../../helpers/auth-cases.js';
 import { startJsonApi, type Upstream } from '../../helpers/upstreams.js';
 import { setServiceStatus } from '../../../src/modules/registry/service.js';
 import { letters, register, run, session, subscribe, type Svc } from './fixtures.js';
@@ -45,18 +46,7 @@ beforeAll(async () => {
 });
 afterAll(async () => api?.close());
 
-describe('search — authentication', () => {
-  it('answers 401 without or with a bad token on every route', async () => {
-    for (const url of ROUTES) {
-      const none = await app.inject({ method: 'GET', url });
-      expect(none.statusCode, url).toBe(401);
-      expect(none.json().code).toBe('unauthenticated');
-      const bad = await app.inject({ method: 'GET', url, headers: { authorization: 'Bearer not.a.jwt' } });
-      expect(bad.statusCode, url).toBe(401);
-      expect(bad.headers['www-authenticate']).toMatch(/^Bearer/);
-    }
-  });
-});
+describeAuthCases('search', () => app, () => ROUTES.map((url) => ({ method: 'GET', url })));
 
 describe('search — visibility', () => {
   it("never shows another account's unpublished service or its tools", async () => {

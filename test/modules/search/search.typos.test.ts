@@ -7,8 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
-import { setServiceStatus } from '../../../src/modules/registry/service.js';
-import { letters, register } from './fixtures.js';
+import { categoryService, letters, register } from './fixtures.js';
 
 const { app, ctx } = await setupApp();
 const literal = await setupApp({ SEARCH_QUERY_REWRITE: 'off' });
@@ -19,21 +18,15 @@ const SCHEMA_CITY = { type: 'object', properties: { city: { type: 'string' } }, 
 
 /** A published weather service (unique name per run) with the issue's tools. */
 async function weatherService(a: typeof app, c: typeof ctx, owner: TestUser) {
-  const run = letters(6);
-  const svc = await register(a, owner, {
-    name: `weather-${run}`,
-    display_name: `Weather ${run}`,
+  return categoryService(a, c, owner, {
+    prefix: 'weather',
     description: 'Forecasts from a public weather model',
-    base_url: 'http://127.0.0.1:9',
-    category: `weather-${run}`,
     tools: [
       { name: 'get_forecast', description: 'Forecast for a city: temperature, wind and rain for the next days', method: 'GET', path: '/f', input_schema: SCHEMA_CITY },
       { name: 'echo', description: 'Echo the request back', method: 'POST', path: '/echo', input_schema: { type: 'object' } },
       { name: 'plain_text', description: 'Answer in plain text instead of JSON', method: 'GET', path: '/text', input_schema: { type: 'object' } },
     ],
   });
-  await setServiceStatus(c, svc.id, 'published');
-  return svc;
 }
 
 async function search(a: typeof app, user: TestUser, q: string, extra = '') {

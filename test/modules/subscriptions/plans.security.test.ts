@@ -85,3 +85,38 @@ describe('security: cancel + resubscribe resets nothing', () => {
     expect(body.used).toEqual({ day: 0, month: 0 });
   });
 });
+
+describe('security: the plan follows the current role (demotion)', () => {
+  it('a pro subscriber demoted to user is counted on free, and on pro again once promoted', async () => {
+    const admin = await createUser(app, { roles: ['admin'] });
+    const { u, svc, res } = await subscribeAs(['pro'], 'pro'); // pro: 8 per day, free: 5
+    const sub = res.json();
+    for (let i = 0; i < 3; i++) expect((await consumeQuota(ctx, u.userId, svc.id)).plan).toBe('pro');
+    await call(app, { method: 'PUT', url: `/admin/users/${u.userId}/roles`, headers: admin.headers, payload: { roles: ['user'] } }, 200);
+    // Demoted: the free plan's 5 per day apply at once (3 used → 2 left), the stored plan is kept.
+    const state = await consumeQuota(ctx, u.userId, svc.id);
+    expect(state.plan).toBe('free');
+    expect(state.windows.find((w) => w.window === 'day')).toMatchObject({ limit: 5, used: 4, remaining: 1 });
+    await consumeQuota(ctx, u.userId, svc.id);
+    const err = await consumeQuota(ctx, u.userId, svc.id).catch((e: AppError) => e);
+    expect(err).toMatchObject({ code: 'quota_exceeded', message: expect.stringMatching(/free plan/) });
+    const { body: q } = await call(app, { method: 'GET', url: `/subscriptions/${sub.id}/quotas`, headers: u.headers }, 200);
+    expect(q.plan).toBe('free');
+    expect(q.windows.find((w: { window: string }) => w.window === 'day')).toMatchObject({ limit: 5, used: 5, remaining: 0 });
+    // Promoted again: the pro plan (8 per day) applies again without resubscribing.
+    await call(app, { method: 'PUT', url: `/admin/users/${u.userId}/roles`, headers: admin.headers, payload: { roles: ['user', 'pro'] } }, 200);
+    const back = await consumeQuota(ctx, u.userId, svc.id);
+    expect(back.plan).toBe('pro');
+    expect(back.windows.find((w) => w.window === 'day')).toMatchObject({ limit: 8, used: 6 });
+  });
+
+  it('an enterprise subscriber demoted to pro is counted on pro', async () => {
+    const admin = await createUser(app, { roles: ['admin'] });
+    const { u, svc } = await subscribeAs(['enterprise'], 'enterprise');
+    expect((await consumeQuota(ctx, u.userId, svc.id)).plan).toBe('enterprise');
+    await call(app, { method: 'PUT', url: `/admin/users/${u.userId}/roles`, headers: admin.headers, payload: { roles: ['user', 'pro'] } }, 200);
+    const state = await consumeQuota(ctx, u.userId, svc.id);
+    expect(state.plan).toBe('pro');
+    expect(state.windows.find((w) => w.window === 'day')).toMatchObject({ limit: 8, used: 2 });
+  });
+});

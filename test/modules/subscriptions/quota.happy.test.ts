@@ -14,7 +14,8 @@ import { createUser, setupApp } from '../../helpers/app.js';
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '10', QUOTA_FREE_MONTH: '25', QUOTA_PRO_DAY: '3', QUOTA_ENTERPRISE_DAY: 'unlimited' });
 
 async function subscription(plan: 'free' | 'pro' | 'enterprise' = 'free') {
-  const u = await createUser(app);
+  // The plan's limits apply only while the role allows the plan (plans follow the current role).
+  const u = await createUser(app, plan === 'free' ? {} : { roles: [plan] });
   const serviceId = newId('svc');
   const id = newId('sub');
   await ctx.db.insert(subscriptions).values({ id, userId: u.userId, serviceId, plan });

@@ -1,28 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { agentToken, createAgent } from '../../helpers/agents.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
+import { describeAuthCases } from '../../helpers/auth-cases.js';
 import { makeService } from './helpers.js';
 
 const { app, ctx } = await setupApp();
 
+describeAuthCases(
+  'subscriptions',
+  () => app,
+  () => [
+    { method: 'POST', url: '/subscriptions', payload: { service_id: 'x' } },
+    { method: 'GET', url: '/subscriptions' },
+    { method: 'GET', url: '/subscriptions/services/ids' },
+    { method: 'GET', url: '/subscriptions/sub_x' },
+    { method: 'PUT', url: '/subscriptions/sub_x', payload: { plan: 'pro' } },
+    { method: 'DELETE', url: '/subscriptions/sub_x' },
+    { method: 'GET', url: '/subscriptions/sub_x/quotas' },
+  ],
+  { usersOnly: true },
+);
+
 describe('subscriptions — security', () => {
-  it('needs a user on every route (401 without, 403 for agent tokens)', async () => {
-    const u = await createUser(app);
-    const agent = await agentToken(app, await createAgent(app, u));
-    const routes = [
-      ['POST', '/subscriptions', { service_id: 'x' }],
-      ['GET', '/subscriptions', undefined],
-      ['GET', '/subscriptions/services/ids', undefined],
-      ['GET', '/subscriptions/sub_x', undefined],
-      ['PUT', '/subscriptions/sub_x', { plan: 'pro' }],
-      ['DELETE', '/subscriptions/sub_x', undefined],
-      ['GET', '/subscriptions/sub_x/quotas', undefined],
-    ] as const;
-    for (const [method, url, payload] of routes) {
-      expect((await app.inject({ method, url, payload })).statusCode, `${method} ${url}`).toBe(401);
-      expect((await app.inject({ method, url, payload, headers: agent.headers })).statusCode, `${method} ${url} (agent)`).toBe(403);
-    }
-  });
 
   it("hides another user's subscriptions (404) and keeps them out of lists", async () => {
     const owner = await createUser(app);

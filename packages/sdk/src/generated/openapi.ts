@@ -3191,13 +3191,14 @@ export interface operations {
                             metadata: {
                                 [key: string]: unknown;
                             };
-                            /** @description live client secrets (never the secret itself) */
+                            /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
                             secrets: {
                                 /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
                                 id: string;
                                 /** Format: date-time */
                                 created_at: string;
                                 last_used_at: null | string;
+                                /** @description null while it is the current secret; set when a rotation gave it a grace period */
                                 expires_at: null | string;
                             }[];
                             /** Format: date-time */
@@ -3283,13 +3284,14 @@ export interface operations {
                         metadata: {
                             [key: string]: unknown;
                         };
-                        /** @description live client secrets (never the secret itself) */
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
                         secrets: {
                             /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
                             id: string;
                             /** Format: date-time */
                             created_at: string;
                             last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
                             expires_at: null | string;
                         }[];
                         /** Format: date-time */
@@ -3367,13 +3369,14 @@ export interface operations {
                         metadata: {
                             [key: string]: unknown;
                         };
-                        /** @description live client secrets (never the secret itself) */
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
                         secrets: {
                             /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
                             id: string;
                             /** Format: date-time */
                             created_at: string;
                             last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
                             expires_at: null | string;
                         }[];
                         /** Format: date-time */
@@ -3534,13 +3537,14 @@ export interface operations {
                         metadata: {
                             [key: string]: unknown;
                         };
-                        /** @description live client secrets (never the secret itself) */
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
                         secrets: {
                             /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
                             id: string;
                             /** Format: date-time */
                             created_at: string;
                             last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
                             expires_at: null | string;
                         }[];
                         /** Format: date-time */
@@ -3631,13 +3635,14 @@ export interface operations {
                         metadata: {
                             [key: string]: unknown;
                         };
-                        /** @description live client secrets (never the secret itself) */
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
                         secrets: {
                             /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
                             id: string;
                             /** Format: date-time */
                             created_at: string;
                             last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
                             expires_at: null | string;
                         }[];
                         /** Format: date-time */
@@ -4962,6 +4967,8 @@ export interface operations {
                     entrypoint?: string;
                     /** @description JSON object of environment variables (string values), stored encrypted */
                     env?: string;
+                    /** @description JSON array of egress patterns ("api.example.com", "*.example.org:443"); overrides "egress" of agent.json in the bundle; default: none (no network) */
+                    egress?: string;
                     description?: string;
                 };
             };
@@ -4993,6 +5000,8 @@ export interface operations {
                         };
                         /** @description names of the environment variables (values are never returned) */
                         env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
                         failure_reason: null | string;
                         created_by: string;
                         /** Format: date-time */
@@ -5332,6 +5341,8 @@ export interface operations {
                             };
                             /** @description names of the environment variables (values are never returned) */
                             env_keys: string[];
+                            /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                            egress: string[];
                             failure_reason: null | string;
                             created_by: string;
                             /** Format: date-time */
@@ -5436,6 +5447,8 @@ export interface operations {
                         };
                         /** @description names of the environment variables (values are never returned) */
                         env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
                         failure_reason: null | string;
                         created_by: string;
                         /** Format: date-time */
@@ -5540,6 +5553,8 @@ export interface operations {
                         };
                         /** @description names of the environment variables (values are never returned) */
                         env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
                         failure_reason: null | string;
                         created_by: string;
                         /** Format: date-time */
@@ -5651,6 +5666,8 @@ export interface operations {
                         };
                         /** @description names of the environment variables (values are never returned) */
                         env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
                         failure_reason: null | string;
                         created_by: string;
                         /** Format: date-time */
@@ -10882,8 +10899,8 @@ export interface operations {
                                     owned: boolean;
                                     tool_count: number;
                                     score: number;
-                                    /** @description text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q */
-                                    match: "text" | "fuzzy" | "substring" | "filter";
+                                    /** @description text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q; semantic: close in meaning (sentence vectors) without a full-text match */
+                                    match: "text" | "fuzzy" | "substring" | "filter" | "semantic";
                                     highlights: {
                                         field: string;
                                         snippet: string;
@@ -10911,8 +10928,9 @@ export interface operations {
                                         /** @description true when the caller's account owns the service */
                                         owned: boolean;
                                     };
-                                    /** @description text_score × (1 + 0.5 × popularity.score); popularity.score alone when browsing */
+                                    /** @description text_score × (1 + 0.5 × popularity.score); popularity.score alone when browsing; with the semantic arm on and q given, the reciprocal-rank-fusion score of the full-text and semantic rankings (comparable within one answer only) */
                                     score: number;
+                                    /** @description full-text relevance (0 for semantic-only hits) */
                                     text_score: number;
                                     popularity: {
                                         /** @description calls in the popularity window */
@@ -10920,8 +10938,8 @@ export interface operations {
                                         /** @description log-normalised 0..1 */
                                         score: number;
                                     };
-                                    /** @description text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q */
-                                    match: "text" | "fuzzy" | "substring" | "filter";
+                                    /** @description text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q; semantic: close in meaning (sentence vectors) without a full-text match */
+                                    match: "text" | "fuzzy" | "substring" | "filter" | "semantic";
                                     highlights: {
                                         field: string;
                                         snippet: string;
@@ -11055,8 +11073,9 @@ export interface operations {
                                 /** @description true when the caller's account owns the service */
                                 owned: boolean;
                             };
-                            /** @description text_score × (1 + 0.5 × popularity.score); popularity.score alone when browsing */
+                            /** @description text_score × (1 + 0.5 × popularity.score); popularity.score alone when browsing; with the semantic arm on and q given, the reciprocal-rank-fusion score of the full-text and semantic rankings (comparable within one answer only) */
                             score: number;
+                            /** @description full-text relevance (0 for semantic-only hits) */
                             text_score: number;
                             popularity: {
                                 /** @description calls in the popularity window */
@@ -11064,8 +11083,8 @@ export interface operations {
                                 /** @description log-normalised 0..1 */
                                 score: number;
                             };
-                            /** @description text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q */
-                            match: "text" | "fuzzy" | "substring" | "filter";
+                            /** @description text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q; semantic: close in meaning (sentence vectors) without a full-text match */
+                            match: "text" | "fuzzy" | "substring" | "filter" | "semantic";
                             highlights: {
                                 field: string;
                                 snippet: string;

@@ -27,6 +27,26 @@ export class AuthResource {
     return set;
   }
 
+  /**
+   * Login step 5 for a browser session (`POST /v1/auth/session`, client option `browserSession`):
+   * the platform exchanges the code, keeps the refresh token in its HttpOnly cookie and answers
+   * the access token, which the client then uses.
+   */
+  async startSession(body: Body<'auth.session.create'>) {
+    const set = await unwrap(this.core.http.POST('/v1/auth/session', { body }));
+    await this.authenticator.useTokens(fromTokenResponse(set));
+    return set;
+  }
+
+  /** Sign out of a browser session (`DELETE /v1/auth/session`): the platform revokes the refresh token and clears its cookie; the client forgets its tokens. */
+  async endSession(): Promise<void> {
+    try {
+      await unwrap(this.core.http.DELETE('/v1/auth/session'));
+    } finally {
+      await this.authenticator.useTokens(null);
+    }
+  }
+
   /** Register a user of the pre-configured tenant (`POST /auth/register`, 201 profile). */
   register(body: Body<'auth.register'>) {
     return unwrap(this.core.http.POST('/auth/register', { body }));
@@ -46,7 +66,7 @@ export class AuthResource {
     return set;
   }
 
-  /** Exchange the stored refresh token for new tokens now (the client also does this by itself). */
+  /** Exchange the stored refresh token (or the browser session's cookie) for new tokens now (the client also does this by itself). @throws AgentPlatformError 401 when there is no session */
   refresh() {
     return this.authenticator.renew();
   }

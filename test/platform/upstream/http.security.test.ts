@@ -109,12 +109,12 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS on', async () => {
   const { ctx } = await setupApp({ ALLOW_LOOPBACK_UPSTREAMS: 'on' });
   let restore: HostResolver | null = null;
   afterEach(() => {
-    if (restore) setUpstreamResolver(restore);
+    if (restore) setUpstreamResolver(ctx, restore);
     restore = null;
   });
   /** Pretend DNS: `name` resolves to `address` (no DNS traffic). */
   const fakeDns = (name: string, address: string) => {
-    const prev = setUpstreamResolver(async (host) => (host === name ? [{ address, family: address.includes(':') ? 6 : 4 }] : prev(host)));
+    const prev = setUpstreamResolver(ctx, async (host) => (host === name ? [{ address, family: address.includes(':') ? 6 : 4 }] : prev(host)));
     restore = prev;
   };
 

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { sql } from 'drizzle-orm';
 import { directoryBytes, execRows, openDatabase, pgliteSharedBuffersFor } from '../../../src/db/client.js';
+import { MIGRATIONS_DIR, openDataDir } from '../../../src/db/data-dir.js';
 
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
@@ -57,6 +58,31 @@ describe('PGlite shared buffers', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  });
+    // Three PGlite boots (the fresh directory's helper process, then two opens) on a shared machine.
+  }, 120_000);
 });
 
+
+describe('first open of a fresh data directory', () => {
+  it('is initialised and migrated by a helper process before this process opens it', async () => {
+    const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ap-first-open-')), 'pglite');
+    const warnings: string[] = [];
+    try {
+      const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg));
+      // No PGlite has run in this process yet: the cluster and the migrations are the helper's work.
+      expect(warnings).toEqual([]);
+      expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
+      await unlock();
+      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
+      const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.dirname(dir) }));
+      try {
+        const [row] = await execRows<{ n: number }>(database.db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
+        expect(row.n).toBe(journal.entries.length);
+      } finally {
+        await database.close();
+      }
+    } finally {
+      fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+    }
+  }, 120_000);
+});

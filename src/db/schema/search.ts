@@ -1,0 +1,29 @@
+/**
+ * Tables of the search module: `tool_vectors`, one sentence vector per tool for the semantic arm of
+ * tool search (issue 19 §1; migration 0034). Read and written with raw SQL by
+ * `modules/search/semantic.ts`.
+ */
+import { customType, index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { tools } from './registry.js';
+
+/** `bytea` (PGlite returns Uint8Array, node-postgres Buffer; the module normalises). */
+const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
+  dataType: () => 'bytea',
+});
+
+export const toolVectors = pgTable(
+  'tool_vectors',
+  {
+    toolId: text('tool_id')
+      .primaryKey()
+      .references(() => tools.id, { onDelete: 'cascade' }),
+    /** Encoder that produced the vector (`universal-sentence-encoder-lite`). */
+    model: text('model').notNull(),
+    /** SHA-256 (hex) of the model name and the embedded text. */
+    sourceHash: text('source_hash').notNull(),
+    /** Unit-length float32 components, little-endian. */
+    vector: bytea('vector').notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).defaultNow().notNull(),
+  },
+  (t) => [index('tool_vectors_source_hash_idx').on(t.sourceHash)],
+);

@@ -1,0 +1,88 @@
+/**
+ * The one write-behind batcher of the platform (issue 12 §5): a group commit for high-volume
+ * writes (the execution log; the memory writer and the analytics recorders are to move onto it).
+ *
+ * Items handed to {@link WriteBatcher.add} while a write is in flight are written together by the
+ * next one: at most one `write` runs at a time, each carrying up to `maxBatch` items in arrival
+ * order. Every caller's promise settles when its own item is committed (or definitively failed),
+ * so a caller that awaits `add` never acknowledges something that is not stored; a caller that
+ * does not await it (fire-and-forget) gets write-behind and must attach its own `.catch`.
+ *
+ * Failure isolation: when a batch fails, its items are retried one at a time, so one bad item
+ * (e.g. a row whose parent was deleted meanwhile) fails only its own caller.
+ */
+
+/** How a {@link WriteBatcher} writes and how large its batches get. */
+export interface WriteBatcherOptions<T> {
+  /** Writes `items` (1..maxBatch, arrival order) all-or-nothing; rejects when none was written. */
+  write: (items: T[]) => Promise<void>;
+  /** Most items one `write` carries (default 256). */
+  maxBatch?: number;
+  /**
+   * Yield one event-loop turn (`setImmediate`) before taking a batch, so the requests whose I/O is
+   * ready can add their items first (default true). Needed on an engine that runs statements
+   * synchronously on this thread (PGlite): without the turn no batch would hold more than one item.
+   */
+  gather?: boolean;
+}
+
+interface Waiting<T> {
+  item: T;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** A group-commit queue of items of type `T` (one per purpose and per app, held on `AppContext`). */
+export class WriteBatcher<T> {
+  private waiting: Array<Waiting<T>> = [];
+  private running: Promise<void> | null = null;
+  private readonly maxBatch: number;
+  private readonly gather: boolean;
+
+  constructor(private readonly opts: WriteBatcherOptions<T>) {
+    this.maxBatch = Math.max(1, opts.maxBatch ?? 256);
+    this.gather = opts.gather ?? true;
+  }
+
+  /** Items queued, not yet handed to `write`. */
+  get pending(): number {
+    return this.waiting.length;
+  }
+
+  /** Queue `item`. Resolves once a `write` that carried it succeeded; rejects with that item's own write error. */
+  add(item: T): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      if (!this.running) this.running = this.run();
+    });
+  }
+
+  /** Resolves when nothing is queued or in flight (shutdown, tests). */
+  async drain(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (this.waiting.length > 0) {
+        if (this.gather) await new Promise<void>((resolve) => setImmediate(resolve));
+        await this.commit(this.waiting.splice(0, this.maxBatch));
+      }
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async commit(batch: Array<Waiting<T>>): Promise<void> {
+    try {
+      await this.opts.write(batch.map((w) => w.item));
+      for (const w of batch) w.resolve();
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0].reject(err);
+        return;
+      }
+      for (const w of batch) await this.commit([w]);
+    }
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The agent key/value memory's hot statements (`GET`/`PUT /v2/memory/:key`), prepared once per app
+ * and held on `AppContext.agentMemoryStatements`: the point read and the unconditional upsert,
+ * with no query building per request (named prepared statements on PostgreSQL). No `AppContext`
+ * import here, so `context.ts` can name {@link AgentMemoryStatements} without an import loop.
+ */
+import { and, eq, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.js';
+import { agentMemory } from '../../db/schema/index.js';
+
+export const EXPIRED = sql`(${agentMemory.expiresAt} is not null and ${agentMemory.expiresAt} <= now())`;
+
+export const RETURNING = {
+  key: agentMemory.key,
+  value: agentMemory.value,
+  version: agentMemory.version,
+  updatedAt: agentMemory.updatedAt,
+  expiresAt: agentMemory.expiresAt,
+};
+
+/** On conflict: replace the value; an expired row restarts at version 1 as if new. */
+export const UPSERT_SET = {
+  value: sql`excluded.value`,
+  sizeBytes: sql`excluded.size_bytes`,
+  expiresAt: sql`excluded.expires_at`,
+  updatedAt: sql`now()`,
+  version: sql`case when ${EXPIRED} then 1 else ${agentMemory.version} + 1 end`,
+  createdAt: sql`case when ${EXPIRED} then now() else ${agentMemory.createdAt} end`,
+};
+
+export type EntryRow = { key: string; value: unknown; version: number; updatedAt: Date; expiresAt: Date | null };
+
+/**
+ * The two hot statements, prepared once per database handle: the point read and the
+ * unconditional upsert (no query building per request; named statements on PostgreSQL).
+ */
+export function prepareAgentMemoryStatements(db: Db) {
+  const agentId = sql.placeholder('agentId');
+  const key = sql.placeholder('key');
+  return {
+    /** The handle these statements run on (a context copied with another database prepares its own). */
+    db,
+    get: db
+      .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}` })
+      .from(agentMemory)
+      .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)))
+      .prepare('agent_memory_get'),
+    upsert: db
+      .insert(agentMemory)
+      .values({
+        agentId,
+        key,
+        value: sql`${sql.placeholder('json')}::jsonb`,
+        version: 1,
+        sizeBytes: sql.placeholder('bytes'),
+        expiresAt: sql`case when ${sql.placeholder('ttl')}::int is null then null else now() + make_interval(secs => ${sql.placeholder('ttl')}::int) end`,
+      })
+      .onConflictDoUpdate({ target: [agentMemory.agentId, agentMemory.key], set: UPSERT_SET })
+      .returning(RETURNING)
+      .prepare('agent_memory_upsert'),
+  };
+}
+
+/** The prepared statements of one database handle. */
+export type AgentMemoryStatements = ReturnType<typeof prepareAgentMemoryStatements>;
+

@@ -1,0 +1,34 @@
+/**
+ * Types of the agent-token verifier's per-app state (`AppContext.agentAuth`, set by
+ * `installAgentAuth` in `tokens.ts`), in their own file so that `context.ts` can name them
+ * without an import loop.
+ */
+import type { CryptoKey, JWTPayload } from 'jose';
+import type { SharedCache } from '../../lib/shared-cache.js';
+
+/**
+ * What the agents module needs from the identity module: the platform signing key and issuer,
+ * the platform-token verifier and the owner's roles. `IdentityService` satisfies it.
+ */
+export interface PlatformSigner {
+  readonly keys: { signingKey: CryptoKey; signingKid: string };
+  readonly platformIssuer: string;
+  /** @throws AppError token_expired | invalid_token */
+  verifyPlatformToken(token: string): Promise<JWTPayload>;
+  getUser(userId: string): Promise<{ roles: string[] }>;
+}
+
+/** Liveness facts of an agent, cached per agent id. */
+export interface Liveness {
+  ownerId: string;
+  status: string;
+  /** Live secret id → expiry (epoch ms) or null. */
+  secrets: Map<string, number | null>;
+}
+
+/** The verifier's state: the platform signer and the liveness cache. */
+export interface AgentAuthState {
+  signer: PlatformSigner;
+  /** Liveness by agent id; evicted on every instance by `invalidateAgentAuth`. */
+  cache: SharedCache<Liveness>;
+}

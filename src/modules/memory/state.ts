@@ -1,0 +1,46 @@
+/**
+ * Per-app state of the memory module: the typed `AppContext.memory` field (issue 12 — no module-level
+ * `WeakMap<AppContext, …>`), created by `runtime.ts` on first use. This file imports nothing that
+ * imports `context.ts`, so `context.ts` can name its types without an import loop.
+ */
+import type { EmbeddingProvider } from './embeddings.js';
+
+/** A memory row to insert (the id and timestamp are given by the caller). */
+export interface NewMemoryRow {
+  id: string;
+  userId: string;
+  sessionId: string | null;
+  agentId: string | null;
+  serviceId: string | null;
+  toolId: string | null;
+  executionId: string | null;
+  source: 'explicit' | 'execution' | 'summary';
+  content: string;
+  metadata: Record<string, unknown>;
+}
+
+/** A memory to write; `build` runs in the writer's flush, off the request path. */
+export interface PendingMemory {
+  build(): NewMemoryRow;
+}
+
+/** What the runtime needs of the batching writer (`MemoryWriter`, writer.ts). */
+export interface MemoryWriterPort {
+  /** Queue one memory. O(1); never throws. */
+  enqueue(item: PendingMemory): void;
+  /** Resolve when everything queued so far is written (or has failed and been logged). */
+  drain(): Promise<void>;
+  /** Set when rows were stored without an embedding; cleared by a back-fill. */
+  needsBackfill: boolean;
+}
+
+/** The memory module's per-app state. */
+export interface MemoryRuntime {
+  /** The configured embedding provider (closed with the app). */
+  embedder: EmbeddingProvider;
+  /** Batching writer of automatic (execution) memories. */
+  writer: MemoryWriterPort;
+  /** Settles when the start-up check of the stored embedding space (`initMemory`) is done; rejects if it failed. */
+  ready: Promise<void>;
+  markReady(err?: Error): void;
+}

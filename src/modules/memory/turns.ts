@@ -1,0 +1,97 @@
+/**
+ * Conversation turns in memory search (issue 21). A memory is a *turn* when its `metadata.speaker`
+ * is a non-blank string (a chat client storing each message with its author); turns of one
+ * conversation share a `session_id`. Three things use that structure (docs/decisions.md
+ * memory/conversations; measured in bench/memory-conversations.ts):
+ *
+ * 1. Embedding input ({@link embeddingText}): a turn is embedded as `"<speaker>: <previous turn>
+ *    <turn>"` — alone, "Just under. My legs are dead but I feel fantastic." says nothing about a
+ *    race; with the question before it, it does. Full text still indexes the turn's own words only.
+ * 2. Speaker match ({@link rerankTurns}): a turn whose speaker the query names ("What did Maya…")
+ *    has its fused score × (1 + `MEMORY_SPEAKER_BOOST`).
+ * 3. Neighbouring turns ({@link rerankTurns}): each turn adds `MEMORY_NEIGHBOUR_WEIGHT` × the larger
+ *    fused score of the turn before and after it in its session (the answer is often the reply to
+ *    the turn that matches the question's words).
+ */
+import { sql } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { execRows, type Db, type Tx } from '../../db/client.js';
+import { tokenize } from './embeddings.js';
+
+/** Longest previous turn kept in an embedding input, characters (a sentence encoder reads sentences). */
+const MAX_PREVIOUS_CHARS = 600;
+
+/** The speaker of a memory (`metadata.speaker`, trimmed), or null when it is not a conversation turn. */
+export function speakerOf(metadata: Record<string, unknown> | null | undefined): string | null {
+  const s = metadata?.speaker;
+  return typeof s === 'string' && s.trim() ? s.trim() : null;
+}
+
+/**
+ * The text a memory is embedded from: `"<speaker>: <previous> <content>"` for a turn (previous = the
+ * content of the session's memory before it, cut to 600 characters; omitted when there is none),
+ * else `content` unchanged.
+ */
+export function embeddingText(content: string, metadata: Record<string, unknown> | null | undefined, previous: string | null): string {
+  const speaker = speakerOf(metadata);
+  if (!speaker) return content;
+  const prev = previous ? previous.slice(0, MAX_PREVIOUS_CHARS) : '';
+  return prev ? `${speaker}: ${prev} ${content}` : `${speaker}: ${content}`;
+}
+
+/** Content of the newest memory of `userId` in `sessionId` (the turn a new turn follows), or null. */
+export async function lastTurnOf(db: Db | Tx, userId: string, sessionId: string): Promise<string | null> {
+  const [row] = await execRows<{ content: string }>(
+    db,
+    sql`select content from memories where user_id = ${userId} and session_id = ${sessionId} order by id desc limit 1`,
+  );
+  return row?.content ?? null;
+}
+
+/** A fused candidate as {@link rerankTurns} needs it. */
+export interface RankedTurn {
+  id: string;
+  score: number;
+  row: { sessionId: string | null; metadata: Record<string, unknown> };
+}
+
+/**
+ * Re-score hybrid candidates that are conversation turns (see the module comment): speaker boost,
+ * then `score += neighbourWeight × max(score of the previous, next turn)` with the neighbours'
+ * boosted scores (0 for a neighbour that is not a candidate); sorted best first, ties by id
+ * descending as in the fusion. Neighbours are the adjacent memories of the same session by id
+ * (time) order, read with one query over the candidates' sessions (`memories_user_session_idx`).
+ * Candidates that are not turns keep their score. Pure re-ordering: no candidate is added or removed.
+ */
+export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db | Tx, userId: string, query: string, candidates: T[]): Promise<T[]> {
+  const { speakerBoost, neighbourWeight } = ctx.config.memory.fusion;
+  const turns = candidates.filter((c) => speakerOf(c.row.metadata));
+  if (turns.length === 0 || (speakerBoost === 0 && neighbourWeight === 0)) return candidates;
+  const words = new Set(tokenize(query));
+  const boosted = new Map<string, number>();
+  for (const c of candidates) {
+    const speaker = speakerOf(c.row.metadata);
+    const named = speaker !== null && tokenize(speaker).every((w) => words.has(w));
+    boosted.set(c.id, named ? c.score * (1 + speakerBoost) : c.score);
+  }
+  const final = new Map(boosted);
+  const sessions = [...new Set(turns.map((c) => c.row.sessionId).filter((s): s is string => s !== null))];
+  if (neighbourWeight > 0 && sessions.length > 0) {
+    const ids = turns.map((c) => c.id);
+    const rows = await execRows<{ id: string; prev: string | null; next: string | null }>(
+      db,
+      sql`select id, prev, next from (
+            select id, lag(id) over w as prev, lead(id) over w as next from memories
+            where user_id = ${userId} and session_id in (${sql.join(sessions.map((s) => sql`${s}`), sql`, `)})
+            window w as (partition by session_id order by id)
+          ) x where id in (${sql.join(ids.map((i) => sql`${i}`), sql`, `)})`,
+    );
+    for (const r of rows) {
+      const near = Math.max(r.prev ? boosted.get(r.prev) ?? 0 : 0, r.next ? boosted.get(r.next) ?? 0 : 0);
+      final.set(r.id, boosted.get(r.id)! + neighbourWeight * near);
+    }
+  }
+  return candidates
+    .map((c) => ({ ...c, score: final.get(c.id)! }))
+    .sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+}

@@ -1,0 +1,61 @@
+/**
+ * Per-application state of the search module, held as `AppContext.search` (issue 12: per-app state
+ * is a typed field of the context, not a module-level `WeakMap<AppContext, …>`). Created on first
+ * use ({@link searchStateOf}), so contexts built without it (CLI, unit tests) still work.
+ */
+import type { SentenceEncoder } from '../../lib/sentence-encoder.js';
+
+/** Calls per tool over the popularity window (all users; top 1000 tools) and when they were read (ms since epoch). */
+export interface PopularityTable {
+  at: number;
+  rows: Array<{ tool_id: string; service_id: string; calls: number }>;
+  byTool: Map<string, number>;
+}
+
+/** The published catalog's words, by length, with document frequencies (the typo vocabulary). */
+export interface Vocabulary {
+  version: string;
+  /** `catalogGeneration` and time (ms) when `version` was last found current. */
+  generation: number;
+  checkedAt: number;
+  docs: number;
+  ndoc: Map<string, number>;
+  byLength: Map<number, string[]>;
+  /** All words, sorted (prefix look-ups). */
+  sorted: string[];
+  /** Corrections already computed for a word. */
+  corrections: Map<string, string[]>;
+}
+
+/**
+ * Tool vectors in memory (brute-force cosine: 10k tools × 512 dimensions is 20 MB and ~5 ms a query):
+ * `ids[i]`'s unit vector is `matrix[i * dims … (i + 1) * dims)`. `version` is the catalog version
+ * it was built for; `generation`/`checkedAt` as for {@link Vocabulary}.
+ */
+export interface ToolVectorIndex {
+  model: string;
+  version: string;
+  generation: number;
+  checkedAt: number;
+  dims: number;
+  ids: string[];
+  matrix: Float32Array;
+}
+
+/** Caches of one application: each a promise, so concurrent first requests share one build. */
+export interface SearchState {
+  /** The published catalog's typo vocabulary ({@link Vocabulary}). */
+  vocabulary?: Promise<Vocabulary>;
+  /** Tool popularity, cached for `SEARCH_POPULARITY_CACHE_MS`. */
+  popularity?: Promise<PopularityTable>;
+  /** The sentence encoder of the semantic arm (started on first use, closed with the app). */
+  encoder?: SentenceEncoder;
+  /** Tool vectors loaded for the semantic arm, and the refresh under way (one at a time). */
+  vectors?: ToolVectorIndex;
+  vectorRefresh?: Promise<void>;
+}
+
+/** The search state of an application context, created on first use. */
+export function searchStateOf(ctx: { search?: SearchState }): SearchState {
+  return (ctx.search ??= {});
+}

@@ -1,0 +1,189 @@
+/**
+ * Tool search (`GET /search/tools`, the MCP face's `search_tools`, the broker): full-text relevance
+ * with typo corrections and term weights ({@link planQuery}) blended with popularity, fused with the
+ * semantic arm (sentence vectors, `semantic.ts`) by weighted reciprocal rank when it is on.
+ */
+import type { Static } from 'typebox';
+import type { AppContext } from '../../context.js';
+import { accountOf, type Principal } from '../../http/auth.js';
+import { AppError } from '../../http/errors.js';
+import { decodeCursor, encodeCursor } from '../../http/pagination.js';
+import { getCatalogTools, queryTerms, searchCatalogTools, type CatalogToolHit } from '../registry/catalog.js';
+import { topTools } from '../sessions/usage.js';
+import { highlightFields } from './highlight.js';
+import { planQuery } from './query.js';
+import type { ToolHitSchema, ToolSearchQuery } from './schemas.js';
+import { fuseRanks, nearestTools, SEMANTIC_K } from './semantic.js';
+import { searchStateOf, type PopularityTable } from './state.js';
+
+/** Deepest result reachable by paging (Algolia's default `paginationLimitedTo`). */
+export const MAX_OFFSET = 1000;
+
+const DAY_MS = 86_400_000;
+
+/** UTC day (`YYYY-MM-DD`) `days` days before `now` (0 = today). */
+export function dayBefore(now: Date, days: number): string {
+  return new Date(now.getTime() - days * DAY_MS).toISOString().slice(0, 10);
+}
+
+/** Whole days a window covers (`24h` → 1: today and yesterday are counted). */
+export function windowDays(window: '24h' | '7d' | '30d' | '90d'): number {
+  return { '24h': 1, '7d': 7, '30d': 30, '90d': 90 }[window];
+}
+
+// ------------------------------------------------------------------ popularity
+
+/**
+ * Calls per tool over the last `SEARCH_POPULARITY_DAYS` days (all users; top 1000 tools), from the
+ * usage counters; cached in-process for `SEARCH_POPULARITY_CACHE_MS`.
+ */
+export async function toolPopularity(ctx: AppContext): Promise<PopularityTable> {
+  const ttl = ctx.config.search.popularityCacheMs;
+  const state = searchStateOf(ctx);
+  const cached = state.popularity;
+  if (cached && ttl > 0) {
+    const table = await cached.catch(() => null);
+    if (table && Date.now() - table.at < ttl) return table;
+  }
+  const fresh = topTools(ctx, { since: dayBefore(new Date(), ctx.config.search.popularityDays), limit: 1000 }).then((rows) => ({
+    at: Date.now(),
+    rows: rows.map((r) => ({ tool_id: r.tool_id, service_id: r.service_id, calls: r.calls })),
+    byTool: new Map(rows.map((r) => [r.tool_id, r.calls])),
+  }));
+  state.popularity = fresh;
+  fresh.catch(() => {
+    if (state.popularity === fresh) state.popularity = undefined;
+  });
+  return fresh;
+}
+
+// ------------------------------------------------------------------ /search/tools
+
+/** One tool hit as the API shows it ({@link ToolHitSchema}; `match: semantic` when found by the semantic arm alone). */
+export type ToolHitView = Static<typeof ToolHitSchema>;
+
+function toolHitView(h: Omit<CatalogToolHit, 'match' | 'tool'> & { tool: Omit<CatalogToolHit['tool'], 'created_at'>; match: ToolHitView['match'] }, terms: string[], fuzzy: boolean): ToolHitView {
+  return {
+    id: h.tool.id,
+    name: h.tool.name,
+    description: h.tool.description,
+    method: h.tool.method,
+    status: h.tool.status,
+    service: h.service,
+    score: h.score,
+    text_score: h.text_score,
+    popularity: { calls: h.calls, score: h.popularity },
+    match: h.match,
+    highlights: highlightFields(
+      [
+        ['name', h.tool.name],
+        ['description', h.tool.description],
+        ['service.display_name', h.service.display_name],
+      ],
+      terms,
+      { fuzzy, maxLength: 200 },
+    ),
+  };
+}
+
+function offsetOf(cursor: string | undefined): number {
+  const raw = decodeCursor(cursor);
+  if (raw === undefined) return 0;
+  const m = /^o:(\d{1,5})$/.exec(raw);
+  if (!m || Number(m[1]) > MAX_OFFSET) {
+    throw new AppError('validation_failed', 'cursor is malformed', { errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }] });
+  }
+  return Number(m[1]);
+}
+
+/** Input of {@link searchTools}: the `GET /search/tools` query ({@link ToolSearchQuery}). */
+export type ToolSearchInput = Static<typeof ToolSearchQuery>;
+
+/**
+ * Tools of published services and of the caller's own services, ranked: full-text relevance
+ * (tool name > description > service name > service text) plus fuzzy name similarity, blended with
+ * popularity; without `q`, filters only, most popular first. When no tool matches every term, tools
+ * matching any term are returned (`relaxed`). With the semantic arm on (`SEARCH_SEMANTIC`) and a
+ * `q`, the full-text ranking (at least {@link SEMANTIC_K} deep) and the {@link SEMANTIC_K} nearest
+ * tools by sentence vector (visible ones, same filters) are fused by weighted reciprocal rank
+ * (`score` is then the fused score; `text_score` stays the full-text one, 0 for `semantic` hits).
+ * @throws AppError validation_failed (malformed cursor)
+ */
+export async function searchTools(ctx: AppContext, principal: Principal, input: ToolSearchInput) {
+  const started = performance.now();
+  const limit = input.limit ?? 20;
+  const offset = offsetOf(input.cursor);
+  const q = (input.q ?? '').trim();
+  const account = accountOf(principal);
+  const semantic = q && ctx.config.search.semantic ? semanticHits(ctx, account, q, input) : null;
+  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, dropped: [], corrected: {} };
+  const terms = [...queryTerms(q), ...Object.values(plan.corrected).flat()];
+  const popularity = (await toolPopularity(ctx)).byTool;
+  // Fused: the full-text ranking from the top, deep enough for the page and the fusion.
+  const [from, size] = semantic ? [0, Math.max(offset + limit, SEMANTIC_K)] : [offset, limit];
+  const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(size, MAX_OFFSET - from) || 1, offset: from, popularity, groups: plan.groups };
+  let res = await searchCatalogTools(ctx, account, base);
+  let relaxed = false;
+  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't count).
+  const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
+  if (relax) {
+    res = await searchCatalogTools(ctx, account, { ...base, mode: 'any' });
+    relaxed = true;
+  }
+  let hits: ToolHitView[] = res.hits.map((h) => toolHitView(h, terms, res.fuzzy));
+  let found = res.found;
+  if (semantic) {
+    const near = await semantic;
+    const lexical = new Set(hits.map((h) => h.id));
+    const fused = fuseRanks([
+      { ids: hits.map((h) => h.id), weight: 1 },
+      { ids: near.map((t) => t.id), weight: ctx.config.search.semanticWeight },
+    ]);
+    const maxCalls = Math.max(1, ...popularity.values());
+    const extra = near
+      .filter((t) => !lexical.has(t.id))
+      .map((t) => {
+        const calls = popularity.get(t.id) ?? 0;
+        const p = Math.round((Math.log1p(calls) / Math.log1p(maxCalls)) * 1e4) / 1e4;
+        return toolHitView({ tool: t, service: { ...t.service, owned: t.service.owner_id === account }, score: 0, text_score: 0, calls, popularity: p, match: 'semantic' }, terms, res.fuzzy);
+      });
+    found += extra.length;
+    const order = new Map([...hits, ...extra].map((h, i) => [h.id, i]));
+    hits = [...hits, ...extra]
+      .map((h) => ({ ...h, score: Math.round((fused.get(h.id) ?? 0) * 1e6) / 1e6 }))
+      .sort((a, b) => b.score - a.score || order.get(a.id)! - order.get(b.id)!)
+      .slice(offset, offset + limit);
+  }
+  const next = offset + hits.length;
+  return {
+    data: hits,
+    next_cursor: hits.length === limit && next < Math.min(found, MAX_OFFSET) ? encodeCursor(`o:${next}`) : null,
+    query: q,
+    found,
+    fuzzy: res.fuzzy,
+    relaxed,
+    corrected: plan.corrected,
+    ignored: plan.dropped,
+    took_ms: Math.round(performance.now() - started),
+  };
+}
+
+/**
+ * The semantic arm: the nearest tools to `q` that `account` may see and that pass the filters, best
+ * first. An encoder failure is logged and yields none (full-text search still answers).
+ */
+async function semanticHits(ctx: AppContext, account: string | null, q: string, input: ToolSearchInput) {
+  try {
+    const near = await nearestTools(ctx, q, SEMANTIC_K);
+    const tools = new Map((await getCatalogTools(ctx, account, near.map((n) => n.id))).map((t) => [t.id, t]));
+    const tag = input.tag?.toLowerCase();
+    return near
+      .map((n) => tools.get(n.id))
+      .filter((t) => t !== undefined)
+      .filter((t) => (!input.category || t.service.category === input.category) && (!tag || t.service.tags.some((g) => g.toLowerCase() === tag)))
+      .filter((t) => !input.service || (input.service.startsWith('svc_') ? t.service.id === input.service : t.service.name === input.service));
+  } catch (err) {
+    ctx.log.warn({ err: (err as Error).message }, 'semantic tool search failed');
+    return [];
+  }
+}

@@ -1,0 +1,58 @@
+/** lib/batcher.ts: the group commit shared by the high-volume writers (issue 12 §5). */
+import { describe, expect, it } from 'vitest';
+import { WriteBatcher } from '../../../src/lib/batcher.js';
+
+describe('WriteBatcher', () => {
+  it('carries items that arrive during a write in the next write, in arrival order, one write at a time', async () => {
+    const writes: number[][] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const b = new WriteBatcher<number>({
+      write: async (items) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        writes.push(items);
+        await new Promise((r) => setTimeout(r, 20));
+        inFlight--;
+      },
+    });
+    const first = b.add(1);
+    await new Promise((r) => setImmediate(r)); // the first write has started
+    const rest = [2, 3, 4].map((n) => b.add(n));
+    await Promise.all([first, ...rest]);
+    expect(writes).toEqual([[1], [2, 3, 4]]);
+    expect(maxInFlight).toBe(1);
+  });
+
+  it('gathers items added in the same turn into one write and splits at maxBatch', async () => {
+    const writes: string[][] = [];
+    const b = new WriteBatcher<string>({ write: async (items) => void writes.push(items), maxBatch: 2 });
+    await Promise.all(['a', 'b', 'c'].map((x) => b.add(x)));
+    expect(writes).toEqual([['a', 'b'], ['c']]);
+  });
+
+  it('settles a promise only when its own item is written: a bad item fails alone', async () => {
+    const stored: number[] = [];
+    const b = new WriteBatcher<number>({
+      write: async (items) => {
+        if (items.includes(13)) throw new Error('bad item 13');
+        stored.push(...items);
+      },
+    });
+    const results = await Promise.allSettled([1, 13, 2].map((n) => b.add(n)));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason.message).toBe('bad item 13');
+    expect(stored.sort()).toEqual([1, 2]);
+  });
+
+  it('drain() waits for queued and in-flight writes', async () => {
+    let done = 0;
+    const b = new WriteBatcher<number>({ write: async (items) => void (await new Promise((r) => setTimeout(r, 10)), (done += items.length)) });
+    void b.add(1);
+    void b.add(2);
+    expect(b.pending).toBe(2);
+    await b.drain();
+    expect(done).toBe(2);
+    expect(b.pending).toBe(0);
+  });
+});
