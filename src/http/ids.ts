@@ -2,7 +2,7 @@
  * Prefixed, time-sortable identifiers (`usr_01j…`), Stripe/Unkey style.
  * Body: 48-bit millisecond timestamp + 80 random bits in Crockford base32 (ULID layout), lowercase.
  */
-import { randomBytes, randomFillSync } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -77,6 +77,14 @@ export type SecretPrefix = 'apk' | 'rt' | 'whsec' | 'mcs' | 'ags';
  */
 export function newSecret(prefix: SecretPrefix, infix = ''): string {
   return `${prefix}_${infix}${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * The stored form of a high-entropy secret (API key, refresh token, single-use `state`): its SHA-256
+ * as 64 hex characters. Lookups hash the presented value and compare; the secret itself is never stored.
+ */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
 }
 
 /** `d` as an RFC 3339 timestamp string (`Date.toISOString`), or null for a missing date. */

@@ -3,7 +3,9 @@
  * list ordered by `id desc` is newest-first and the cursor is the last id returned, encoded
  * opaquely (base64url) so clients do not depend on its shape.
  */
-import { asc, desc, gt, lt, type AnyColumn, type SQL } from 'drizzle-orm';
+import { and, asc, desc, gt, lt, type AnyColumn, type SQL } from 'drizzle-orm';
+import type { PgTable } from 'drizzle-orm/pg-core';
+import type { Db } from '../db/client.js';
 import { AppError } from './errors.js';
 
 /** A page of results in the platform's list envelope. */
@@ -65,4 +67,34 @@ export function keyset(q: { limit?: number; cursor?: string }, column: AnyColumn
     after: key === undefined ? undefined : ascending ? gt(column, key) : lt(column, key),
     orderBy: ascending ? asc(column) : desc(column),
   };
+}
+
+/**
+ * One keyset page of the rows of `table` that match every condition of `where` (undefined entries
+ * are skipped, so optional filters read `q.x ? eq(col, q.x) : undefined`), paginated on the column
+ * `key` (a property of the table; default `id`) newest first: one query of `limit + 1` rows, answered
+ * as the list envelope of the raw rows (map them with {@link mapPage}).
+ * @throws AppError validation_failed for a malformed cursor
+ */
+export async function selectPage<T extends PgTable>(
+  db: Db,
+  table: T,
+  q: { limit?: number; cursor?: string },
+  where: Array<SQL | undefined>,
+  key?: keyof T['$inferSelect'] & string,
+): Promise<Page<T['$inferSelect']>> {
+  const k: string = key ?? 'id';
+  const page = keyset(q, (table as unknown as Record<string, AnyColumn>)[k]);
+  const rows = (await db
+    .select()
+    .from(table as PgTable)
+    .where(and(...where, page.after))
+    .orderBy(page.orderBy)
+    .limit(page.take)) as Array<T['$inferSelect']>;
+  return toPage(rows, page.limit, (r) => r, (r) => String((r as Record<string, unknown>)[k]));
+}
+
+/** The same page with every item mapped by `map` (the cursor is kept). */
+export function mapPage<R, T>(page: Page<R>, map: (r: R) => T): Page<T> {
+  return { data: page.data.map(map), next_cursor: page.next_cursor };
 }
