@@ -156,21 +156,39 @@ async function getRow(ctx: AppContext, userId: string, id: string): Promise<Subs
 const PLAN_ORDER: readonly Plan[] = ['free', 'pro', 'enterprise'];
 
 /**
- * The plans a caller with `roles` may choose (spec "Roles": pro users hold a pro subscription,
- * enterprise customers have unlimited access): `user` → free; `pro` → free, pro;
- * `enterprise`/`admin` → every plan.
+ * The role ladder, the one definition of which plans a role may use (spec "Roles": pro users hold a
+ * pro subscription, enterprise customers have unlimited access): the rungs from the top, each with
+ * the roles that stand on it and the highest plan they allow; a caller with none of these roles
+ * gets `free`. {@link plansFor}, the plan check and {@link effectivePlanSql} are all read from it.
  */
-export function plansFor(roles: readonly Role[]): Plan[] {
-  if (roles.includes('enterprise') || roles.includes('admin')) return [...PLAN_ORDER];
-  if (roles.includes('pro')) return ['free', 'pro'];
-  return ['free'];
+const ROLE_LADDER: readonly { roles: readonly Role[]; top: Plan }[] = [
+  { roles: ['enterprise', 'admin'], top: 'enterprise' },
+  { roles: ['pro'], top: 'pro' },
+];
+const BOTTOM_PLAN: Plan = PLAN_ORDER[0]!;
+
+/** A role or plan name as an SQL string literal (names of the fixed `Role` and `Plan` unions, never input). */
+const lit = (name: Role | Plan): SQL => sql.raw(`'${name}'`);
+
+/** The highest plan `roles` allow (the top of the highest rung they stand on). */
+function topPlanFor(roles: readonly Role[]): Plan {
+  return ROLE_LADDER.find((rung) => rung.roles.some((r) => roles.includes(r)))?.top ?? BOTTOM_PLAN;
 }
 
-/** @throws AppError forbidden when `roles` may not choose `plan`. */
+/**
+ * The plans a caller with `roles` may choose, lowest first ({@link ROLE_LADDER}): `user` → free;
+ * `pro` → free, pro; `enterprise`/`admin` → every plan.
+ */
+export function plansFor(roles: readonly Role[]): Plan[] {
+  return PLAN_ORDER.slice(0, PLAN_ORDER.indexOf(topPlanFor(roles)) + 1);
+}
+
+/** @throws AppError forbidden when `roles` may not choose `plan` (the message names the lowest role that may). */
 function assertPlanAllowed(plan: Plan, roles: readonly Role[]): void {
   const allowed = plansFor(roles);
   if (!allowed.includes(plan)) {
-    throw new AppError('forbidden', `The ${plan} plan needs the ${plan === 'pro' ? 'pro' : 'enterprise'} role; your roles allow ${allowed.join(', ')}`);
+    const needed = [...ROLE_LADDER].reverse().find((rung) => PLAN_ORDER.indexOf(rung.top) >= PLAN_ORDER.indexOf(plan))!.roles[0];
+    throw new AppError('forbidden', `The ${plan} plan needs the ${needed} role; your roles allow ${allowed.join(', ')}`);
   }
 }
 
@@ -301,10 +319,14 @@ export async function getQuotas(ctx: AppContext, userId: string, id: string): Pr
  * is kept, so restoring the role restores the quota.
  */
 function effectivePlanSql(plan: SQL, roles: SQL): SQL {
-  return sql`(case
-    when 'enterprise' = any(${roles}) or 'admin' = any(${roles}) then ${plan}
-    when 'pro' = any(${roles}) then (case when ${plan} = 'enterprise' then 'pro' else ${plan} end)
-    else 'free' end)`;
+  // `plan` capped at `top`: the plans above `top` become `top`.
+  const capped = (top: Plan): SQL => {
+    const above = PLAN_ORDER.slice(PLAN_ORDER.indexOf(top) + 1);
+    if (above.length === 0) return plan;
+    return sql`(case when ${plan} in (${sql.join(above.map(lit), sql`, `)}) then ${lit(top)} else ${plan} end)`;
+  };
+  const rungs = ROLE_LADDER.map((rung) => sql`when ${sql.join(rung.roles.map((r) => sql`${lit(r)} = any(${roles})`), sql` or `)} then ${capped(rung.top)}`);
+  return sql`(case ${sql.join(rungs, sql` `)} else ${lit(BOTTOM_PLAN)} end)`;
 }
 
 /** The plan whose limits apply to `userId`'s subscription on `plan` now (see {@link effectivePlanSql}). */
@@ -329,8 +351,10 @@ export async function consumeQuota(ctx: AppContext, userId: string, serviceId: s
   const w = windowsAt(now);
   const q = ctx.config.quotas;
   const plan = effectivePlanSql(sql`subscriptions.plan`, sql`u.roles`);
-  const lim = (win: QuotaWindow) =>
-    sql`coalesce(case ${plan} when 'pro' then ${q.pro[win]}::int when 'enterprise' then ${q.enterprise[win]}::int else ${q.free[win]}::int end, ${INT_MAX}::int)`;
+  const lim = (win: QuotaWindow) => {
+    const higher = PLAN_ORDER.slice(1).map((p) => sql`when ${lit(p)} then ${q[p][win]}::int`);
+    return sql`coalesce(case ${plan} ${sql.join(higher, sql` `)} else ${q[BOTTOM_PLAN][win]}::int end, ${INT_MAX}::int)`;
+  };
   // Asynchronous commit (Database.hotDb): exact under concurrency (row lock); a database crash can
   // forget the last few hundred ms of counts, which only ever errs in the subscriber's favour.
   const rows = await execRows<{ id: string; plan: string; day_used: number; month_used: number }>(
