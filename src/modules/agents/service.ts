@@ -12,7 +12,7 @@ import type { AppContext } from '../../context.js';
 import { agentSecrets, agentToolSubscriptions, agents } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { iso, newId, newSecret } from '../../http/ids.js';
-import { keyset, toPage, type Page } from '../../http/pagination.js';
+import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { hashPassword } from '../identity/passwords.js';
 import { invalidateAgentAuth } from './tokens.js';
@@ -185,15 +185,9 @@ export async function listAgents(
   accountId: string,
   q: { limit?: number; cursor?: string; include_deleted?: boolean },
 ): Promise<Page<AgentView>> {
-  const page = keyset(q, agents.id);
-  const rows = await ctx.db
-    .select()
-    .from(agents)
-    .where(and(eq(agents.ownerId, accountId), q.include_deleted ? undefined : ne(agents.status, 'deleted'), page.after))
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  const secrets = await secretsOf(ctx, rows.slice(0, page.limit).map((r) => r.id));
-  return toPage(rows, page.limit, (r) => view(r, secrets));
+  const rows = await selectPage(ctx.db, agents, q, [eq(agents.ownerId, accountId), q.include_deleted ? undefined : ne(agents.status, 'deleted')]);
+  const secrets = await secretsOf(ctx, rows.data.map((r) => r.id));
+  return mapPage(rows, (r) => view(r, secrets));
 }
 
 /** One agent of the account. @throws AppError not_found (other accounts' and deleted agents too) */

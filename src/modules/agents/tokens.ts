@@ -17,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { and, eq, gt, isNull, or } from 'drizzle-orm';
 import { SignJWT, type CryptoKey, type JWTPayload } from 'jose';
+import type { Static } from 'typebox';
 import type { Role } from '../../config.js';
 import { ROLES } from '../../config.js';
 import type { AppContext } from '../../context.js';
@@ -26,6 +27,7 @@ import { AppError } from '../../http/errors.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { DUMMY_HASH, verifyPassword } from '../identity/passwords.js';
 import type { AgentAuthState, Liveness, PlatformSigner } from './auth-state.js';
+import type { TokenResponseSchema } from './schemas.js';
 
 export type { PlatformSigner } from './auth-state.js';
 
@@ -49,14 +51,7 @@ export class OAuthError extends Error {
 }
 
 /** RFC 6749 §5.1 successful token response. */
-export interface AgentTokenResponse {
-  access_token: string;
-  token_type: 'Bearer';
-  /** Seconds until the token expires. */
-  expires_in: number;
-  /** Granted scopes, space-delimited. */
-  scope: string;
-}
+export type AgentTokenResponse = Static<typeof TokenResponseSchema>;
 
 function stateOf(ctx: AppContext): AgentAuthState {
   const s = ctx.agentAuth;

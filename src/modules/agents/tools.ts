@@ -4,20 +4,18 @@
  * Separate from `service.ts` so the agents contract functions do not depend on those modules.
  */
 import { and, eq, inArray, or } from 'drizzle-orm';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { keyset, toPage, type Page } from '../../http/pagination.js';
+import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
+import type { AgentToolSchema } from './schemas.js';
 import { agentToolsChanged, getAgentForAccount } from './service.js';
 
 /** An agent's subscription to a service. */
-export interface AgentToolView {
-  service_id: string;
-  service: string;
-  subscribed_at: string;
-}
+export type AgentToolView = Static<typeof AgentToolSchema>;
 
 function toolView(r: typeof agentToolSubscriptions.$inferSelect): AgentToolView {
   return { service_id: r.serviceId, service: r.serviceName, subscribed_at: r.createdAt.toISOString() };
@@ -85,12 +83,5 @@ export async function listAgentTools(
   q: { limit?: number; cursor?: string },
 ): Promise<Page<AgentToolView>> {
   await getAgentForAccount(ctx, accountId, agentId);
-  const page = keyset(q, agentToolSubscriptions.serviceId);
-  const rows = await ctx.db
-    .select()
-    .from(agentToolSubscriptions)
-    .where(and(eq(agentToolSubscriptions.agentId, agentId), page.after))
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  return toPage(rows, page.limit, toolView, (r) => r.serviceId);
+  return mapPage(await selectPage(ctx.db, agentToolSubscriptions, q, [eq(agentToolSubscriptions.agentId, agentId)], 'serviceId'), toolView);
 }

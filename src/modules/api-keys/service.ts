@@ -2,31 +2,21 @@
  * API keys (development/testing method per spec "Authentication" 1): `apk_` + 256 random bits,
  * shown once, stored as SHA-256, `last_used_at` tracked, revocable, optional expiry.
  */
-import { createHash } from 'node:crypto';
 import { and, eq, isNull } from 'drizzle-orm';
+import type { Static } from 'typebox';
 import type { Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { apiKeys, users } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { UserPrincipal } from '../../http/auth.js';
-import { newId, newSecret } from '../../http/ids.js';
-import { keyset, toPage, type Page } from '../../http/pagination.js';
+import { hashSecret, newId, newSecret } from '../../http/ids.js';
+import { mapPage, selectPage, type Page } from '../../http/pagination.js';
+import type { ApiKeySchema } from './schemas.js';
 
 type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 /** The API-key record as listed (never the key itself). */
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  prefix: string;
-  last_used_at: string | null;
-  expires_at: string | null;
-  created_at: string;
-}
-
-function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
-}
+export type ApiKeyView = Static<typeof ApiKeySchema>;
 
 function view(k: ApiKeyRow): ApiKeyView {
   return {
@@ -48,21 +38,14 @@ export async function createApiKey(ctx: AppContext, userId: string, input: { nam
   const key = newSecret('apk');
   const [row] = await ctx.db
     .insert(apiKeys)
-    .values({ id: newId('key'), userId, name: input.name, prefix: key.slice(0, 12), keyHash: hashKey(key), expiresAt })
+    .values({ id: newId('key'), userId, name: input.name, prefix: key.slice(0, 12), keyHash: hashSecret(key), expiresAt })
     .returning();
   return { ...view(row), key };
 }
 
 /** The user's live (not revoked) keys, newest first. */
 export async function listApiKeys(ctx: AppContext, userId: string, q: { limit?: number; cursor?: string }): Promise<Page<ApiKeyView>> {
-  const page = keyset(q, apiKeys.id);
-  const rows = await ctx.db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt), page.after))
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  return toPage(rows, page.limit, view);
+  return mapPage(await selectPage(ctx.db, apiKeys, q, [eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)]), view);
 }
 
 /** Revoke a key of `userId`. Another user's key, or an already revoked one → 404. */
@@ -87,7 +70,7 @@ export async function resolveApiKey(ctx: AppContext, key: string): Promise<UserP
     .select({ key: apiKeys, user: { id: users.id, subject: users.subject, email: users.email, roles: users.roles } })
     .from(apiKeys)
     .innerJoin(users, eq(users.id, apiKeys.userId))
-    .where(eq(apiKeys.keyHash, hashKey(key)));
+    .where(eq(apiKeys.keyHash, hashSecret(key)));
   if (!row || row.key.revokedAt) throw new AppError('invalid_token', 'API key is unknown or revoked');
   if (row.key.expiresAt && row.key.expiresAt.getTime() <= Date.now()) throw new AppError('invalid_token', 'API key has expired');
   const now = Date.now();

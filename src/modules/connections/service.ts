@@ -15,13 +15,12 @@
  *
  * Execution uses the connection through `grant.ts`.
  */
-import { createHash } from 'node:crypto';
 import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { connectionStates, connections } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { iso, newId } from '../../http/ids.js';
-import { keyset, toPage, type Page } from '../../http/pagination.js';
+import { hashSecret, iso, newId } from '../../http/ids.js';
+import { decodeCursor, mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
 import { authorizationUrl, exchangeCode, newPkce, newState, oauth2Configuration, revokeToken, OAuthUpstreamError, type OAuth2Client, type UpstreamTokens } from '../../upstream/oauth2.js';
 import { getAgentForAccount } from '../agents/service.js';
@@ -39,10 +38,6 @@ export const CONNECTION_STATE_TTL_MS = 10 * 60_000;
 /** The platform's redirect URI for every upstream (register it at the upstream's client). */
 export function connectionCallbackUri(ctx: AppContext): string {
   return `${ctx.config.publicUrl.replace(/\/+$/, '')}/connections/callback`;
-}
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s).digest('hex');
 }
 
 /** Map an authorization-server failure to the platform's error. */
@@ -84,7 +79,7 @@ export async function beginAuthorization(
   const pkce = client.settings.pkce ? await newPkce() : null;
   const expiresAt = new Date(Date.now() + CONNECTION_STATE_TTL_MS);
   await ctx.db.insert(connectionStates).values({
-    stateHash: sha256(state),
+    stateHash: hashSecret(state),
     connectionId,
     userId,
     codeVerifier: pkce ? encryptSecret(ctx, pkce.verifier) : null,
@@ -143,7 +138,7 @@ export async function completeConnection(ctx: AppContext, input: CallbackInput):
   const [state] = await ctx.db
     .update(connectionStates)
     .set({ consumedAt: new Date() })
-    .where(and(eq(connectionStates.stateHash, sha256(input.state)), isNull(connectionStates.consumedAt)))
+    .where(and(eq(connectionStates.stateHash, hashSecret(input.state)), isNull(connectionStates.consumedAt)))
     .returning();
   if (!state) throw new AppError('invalid_connection_state', 'state is unknown or was already used; start again with POST /connections');
   if (state.expiresAt.getTime() <= Date.now()) throw new AppError('invalid_connection_state', 'state has expired (10 minutes); start again with POST /connections');
@@ -216,21 +211,16 @@ async function serviceNames(ctx: AppContext, ids: string[]): Promise<Map<string,
 
 /** `GET /connections`: the user's connections, newest first; `service` filters by id or name. */
 export async function listConnections(ctx: AppContext, userId: string, q: { limit?: number; cursor?: string; service?: string }): Promise<Page<ConnectionView>> {
-  const page = keyset(q, connections.id);
+  decodeCursor(q.cursor); // a malformed cursor is refused even when the service filter matches nothing
   let serviceId: string | undefined;
   if (q.service !== undefined) {
     const s = await getServiceSummary(ctx, q.service);
     if (!s) return { data: [], next_cursor: null };
     serviceId = s.id;
   }
-  const rows = await ctx.db
-    .select()
-    .from(connections)
-    .where(and(eq(connections.userId, userId), serviceId ? eq(connections.serviceId, serviceId) : undefined, page.after))
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  const names = await serviceNames(ctx, rows.map((r) => r.serviceId));
-  return toPage(rows, page.limit, (r) => view(r, names.get(r.serviceId)!));
+  const rows = await selectPage(ctx.db, connections, q, [eq(connections.userId, userId), serviceId ? eq(connections.serviceId, serviceId) : undefined]);
+  const names = await serviceNames(ctx, rows.data.map((r) => r.serviceId));
+  return mapPage(rows, (r) => view(r, names.get(r.serviceId)!));
 }
 
 /** The user's connection `id`. @throws AppError not_found (also for other accounts' connections) */

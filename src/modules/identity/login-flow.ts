@@ -12,15 +12,17 @@
  * In external mode this module also supplies the access-token verifier (issuer's JWKS).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash } from 'node:crypto';
 import { and, eq, isNull, lt } from 'drizzle-orm';
 import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { loginStates } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
+import { hashSecret } from '../../http/ids.js';
 import { IDP_ROUTES, resourceIndicatorFor } from './idp.js';
 import { consoleRedirectUri, redirectUriProblem } from './redirect-uris.js';
+import type { AuthConfig, ProviderTokenSetSchema } from './schemas.js';
 import { IdentityService, tokenError } from './service.js';
 
 /** Lifetime of a login `state`, ms (issue: 10 minutes). */
@@ -28,32 +30,11 @@ export const LOGIN_STATE_TTL_MS = 10 * 60_000;
 
 type Fetch = (url: string, options: { method: string; headers: Record<string, string>; body?: unknown }) => Promise<Response>;
 
-/** Token set of the callback and of provider refreshes (RFC 6749 §5.1 + OIDC `id_token`). */
-export interface ProviderTokenSet {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  refresh_token?: string;
-  id_token?: string;
-  scope?: string;
-  user_id: string;
-}
+/** Token set of the callback and of provider refreshes (RFC 6749 §5.1 + OIDC `id_token`); `user_id` always set here. */
+export type ProviderTokenSet = Static<typeof ProviderTokenSetSchema> & { user_id: string };
 
 /** `GET /v1/auth/config` */
-export interface ProviderDescription {
-  domain: string;
-  clientId: string;
-  audience: string;
-  scope: string;
-  issuer: string;
-  authorization_endpoint?: string;
-  token_endpoint?: string;
-  jwks_uri?: string;
-}
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s).digest('hex');
-}
+export type ProviderDescription = Static<typeof AuthConfig>;
 
 function isLoopbackUrl(u: URL): boolean {
   return u.hostname === 'localhost' || u.hostname === '[::1]' || /^127\./.test(u.hostname);
@@ -187,7 +168,7 @@ export class LoginFlow {
     const verifier = oidc.randomPKCECodeVerifier();
     const challenge = await oidc.calculatePKCECodeChallenge(verifier);
     await this.ctx.db.insert(loginStates).values({
-      stateHash: sha256(state),
+      stateHash: hashSecret(state),
       codeVerifier: verifier,
       redirectUri,
       expiresAt: new Date(Date.now() + LOGIN_STATE_TTL_MS),
@@ -213,7 +194,7 @@ export class LoginFlow {
     const [row] = await this.ctx.db
       .update(loginStates)
       .set({ consumedAt: new Date() })
-      .where(and(eq(loginStates.stateHash, sha256(input.state)), isNull(loginStates.consumedAt)))
+      .where(and(eq(loginStates.stateHash, hashSecret(input.state)), isNull(loginStates.consumedAt)))
       .returning();
     if (!row) throw new AppError('invalid_login_state', 'state is unknown or was already used; start again at GET /v1/auth/login');
     if (row.expiresAt.getTime() <= Date.now()) throw new AppError('invalid_login_state', 'state has expired (10 minutes); start again at GET /v1/auth/login');

@@ -5,7 +5,7 @@
  * Access tokens are JWTs (RFC 9068 profile: `typ` "at+jwt") signed RS256 with the platform keys,
  * issuer `<PUBLIC_URL>/idp` (the embedded OpenID Provider) and audience `AUTH_AUDIENCE`.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
@@ -15,7 +15,7 @@ import type { AppContext } from '../../context.js';
 import { refreshTokens, users } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { UserPrincipal } from '../../http/auth.js';
-import { newId, newSecret } from '../../http/ids.js';
+import { hashSecret, newId, newSecret } from '../../http/ids.js';
 import { loadKeySet, type KeySet } from './keys.js';
 import { assertAcceptablePassword, DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js';
 import type { Static } from 'typebox';
@@ -51,10 +51,6 @@ const USER_CACHE_MS = 30_000;
  * @throws AppError token_expired | invalid_token
  */
 export type AccessTokenVerifier = (token: string, audiences: string[]) => Promise<JWTPayload>;
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s).digest('hex');
-}
 
 /** The highest role, used as the subscription tier (spec: "a role-like tier name"). */
 export function tierOf(roles: readonly string[]): Role {
@@ -298,7 +294,7 @@ export class IdentityService {
     await this.ctx.db.insert(refreshTokens).values({
       id: newId('rt'),
       userId: user.id,
-      tokenHash: sha256(refresh),
+      tokenHash: hashSecret(refresh),
       familyId: opts.familyId ?? newId('rt'),
       expiresAt: new Date(Date.now() + cfg.refreshTokenTtlSeconds * 1000),
     });
@@ -311,7 +307,7 @@ export class IdentityService {
    * @throws AppError invalid_token for unknown, used or expired tokens.
    */
   async refreshPlatformToken(refreshToken: string): Promise<TokenSet> {
-    const hash = sha256(refreshToken);
+    const hash = hashSecret(refreshToken);
     const [row] = await this.ctx.db
       .update(refreshTokens)
       .set({ consumedAt: new Date() })
@@ -332,7 +328,7 @@ export class IdentityService {
    * semantics: unknown tokens are not an error).
    */
   async revokePlatformRefreshToken(refreshToken: string): Promise<void> {
-    const [row] = await this.ctx.db.select({ familyId: refreshTokens.familyId }).from(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(refreshToken)));
+    const [row] = await this.ctx.db.select({ familyId: refreshTokens.familyId }).from(refreshTokens).where(eq(refreshTokens.tokenHash, hashSecret(refreshToken)));
     if (row) await this.ctx.db.update(refreshTokens).set({ consumedAt: new Date() }).where(and(eq(refreshTokens.familyId, row.familyId), isNull(refreshTokens.consumedAt)));
   }
 

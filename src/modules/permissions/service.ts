@@ -13,7 +13,7 @@ import { agentPermissions } from '../../db/schema/index.js';
 import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import { keyset, toPage, type Page } from '../../http/pagination.js';
+import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { requireScope } from '../agents/tokens.js';
 import type { Static } from 'typebox';
@@ -107,14 +107,7 @@ export async function listGrants(ctx: AppContext, principal: Principal, agentId:
 }
 
 async function page(ctx: AppContext, where: ReturnType<typeof eq>, q: { limit?: number; cursor?: string }): Promise<Page<PermissionView>> {
-  const page = keyset(q, agentPermissions.id);
-  const rows = await ctx.db
-    .select()
-    .from(agentPermissions)
-    .where(and(where, live(), page.after))
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  return toPage(rows, page.limit, view);
+  return mapPage(await selectPage(ctx.db, agentPermissions, q, [where, live()]), view);
 }
 
 /** Revoke a grant on `agentId`'s memory; effective for the next request. @throws AppError not_found */

@@ -48,7 +48,8 @@ export const DomainVerificationSchema = Type.Object({
   detail: Type.String(),
 });
 
-const TestInput = Type.Object(
+/** One verification test of a service: a tool call and what its answer must look like. */
+export const TestInput = Type.Object(
   {
     tool: Type.String({ minLength: 1, maxLength: 100, description: 'tool name, former name or id' }),
     arguments: Type.Record(Type.String(), Type.Unknown(), { default: {} }),

@@ -19,7 +19,7 @@ import type { AppContext } from '../../context.js';
 import { servicePublications, serviceReports, type ChecklistItem, type VerificationResult } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import { keyset, toPage } from '../../http/pagination.js';
+import { mapPage, selectPage } from '../../http/pagination.js';
 import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { checkToolSchema } from '../registry/manifest.js';
 import { findTool, type ServiceRow } from '../registry/executable.js';
@@ -406,14 +406,7 @@ export async function reportService(ctx: AppContext, accountId: string, ref: str
 /** Reports on the owner's service, newest first (`status` filter optional). @throws AppError not_found */
 export async function listServiceReports(ctx: AppContext, ownerId: string, ref: string, q: { limit?: number; cursor?: string; status?: 'open' | 'resolved' }) {
   const s = await getOwnedService(ctx, ownerId, ref);
-  const page = keyset(q, serviceReports.id);
-  const rows = await ctx.db
-    .select()
-    .from(serviceReports)
-    .where(and(eq(serviceReports.serviceId, s.id), q.status ? eq(serviceReports.status, q.status) : undefined, page.after))
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  return toPage(rows, page.limit, reportView);
+  return mapPage(await selectPage(ctx.db, serviceReports, q, [eq(serviceReports.serviceId, s.id), q.status ? eq(serviceReports.status, q.status) : undefined]), reportView);
 }
 
 /** Resolve a report on the owner's service; the tool returns to `active` below the threshold. @throws AppError not_found */

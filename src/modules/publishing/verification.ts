@@ -4,6 +4,7 @@
  * (default: any 2xx) and, optionally, a JSON Schema of the response body.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
@@ -13,14 +14,11 @@ import { applyUpstreamAuth, buildHttpRequest, parseBody } from '../../upstream/r
 import { HEADER_REQUEST_ID, HEADER_SIGNATURE, HEADER_USER, signRequest, userPseudonym } from '../../upstream/signing.js';
 import { resolveExecutableTool } from '../registry/executable.js';
 import { withCallerGrant } from '../connections/grant.js';
+import type { TestInput } from './schemas.js';
 import type { VerificationResult } from '../../db/schema/index.js';
 
 /** One configured test call. */
-export interface VerificationTest {
-  tool: string;
-  arguments: Record<string, unknown>;
-  expect?: { status?: number; json_schema?: Record<string, unknown> };
-}
+export type VerificationTest = Static<typeof TestInput>;
 
 const ajv = new Ajv2020({ allErrors: true, strict: false });
 

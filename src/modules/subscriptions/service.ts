@@ -15,49 +15,27 @@
  */
 import { and, desc, eq } from 'drizzle-orm';
 import { sql, type SQL } from 'drizzle-orm';
+import type { Static } from 'typebox';
 import type { Plan, Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { subscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import { keyset, toPage, type Page } from '../../http/pagination.js';
+import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
+import type { QuotaWindowSchema, QuotasSchema, SubscriptionSchema } from './schemas.js';
 
 export type SubscriptionRow = typeof subscriptions.$inferSelect;
-export type QuotaWindow = 'day' | 'month';
+/** One quota window as shown to clients (`limit`/`remaining` null when unlimited; `resets_at` ISO 8601 UTC, the next window's start). */
+export type QuotaWindowState = Static<typeof QuotaWindowSchema>;
+export type QuotaWindow = QuotaWindowState['window'];
 
-/** One quota window as shown to clients. `limit`/`remaining` are null when unlimited. */
-export interface QuotaWindowState {
-  window: QuotaWindow;
-  limit: number | null;
-  used: number;
-  remaining: number | null;
-  /** ISO 8601 UTC: start of the next window (next UTC midnight / first day of next month). */
-  resets_at: string;
-}
-
-/** Quota state of one subscription. */
-export interface QuotaState {
-  subscription_id: string;
-  plan: Plan;
-  windows: QuotaWindowState[];
-}
+/** Quota state of one subscription: the quotas answer plus the subscription's id. */
+export type QuotaState = Static<typeof QuotasSchema> & { subscription_id: string };
 
 /** The subscription record of the API. */
-export interface SubscriptionView {
-  id: string;
-  service_id: string;
-  plan: Plan;
-  status: 'active' | 'canceled';
-  /** Calls allowed per window (null = unlimited). */
-  quotas: { day: number | null; month: number | null };
-  /** Calls counted in the current windows. */
-  used: { day: number; month: number };
-  created_at: string;
-  updated_at: string;
-  canceled_at: string | null;
-}
+export type SubscriptionView = Static<typeof SubscriptionSchema>;
 
 // ------------------------------------------------------------------ windows
 
@@ -229,22 +207,13 @@ export async function listSubscriptions(
   userId: string,
   q: { limit?: number; cursor?: string; status?: 'active' | 'canceled'; service_id?: string },
 ): Promise<Page<SubscriptionView>> {
-  const page = keyset(q, subscriptions.id);
-  const rows = await ctx.db
-    .select()
-    .from(subscriptions)
-    .where(
-      and(
-        eq(subscriptions.userId, userId),
-        q.status ? eq(subscriptions.status, q.status) : undefined,
-        q.service_id ? eq(subscriptions.serviceId, q.service_id) : undefined,
-        page.after,
-      ),
-    )
-    .orderBy(page.orderBy)
-    .limit(page.take);
+  const rows = await selectPage(ctx.db, subscriptions, q, [
+    eq(subscriptions.userId, userId),
+    q.status ? eq(subscriptions.status, q.status) : undefined,
+    q.service_id ? eq(subscriptions.serviceId, q.service_id) : undefined,
+  ]);
   const w = windowsAt();
-  return toPage(rows, page.limit, (r) => view(ctx, r, w));
+  return mapPage(rows, (r) => view(ctx, r, w));
 }
 
 /** One subscription of the user. @throws AppError not_found (also another user's) */
