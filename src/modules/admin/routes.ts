@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { requireAuth, userOf } from '../../http/auth.js';
+import { operations } from '../../http/operations.js';
 import { USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { ProfileSchema } from '../identity/schemas.js';
 import { toProfile, type IdentityService } from '../identity/service.js';
@@ -14,21 +15,9 @@ import { SetRolesBody, UserIdParams } from './schemas.js';
 export async function adminRoutes(app: FastifyInstance, { ctx, identity }: { ctx: AppContext; identity: IdentityService }): Promise<void> {
   requireAuth(app, ctx.auth, { principals: ['user'], roles: ['admin'] });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['admin'];
-
   r.put(
     '/admin/users/:id/roles',
-    {
-      schema: {
-        tags,
-        security: USER_SECURITY,
-        operationId: 'admin.setUserRoles',
-        summary: "Replace a user's roles (admin only)",
-        params: UserIdParams,
-        body: SetRolesBody,
-        response: { 200: ProfileSchema, ...errorResponses(403, 404) },
-      },
-    },
+    operations(['admin'], USER_SECURITY)('admin.setUserRoles', "Replace a user's roles (admin only)", { params: UserIdParams, body: SetRolesBody, response: { 200: ProfileSchema, ...errorResponses(403, 404) } }),
     async (req) => {
       const u = await identity.setRolesById(req.params.id, req.body.roles);
       req.log.info({ admin: userOf(req).userId, user: u.id, roles: u.roles }, 'roles changed');

@@ -11,6 +11,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { requireAuth, userOf } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
+import { created, noContent, operations } from '../../http/operations.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
   AgentSchema,
@@ -50,53 +51,40 @@ export async function agentRoutes(app: FastifyInstance, { ctx, identity }: Agent
 async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   requireAuth(app, ctx.auth, { principals: ['user'] });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['agents'];
-  const security = USER_SECURITY;
+  const op = operations(['agents'], USER_SECURITY);
 
   r.post(
     '/v2/agents',
-    { schema: { tags, security, operationId: 'agents.create', summary: 'Create an agent; the answer carries client_secret once', body: CreateAgentBody, response: { 201: AgentWithSecretSchema, ...errorResponses(403) } } },
-    async (req, reply) => {
-      reply.header('cache-control', 'no-store');
-      return reply.code(201).send(await createAgent(ctx, userOf(req).userId, req.body));
-    },
+    op('agents.create', 'Create an agent; the answer carries client_secret once', { body: CreateAgentBody, response: { 201: AgentWithSecretSchema, ...errorResponses(403) } }),
+    async (req, reply) => created(reply, createAgent(ctx, userOf(req).userId, req.body), { noStore: true }),
   );
   r.get(
     '/v2/agents',
-    { schema: { tags, security, operationId: 'agents.list', summary: "List the account's agents", querystring: ListAgentsQuery, response: { 200: ListOf(AgentSchema), ...errorResponses(403) } } },
+    op('agents.list', "List the account's agents", { querystring: ListAgentsQuery, response: { 200: ListOf(AgentSchema), ...errorResponses(403) } }),
     async (req) => listAgents(ctx, userOf(req).userId, req.query),
   );
   r.get(
     '/v2/agents/:id',
-    { schema: { tags, security, operationId: 'agents.get', summary: 'Agent details (live secrets listed without the secret)', params: IdParams, response: { 200: AgentSchema, ...errorResponses(403, 404) } } },
+    op('agents.get', 'Agent details (live secrets listed without the secret)', { params: IdParams, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
     async (req) => getAgent(ctx, userOf(req).userId, req.params.id),
   );
   r.patch(
     '/v2/agents/:id',
-    { schema: { tags, security, operationId: 'agents.update', summary: 'Update name, description, metadata or status (active | disabled)', params: IdParams, body: UpdateAgentBody, response: { 200: AgentSchema, ...errorResponses(403, 404) } } },
+    op('agents.update', 'Update name, description, metadata or status (active | disabled)', { params: IdParams, body: UpdateAgentBody, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
     async (req) => updateAgent(ctx, userOf(req).userId, req.params.id, req.body),
   );
   r.delete(
     '/v2/agents/:id',
-    { schema: { tags, security, operationId: 'agents.delete', summary: 'Soft delete an agent (its tokens stop working; memory is kept)', params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } } },
-    async (req, reply) => {
-      await deleteAgent(ctx, userOf(req).userId, req.params.id);
-      return reply.code(204).send(null);
-    },
+    op('agents.delete', 'Soft delete an agent (its tokens stop working; memory is kept)', { params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
+    async (req, reply) => noContent(reply, deleteAgent(ctx, userOf(req).userId, req.params.id)),
   );
   r.post(
     '/v2/agents/:id/rotate-secret',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'agents.rotateSecret',
-        summary: 'Issue a new client secret; older secrets end now or after grace_period_seconds',
-        params: IdParams,
-        body: Type.Union([Type.Null(), RotateSecretBody]), // no body = no grace period
-        response: { 200: AgentWithSecretSchema, ...errorResponses(403, 404) },
-      },
-    },
+    op('agents.rotateSecret', 'Issue a new client secret; older secrets end now or after grace_period_seconds', {
+      params: IdParams,
+      body: Type.Union([Type.Null(), RotateSecretBody]), // no body = no grace period
+      response: { 200: AgentWithSecretSchema, ...errorResponses(403, 404) },
+    }),
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
       return rotateSecret(ctx, userOf(req).userId, req.params.id, req.body?.grace_period_seconds ?? 0);
@@ -105,48 +93,29 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
 
   r.post(
     '/v2/agents/:id/tools/subscribe',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'agents.tools.subscribe',
-        summary: 'Subscribe the agent to a service by name (the owner must be subscribed to it or own it)',
-        params: IdParams,
-        body: SubscribeToolBody,
-        response: { 200: AgentToolSchema, 201: AgentToolSchema, ...errorResponses(403, 404) },
-      },
-    },
+    op('agents.tools.subscribe', 'Subscribe the agent to a service by name (the owner must be subscribed to it or own it)', {
+      params: IdParams,
+      body: SubscribeToolBody,
+      response: { 200: AgentToolSchema, 201: AgentToolSchema, ...errorResponses(403, 404) },
+    }),
     async (req, reply) => {
-      const { created, subscription } = await subscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body.service);
-      return reply.code(created ? 201 : 200).send(subscription);
+      const { created: isNew, subscription } = await subscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body.service);
+      return reply.code(isNew ? 201 : 200).send(subscription);
     },
   );
   r.delete(
     '/v2/agents/:id/tools/unsubscribe',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'agents.tools.unsubscribe',
-        summary: 'Unsubscribe the agent from a service (`service` in the body or the query)',
-        params: IdParams,
-        querystring: UnsubscribeToolQuery,
-        body: Type.Union([Type.Null(), UnsubscribeToolBody]),
-        response: { 204: Type.Null(), ...errorResponses(403, 404) },
-      },
-    },
-    async (req, reply) => {
-      const service = req.body?.service ?? req.query.service;
-      if (!service) {
-        throw new AppError('validation_failed', 'Name the service in the body or as ?service=', { errors: [{ in: 'body', pointer: '/service', message: 'is required' }] });
-      }
-      await unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, service);
-      return reply.code(204).send(null);
-    },
+    op('agents.tools.unsubscribe', 'Unsubscribe the agent from a service (`service` in the body or the query)', {
+      params: IdParams,
+      querystring: UnsubscribeToolQuery,
+      body: Type.Union([Type.Null(), UnsubscribeToolBody]),
+      response: { 204: Type.Null(), ...errorResponses(403, 404) },
+    }),
+    async (req, reply) => noContent(reply, unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body?.service ?? req.query.service)),
   );
   r.get(
     '/v2/agents/:id/tools',
-    { schema: { tags, security, operationId: 'agents.tools.list', summary: "List the agent's tool subscriptions", params: IdParams, querystring: ToolsQuery, response: { 200: ListOf(AgentToolSchema), ...errorResponses(403, 404) } } },
+    op('agents.tools.list', "List the agent's tool subscriptions", { params: IdParams, querystring: ToolsQuery, response: { 200: ListOf(AgentToolSchema), ...errorResponses(403, 404) } }),
     async (req) => listAgentTools(ctx, userOf(req).userId, req.params.id, req.query),
   );
 }

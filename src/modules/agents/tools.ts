@@ -55,10 +55,14 @@ export async function subscribeAgentTool(
 }
 
 /**
- * Unsubscribe the agent from a service, by name or id (works after the service was deleted).
- * @throws AppError not_found (agent, or no such subscription)
+ * Unsubscribe the agent from a service, by name or id (works after the service was deleted);
+ * `serviceRef` is the body's `service`, else the query's.
+ * @throws AppError validation_failed (no service named), not_found (agent, or no such subscription)
  */
-export async function unsubscribeAgentTool(ctx: AppContext, accountId: string, agentId: string, serviceRef: string): Promise<void> {
+export async function unsubscribeAgentTool(ctx: AppContext, accountId: string, agentId: string, serviceRef: string | undefined): Promise<void> {
+  if (!serviceRef) {
+    throw new AppError('validation_failed', 'Name the service in the body or as ?service=', { errors: [{ in: 'body', pointer: '/service', message: 'is required' }] });
+  }
   await getAgentForAccount(ctx, accountId, agentId);
   const svc = await getServiceSummary(ctx, serviceRef);
   const refs = [serviceRef, ...(svc ? [svc.id] : [])];

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { requireAuth, userOf } from '../../http/auth.js';
+import { created, operations } from '../../http/operations.js';
 import { IdParams, ListOf, PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { CallbackQuery, CallbackResultSchema, ConnectionListQuery, ConnectionSchema, CreateConnectionBody, CreatedConnectionSchema, DeletedConnectionSchema } from './schemas.js';
 import { completeConnection, deleteConnection, getConnection, listConnections, startConnection } from './service.js';
@@ -20,46 +21,31 @@ export async function connectionRoutes(app: FastifyInstance, { ctx }: { ctx: App
   await app.register(async (scope) => {
     requireAuth(scope, ctx.auth, { principals: ['user'] });
     const r = scope.withTypeProvider<TypeBoxTypeProvider>();
-    const security = USER_SECURITY;
+    const op = operations(tags, USER_SECURITY);
     r.post(
       '/connections',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'connections.create',
-          summary: "Connect the caller's account (or one of its agents') at an oauth2 service: returns the upstream's authorization URL",
-          body: CreateConnectionBody,
-          response: { 201: CreatedConnectionSchema, ...errorResponses(403, 404, 502) },
-        },
-      },
-      async (req, reply) => {
-        reply.header('cache-control', 'no-store');
-        return reply.code(201).send(await startConnection(ctx, userOf(req).userId, req.body));
-      },
+      op('connections.create', "Connect the caller's account (or one of its agents') at an oauth2 service: returns the upstream's authorization URL", {
+        body: CreateConnectionBody,
+        response: { 201: CreatedConnectionSchema, ...errorResponses(403, 404, 502) },
+      }),
+      async (req, reply) => created(reply, startConnection(ctx, userOf(req).userId, req.body), { noStore: true }),
     );
     r.get(
       '/connections',
-      { schema: { tags, security, operationId: 'connections.list', summary: "The caller's connections, newest first", querystring: ConnectionListQuery, response: { 200: ListOf(ConnectionSchema), ...errorResponses(403) } } },
+      op('connections.list', "The caller's connections, newest first", { querystring: ConnectionListQuery, response: { 200: ListOf(ConnectionSchema), ...errorResponses(403) } }),
       async (req) => listConnections(ctx, userOf(req).userId, req.query),
     );
     r.get(
       '/connections/:id',
-      { schema: { tags, security, operationId: 'connections.get', summary: 'One connection (never its tokens)', params: IdParams, response: { 200: ConnectionSchema, ...errorResponses(403, 404) } } },
+      op('connections.get', 'One connection (never its tokens)', { params: IdParams, response: { 200: ConnectionSchema, ...errorResponses(403, 404) } }),
       async (req) => getConnection(ctx, userOf(req).userId, req.params.id),
     );
     r.delete(
       '/connections/:id',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'connections.delete',
-          summary: 'Revoke the grant at the upstream (RFC 7009, when it can) and delete the connection',
-          params: IdParams,
-          response: { 200: DeletedConnectionSchema, ...errorResponses(403, 404) },
-        },
-      },
+      op('connections.delete', 'Revoke the grant at the upstream (RFC 7009, when it can) and delete the connection', {
+        params: IdParams,
+        response: { 200: DeletedConnectionSchema, ...errorResponses(403, 404) },
+      }),
       async (req) => deleteConnection(ctx, userOf(req).userId, req.params.id),
     );
   });
@@ -67,19 +53,13 @@ export async function connectionRoutes(app: FastifyInstance, { ctx }: { ctx: App
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.get(
     '/connections/callback',
-    {
-      schema: {
-        tags,
-        security: PUBLIC_SECURITY,
-        operationId: 'connections.callback',
-        summary: "The upstream's redirect after consent (authenticated by the single-use state, not by a token)",
-        description:
-          'Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. ' +
-          'Without, answers the result as JSON (a failed authorization as a problem).',
-        querystring: CallbackQuery,
-        response: { 200: CallbackResultSchema, 303: { type: 'null' }, ...errorResponses(404, 409, 502) },
-      },
-    },
+    operations(tags, PUBLIC_SECURITY)('connections.callback', "The upstream's redirect after consent (authenticated by the single-use state, not by a token)", {
+      description:
+        'Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. ' +
+        'Without, answers the result as JSON (a failed authorization as a problem).',
+      querystring: CallbackQuery,
+      response: { 200: CallbackResultSchema, 303: { type: 'null' }, ...errorResponses(404, 409, 502) },
+    }),
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
       const out = await completeConnection(ctx, req.query);

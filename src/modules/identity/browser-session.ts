@@ -18,7 +18,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
-import { errorResponses } from '../../http/schemas.js';
+import { operations } from '../../http/operations.js';
+import { PUBLIC_SECURITY, errorResponses } from '../../http/schemas.js';
 import type { LoginFlow } from './login-flow.js';
 import type { IdentityService } from './service.js';
 import { CallbackBody } from './schemas.js';
@@ -47,8 +48,7 @@ interface Deps {
 export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity, login }: Deps): Promise<void> {
   await app.register(cookie);
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['auth'];
-  const security: Array<Record<string, string[]>> = [];
+  const op = operations(['auth'], PUBLIC_SECURITY);
   const publicOrigin = new URL(ctx.config.publicUrl).origin;
 
   const checkOrigin = (req: FastifyRequest) => {
@@ -68,16 +68,10 @@ export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity
 
   r.post(
     '/v1/auth/session',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'auth.session.create',
-        summary: 'Browser sign-in (step 4): exchange the code; the refresh token goes into an HttpOnly cookie, not the body',
-        body: CallbackBody,
-        response: { 200: BrowserTokenSet, ...errorResponses(403, 502, 503) },
-      },
-    },
+    op('auth.session.create', 'Browser sign-in (step 4): exchange the code; the refresh token goes into an HttpOnly cookie, not the body', {
+      body: CallbackBody,
+      response: { 200: BrowserTokenSet, ...errorResponses(403, 502, 503) },
+    }),
     async (req, reply) => {
       checkOrigin(req);
       reply.header('cache-control', 'no-store');
@@ -89,15 +83,7 @@ export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity
 
   r.post(
     '/v1/auth/session/refresh',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'auth.session.refresh',
-        summary: "Rotate the session cookie's refresh token and return a new access token",
-        response: { 200: BrowserTokenSet, ...errorResponses(403) },
-      },
-    },
+    op('auth.session.refresh', "Rotate the session cookie's refresh token and return a new access token", { response: { 200: BrowserTokenSet, ...errorResponses(403) } }),
     async (req, reply) => {
       checkOrigin(req);
       reply.header('cache-control', 'no-store');
@@ -121,15 +107,7 @@ export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity
 
   r.delete(
     '/v1/auth/session',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'auth.session.delete',
-        summary: 'Sign out: revoke the refresh token (RFC 7009) and clear the session cookie',
-        response: { 204: Type.Null(), ...errorResponses(403) },
-      },
-    },
+    op('auth.session.delete', 'Sign out: revoke the refresh token (RFC 7009) and clear the session cookie', { response: { 204: Type.Null(), ...errorResponses(403) } }),
     async (req, reply) => {
       checkOrigin(req);
       const token = req.cookies[REFRESH_COOKIE];

@@ -5,7 +5,8 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { AuthRegistry, requireAuth, userOf } from '../../http/auth.js';
-import { PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { operations } from '../../http/operations.js';
+import { BEARER_SECURITY, PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import type { LoginFlow } from './login-flow.js';
 import type { IdentityService } from './service.js';
 import { toProfile } from './service.js';
@@ -54,22 +55,19 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   };
   if (ctx.config.auth.testTokensWarning) app.log.warn(ctx.config.auth.testTokensWarning);
 
+  const pub = operations(tags, PUBLIC_SECURITY);
   for (const url of ['/v1/auth/config', '/auth/info']) {
-    r.get(url, { schema: { tags, security: PUBLIC_SECURITY, operationId: url === '/auth/info' ? 'auth.info' : 'auth.config', summary: 'Identity provider configuration', response: { 200: AuthConfig, ...errorResponses() } } }, async () => login.describe());
+    r.get(url, pub(url === '/auth/info' ? 'auth.info' : 'auth.config', 'Identity provider configuration', { response: { 200: AuthConfig, ...errorResponses() } }), async () => login.describe());
   }
 
   r.get(
     '/v1/auth/login',
     {
       preHandler: perIp,
-      schema: {
-        tags,
-        security: PUBLIC_SECURITY,
-        operationId: 'auth.startLogin',
-        summary: 'Start the OAuth 2.0 login (authorization code + PKCE): the URL to send the user to, and the state',
+      ...pub('auth.startLogin', 'Start the OAuth 2.0 login (authorization code + PKCE): the URL to send the user to, and the state', {
         querystring: LoginQuery,
         response: { 200: LoginStart, ...errorResponses(502) },
-      },
+      }),
     },
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
@@ -81,14 +79,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     '/v1/auth/callback',
     {
       preHandler: perIp,
-      schema: {
-        tags,
-        security: PUBLIC_SECURITY,
-        operationId: 'auth.callback',
-        summary: 'Exchange the authorization code for tokens; creates or fetches the user profile',
-        body: CallbackBody,
-        response: { 200: ProviderTokenSetSchema, ...errorResponses(502, 503) },
-      },
+      ...pub('auth.callback', 'Exchange the authorization code for tokens; creates or fetches the user profile', { body: CallbackBody, response: { 200: ProviderTokenSetSchema, ...errorResponses(502, 503) } }),
     },
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
@@ -98,13 +89,13 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   r.post(
     '/auth/register',
-    { preHandler: perIp, schema: { tags, security: PUBLIC_SECURITY, operationId: 'auth.register', summary: 'Register a user of the pre-configured tenant', body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } } },
+    { preHandler: perIp, ...pub('auth.register', 'Register a user of the pre-configured tenant', { body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } }) },
     async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))),
   );
 
   r.post(
     '/auth/login',
-    { preHandler: [perIp, perAccount], schema: { tags, security: PUBLIC_SECURITY, operationId: 'auth.login', summary: 'Log in with email and password', body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } } },
+    { preHandler: [perIp, perAccount], ...pub('auth.login', 'Log in with email and password', { body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } }) },
     async (req, reply) => {
       const user = await identity.checkPassword(req.body.email, req.body.password);
       reply.header('cache-control', 'no-store');
@@ -116,14 +107,10 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     '/auth/test',
     {
       preHandler: perIp,
-      schema: {
-        tags,
-        security: PUBLIC_SECURITY,
-        operationId: 'auth.test',
-        summary: 'Get a token for a test account this route creates (on in NODE_ENV=test or on a loopback-only listener; else AUTH_TEST_TOKENS=on)',
+      ...pub('auth.test', 'Get a token for a test account this route creates (on in NODE_ENV=test or on a loopback-only listener; else AUTH_TEST_TOKENS=on)', {
         body: Type.Optional(TestTokenBody),
         response: { 200: TokenSetSchema, ...errorResponses(403, 404, 409) },
-      },
+      }),
     },
     async (req, reply) => {
       if (!ctx.config.auth.testTokens) throw new AppError('not_found', `No route for POST /auth/test`);
@@ -136,14 +123,10 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     '/v1/auth/refresh',
     {
       preHandler: perIp,
-      schema: {
-        tags,
-        security: PUBLIC_SECURITY,
-        operationId: 'auth.refresh',
-        summary: 'Exchange a refresh token for new tokens (single use: the answer carries a new refresh token)',
+      ...pub('auth.refresh', 'Exchange a refresh token for new tokens (single use: the answer carries a new refresh token)', {
         body: RefreshBody,
         response: { 200: ProviderTokenSetSchema, ...errorResponses(502, 503) },
-      },
+      }),
     },
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
@@ -156,15 +139,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   r.post(
     '/v1/auth/validate',
-    {
-      schema: {
-        tags,
-        operationId: 'auth.validate',
-        summary: 'Report whether the bearer token is valid, with identity, roles and expiry',
-        security: [{ bearerAuth: [] }],
-        response: { 200: ValidateResult, ...errorResponses() },
-      },
-    },
+    operations(tags, BEARER_SECURITY)('auth.validate', 'Report whether the bearer token is valid, with identity, roles and expiry', { response: { 200: ValidateResult, ...errorResponses() } }),
     async (req) => {
       const cred = AuthRegistry.credentialOf(req);
       if (!cred) throw new AppError('unauthenticated', 'Send the token to validate as "Authorization: Bearer <token>"');
@@ -184,20 +159,16 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
   await app.register(async (scope) => {
     requireAuth(scope, ctx.auth, { principals: ['user'] });
     const s = scope.withTypeProvider<TypeBoxTypeProvider>();
-    const security = USER_SECURITY;
+    const op = operations(tags, USER_SECURITY);
     for (const url of ['/v1/auth/me', '/auth/profile']) {
-      s.get(
-        url,
-        { schema: { tags, operationId: url === '/v1/auth/me' ? 'auth.me' : 'auth.profile', summary: 'Current user', security, response: { 200: ProfileSchema, ...errorResponses(403) } } },
-        async (req) => {
-          const p = userOf(req);
-          return identity.profile(p.userId, p.roles);
-        },
-      );
+      s.get(url, op(url === '/v1/auth/me' ? 'auth.me' : 'auth.profile', 'Current user', { response: { 200: ProfileSchema, ...errorResponses(403) } }), async (req) => {
+        const p = userOf(req);
+        return identity.profile(p.userId, p.roles);
+      });
     }
     s.put(
       '/v1/auth/profile',
-      { schema: { tags, operationId: 'auth.updateProfile', summary: 'Update name and preferences (unknown preference keys are kept)', security, body: ProfileUpdateBody, response: { 200: ProfileSchema, ...errorResponses(403) } } },
+      op('auth.updateProfile', 'Update name and preferences (unknown preference keys are kept)', { body: ProfileUpdateBody, response: { 200: ProfileSchema, ...errorResponses(403) } }),
       async (req) => identity.updateProfile(userOf(req).userId, req.body),
     );
   });

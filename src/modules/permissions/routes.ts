@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { principalOf, requireAuth } from '../../http/auth.js';
+import { created, noContent, operations } from '../../http/operations.js';
 import { IdParams, USER_SECURITY, ListOf, PageQuery, errorResponses } from '../../http/schemas.js';
 import { CreatePermissionBody, PermissionParams, PermissionSchema } from './schemas.js';
 import { createPermission, listGrants, listPermissions, revokePermission } from './service.js';
@@ -14,40 +15,30 @@ import { createPermission, listGrants, listPermissions, revokePermission } from 
 export async function permissionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   requireAuth(app, ctx.auth);
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['agent-permissions'];
-  const security = USER_SECURITY; // owner users (token or API key) and agents
+  const op = operations(['agent-permissions'], USER_SECURITY); // owner users (token or API key) and agents
 
   r.post(
     '/v2/agents/:id/permissions',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'permissions.create',
-        summary: "Grant another agent (any account's) read or write access to this agent's memory",
-        params: IdParams,
-        body: CreatePermissionBody,
-        response: { 201: PermissionSchema, ...errorResponses(403, 404) },
-      },
-    },
-    async (req, reply) => reply.code(201).send(await createPermission(ctx, principalOf(req), req.params.id, req.body)),
+    op('permissions.create', "Grant another agent (any account's) read or write access to this agent's memory", {
+      params: IdParams,
+      body: CreatePermissionBody,
+      response: { 201: PermissionSchema, ...errorResponses(403, 404) },
+    }),
+    async (req, reply) => created(reply, createPermission(ctx, principalOf(req), req.params.id, req.body)),
   );
   r.get(
     '/v2/agents/:id/permissions',
-    { schema: { tags, security, operationId: 'permissions.list', summary: "Live grants on this agent's memory (who may access it)", params: IdParams, querystring: PageQuery, response: { 200: ListOf(PermissionSchema), ...errorResponses(403, 404) } } },
+    op('permissions.list', "Live grants on this agent's memory (who may access it)", { params: IdParams, querystring: PageQuery, response: { 200: ListOf(PermissionSchema), ...errorResponses(403, 404) } }),
     async (req) => listPermissions(ctx, principalOf(req), req.params.id, req.query),
   );
   r.get(
     '/v2/agents/:id/grants',
-    { schema: { tags, security, operationId: 'permissions.grants', summary: 'Live grants this agent holds (what it may access)', params: IdParams, querystring: PageQuery, response: { 200: ListOf(PermissionSchema), ...errorResponses(403, 404) } } },
+    op('permissions.grants', 'Live grants this agent holds (what it may access)', { params: IdParams, querystring: PageQuery, response: { 200: ListOf(PermissionSchema), ...errorResponses(403, 404) } }),
     async (req) => listGrants(ctx, principalOf(req), req.params.id, req.query),
   );
   r.delete(
     '/v2/agents/:id/permissions/:permId',
-    { schema: { tags, security, operationId: 'permissions.revoke', summary: 'Revoke a grant (effective immediately)', params: PermissionParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } } },
-    async (req, reply) => {
-      await revokePermission(ctx, principalOf(req), req.params.id, req.params.permId);
-      return reply.code(204).send(null);
-    },
+    op('permissions.revoke', 'Revoke a grant (effective immediately)', { params: PermissionParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
+    async (req, reply) => noContent(reply, revokePermission(ctx, principalOf(req), req.params.id, req.params.permId)),
   );
 }

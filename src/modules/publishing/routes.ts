@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { accountOf, principalOf, requireAuth, userOf } from '../../http/auth.js';
+import { created, operations } from '../../http/operations.js';
 import { ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { ToolSchema } from '../registry/schemas.js';
 import { renameTool } from '../registry/service.js';
@@ -34,8 +35,7 @@ import {
 
 export async function publishingRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   registerPublishingJobs(ctx);
-  const tags = ['publishing'];
-  const security = USER_SECURITY;
+  const op = operations(['publishing'], USER_SECURITY);
 
   // Owner-only actions (users); another account's service is 404.
   await app.register(async (owner) => {
@@ -45,67 +45,47 @@ export async function publishingRoutes(app: FastifyInstance, { ctx }: { ctx: App
 
     r.post(
       '/v1/services/:id/publish',
-      { schema: { tags, security, operationId: 'publishing.publish', summary: 'Start the publish checklist (runs in the background)', params, response: { 202: PublishStatusSchema, ...errorResponses(403, 404, 409) } } },
+      op('publishing.publish', 'Start the publish checklist (runs in the background)', { params, response: { 202: PublishStatusSchema, ...errorResponses(403, 404, 409) } }),
       async (req, reply) => reply.code(202).send(await startPublish(ctx, userOf(req).userId, req.params.id, 'publish')),
     );
     r.post(
       '/v1/services/:id/publish/resubmit',
-      { schema: { tags, security, operationId: 'publishing.resubmit', summary: 'Re-run the publish checklist of a rejected or unpublished service', params, response: { 202: PublishStatusSchema, ...errorResponses(403, 404, 409) } } },
+      op('publishing.resubmit', 'Re-run the publish checklist of a rejected or unpublished service', { params, response: { 202: PublishStatusSchema, ...errorResponses(403, 404, 409) } }),
       async (req, reply) => reply.code(202).send(await startPublish(ctx, userOf(req).userId, req.params.id, 'resubmit')),
     );
     r.get(
       '/v1/services/:id/publish/verification-status',
-      { schema: { tags, security, operationId: 'publishing.verificationStatus', summary: 'Functional verification status: per-test results and checklist', params, response: { 200: PublishStatusSchema, ...errorResponses(403, 404) } } },
+      op('publishing.verificationStatus', 'Functional verification status: per-test results and checklist', { params, response: { 200: PublishStatusSchema, ...errorResponses(403, 404) } }),
       async (req) => verificationStatus(ctx, userOf(req).userId, req.params.id),
     );
     r.post(
       '/v1/services/:id/verify-domain',
-      { schema: { tags, security, operationId: 'publishing.verifyDomain', summary: 'Get the domain token and methods; call again to check', params, response: { 200: DomainVerificationSchema, ...errorResponses(403, 404) } } },
+      op('publishing.verifyDomain', 'Get the domain token and methods; call again to check', { params, response: { 200: DomainVerificationSchema, ...errorResponses(403, 404) } }),
       async (req) => verifyDomain(ctx, userOf(req).userId, req.params.id),
     );
     r.post(
       '/v1/services/:id/verification-config',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'publishing.setVerificationConfig',
-          summary: 'Set the functional verification test calls',
-          params,
-          body: VerificationConfigBody,
-          response: { 200: VerificationConfigSchema, ...errorResponses(403, 404) },
-        },
-      },
+      op('publishing.setVerificationConfig', 'Set the functional verification test calls', { params, body: VerificationConfigBody, response: { 200: VerificationConfigSchema, ...errorResponses(403, 404) } }),
       async (req) => setVerificationConfig(ctx, userOf(req).userId, req.params.id, req.body),
     );
     r.post(
       '/v1/services/:id/unpublish',
-      { schema: { tags, security, operationId: 'publishing.unpublish', summary: 'Remove the service from the marketplace', params, response: { 200: PublishStatusSchema, ...errorResponses(403, 404, 409) } } },
+      op('publishing.unpublish', 'Remove the service from the marketplace', { params, response: { 200: PublishStatusSchema, ...errorResponses(403, 404, 409) } }),
       async (req) => unpublish(ctx, userOf(req).userId, req.params.id),
     );
     r.patch(
       '/v1/services/:serviceId/tools/:toolId/rename',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'publishing.renameTool',
-          summary: 'Rename a tool (the old name stays an alias for execution)',
-          params: ToolParams,
-          body: RenameBody,
-          response: { 200: ToolSchema, ...errorResponses(403, 404, 409) },
-        },
-      },
+      op('publishing.renameTool', 'Rename a tool (the old name stays an alias for execution)', { params: ToolParams, body: RenameBody, response: { 200: ToolSchema, ...errorResponses(403, 404, 409) } }),
       async (req) => renameTool(ctx, userOf(req).userId, req.params.serviceId, req.params.toolId, req.body.name),
     );
     r.get(
       '/owner/services/:id/reports',
-      { schema: { tags, security, operationId: 'publishing.listReports', summary: 'Reports on the caller’s service', params, querystring: ReportsQuery, response: { 200: ListOf(ReportSchema), ...errorResponses(403, 404) } } },
+      op('publishing.listReports', 'Reports on the caller’s service', { params, querystring: ReportsQuery, response: { 200: ListOf(ReportSchema), ...errorResponses(403, 404) } }),
       async (req) => listServiceReports(ctx, userOf(req).userId, req.params.id, req.query),
     );
     r.post(
       '/owner/services/:id/reports/:reportId/resolve',
-      { schema: { tags, security, operationId: 'publishing.resolveReport', summary: 'Resolve a report (a degraded tool recovers below the threshold)', params: ReportParams, response: { 200: ReportResultSchema, ...errorResponses(403, 404) } } },
+      op('publishing.resolveReport', 'Resolve a report (a degraded tool recovers below the threshold)', { params: ReportParams, response: { 200: ReportResultSchema, ...errorResponses(403, 404) } }),
       async (req) => resolveReport(ctx, userOf(req).userId, req.params.id, req.params.reportId),
     );
   });
@@ -116,18 +96,12 @@ export async function publishingRoutes(app: FastifyInstance, { ctx }: { ctx: App
     const r = any.withTypeProvider<TypeBoxTypeProvider>();
     r.post(
       '/v1/services/:id/report',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'publishing.report',
-          summary: 'Report a broken tool or service (one open report per user per tool)',
-          params: ServiceParams,
-          body: ReportBody,
-          response: { 201: ReportResultSchema, ...errorResponses(404, 409) },
-        },
-      },
-      async (req, reply) => reply.code(201).send(await reportService(ctx, accountOf(principalOf(req)), req.params.id, req.body)),
+      op('publishing.report', 'Report a broken tool or service (one open report per user per tool)', {
+        params: ServiceParams,
+        body: ReportBody,
+        response: { 201: ReportResultSchema, ...errorResponses(404, 409) },
+      }),
+      async (req, reply) => created(reply, reportService(ctx, accountOf(principalOf(req)), req.params.id, req.body)),
     );
   });
 }

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { accountOf, principalOf, requireAuth, userOf } from '../../http/auth.js';
+import { created, noContent, operations } from '../../http/operations.js';
 import { IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
   CreatedServiceSchema,
@@ -31,49 +32,33 @@ export async function registryRoutes(app: FastifyInstance, { ctx, ownerServiceDe
   await app.register(async (owner) => {
     requireAuth(owner, ctx.auth, { principals: ['user'] });
     const r = owner.withTypeProvider<TypeBoxTypeProvider>();
-    const tags = ['registry'];
-    const security = USER_SECURITY;
+    const op = operations(['registry'], USER_SECURITY);
 
     r.post(
       '/owner/services',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'registry.register',
-          summary: 'Register an API service (native manifest, OpenAPI document or MCP server); the signing secret is shown once',
-          body: RegisterServiceBody,
-          response: { 201: CreatedServiceSchema, ...errorResponses(403, 409, 502, 504) },
-        },
-      },
-      async (req, reply) => {
-        reply.header('cache-control', 'no-store');
-        return reply.code(201).send(await registerService(ctx, userOf(req).userId, req.body));
-      },
+      op('registry.register', 'Register an API service (native manifest, OpenAPI document or MCP server); the signing secret is shown once', {
+        body: RegisterServiceBody,
+        response: { 201: CreatedServiceSchema, ...errorResponses(403, 409, 502, 504) },
+      }),
+      async (req, reply) => created(reply, registerService(ctx, userOf(req).userId, req.body), { noStore: true }),
     );
     r.get(
       '/owner/services',
-      { schema: { tags, security, operationId: 'registry.listOwn', summary: "List the caller's services", querystring: PageQuery, response: { 200: ListOf(OwnerServiceListItem), ...errorResponses(403) } } },
+      op('registry.listOwn', "List the caller's services", { querystring: PageQuery, response: { 200: ListOf(OwnerServiceListItem), ...errorResponses(403) } }),
       async (req) => listOwnerServices(ctx, userOf(req).userId, req.query),
     );
     r.get(
       '/owner/services/:id',
-      { schema: { tags, security, operationId: 'registry.getOwn', summary: 'Service details: tools, status, checklist summary, report counts', params: IdParams, response: { 200: OwnerServiceSchema, ...errorResponses(403, 404) } } },
+      op('registry.getOwn', 'Service details: tools, status, checklist summary, report counts', { params: IdParams, response: { 200: OwnerServiceSchema, ...errorResponses(403, 404) } }),
       async (req) => ownerServiceDetail(ctx, userOf(req).userId, req.params.id),
     );
     r.patch(
       '/owner/services/:id',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'registry.update',
-          summary: 'Update a service (top-level fields; tools of a manifest-sourced service)',
-          params: IdParams,
-          body: UpdateServiceBody,
-          response: { 200: OwnerServiceSchema, ...errorResponses(403, 404) },
-        },
-      },
+      op('registry.update', 'Update a service (top-level fields; tools of a manifest-sourced service)', {
+        params: IdParams,
+        body: UpdateServiceBody,
+        response: { 200: OwnerServiceSchema, ...errorResponses(403, 404) },
+      }),
       async (req) => {
         const userId = userOf(req).userId;
         await updateService(ctx, userId, req.params.id, req.body);
@@ -82,24 +67,12 @@ export async function registryRoutes(app: FastifyInstance, { ctx, ownerServiceDe
     );
     r.delete(
       '/owner/services/:id',
-      { schema: { tags, security, operationId: 'registry.delete', summary: 'Delete a service (a published one leaves the marketplace)', params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } } },
-      async (req, reply) => {
-        await deleteService(ctx, userOf(req).userId, req.params.id);
-        return reply.code(204).send(null);
-      },
+      op('registry.delete', 'Delete a service (a published one leaves the marketplace)', { params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
+      async (req, reply) => noContent(reply, deleteService(ctx, userOf(req).userId, req.params.id)),
     );
     r.post(
       '/owner/services/:id/sync',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'registry.sync',
-          summary: 'Re-read the tools from the MCP server or OpenAPI URL',
-          params: IdParams,
-          response: { 200: OwnerServiceSchema, ...errorResponses(403, 404, 409, 502, 504) },
-        },
-      },
+      op('registry.sync', 'Re-read the tools from the MCP server or OpenAPI URL', { params: IdParams, response: { 200: OwnerServiceSchema, ...errorResponses(403, 404, 409, 502, 504) } }),
       async (req) => {
         const userId = userOf(req).userId;
         await syncService(ctx, userId, req.params.id);
@@ -108,7 +81,7 @@ export async function registryRoutes(app: FastifyInstance, { ctx, ownerServiceDe
     );
     r.post(
       '/owner/services/:id/signing-secret',
-      { schema: { tags, security, operationId: 'registry.rotateSigningSecret', summary: 'Rotate the HMAC signing secret (the new one is shown once)', params: IdParams, response: { 200: SigningSecretSchema, ...errorResponses(403, 404) } } },
+      op('registry.rotateSigningSecret', 'Rotate the HMAC signing secret (the new one is shown once)', { params: IdParams, response: { 200: SigningSecretSchema, ...errorResponses(403, 404) } }),
       async (req, reply) => {
         reply.header('cache-control', 'no-store');
         return rotateSigningSecret(ctx, userOf(req).userId, req.params.id);
@@ -120,16 +93,15 @@ export async function registryRoutes(app: FastifyInstance, { ctx, ownerServiceDe
   await app.register(async (market) => {
     requireAuth(market, ctx.auth);
     const r = market.withTypeProvider<TypeBoxTypeProvider>();
-    const tags = ['marketplace'];
-    const security = USER_SECURITY;
+    const op = operations(['marketplace'], USER_SECURITY);
     r.get(
       '/services',
-      { schema: { tags, security, operationId: 'marketplace.list', summary: 'List published services (filters: category, tag, q)', querystring: MarketplaceQuery, response: { 200: ListOf(PublicServiceSchema), ...errorResponses() } } },
+      op('marketplace.list', 'List published services (filters: category, tag, q)', { querystring: MarketplaceQuery, response: { 200: ListOf(PublicServiceSchema), ...errorResponses() } }),
       async (req) => listMarketplace(ctx, req.query),
     );
     r.get(
       '/services/:id/manifest',
-      { schema: { tags, security, operationId: 'marketplace.manifest', summary: "Public manifest of a published service (or of the caller's own)", params: IdParams, response: { 200: PublicManifestSchema, ...errorResponses(404) } } },
+      op('marketplace.manifest', "Public manifest of a published service (or of the caller's own)", { params: IdParams, response: { 200: PublicManifestSchema, ...errorResponses(404) } }),
       async (req) => getPublicManifest(ctx, accountOf(principalOf(req)), req.params.id),
     );
   });
