@@ -2,19 +2,12 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
-import { idList, iso, serviceCoreOf, TOOL_NAME_WORDS_SQL, TOOL_SERVICE_COLUMNS, toolServiceOf, visible } from './catalog-sql.js';
+import { idList, iso, serviceCoreOf, TOOL_NAME_WORDS_SQL, TOOL_SERVICE_COLUMNS, toolServiceOf, visible, type CatalogServiceCore } from './catalog-sql.js';
 
 // ------------------------------------------------------------------ lookups
 
 /** A service as the catalog shows it. */
-export interface CatalogService {
-  id: string;
-  name: string;
-  display_name: string;
-  description: string;
-  category: string | null;
-  tags: string[];
-  status: string;
+export interface CatalogService extends CatalogServiceCore {
   owner_id: string;
   tool_count: number;
   created_at: string;

@@ -130,8 +130,19 @@ export function toolServiceOf(r: Record<string, unknown>) {
   };
 }
 
+/** The identifying and classifying fields every catalog answer about a service carries. */
+export interface CatalogServiceCore {
+  id: string;
+  name: string;
+  display_name: string;
+  description: string;
+  category: string | null;
+  tags: string[];
+  status: string;
+}
+
 /** The identifying and classifying columns of a raw service row, typed (shared by every service answer). */
-export function serviceCoreOf(r: Record<string, unknown>) {
+export function serviceCoreOf(r: Record<string, unknown>): CatalogServiceCore {
   return {
     id: String(r.id),
     name: String(r.name),

@@ -31,6 +31,7 @@ import {
   queryTerms,
   round,
   serviceCoreOf,
+  type CatalogServiceCore,
   tagOverlap,
   toolServiceOf,
   tsquerySource,
@@ -38,22 +39,8 @@ import {
   withSearchSettings,
 } from './catalog-sql.js';
 
-// The lookups and query helpers are re-exported so callers keep one entry point (`registry/catalog.js`).
-export {
-  catalogVersion,
-  catalogToolTexts,
-  catalogVocabulary,
-  countCatalog,
-  getCatalogServices,
-  getCatalogTools,
-  listCatalogToolsOf,
-  listOwnedCatalogServices,
-  newestCatalogServices,
-  publishedServiceIdsIn,
-  similarCatalogServices,
-  type CatalogService,
-  type CatalogTool,
-} from './catalog-lookups.js';
+// The lookups are re-exported so callers keep one entry point (`registry/catalog.js`).
+export * from './catalog-lookups.js';
 export { catalogCapabilities, FUZZY_THRESHOLD, queryTerms, type CatalogCapabilities } from './catalog-sql.js';
 export { catalogGeneration } from './executable.js';
 
@@ -308,14 +295,7 @@ function tsQueryOf(tsq: string | null): SQL {
 // ------------------------------------------------------------------ service search
 
 /** One ranked service. */
-export interface CatalogServiceHit {
-  id: string;
-  name: string;
-  display_name: string;
-  description: string;
-  category: string | null;
-  tags: string[];
-  status: string;
+export interface CatalogServiceHit extends CatalogServiceCore {
   owned: boolean;
   tool_count: number;
   score: number;

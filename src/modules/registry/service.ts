@@ -14,7 +14,7 @@ import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
 import { TOOL_NAME, checkAuth, checkBaseUrl, checkTools, type ManifestProblem, type NormalizedTool, type UpstreamAuthInput } from './manifest.js';
 import { findTool, registryChanged, serviceWhere, upstreamAuthOf, type ServiceRow, type ServiceStatus } from './executable.js';
-import { authView, listServiceTools, manifestView, serviceView, type ToolView } from './views.js';
+import { authView, listServiceTools, manifestView, serviceCardView, serviceView, type ToolView } from './views.js';
 import { authColumns, checkOAuth2Complete } from './oauth2.js';
 import { checkBaseUrlTarget, fail, fromManifestTools, loadSource, newSigningSecret, replaceTools, toolsBase, type RegisterInput } from './register.js';
 import type { Static } from 'typebox';
@@ -238,13 +238,7 @@ export async function listMarketplace(ctx: AppContext, q: { limit?: number; curs
     rows,
     page.limit,
     ({ s, toolCount }) => ({
-      id: s.id,
-      name: s.name,
-      display_name: s.displayName,
-      description: s.description,
-      category: s.category ?? null,
-      tags: s.tags,
-      version: s.version ?? null,
+      ...serviceCardView(s),
       source: s.source,
       tool_count: Number(toolCount),
       published_at: s.publishedAt?.toISOString() ?? null,

@@ -32,18 +32,22 @@ function toolView(t: ToolRow, aliases: string[]): ToolView {
   };
 }
 
-/** The native manifest fields of a service (id, names, description, base URL, category, tags, version). */
-export function manifestView(s: ServiceRow) {
+/** The card of a service as the marketplace lists it (id, names, description, category, tags, version). */
+export function serviceCardView(s: ServiceRow) {
   return {
     id: s.id,
     name: s.name,
     display_name: s.displayName,
     description: s.description,
-    base_url: s.baseUrl,
     category: s.category ?? null,
     tags: s.tags,
     version: s.version ?? null,
   };
+}
+
+/** The native manifest fields of a service: its card and its base URL. */
+export function manifestView(s: ServiceRow) {
+  return { ...serviceCardView(s), base_url: s.baseUrl };
 }
 
 /** Service fields shown to its owner (no secrets). */
