@@ -17,6 +17,7 @@ import type { MemoryRuntime } from './modules/memory/state.js';
 import type { SearchState } from './modules/search/state.js';
 import type { CacheBus } from './lib/shared-cache.js';
 import type { AgentAuthState } from './modules/agents/auth-state.js';
+import type { AnalyticsRuntime } from './modules/analytics/state.js';
 
 export interface AppContext {
   config: Config;
@@ -56,4 +57,6 @@ export interface AppContext {
   cacheBus?: CacheBus;
   /** Agent-token verifier state (`agents/tokens.ts`), set by `installAgentAuth`. */
   agentAuth?: AgentAuthState;
+  /** This app's analytics recorders (`analytics/state.ts`), created by `startAnalytics` (the analytics routes call it). */
+  analytics?: AnalyticsRuntime;
 }

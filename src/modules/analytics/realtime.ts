@@ -10,6 +10,7 @@
  */
 import type { AppContext } from '../../context.js';
 import { BUCKETS, addBuckets, bucketOf, percentile } from './histogram.js';
+import type { RealtimeWindow } from './state.js';
 
 /** Counters of one scope in one second (or summed over a window). */
 interface Cell {
@@ -29,21 +30,7 @@ export const REALTIME_HORIZON_S = 300;
 /** Expiry of a per-second hash in Redis, seconds. */
 const KEY_TTL_S = 600;
 
-/** One window of the realtime view. */
-export interface RealtimeWindow {
-  window_seconds: number;
-  requests: number;
-  requests_per_second: number;
-  /** 5xx answers. */
-  errors: number;
-  /** 4xx answers. */
-  client_errors: number;
-  /** errors / requests (null without requests). */
-  error_rate: number | null;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  max_ms: number | null;
-}
+export type { RealtimeWindow } from './state.js';
 
 /** Per-second request counters, in memory or shared through Redis. */
 export class RealtimeCounters {

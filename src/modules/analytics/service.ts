@@ -24,21 +24,9 @@ import { topServices, topTools, usageByDay, usageTotals, type UsageTotals } from
 import { countSubscriptions } from '../subscriptions/stats.js';
 import { EndpointRecorder, readEndpointStats } from './endpoints.js';
 import { RealtimeCounters } from './realtime.js';
+import type { AnalyticsRuntime } from './state.js';
 
 // ------------------------------------------------------------------ runtime (recorders)
-
-/** The per-app recorders: realtime counters and per-route minute aggregates. */
-export interface AnalyticsRuntime {
-  realtime: RealtimeCounters;
-  endpoints: EndpointRecorder;
-}
-
-declare module '../../context.js' {
-  interface AppContext {
-    /** This app's analytics recorders, created by `startAnalytics` (the analytics routes call it). */
-    analytics?: AnalyticsRuntime;
-  }
-}
 
 /** Create and start the recorders of this app once (flushed and stopped at shutdown via `ctx.onClose`). */
 export function startAnalytics(ctx: AppContext): AnalyticsRuntime {
