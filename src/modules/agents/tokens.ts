@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { and, eq, gt, isNull, or } from 'drizzle-orm';
-import { SignJWT, type CryptoKey, type JWTPayload } from 'jose';
+import { SignJWT } from 'jose';
 import type { Static } from 'typebox';
 import type { Role } from '../../config.js';
 import { ROLES } from '../../config.js';
