@@ -87,7 +87,12 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-/** `d` as an RFC 3339 timestamp string (`Date.toISOString`), or null for a missing date. */
+/**
+ * `d` as an RFC 3339 timestamp string (`Date.toISOString`), or null for a missing date. A string is
+ * parsed first (raw SQL rows may carry timestamps as text).
+ */
+export function iso(d: Date | string): string;
+export function iso(d: Date | string | null | undefined): string | null;
 export function iso(d: Date | string | null | undefined): string | null {
   if (d === null || d === undefined) return null;
   return (typeof d === 'string' ? new Date(d) : d).toISOString();

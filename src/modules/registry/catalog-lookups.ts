@@ -2,7 +2,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
-import { idList, iso, serviceCoreOf, TOOL_NAME_WORDS_SQL, TOOL_SERVICE_COLUMNS, toolServiceOf, visible, type CatalogServiceCore } from './catalog-sql.js';
+import { iso } from '../../http/ids.js';
+import { idList, serviceCoreOf, TOOL_NAME_WORDS_SQL, TOOL_SERVICE_COLUMNS, toolServiceOf, visible, type CatalogServiceCore } from './catalog-sql.js';
 
 // ------------------------------------------------------------------ lookups
 
@@ -19,8 +20,8 @@ function serviceOf(r: Record<string, unknown>): CatalogService {
     ...serviceCoreOf(r),
     owner_id: String(r.owner_id),
     tool_count: Number(r.tool_count ?? 0),
-    created_at: iso(r.created_at),
-    published_at: r.published_at ? iso(r.published_at) : null,
+    created_at: iso(r.created_at as Date | string),
+    published_at: iso(r.published_at as Date | string | null),
   };
 }
 

@@ -111,10 +111,6 @@ export function round(n: number): number {
   return Number.isFinite(n) ? Math.round(n * 1e6) / 1e6 : 0;
 }
 
-export function iso(v: unknown): string {
-  return (v instanceof Date ? v : new Date(String(v))).toISOString();
-}
-
 /** Service columns of a tool row joined to its service (`t` join `s`), read back by {@link toolServiceOf}. */
 export const TOOL_SERVICE_COLUMNS = sql`s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status`;
 

@@ -16,6 +16,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
+import { iso } from '../../http/ids.js';
 import {
   RANK_WEIGHTS,
   SERVICE_DOC,
@@ -26,7 +27,6 @@ import {
   catalogCapabilities,
   escapeLike,
   idList,
-  iso,
   queryTerms,
   round,
   serviceCoreOf,
@@ -269,7 +269,7 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
     const r = details.get(h.id);
     if (!r) continue; // deleted between the two queries
     hits.push({
-      tool: { id: h.id, name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at) },
+      tool: { id: h.id, name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at as Date | string) },
       service: { ...toolServiceOf(r), owned: Boolean(r.owned) },
       score: round(h.score),
       text_score: round(h.text),
