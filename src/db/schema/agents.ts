@@ -1,14 +1,15 @@
 /** Tables of the agents module: agent identities, their client secrets and tool subscriptions. */
 import { sql } from 'drizzle-orm';
-import { index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { index, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { userFk } from './identity.js';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 /** An agent identity (OAuth 2.0 confidential client using the client_credentials grant). */
 export const agents = pgTable(
   'agents',
   {
     id: text('id').primaryKey(),
-    ownerId: text('owner_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    ownerId: userFk('owner_id'),
     name: text('name').notNull(),
     description: text('description'),
     /** Public OAuth client identifier (`agc_…`). */
@@ -16,9 +17,9 @@ export const agents = pgTable(
     /** `active` | `disabled` | `deleted` */
     status: text('status').notNull().default('active'),
     metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
-    deletedAt: timestamp('deleted_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    deletedAt: tz('deleted_at'),
   },
   (t) => [uniqueIndex('agents_client_id_key').on(t.clientId), index('agents_owner_idx').on(t.ownerId, t.id)],
 );
@@ -34,9 +35,9 @@ export const agentSecrets = pgTable(
     id: text('id').primaryKey(),
     agentId: text('agent_id').notNull().references(() => agents.id, { onDelete: 'cascade' }),
     secretHash: text('secret_hash').notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
-    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    lastUsedAt: tz('last_used_at'),
+    expiresAt: tz('expires_at'),
   },
   (t) => [index('agent_secrets_agent_idx').on(t.agentId)],
 );
@@ -49,7 +50,7 @@ export const agentToolSubscriptions = pgTable(
     serviceId: text('service_id').notNull(),
     /** Service name at subscription time (lets unsubscribe work after the service is gone). */
     serviceName: text('service_name').notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().default(sql`now()`),
+    createdAt: tz('created_at').notNull().default(sql`now()`),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.serviceId] })],
 );

@@ -3,13 +3,14 @@
  * route template and status. Each instance aggregates in memory and adds its counts with an upsert
  * every few seconds (and at shutdown), so rows survive restarts and sum over instances.
  */
-import { doublePrecision, index, integer, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { doublePrecision, index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
+import { tz } from './columns.js';
 
 export const endpointStats = pgTable(
   'endpoint_stats',
   {
     /** Start of the UTC minute. */
-    minute: timestamp('minute', { withTimezone: true }).notNull(),
+    minute: tz('minute').notNull(),
     method: text('method').notNull(),
     /** Route template (`/v1/agents/:id`), or `(unmatched)` for 404s outside any route. */
     route: text('route').notNull(),

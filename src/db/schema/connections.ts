@@ -4,17 +4,18 @@
  * authorization-code flow that creates or renews it.
  */
 import { sql } from 'drizzle-orm';
-import { index, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { index, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { agents } from './agents.js';
-import { users } from './identity.js';
+import { userFk } from './identity.js';
 import { services } from './registry.js';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 export const connections = pgTable(
   'connections',
   {
     /** `con_…` */
     id: text('id').primaryKey(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     /** Set when the owner made this connection for one of its agents; null = the owner's own. */
     agentId: text('agent_id').references(() => agents.id, { onDelete: 'cascade' }),
     serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
@@ -26,13 +27,13 @@ export const connections = pgTable(
     accessToken: text('access_token'),
     refreshToken: text('refresh_token'),
     /** Access-token expiry (`expires_in` of the token response); null = not told. */
-    expiresAt: timestamp('expires_at', { withTimezone: true }),
-    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
-    lastRefreshedAt: timestamp('last_refreshed_at', { withTimezone: true }),
+    expiresAt: tz('expires_at'),
+    lastUsedAt: tz('last_used_at'),
+    lastRefreshedAt: tz('last_refreshed_at'),
     /** Why the connection is `expired` or `error` (OAuth error code and description). */
     lastError: text('last_error'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
   (t) => [
     uniqueIndex('connections_owner_service_key').on(t.userId, t.serviceId, sql`coalesce(${t.agentId}, '')`),
@@ -52,9 +53,9 @@ export const connectionStates = pgTable(
     /** AES-GCM blob of the PKCE code verifier (RFC 7636); null when the service disables PKCE. */
     codeVerifier: text('code_verifier'),
     returnTo: text('return_to'),
-    consumedAt: timestamp('consumed_at', { withTimezone: true }),
-    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    consumedAt: tz('consumed_at'),
+    expiresAt: tz('expires_at').notNull(),
+    createdAt: createdAt(),
   },
   (t) => [index('connection_states_expires_idx').on(t.expiresAt), index('connection_states_connection_idx').on(t.connectionId)],
 );

@@ -3,8 +3,9 @@
  * versions of an agent, and invocations of deployed agents.
  */
 import { sql } from 'drizzle-orm';
-import { boolean, customType, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { boolean, customType, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { userFk } from './identity.js';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 /** `bytea` as a Node Buffer (PGlite returns Uint8Array, node-postgres Buffer; the service normalises). */
 const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
@@ -21,7 +22,7 @@ export const deploymentArtifacts = pgTable('deployment_artifacts', {
   sha256: text('sha256').primaryKey(),
   sizeBytes: integer('size_bytes').notNull(),
   data: bytea('data').notNull(),
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  createdAt: createdAt(),
 });
 
 /** One version of an agent's code. Status: `preparing` → `active` | `failed`; `active` → `superseded` | `stopped` | `rolled_back`. */
@@ -32,7 +33,7 @@ export const deployments = pgTable(
     id: text('id').primaryKey(),
     /** The agent (`agt_…`); agents are read through the agents service only. */
     agentId: text('agent_id').notNull(),
-    ownerId: text('owner_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    ownerId: userFk('owner_id'),
     /** 1, 2, … per agent (AWS Lambda published-version numbering). */
     version: integer('version').notNull(),
     status: text('status').notNull(),
@@ -53,12 +54,12 @@ export const deployments = pgTable(
     failureReason: text('failure_reason'),
     /** Principal that created it (`usr_…` or `agt_…`). */
     createdBy: text('created_by').notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
     /** Last successful prepare (set ⇒ the version is "good" and may be rolled back to). */
-    preparedAt: timestamp('prepared_at', { withTimezone: true }),
+    preparedAt: tz('prepared_at'),
     /** Last time it became the active version. */
-    activatedAt: timestamp('activated_at', { withTimezone: true }),
+    activatedAt: tz('activated_at'),
   },
   (t) => [
     uniqueIndex('deployments_agent_version_key').on(t.agentId, t.version),
@@ -74,7 +75,7 @@ export const agentInvocations = pgTable(
   {
     id: text('id').primaryKey(),
     agentId: text('agent_id').notNull(),
-    ownerId: text('owner_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    ownerId: userFk('owner_id'),
     deploymentId: text('deployment_id').notNull().references(() => deployments.id, { onDelete: 'cascade' }),
     version: integer('version').notNull(),
     /** `queued` | `running` | `succeeded` | `failed` | `timed_out` */
@@ -93,9 +94,9 @@ export const agentInvocations = pgTable(
     timeoutMs: integer('timeout_ms').notNull(),
     durationMs: integer('duration_ms'),
     createdBy: text('created_by').notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    startedAt: timestamp('started_at', { withTimezone: true }),
-    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    startedAt: tz('started_at'),
+    finishedAt: tz('finished_at'),
   },
   (t) => [index('agent_invocations_agent_idx').on(t.agentId, t.id)],
 );

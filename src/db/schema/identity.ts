@@ -3,7 +3,8 @@
  * authorization-code flow, the embedded OpenID Provider's storage and the module's own secrets.
  */
 import { sql } from 'drizzle-orm';
-import { boolean, index, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { boolean, index, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 export const users = pgTable(
   'users',
@@ -20,24 +21,27 @@ export const users = pgTable(
     /** Created by `POST /auth/test`: the only accounts a test token may be issued for. */
     test: boolean('test').notNull().default(false),
     preferences: jsonb('preferences').$type<Record<string, unknown>>().notNull().default({}),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
   (t) => [uniqueIndex('users_subject_key').on(t.subject), uniqueIndex('users_email_key').on(sql`lower(${t.email})`)],
 );
+
+/** `<column> text NOT NULL REFERENCES users(id) ON DELETE CASCADE`: the owning account of a row. */
+export const userFk = <N extends string = 'user_id'>(column: N = 'user_id' as N) => text(column).notNull().references(() => users.id, { onDelete: 'cascade' });
 
 /** Refresh tokens issued by the platform itself (simplified login, test tokens). Stored hashed. */
 export const refreshTokens = pgTable(
   'refresh_tokens',
   {
     id: text('id').primaryKey(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     tokenHash: text('token_hash').notNull(),
     /** Rotation family: reuse of a consumed token revokes the whole family (OAuth 2.0 BCP §4.14). */
     familyId: text('family_id').notNull(),
-    consumedAt: timestamp('consumed_at', { withTimezone: true }),
-    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    consumedAt: tz('consumed_at'),
+    expiresAt: tz('expires_at').notNull(),
+    createdAt: createdAt(),
   },
   (t) => [uniqueIndex('refresh_tokens_hash_key').on(t.tokenHash), index('refresh_tokens_family_idx').on(t.familyId)],
 );
@@ -47,7 +51,7 @@ export const signingKeys = pgTable('signing_keys', {
   kid: text('kid').primaryKey(),
   alg: text('alg').notNull(),
   privateJwk: jsonb('private_jwk').$type<Record<string, unknown>>().notNull(),
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  createdAt: createdAt(),
 });
 
 /**
@@ -61,9 +65,9 @@ export const loginStates = pgTable(
     stateHash: text('state_hash').primaryKey(),
     codeVerifier: text('code_verifier').notNull(),
     redirectUri: text('redirect_uri').notNull(),
-    consumedAt: timestamp('consumed_at', { withTimezone: true }),
-    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    consumedAt: tz('consumed_at'),
+    expiresAt: tz('expires_at').notNull(),
+    createdAt: createdAt(),
   },
   (t) => [index('login_states_expires_idx').on(t.expiresAt)],
 );
@@ -81,8 +85,8 @@ export const oidcPayloads = pgTable(
     grantId: text('grant_id'),
     userCode: text('user_code'),
     uid: text('uid'),
-    expiresAt: timestamp('expires_at', { withTimezone: true }),
-    consumedAt: timestamp('consumed_at', { withTimezone: true }),
+    expiresAt: tz('expires_at'),
+    consumedAt: tz('consumed_at'),
   },
   (t) => [
     primaryKey({ columns: [t.model, t.id] }),
@@ -97,5 +101,5 @@ export const oidcPayloads = pgTable(
 export const identitySecrets = pgTable('identity_secrets', {
   name: text('name').primaryKey(),
   value: text('value').notNull(),
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  createdAt: createdAt(),
 });

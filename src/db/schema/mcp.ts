@@ -1,6 +1,7 @@
 /** Tables of the mcp module: MCP sessions (Streamable HTTP `Mcp-Session-Id`), shared by all instances. */
-import { boolean, index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { boolean, index, pgTable, text } from 'drizzle-orm/pg-core';
+import { users, userFk } from './identity.js';
+import { tz, createdAt } from './columns.js';
 
 export const mcpSessions = pgTable(
   'mcp_sessions',
@@ -8,7 +9,7 @@ export const mcpSessions = pgTable(
     /** The `Mcp-Session-Id` (`mcs_` + 32 random bytes, base64url). */
     id: text('id').primaryKey(),
     /** The account the session belongs to (users act for themselves, agents for their owner). */
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     /** The agent that opened it (null for a user). */
     agentId: text('agent_id'),
     /** `clientInfo.name` / `.version` of the MCP `initialize` request. */
@@ -19,8 +20,8 @@ export const mcpSessions = pgTable(
     exposeTools: boolean('expose_tools').notNull().default(false),
     /** The platform session `execute_tool` uses without `session_id` (created on first use). */
     platformSessionId: text('platform_session_id'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: createdAt(),
+    expiresAt: tz('expires_at').notNull(),
   },
   (t) => [index('mcp_sessions_expires_idx').on(t.expiresAt)],
 );

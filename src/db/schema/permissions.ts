@@ -1,6 +1,7 @@
 /** Tables of the permissions module: grants of one agent's memory to another agent. */
-import { index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { index, pgTable, text } from 'drizzle-orm/pg-core';
 import { agents } from './agents.js';
+import { tz, createdAt } from './columns.js';
 
 /** `grantee` may read (or read and write) `owner`'s memory under `key_prefix` until `expires_at`. */
 export const agentPermissions = pgTable(
@@ -13,11 +14,11 @@ export const agentPermissions = pgTable(
     access: text('access').notNull(),
     /** Keys starting with this string; null = every key. */
     keyPrefix: text('key_prefix'),
-    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    expiresAt: tz('expires_at'),
     /** Who granted it: the owner user (`usr_…`) or the agent itself (`agt_…`). */
     createdBy: text('created_by').notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    revokedAt: tz('revoked_at'),
   },
   (t) => [
     index('agent_permissions_owner_idx').on(t.ownerAgentId, t.granteeAgentId),

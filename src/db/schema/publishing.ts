@@ -1,8 +1,9 @@
 /** Tables of the publishing module: per-service publication state (checklist, domain, verification) and reports. */
 import { sql } from 'drizzle-orm';
-import { index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { index, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { userFk } from './identity.js';
 import { services } from './registry.js';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 /** One checklist item. */
 export interface ChecklistItem {
@@ -26,7 +27,7 @@ export const servicePublications = pgTable('service_publications', {
   domainToken: text('domain_token').notNull(),
   /** Host the token was verified for (a base_url change of host invalidates it). */
   domainHost: text('domain_host'),
-  domainVerifiedAt: timestamp('domain_verified_at', { withTimezone: true }),
+  domainVerifiedAt: tz('domain_verified_at'),
   /** `dns` | `http` */
   domainMethod: text('domain_method'),
   domainDetail: text('domain_detail'),
@@ -37,11 +38,11 @@ export const servicePublications = pgTable('service_publications', {
   /** `not_started` | `pending` | `running` | `passed` | `failed` */
   verificationState: text('verification_state').notNull().default('not_started'),
   verificationResults: jsonb('verification_results').$type<VerificationResult[]>().notNull().default([]),
-  verificationStartedAt: timestamp('verification_started_at', { withTimezone: true }),
-  verificationFinishedAt: timestamp('verification_finished_at', { withTimezone: true }),
+  verificationStartedAt: tz('verification_started_at'),
+  verificationFinishedAt: tz('verification_finished_at'),
   checklist: jsonb('checklist').$type<Record<string, ChecklistItem>>(),
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  createdAt: createdAt(),
+  updatedAt: updatedAt(),
 });
 
 export const serviceReports = pgTable(
@@ -51,14 +52,14 @@ export const serviceReports = pgTable(
     serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
     /** Reported tool; null for a report about the whole service. */
     toolId: text('tool_id'),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     /** `broken` | `wrong_output` | `security` | `other` */
     reason: text('reason').notNull(),
     details: text('details'),
     /** `open` | `resolved` */
     status: text('status').notNull().default('open'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    resolvedAt: timestamp('resolved_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    resolvedAt: tz('resolved_at'),
   },
   (t) => [
     uniqueIndex('service_reports_open_key').on(t.serviceId, sql`coalesce(${t.toolId}, '')`, t.userId).where(sql`${t.status} = 'open'`),

@@ -1,7 +1,8 @@
 /** Tables of the registry module: registered services, their tools and tool-name aliases (DESIGN.md §7). */
 import { sql } from 'drizzle-orm';
-import { index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { index, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { userFk } from './identity.js';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 /**
  * The OAuth 2.0 client configuration of an `oauth2` service as stored (snake_case, as in the
@@ -32,7 +33,7 @@ export const services = pgTable(
   'services',
   {
     id: text('id').primaryKey(),
-    ownerId: text('owner_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    ownerId: userFk('owner_id'),
     /** Unique slug `^[a-z0-9][a-z0-9-]{1,62}$`. */
     name: text('name').notNull(),
     displayName: text('display_name').notNull(),
@@ -57,9 +58,9 @@ export const services = pgTable(
     signingSecret: text('signing_secret').notNull(),
     /** Validation warnings of the last registration/sync (`{pointer, message}`). */
     warnings: jsonb('warnings').$type<Array<{ pointer: string; message: string }>>().notNull().default([]),
-    publishedAt: timestamp('published_at', { withTimezone: true }),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    publishedAt: tz('published_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
   (t) => [
     uniqueIndex('services_name_key').on(t.name),
@@ -89,8 +90,8 @@ export const tools = pgTable(
     argLocations: jsonb('arg_locations').$type<{ locations: Record<string, 'path' | 'query' | 'header' | 'body'>; bodyArgument?: string } | null>(),
     /** `active` | `degraded` */
     status: text('status').notNull().default('active'),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
   (t) => [uniqueIndex('tools_service_name_key').on(t.serviceId, t.name)],
 );
@@ -102,7 +103,7 @@ export const toolAliases = pgTable(
     serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     toolId: text('tool_id').notNull().references(() => tools.id, { onDelete: 'cascade' }),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
   },
   (t) => [uniqueIndex('tool_aliases_service_name_key').on(t.serviceId, t.name), index('tool_aliases_tool_idx').on(t.toolId)],
 );

@@ -1,12 +1,13 @@
 /** Tables of the sessions module: sessions, their tool executions (DESIGN.md §7) and the daily usage counters. */
-import { bigint, date, index, integer, jsonb, pgTable, text, timestamp, unique } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { bigint, date, index, integer, jsonb, pgTable, text, unique } from 'drizzle-orm/pg-core';
+import { userFk } from './identity.js';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 export const sessions = pgTable(
   'sessions',
   {
     id: text('id').primaryKey(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     /** Agent (`agt_…`) the session runs for, if any. */
     agentId: text('agent_id'),
     name: text('name'),
@@ -14,9 +15,9 @@ export const sessions = pgTable(
     status: text('status').notNull().default('active'),
     metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
     executionCount: integer('execution_count').notNull().default(0),
-    lastActivityAt: timestamp('last_activity_at', { withTimezone: true }),
-    closedAt: timestamp('closed_at', { withTimezone: true }),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    lastActivityAt: tz('last_activity_at'),
+    closedAt: tz('closed_at'),
+    createdAt: createdAt(),
   },
   (t) => [index('sessions_user_idx').on(t.userId, t.id)],
 );
@@ -39,7 +40,7 @@ export const executions = pgTable(
     output: jsonb('output'),
     error: jsonb('error').$type<{ code: string; message: string } | null>(),
     durationMs: integer('duration_ms').notNull(),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
   },
   (t) => [
     index('executions_session_idx').on(t.sessionId, t.id),
@@ -66,7 +67,7 @@ export const toolUsage = pgTable(
     successes: integer('successes').notNull().default(0),
     failures: integer('failures').notNull().default(0),
     totalDurationMs: bigint('total_duration_ms', { mode: 'number' }).notNull().default(0),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: updatedAt(),
   },
   (t) => [
     unique('tool_usage_key').on(t.day, t.userId, t.serviceId, t.toolId, t.agentId).nullsNotDistinct(),

@@ -4,14 +4,15 @@
  * not stored, so operators can change them without a migration.
  */
 import { sql } from 'drizzle-orm';
-import { date, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { date, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { userFk } from './identity.js';
+import { tz, createdAt, updatedAt } from './columns.js';
 
 export const subscriptions = pgTable(
   'subscriptions',
   {
     id: text('id').primaryKey(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     /** `svc_…` of the registry (no foreign key: modules do not share tables). */
     serviceId: text('service_id').notNull(),
     /** `free` | `pro` | `enterprise` */
@@ -24,9 +25,9 @@ export const subscriptions = pgTable(
     /** First day (UTC) of the calendar month the `month_used` counter belongs to. */
     monthStart: date('month_start', { mode: 'string' }).notNull().default(sql`date_trunc('month', now() at time zone 'utc')::date`),
     monthUsed: integer('month_used').notNull().default(0),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
-    canceledAt: timestamp('canceled_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    canceledAt: tz('canceled_at'),
   },
   (t) => [
     index('subscriptions_user_idx').on(t.userId, t.id),
