@@ -27,10 +27,23 @@ export function registerMetrics(app: FastifyInstance): Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  app.addHook('onResponse', async (req, reply) => {
-    const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+  // One child per (method, route, status), looked up by one string key: prom-client would hash the
+  // label object on every call (issue 18: this hook runs on every request). Bounded: routes are the
+  // registered patterns (or "unmatched"), methods and statuses are few.
+  const children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    const status = reply.statusCode;
+    const key = `${req.method} ${status} ${route}`;
+    let c = children.get(key);
+    if (!c) {
+      const labels = { method: req.method, route, status: String(status) };
+      c = { count: requests.labels(labels), time: duration.labels(labels) };
+      children.set(key, c);
+    }
+    c.count.inc();
+    c.time.observe(reply.elapsedTime / 1000);
+    done();
   });
   return { registry };
 }
