@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
+import { LRUCache } from 'lru-cache';
 import type { Role } from '../config.js';
 import { AppError } from './errors.js';
 
@@ -89,11 +90,19 @@ export type ApiKeyResolver = (key: string) => Promise<UserPrincipal>;
 export class AuthRegistry {
   private readonly jwtResolvers: JwtResolver[] = [];
   private apiKeyResolver?: ApiKeyResolver;
+  /**
+   * Bearer JWT → its decoded (unverified) payload and the resolver it goes to: decoding a token
+   * (base64url + JSON) was ~3 % of an agent-memory GET (issue 18). Only routing is cached here;
+   * every use still goes through the resolver, which verifies (its own caches re-check expiry,
+   * revocation and liveness). At most 10,000 tokens, each kept 5 minutes.
+   */
+  private readonly routed = new LRUCache<string, { payload: Record<string, unknown>; resolver: JwtResolver }>({ max: 10_000, ttl: 5 * 60_000 });
 
   constructor(private readonly opts: { apiKeysEnabled: boolean }) {}
 
   addJwtResolver(r: JwtResolver): void {
     this.jwtResolvers.push(r);
+    this.routed.clear();
   }
 
   setApiKeyResolver(r: ApiKeyResolver): void {
@@ -117,6 +126,8 @@ export class AuthRegistry {
       if (!this.opts.apiKeysEnabled || !this.apiKeyResolver) throw new AppError('invalid_token', 'API-key authentication is disabled');
       return this.apiKeyResolver(credential);
     }
+    const known = this.routed.get(credential);
+    if (known) return known.resolver.resolve(credential, known.payload, opts);
     let payload: Record<string, unknown>;
     try {
       payload = decodeJwt(credential) as Record<string, unknown>;
@@ -125,7 +136,10 @@ export class AuthRegistry {
     }
     const resolver = this.jwtResolvers.find((r) => r.accepts(payload));
     if (!resolver) throw new AppError('invalid_token', 'Token was not issued for this API');
-    return resolver.resolve(credential, payload, opts);
+    const principal = await resolver.resolve(credential, payload, opts);
+    // Routed again next time without decoding — only tokens that verified once are kept.
+    this.routed.set(credential, { payload: Object.freeze(payload), resolver });
+    return principal;
   }
 }
 

@@ -4,7 +4,15 @@
  * logged URLs — the connections callback (`GET /connections/callback?code=…&state=…`) is reached
  * by a browser redirect, so its credentials travel in the query string.
  */
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+
+/** pino's level values (unknown custom levels count as enabled). */
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+
+/** Whether `log` writes lines of `level`. */
+function enabled(log: FastifyBaseLogger, level: 'debug' | 'info' | 'error'): boolean {
+  return (LEVELS[log.level] ?? 0) <= LEVELS[level];
+}
 
 /** Query parameters whose values never reach the logs. */
 const SECRET_PARAMS = /^(?:code|state|access_token|refresh_token|id_token|client_secret|code_verifier|token)$/i;
@@ -46,13 +54,17 @@ export class RequestLogController extends LogController {
 
   /** At `debug` only: `request received` (to see requests still in flight). */
   override incomingRequest(request: FastifyRequest): void {
+    // Nothing is built for a line the level drops (issue 18: this runs on every request).
+    if (!enabled(request.log, 'info')) return;
     this.clients.set(request, request.ip);
-    request.log.debug({ req: serializeRequest(request) }, 'request received');
+    if (enabled(request.log, 'debug')) request.log.debug({ req: serializeRequest(request) }, 'request received');
   }
 
   override routeNotFound(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const failed = !!error || reply.statusCode >= 500;
+    if (!enabled(request.log, failed ? 'error' : 'info')) return;
     const principal = request.principal;
     const fields = {
       req: { ...serializeRequest(request), remoteAddress: this.clients.get(request) ?? request.ip },
@@ -62,7 +74,7 @@ export class RequestLogController extends LogController {
       ...(principal ? { principal: { kind: principal.kind, id: principal.kind === 'agent' ? principal.agentId : principal.userId } } : {}),
       ...(error ? { err: error } : {}),
     };
-    if (error || reply.statusCode >= 500) request.log.error(fields, 'request');
+    if (failed) request.log.error(fields, 'request');
     else request.log.info(fields, 'request');
   }
 }

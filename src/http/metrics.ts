@@ -7,30 +7,101 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { AppError } from './errors.js';
 
 export interface Metrics {
   registry: Registry;
 }
 
-/** Install the collection hooks; returns the registry served at `/metrics`. */
+/** Upper bounds (seconds) of the request-latency histogram's buckets. */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** Requests of one (method, route, status) since start: counts per bucket (not cumulative), sum, count. */
+interface Cell {
+  labels: { method: string; route: string; status: string };
+  buckets: number[];
+  sum: number;
+  count: number;
+  /** Requests not yet handed to the prom-client counter. */
+  uncounted: number;
+}
+
+/**
+ * Install the collection hook; returns the registry served at `/metrics` (prom-client: process
+ * defaults, `http_requests_total`, `http_request_duration_seconds`). The hook only adds to a plain
+ * cell per (method, route, status) — a map lookup and a few additions (issue 18: prom-client's
+ * `inc`/`observe` build and hash a label object per call, ~3 % of an agent-memory GET); the cells
+ * are read when `/metrics` is scraped. Bounded: routes are the registered patterns (or
+ * "unmatched"), methods and statuses are few.
+ */
 export function registerMetrics(app: FastifyInstance): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests by route and status', labelNames, registers: [registry] });
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency in seconds by route and status',
-    labelNames,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  const cells = new Map<string, Cell>();
+  new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
     registers: [registry],
+    collect() {
+      for (const c of cells.values()) {
+        if (c.uncounted === 0) continue;
+        this.inc(c.labels, c.uncounted);
+        c.uncounted = 0;
+      }
+    },
   });
-  app.addHook('onResponse', async (req, reply) => {
-    const labels = { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+  const name = 'http_request_duration_seconds';
+  const help = 'HTTP request latency in seconds by route and status';
+  // A histogram in prom-client's metric interface (what `Registry` reads: name, help, type, get, reset).
+  const durations = {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    get: async () => ({
+      name,
+      help,
+      type: 'histogram',
+      aggregator: 'sum',
+      values: [...cells.values()].flatMap((c) => {
+        let acc = 0;
+        const bucket = (le: number | string, value: number) => ({ labels: { le, ...c.labels }, value, metricName: `${name}_bucket` });
+        return [
+          ...BUCKETS.map((le, i) => bucket(le, (acc += c.buckets[i]))),
+          bucket('+Inf', c.count),
+          { labels: c.labels, value: c.sum, metricName: `${name}_sum` },
+          { labels: c.labels, value: c.count, metricName: `${name}_count` },
+        ];
+      }),
+    }),
+    reset: () => {
+      for (const c of cells.values()) {
+        c.buckets.fill(0);
+        c.sum = 0;
+        c.count = 0;
+      }
+    },
+  };
+  registry.registerMetric(durations as unknown as Parameters<Registry['registerMetric']>[0]);
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    const status = reply.statusCode;
+    const key = `${req.method} ${status} ${route}`;
+    let c = cells.get(key);
+    if (!c) {
+      c = { labels: { method: req.method, route, status: String(status) }, buckets: new Array<number>(BUCKETS.length).fill(0), sum: 0, count: 0, uncounted: 0 };
+      cells.set(key, c);
+    }
+    const seconds = reply.elapsedTime / 1000;
+    let i = 0;
+    while (i < BUCKETS.length && seconds > BUCKETS[i]) i++;
+    if (i < BUCKETS.length) c.buckets[i]++;
+    c.sum += seconds;
+    c.count++;
+    c.uncounted++;
+    done();
   });
   return { registry };
 }

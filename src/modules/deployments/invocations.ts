@@ -13,7 +13,7 @@ import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import type { LogEntry, SandboxResult } from '../../sandbox/runner.js';
 import { brokerFor, type CallRecord } from './broker.js';
 import { publishEnd, publishLog, type FollowedLine } from './follow.js';
-import { ensureUnpacked, envOf, INVOKE_JOB, sandboxOf, warmKey, type DeploymentRow } from './runtime.js';
+import { activeDeployment, ensureUnpacked, envOf, INVOKE_JOB, sandboxOf, warmKey, type DeploymentRow } from './runtime.js';
 import type { InvocationSummary, InvocationView } from './schemas.js';
 import { agentInScope, invalidState, principalId } from './service.js';
 import { invocationSummary, invocationView, summaryColumns, type InvocationRow } from './views.js';
@@ -34,7 +34,7 @@ export interface InvokeInput {
 export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string, body: InvokeInput): Promise<InvocationView> {
   // The scope check and the active version are read concurrently (one round trip of latency); the
   // scope error still comes first, so nothing about another account's agent is revealed.
-  const [scoped, active] = await Promise.allSettled([agentInScope(ctx, p, agentId), ctx.db.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')))]);
+  const [scoped, active] = await Promise.allSettled([agentInScope(ctx, p, agentId), activeDeployment(ctx, agentId)]);
   if (scoped.status === 'rejected') throw scoped.reason;
   if (active.status === 'rejected') throw active.reason;
   const agent = scoped.value;
@@ -44,7 +44,7 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     throw new AppError('validation_failed', `timeout_ms must be at most ${max}`, { errors: [{ in: 'body', pointer: '/timeout_ms', message: `must be <= ${max}` }] });
   }
   const timeoutMs = body.timeout_ms ?? Math.min(ctx.config.sandbox.timeoutMs, max);
-  const [d] = active.value;
+  const d = active.value;
   if (!d) {
     const [latest] = await ctx.db.select().from(deployments).where(eq(deployments.agentId, agentId)).orderBy(desc(deployments.updatedAt), desc(deployments.version)).limit(1);
     if (!latest) throw invalidState('The agent has no deployment; deploy code first');

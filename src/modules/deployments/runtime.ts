@@ -4,10 +4,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { deploymentArtifacts, deployments } from '../../db/schema/index.js';
 import { decryptSecret } from '../../lib/secrets.js';
+import { SharedCache } from '../../lib/shared-cache.js';
 import { ArtifactError, unpackArtifact, type ArtifactLimits } from '../../sandbox/artifact.js';
 import { Sandbox } from '../../sandbox/runner.js';
 
@@ -62,8 +63,29 @@ export function warmKey(d: DeploymentRow): string {
   return `${d.agentId}/${d.id}/${d.preparedAt?.getTime() ?? 0}/${d.activatedAt?.getTime() ?? 0}`;
 }
 
-/** Retire this host's warm environments of the agent (after rollback, stop, redeploy or a new active version). */
+/** The active deployment by agent id (null: none), read through by every invocation (issue 18). */
+function activeCache(ctx: AppContext): SharedCache<DeploymentRow | null> {
+  return SharedCache.of(ctx, { name: 'deployments.active', max: 10_000, ttlMs: ctx.config.cacheTtlMs });
+}
+
+/**
+ * The agent's active deployment, or null. Cached per agent and evicted by {@link drainAgent}, which
+ * every change of the active version calls after its commit (here and, with Redis, on every
+ * instance; without Redis another instance may invoke the previous version for up to `CACHE_TTL_MS`).
+ */
+export async function activeDeployment(ctx: AppContext, agentId: string): Promise<DeploymentRow | null> {
+  return activeCache(ctx).get(agentId, async () => {
+    const [d] = await ctx.db.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')));
+    return d ?? null;
+  });
+}
+
+/**
+ * After a committed change of the agent's active version (rollback, stop, redeploy or a new active
+ * version): forget the cached active deployment and retire this host's warm environments of the agent.
+ */
 export function drainAgent(ctx: AppContext, agentId: string): void {
+  void activeCache(ctx).invalidate(agentId);
   const s = ctx.sandbox;
   if (!s) return;
   const n = s.drain((k) => k.startsWith(`${agentId}/`));

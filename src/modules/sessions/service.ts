@@ -112,6 +112,9 @@ export async function createSession(
     .insert(sessions)
     .values({ id: newId('ses'), userId: actor.accountId, agentId, name: input.name ?? null, metadata: input.metadata ?? {} })
     .returning();
+  // A new session is usually executed in at once (the agent runtime: one per invocation): its facts
+  // go into the execution path's cache now instead of being read back by the first execution.
+  await sessionFacts(ctx).get(row.id, async () => ({ userId: row.userId, status: row.status, agentId: row.agentId }));
   return sessionView(row);
 }
 

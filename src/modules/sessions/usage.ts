@@ -15,6 +15,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import type { ExecutionRecord } from '../../events.js';
 import { execRows } from '../../db/client.js';
+import { prepareRaw, type PreparedRaw } from '../../db/prepared.js';
 import { WriteBatcher } from '../../lib/batcher.js';
 import { withoutNul } from '../../lib/nul.js';
 
@@ -34,75 +35,105 @@ function jsonbText(value: unknown): string {
   return text.includes('\\u0000') ? JSON.stringify(withoutNul(value)) : text;
 }
 
-/** Write `records` (and their aggregated counters) in one statement of plain VALUES lists. */
-async function writeBatch(ctx: AppContext, records: ExecutionRecord[]): Promise<void> {
-  const rows: SQL[] = [];
-  const perSession = new Map<string, { n: number; at: string }>();
-  const perKey = new Map<string, { day: string; r: ExecutionRecord; calls: number; ok: number; duration: number; at: string }>();
+/** The record statement's parameters, one array per column (same order as the records). */
+const COLUMNS = [
+  ['ids', 'text'],
+  ['sessions', 'text'],
+  ['users', 'text'],
+  ['agents', 'text'],
+  ['services', 'text'],
+  ['tools', 'text'],
+  ['names', 'text'],
+  ['args', 'text'],
+  ['statuses', 'text'],
+  ['https', 'int'],
+  ['outputs', 'text'],
+  ['errors', 'text'],
+  ['durations', 'int'],
+  ['ats', 'timestamptz'],
+] as const;
+
+/**
+ * The one statement that writes a batch (any size, so one prepared statement): the records arrive
+ * as one array per column (`unnest` keeps them aligned, `ord` is the arrival order); the session
+ * counters and the daily usage counters are aggregated in SQL from the same rows (the usage row's
+ * `tool_name` is the last record's). Data-modifying CTEs: all-or-nothing.
+ */
+function recordStatement(): SQL {
+  const arrays = sql.join(
+    COLUMNS.map(([name, type]) => sql`${sql.placeholder(name)}::${sql.raw(type)}[]`),
+    sql`, `,
+  );
+  return sql`with r as (
+      select * from unnest(${arrays}) with ordinality
+        as r(id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments, status, http_status, output, error, duration_ms, created_at, ord)
+    ), e as (
+      insert into executions (id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments, status, http_status, output, error, duration_ms, created_at)
+      select id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments::jsonb, status, http_status, output::jsonb, error::jsonb, duration_ms, created_at
+      from r order by ord
+      returning 1
+    ), s as (
+      update sessions set execution_count = execution_count + v.n, last_activity_at = v.at
+      from (select session_id, count(*)::int as n, max(created_at) as at from r group by session_id) as v
+      where sessions.id = v.session_id
+      returning 1
+    ), u as (
+      insert into tool_usage as t (day, user_id, agent_id, service_id, tool_id, tool_name, calls, successes, failures, total_duration_ms, updated_at)
+      select (created_at at time zone 'UTC')::date, user_id, agent_id, service_id, tool_id, (array_agg(tool_name order by ord desc))[1],
+             count(*)::int, count(*) filter (where status = 'succeeded')::int, count(*) filter (where status <> 'succeeded')::int,
+             sum(duration_ms)::bigint, max(created_at)
+      from r group by 1, user_id, agent_id, service_id, tool_id
+      on conflict on constraint tool_usage_key do update set
+        calls = t.calls + excluded.calls,
+        successes = t.successes + excluded.successes,
+        failures = t.failures + excluded.failures,
+        total_duration_ms = t.total_duration_ms + excluded.total_duration_ms,
+        tool_name = excluded.tool_name,
+        updated_at = excluded.updated_at
+      returning 1
+    )
+    select 1`;
+}
+
+/** Write `records` (and their aggregated counters) with the prepared statement `stmt`. */
+async function writeBatch(stmt: PreparedRaw<unknown>, records: ExecutionRecord[]): Promise<void> {
+  const cols: Record<(typeof COLUMNS)[number][0], unknown[]> = {
+    ids: [], sessions: [], users: [], agents: [], services: [], tools: [], names: [], args: [],
+    statuses: [], https: [], outputs: [], errors: [], durations: [], ats: [],
+  };
   for (const r of records) {
-    const when = r.at ?? new Date();
-    const at = when.toISOString();
-    const dur = Math.max(0, Math.round(r.durationMs));
-    rows.push(
-      sql`(${r.id}, ${r.sessionId}, ${r.userId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.toolName}, ${jsonbText(r.arguments)}::jsonb, ${r.status},
-           ${r.httpStatus}::int, ${r.output === undefined ? null : jsonbText(r.output)}::jsonb, ${r.error ? jsonbText(r.error) : null}::jsonb, ${dur}::int, ${at}::timestamptz)`,
-    );
-    const s = perSession.get(r.sessionId);
-    if (s) {
-      s.n++;
-      s.at = at;
-    } else perSession.set(r.sessionId, { n: 1, at });
-    const day = utcDay(when);
-    const key = [day, r.userId, r.agentId ?? '', r.serviceId, r.toolId].join('\n');
-    const u = perKey.get(key);
-    const ok = r.status === 'succeeded' ? 1 : 0;
-    if (u) {
-      u.calls++;
-      u.ok += ok;
-      u.duration += dur;
-      u.at = at;
-      u.r = r;
-    } else perKey.set(key, { day, r, calls: 1, ok, duration: dur, at });
+    cols.ids.push(r.id);
+    cols.sessions.push(r.sessionId);
+    cols.users.push(r.userId);
+    cols.agents.push(r.agentId);
+    cols.services.push(r.serviceId);
+    cols.tools.push(r.toolId);
+    cols.names.push(r.toolName);
+    cols.args.push(jsonbText(r.arguments));
+    cols.statuses.push(r.status);
+    cols.https.push(r.httpStatus);
+    cols.outputs.push(r.output === undefined ? null : jsonbText(r.output));
+    cols.errors.push(r.error ? jsonbText(r.error) : null);
+    cols.durations.push(Math.max(0, Math.round(r.durationMs)));
+    cols.ats.push((r.at ?? new Date()).toISOString());
   }
-  const sessionRows = [...perSession].map(([id, v]) => sql`(${id}, ${v.n}::int, ${v.at}::timestamptz)`);
-  const usageRows = [...perKey.values()].map(
-    (u) =>
-      sql`(${u.day}::date, ${u.r.userId}, ${u.r.agentId}, ${u.r.serviceId}, ${u.r.toolId}, ${u.r.toolName}, ${u.calls}::int, ${u.ok}::int, ${u.calls - u.ok}::int, ${u.duration}::bigint, ${u.at}::timestamptz)`,
-  );
-  await execRows(
-    ctx.database.hotDb,
-    sql`with e as (
-          insert into executions (id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments, status, http_status, output, error, duration_ms, created_at)
-          values ${sql.join(rows, sql`, `)}
-          returning 1
-        ), s as (
-          update sessions set execution_count = execution_count + v.n, last_activity_at = v.at
-          from (values ${sql.join(sessionRows, sql`, `)}) as v(id, n, at)
-          where sessions.id = v.id
-          returning 1
-        ), u as (
-          insert into tool_usage as t (day, user_id, agent_id, service_id, tool_id, tool_name, calls, successes, failures, total_duration_ms, updated_at)
-          values ${sql.join(usageRows, sql`, `)}
-          on conflict on constraint tool_usage_key do update set
-            calls = t.calls + excluded.calls,
-            successes = t.successes + excluded.successes,
-            failures = t.failures + excluded.failures,
-            total_duration_ms = t.total_duration_ms + excluded.total_duration_ms,
-            tool_name = excluded.tool_name,
-            updated_at = excluded.updated_at
-          returning 1
-        )
-        select 1`,
-  );
+  await stmt.run(cols);
 }
 
 /**
  * The execution log of one app (`ctx.executionLog`, built in `app.ts`; `ctxOf` returns that app's
  * context, which does not exist yet when the log is built): the platform's
- * {@link WriteBatcher} over {@link writeBatch}, at most {@link MAX_BATCH} records per statement.
+ * {@link WriteBatcher} over {@link writeBatch}, at most {@link MAX_BATCH} records per statement,
+ * the statement prepared once on the app's `hotDb` (`execution_record`).
  */
 export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<ExecutionRecord> {
-  return new WriteBatcher<ExecutionRecord>({ write: (records) => writeBatch(ctxOf(), records), maxBatch: MAX_BATCH });
+  let stmt: PreparedRaw<unknown> | null = null;
+  const write = (records: ExecutionRecord[]) => {
+    const db = ctxOf().database.hotDb;
+    if (stmt?.db !== db) stmt = prepareRaw(db, 'execution_record', recordStatement());
+    return writeBatch(stmt, records);
+  };
+  return new WriteBatcher<ExecutionRecord>({ write, maxBatch: MAX_BATCH });
 }
 
 /**

@@ -19,6 +19,7 @@ import type { Static } from 'typebox';
 import type { Plan, Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
+import { prepareRaw, type PreparedRaw } from '../../db/prepared.js';
 import { subscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
@@ -309,6 +310,39 @@ async function effectivePlan(ctx: AppContext, userId: string, plan: Plan): Promi
 
 const INT_MAX = 2_147_483_647;
 
+type CountRow = { id: string; plan: string; day_used: number; month_used: number };
+/** The counting UPDATE of {@link consumeQuota}, prepared once per database handle (issue 18: no per-call parse/plan). */
+const countingByDb = new WeakMap<object, PreparedRaw<CountRow>>();
+
+function countingStatement(ctx: AppContext): PreparedRaw<CountRow> {
+  const db = ctx.database.hotDb;
+  const known = countingByDb.get(db);
+  if (known) return known;
+  const p = (name: string) => sql.placeholder(name);
+  const plan = effectivePlanSql(sql`subscriptions.plan`, sql`u.roles`);
+  // The limit of the effective plan: one placeholder per plan and window (`pro_day`, …; null = unlimited).
+  const lim = (win: QuotaWindow) => {
+    const higher = PLAN_ORDER.slice(1).map((pl) => sql`when ${lit(pl)} then ${p(`${pl}_${win}`)}::int`);
+    return sql`coalesce(case ${plan} ${sql.join(higher, sql` `)} else ${p(`${BOTTOM_PLAN}_${win}`)}::int end, ${sql.raw(String(INT_MAX))})`;
+  };
+  const counting = prepareRaw<CountRow>(
+    db,
+    'quota_consume',
+    sql`update subscriptions set
+          day_used = case when day_start = ${p('day')}::date then day_used + 1 else 1 end,
+          day_start = ${p('day')}::date,
+          month_used = case when month_start = ${p('month')}::date then month_used + 1 else 1 end,
+          month_start = ${p('month')}::date
+        from users u
+        where u.id = subscriptions.user_id and subscriptions.user_id = ${p('userId')} and service_id = ${p('serviceId')} and status = 'active'
+          and (case when day_start = ${p('day')}::date then day_used else 0 end) < ${lim('day')}
+          and (case when month_start = ${p('month')}::date then month_used else 0 end) < ${lim('month')}
+        returning subscriptions.id, ${plan} as plan, day_used, month_used`,
+  );
+  countingByDb.set(db, counting);
+  return counting;
+}
+
 /**
  * Check and count one call of `userId` to `serviceId` against its active subscription, atomically
  * (one conditional UPDATE: exact under any concurrency). Returns the quota state after counting,
@@ -319,26 +353,10 @@ const INT_MAX = 2_147_483_647;
 export async function consumeQuota(ctx: AppContext, userId: string, serviceId: string, now: Date = new Date()): Promise<QuotaState> {
   const w = windowsAt(now);
   const q = ctx.config.quotas;
-  const plan = effectivePlanSql(sql`subscriptions.plan`, sql`u.roles`);
-  const lim = (win: QuotaWindow) => {
-    const higher = PLAN_ORDER.slice(1).map((p) => sql`when ${lit(p)} then ${q[p][win]}::int`);
-    return sql`coalesce(case ${plan} ${sql.join(higher, sql` `)} else ${q[BOTTOM_PLAN][win]}::int end, ${INT_MAX}::int)`;
-  };
   // Asynchronous commit (Database.hotDb): exact under concurrency (row lock); a database crash can
   // forget the last few hundred ms of counts, which only ever errs in the subscriber's favour.
-  const rows = await execRows<{ id: string; plan: string; day_used: number; month_used: number }>(
-    ctx.database.hotDb,
-    sql`update subscriptions set
-          day_used = case when day_start = ${w.day}::date then day_used + 1 else 1 end,
-          day_start = ${w.day}::date,
-          month_used = case when month_start = ${w.month}::date then month_used + 1 else 1 end,
-          month_start = ${w.month}::date
-        from users u
-        where u.id = subscriptions.user_id and subscriptions.user_id = ${userId} and service_id = ${serviceId} and status = 'active'
-          and (case when day_start = ${w.day}::date then day_used else 0 end) < ${lim('day')}
-          and (case when month_start = ${w.month}::date then month_used else 0 end) < ${lim('month')}
-        returning subscriptions.id, ${plan} as plan, day_used, month_used`,
-  );
+  const limits = Object.fromEntries(PLAN_ORDER.flatMap((pl) => [[`${pl}_day`, q[pl].day], [`${pl}_month`, q[pl].month]]));
+  const rows = await countingStatement(ctx).run({ day: w.day, month: w.month, userId, serviceId, ...limits });
   const row = rows[0];
   if (row) {
     return { subscription_id: row.id, plan: row.plan as Plan, windows: windowStates(ctx, row.plan, Number(row.day_used), Number(row.month_used), w) };
