@@ -212,7 +212,7 @@ async function rank(run: Run, questions: Question[], mode: SearchMode = 'hybrid'
 }
 
 /** Deterministic variants of the turns (~30 % of the words swapped for other words of the set). */
-function synthTurns(turns: Turn[], n: number): string[] {
+export function synthTurns(turns: Turn[], n: number): string[] {
   let seed = 42;
   const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
   const vocab = [...new Set(turns.flatMap((t) => t.text.match(/[A-Za-z]{3,}/g) ?? []))];
@@ -358,4 +358,5 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify({ bench: 'memory-conversations', load: os.loadavg().map((x) => Number(x.toFixed(2))), results, ...extra })}\n`);
 }
 
-await main();
+// run when executed (`npm run bench:memory-conversations`), not when imported (bench/memory-profile.ts)
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();
