@@ -17,6 +17,8 @@ export interface NewMemoryRow {
   source: 'explicit' | 'execution' | 'summary';
   content: string;
   metadata: Record<string, unknown>;
+  /** When what it records happened (null/absent: when it is stored). */
+  occurredAt?: Date | null;
 }
 
 /** A memory to write; `build` runs in the writer's flush, off the request path. */

@@ -83,11 +83,11 @@ export async function insertMemoryRows(
   const now = new Date().toISOString();
   const values = rows.map(
     (r, i) =>
-      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz)`,
+      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz, ${r.occurredAt ? r.occurredAt.toISOString() : null}::timestamptz)`,
   );
   return execRows(
     db,
-    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding, created_at)
+    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding, created_at, occurred_at)
         values ${sql.join(values, sql`, `)}
         on conflict (execution_id) do nothing
         returning id, created_at`,
@@ -106,7 +106,7 @@ export interface CandidateRow {
   vector_rank: number | null;
   text_rank: number | null;
   /** The stored memory (`source` as read back, not narrowed). */
-  row: Omit<NewMemoryRow, 'source'> & { source: string; createdAt: Date };
+  row: Omit<NewMemoryRow, 'source'> & { source: string; createdAt: Date; occurredAt: Date | null };
 }
 
 /**
@@ -262,7 +262,7 @@ export async function fusedCandidates(
     sql`with ${sql.join(ctes, sql`, `)},
         f as (select id, sum(score) as score, min(vr) as vr, min(tr) as tr from (${sql.join(arms, sql` union all `)}) x group by id)
         select f.id, f.score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, input.vector, sql`m.embedding`)} as distance,
-               m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at
+               m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at, m.occurred_at
         from f join memories m on m.id = f.id
         order by f.score desc, f.id desc`,
   );
@@ -285,6 +285,7 @@ export async function fusedCandidates(
       content: r.content as string,
       metadata: (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata ?? {}) as Record<string, unknown>,
       createdAt: r.created_at instanceof Date ? r.created_at : new Date(r.created_at as string),
+      occurredAt: r.occurred_at === null || r.occurred_at === undefined ? null : r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at as string),
     },
   }));
 }
