@@ -20,7 +20,7 @@ import { type SessionActor } from '../../http/auth.js';
 import { getSessionFor } from '../sessions/service.js';
 import { fusedCandidates, insertMemoryRows, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
 
-import { embeddingProviderOf, flushMemoryWrites } from './runtime.js';
+import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
 import { embeddingText, lastTurnOf, rerankTurns, speakerOf } from './turns.js';
 import { filtered, filteredSql, iso, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
@@ -106,6 +106,7 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
 export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { session_id?: string }): Promise<{ deleted: number; deleted_summaries: number }> {
   if (q.session_id) await getSessionFor(ctx, actor, q.session_id);
   await flushMemoryWrites(ctx);
+  ctx.memory?.vectors?.forget(actor.accountId);
   return ctx.db.transaction(async (tx) => {
     const gone = await tx
       .delete(memories)
@@ -218,10 +219,16 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
   const mode = input.mode ?? 'hybrid';
-  const [vector] = await embeddingProviderOf(ctx).embed([q]);
+  const vector = await embedQuery(ctx, q);
   const where = filteredSql(actor, input);
+  const pool = poolSize(limit);
+  // the vector arm in process where it can be (vector-cache.ts): scope and agent filter only
+  const cache = ctx.memory?.vectors;
+  const agent = actor.agentId ?? input.agent_id ?? null;
+  const inProcess = cache && mode !== 'text' && !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
+  const vectorHits = inProcess ? await cache.nearest(ctx.db, actor.accountId, vector, pool, agent) : undefined;
   const candidates = await withSearchSettings(ctx, actor.accountId, async (tx) => {
-    const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool: poolSize(limit), mode });
+    const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
     return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
   });
   const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));
