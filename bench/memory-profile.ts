@@ -111,9 +111,11 @@ async function main(): Promise<void> {
           const fused = await time('fused', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'hybrid' }));
           await time('rerank', () => rerankTurns(ctx, tx, userId, q.text, fused));
         });
+        ctx.memory!.queryVectors.clear(); // both searches pay the query embedding
         await time('searchMemories', () => searchMemories(ctx, actor, { q: q.text, limit: 10 }));
         // the same search with the vector arm in SQL (HNSW), as before the in-process arm
         ctx.memory!.vectors = null;
+        ctx.memory!.queryVectors.clear();
         await time('searchMemories (SQL vector arm)', () => searchMemories(ctx, actor, { q: q.text, limit: 10 }));
         ctx.memory!.vectors = cache;
       }
