@@ -443,9 +443,7 @@ export interface MemoryConfig {
    * Then, in hybrid mode, conversation turns (memories with `metadata.speaker`): a turn whose speaker
    * the query names has its score × (1 + `speakerBoost`), and each turn adds `neighbourWeight` × the
    * larger score of its previous/next turn in the same session (`MEMORY_SPEAKER_BOOST`,
-   * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off). Time (any memory, hybrid mode): for a
-   * "when …" question a memory that mentions a time, and a memory dated inside the period a time
-   * expression of the query names, score × (1 + `timeBoost`) (`MEMORY_TIME_BOOST`; memory/time.ts).
+   * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off). `timeBoost`: memory/time.ts (`MEMORY_TIME_BOOST`).
    */
   fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number; timeBoost: number };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
