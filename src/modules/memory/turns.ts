@@ -12,6 +12,10 @@
  * 3. Neighbouring turns ({@link rerankTurns}): each turn adds `MEMORY_NEIGHBOUR_WEIGHT` × the larger
  *    fused score of the turn before and after it in its session (the answer is often the reply to
  *    the turn that matches the question's words).
+ *
+ * {@link rerankTurns} also applies the time factor to every candidate, turn or not (time.ts,
+ * `MEMORY_TIME_BOOST`): "when …" questions favour memories that mention a time, and a period named
+ * in the query favours memories whose `occurred_at` lies in it.
  */
 import { sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
