@@ -198,7 +198,7 @@ async function loadRun(label: string, turns: Turn[], extraEnv: Record<string, st
     const s = `${t.conv}-s${t.session}`;
     if (!sessionOf.has(s)) sessionOf.set(s, (await createSession(ctx, actor, { name: s })).id);
     const metadata = speakers ? { speaker: t.speaker, conversation: t.conv, occurred_at: t.at } : { conversation: t.conv, occurred_at: t.at };
-    const m = await addMemory(ctx, actor, { content: t.text, session_id: sessionOf.get(s), metadata });
+    const m = await addMemory(ctx, actor, { content: t.text, session_id: sessionOf.get(s), metadata, occurred_at: t.at });
     keyOf.set(m.id, t.key);
   }
   log(`${label}: stored ${turns.length} turns (${sessionOf.size} sessions) through addMemory in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -212,7 +212,7 @@ async function rank(run: Run, questions: Question[], mode: SearchMode = 'hybrid'
 }
 
 /** Deterministic variants of the turns (~30 % of the words swapped for other words of the set). */
-function synthTurns(turns: Turn[], n: number): string[] {
+export function synthTurns(turns: Turn[], n: number): string[] {
   let seed = 42;
   const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
   const vocab = [...new Set(turns.flatMap((t) => t.text.match(/[A-Za-z]{3,}/g) ?? []))];
@@ -268,6 +268,12 @@ async function main(): Promise<void> {
         rankings[`local: hybrid, speaker ${sb}, neighbours ${nw}`] = await rank(local, questions);
       }
       Object.assign(fusion, { speakerBoost: 0.5, neighbourWeight: 0.5 });
+      const chosen = fusion.timeBoost;
+      for (const tb of [0, 0.25, 1]) {
+        fusion.timeBoost = tb;
+        rankings[`local: hybrid, time boost ${tb}`] = await rank(local, questions);
+      }
+      fusion.timeBoost = chosen;
     }
 
     if (USE_ENCODER) {
@@ -286,6 +292,10 @@ async function main(): Promise<void> {
         rankings[`encoder: hybrid, vector weight ${vw}`] = await rank(enc, questions);
       }
       f.vectorWeight = chosen;
+      const tb = f.timeBoost;
+      f.timeBoost = 0;
+      rankings[`encoder: hybrid (${chosen}), no time boost`] = await rank(enc, questions);
+      f.timeBoost = tb;
       Object.assign(f, { speakerBoost: 0, neighbourWeight: 0 });
       rankings[`encoder: hybrid (${chosen}), no speaker/neighbours`] = await rank(enc, questions);
       Object.assign(f, { speakerBoost: 0.5, neighbourWeight: 0.5 });
@@ -358,4 +368,5 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify({ bench: 'memory-conversations', load: os.loadavg().map((x) => Number(x.toFixed(2))), results, ...extra })}\n`);
 }
 
-await main();
+// run when executed (`npm run bench:memory-conversations`), not when imported (bench/memory-profile.ts)
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -443,9 +443,9 @@ export interface MemoryConfig {
    * Then, in hybrid mode, conversation turns (memories with `metadata.speaker`): a turn whose speaker
    * the query names has its score × (1 + `speakerBoost`), and each turn adds `neighbourWeight` × the
    * larger score of its previous/next turn in the same session (`MEMORY_SPEAKER_BOOST`,
-   * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off).
+   * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off). `timeBoost`: memory/time.ts (`MEMORY_TIME_BOOST`).
    */
-  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number };
+  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number; timeBoost: number };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
 }
@@ -492,6 +492,7 @@ function memoryConfig(env: Env): MemoryConfig {
       textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
       speakerBoost: ratio(env, 'MEMORY_SPEAKER_BOOST', 0.5),
       neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),
+      timeBoost: ratio(env, 'MEMORY_TIME_BOOST', 0.5),
     },
     summaryLlm: { url: summaryUrl, model: summaryModel, apiKey: str(env, 'SUMMARY_LLM_API_KEY'), timeoutMs: int(env, 'SUMMARY_LLM_TIMEOUT_MS', 60_000, 100, 600_000) },
   };

@@ -1,6 +1,6 @@
 /**
  * The one write-behind batcher of the platform (issue 12 §5): a group commit for high-volume
- * writes (the execution log; the memory writer and the analytics recorders are to move onto it).
+ * writes (the execution log and the memory writer; the analytics recorders are to move onto it).
  *
  * Items handed to {@link WriteBatcher.add} while a write is in flight are written together by the
  * next one: at most one `write` runs at a time, each carrying up to `maxBatch` items in arrival
@@ -24,6 +24,13 @@ export interface WriteBatcherOptions<T> {
    * synchronously on this thread (PGlite): without the turn no batch would hold more than one item.
    */
   gather?: boolean;
+  /**
+   * Longest the first item of a batch waits for companions before the batch is taken, ms (default 0:
+   * only the `gather` turn). A batch that fills up (`maxBatch`) is taken at once, and so is every
+   * batch while {@link WriteBatcher.drain} runs. For writers whose per-write cost (an embedding call,
+   * a statement) is worth waiting a little to share; the timer does not keep the process alive.
+   */
+  delayMs?: number;
 }
 
 interface Waiting<T> {
@@ -38,10 +45,16 @@ export class WriteBatcher<T> {
   private running: Promise<void> | null = null;
   private readonly maxBatch: number;
   private readonly gather: boolean;
+  private readonly delayMs: number;
+  /** Ends the current `delayMs` wait early (set while one runs). */
+  private wake: (() => void) | null = null;
+  /** Drains in progress: no `delayMs` wait while > 0. */
+  private draining = 0;
 
   constructor(private readonly opts: WriteBatcherOptions<T>) {
     this.maxBatch = Math.max(1, opts.maxBatch ?? 256);
     this.gather = opts.gather ?? true;
+    this.delayMs = Math.max(0, opts.delayMs ?? 0);
   }
 
   /** Items queued, not yet handed to `write`. */
@@ -54,17 +67,40 @@ export class WriteBatcher<T> {
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
       if (!this.running) this.running = this.run();
+      else if (this.waiting.length >= this.maxBatch) this.wake?.();
     });
   }
 
-  /** Resolves when nothing is queued or in flight (shutdown, tests). */
+  /** Resolves when nothing is queued or in flight (shutdown, tests); a `delayMs` wait ends at once. */
   async drain(): Promise<void> {
-    while (this.running) await this.running;
+    this.draining++;
+    try {
+      while (this.running) {
+        this.wake?.();
+        await this.running;
+      }
+    } finally {
+      this.draining--;
+    }
+  }
+
+  /** Wait up to `delayMs` for companions; {@link wake} ends the wait early. */
+  private pause(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.wake?.(), this.delayMs);
+      timer.unref();
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
   }
 
   private async run(): Promise<void> {
     try {
       while (this.waiting.length > 0) {
+        if (this.delayMs > 0 && this.draining === 0 && this.waiting.length < this.maxBatch) await this.pause();
         if (this.gather) await new Promise<void>((resolve) => setImmediate(resolve));
         await this.commit(this.waiting.splice(0, this.maxBatch));
       }

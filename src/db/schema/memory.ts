@@ -35,6 +35,8 @@ export const memories = pgTable(
     /** English full-text document of `content` (stemmed), maintained by PostgreSQL. */
     contentTsv: tsvector('content_tsv').notNull().generatedAlwaysAs(sql`to_tsvector('english'::regconfig, "content")`),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /** When what the memory records happened (`POST /memory` `occurred_at`, migration 0036); null = `createdAt`. */
+    occurredAt: timestamp('occurred_at', { withTimezone: true }),
   },
   (t) => [
     index('memories_user_idx').on(t.userId, t.id),

@@ -14,6 +14,7 @@ import { describeExecution } from './sentences.js';
 import { embeddingText } from './turns.js';
 import type { MemoryRuntime, NewMemoryRow } from './state.js';
 import { HNSW_INDEX, vectorParam } from './store.js';
+import { VectorCache } from './vector-cache.js';
 import { MemoryWriter } from './writer.js';
 
 
@@ -66,7 +67,9 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
   });
   ready.catch(() => undefined);
   const writer = new MemoryWriter(ctx, embedder, ready, () => backfillEmbeddings(ctx, 512), Math.min(ctx.config.memory.embeddings.batchSize, 256));
-  const rt: MemoryRuntime = { embedder, writer, ready, markReady };
+  // the in-process vector arm: on PGlite only, whose data directory this process alone writes (vector-cache.ts)
+  const vectors = ctx.database.engine === 'pglite' ? new VectorCache(embedder.dimensions, VECTOR_CACHE_BYTES) : null;
+  const rt: MemoryRuntime = { embedder, writer, ready, markReady, queryVectors: new Map(), vectors };
   ctx.memory = rt;
   // onClose runs in reverse order: the writer drains (embedding its last batch) before the provider closes
   if (embedder.close) ctx.onClose.push(() => embedder.close!());
@@ -77,6 +80,32 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
 /** The embedding provider of this app. */
 export function embeddingProviderOf(ctx: AppContext): EmbeddingProvider {
   return runtimeOf(ctx).embedder;
+}
+
+/** Most bytes of users' vectors the in-process vector arm keeps (least recently searched users go first). */
+const VECTOR_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** Query vectors kept per app by {@link embedQuery}. */
+const QUERY_CACHE_SIZE = 512;
+
+/**
+ * The vector of a search query, from a per-app LRU of the last 512 queries (an agent or a UI repeats
+ * its queries; a sentence-encoder query costs milliseconds of CPU in the worker, a remote one a round trip).
+ * The vector is shared: callers must not change it.
+ * @throws AppError upstream_error / upstream_timeout from the provider
+ */
+export async function embedQuery(ctx: AppContext, q: string): Promise<Float32Array> {
+  const rt = runtimeOf(ctx);
+  const hit = rt.queryVectors.get(q);
+  if (hit) {
+    rt.queryVectors.delete(q);
+    rt.queryVectors.set(q, hit);
+    return hit;
+  }
+  const [v] = await rt.embedder.embed([q]);
+  rt.queryVectors.set(q, v);
+  if (rt.queryVectors.size > QUERY_CACHE_SIZE) rt.queryVectors.delete(rt.queryVectors.keys().next().value!);
+  return v;
 }
 
 /** Ask the writer to give vectors to memories stored without one (after an embedding failure). */
@@ -129,6 +158,7 @@ export async function initMemory(ctx: AppContext): Promise<void> {
       return stored > 0;
     });
     if (reembed) {
+      rt.vectors?.forget();
       while ((await backfillEmbeddings(ctx, 10_000)) > 0) {
         /* continue until every memory has a vector */
       }
@@ -167,6 +197,7 @@ export async function backfillEmbeddings(ctx: AppContext, max: number): Promise<
     const values = rows.map((r, i) => sql`(${r.id}, ${vectorParam(ctx, vectors[i])})`);
     await ctx.db.execute(sql`update memories m set embedding = v.e from (values ${sql.join(values, sql`, `)}) as v(id, e) where m.id = v.id`);
     done += rows.length;
+    runtimeOf(ctx).vectors?.forget(); // the cached users lack these vectors
     if (rows.length < batch) return 0;
   }
   return 1;

@@ -17,6 +17,7 @@ export const MemorySchema = Type.Object({
   execution_id: Nullable(Type.String()),
   metadata: Metadata,
   created_at: Timestamp,
+  occurred_at: Type.String({ format: 'date-time', description: 'when what it records happened (created_at unless given on POST /memory)' }),
 });
 
 export const AddMemoryBody = Type.Object(
@@ -25,6 +26,9 @@ export const AddMemoryBody = Type.Object(
     session_id: Type.Optional(Id),
     agent_id: Type.Optional(Id),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'any JSON object, at most 8 KiB' })),
+    occurred_at: Type.Optional(
+      Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -20,7 +20,7 @@ import { type SessionActor } from '../../http/auth.js';
 import { getSessionFor } from '../sessions/service.js';
 import { fusedCandidates, insertMemoryRows, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
 
-import { embeddingProviderOf, flushMemoryWrites } from './runtime.js';
+import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
 import { embeddingText, lastTurnOf, rerankTurns, speakerOf } from './turns.js';
 import { filtered, filteredSql, iso, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
@@ -30,6 +30,20 @@ export interface AddMemoryInput {
   session_id?: string;
   agent_id?: string;
   metadata?: Record<string, unknown>;
+  /** RFC 3339 date-time with an offset: when what the memory records happened (default: now). */
+  occurred_at?: string;
+}
+
+/** An RFC 3339 date-time (with its offset) as a Date. @throws AppError validation_failed otherwise */
+function occurredAt(value: string | undefined): Date | null {
+  if (value === undefined) return null;
+  const d = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(value) || Number.isNaN(d.getTime())) {
+    throw new AppError('validation_failed', 'occurred_at must be an RFC 3339 date-time with an offset', {
+      errors: [{ in: 'body', pointer: '/occurred_at', message: 'not an RFC 3339 date-time (e.g. 2023-05-04T18:20:00Z)' }],
+    });
+  }
+  return d;
 }
 
 /** Largest serialised `metadata`, bytes. */
@@ -40,7 +54,7 @@ export const MAX_METADATA_BYTES = 8 * 1024;
  * its speaker and the session's previous memory, see turns.ts). The memory inherits the session's agent when
  * `agent_id` is not given; an agent's memories always carry its own id.
  * @throws AppError payload_too_large (content > MEMORY_MAX_CONTENT_BYTES, metadata > 8 KiB),
- *   validation_failed (blank content; agent_id differs from the session's agent), forbidden (an agent
+ *   validation_failed (blank content; occurred_at not RFC 3339; agent_id differs from the session's agent), forbidden (an agent
  *   naming another agent), not_found (session or agent not the caller's), upstream_error (embedding)
  */
 export async function addMemory(ctx: AppContext, actor: SessionActor, input: AddMemoryInput): Promise<MemoryView> {
@@ -49,6 +63,7 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
   if (bytes > max) throw new AppError('payload_too_large', `content is ${bytes} bytes; at most ${max} bytes (UTF-8) are accepted`);
   if (!input.content.trim()) throw new AppError('validation_failed', 'content must not be blank', { errors: [{ in: 'body', pointer: '/content', message: 'must not be blank' }] });
   const metadata = input.metadata ?? {};
+  const occurred = occurredAt(input.occurred_at);
   if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') > MAX_METADATA_BYTES) {
     throw new AppError('payload_too_large', `metadata is larger than ${MAX_METADATA_BYTES} bytes of JSON`);
   }
@@ -77,6 +92,7 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
     source: 'explicit',
     content: input.content,
     metadata,
+    occurredAt: occurred,
   };
   const [ins] = await insertMemoryRows(ctx, ctx.db, [row], [vector]);
   return memoryView({ ...row, createdAt: new Date(ins.created_at) });
@@ -90,6 +106,7 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
 export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { session_id?: string }): Promise<{ deleted: number; deleted_summaries: number }> {
   if (q.session_id) await getSessionFor(ctx, actor, q.session_id);
   await flushMemoryWrites(ctx);
+  ctx.memory?.vectors?.forget(actor.accountId);
   return ctx.db.transaction(async (tx) => {
     const gone = await tx
       .delete(memories)
@@ -202,10 +219,16 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
   const mode = input.mode ?? 'hybrid';
-  const [vector] = await embeddingProviderOf(ctx).embed([q]);
+  const vector = await embedQuery(ctx, q);
   const where = filteredSql(actor, input);
+  const pool = poolSize(limit);
+  // the vector arm in process where it can be (vector-cache.ts): scope and agent filter only
+  const cache = ctx.memory?.vectors;
+  const agent = actor.agentId ?? input.agent_id ?? null;
+  const inProcess = cache && mode !== 'text' && !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
+  const vectorHits = inProcess ? await cache.nearest(ctx.db, actor.accountId, vector, pool, agent) : undefined;
   const candidates = await withSearchSettings(ctx, actor.accountId, async (tx) => {
-    const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool: poolSize(limit), mode });
+    const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
     return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
   });
   const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));

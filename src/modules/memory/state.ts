@@ -4,6 +4,7 @@
  * imports `context.ts`, so `context.ts` can name its types without an import loop.
  */
 import type { EmbeddingProvider } from './embeddings.js';
+import type { VectorCache } from './vector-cache.js';
 
 /** A memory row to insert (the id and timestamp are given by the caller). */
 export interface NewMemoryRow {
@@ -17,6 +18,8 @@ export interface NewMemoryRow {
   source: 'explicit' | 'execution' | 'summary';
   content: string;
   metadata: Record<string, unknown>;
+  /** When what it records happened (null/absent: when it is stored). */
+  occurredAt?: Date | null;
 }
 
 /** A memory to write; `build` runs in the writer's flush, off the request path. */
@@ -43,4 +46,8 @@ export interface MemoryRuntime {
   /** Settles when the start-up check of the stored embedding space (`initMemory`) is done; rejects if it failed. */
   ready: Promise<void>;
   markReady(err?: Error): void;
+  /** Vectors of recent search queries, by query text (least recently used first; `embedQuery`). */
+  queryVectors: Map<string, Float32Array>;
+  /** Users' vectors for the in-process vector arm (PGlite only; null on PostgreSQL). */
+  vectors: VectorCache | null;
 }

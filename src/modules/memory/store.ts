@@ -83,15 +83,22 @@ export async function insertMemoryRows(
   const now = new Date().toISOString();
   const values = rows.map(
     (r, i) =>
-      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz)`,
+      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz, ${r.occurredAt ? r.occurredAt.toISOString() : null}::timestamptz)`,
   );
-  return execRows(
+  const inserted = await execRows<{ id: string; created_at: Date | string }>(
     db,
-    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding, created_at)
+    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding, created_at, occurred_at)
         values ${sql.join(values, sql`, `)}
         on conflict (execution_id) do nothing
         returning id, created_at`,
   );
+  const cache = ctx.memory?.vectors;
+  if (cache) {
+    const stored = new Set(inserted.map((r) => r.id));
+    const kept = rows.map((r, i) => [r, vectors[i] ?? null] as const).filter(([r]) => stored.has(r.id));
+    cache.added(kept.map(([r]) => r), kept.map(([, v]) => v));
+  }
+  return inserted;
 }
 
 /** Retrieval arms of a search. */
@@ -106,7 +113,7 @@ export interface CandidateRow {
   vector_rank: number | null;
   text_rank: number | null;
   /** The stored memory (`source` as read back, not narrowed). */
-  row: Omit<NewMemoryRow, 'source'> & { source: string; createdAt: Date };
+  row: Omit<NewMemoryRow, 'source'> & { source: string; createdAt: Date; occurredAt: Date | null };
 }
 
 /**
@@ -206,13 +213,19 @@ export async function fusedCandidates(
     mode: SearchMode;
     /** Skip common terms by {@link maxScorePlan} (default true; false reads every match, same answer). */
     maxScore?: boolean;
+    /** The vector arm computed in process (vector-cache.ts), nearest first; absent → in SQL. */
+    vectorHits?: Array<{ id: string; distance: number }>;
   },
 ): Promise<CandidateRow[]> {
   const FUSION = ctx.config.memory.fusion;
   const dist = distance(ctx, input.vector);
   const arms: SQL[] = [];
   const ctes: SQL[] = [];
-  if (input.mode !== 'text') {
+  if (input.mode !== 'text' && input.vectorHits) {
+    const hits = input.vectorHits.map((h, i) => sql`(${h.id}, ${i + 1}::bigint)`);
+    ctes.push(hits.length ? sql`v as (select * from (values ${sql.join(hits, sql`, `)}) x(id, r))` : sql`v as (select null::text as id, null::bigint as r where false)`);
+    arms.push(sql`select id, ${FUSION.vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
+  } else if (input.mode !== 'text') {
     ctes.push(sql`v as (
       select id, row_number() over (order by d, id) as r from (
         select id, ${dist} as d from memories
@@ -262,8 +275,9 @@ export async function fusedCandidates(
     sql`with ${sql.join(ctes, sql`, `)},
         f as (select id, sum(score) as score, min(vr) as vr, min(tr) as tr from (${sql.join(arms, sql` union all `)}) x group by id)
         select f.id, f.score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, input.vector, sql`m.embedding`)} as distance,
-               m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at
+               m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at, m.occurred_at
         from f join memories m on m.id = f.id
+        where ${input.where}
         order by f.score desc, f.id desc`,
   );
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -285,6 +299,7 @@ export async function fusedCandidates(
       content: r.content as string,
       metadata: (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata ?? {}) as Record<string, unknown>,
       createdAt: r.created_at instanceof Date ? r.created_at : new Date(r.created_at as string),
+      occurredAt: r.occurred_at === null || r.occurred_at === undefined ? null : r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at as string),
     },
   }));
 }

@@ -12,11 +12,16 @@
  * 3. Neighbouring turns ({@link rerankTurns}): each turn adds `MEMORY_NEIGHBOUR_WEIGHT` × the larger
  *    fused score of the turn before and after it in its session (the answer is often the reply to
  *    the turn that matches the question's words).
+ *
+ * {@link rerankTurns} also applies the time factor to every candidate, turn or not (time.ts,
+ * `MEMORY_TIME_BOOST`): "when …" questions favour memories that mention a time, and a period named
+ * in the query favours memories whose `occurred_at` lies in it.
  */
 import { sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { tokenize } from './embeddings.js';
+import { asksWhen, mentionsTime, timeRange, type TimeRange } from './time.js';
 
 /** Longest previous turn kept in an embedding input, characters (a sentence encoder reads sentences). */
 const MAX_PREVIOUS_CHARS = 600;
@@ -52,7 +57,22 @@ export async function lastTurnOf(db: Db | Tx, userId: string, sessionId: string)
 export interface RankedTurn {
   id: string;
   score: number;
-  row: { sessionId: string | null; metadata: Record<string, unknown> };
+  row: { sessionId: string | null; metadata: Record<string, unknown>; content: string; createdAt: Date; occurredAt?: Date | null };
+}
+
+/**
+ * The time factor of a candidate: 1 + `timeBoost` when the query asks "when …" and the memory
+ * mentions a time, and again when the memory happened (`occurred_at`, else `created_at`) inside
+ * the period the query names (time.ts); else 1.
+ */
+function timeFactor(c: RankedTurn, when: boolean, range: TimeRange | null, boost: number): number {
+  let f = 1;
+  if (when && mentionsTime(c.row.content)) f *= 1 + boost;
+  if (range) {
+    const t = (c.row.occurredAt ?? c.row.createdAt).getTime();
+    if (t >= range.from.getTime() && t < range.to.getTime()) f *= 1 + boost;
+  }
+  return f;
 }
 
 /**
@@ -63,16 +83,18 @@ export interface RankedTurn {
  * (time) order, read with one query over the candidates' sessions (`memories_user_session_idx`).
  * Candidates that are not turns keep their score. Pure re-ordering: no candidate is added or removed.
  */
-export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db | Tx, userId: string, query: string, candidates: T[]): Promise<T[]> {
-  const { speakerBoost, neighbourWeight } = ctx.config.memory.fusion;
+export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db | Tx, userId: string, query: string, candidates: T[], now = new Date()): Promise<T[]> {
+  const { speakerBoost, neighbourWeight, timeBoost } = ctx.config.memory.fusion;
   const turns = candidates.filter((c) => speakerOf(c.row.metadata));
-  if (turns.length === 0 || (speakerBoost === 0 && neighbourWeight === 0)) return candidates;
+  const when = timeBoost > 0 && asksWhen(query);
+  const range = timeBoost > 0 ? timeRange(query, now) : null;
+  if ((turns.length === 0 || (speakerBoost === 0 && neighbourWeight === 0)) && !when && !range) return candidates;
   const words = new Set(tokenize(query));
   const boosted = new Map<string, number>();
   for (const c of candidates) {
     const speaker = speakerOf(c.row.metadata);
     const named = speaker !== null && tokenize(speaker).every((w) => words.has(w));
-    boosted.set(c.id, named ? c.score * (1 + speakerBoost) : c.score);
+    boosted.set(c.id, (named ? c.score * (1 + speakerBoost) : c.score) * timeFactor(c, when, range, timeBoost));
   }
   const final = new Map(boosted);
   const sessions = [...new Set(turns.map((c) => c.row.sessionId).filter((s): s is string => s !== null))];

@@ -7,7 +7,7 @@ import { type SessionActor } from '../../http/auth.js';
 export type MemoryRow = Pick<
   typeof memories.$inferSelect,
   'id' | 'userId' | 'sessionId' | 'agentId' | 'serviceId' | 'toolId' | 'executionId' | 'source' | 'content' | 'metadata' | 'createdAt'
->;
+> & { occurredAt?: Date | null };
 
 /** A memory as the API shows it. */
 export interface MemoryView {
@@ -21,6 +21,8 @@ export interface MemoryView {
   execution_id: string | null;
   metadata: Record<string, unknown>;
   created_at: string;
+  /** When what it records happened (`occurred_at` as stored; `created_at` when none was given). */
+  occurred_at: string;
 }
 
 export const MEMORY_COLUMNS = {
@@ -35,6 +37,7 @@ export const MEMORY_COLUMNS = {
   content: memories.content,
   metadata: memories.metadata,
   createdAt: memories.createdAt,
+  occurredAt: memories.occurredAt,
 };
 
 export function iso(d: Date | string | null | undefined): string | null {
@@ -54,6 +57,7 @@ export function memoryView(r: MemoryRow): MemoryView {
     execution_id: r.executionId,
     metadata: r.metadata ?? {},
     created_at: iso(r.createdAt)!,
+    occurred_at: iso(r.occurredAt ?? r.createdAt)!,
   };
 }
 

@@ -1,14 +1,16 @@
 /**
- * The in-process batching writer behind `rememberExecution`: the request path only pushes a
- * reference onto a queue (O(1), well under 0.2 ms); a flush — after at most `flushDelayMs` (50 ms),
- * or at once when a batch is full — builds the sentences, embeds them in one provider call per
- * batch and inserts them in one multi-row INSERT. Readers of this instance drain the queue first
- * (`flushMemoryWrites`), so a caller always finds the memories of its finished executions.
- * Flushed on shutdown through `ctx.onClose`. Failures are logged, never thrown: when the embedding
- * provider fails, the memories are stored without a vector (full-text search still finds them) and
- * back-filled by the next successful flush.
+ * The in-process batching writer behind `rememberExecution`, on the platform's one write-behind
+ * batcher ({@link WriteBatcher}, src/lib/batcher.ts): the request path only queues a reference
+ * (O(1), well under 0.2 ms); a batch — taken after at most `flushDelayMs` (50 ms), or at once when
+ * it is full — builds the sentences, embeds them in one provider call and inserts them in one
+ * multi-row INSERT. Readers of this instance drain the queue first (`flushMemoryWrites`), so a
+ * caller always finds the memories of its finished executions. Flushed on shutdown through
+ * `ctx.onClose`. Failures are logged, never thrown: when the embedding provider fails, the memories
+ * are stored without a vector (full-text search still finds them) and back-filled after the next
+ * successful batch.
  */
 import type { AppContext } from '../../context.js';
+import { WriteBatcher } from '../../lib/batcher.js';
 import { withoutNul } from '../../lib/nul.js';
 import type { EmbeddingProvider } from './embeddings.js';
 import type { MemoryWriterPort, NewMemoryRow, PendingMemory } from './state.js';
@@ -23,10 +25,7 @@ const MAX_PENDING = 10_000;
 export type { PendingMemory } from './state.js';
 
 export class MemoryWriter implements MemoryWriterPort {
-  private queue: PendingMemory[] = [];
-  /** The pending delayed flush, if one is scheduled. */
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | null = null;
+  private readonly batcher: WriteBatcher<PendingMemory>;
   private dropped = 0;
   /** Set when rows were stored without an embedding; cleared by a back-fill. */
   needsBackfill = false;
@@ -36,68 +35,47 @@ export class MemoryWriter implements MemoryWriterPort {
     private readonly embedder: EmbeddingProvider,
     private readonly ready: Promise<void>,
     private readonly backfill: () => Promise<number>,
-    private readonly batchSize = 64,
+    batchSize = 64,
     /** Longest a queued memory waits for companions before its batch is written, ms. */
-    private readonly flushDelayMs = 50,
-  ) {}
+    flushDelayMs = 50,
+  ) {
+    // per-batch costs (an embedding call, parse/plan/commit) are paid once per batch; writeBatch
+    // never rejects, so the batcher's one-at-a-time retry never runs
+    this.batcher = new WriteBatcher({ write: (items) => this.writeBatch(items), maxBatch: batchSize, delayMs: flushDelayMs, gather: false });
+  }
 
   /** Queue one memory. O(1); never throws. */
   enqueue(item: PendingMemory): void {
-    if (this.queue.length >= MAX_PENDING) {
-      if (this.dropped++ % 1000 === 0) this.ctx.log.warn({ pending: this.queue.length }, 'memory writer queue full: dropping execution memories');
+    if (this.batcher.pending >= MAX_PENDING) {
+      if (this.dropped++ % 1000 === 0) this.ctx.log.warn({ pending: this.batcher.pending }, 'memory writer queue full: dropping execution memories');
       return;
     }
-    this.queue.push(item);
-    if (this.running) return; // the running flush takes it
-    if (this.queue.length >= this.batchSize) {
-      void this.run();
-    } else if (!this.timer) {
-      // Gather up to `flushDelayMs` of executions into one statement: per-statement costs (parse,
-      // plan, commit) are paid once per batch instead of once per execution.
-      this.timer = setTimeout(() => void this.run(), this.flushDelayMs);
-      this.timer.unref();
-    }
+    this.batcher.add(item).catch(() => undefined);
   }
 
   /** Resolve when everything queued so far is written (or has failed and been logged). */
-  async drain(): Promise<void> {
-    while (this.queue.length > 0 || this.running || this.timer) {
-      if (this.running) await this.running;
-      else if (this.queue.length > 0) await this.run();
-      else await new Promise((r) => setImmediate(r));
-    }
-  }
-
-  private run(): Promise<void> {
-    if (this.running) return this.running;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.running = (async () => {
-      try {
-        await this.ready;
-      } catch {
-        this.queue = []; // start-up failed; the app does not start either
-        return;
-      }
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.batchSize);
-        await this.writeBatch(batch);
-      }
-      if (this.needsBackfill) {
-        try {
-          const left = await this.backfill();
-          this.needsBackfill = left > 0;
-        } catch (err) {
-          this.ctx.log.warn({ err: (err as Error).message }, 'memory embedding back-fill failed');
-        }
-      }
-    })().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+  drain(): Promise<void> {
+    return this.batcher.drain();
   }
 
   private async writeBatch(batch: PendingMemory[]): Promise<void> {
+    try {
+      await this.ready;
+    } catch {
+      return; // start-up failed; the app does not start either
+    }
+    await this.store(batch);
+    if (this.needsBackfill) {
+      try {
+        const left = await this.backfill();
+        this.needsBackfill = left > 0;
+      } catch (err) {
+        this.ctx.log.warn({ err: (err as Error).message }, 'memory embedding back-fill failed');
+      }
+    }
+  }
+
+  private async store(batch: PendingMemory[]): Promise<void> {
     const rows: NewMemoryRow[] = [];
     for (const item of batch) {
       try {

@@ -55,4 +55,20 @@ describe('WriteBatcher', () => {
     expect(done).toBe(2);
     expect(b.pending).toBe(0);
   });
+
+  it('delayMs: waits for companions, takes a full batch at once, and drain() ends the wait', async () => {
+    const writes: number[][] = [];
+    const b = new WriteBatcher<number>({ write: async (items) => void writes.push(items), maxBatch: 3, delayMs: 10_000, gather: false });
+    const full = [1, 2, 3].map((n) => b.add(n)); // a full batch is not held back
+    await Promise.all(full);
+    expect(writes).toEqual([[1, 2, 3]]);
+    void b.add(4);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(writes).toHaveLength(1); // still waiting for companions
+    void b.add(5);
+    const t = performance.now();
+    await b.drain();
+    expect(performance.now() - t).toBeLessThan(1_000);
+    expect(writes).toEqual([[1, 2, 3], [4, 5]]);
+  });
 });

@@ -6205,6 +6205,11 @@ export interface operations {
                             };
                             /** Format: date-time */
                             created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
                         }[];
                         next_cursor: string | null;
                     };
@@ -6257,6 +6262,11 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it
+                     */
+                    occurred_at?: string;
                 };
             };
         };
@@ -6281,6 +6291,11 @@ export interface operations {
                         };
                         /** Format: date-time */
                         created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description when what it records happened (created_at unless given on POST /memory)
+                         */
+                        occurred_at: string;
                     };
                 };
             };
@@ -6460,6 +6475,11 @@ export interface operations {
                             };
                             /** Format: date-time */
                             created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
                         }[];
                         page: number;
                         page_size: number;
@@ -6537,6 +6557,11 @@ export interface operations {
                             };
                             /** Format: date-time */
                             created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
                         } & {
                             /** @description reciprocal-rank-fusion score (higher is better) */
                             score: number;
@@ -6638,6 +6663,11 @@ export interface operations {
                             };
                             /** Format: date-time */
                             created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
                         } & {
                             score?: number;
                             similarity?: number;

@@ -1,0 +1,173 @@
+/**
+ * The vector arm of memory search in process, on the embedded engine (issue 21): each searching
+ * user's vectors in one `Float32Array` (row-major, `dimensions` per memory), scanned exactly in
+ * JavaScript. On PGlite the database runs on this thread in WebAssembly, where the HNSW scan of
+ * 10k memories took ~20 ms (p50, machine load ~10) — and an exact SQL scan twice that — while a
+ * typed-array scan takes ~1 ms for a local-embedder query (its ~60 non-zero components of 384) and
+ * a few ms for a dense 512-d sentence-encoder query (bench/memory-profile.ts, docs/decisions.md).
+ *
+ * Only on PGlite: its data directory belongs to this one process, so every write of a memory goes
+ * through this module and the cache can follow it (inserts are appended, a delete or a re-embedding
+ * drops the user's entry). On PostgreSQL, where other instances write too, search stays in SQL.
+ * The cache only proposes candidates: the fusion query joins them back to `memories` under the
+ * caller's scope, so a stale entry can cost a slot in the pool, never show a row it should not.
+ *
+ * Memory: entries are evicted least recently used beyond `MEMORY_VECTOR_CACHE_MB` (default 64 MiB;
+ * 10k memories of 384 dimensions = 15 MiB); nothing is held before a user's first search.
+ */
+import { sql } from 'drizzle-orm';
+import { execRows, type Db, type Tx } from '../../db/client.js';
+
+/** One user's vectors. */
+interface Entry {
+  ids: string[];
+  agentIds: Array<string | null>;
+  /** `ids.length × dimensions` components, row-major; capacity may exceed the rows in use. */
+  matrix: Float32Array;
+  /** Set when a write landed while the entry was loading: it is not kept. */
+  stale: boolean;
+  loading: Promise<Entry> | null;
+}
+
+/** A nearest memory: its id and cosine distance (`1 − dot`, vectors are unit length). */
+export interface VectorHit {
+  id: string;
+  distance: number;
+}
+
+/** Per-app cache of users' vectors (`ctx.memory.vectors`). */
+export class VectorCache {
+  private readonly users = new Map<string, Entry>();
+  private bytes = 0;
+
+  constructor(
+    readonly dimensions: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  /**
+   * The `k` memories of `userId` nearest to the unit vector `q` (optionally only those of `agentId`),
+   * nearest first, ties by id; loads the user's vectors on first use.
+   */
+  async nearest(db: Db | Tx, userId: string, q: Float32Array, k: number, agentId?: string | null): Promise<VectorHit[]> {
+    const e = await this.entry(db, userId);
+    const dims = this.dimensions;
+    const n = e.ids.length;
+    // sparse query (the local embedder): only its non-zero components
+    const nz: number[] = [];
+    for (let i = 0; i < dims; i++) if (q[i] !== 0) nz.push(i);
+    const sparse = nz.length < dims / 2;
+    const bestD: number[] = [];
+    const bestI: number[] = [];
+    const m = e.matrix;
+    for (let r = 0; r < n; r++) {
+      if (agentId && e.agentIds[r] !== agentId) continue;
+      const base = r * dims;
+      let s = 0;
+      if (sparse) for (let j = 0; j < nz.length; j++) s += m[base + nz[j]] * q[nz[j]];
+      else for (let j = 0; j < dims; j++) s += m[base + j] * q[j];
+      const d = 1 - s;
+      if (bestD.length === k && d >= bestD[k - 1]) continue;
+      let at = bestD.length;
+      while (at > 0 && bestD[at - 1] > d) at--;
+      bestD.splice(at, 0, d);
+      bestI.splice(at, 0, r);
+      if (bestD.length > k) {
+        bestD.pop();
+        bestI.pop();
+      }
+    }
+    const hits = bestI.map((r, i) => ({ id: e.ids[r], distance: bestD[i] }));
+    // equal distances: id order, as the SQL arm (`order by d, id`)
+    return hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /** Inserted rows (with their vectors; rows without one are skipped): appended to loaded users. */
+  added(rows: Array<{ id: string; userId: string; agentId: string | null }>, vectors: Array<Float32Array | null>): void {
+    rows.forEach((row, i) => {
+      const e = this.users.get(row.userId);
+      const v = vectors[i];
+      if (!e || !v) return;
+      if (e.loading) {
+        e.stale = true;
+        return;
+      }
+      const n = e.ids.length;
+      if ((n + 1) * this.dimensions > e.matrix.length) {
+        const grown = new Float32Array(Math.max(this.dimensions * 64, e.matrix.length * 2));
+        grown.set(e.matrix.subarray(0, n * this.dimensions));
+        this.bytes += grown.byteLength - e.matrix.byteLength;
+        e.matrix = grown;
+      }
+      e.matrix.set(v, n * this.dimensions);
+      e.ids.push(row.id);
+      e.agentIds.push(row.agentId);
+    });
+    this.evict();
+  }
+
+  /** Drop `userId`'s entry (memories deleted), or every entry (vectors re-embedded or back-filled). */
+  forget(userId?: string): void {
+    for (const [u, e] of this.users) {
+      if (userId !== undefined && u !== userId) continue;
+      if (e.loading) e.stale = true;
+      else this.drop(u, e);
+    }
+  }
+
+  private drop(userId: string, e: Entry): void {
+    this.bytes -= e.matrix.byteLength;
+    this.users.delete(userId);
+  }
+
+  private async entry(db: Db | Tx, userId: string): Promise<Entry> {
+    const have = this.users.get(userId);
+    if (have) {
+      this.users.delete(userId); // most recently used last
+      this.users.set(userId, have);
+      return have.loading ?? have;
+    }
+    const e: Entry = { ids: [], agentIds: [], matrix: new Float32Array(0), stale: false, loading: null };
+    e.loading = this.load(db, userId, e);
+    this.users.set(userId, e);
+    try {
+      return await e.loading;
+    } finally {
+      e.loading = null;
+      if (e.stale) this.users.delete(userId);
+      else {
+        this.bytes += e.matrix.byteLength;
+        this.evict();
+      }
+    }
+  }
+
+  private async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
+    const rows = await execRows<{ id: string; agent_id: string | null; e: string }>(
+      db,
+      sql`select id, agent_id, embedding::text as e from memories where user_id = ${userId} and embedding is not null order by id`,
+    );
+    const dims = this.dimensions;
+    const matrix = new Float32Array(Math.max(dims * 64, rows.length * dims + dims * 64));
+    let n = 0;
+    for (const r of rows) {
+      // `[a,b,…]` (pgvector) or `{a,b,…}` (real[]): one number per component
+      const parts = r.e.slice(1, -1).split(',');
+      if (parts.length !== dims) continue;
+      const base = n * dims;
+      for (let j = 0; j < dims; j++) matrix[base + j] = Number(parts[j]);
+      e.ids.push(r.id);
+      e.agentIds.push(r.agent_id);
+      n++;
+    }
+    e.matrix = matrix;
+    return e;
+  }
+
+  private evict(): void {
+    for (const [u, e] of this.users) {
+      if (this.bytes <= this.maxBytes || this.users.size <= 1) return;
+      if (!e.loading) this.drop(u, e);
+    }
+  }
+}
