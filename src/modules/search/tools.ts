@@ -103,7 +103,7 @@ export type ToolSearchInput = Static<typeof ToolSearchQuery>;
  * Tools of published services and of the caller's own services, ranked: full-text relevance
  * (tool name > description > service name > service text) plus fuzzy name similarity, blended with
  * popularity; without `q`, filters only, most popular first. When no tool matches every term, tools
- * matching any term are returned (`relaxed`). With the semantic arm on (`SEARCH_SEMANTIC`) and a
+ * matching any term or its synonyms are returned (`relaxed`). With the semantic arm on (`SEARCH_SEMANTIC`) and a
  * `q`, the full-text ranking (at least {@link SEMANTIC_K} deep) and the {@link SEMANTIC_K} nearest
  * tools by sentence vector (visible ones, same filters) are fused by weighted reciprocal rank
  * (`score` is then the fused score; `text_score` stays the full-text one, 0 for `semantic` hits).
@@ -116,7 +116,7 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const q = (input.q ?? '').trim();
   const account = accountOf(principal);
   const semantic = q && ctx.config.search.semantic ? semanticHits(ctx, account, q, input) : null;
-  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, dropped: [], corrected: {} };
+  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, expanded: undefined, dropped: [], corrected: {} };
   const terms = [...queryTerms(q), ...Object.values(plan.corrected).flat()];
   const popularity = (await toolPopularity(ctx)).byTool;
   // Fused: the full-text ranking from the top, deep enough for the page and the fusion.
@@ -124,10 +124,11 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(size, MAX_OFFSET - from) || 1, offset: from, popularity, groups: plan.groups };
   let res = await searchCatalogTools(ctx, account, base);
   let relaxed = false;
-  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't count).
+  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't
+  // count), the words' synonyms added (`plan.expanded`).
   const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
   if (relax) {
-    res = await searchCatalogTools(ctx, account, { ...base, mode: 'any' });
+    res = await searchCatalogTools(ctx, account, { ...base, mode: 'any', groups: plan.expanded });
     relaxed = true;
   }
   let hits: ToolHitView[] = res.hits.map((h) => toolHitView(h, terms, res.fuzzy));
