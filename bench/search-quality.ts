@@ -22,7 +22,9 @@
  * half: the weight is chosen there, never on the held-out half) and again at BENCH_TOOLS, and the
  * latency of every query over HTTP (sequential, BENCH_ROUNDS rounds interleaving the variants,
  * p50/p95/max; the query's sentence vector is computed inside it), plus the first query after a
- * catalog change (vocabulary rebuilt).
+ * catalog change (`first_query_after_catalog_change_ms`: it answers with the previous vocabulary
+ * while the new one is built in the background) and that build (`vocabulary_rebuild_ms`).
+ * `BENCH_SEMANTIC=off` leaves the semantic arm out (no embedding, no `after` variant).
  * Prints one JSON object.
  */
 import os from 'node:os';

@@ -46,15 +46,28 @@ export const MAX_CORRECTIONS = 3;
 /** Stands in while no vocabulary is built yet: no corrections, every word equally weighted. */
 const EMPTY_VOCABULARY: Vocabulary = { version: '', docs: 0, ndoc: new Map(), byLength: new Map(), sorted: [], corrections: new Map(), generation: -1, checkedAt: 0 };
 
+/**
+ * Published tools read per vocabulary statement: the build is a series of short statements, so
+ * searches interleave with it (PGlite runs one statement at a time; ts_stat over 10k tools' text
+ * took seconds in one piece).
+ */
+export const VOCABULARY_PAGE = 250;
+
 async function buildVocabulary(ctx: AppContext, version: string, generation: number, checkedAt: number): Promise<Vocabulary> {
-  const { docs, words } = await catalogVocabulary(ctx);
   const ndoc = new Map<string, number>();
+  let docs = 0;
+  for (let afterId = ''; ; ) {
+    const page = await catalogVocabulary(ctx, { afterId, limit: VOCABULARY_PAGE });
+    if (!page.lastId) break;
+    docs += page.docs;
+    for (const w of page.words) ndoc.set(w.word, (ndoc.get(w.word) ?? 0) + w.ndoc);
+    afterId = page.lastId;
+  }
   const byLength = new Map<number, string[]>();
-  for (const w of words) {
-    ndoc.set(w.word, w.ndoc);
-    const list = byLength.get(w.word.length) ?? [];
-    list.push(w.word);
-    byLength.set(w.word.length, list);
+  for (const word of ndoc.keys()) {
+    const list = byLength.get(word.length) ?? [];
+    list.push(word);
+    byLength.set(word.length, list);
   }
   return { version, docs, ndoc, byLength, sorted: [...ndoc.keys()].sort(), corrections: new Map(), generation, checkedAt };
 }
