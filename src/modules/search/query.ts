@@ -47,9 +47,9 @@ export const MAX_CORRECTIONS = 3;
 const EMPTY_VOCABULARY: Vocabulary = { version: '', docs: 0, ndoc: new Map(), byLength: new Map(), sorted: [], corrections: new Map(), generation: -1, checkedAt: 0 };
 
 /**
- * Published tools read per vocabulary statement: the build is a series of short statements, so
- * searches interleave with it (PGlite runs one statement at a time; ts_stat over 10k tools' text
- * took seconds in one piece).
+ * Published tools read per vocabulary statement: the build is a series of short statements with
+ * the event loop turning between them, so searches interleave with it (PGlite runs one statement
+ * at a time, on the application's thread; ts_stat over 10k tools' text took seconds in one piece).
  */
 export const VOCABULARY_PAGE = 250;
 
@@ -62,6 +62,9 @@ async function buildVocabulary(ctx: AppContext, version: string, generation: num
     docs += page.docs;
     for (const w of page.words) ndoc.set(w.word, (ndoc.get(w.word) ?? 0) + w.ndoc);
     afterId = page.lastId;
+    // Let timers and I/O run between pages: PGlite executes on this thread, and the next page's
+    // statement would otherwise start within the same microtask chain, before any search got in.
+    await new Promise((resolve) => setImmediate(resolve));
   }
   const byLength = new Map<number, string[]>();
   for (const word of ndoc.keys()) {

@@ -1,7 +1,8 @@
 /**
  * Plain-language tool search (issue 19 §1): the verbs people use for an API operation ("stop",
  * "write", "find", "newest") find operations named with the API's verbs (cancel, create, search,
- * latest) once no tool holds every typed word; a query whose words all match is not broadened.
+ * latest) once no tool holds every typed word; a query whose words all match is not broadened;
+ * abbreviations (repo ~ repository) match even when every word is required.
  */
 import { describe, expect, it } from 'vitest';
 import { synonymsOf } from '../../../src/modules/search/synonyms.js';
@@ -41,23 +42,17 @@ describe('search — synonyms of API verbs', () => {
     expect(synonymsOf('weather')).toEqual([]);
   });
 
-  it('finds cancel_build for "stop the build" and the latest log for "newest log"', async () => {
-    const owner = await createUser(app);
-    const svc = await buildService(owner);
+  it('finds cancel_build for "stop the build" (relaxed), the latest log for "newest log", and does not broaden "start build"', async () => {
+    const svc = await buildService(await createUser(app));
     const u = await createUser(app);
     const stop = await names(u, 'stop the build', svc.category);
     expect(stop.relaxed).toBe(true);
     expect(stop.names[0]).toBe('cancel_build');
     expect((await names(u, 'newest log', svc.category)).names[0]).toBe('get_latest_log');
-  });
-
-  it('does not broaden a query whose words all match: "start build" is not relaxed, start_build first', async () => {
-    const owner = await createUser(app);
-    const svc = await buildService(owner);
-    const u = await createUser(app);
-    const res = await names(u, 'start build', svc.category);
-    expect(res.relaxed).toBe(false);
-    expect(res.names[0]).toBe('start_build');
+    // Every word matches: no relaxed search, so no synonyms.
+    const start = await names(u, 'start build', svc.category);
+    expect(start.relaxed).toBe(false);
+    expect(start.names[0]).toBe('start_build');
   });
 
   it('matches a word and its abbreviation even when every word is required: "repository stats" finds repo_stats', async () => {
