@@ -174,16 +174,34 @@ export async function catalogVersion(ctx: AppContext): Promise<string> {
  * display names, categories, tags and descriptions), lower-cased and unstemmed ('simple' text
  * search configuration), letters only, 3–30 long, with the number of tools whose text has each
  * (`ndoc`), and the number of published tools (`docs`). Only published services contribute, so
- * typo corrections never reveal another account's private words.
+ * typo corrections never reveal another account's private words. With `page`, only the published
+ * tools after `afterId` (id order, at most `limit`): `docs` and `ndoc` count those, `lastId` is the
+ * page's last tool (null: no tool left) — so a caller can build the vocabulary in short statements.
  */
-export async function catalogVocabulary(ctx: AppContext): Promise<{ docs: number; words: Array<{ word: string; ndoc: number }> }> {
+export async function catalogVocabulary(
+  ctx: AppContext,
+  page?: { afterId: string; limit: number },
+): Promise<{ docs: number; words: Array<{ word: string; ndoc: number }>; lastId: string | null }> {
   const doc = `to_tsvector('simple'::regconfig, concat_ws(' ', ${TOOL_NAME_WORDS_SQL}, t.description, replace(s.name, '-', ' '), s.display_name, s.category, array_to_string(s.tags, ' '), s.description))`;
   const published = `from tools t join services s on s.id = t.service_id where s.status = 'published'`;
+  let range = '';
+  let lastId: string | null = null;
+  if (page) {
+    const [r] = await execRows<{ last: string | null }>(
+      ctx.db,
+      sql`select max(id) as last from (select t.id from tools t join services s on s.id = t.service_id where s.status = 'published' and t.id > ${page.afterId} order by t.id limit ${page.limit}::int) p`,
+    );
+    lastId = r?.last ?? null;
+    if (!lastId) return { docs: 0, words: [], lastId };
+    // Tool ids are generated (`tool_` + a lower-case ULID), so inlining them in ts_stat's query text is safe; checked anyway.
+    if (![page.afterId, lastId].every((id) => /^[A-Za-z0-9_-]*$/.test(id))) throw new Error('unexpected tool id');
+    range = ` and t.id > '${page.afterId}' and t.id <= '${lastId}'`;
+  }
   const [words, count] = await Promise.all([
-    execRows<{ word: string; ndoc: number }>(ctx.db, sql.raw(`select word, ndoc from ts_stat($vocab$select ${doc} ${published}$vocab$) where word ~ '^[a-z]{3,30}$'`)),
-    execRows<{ n: number | string }>(ctx.db, sql.raw(`select count(*) as n ${published}`)),
+    execRows<{ word: string; ndoc: number }>(ctx.db, sql.raw(`select word, ndoc from ts_stat($vocab$select ${doc} ${published}${range}$vocab$) where word ~ '^[a-z]{3,30}$'`)),
+    execRows<{ n: number | string }>(ctx.db, sql.raw(`select count(*) as n ${published}${range}`)),
   ]);
-  return { docs: Number(count[0]?.n ?? 0), words: words.map((w) => ({ word: w.word, ndoc: Number(w.ndoc) })) };
+  return { docs: Number(count[0]?.n ?? 0), words: words.map((w) => ({ word: w.word, ndoc: Number(w.ndoc) })), lastId };
 }
 
 /**

@@ -12,56 +12,128 @@
  * - Plain language: stop words (the SMART list the memory module's embedder uses) are dropped unless
  *   the query has nothing else; stemming is PostgreSQL's `english` configuration; each remaining
  *   term weighs its inverse document frequency, so rare words decide the ranking.
+ * - Words of other forms: a word's abbreviation or full form ("repos" ~ repository,
+ *   {@link equivalentsOf}) is one more word of its group, always; the everyday verbs for API
+ *   operations ("stop" ~ cancel, "write" ~ create, {@link synonymsOf}) are extra groups weighing
+ *   {@link SYNONYM_WEIGHT} × their own inverse document frequency, searched only in the relaxed
+ *   search (no tool holds every typed word), so a query whose words all match is never broadened.
  *
- * The vocabulary is cached per application context (`AppContext.search`) and rebuilt when {@link catalogVersion} changes
- * (checked after this instance's registry writes, else at most every `CACHE_TTL_MS`).
+ * The vocabulary is cached per application context (`AppContext.search`) and rebuilt in the
+ * background when {@link catalogVersion} changes (checked after this instance's registry writes,
+ * else at most every `CACHE_TTL_MS`); see {@link vocabularyOf}.
  */
 import type { AppContext } from '../../context.js';
 import { STOPWORDS } from '../memory/embeddings.js';
 import { catalogGeneration, catalogVersion, catalogVocabulary, type TermGroup } from '../registry/catalog.js';
 import { editDistance, typoBudget } from './highlight.js';
 import { searchStateOf, type Vocabulary } from './state.js';
+import { equivalentsOf, synonymsOf } from './synonyms.js';
 
 /** Words searched per query (after stop words are left out). */
 export const MAX_TERMS = 8;
 
+/** Weight of a word's synonyms relative to the word, at equal rarity (relaxed search only). */
+export const SYNONYM_WEIGHT = 0.5;
+
+/** Inverse document frequency of a term in `df` of the vocabulary's documents, at least 0.1. */
+function idf(v: Vocabulary, df: number): number {
+  return Math.max(0.1, Math.log(1 + v.docs / (1 + df)));
+}
+
 /** Corrections kept per typed word. */
 export const MAX_CORRECTIONS = 3;
 
+/** Stands in while no vocabulary is built yet: no corrections, every word equally weighted. */
+const EMPTY_VOCABULARY: Vocabulary = { version: '', docs: 0, ndoc: new Map(), byLength: new Map(), sorted: [], corrections: new Map(), generation: -1, checkedAt: 0 };
+
+/**
+ * Published tools read per vocabulary statement: the build is a series of short statements with
+ * the event loop turning between them, so searches interleave with it (PGlite runs one statement
+ * at a time, on the application's thread; ts_stat over 10k tools' text took seconds in one piece).
+ */
+export const VOCABULARY_PAGE = 250;
+
 async function buildVocabulary(ctx: AppContext, version: string, generation: number, checkedAt: number): Promise<Vocabulary> {
-  const { docs, words } = await catalogVocabulary(ctx);
   const ndoc = new Map<string, number>();
+  let docs = 0;
+  for (let afterId = ''; ; ) {
+    const page = await catalogVocabulary(ctx, { afterId, limit: VOCABULARY_PAGE });
+    if (!page.lastId) break;
+    docs += page.docs;
+    for (const w of page.words) ndoc.set(w.word, (ndoc.get(w.word) ?? 0) + w.ndoc);
+    afterId = page.lastId;
+    // Let timers and I/O run between pages: PGlite executes on this thread, and the next page's
+    // statement would otherwise start within the same microtask chain, before any search got in.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
   const byLength = new Map<number, string[]>();
-  for (const w of words) {
-    ndoc.set(w.word, w.ndoc);
-    const list = byLength.get(w.word.length) ?? [];
-    list.push(w.word);
-    byLength.set(w.word.length, list);
+  for (const word of ndoc.keys()) {
+    const list = byLength.get(word.length) ?? [];
+    list.push(word);
+    byLength.set(word.length, list);
   }
   return { version, docs, ndoc, byLength, sorted: [...ndoc.keys()].sort(), corrections: new Map(), generation, checkedAt };
 }
 
+/** How long a query waits for a vocabulary build before answering with the previous vocabulary (ms). */
+export const VOCABULARY_WAIT_MS = 250;
+/** How long the first query of an instance (no vocabulary yet) waits before answering without corrections (ms). */
+export const VOCABULARY_COLD_WAIT_MS = 1000;
+
 /**
- * The current vocabulary, rebuilt when the catalog changed since the cached one. The catalog's
- * version is read from the database only when this instance changed the registry since the last
- * check ({@link catalogGeneration}) or after `CACHE_TTL_MS` (another instance's change), not on
- * every query.
+ * Bring the vocabulary up to date unless that is under way: read the catalog's version, rebuild
+ * when it changed (else mark the cached vocabulary current), and again if this instance changed
+ * the registry meanwhile ({@link catalogGeneration}). Failures are logged; the previous vocabulary
+ * stays.
  */
-async function vocabularyOf(ctx: AppContext): Promise<Vocabulary> {
-  const generation = catalogGeneration(ctx);
+function refreshVocabulary(ctx: AppContext): Promise<void> {
   const state = searchStateOf(ctx);
-  const cached = await state.vocabulary?.catch(() => null);
-  const now = Date.now();
-  if (cached && cached.generation === generation && now - cached.checkedAt < ctx.config.cacheTtlMs) return cached;
-  const version = await catalogVersion(ctx);
-  if (cached && cached.version === version) {
-    cached.generation = generation;
-    cached.checkedAt = now;
-    return cached;
-  }
-  const fresh = buildVocabulary(ctx, version, generation, now);
-  state.vocabulary = fresh;
-  return fresh;
+  state.vocabularyRefresh ??= (async () => {
+    for (;;) {
+      const generation = catalogGeneration(ctx);
+      const checkedAt = Date.now();
+      const version = await catalogVersion(ctx);
+      const cached = state.vocabulary;
+      if (cached && cached.version === version) {
+        cached.generation = generation;
+        cached.checkedAt = checkedAt;
+      } else state.vocabulary = await buildVocabulary(ctx, version, generation, checkedAt);
+      if (catalogGeneration(ctx) === generation) return;
+    }
+  })()
+    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'search vocabulary build failed'))
+    .finally(() => {
+      state.vocabularyRefresh = undefined;
+    });
+  return state.vocabularyRefresh;
+}
+
+/**
+ * The vocabulary to correct against. It is current until this instance changes the registry
+ * ({@link catalogGeneration}) or `CACHE_TTL_MS` passes (another instance's change); then it is
+ * refreshed ({@link refreshVocabulary}; a rebuild is ts_stat over every published tool's text,
+ * seconds at 10k tools) in the background: the query waits for that at most
+ * {@link VOCABULARY_WAIT_MS} (so a small catalog's new words are corrected at once) and otherwise
+ * answers with the previous vocabulary; with none yet, at most {@link VOCABULARY_COLD_WAIT_MS},
+ * then `null` (no corrections).
+ */
+async function vocabularyOf(ctx: AppContext): Promise<Vocabulary | null> {
+  const state = searchStateOf(ctx);
+  const cached = state.vocabulary;
+  if (cached && cached.generation === catalogGeneration(ctx) && Date.now() - cached.checkedAt < ctx.config.cacheTtlMs) return cached;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, cached ? VOCABULARY_WAIT_MS : VOCABULARY_COLD_WAIT_MS)));
+  await Promise.race([refreshVocabulary(ctx), timeout]);
+  clearTimeout(timer);
+  return state.vocabulary ?? null;
+}
+
+/**
+ * Start building the vocabulary in the background (at start-up, so the first queries need not
+ * wait for it). A no-op with `SEARCH_QUERY_REWRITE=off`.
+ */
+export function warmVocabulary(ctx: AppContext): void {
+  if (ctx.config.search.queryRewrite) void refreshVocabulary(ctx);
 }
 
 /** True when some vocabulary word starts with `prefix` (binary search in the sorted words). */
@@ -82,7 +154,7 @@ function prefixesAWord(v: Vocabulary, prefix: string): boolean {
  */
 function correctionsOf(v: Vocabulary, word: string): string[] {
   const max = typoBudget(word);
-  if (max === 0 || v.ndoc.has(word) || !/^[a-z]+$/.test(word)) return [];
+  if (max === 0 || v.docs === 0 || v.ndoc.has(word) || !/^[a-z]+$/.test(word)) return [];
   const known = v.corrections.get(word);
   if (known) return known;
   let best = max + 1;
@@ -113,6 +185,11 @@ export interface QueryPlan {
   dropped: string[];
   /** Typed word → the corrections also searched. */
   corrected: Record<string, string[]>;
+  /**
+   * {@link groups} with each word's synonyms ({@link synonymsOf}, those in the catalog's
+   * vocabulary) added: searched when no tool holds every typed word (the relaxed search).
+   */
+  expanded: TermGroup[];
 }
 
 /**
@@ -124,18 +201,28 @@ export async function planQuery(ctx: AppContext, q: string): Promise<QueryPlan> 
   // Stop words do not count towards the MAX_TERMS words ("store a secret for github actions in a
   // repository" keeps "repository").
   const terms = (q.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, 64).map((t) => t.slice(0, 64));
-  if (!terms.length) return { groups: [], dropped: [], corrected: {} };
+  if (!terms.length) return { groups: [], dropped: [], corrected: {}, expanded: [] };
   const content = terms.filter((t) => !STOPWORDS.has(t)).slice(0, MAX_TERMS);
   const kept = content.length ? content : terms.slice(0, MAX_TERMS);
   const dropped = content.length ? terms.filter((t) => STOPWORDS.has(t)) : [];
-  const v = await vocabularyOf(ctx);
+  const v = (await vocabularyOf(ctx)) ?? EMPTY_VOCABULARY;
   const corrected: Record<string, string[]> = {};
   const groups = kept.map((word, i) => {
     const last = i === kept.length - 1 && terms[terms.length - 1] === word;
     const fixes = last && prefixesAWord(v, word) ? [] : correctionsOf(v, word);
     if (fixes.length) corrected[word] = fixes;
+    const same = [word, ...fixes].flatMap((w) => equivalentsOf(w)).filter((w) => v.ndoc.has(w) && w !== word && !fixes.includes(w));
     const df = Math.max(v.ndoc.get(word) ?? 0, ...fixes.map((f) => v.ndoc.get(f) ?? 0));
-    return { words: [word, ...fixes], prefix: last, weight: Math.max(0.1, Math.log(1 + v.docs / (1 + df))) };
+    return { words: [...new Set([word, ...fixes, ...same])], prefix: last, weight: idf(v, df) };
   });
-  return { groups, dropped, corrected };
+  // Synonyms are extra groups, weighted by their own rarity × SYNONYM_WEIGHT: they add evidence,
+  // never as much as the typed word.
+  const expanded = [...groups];
+  for (const g of groups) {
+    const extra = synonymsOf(g.words[0]).filter((w) => v.ndoc.has(w) && !g.words.includes(w));
+    if (!extra.length) continue;
+    const df = Math.max(...extra.map((w) => v.ndoc.get(w) ?? 0));
+    expanded.push({ words: extra, prefix: false, weight: SYNONYM_WEIGHT * idf(v, df) });
+  }
+  return { groups, dropped, corrected, expanded };
 }

@@ -17,10 +17,13 @@ import {
   UniversalQuery,
   UniversalResult,
 } from './schemas.js';
+import { warmVocabulary } from './query.js';
 import { popularTools, recommendations, searchTools, suggestions, universalSearch } from './service.js';
 
 export async function searchRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   requireAuth(app, ctx.auth);
+  // The typo vocabulary is built while the server starts, not by the first query.
+  app.addHook('onReady', async () => warmVocabulary(ctx));
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['search'];
   const security = USER_SECURITY;

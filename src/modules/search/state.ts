@@ -44,8 +44,10 @@ export interface ToolVectorIndex {
 
 /** Caches of one application: each a promise, so concurrent first requests share one build. */
 export interface SearchState {
-  /** The published catalog's typo vocabulary ({@link Vocabulary}). */
-  vocabulary?: Promise<Vocabulary>;
+  /** The published catalog's typo vocabulary ({@link Vocabulary}) last built, served to queries. */
+  vocabulary?: Vocabulary;
+  /** The vocabulary build under way (one at a time), settled when `vocabulary` is replaced. */
+  vocabularyRefresh?: Promise<void>;
   /** Tool popularity, cached for `SEARCH_POPULARITY_CACHE_MS`. */
   popularity?: Promise<PopularityTable>;
   /** The sentence encoder of the semantic arm (started on first use, closed with the app). */

@@ -62,7 +62,30 @@ export async function toolPopularity(ctx: AppContext): Promise<PopularityTable> 
 /** One tool hit as the API shows it ({@link ToolHitSchema}; `match: semantic` when found by the semantic arm alone). */
 export type ToolHitView = Static<typeof ToolHitSchema>;
 
-function toolHitView(h: Omit<CatalogToolHit, 'match' | 'tool'> & { tool: Omit<CatalogToolHit['tool'], 'created_at'>; match: ToolHitView['match'] }, terms: string[], fuzzy: boolean): ToolHitView {
+/** A ranked tool before it is shown: a full-text hit, or a tool found by the semantic arm alone. */
+type RankedTool = Omit<CatalogToolHit, 'match' | 'tool'> & { tool: Omit<CatalogToolHit['tool'], 'created_at'>; match: ToolHitView['match'] };
+
+/**
+ * Ranks (from 0) within which copies of a tool — the same name and the same first description
+ * line (summary) in another service, e.g. a mirrored or re-published API — come after the distinct
+ * tools (Algolia's `distinct`, as a demotion: no copy is hidden).
+ */
+export const DISTINCT_DEPTH = 50;
+
+/** `hits` with every tool whose name and summary an earlier hit has moved after the others, order kept otherwise. */
+export function distinctFirst<T extends { tool: { name: string; description: string } }>(hits: T[]): T[] {
+  const seen = new Set<string>();
+  const first: T[] = [];
+  const copies: T[] = [];
+  for (const h of hits) {
+    const key = `${h.tool.name.toLowerCase()}\n${h.tool.description.trim().split('\n')[0].trim().toLowerCase()}`;
+    (seen.has(key) ? copies : first).push(h);
+    seen.add(key);
+  }
+  return [...first, ...copies];
+}
+
+function toolHitView(h: RankedTool, terms: string[], fuzzy: boolean): ToolHitView {
   return {
     id: h.tool.id,
     name: h.tool.name,
@@ -103,10 +126,12 @@ export type ToolSearchInput = Static<typeof ToolSearchQuery>;
  * Tools of published services and of the caller's own services, ranked: full-text relevance
  * (tool name > description > service name > service text) plus fuzzy name similarity, blended with
  * popularity; without `q`, filters only, most popular first. When no tool matches every term, tools
- * matching any term are returned (`relaxed`). With the semantic arm on (`SEARCH_SEMANTIC`) and a
+ * matching any term or its synonyms are returned (`relaxed`). With the semantic arm on (`SEARCH_SEMANTIC`) and a
  * `q`, the full-text ranking (at least {@link SEMANTIC_K} deep) and the {@link SEMANTIC_K} nearest
  * tools by sentence vector (visible ones, same filters) are fused by weighted reciprocal rank
  * (`score` is then the fused score; `text_score` stays the full-text one, 0 for `semantic` hits).
+ * In the first {@link DISTINCT_DEPTH} ranks, copies of a tool come after the distinct tools
+ * ({@link distinctFirst}).
  * @throws AppError validation_failed (malformed cursor)
  */
 export async function searchTools(ctx: AppContext, principal: Principal, input: ToolSearchInput) {
@@ -116,44 +141,48 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const q = (input.q ?? '').trim();
   const account = accountOf(principal);
   const semantic = q && ctx.config.search.semantic ? semanticHits(ctx, account, q, input) : null;
-  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, dropped: [], corrected: {} };
+  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, expanded: undefined, dropped: [], corrected: {} };
   const terms = [...queryTerms(q), ...Object.values(plan.corrected).flat()];
   const popularity = (await toolPopularity(ctx)).byTool;
-  // Fused: the full-text ranking from the top, deep enough for the page and the fusion.
-  const [from, size] = semantic ? [0, Math.max(offset + limit, SEMANTIC_K)] : [offset, limit];
+  // The full-text ranking from the top when the page lies in the re-ordered head (copies after
+  // distinct tools) or is fused: deep enough for the page, the head and the fusion.
+  const windowed = !!q && (semantic !== null || offset < DISTINCT_DEPTH);
+  const [from, size] = windowed ? [0, Math.max(offset + limit, DISTINCT_DEPTH, semantic ? SEMANTIC_K : 0)] : [offset, limit];
   const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(size, MAX_OFFSET - from) || 1, offset: from, popularity, groups: plan.groups };
   let res = await searchCatalogTools(ctx, account, base);
   let relaxed = false;
-  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't count).
+  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't
+  // count), the words' synonyms added (`plan.expanded`).
   const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
   if (relax) {
-    res = await searchCatalogTools(ctx, account, { ...base, mode: 'any' });
+    res = await searchCatalogTools(ctx, account, { ...base, mode: 'any', groups: plan.expanded });
     relaxed = true;
   }
-  let hits: ToolHitView[] = res.hits.map((h) => toolHitView(h, terms, res.fuzzy));
+  let ranked: RankedTool[] = res.hits;
   let found = res.found;
   if (semantic) {
     const near = await semantic;
-    const lexical = new Set(hits.map((h) => h.id));
+    const lexical = new Set(ranked.map((h) => h.tool.id));
     const fused = fuseRanks([
-      { ids: hits.map((h) => h.id), weight: 1 },
+      { ids: ranked.map((h) => h.tool.id), weight: 1 },
       { ids: near.map((t) => t.id), weight: ctx.config.search.semanticWeight },
     ]);
     const maxCalls = Math.max(1, ...popularity.values());
     const extra = near
       .filter((t) => !lexical.has(t.id))
-      .map((t) => {
+      .map((t): RankedTool => {
         const calls = popularity.get(t.id) ?? 0;
         const p = Math.round((Math.log1p(calls) / Math.log1p(maxCalls)) * 1e4) / 1e4;
-        return toolHitView({ tool: t, service: { ...t.service, owned: t.service.owner_id === account }, score: 0, text_score: 0, calls, popularity: p, match: 'semantic' }, terms, res.fuzzy);
+        return { tool: t, service: { ...t.service, owned: t.service.owner_id === account }, score: 0, text_score: 0, calls, popularity: p, match: 'semantic' };
       });
     found += extra.length;
-    const order = new Map([...hits, ...extra].map((h, i) => [h.id, i]));
-    hits = [...hits, ...extra]
-      .map((h) => ({ ...h, score: Math.round((fused.get(h.id) ?? 0) * 1e6) / 1e6 }))
-      .sort((a, b) => b.score - a.score || order.get(a.id)! - order.get(b.id)!)
-      .slice(offset, offset + limit);
+    const order = new Map([...ranked, ...extra].map((h, i) => [h.tool.id, i]));
+    ranked = [...ranked, ...extra]
+      .map((h) => ({ ...h, score: Math.round((fused.get(h.tool.id) ?? 0) * 1e6) / 1e6 }))
+      .sort((a, b) => b.score - a.score || order.get(a.tool.id)! - order.get(b.tool.id)!);
   }
+  if (windowed) ranked = [...distinctFirst(ranked.slice(0, DISTINCT_DEPTH)), ...ranked.slice(DISTINCT_DEPTH)].slice(offset, offset + limit);
+  const hits = ranked.map((h) => toolHitView(h, terms, res.fuzzy));
   const next = offset + hits.length;
   return {
     data: hits,
