@@ -3,6 +3,7 @@
  * plugins → platform plugins (db, auth, errors, limits) → module routes, each registered explicitly.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -32,7 +33,7 @@ import { deploymentRoutes } from './modules/deployments/routes.js';
 import { resolveApiKey } from './modules/api-keys/service.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
-import { createEmbeddedIdp, idpRoutes, inProcessFetch } from './modules/identity/idp.js';
+import { idpRoutes, inProcessFetch } from './modules/identity/idp.js';
 import { createLoginFlow } from './modules/identity/login-flow.js';
 import { identityRoutes } from './modules/identity/routes.js';
 import { browserSessionRoutes } from './modules/identity/browser-session.js';
@@ -60,6 +61,7 @@ export interface BuiltApp {
   warm: () => Promise<void>;
 }
 
+const T = (l: string) => process.env.PHASES && process.stderr.write(`phase ${l} ${Math.round(performance.now())}\n`);
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Version of the API contract (`info.version` of /openapi.json). */
@@ -76,6 +78,7 @@ export async function buildApp(
   extraRoutes?: (app: FastifyInstance) => void,
   opts: { dataDir?: Promise<() => Promise<void>> } = {},
 ): Promise<BuiltApp> {
+  T('app-modules-loaded');
   const serializers = new LazySerializers();
   const app = Fastify({
     // Response serialisers compile on first use (or in `warm`), not during start-up.
@@ -132,7 +135,9 @@ export async function buildApp(
   // Platform plugins.
   registerErrorHandlers(app);
   const metrics = registerMetrics(app);
+  T('plugins');
   const database = await openDatabase(config, opts.dataDir);
+  T('database');
   const ctx: AppContext = {
     config,
     database,
@@ -172,7 +177,9 @@ export async function buildApp(
     await database.close();
   });
 
+  T('ctx');
   const identity = await IdentityService.create(ctx);
+  T('identity');
   ctx.auth.addJwtResolver({
     name: 'user',
     accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
@@ -183,8 +190,10 @@ export async function buildApp(
 
   // Modules.
   await app.register(healthRoutes, { ctx, metrics });
+  T('ratelimit+health');
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
-  if (!config.auth.issuer) await app.register(idpRoutes, { identity, config, provider: await createEmbeddedIdp(ctx, identity) });
+  if (!config.auth.issuer) await app.register(idpRoutes, { ctx, identity, config });
+  T('idp');
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(browserSessionRoutes, { ctx, identity, login });
@@ -209,6 +218,8 @@ export async function buildApp(
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   landingRoute(app, config, API_VERSION);
   extraRoutes?.(app);
+  T('registered');
   await app.ready();
+  T('ready');
   return { app, ctx, warm: () => serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile')) };
 }

@@ -2,15 +2,15 @@
  * Database connection: embedded PGlite (default) or PostgreSQL (`DATABASE_URL`), behind one
  * drizzle `Db` type and one SQL dialect. See DESIGN.md §2–3.
  */
-import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
-import { MIGRATIONS_DIR, directoryBytes, openDataDir, pgliteSharedBuffersFor } from './data-dir.js';
+import { MIGRATIONS_DIR, openEmbeddedDataDir, sharedBuffersOf } from './data-dir.js';
 import * as schema from './schema/index.js';
 
-export { DataDirLockedError, directoryBytes, lockDataDir, pgliteSharedBuffersFor } from './data-dir.js';
+export { DataDirLockedError, directoryBytes, lockDataDir, openEmbeddedDataDir, pgliteSharedBuffersFor } from './data-dir.js';
 
 export type Schema = typeof schema;
 /** The drizzle database handle every service receives. Works identically on PGlite and pg. */
@@ -41,23 +41,6 @@ export interface Database {
 
 /** Advisory lock key that serialises migrations across instances ("agentplt" as int). */
 const MIGRATION_LOCK_KEY = 0x61676e74;
-
-/** `shared_buffers` for the embedded data directory `dir` (or in-memory PGlite when undefined) under `config`. */
-function sharedBuffersOf(config: Config, dir: string | undefined): string {
-  return config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dir ? directoryBytes(path.join(dir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
-}
-
-/**
- * Start opening the embedded data directory of `config` (lock; a fresh one is initialised in a
- * helper process, `db/data-dir.ts`), so that `main.ts` can overlap it with loading the app's
- * modules; hand the result to {@link openDatabase}. undefined when `config` has no embedded data
- * directory (PostgreSQL or in-memory PGlite). Resolves to the lock's release function.
- * @throws DataDirLockedError (through the promise) when another process holds the directory
- */
-export function openEmbeddedDataDir(config: Config): Promise<() => Promise<void>> | undefined {
-  if (config.databaseUrl || config.databaseInMemory) return undefined;
-  return openDataDir(path.join(config.dataDir, 'pglite'), (dir) => sharedBuffersOf(config, dir), (msg) => process.emitWarning(msg));
-}
 
 /**
  * Open the database selected by `config` (PGlite under `dataDir/pglite`, in memory, or pg).
@@ -110,7 +93,9 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
   const { drizzle } = await import('drizzle-orm/pglite');
   const dataDir = config.databaseInMemory ? undefined : path.join(config.dataDir, 'pglite');
+  process.env.PHASES && process.stderr.write(`phase pglite-imported ${Math.round(performance.now())}\n`);
   const unlock = await (opening ?? openEmbeddedDataDir(config));
+  process.env.PHASES && process.stderr.write(`phase datadir-opened ${Math.round(performance.now())}\n`);
   const sharedBuffers = sharedBuffersOf(config, dataDir);
   const client = await PGlite.create(dataDir ?? 'memory://', {
     extensions: { vector, pg_trgm },
@@ -118,6 +103,7 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
     // most of an idle embedded server's RSS, so a small database gets 32MB (pgliteSharedBuffersFor).
     postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
   });
+  process.env.PHASES && process.stderr.write(`phase pglite-created ${Math.round(performance.now())}\n`);
   const db = drizzle({ client, schema }) as unknown as Db;
   const database: Database = {
     db,
@@ -139,6 +125,7 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
     const { migrate } = await import('drizzle-orm/pglite/migrator');
     await fn(db, migrate as never);
   });
+  process.env.PHASES && process.stderr.write(`phase migrated ${Math.round(performance.now())}\n`);
   return database;
 }
 
