@@ -3,14 +3,13 @@
  * plugins → platform plugins (db, auth, errors, limits) → module routes, each registered explicitly.
  */
 import { randomUUID } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { EventHub } from './events.js';
-import { openDatabase } from './db/client.js';
+import { openDatabase, type Database } from './db/client.js';
 import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
 import { registerCors } from './http/cors.js';
@@ -55,13 +54,13 @@ export interface BuiltApp {
   app: FastifyInstance;
   ctx: AppContext;
   /**
-   * Compile what start-up left for later (response serialisers, `http/lazy-serializer.ts`) in
-   * idle event-loop turns; `main.ts` calls it once listening. Without it, each is compiled on first use.
+   * Prepare what start-up left for later — the embedded OpenID Provider (`modules/identity/idp.ts`),
+   * then response serialisers (`http/lazy-serializer.ts`) — in idle event-loop turns; `main.ts`
+   * calls it once listening. Without it, each is prepared on first use.
    */
   warm: () => Promise<void>;
 }
 
-const T = (l: string) => process.env.PHASES && process.stderr.write(`phase ${l} ${Math.round(performance.now())}\n`);
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** Version of the API contract (`info.version` of /openapi.json). */
@@ -70,15 +69,14 @@ const API_VERSION = '1.0.0';
 /**
  * Build the whole service for `config`. The caller listens (main.ts) or injects (tests).
  * `extraRoutes` (benchmarks only, never main.ts) registers routes before the app is sealed, so they
- * run behind the same global hooks as the service's own routes. `opts.dataDir`: the embedded data
- * directory's open, already started by main.ts (`openEmbeddedDataDir`).
+ * run behind the same global hooks as the service's own routes. `opts.database`: the database's
+ * open, already started by main.ts (`openDatabase`) so that it overlaps loading this module.
  */
 export async function buildApp(
   config: Config,
   extraRoutes?: (app: FastifyInstance) => void,
-  opts: { dataDir?: Promise<() => Promise<void>> } = {},
+  opts: { database?: Promise<Database> } = {},
 ): Promise<BuiltApp> {
-  T('app-modules-loaded');
   const serializers = new LazySerializers();
   const app = Fastify({
     // Response serialisers compile on first use (or in `warm`), not during start-up.
@@ -135,9 +133,7 @@ export async function buildApp(
   // Platform plugins.
   registerErrorHandlers(app);
   const metrics = registerMetrics(app);
-  T('plugins');
-  const database = await openDatabase(config, opts.dataDir);
-  T('database');
+  const database = await (opts.database ?? openDatabase(config));
   const ctx: AppContext = {
     config,
     database,
@@ -177,9 +173,7 @@ export async function buildApp(
     await database.close();
   });
 
-  T('ctx');
   const identity = await IdentityService.create(ctx);
-  T('identity');
   ctx.auth.addJwtResolver({
     name: 'user',
     accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
@@ -190,10 +184,9 @@ export async function buildApp(
 
   // Modules.
   await app.register(healthRoutes, { ctx, metrics });
-  T('ratelimit+health');
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
-  if (!config.auth.issuer) await app.register(idpRoutes, { ctx, identity, config });
-  T('idp');
+  const deferred: Array<() => Promise<unknown>> = [];
+  if (!config.auth.issuer) await app.register(idpRoutes, { ctx, identity, config, deferred });
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(browserSessionRoutes, { ctx, identity, login });
@@ -218,8 +211,10 @@ export async function buildApp(
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   landingRoute(app, config, API_VERSION);
   extraRoutes?.(app);
-  T('registered');
   await app.ready();
-  T('ready');
-  return { app, ctx, warm: () => serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile')) };
+  const warm = async () => {
+    for (const prepare of deferred) await prepare().catch((err: unknown) => app.log.error({ err }, 'a deferred start-up step failed (retried on first use)'));
+    await serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile'));
+  };
+  return { app, ctx, warm };
 }

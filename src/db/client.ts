@@ -2,7 +2,6 @@
  * Database connection: embedded PGlite (default) or PostgreSQL (`DATABASE_URL`), behind one
  * drizzle `Db` type and one SQL dialect. See DESIGN.md §2–3.
  */
-import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -93,9 +92,7 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
   const { drizzle } = await import('drizzle-orm/pglite');
   const dataDir = config.databaseInMemory ? undefined : path.join(config.dataDir, 'pglite');
-  process.env.PHASES && process.stderr.write(`phase pglite-imported ${Math.round(performance.now())}\n`);
   const unlock = await (opening ?? openEmbeddedDataDir(config));
-  process.env.PHASES && process.stderr.write(`phase datadir-opened ${Math.round(performance.now())}\n`);
   const sharedBuffers = sharedBuffersOf(config, dataDir);
   const client = await PGlite.create(dataDir ?? 'memory://', {
     extensions: { vector, pg_trgm },
@@ -103,7 +100,6 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
     // most of an idle embedded server's RSS, so a small database gets 32MB (pgliteSharedBuffersFor).
     postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
   });
-  process.env.PHASES && process.stderr.write(`phase pglite-created ${Math.round(performance.now())}\n`);
   const db = drizzle({ client, schema }) as unknown as Db;
   const database: Database = {
     db,
@@ -125,22 +121,44 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
     const { migrate } = await import('drizzle-orm/pglite/migrator');
     await fn(db, migrate as never);
   });
-  process.env.PHASES && process.stderr.write(`phase migrated ${Math.round(performance.now())}\n`);
   return database;
 }
 
 type Migrate = (db: unknown, cfg: { migrationsFolder: string }) => Promise<void>;
 
-/** Apply pending migrations (generated SQL in `src/db/migrations`) under the engine's lock. */
+/**
+ * Apply pending migrations (generated SQL in `src/db/migrations`) under the engine's lock — unless
+ * the database already holds the newest migration file (same `created_at` and SHA-256 as drizzle
+ * records them): then one read replaces drizzle's two DDL statements and empty transaction, which
+ * are most of a later open's migration step on PGlite (issue 18). The same read tells whether
+ * pgvector is installed.
+ */
 async function migrateDatabase(
   database: Database,
   withLock: (fn: (db: unknown, migrate: Migrate) => Promise<void>) => Promise<void>,
 ): Promise<void> {
-  await withLock(async (db, migrate) => {
-    await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
-  });
-  const rows = await execRows(database.db, sql`select 1 from pg_extension where extname = 'vector'`);
-  database.hasVector = rows.length > 0;
+  const { readMigrationFiles } = await import('drizzle-orm/migrator');
+  const newest = readMigrationFiles({ migrationsFolder: MIGRATIONS_DIR }).at(-1);
+  const state = async () =>
+    (
+      await execRows<{ vector: boolean; migrated: boolean }>(
+        database.db,
+        sql`select exists (select 1 from pg_extension where extname = 'vector') as vector,
+          to_regclass('drizzle.__drizzle_migrations') is not null as migrated`,
+      )
+    )[0];
+  let { vector, migrated } = await state();
+  const current =
+    migrated &&
+    newest !== undefined &&
+    (await execRows(database.db, sql`select 1 from drizzle.__drizzle_migrations where created_at = ${newest.folderMillis} and hash = ${newest.hash}`)).length > 0;
+  if (!current) {
+    await withLock(async (db, migrate) => {
+      await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+    });
+    ({ vector } = await state());
+  }
+  database.hasVector = vector;
 }
 
 /** Run raw SQL and return its rows (normalises the PGlite and node-postgres result shapes). */

@@ -76,11 +76,15 @@ const InteractionParams = Type.Object({ uid: Type.String({ minLength: 1, maxLeng
 const LoginForm = Type.Object({ email: Type.String({ maxLength: 254 }), password: Type.String({ maxLength: 256 }) });
 
 /**
- * Mount the provider under `/idp` and serve its sign-in pages. The provider is built on the first
- * request that needs it (idp-provider.ts; a failed build is retried by the next request), not at
- * start-up. Expired provider rows and login states are purged every 10 minutes from start-up on.
+ * Mount the provider under `/idp` and serve its sign-in pages. The provider is built after start-up
+ * (pushed onto `deferred`, run by the app's `warm` once listening) or by the first request that
+ * needs it, whichever comes first (idp-provider.ts; a failed build is retried by the next request).
+ * Expired provider rows and login states are purged every 10 minutes from start-up on.
  */
-export async function idpRoutes(app: FastifyInstance, { ctx, identity, config }: { ctx: AppContext; identity: IdentityService; config: Config }): Promise<void> {
+export async function idpRoutes(
+  app: FastifyInstance,
+  { ctx, identity, config, deferred }: { ctx: AppContext; identity: IdentityService; config: Config; deferred?: Array<() => Promise<unknown>> },
+): Promise<void> {
   let building: Promise<{ provider: Provider; handle: (req: IncomingMessage, res: ServerResponse) => void }> | undefined;
   const built = () =>
     (building ??= import('./idp-provider.js')
@@ -91,6 +95,7 @@ export async function idpRoutes(app: FastifyInstance, { ctx, identity, config }:
         throw err;
       }));
   const providerOf = async () => (await built()).provider;
+  deferred?.push(built);
   const publicUrl = new URL(identity.platformIssuer);
   const trustProxy = config.trustProxy;
   const timer = setInterval(() => {
