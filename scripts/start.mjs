@@ -60,22 +60,36 @@ async function build(esbuild, sources, stamp) {
     fs.copyFileSync(path.join(src, f), path.join(tmp, f));
   }
   fs.writeFileSync(path.join(tmp, '.build-stamp'), stamp);
-  if (fs.existsSync(dist)) fs.renameSync(dist, old);
-  fs.renameSync(tmp, dist);
-  fs.rmSync(old, { recursive: true, force: true });
+  try {
+    try {
+      fs.renameSync(dist, old);
+    } catch {
+      /* no dist/ yet, or another start moved it first */
+    }
+    fs.renameSync(tmp, dist);
+  } catch (err) {
+    // Another start swapped in the same build between our two renames: use it.
+    if (readStamp() !== stamp) throw err;
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(old, { recursive: true, force: true });
+  }
+}
+
+/** The stamp of the build in dist/, or null. */
+function readStamp() {
+  try {
+    return fs.readFileSync(stampFile, 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 async function main() {
   const sources = files(src);
   const esbuild = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'))('esbuild');
   const stamp = stampOf(sources, esbuild.version);
-  let current = false;
-  try {
-    current = fs.readFileSync(stampFile, 'utf8') === stamp;
-  } catch {
-    /* no build yet */
-  }
-  if (!current) {
+  if (readStamp() !== stamp) {
     try {
       await build(esbuild, sources, stamp);
     } catch (err) {
