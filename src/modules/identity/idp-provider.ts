@@ -10,7 +10,7 @@ import type { AppContext } from '../../context.js';
 import { DbAdapter } from './idp-adapter.js';
 import { MCP_SCOPE, mcpResourceServerInfo, registrationSettings } from './idp-mcp.js';
 import { errorPage, PAGE_HEADERS } from './idp-pages.js';
-import { IDP_PREFIX, IDP_ROUTES, OIDC_SCOPES, resourceIndicatorFor } from './idp.js';
+import { IDP_PREFIX, IDP_ROUTES, OIDC_SCOPES, resourceIndicatorFor } from './idp-endpoints.js';
 import { loadOrCreateSecret } from './keys.js';
 import { consoleRedirectUri, isRedirectUriAllowed } from './redirect-uris.js';
 import type { IdentityService } from './service.js';

@@ -21,31 +21,11 @@ import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import type { Config } from '../../config.js';
 import { purgeExpiredPayloads } from './idp-adapter.js';
+import { IDP_PREFIX, IDP_ROUTES } from './idp-endpoints.js';
 import { clientNameOf, consentPage, grantAndContinue, mcpAuthorizationRoutes } from './idp-mcp.js';
 import { PAGE_HEADERS, errorPage, loginPage } from './idp-pages.js';
 import type { IdentityService } from './service.js';
 import { userinfoRoutes } from './userinfo.js';
-
-/** Path prefix the provider is mounted at. */
-export const IDP_PREFIX = '/idp';
-
-/** Endpoint paths under {@link IDP_PREFIX} (the spec fixes `/authorize`). */
-export const IDP_ROUTES = {
-  authorization: '/authorize',
-  token: '/token',
-  jwks: '/jwks',
-  userinfo: '/userinfo',
-  revocation: '/revoke',
-  end_session: '/logout',
-} as const;
-
-/** The resource indicator (RFC 8707) of the API: `AUTH_AUDIENCE` when it is a URI, else a URN. */
-export function resourceIndicatorFor(audience: string): string {
-  return /^[a-z][a-z0-9+.-]*:/i.test(audience) ? audience : `urn:agent-platform:${audience}`;
-}
-
-/** OpenID Connect scopes of the tenant (the API's own scopes come from `AUTH_SCOPE`). */
-export const OIDC_SCOPES = ['openid', 'profile', 'email', 'offline_access'];
 
 /**
  * `fetch` that answers requests for this service's own URLs in-process (`app.inject`), so the

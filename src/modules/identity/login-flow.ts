@@ -19,7 +19,7 @@ import * as oidc from 'openid-client';
 import type { AppContext } from '../../context.js';
 import { loginStates } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
-import { IDP_ROUTES, resourceIndicatorFor } from './idp.js';
+import { IDP_ROUTES, resourceIndicatorFor } from './idp-endpoints.js';
 import { consoleRedirectUri, redirectUriProblem } from './redirect-uris.js';
 import { IdentityService, tokenError } from './service.js';
 
