@@ -17,7 +17,6 @@ import { buildServer } from './server.js';
 import { SESSION_HEADER, findMcpSession, openMcpSession, type McpSessionRow } from './sessions.js';
 import type { McpCall } from './tools.js';
 
-
 /** `?expose_tools=` of the connection URL; undefined when absent. */
 export type ExposeFlag = boolean | undefined;
 
