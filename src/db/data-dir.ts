@@ -185,14 +185,17 @@ export function preparedKey(migrationsDir = MIGRATIONS_DIR): string {
  * The prepared directory of the current key under `templates`, built by a helper process when
  * missing: into a temporary directory renamed into place when complete, so a directory under its
  * final name is always whole (a concurrent builder's rename wins, ours is dropped). Prepared
- * directories of other keys are removed once a new one is in place.
+ * directories of other keys and stale temporary ones are removed whenever it is used.
  * @returns its path
  * @throws Error when it cannot be built or the cache directory is not writable
  */
 async function preparedDir(templates: string, sharedBuffers: string): Promise<string> {
   const name = `pglite-${preparedKey()}`;
   const dir = path.join(templates, name);
-  if (fs.existsSync(path.join(dir, 'PG_VERSION'))) return dir;
+  if (fs.existsSync(path.join(dir, 'PG_VERSION'))) {
+    pruneTemplates(templates, name);
+    return dir;
+  }
   fs.mkdirSync(templates, { recursive: true });
   const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
@@ -205,12 +208,17 @@ async function preparedDir(templates: string, sharedBuffers: string): Promise<st
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  for (const other of fs.readdirSync(templates)) {
-    // Older keys, and temporary directories of builders that died over an hour ago.
-    const stale = other.startsWith('pglite-') && other !== name && (!other.includes('.tmp-') || Date.now() - fs.statSync(path.join(templates, other)).mtimeMs > 3_600_000);
-    if (stale) fs.rmSync(path.join(templates, other), { recursive: true, force: true });
-  }
+  pruneTemplates(templates, name);
   return dir;
+}
+
+/** Remove prepared directories of other keys, and temporary ones of builders that died over an hour ago (best effort). */
+function pruneTemplates(templates: string, keep: string): void {
+  for (const other of fs.readdirSync(templates)) {
+    const p = path.join(templates, other);
+    const stale = other.startsWith('pglite-') && other !== keep && (!other.includes('.tmp-') || Date.now() - (fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? 0) > 3_600_000);
+    if (stale) fs.rmSync(p, { recursive: true, force: true });
+  }
 }
 
 /**
