@@ -1,7 +1,11 @@
 /**
- * Start-up time and idle memory of `npm start` (`node --import tsx src/main.ts`) on this machine:
- * 1. first open of a fresh DATA_DIR (PGlite initialises its cluster, migrations run),
- * 2. a later open of the same DATA_DIR.
+ * Start-up time and idle memory of `npm start` (the command of package.json's `start` script, run
+ * in the tree measured) on this machine:
+ * 1. `first-cold`: first open of a fresh DATA_DIR with an empty cache of prepared data directories
+ *    (`PGLITE_TEMPLATE_DIR`: PGlite initialises a cluster and the migrations run),
+ * 2. `later`: a later open of the same DATA_DIR,
+ * 3. `first`: first open of another fresh DATA_DIR, the prepared directory now in the cache (what
+ *    every first open after the machine's first one does).
  * For each: `startup_ms` as logged by main.ts (from process start to listening) and the resident
  * set size (VmRSS of /proc/<pid>/status) after IDLE_MS of idleness. Linux only (procfs).
  *
@@ -34,12 +38,21 @@ function rssMiB(pid: number): number {
   return m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
 }
 
-async function once(root: string, dataDir: string): Promise<{ startup_ms: number; wall_ms: number; idle_rss_mib: number }> {
+/** The `start` script of `root`'s package.json as node arguments (`exec node --import tsx src/main.ts` → `['--import', 'tsx', 'src/main.ts']`). */
+function startArgs(root: string): string[] {
+  const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = scripts.start.trim().split(/\s+/);
+  const node = words.indexOf('node');
+  if (node < 0) throw new Error(`the start script of ${root} does not run node: ${scripts.start}`);
+  return words.slice(node + 1);
+}
+
+async function once(root: string, dataDir: string, templates: string): Promise<{ startup_ms: number; wall_ms: number; idle_rss_mib: number }> {
   const port = await freePort();
   const t0 = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, startArgs(root), {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', NODE_ENV: 'production' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PGLITE_TEMPLATE_DIR: templates, LOG_LEVEL: 'info', NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const ready = await new Promise<{ startup_ms: number }>((resolve, reject) => {
@@ -67,9 +80,11 @@ for (let i = 0; i < RUNS; i++) {
   // Alternate which tree goes first, so neither always gets the quieter half of a round.
   for (const { tree, root } of i % 2 ? [...trees].reverse() : trees) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-startup-'));
+    const [data, again, templates] = ['data', 'again', 'templates'].map((d) => path.join(dir, d));
     try {
-      results.push({ tree, run: i + 1, open: 'first', ...(await once(root, dir)) });
-      results.push({ tree, run: i + 1, open: 'later', ...(await once(root, dir)) });
+      results.push({ tree, run: i + 1, open: 'first-cold', ...(await once(root, data, templates)) });
+      results.push({ tree, run: i + 1, open: 'later', ...(await once(root, data, templates)) });
+      results.push({ tree, run: i + 1, open: 'first', ...(await once(root, again, templates)) });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -77,7 +92,7 @@ for (let i = 0; i < RUNS; i++) {
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const summary = trees.flatMap(({ tree }) =>
-  ['first', 'later'].map((open) => {
+  ['first-cold', 'first', 'later'].map((open) => {
     const rs = results.filter((r) => r.tree === tree && r.open === open);
     return { tree, open, startup_ms: median(rs.map((r) => r.startup_ms)), idle_rss_mib: median(rs.map((r) => r.idle_rss_mib)) };
   }),

@@ -9,7 +9,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { EventHub } from './events.js';
-import { openDatabase } from './db/client.js';
+import { openDatabase, type Database } from './db/client.js';
 import { AuthRegistry } from './http/auth.js';
 import { registerErrorHandlers } from './http/errors.js';
 import { registerCors } from './http/cors.js';
@@ -32,7 +32,7 @@ import { deploymentRoutes } from './modules/deployments/routes.js';
 import { resolveApiKey } from './modules/api-keys/service.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
-import { createEmbeddedIdp, idpRoutes, inProcessFetch } from './modules/identity/idp.js';
+import { idpRoutes, inProcessFetch } from './modules/identity/idp.js';
 import { createLoginFlow } from './modules/identity/login-flow.js';
 import { identityRoutes } from './modules/identity/routes.js';
 import { browserSessionRoutes } from './modules/identity/browser-session.js';
@@ -54,8 +54,9 @@ export interface BuiltApp {
   app: FastifyInstance;
   ctx: AppContext;
   /**
-   * Compile what start-up left for later (response serialisers, `http/lazy-serializer.ts`) in
-   * idle event-loop turns; `main.ts` calls it once listening. Without it, each is compiled on first use.
+   * Prepare what start-up left for later — the embedded OpenID Provider (`modules/identity/idp.ts`),
+   * then response serialisers (`http/lazy-serializer.ts`) — in idle event-loop turns; `main.ts`
+   * calls it once listening. Without it, each is prepared on first use.
    */
   warm: () => Promise<void>;
 }
@@ -68,13 +69,13 @@ const API_VERSION = '1.0.0';
 /**
  * Build the whole service for `config`. The caller listens (main.ts) or injects (tests).
  * `extraRoutes` (benchmarks only, never main.ts) registers routes before the app is sealed, so they
- * run behind the same global hooks as the service's own routes. `opts.dataDir`: the embedded data
- * directory's open, already started by main.ts (`openEmbeddedDataDir`).
+ * run behind the same global hooks as the service's own routes. `opts.database`: the database's
+ * open, already started by main.ts (`openDatabase`) so that it overlaps loading this module.
  */
 export async function buildApp(
   config: Config,
   extraRoutes?: (app: FastifyInstance) => void,
-  opts: { dataDir?: Promise<() => Promise<void>> } = {},
+  opts: { database?: Promise<Database> } = {},
 ): Promise<BuiltApp> {
   const serializers = new LazySerializers();
   const app = Fastify({
@@ -132,7 +133,7 @@ export async function buildApp(
   // Platform plugins.
   registerErrorHandlers(app);
   const metrics = registerMetrics(app);
-  const database = await openDatabase(config, opts.dataDir);
+  const database = await (opts.database ?? openDatabase(config));
   const ctx: AppContext = {
     config,
     database,
@@ -184,7 +185,8 @@ export async function buildApp(
   // Modules.
   await app.register(healthRoutes, { ctx, metrics });
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
-  if (!config.auth.issuer) await app.register(idpRoutes, { identity, config, provider: await createEmbeddedIdp(ctx, identity) });
+  const deferred: Array<() => Promise<unknown>> = [];
+  if (!config.auth.issuer) await app.register(idpRoutes, { ctx, identity, config, deferred });
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(browserSessionRoutes, { ctx, identity, login });
@@ -210,5 +212,9 @@ export async function buildApp(
   landingRoute(app, config, API_VERSION);
   extraRoutes?.(app);
   await app.ready();
-  return { app, ctx, warm: () => serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile')) };
+  const warm = async () => {
+    for (const prepare of deferred) await prepare().catch((err: unknown) => app.log.error({ err }, 'a deferred start-up step failed (retried on first use)'));
+    await serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile'));
+  };
+  return { app, ctx, warm };
 }

@@ -27,11 +27,10 @@ export interface Config {
   databaseUrl?: string;
   /** Use an in-memory PGlite (tests); ignored when `databaseUrl` is set. */
   databaseInMemory: boolean;
-  /**
-   * `shared_buffers` of the embedded PGlite, e.g. `32MB` (PostgreSQL units kB, MB, GB), or `auto`
-   * (default): sized at start-up to the data directory (see `pgliteSharedBuffersFor` in db/client.ts).
-   */
+  /** `shared_buffers` of the embedded PGlite (`32MB`; units kB, MB, GB) or `auto` (default: sized to the data directory, `pgliteSharedBuffersFor`). */
   pgliteSharedBuffers: string;
+  /** Cache of prepared PGlite data directories (db/data-dir.ts), `PGLITE_TEMPLATE_DIR`; null when `off`. */
+  pgliteTemplateDir: string | null;
   redisUrl?: string;
   /**
    * Longest time, in ms, an instance serves a cached registry lookup or session state (execution
@@ -298,6 +297,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
     databaseInMemory: bool(env, 'DATABASE_IN_MEMORY', false),
     pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', 'auto', true),
+    pgliteTemplateDir: str(env, 'PGLITE_TEMPLATE_DIR') === 'off' ? null : path.resolve(str(env, 'PGLITE_TEMPLATE_DIR') ?? path.join(import.meta.dirname, '..', 'node_modules', '.cache', 'agent-platform')),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     cacheTtlMs: int(env, 'CACHE_TTL_MS', 5000, 0, 300_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),

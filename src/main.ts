@@ -17,14 +17,17 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  // The embedded data directory opens (a fresh one is initialised in a helper process) while the
-  // main thread loads the app's modules. Imported only after the configuration parsed, so a config
-  // error prints exactly one line.
-  const { openEmbeddedDataDir } = await import('./db/client.js');
+  // The database opens — a fresh embedded data directory is prepared (db/data-dir.ts), PGlite's
+  // WebAssembly compiles and boots, migrations are checked — while the main thread loads the app's
+  // modules. Imported only after the configuration parsed, so a config error prints exactly one line.
+  const { openEmbeddedDataDir } = await import('./db/data-dir.js');
   const dataDir = openEmbeddedDataDir(config);
-  dataDir?.catch(() => undefined); // awaited (and reported) by buildApp
+  dataDir?.catch(() => undefined); // awaited (and reported) through the database's open
+  const { openDatabase } = await import('./db/client.js');
+  const database = openDatabase(config, dataDir);
+  database.catch(() => undefined); // awaited (and reported) by buildApp
   const { buildApp } = await import('./app.js');
-  const { app, warm } = await buildApp(config, undefined, { dataDir });
+  const { app, warm } = await buildApp(config, undefined, { database });
   if (config.processRole === 'worker') {
     // Worker: the app is built (modules register their job handlers) but serves no HTTP.
     await app.ready();

@@ -2,15 +2,14 @@
  * Database connection: embedded PGlite (default) or PostgreSQL (`DATABASE_URL`), behind one
  * drizzle `Db` type and one SQL dialect. See DESIGN.md §2–3.
  */
-import os from 'node:os';
 import path from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
-import { MIGRATIONS_DIR, directoryBytes, openDataDir, pgliteSharedBuffersFor } from './data-dir.js';
+import { MIGRATIONS_DIR, openEmbeddedDataDir, sharedBuffersOf } from './data-dir.js';
 import * as schema from './schema/index.js';
 
-export { DataDirLockedError, directoryBytes, lockDataDir, pgliteSharedBuffersFor } from './data-dir.js';
+export { DataDirLockedError, directoryBytes, lockDataDir, openEmbeddedDataDir, pgliteSharedBuffersFor } from './data-dir.js';
 
 export type Schema = typeof schema;
 /** The drizzle database handle every service receives. Works identically on PGlite and pg. */
@@ -41,23 +40,6 @@ export interface Database {
 
 /** Advisory lock key that serialises migrations across instances ("agentplt" as int). */
 const MIGRATION_LOCK_KEY = 0x61676e74;
-
-/** `shared_buffers` for the embedded data directory `dir` (or in-memory PGlite when undefined) under `config`. */
-function sharedBuffersOf(config: Config, dir: string | undefined): string {
-  return config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dir ? directoryBytes(path.join(dir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
-}
-
-/**
- * Start opening the embedded data directory of `config` (lock; a fresh one is initialised in a
- * helper process, `db/data-dir.ts`), so that `main.ts` can overlap it with loading the app's
- * modules; hand the result to {@link openDatabase}. undefined when `config` has no embedded data
- * directory (PostgreSQL or in-memory PGlite). Resolves to the lock's release function.
- * @throws DataDirLockedError (through the promise) when another process holds the directory
- */
-export function openEmbeddedDataDir(config: Config): Promise<() => Promise<void>> | undefined {
-  if (config.databaseUrl || config.databaseInMemory) return undefined;
-  return openDataDir(path.join(config.dataDir, 'pglite'), (dir) => sharedBuffersOf(config, dir), (msg) => process.emitWarning(msg));
-}
 
 /**
  * Open the database selected by `config` (PGlite under `dataDir/pglite`, in memory, or pg).
@@ -144,16 +126,39 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
 
 type Migrate = (db: unknown, cfg: { migrationsFolder: string }) => Promise<void>;
 
-/** Apply pending migrations (generated SQL in `src/db/migrations`) under the engine's lock. */
+/**
+ * Apply pending migrations (generated SQL in `src/db/migrations`) under the engine's lock — unless
+ * the database already holds the newest migration file (same `created_at` and SHA-256 as drizzle
+ * records them): then one read replaces drizzle's two DDL statements and empty transaction, which
+ * are most of a later open's migration step on PGlite (issue 18). The same read tells whether
+ * pgvector is installed.
+ */
 async function migrateDatabase(
   database: Database,
   withLock: (fn: (db: unknown, migrate: Migrate) => Promise<void>) => Promise<void>,
 ): Promise<void> {
-  await withLock(async (db, migrate) => {
-    await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
-  });
-  const rows = await execRows(database.db, sql`select 1 from pg_extension where extname = 'vector'`);
-  database.hasVector = rows.length > 0;
+  const { readMigrationFiles } = await import('drizzle-orm/migrator');
+  const newest = readMigrationFiles({ migrationsFolder: MIGRATIONS_DIR }).at(-1);
+  const state = async () =>
+    (
+      await execRows<{ vector: boolean; migrated: boolean }>(
+        database.db,
+        sql`select exists (select 1 from pg_extension where extname = 'vector') as vector,
+          to_regclass('drizzle.__drizzle_migrations') is not null as migrated`,
+      )
+    )[0];
+  let { vector, migrated } = await state();
+  const current =
+    migrated &&
+    newest !== undefined &&
+    (await execRows(database.db, sql`select 1 from drizzle.__drizzle_migrations where created_at = ${newest.folderMillis} and hash = ${newest.hash}`)).length > 0;
+  if (!current) {
+    await withLock(async (db, migrate) => {
+      await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+    });
+    ({ vector } = await state());
+  }
+  database.hasVector = vector;
 }
 
 /** Run raw SQL and return its rows (normalises the PGlite and node-postgres result shapes). */

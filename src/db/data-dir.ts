@@ -2,19 +2,28 @@
  * The embedded data directory (`DATA_DIR/pglite`): its exclusive lock, the sizing of PGlite's
  * shared buffers, and its first open.
  *
- * First open (issue 18): PGlite's `initdb` and the migrations of a fresh directory grow its
- * WebAssembly memory to ~750 MiB, and WebAssembly memory never shrinks — the process kept that
- * as idle RSS for its whole life. {@link openDataDir} therefore runs the first open (initdb +
- * migrations) in a short-lived helper process (`node -e`, plain JavaScript), whose exit returns
- * that memory to the system; the app then opens the initialised directory like any later open.
- * The helper starts as early as `main.ts` can start it, so it runs on the second core while the
- * main thread loads the application's modules. If the helper fails, the app's own open
- * initialises the directory as before (slower, not wrong).
+ * First open (issue 18): PGlite's `initdb` and the migrations of a fresh directory take seconds and
+ * grow its WebAssembly memory to ~750 MiB, which never shrinks. So a fresh directory is never
+ * initialised by the server itself:
+ * - it is a copy of a *prepared directory* (initdb + every migration, nothing else: the migrations
+ *   create no random or per-installation rows — keys and secrets are made at first start-up), kept
+ *   in a cache (`PGLITE_TEMPLATE_DIR`, default `node_modules/.cache/agent-platform`) under a key
+ *   that hashes the PGlite and pgvector versions and every migration file, so a changed migration
+ *   or engine never reuses an old one. Copying a closed cluster's files is a sound copy of it
+ *   (PostgreSQL docs §25.2, file-system level backup with the server shut down).
+ * - when no prepared directory exists yet, a short-lived helper process (`node -e`, plain
+ *   JavaScript) builds it (initdb + migrations); its exit returns that memory to the system. The
+ *   helper starts as early as `main.ts` can start it, so it runs on the second core while the main
+ *   thread loads the application's modules.
+ * If any of this fails, the app's own open initialises the directory as before (slower, not wrong).
  */
 import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
+import type { Config } from '../config.js';
 
 /** Where the SQL migrations live (`src/db/migrations`, journal in `meta/`). */
 export const MIGRATIONS_DIR = path.join(import.meta.dirname, 'migrations');
@@ -53,6 +62,23 @@ export function directoryBytes(dir: string): number {
   return total;
 }
 
+/** `shared_buffers` for the embedded data directory `dir` (or in-memory PGlite when undefined) under `config`. */
+export function sharedBuffersOf(config: Config, dir: string | undefined): string {
+  return config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dir ? directoryBytes(path.join(dir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
+}
+
+/**
+ * Start opening the embedded data directory of `config` (lock; a fresh one is copied from a
+ * prepared directory or initialised in a helper process), so that `main.ts` can overlap it with
+ * loading the app's modules; hand the result to `openDatabase` (db/client.ts). undefined when `config` has no embedded data
+ * directory (PostgreSQL or in-memory PGlite). Resolves to the lock's release function.
+ * @throws DataDirLockedError (through the promise) when another process holds the directory
+ */
+export function openEmbeddedDataDir(config: Config): Promise<() => Promise<void>> | undefined {
+  if (config.databaseUrl || config.databaseInMemory) return undefined;
+  return openDataDir(path.join(config.dataDir, 'pglite'), (dir) => sharedBuffersOf(config, dir), (msg) => process.emitWarning(msg), config.pgliteTemplateDir ?? undefined);
+}
+
 /** The embedded data directory is held by another process (a running server or CLI). */
 export class DataDirLockedError extends Error {
   constructor(readonly dataDir: string) {
@@ -89,22 +115,125 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
 }
 
 /**
- * An embedded data directory, locked (see {@link lockDataDir}) and initialised: a fresh one is
- * initialised and migrated in a helper process first (module comment). `sharedBuffers` as passed to
- * PGlite (`postgresqlconf`). Resolves to the release function of the lock.
+ * An embedded data directory, locked (see {@link lockDataDir}) and initialised: a fresh (empty)
+ * one becomes a copy of the prepared directory in `templates` (built first by a helper process
+ * when missing), or — without `templates`, or when that fails — is initialised and migrated in
+ * place by a helper process (module comment). `sharedBuffers` as passed to PGlite
+ * (`postgresqlconf`). Resolves to the release function of the lock.
  * @throws DataDirLockedError when another live process holds the directory
  */
-export async function openDataDir(dataDir: string, sharedBuffers: (dir: string) => string, log?: (msg: string) => void): Promise<() => Promise<void>> {
+export async function openDataDir(
+  dataDir: string,
+  sharedBuffers: (dir: string) => string,
+  log?: (msg: string) => void,
+  templates?: string,
+): Promise<() => Promise<void>> {
   fs.mkdirSync(dataDir, { recursive: true });
   const unlock = await lockDataDir(dataDir);
-  if (!fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
+  if (fs.existsSync(path.join(dataDir, 'PG_VERSION'))) return unlock;
+  if (templates && fs.readdirSync(dataDir).length === 0) {
     try {
-      await initInHelper(dataDir, sharedBuffers(dataDir));
+      await copyPrepared(await preparedDir(templates, sharedBuffers(dataDir)), dataDir);
+      return unlock;
     } catch (err) {
-      log?.(`first open in a helper process failed, initialising in this process: ${(err as Error).message}`);
+      log?.(`no prepared data directory (${(err as Error).message}): initialising this one`);
     }
   }
+  try {
+    await initInHelper(dataDir, sharedBuffers(dataDir));
+  } catch (err) {
+    log?.(`first open in a helper process failed, initialising in this process: ${(err as Error).message}`);
+  }
   return unlock;
+}
+
+/** Bump when what a prepared directory holds changes other than through the key's inputs. */
+const PREPARED_FORMAT = 1;
+
+/** Version of the installed package `name` (from its package.json, found above its entry file). */
+function packageVersion(name: string): string {
+  let dir = path.dirname(new URL(import.meta.resolve(name)).pathname);
+  for (;;) {
+    const file = path.join(dir, 'package.json');
+    if (fs.existsSync(file)) {
+      const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === name) return String(pkg.version);
+    }
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error(`package.json of ${name} not found`);
+    dir = up;
+  }
+}
+
+/**
+ * Key of the prepared directory the current code would build: 16 hex digits of SHA-256 over
+ * {@link PREPARED_FORMAT}, the versions of PGlite and pgvector, the migration journal and every
+ * migration file named in it. Any change to one of them is another key (another directory).
+ */
+export function preparedKey(migrationsDir = MIGRATIONS_DIR): string {
+  const hash = createHash('sha256').update(`format ${PREPARED_FORMAT}\n`);
+  for (const name of ['@electric-sql/pglite', '@electric-sql/pglite-pgvector']) hash.update(`${name} ${packageVersion(name)}\n`);
+  const journal = fs.readFileSync(path.join(migrationsDir, 'meta', '_journal.json'));
+  hash.update(journal);
+  for (const { tag } of (JSON.parse(journal.toString()) as { entries: Array<{ tag: string }> }).entries) {
+    hash.update(`\n${tag}\n`).update(fs.readFileSync(path.join(migrationsDir, `${tag}.sql`)));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * The prepared directory of the current key under `templates`, built by a helper process when
+ * missing: into a temporary directory renamed into place when complete, so a directory under its
+ * final name is always whole (a concurrent builder's rename wins, ours is dropped). Prepared
+ * directories of other keys and stale temporary ones are removed whenever it is used.
+ * @returns its path
+ * @throws Error when it cannot be built or the cache directory is not writable
+ */
+async function preparedDir(templates: string, sharedBuffers: string): Promise<string> {
+  const name = `pglite-${preparedKey()}`;
+  const dir = path.join(templates, name);
+  if (fs.existsSync(path.join(dir, 'PG_VERSION'))) {
+    pruneTemplates(templates, name);
+    return dir;
+  }
+  fs.mkdirSync(templates, { recursive: true });
+  const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await initInHelper(tmp, sharedBuffers);
+    try {
+      fs.renameSync(tmp, dir);
+    } catch (err) {
+      if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) throw err;
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  pruneTemplates(templates, name);
+  return dir;
+}
+
+/** Remove prepared directories of other keys, and temporary ones of builders that died over an hour ago (best effort). */
+function pruneTemplates(templates: string, keep: string): void {
+  for (const other of fs.readdirSync(templates)) {
+    const p = path.join(templates, other);
+    const stale = other.startsWith('pglite-') && other !== keep && (!other.includes('.tmp-') || Date.now() - (fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? 0) > 3_600_000);
+    if (stale) fs.rmSync(p, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Copy the prepared directory `from` into the empty directory `to` (through a sibling renamed over
+ * it, so `to` never holds half a cluster; copy-on-write where the file system supports it).
+ */
+async function copyPrepared(from: string, to: string): Promise<void> {
+  const tmp = `${to}.prepared-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    await fs.promises.cp(from, tmp, { recursive: true, mode: fs.constants.COPYFILE_FICLONE });
+    fs.rmdirSync(to);
+    fs.renameSync(tmp, to);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
 }
 
 /** The helper process's program (plain JavaScript: it must not depend on the TypeScript loader). */

@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
-import { errors as oidcErrors, type Configuration, type KoaContextWithOIDC, type ResourceServer } from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC, ResourceServer, errors as OidcErrors } from 'oidc-provider';
 import type { Config } from '../../config.js';
 import { MCP_SCOPE, mcpResourceUrl } from '../../http/resources.js';
 import { PAGE_HEADERS, escapeHtml, page } from './idp-pages.js';
@@ -38,7 +38,7 @@ export function registeredRedirectUriProblem(uri: string): string | null {
 }
 
 /** The registration policy: throws `invalid_client_metadata` / `invalid_redirect_uri` (RFC 7591 §3.2.2). */
-function checkRegistration(metadata: Record<string, unknown>): void {
+function checkRegistration(oidcErrors: typeof OidcErrors, metadata: Record<string, unknown>): void {
   if (metadata.token_endpoint_auth_method !== 'none') {
     throw new oidcErrors.InvalidClientMetadata('only public clients may register: token_endpoint_auth_method must be "none" (PKCE S256 is required)');
   }
@@ -53,28 +53,31 @@ function checkRegistration(metadata: Record<string, unknown>): void {
   }
 }
 
-/** The provider settings for dynamic registration (merged into the tenant's configuration). */
-export function registrationSettings(): Pick<Configuration, 'extraClientMetadata'> & { registration: NonNullable<Configuration['features']>['registration'] } {
+/**
+ * The provider settings for dynamic registration (merged into the tenant's configuration);
+ * `oidcErrors`: the provider's error classes (oidc-provider is loaded only with the provider).
+ */
+export function registrationSettings(oidcErrors: typeof OidcErrors): Pick<Configuration, 'extraClientMetadata'> & { registration: NonNullable<Configuration['features']>['registration'] } {
   return {
     registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
     extraClientMetadata: {
       // RFC 7591 §2 `software_id`: kept as metadata; its validator runs the policy on registration.
       properties: ['software_id'],
       validator(kctx, key, _value, metadata) {
-        if (key === 'software_id' && (kctx as KoaContextWithOIDC | undefined)?.oidc?.route === 'registration') checkRegistration(metadata as Record<string, unknown>);
+        if (key === 'software_id' && (kctx as KoaContextWithOIDC | undefined)?.oidc?.route === 'registration') checkRegistration(oidcErrors, metadata as Record<string, unknown>);
       },
     },
   };
 }
 
 /** Forwards a request to the provider (the `/idp/*` mount of idp.ts). */
-export type ProviderForward = (req: FastifyRequest, reply: FastifyReply) => void;
+export type ProviderForward = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 /**
  * Routes of the MCP authorization server: RFC 8414 metadata, the rate-limited registration
  * endpoint (forwarded to the provider) and the consent form's answer.
  */
-export async function mcpAuthorizationRoutes(app: FastifyInstance, { config, provider, forward }: { config: Config; provider: Provider; forward: ProviderForward }): Promise<void> {
+export async function mcpAuthorizationRoutes(app: FastifyInstance, { config, provider, forward }: { config: Config; provider: () => Promise<Provider>; forward: ProviderForward }): Promise<void> {
   const limit = app.rateLimit({ max: config.mcp.registrationsPerHour, timeWindow: 3_600_000, keyGenerator: (req) => `idp-reg:${req.ip}` });
   app.route({
     method: 'POST',
@@ -99,9 +102,10 @@ export async function mcpAuthorizationRoutes(app: FastifyInstance, { config, pro
     '/idp/interaction/:uid/confirm',
     { schema: { hide: true, params: { type: 'object', properties: { uid: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['uid'] } } },
     async (req, reply) => {
-      const details = await interactionOf(provider, req.raw, reply.raw, req.params.uid);
+      const p = await provider();
+      const details = await interactionOf(p, req.raw, reply.raw, req.params.uid);
       if (!details || details.prompt.name !== 'consent') return reply.code(400).headers(PAGE_HEADERS).send(page('Error', '<h1>This request has expired</h1><p>Start again from your MCP client.</p>'));
-      return grantAndContinue(provider, req.raw, reply, details);
+      return grantAndContinue(p, req.raw, reply, details);
     },
   );
 }

@@ -20,7 +20,7 @@ import type { AppContext } from '../../context.js';
 import { loginStates } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 import { hashSecret } from '../../http/ids.js';
-import { IDP_ROUTES, resourceIndicatorFor } from './idp.js';
+import { IDP_ROUTES, resourceIndicatorFor } from './idp-endpoints.js';
 import { consoleRedirectUri, redirectUriProblem } from './redirect-uris.js';
 import type { AuthConfig, ProviderTokenSetSchema } from './schemas.js';
 import { IdentityService, tokenError } from './service.js';

@@ -11,8 +11,8 @@ import { actorOf, principalOf, requireAuth } from '../../http/auth.js';
 import { PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { closeSession } from '../sessions/service.js';
 import { protectedResourceMetadata, mcpResourceUrl, resourceMetadataUrl } from './metadata.js';
-import { closeMcpSession, findMcpSession, purgeExpiredMcpSessions } from './sessions.js';
-import { handleGet, handlePost, SESSION_HEADER, type OpenStreams } from './transport.js';
+import { SESSION_HEADER, closeMcpSession, findMcpSession, purgeExpiredMcpSessions } from './sessions.js';
+import type { OpenStreams } from './transport.js';
 
 const McpQuery = Type.Object({
   expose_tools: Type.Optional(Type.Boolean({ description: 'list each subscribed tool as its own MCP tool (<service>__<tool>); default MCP_EXPOSE_SUBSCRIBED_TOOLS' })),
@@ -32,6 +32,13 @@ const Metadata = Type.Object(
 
 /** A JSON-RPC 2.0 error answer without a request id (transport-level faults of MCP, e.g. an unknown session). */
 const JsonRpcError = Type.Object({ jsonrpc: Type.Literal('2.0'), error: Type.Object({ code: Type.Integer(), message: Type.String() }), id: Type.Null() });
+
+/**
+ * The transport and the MCP SDK behind it are loaded by the first `/mcp` request, not at start-up
+ * (issue 18: the SDK is a sizeable part of start-up that most processes never use).
+ */
+let transportModule: Promise<typeof import('./transport.js')> | undefined;
+const transport = () => (transportModule ??= import('./transport.js'));
 
 export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const resource = mcpResourceUrl(ctx.config);
@@ -74,12 +81,12 @@ export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext
     s.post(
       '/mcp',
       { schema: { tags, security, operationId: 'mcp.post', summary: 'Send an MCP message', description, querystring: McpQuery, body: Type.Unknown(), response: { 200: Type.Unknown({ description: 'the JSON-RPC answer' }), ...errorResponses(401, 403) } } },
-      async (req, reply) => handlePost(ctx, req, reply, principalOf(req), req.query.expose_tools),
+      async (req, reply) => (await transport()).handlePost(ctx, req, reply, principalOf(req), req.query.expose_tools),
     );
     s.get(
       '/mcp',
       { schema: { tags, security, operationId: 'mcp.stream', summary: 'Open the server-to-client stream (notifications/tools/list_changed)', description, response: { 200: Type.Unknown({ description: 'text/event-stream of notifications' }), ...errorResponses(401, 403) } } },
-      async (req, reply) => handleGet(ctx, req, reply, principalOf(req), streams),
+      async (req, reply) => (await transport()).handleGet(ctx, req, reply, principalOf(req), streams),
     );
     s.delete('/mcp', { schema: { tags, security, operationId: 'mcp.delete', summary: 'End an MCP session', description, response: { ...errorResponses(401, 403), 204: Type.Null(), 400: JsonRpcError, 404: JsonRpcError } } }, async (req, reply) => {
       const sid = req.headers[SESSION_HEADER];

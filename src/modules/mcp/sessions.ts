@@ -15,6 +15,9 @@ import type { SessionActor } from '../../http/auth.js';
 import { closeSession, createSession } from '../sessions/service.js';
 import { newSecret } from '../../http/ids.js';
 
+/** Header of the session id (MCP "Transports" §Session Management). */
+export const SESSION_HEADER = 'mcp-session-id';
+
 export type McpSessionRow = typeof mcpSessions.$inferSelect;
 
 /** What the `initialize` request told us (MCP `InitializeRequest.params`). */

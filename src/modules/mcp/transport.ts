@@ -14,11 +14,8 @@ import { AppError } from '../../http/errors.js';
 import { actorOf, type Principal } from '../../http/auth.js';
 import { exposedTools, toolListFingerprint } from './catalog.js';
 import { buildServer } from './server.js';
-import { findMcpSession, openMcpSession, type McpSessionRow } from './sessions.js';
+import { SESSION_HEADER, findMcpSession, openMcpSession, type McpSessionRow } from './sessions.js';
 import type { McpCall } from './tools.js';
-
-/** Header of the session id (MCP "Transports" §Session Management). */
-export const SESSION_HEADER = 'mcp-session-id';
 
 /** `?expose_tools=` of the connection URL; undefined when absent. */
 export type ExposeFlag = boolean | undefined;

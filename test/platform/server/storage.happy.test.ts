@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { sql } from 'drizzle-orm';
 import { directoryBytes, execRows, openDatabase, pgliteSharedBuffersFor } from '../../../src/db/client.js';
-import { MIGRATIONS_DIR, openDataDir } from '../../../src/db/data-dir.js';
+import { MIGRATIONS_DIR, openDataDir, preparedKey } from '../../../src/db/data-dir.js';
 
 const MB = 1024 * 1024;
 const GB = 1024 * MB;
@@ -85,4 +85,68 @@ describe('first open of a fresh data directory', () => {
       fs.rmSync(path.dirname(dir), { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe('first open from a prepared data directory', () => {
+  it('builds the prepared directory once, copies it into each fresh data directory, and keys it by the migrations', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-prepared-'));
+    const templates = path.join(root, 'templates');
+    const warnings: string[] = [];
+    try {
+      const key = preparedKey();
+      expect(key).toMatch(/^[0-9a-f]{16}$/);
+      // A changed migration is another key.
+      const migrations = path.join(root, 'migrations');
+      fs.cpSync(MIGRATIONS_DIR, migrations, { recursive: true });
+      fs.appendFileSync(path.join(migrations, '0001_identity.sql'), '\n-- changed\n');
+      expect(preparedKey(migrations)).not.toBe(key);
+
+      for (const name of ['a', 'b']) {
+        const dir = path.join(root, name, 'pglite');
+        const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg), templates);
+        await unlock();
+        expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
+      }
+      expect(warnings).toEqual([]);
+      // One prepared directory, no temporary leftovers.
+      expect(fs.readdirSync(templates)).toEqual([`pglite-${key}`]);
+      expect(fs.readdirSync(path.join(root, 'b')).sort()).toEqual(['pglite']);
+
+      // The copy is a whole, migrated cluster that opens like any other and is not the template.
+      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
+      const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.join(root, 'b'), PGLITE_TEMPLATE_DIR: templates }));
+      try {
+        const [row] = await execRows<{ n: number }>(database.db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
+        expect(row.n).toBe(journal.entries.length);
+        await database.db.execute(sql`create table only_in_b (x int)`);
+      } finally {
+        await database.close();
+      }
+      const other = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.join(root, 'a'), PGLITE_TEMPLATE_DIR: templates }));
+      try {
+        const rows = await execRows(other.db, sql`select 1 from pg_class where relname = 'only_in_b'`);
+        expect(rows).toEqual([]);
+      } finally {
+        await other.close();
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it('initialises in place when the directory is not empty or the cache cannot be written', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-prepared-'));
+    const warnings: string[] = [];
+    try {
+      const blocked = path.join(root, 'not-a-dir');
+      fs.writeFileSync(blocked, '');
+      const dir = path.join(root, 'data', 'pglite');
+      const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg), path.join(blocked, 'templates'));
+      await unlock();
+      expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
+      expect(warnings).toEqual([expect.stringMatching(/^no prepared data directory/)]);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
