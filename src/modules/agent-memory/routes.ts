@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentOf, principalOf, requireAuth } from '../../http/auth.js';
 import { noContent, operations } from '../../http/operations.js';
@@ -36,6 +36,16 @@ function sendWritten(reply: FastifyReply, location: string, { entry, created }: 
   reply.header('etag', etagOf(entry.version));
   if (created) reply.header('location', location);
   return reply.code(created ? 201 : 200).send(entry);
+}
+
+/** Schemas of a write of one entry: `params` and the conditional headers in; the entry (200 replaced, 201 created) or a problem out. */
+function putSchemas<P extends TSchema>(params: P, ...codes: number[]) {
+  return { params, headers: ConditionalHeaders, body: PutEntryBody, response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, ...codes, 409, 412, 413) } };
+}
+
+/** Schemas of a list about one agent (`:id`): `query` in, a page of `item` or a problem (…/403/404) out. */
+function agentListSchemas<Q extends TSchema, I extends TSchema>(query: Q, item: I) {
+  return { params: IdParams, querystring: query, response: { 200: ListOf(item), ...errorResponses(403, 404) } };
 }
 
 export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
@@ -85,12 +95,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       '/v2/memory/:key',
       {
         bodyLimit,
-        ...op('agentMemory.put', 'Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency', {
-          params: KeyParams,
-          headers: ConditionalHeaders,
-          body: PutEntryBody,
-          response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, 409, 412, 413) },
-        }),
+        ...op('agentMemory.put', 'Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency', putSchemas(KeyParams)),
       },
       async (req, reply) => {
         const agent = agentOf(req);
@@ -118,23 +123,14 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const op = operations(tags, USER_SECURITY);
     r.get(
       '/v2/agents/:id/memory',
-      op('agentMemory.listOf', "Read an agent's memory (other agents need a live grant; audited)", {
-        params: IdParams,
-        querystring: ListEntriesQuery,
-        response: { 200: ListOf(EntrySchema), ...errorResponses(403, 404) },
-      }),
+      op('agentMemory.listOf', "Read an agent's memory (other agents need a live grant; audited)", agentListSchemas(ListEntriesQuery, EntrySchema)),
       async (req) => readAgentMemory(ctx, principalOf(req), req.params.id, req.query),
     );
     r.put(
       '/v2/agents/:id/memory/:key',
       {
         bodyLimit,
-        ...op('agentMemory.putOf', "Write one key of an agent's memory (other agents need a live write grant; audited)", {
-          params: AgentKeyParams,
-          headers: ConditionalHeaders,
-          body: PutEntryBody,
-          response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, 404, 409, 412, 413) },
-        }),
+        ...op('agentMemory.putOf', "Write one key of an agent's memory (other agents need a live write grant; audited)", putSchemas(AgentKeyParams, 404)),
       },
       async (req, reply) => {
         const res = await writeAgentMemory(ctx, principalOf(req), req.params.id, req.params.key, req.body, preconditions(req.headers));
@@ -143,11 +139,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     );
     r.get(
       '/v2/agents/:id/memory/audit',
-      op('agentMemory.audit', "Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself)", {
-        params: IdParams,
-        querystring: AuditQuery,
-        response: { 200: ListOf(AuditSchema), ...errorResponses(403, 404) },
-      }),
+      op('agentMemory.audit', "Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself)", agentListSchemas(AuditQuery, AuditSchema)),
       async (req) => listAudit(ctx, principalOf(req), req.params.id, req.query),
     );
   });

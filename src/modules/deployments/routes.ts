@@ -30,6 +30,11 @@ const emptyBodyIsObject = async (req: FastifyRequest): Promise<void> => {
   req.body ??= {};
 };
 
+/** Route options `opts` (from `op(…)`) of a route whose JSON body may be left out (invoke, rollback, redeploy). */
+function optionalBody<O extends object>(opts: O): O & { preValidation: typeof emptyBodyIsObject } {
+  return { ...opts, preValidation: emptyBodyIsObject };
+}
+
 const FIELDS = new Set(['entrypoint', 'env', 'description', 'egress']);
 const FIELD_MAX = 16 * 1024;
 
@@ -93,15 +98,14 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
 
   r.post(
     '/v2/agents/:id/invoke',
-    {
-      ...op('deployments.invoke', 'Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true)', {
+    optionalBody(
+      op('deployments.invoke', 'Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true)', {
         params: IdParams,
         querystring: InvokeQuery,
         body: InvokeBody,
         response: { 200: InvocationSchema, 202: InvocationSchema, ...errorResponses(403, 404, 409, 503) },
       }),
-      preValidation: emptyBodyIsObject,
-    },
+    ),
     async (req, reply) => {
       const isAsync = req.query.async === true || req.body.async === true;
       const inv = await invokeAgent(ctx, principalOf(req), req.params.id, { ...req.body, async: isAsync });
@@ -117,14 +121,13 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
 
   r.post(
     '/v2/agents/:id/deployments/rollback',
-    {
-      ...op('deployments.rollback', 'Make the previous good version active again (the current one becomes rolled_back)', {
+    optionalBody(
+      op('deployments.rollback', 'Make the previous good version active again (the current one becomes rolled_back)', {
         params: IdParams,
         body: RollbackBody,
         response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) },
       }),
-      preValidation: emptyBodyIsObject,
-    },
+    ),
     async (req) => rollbackDeployment(ctx, principalOf(req), req.params.id, req.body),
   );
 
@@ -136,14 +139,13 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
 
   r.post(
     '/v2/agents/:id/deployments/redeploy',
-    {
-      ...op('deployments.redeploy', 'Run the prepare step again on the current version (or the one named)', {
+    optionalBody(
+      op('deployments.redeploy', 'Run the prepare step again on the current version (or the one named)', {
         params: IdParams,
         body: RedeployBody,
         response: { 202: DeploymentSchema, ...errorResponses(403, 404, 409) },
       }),
-      preValidation: emptyBodyIsObject,
-    },
+    ),
     async (req, reply) => reply.code(202).send(await redeployDeployment(ctx, principalOf(req), req.params.id, req.body)),
   );
 
