@@ -26,7 +26,7 @@ import { encodeCursor, mapPage, selectPage, toPage, type Page } from '../../http
 import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { requireScope } from '../agents/tokens.js';
 import { coveringGrant, liveGrants } from '../permissions/service.js';
-import type { AuditSchema, EntrySchema } from './schemas.js';
+import type { AuditQuery, AuditSchema, EntrySchema } from './schemas.js';
 import { EXPIRED, RETURNING, UPSERT_SET, prepareAgentMemoryStatements, type AgentMemoryStatements, type EntryRow } from './statements.js';
 
 /** An entry as the API shows it (`EntrySchema`; `version` is 1 on creation, +1 per write, and the entity tag). */
@@ -370,7 +370,7 @@ export async function listAudit(
   ctx: AppContext,
   principal: Principal,
   targetId: string,
-  q: { limit?: number; cursor?: string; actor_agent_id?: string; action?: 'read' | 'write' },
+  q: Static<typeof AuditQuery>,
 ): Promise<Page<AuditView>> {
   if (principal.kind === 'user') await getAgentForAccount(ctx, principal.userId, targetId);
   else {

@@ -17,7 +17,7 @@ import { iso, newId } from '../../http/ids.js';
 import { keyset, mapPage, selectPage, toPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { getAgentForAccount } from '../agents/service.js';
-import type { ExecutionSchema, SessionSchema } from './schemas.js';
+import type { ExecutionSchema, SessionListQuery, SessionSchema } from './schemas.js';
 
 /** Kept for `search/service.ts` (owned by another change); new code imports it from `http/auth.ts`. */
 export { actorOf } from '../../http/auth.js';
@@ -99,7 +99,7 @@ export async function createSession(
 export async function listSessions(
   ctx: AppContext,
   actor: SessionActor,
-  q: { limit?: number; cursor?: string; status?: 'active' | 'closed'; agent_id?: string },
+  q: Static<typeof SessionListQuery>,
 ): Promise<Page<SessionView>> {
   const page = await selectPage(ctx.db, sessions, q, [
     visibleTo(actor),
