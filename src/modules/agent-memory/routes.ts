@@ -6,9 +6,10 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentOf, principalOf, requireAuth } from '../../http/auth.js';
+import { noContent, operations } from '../../http/operations.js';
 import { BEARER_SECURITY, IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { requireScope } from '../agents/tokens.js';
 import { AgentKeyParams, AuditQuery, AuditSchema, ConditionalHeaders, EntrySchema, KeyParams, ListEntriesQuery, PutEntryBody } from './schemas.js';
@@ -37,6 +38,16 @@ function sendWritten(reply: FastifyReply, location: string, { entry, created }: 
   return reply.code(created ? 201 : 200).send(entry);
 }
 
+/** Schemas of a write of one entry: `params` and the conditional headers in; the entry (200 replaced, 201 created) or a problem out. */
+function putSchemas<P extends TSchema>(params: P, ...codes: number[]) {
+  return { params, headers: ConditionalHeaders, body: PutEntryBody, response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, ...codes, 409, 412, 413) } };
+}
+
+/** Schemas of a list about one agent (`:id`): `query` in, a page of `item` or a problem (…/403/404) out. */
+function agentListSchemas<Q extends TSchema, I extends TSchema>(query: Q, item: I) {
+  return { params: IdParams, querystring: query, response: { 200: ListOf(item), ...errorResponses(403, 404) } };
+}
+
 export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const every = ctx.config.agents.memoryPurgeIntervalMs;
   if (every > 0) {
@@ -48,15 +59,15 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
   }
   const bodyLimit = Math.max(ctx.config.bodyLimitBytes, ctx.config.agents.memoryMaxValueBytes + 64 * 1024);
   const tags = ['agent-memory'];
-  const security = BEARER_SECURITY;
 
   // Own memory: agent tokens only.
   await app.register(async (scope) => {
     requireAuth(scope, ctx.auth, { principals: ['agent'] });
     const r = scope.withTypeProvider<TypeBoxTypeProvider>();
+    const op = operations(tags, BEARER_SECURITY);
     r.get(
       '/v2/memory',
-      { schema: { tags, security, operationId: 'agentMemory.list', summary: 'List own memory entries in key order (optionally under a prefix)', querystring: ListEntriesQuery, response: { 200: ListOf(EntrySchema), ...errorResponses(403) } } },
+      op('agentMemory.list', 'List own memory entries in key order (optionally under a prefix)', { querystring: ListEntriesQuery, response: { 200: ListOf(EntrySchema), ...errorResponses(403) } }),
       async (req) => {
         const agent = agentOf(req);
         requireScope(agent, 'memory:read');
@@ -65,17 +76,11 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     );
     r.get(
       '/v2/memory/:key',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'agentMemory.get',
-          summary: 'Get an entry (ETag = version; If-None-Match → 304)',
-          params: KeyParams,
-          headers: ConditionalHeaders,
-          response: { 200: EntrySchema, 304: Type.Null(), ...errorResponses(403, 404) },
-        },
-      },
+      op('agentMemory.get', 'Get an entry (ETag = version; If-None-Match → 304)', {
+        params: KeyParams,
+        headers: ConditionalHeaders,
+        response: { 200: EntrySchema, 304: Type.Null(), ...errorResponses(403, 404) },
+      }),
       async (req, reply) => {
         const agent = agentOf(req);
         requireScope(agent, 'memory:read');
@@ -90,16 +95,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       '/v2/memory/:key',
       {
         bodyLimit,
-        schema: {
-          tags,
-          security,
-          operationId: 'agentMemory.put',
-          summary: 'Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency',
-          params: KeyParams,
-          headers: ConditionalHeaders,
-          body: PutEntryBody,
-          response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, 409, 412, 413) },
-        },
+        ...op('agentMemory.put', 'Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency', putSchemas(KeyParams)),
       },
       async (req, reply) => {
         const agent = agentOf(req);
@@ -110,14 +106,11 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     );
     r.delete(
       '/v2/memory/:key',
-      {
-        schema: { tags, security, operationId: 'agentMemory.delete', summary: 'Delete an entry (If-Match honoured)', params: KeyParams, headers: ConditionalHeaders, response: { 204: Type.Null(), ...errorResponses(403, 404, 412) } },
-      },
+      op('agentMemory.delete', 'Delete an entry (If-Match honoured)', { params: KeyParams, headers: ConditionalHeaders, response: { 204: Type.Null(), ...errorResponses(403, 404, 412) } }),
       async (req, reply) => {
         const agent = agentOf(req);
         requireScope(agent, 'memory:write');
-        await deleteEntry(ctx, agent.agentId, req.params.key, preconditions(req.headers));
-        return reply.code(204).send(null);
+        return noContent(reply, deleteEntry(ctx, agent.agentId, req.params.key, preconditions(req.headers)));
       },
     );
   });
@@ -125,38 +118,19 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
   // Another agent's memory: owner user, the agent itself, or a grantee agent.
   await app.register(async (scope) => {
     requireAuth(scope, ctx.auth);
-    // Users (token or API key) and agents are admitted here.
-    const security = USER_SECURITY;
     const r = scope.withTypeProvider<TypeBoxTypeProvider>();
+    // Users (token or API key) and agents are admitted here.
+    const op = operations(tags, USER_SECURITY);
     r.get(
       '/v2/agents/:id/memory',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'agentMemory.listOf',
-          summary: "Read an agent's memory (other agents need a live grant; audited)",
-          params: IdParams,
-          querystring: ListEntriesQuery,
-          response: { 200: ListOf(EntrySchema), ...errorResponses(403, 404) },
-        },
-      },
+      op('agentMemory.listOf', "Read an agent's memory (other agents need a live grant; audited)", agentListSchemas(ListEntriesQuery, EntrySchema)),
       async (req) => readAgentMemory(ctx, principalOf(req), req.params.id, req.query),
     );
     r.put(
       '/v2/agents/:id/memory/:key',
       {
         bodyLimit,
-        schema: {
-          tags,
-          security,
-          operationId: 'agentMemory.putOf',
-          summary: "Write one key of an agent's memory (other agents need a live write grant; audited)",
-          params: AgentKeyParams,
-          headers: ConditionalHeaders,
-          body: PutEntryBody,
-          response: { 200: EntrySchema, 201: EntrySchema, ...errorResponses(403, 404, 409, 412, 413) },
-        },
+        ...op('agentMemory.putOf', "Write one key of an agent's memory (other agents need a live write grant; audited)", putSchemas(AgentKeyParams, 404)),
       },
       async (req, reply) => {
         const res = await writeAgentMemory(ctx, principalOf(req), req.params.id, req.params.key, req.body, preconditions(req.headers));
@@ -165,17 +139,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     );
     r.get(
       '/v2/agents/:id/memory/audit',
-      {
-        schema: {
-          tags,
-          security,
-          operationId: 'agentMemory.audit',
-          summary: "Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself)",
-          params: IdParams,
-          querystring: AuditQuery,
-          response: { 200: ListOf(AuditSchema), ...errorResponses(403, 404) },
-        },
-      },
+      op('agentMemory.audit', "Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself)", agentListSchemas(AuditQuery, AuditSchema)),
       async (req) => listAudit(ctx, principalOf(req), req.params.id, req.query),
     );
   });

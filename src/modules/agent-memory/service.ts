@@ -14,28 +14,23 @@
  */
 import { UNSTORABLE_MESSAGE, findUnstorable } from '../../lib/nul.js';
 import { and, asc, eq, gt, inArray, isNull, not, or, sql, type SQL } from 'drizzle-orm';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import type { Db, Tx } from '../../db/client.js';
 import { execRows } from '../../db/client.js';
 import { agentMemory, agentMemoryAudit } from '../../db/schema/index.js';
 import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
-import { encodeCursor, keyset, toPage, type Page } from '../../http/pagination.js';
+import { iso, newId } from '../../http/ids.js';
+import { encodeCursor, mapPage, selectPage, toPage, type Page } from '../../http/pagination.js';
 import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { requireScope } from '../agents/tokens.js';
 import { coveringGrant, liveGrants } from '../permissions/service.js';
+import type { AuditQuery, AuditSchema, EntrySchema } from './schemas.js';
 import { EXPIRED, RETURNING, UPSERT_SET, prepareAgentMemoryStatements, type AgentMemoryStatements, type EntryRow } from './statements.js';
 
-/** An entry as the API shows it. */
-export interface EntryView {
-  key: string;
-  value: unknown;
-  /** 1 on creation, +1 per write; the entity tag. */
-  version: number;
-  updated_at: string;
-  expires_at: string | null;
-}
+/** An entry as the API shows it (`EntrySchema`; `version` is 1 on creation, +1 per write, and the entity tag). */
+export type EntryView = Static<typeof EntrySchema>;
 
 /** Parsed `If-Match` / `If-None-Match`: `*`, or the versions named by the entity tags. */
 export type TagCondition = '*' | number[];
@@ -82,7 +77,7 @@ function statements(ctx: AppContext): AgentMemoryStatements {
 }
 
 function view(r: EntryRow): EntryView {
-  return { key: r.key, value: r.value, version: r.version, updated_at: r.updatedAt.toISOString(), expires_at: r.expiresAt?.toISOString() ?? null };
+  return { key: r.key, value: r.value, version: r.version, updated_at: iso(r.updatedAt), expires_at: iso(r.expiresAt) };
 }
 
 /**
@@ -269,19 +264,8 @@ export async function purgeExpiredEntries(ctx: AppContext, batch = 1000): Promis
 
 // ------------------------------------------------------------------------- another agent's memory
 
-/** One cross-agent access, as listed by the owner. */
-export interface AuditView {
-  id: string;
-  agent_id: string;
-  actor_agent_id: string;
-  action: 'read' | 'write';
-  outcome: 'allowed' | 'denied';
-  key: string | null;
-  prefix: string | null;
-  keys: string[];
-  permission_id: string | null;
-  created_at: string;
-}
+/** One cross-agent access, as listed by the owner (`AuditSchema`). */
+export type AuditView = Static<typeof AuditSchema>;
 
 async function audit(
   db: Exec,
@@ -386,28 +370,19 @@ export async function listAudit(
   ctx: AppContext,
   principal: Principal,
   targetId: string,
-  q: { limit?: number; cursor?: string; actor_agent_id?: string; action?: 'read' | 'write' },
+  q: Static<typeof AuditQuery>,
 ): Promise<Page<AuditView>> {
   if (principal.kind === 'user') await getAgentForAccount(ctx, principal.userId, targetId);
   else {
     if (principal.agentId !== targetId) throw notFound('Agent');
     requireScope(principal, 'memory:read');
   }
-  const page = keyset(q, agentMemoryAudit.id);
-  const rows = await ctx.db
-    .select()
-    .from(agentMemoryAudit)
-    .where(
-      and(
-        eq(agentMemoryAudit.ownerAgentId, targetId),
-        q.actor_agent_id ? eq(agentMemoryAudit.actorAgentId, q.actor_agent_id) : undefined,
-        q.action ? eq(agentMemoryAudit.action, q.action) : undefined,
-        page.after,
-      ),
-    )
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  return toPage(rows, page.limit, (r) => ({
+  const page = await selectPage(ctx.db, agentMemoryAudit, q, [
+    eq(agentMemoryAudit.ownerAgentId, targetId),
+    q.actor_agent_id ? eq(agentMemoryAudit.actorAgentId, q.actor_agent_id) : undefined,
+    q.action ? eq(agentMemoryAudit.action, q.action) : undefined,
+  ]);
+  return mapPage(page, (r) => ({
     id: r.id,
     agent_id: r.ownerAgentId,
     actor_agent_id: r.actorAgentId,
@@ -417,6 +392,6 @@ export async function listAudit(
     prefix: r.prefix,
     keys: r.keys,
     permission_id: r.permissionId,
-    created_at: r.createdAt.toISOString(),
+    created_at: iso(r.createdAt),
   }));
 }

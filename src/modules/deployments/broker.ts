@@ -18,7 +18,7 @@
 import { performance } from 'node:perf_hooks';
 import { eq } from 'drizzle-orm';
 import { Compile } from 'typebox/compile';
-import type { TSchema } from 'typebox';
+import type { Static, TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { users } from '../../db/schema/index.js';
 import type { AgentPrincipal } from '../../http/auth.js';
@@ -34,6 +34,7 @@ import { searchTools } from '../search/service.js';
 import { ExecuteBody } from '../sessions/schemas.js';
 import { createSession } from '../sessions/service.js';
 import { executeTool } from '../sessions/execute.js';
+import type { CallRecordSchema } from './schemas.js';
 
 /** Most platform calls one invocation may make. */
 export const MAX_CALLS = 1000;
@@ -43,15 +44,7 @@ export const MAX_IN_FLIGHT = 16;
 const MAX_RECORDED = 200;
 
 /** One recorded platform call. `target`: `service/tool`, a memory key, or a query (truncated). */
-export type CallRecord = {
-  op: string;
-  target?: string;
-  status: 'ok' | 'error';
-  error?: string;
-  execution_id?: string;
-  duration_ms: number;
-  at: string;
-};
+export type CallRecord = Static<typeof CallRecordSchema>;
 
 /** The per-invocation identity (host-side only). */
 interface Identity {

@@ -4,6 +4,7 @@
  * with its logs.
  */
 import { and, desc, eq, lt } from 'drizzle-orm';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentInvocations, deployments } from '../../db/schema/index.js';
 import type { Principal } from '../../http/auth.js';
@@ -14,16 +15,12 @@ import type { LogEntry, SandboxResult } from '../../sandbox/runner.js';
 import { brokerFor, type CallRecord } from './broker.js';
 import { publishEnd, publishLog, type FollowedLine } from './follow.js';
 import { activeDeployment, ensureUnpacked, envOf, INVOKE_JOB, sandboxOf, warmKey, type DeploymentRow } from './runtime.js';
-import type { InvocationSummary, InvocationView } from './schemas.js';
+import type { InvocationSummary, InvocationView, InvokeBody } from './schemas.js';
 import { agentInScope, invalidState, principalId } from './service.js';
 import { invocationSummary, invocationView, summaryColumns, type InvocationRow } from './views.js';
 
-/** Input of {@link invokeAgent}. */
-export interface InvokeInput {
-  input?: unknown;
-  timeout_ms?: number;
-  async?: boolean;
-}
+/** Input of {@link invokeAgent}: the body of `POST /v2/agents/:id/invoke` (`InvokeBody`). */
+export type InvokeInput = Static<typeof InvokeBody>;
 
 /**
  * Invoke the active version. Synchronous: runs now and returns the finished record. Async:

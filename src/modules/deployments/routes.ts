@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
 import { principalOf, requireAuth } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
+import { operations } from '../../http/operations.js';
 import { BEARER_SECURITY, IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
   DeployForm,
@@ -28,6 +29,11 @@ import { createDeployment, listDeployments, redeployDeployment, rollbackDeployme
 const emptyBodyIsObject = async (req: FastifyRequest): Promise<void> => {
   req.body ??= {};
 };
+
+/** Route options `opts` (from `op(…)`) of a route whose JSON body may be left out (invoke, rollback, redeploy). */
+function optionalBody<O extends object>(opts: O): O & { preValidation: typeof emptyBodyIsObject } {
+  return { ...opts, preValidation: emptyBodyIsObject };
+}
 
 const FIELDS = new Set(['entrypoint', 'env', 'description', 'egress']);
 const FIELD_MAX = 16 * 1024;
@@ -64,22 +70,17 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
   // Multipart only in this scope: the artifact is buffered (≤ DEPLOY_MAX_BYTES, else 413).
   await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 10, fieldSize: FIELD_MAX, parts: 12, headerPairs: 200 } });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['deployments'];
-  const security = [...USER_SECURITY, ...BEARER_SECURITY];
+  const op = operations(['deployments'], [...USER_SECURITY, ...BEARER_SECURITY]);
 
   r.post(
     '/v2/agents/:id/deploy',
     {
-      schema: {
-        tags,
-        security,
-        operationId: 'deployments.deploy',
-        summary: 'Deploy agent code (multipart: a .tar.gz artifact); creates version N+1, prepared in the background',
+      ...op('deployments.deploy', 'Deploy agent code (multipart: a .tar.gz artifact); creates version N+1, prepared in the background', {
         consumes: ['multipart/form-data'],
         params: IdParams,
         body: DeployForm,
         response: { 202: DeploymentSchema, ...errorResponses(403, 404, 409, 413, 415) },
-      },
+      }),
       // The multipart body is read by the handler (streamed, capped), not by the JSON validator.
       validatorCompiler: ({ httpPart }) =>
         httpPart === 'params'
@@ -97,19 +98,14 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
 
   r.post(
     '/v2/agents/:id/invoke',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'deployments.invoke',
-        summary: 'Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true)',
+    optionalBody(
+      op('deployments.invoke', 'Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true)', {
         params: IdParams,
         querystring: InvokeQuery,
         body: InvokeBody,
         response: { 200: InvocationSchema, 202: InvocationSchema, ...errorResponses(403, 404, 409, 503) },
-      },
-      preValidation: emptyBodyIsObject,
-    },
+      }),
+    ),
     async (req, reply) => {
       const isAsync = req.query.async === true || req.body.async === true;
       const inv = await invokeAgent(ctx, principalOf(req), req.params.id, { ...req.body, async: isAsync });
@@ -119,75 +115,60 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
 
   r.get(
     '/v2/agents/:id/deployments',
-    { schema: { tags, security, operationId: 'deployments.list', summary: 'Deployment history, newest first', params: IdParams, querystring: PageQuery, response: { 200: ListOf(DeploymentSchema), ...errorResponses(403, 404) } } },
+    op('deployments.list', 'Deployment history, newest first', { params: IdParams, querystring: PageQuery, response: { 200: ListOf(DeploymentSchema), ...errorResponses(403, 404) } }),
     async (req) => listDeployments(ctx, principalOf(req), req.params.id, req.query),
   );
 
   r.post(
     '/v2/agents/:id/deployments/rollback',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'deployments.rollback',
-        summary: 'Make the previous good version active again (the current one becomes rolled_back)',
+    optionalBody(
+      op('deployments.rollback', 'Make the previous good version active again (the current one becomes rolled_back)', {
         params: IdParams,
         body: RollbackBody,
         response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) },
-      },
-      preValidation: emptyBodyIsObject,
-    },
+      }),
+    ),
     async (req) => rollbackDeployment(ctx, principalOf(req), req.params.id, req.body),
   );
 
   r.post(
     '/v2/agents/:id/deployments/stop',
-    { schema: { tags, security, operationId: 'deployments.stop', summary: 'Stop the active deployment (invocations then answer 409)', params: IdParams, response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) } } },
+    op('deployments.stop', 'Stop the active deployment (invocations then answer 409)', { params: IdParams, response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) } }),
     async (req) => stopDeployment(ctx, principalOf(req), req.params.id),
   );
 
   r.post(
     '/v2/agents/:id/deployments/redeploy',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'deployments.redeploy',
-        summary: 'Run the prepare step again on the current version (or the one named)',
+    optionalBody(
+      op('deployments.redeploy', 'Run the prepare step again on the current version (or the one named)', {
         params: IdParams,
         body: RedeployBody,
         response: { 202: DeploymentSchema, ...errorResponses(403, 404, 409) },
-      },
-      preValidation: emptyBodyIsObject,
-    },
+      }),
+    ),
     async (req, reply) => reply.code(202).send(await redeployDeployment(ctx, principalOf(req), req.params.id, req.body)),
   );
 
   r.get(
     '/v2/agents/:id/executions',
-    { schema: { tags, security, operationId: 'deployments.executions.list', summary: 'Invocations of the agent, newest first', params: IdParams, querystring: PageQuery, response: { 200: ListOf(InvocationSummarySchema), ...errorResponses(403, 404) } } },
+    op('deployments.executions.list', 'Invocations of the agent, newest first', { params: IdParams, querystring: PageQuery, response: { 200: ListOf(InvocationSummarySchema), ...errorResponses(403, 404) } }),
     async (req) => listInvocations(ctx, principalOf(req), req.params.id, req.query),
   );
 
   r.get(
     '/v2/agents/:id/executions/:exeId',
-    { schema: { tags, security, operationId: 'deployments.executions.get', summary: 'One invocation with input, output and logs', params: ExecutionParams, response: { 200: InvocationSchema, ...errorResponses(403, 404) } } },
+    op('deployments.executions.get', 'One invocation with input, output and logs', { params: ExecutionParams, response: { 200: InvocationSchema, ...errorResponses(403, 404) } }),
     async (req) => getInvocation(ctx, principalOf(req), req.params.id, req.params.exeId),
   );
 
-  const logsRoute = <P extends typeof IdParams | typeof ExecutionParams>(operationId: string, summary: string, params: P) => ({
-    schema: {
-      tags,
-      security,
-      operationId,
-      summary,
+  const logsRoute = <P extends typeof IdParams | typeof ExecutionParams>(operationId: string, summary: string, params: P) =>
+    op(operationId, summary, {
       description: 'Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })',
       params,
       querystring: FollowQuery,
       produces: ['application/json', 'text/event-stream'],
       response: { 200: LogLinesSchema, ...errorResponses(403, 404) },
-    },
-  });
+    });
   r.get(
     '/v2/agents/:id/executions/:exeId/logs',
     logsRoute('deployments.executions.logs', "An invocation's log lines; ?follow=true streams them (SSE) until it ends", ExecutionParams),

@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { and, desc, eq, lt, sql } from 'drizzle-orm';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import type { Tx } from '../../db/client.js';
 import { deploymentArtifacts, deployments } from '../../db/schema/index.js';
@@ -28,21 +29,18 @@ import { getAgentForAccount } from '../agents/service.js';
 import { ArtifactError, inspectArtifact, resolveEntrypoint } from '../../sandbox/artifact.js';
 import { parseEnv, resolveEgress } from './env.js';
 import { drainAgent, ensureUnpacked, envOf, limitsOf, PREPARE_JOB, sandboxOf, STALE_MARGIN_MS, type DeploymentRow } from './runtime.js';
-import type { DeploymentView } from './schemas.js';
+import type { DeployForm, DeploymentView } from './schemas.js';
 import { deploymentView } from './views.js';
 
 export type { DeploymentStatus, InvocationStatus } from './views.js';
 
-/** Input of {@link createDeployment}, parsed from the multipart form by the route. */
-export interface DeployInput {
-  artifact: Buffer;
-  entrypoint?: string;
-  /** Raw `env` field: a JSON object of string values. */
-  env?: string;
-  /** Raw `egress` field: a JSON array of allow-list patterns (or comma-separated); overrides `agent.json`. */
-  egress?: string;
-  description?: string;
-}
+/**
+ * Input of {@link createDeployment}, parsed from the multipart form by the route: the text fields of
+ * `DeployForm` as sent (`env` a raw JSON object of string values; `egress` a raw JSON array of
+ * allow-list patterns, or comma-separated, overriding `agent.json`) and the artifact's bytes (the
+ * schema documents that part as a binary string; the handler buffers it, hence narrower than the schema).
+ */
+export type DeployInput = Omit<Static<typeof DeployForm>, 'artifact'> & { artifact: Buffer };
 
 // ---------------------------------------------------------------------------------------------
 // Access.

@@ -1,6 +1,7 @@
 /** Row → API view mappings of the deployments module. */
 import { getTableColumns } from 'drizzle-orm';
 import { agentInvocations } from '../../db/schema/index.js';
+import { iso } from '../../http/ids.js';
 import type { SandboxError } from '../../sandbox/runner.js';
 import type { DeploymentRow } from './runtime.js';
 import type { DeploymentView, InvocationSummary, InvocationView } from './schemas.js';
@@ -12,8 +13,6 @@ export const { input: _input, output: _output, logs: _logs, logsTruncated: _lt, 
 
 export type DeploymentStatus = DeploymentView['status'];
 export type InvocationStatus = InvocationView['status'];
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
 export function deploymentView(d: DeploymentRow): DeploymentView {
   return {
@@ -28,8 +27,8 @@ export function deploymentView(d: DeploymentRow): DeploymentView {
     egress: d.egress,
     failure_reason: d.failureReason,
     created_by: d.createdBy,
-    created_at: d.createdAt.toISOString(),
-    updated_at: d.updatedAt.toISOString(),
+    created_at: iso(d.createdAt),
+    updated_at: iso(d.updatedAt),
     prepared_at: iso(d.preparedAt),
     activated_at: iso(d.activatedAt),
   };
@@ -47,7 +46,7 @@ export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'l
     timeout_ms: r.timeoutMs,
     duration_ms: r.durationMs,
     cold: r.cold,
-    created_at: r.createdAt.toISOString(),
+    created_at: iso(r.createdAt),
     started_at: iso(r.startedAt),
     finished_at: iso(r.finishedAt),
   };

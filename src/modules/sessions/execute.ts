@@ -20,6 +20,7 @@
  *     `execution.recorded` event is emitted on `ctx.events` (memory subscribes in `app.ts` and works
  *     off the request path).
  */
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError, type FieldError } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
@@ -31,26 +32,15 @@ import { isAgentSubscribed } from '../agents/service.js';
 import { grantAfterUnauthorized, withCallerGrant } from '../connections/grant.js';
 import { resolveExecutableTool } from '../registry/executable.js';
 import { consumeQuota, hasActiveSubscription, quotaHeaders, type QuotaState } from '../subscriptions/service.js';
+import type { ExecuteBody, ExecuteResultSchema } from './schemas.js';
 import { sessionState } from './service.js';
 import { recordExecution, type ExecutionRecord } from './usage.js';
 
-/** Body of `POST /v1/agents/:id/execute`. */
-export interface ExecuteInput {
-  service: string;
-  tool: string;
-  arguments?: Record<string, unknown>;
-  timeout_ms?: number;
-}
+/** Body of `POST /v1/agents/:id/execute` (`ExecuteBody`). */
+export type ExecuteInput = Static<typeof ExecuteBody>;
 
-/** The 200 answer. `http_status` only for HTTP tools; `error` only when `status` is `failed`. */
-export interface ExecuteResult {
-  execution_id: string;
-  status: 'succeeded' | 'failed';
-  http_status?: number;
-  output: unknown;
-  error?: { code: string; message: string };
-  duration_ms: number;
-}
+/** The 200 answer (`ExecuteResultSchema`). `http_status` only for HTTP tools; `error` only when `status` is `failed`. */
+export type ExecuteResult = Static<typeof ExecuteResultSchema>;
 
 /** What the route sends: the body plus the `X-Quota-*` headers (empty when no quota applies). */
 export interface ExecuteAnswer {

@@ -8,6 +8,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { actorOf, principalOf, requireAuth } from '../../http/auth.js';
+import { created, operations } from '../../http/operations.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { requireScope } from '../agents/tokens.js';
 import { executeTool } from './execute.js';
@@ -17,26 +18,14 @@ import { closeSession, createSession, getSessionDetails, listSessions } from './
 export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   requireAuth(app, ctx.auth);
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const tags = ['sessions'];
-  const security = USER_SECURITY;
-  /** Route options of a route on one session (`:id`): `result` (200) or a problem (400/401/403/404/429) out. */
-  const byIdRoute = <R extends TSchema>(operationId: string, summary: string, result: R) => ({
-    schema: { tags, security, operationId, summary, params: IdParams, response: { 200: result, ...errorResponses(403, 404) } },
-  });
+  const op = operations(['sessions'], USER_SECURITY);
+  /** Schemas of a route on one session (`:id`): `result` (200) or a problem (400/401/403/404/429) out. */
+  const byId = <R extends TSchema>(result: R) => ({ params: IdParams, response: { 200: result, ...errorResponses(403, 404) } });
 
   r.post(
     '/v1/agents',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'sessions.create',
-        summary: 'Create a session',
-        body: CreateSessionBody,
-        response: { 201: SessionSchema, ...errorResponses(403, 404) },
-      },
-    },
-    async (req, reply) => reply.code(201).send(await createSession(ctx, actorOf(principalOf(req)), req.body)),
+    op('sessions.create', 'Create a session', { body: CreateSessionBody, response: { 201: SessionSchema, ...errorResponses(403, 404) } }),
+    async (req, reply) => created(reply, createSession(ctx, actorOf(principalOf(req)), req.body)),
   );
 
   for (const [url, operationId] of [
@@ -45,16 +34,7 @@ export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
   ] as const) {
     r.get(
       url,
-      {
-        schema: {
-          tags,
-          security,
-          operationId,
-          summary: "List the caller's sessions, newest first",
-          querystring: SessionListQuery,
-          response: { 200: ListOf(SessionSchema), ...errorResponses(403) },
-        },
-      },
+      op(operationId, "List the caller's sessions, newest first", { querystring: SessionListQuery, response: { 200: ListOf(SessionSchema), ...errorResponses(403) } }),
       async (req) => listSessions(ctx, actorOf(principalOf(req)), req.query),
     );
   }
@@ -65,33 +45,27 @@ export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
   ] as const) {
     r.get(
       url,
-      byIdRoute(operationId, 'Session details with its latest executions', SessionDetailsSchema),
+      op(operationId, 'Session details with its latest executions', byId(SessionDetailsSchema)),
       async (req) => getSessionDetails(ctx, actorOf(principalOf(req)), req.params.id),
     );
   }
 
   r.post(
     '/v1/sessions/:id/close',
-    byIdRoute('sessions.close', 'Close a session (it then refuses new executions)', SessionSchema),
+    op('sessions.close', 'Close a session (it then refuses new executions)', byId(SessionSchema)),
     async (req) => closeSession(ctx, actorOf(principalOf(req)), req.params.id),
   );
 
   r.post(
     '/v1/agents/:id/execute',
-    {
-      schema: {
-        tags,
-        security,
-        operationId: 'sessions.execute',
-        summary: 'Execute a tool of a service in the session',
-        description:
-          '200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). ' +
-          'Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window.',
-        params: IdParams,
-        body: ExecuteBody,
-        response: { 200: ExecuteResultSchema, ...errorResponses(403, 404, 409, 502, 504) },
-      },
-    },
+    op('sessions.execute', 'Execute a tool of a service in the session', {
+      description:
+        '200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). ' +
+        'Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window.',
+      params: IdParams,
+      body: ExecuteBody,
+      response: { 200: ExecuteResultSchema, ...errorResponses(403, 404, 409, 502, 504) },
+    }),
     async (req, reply) => {
       const principal = principalOf(req);
       requireScope(principal, 'tools:execute');

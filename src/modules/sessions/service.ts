@@ -7,15 +7,17 @@
  * that carry its own `agent_id` — the sessions it created or that its owner created for it.
  */
 import { and, desc, eq, sql } from 'drizzle-orm';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { executions, sessions } from '../../db/schema/index.js';
 import type { SessionActor } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
-import { keyset, toPage, type Page } from '../../http/pagination.js';
+import { iso, newId } from '../../http/ids.js';
+import { keyset, mapPage, selectPage, toPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { getAgentForAccount } from '../agents/service.js';
+import type { ExecutionSchema, SessionListQuery, SessionSchema } from './schemas.js';
 
 /** Kept for `search/service.ts` (owned by another change); new code imports it from `http/auth.ts`. */
 export { actorOf } from '../../http/auth.js';
@@ -23,36 +25,11 @@ export { actorOf } from '../../http/auth.js';
 export type SessionRow = typeof sessions.$inferSelect;
 export type ExecutionRow = typeof executions.$inferSelect;
 
-/** The account a request acts for, and the agent acting (null for a user). */
-/** The session record of the API. */
-export interface SessionView {
-  id: string;
-  name: string | null;
-  agent_id: string | null;
-  status: 'active' | 'closed';
-  metadata: Record<string, unknown>;
-  execution_count: number;
-  last_activity_at: string | null;
-  closed_at: string | null;
-  created_at: string;
-}
+/** The session record of the API (`SessionSchema`). */
+export type SessionView = Static<typeof SessionSchema>;
 
-/** One tool execution (DESIGN.md §7). */
-export interface ExecutionView {
-  id: string;
-  session_id: string;
-  agent_id: string | null;
-  service_id: string;
-  tool_id: string;
-  tool_name: string;
-  arguments: Record<string, unknown>;
-  status: 'succeeded' | 'failed';
-  http_status: number | null;
-  output: unknown;
-  error: { code: string; message: string } | null;
-  duration_ms: number;
-  created_at: string;
-}
+/** One tool execution (DESIGN.md §7; `ExecutionSchema`). */
+export type ExecutionView = Static<typeof ExecutionSchema>;
 
 /** How many executions `GET /v1/agents/:id` embeds (newest first). */
 export const RECENT_EXECUTIONS = 20;
@@ -65,9 +42,9 @@ export function sessionView(s: SessionRow): SessionView {
     status: s.status as SessionView['status'],
     metadata: s.metadata,
     execution_count: s.executionCount,
-    last_activity_at: s.lastActivityAt?.toISOString() ?? null,
-    closed_at: s.closedAt?.toISOString() ?? null,
-    created_at: s.createdAt.toISOString(),
+    last_activity_at: iso(s.lastActivityAt),
+    closed_at: iso(s.closedAt),
+    created_at: iso(s.createdAt),
   };
 }
 
@@ -85,7 +62,7 @@ export function executionView(e: ExecutionRow): ExecutionView {
     output: e.output ?? null,
     error: e.error ?? null,
     duration_ms: e.durationMs,
-    created_at: e.createdAt.toISOString(),
+    created_at: iso(e.createdAt),
   };
 }
 
@@ -122,23 +99,14 @@ export async function createSession(
 export async function listSessions(
   ctx: AppContext,
   actor: SessionActor,
-  q: { limit?: number; cursor?: string; status?: 'active' | 'closed'; agent_id?: string },
+  q: Static<typeof SessionListQuery>,
 ): Promise<Page<SessionView>> {
-  const page = keyset(q, sessions.id);
-  const rows = await ctx.db
-    .select()
-    .from(sessions)
-    .where(
-      and(
-        visibleTo(actor),
-        q.status ? eq(sessions.status, q.status) : undefined,
-        q.agent_id ? eq(sessions.agentId, q.agent_id) : undefined,
-        page.after,
-      ),
-    )
-    .orderBy(page.orderBy)
-    .limit(page.take);
-  return toPage(rows, page.limit, sessionView);
+  const page = await selectPage(ctx.db, sessions, q, [
+    visibleTo(actor),
+    q.status ? eq(sessions.status, q.status) : undefined,
+    q.agent_id ? eq(sessions.agentId, q.agent_id) : undefined,
+  ]);
+  return mapPage(page, sessionView);
 }
 
 /** A session visible to the actor. @throws AppError not_found */
