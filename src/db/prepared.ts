@@ -20,11 +20,23 @@ export interface PreparedRaw<T> {
   run(values: Record<string, unknown>): Promise<T[]>;
 }
 
-/** Prepare `query` (with `sql.placeholder`s) as statement `name` on `db`. */
-export function prepareRaw<T = Record<string, unknown>>(db: Db, name: string, query: SQL): PreparedRaw<T> {
-  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false);
-  return {
+/** Statements prepared so far, per database handle and name (a handle is one pool or PGlite instance). */
+const preparedByDb = new WeakMap<Db, Map<string, PreparedRaw<unknown>>>();
+
+/**
+ * Statement `name` on `db`, prepared from `build()` on first use and the same object afterwards (so
+ * callers keep no cache of their own; a context copied with another database gets its own).
+ */
+export function prepareRaw<T = Record<string, unknown>>(db: Db, name: string, build: () => SQL): PreparedRaw<T> {
+  let byName = preparedByDb.get(db);
+  if (!byName) preparedByDb.set(db, (byName = new Map()));
+  const known = byName.get(name);
+  if (known) return known as PreparedRaw<T>;
+  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(build()), undefined, name, false);
+  const created: PreparedRaw<T> = {
     db,
     run: async (values) => ((await prepared.execute(values)) as unknown as { rows: T[] }).rows,
   };
+  byName.set(name, created as PreparedRaw<unknown>);
+  return created;
 }

@@ -277,7 +277,8 @@ export async function createJobQueue(config: Config, log: FastifyBaseLogger): Pr
   if (!config.redisUrl) return new InProcessQueue(log, consume);
   const bull = await import('bullmq');
   const prefix = config.nodeEnv === 'test' ? `${config.jobsPrefix}-test-${randomBytes(4).toString('hex')}` : config.jobsPrefix;
-  return new BullQueue(bull, config.redisUrl, prefix, consume, log, { ...redisClientOptions(config), enableOfflineQueue: false }, config.redis.commandTimeoutMs, {
-    retryStrategy: redisClientOptions(config).retryStrategy,
+  const redis = redisClientOptions(config);
+  return new BullQueue(bull, config.redisUrl, prefix, consume, log, { ...redis, enableOfflineQueue: false }, config.redis.commandTimeoutMs, {
+    retryStrategy: redis.retryStrategy,
   });
 }

@@ -3,14 +3,9 @@
  * versions of an agent, and invocations of deployed agents.
  */
 import { sql } from 'drizzle-orm';
-import { boolean, customType, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { userFk } from './identity.js';
-import { tz, createdAt, updatedAt } from './columns.js';
-
-/** `bytea` as a Node Buffer (PGlite returns Uint8Array, node-postgres Buffer; the service normalises). */
-const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
-  dataType: () => 'bytea',
-});
+import { bytea, tz, createdAt, updatedAt } from './columns.js';
 
 /**
  * Uploaded artifacts (gzip tarballs), stored once per content hash. Kept in the database, not on a

@@ -7,8 +7,9 @@
  * so a custom migration creates it and the memory module reads/writes it with raw SQL.
  */
 import { sql } from 'drizzle-orm';
-import { customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import { users } from './identity.js';
+import { customType, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { createdAt, tz, updatedAt } from './columns.js';
+import { userFk, users } from './identity.js';
 
 /** PostgreSQL `tsvector` (full-text document). */
 const tsvector = customType<{ data: string }>({
@@ -21,7 +22,7 @@ export const memories = pgTable(
   'memories',
   {
     id: text('id').primaryKey(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     sessionId: text('session_id'),
     agentId: text('agent_id'),
     serviceId: text('service_id'),
@@ -34,9 +35,9 @@ export const memories = pgTable(
     metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
     /** English full-text document of `content` (stemmed), maintained by PostgreSQL. */
     contentTsv: tsvector('content_tsv').notNull().generatedAlwaysAs(sql`to_tsvector('english'::regconfig, "content")`),
-    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
     /** When what the memory records happened (`POST /memory` `occurred_at`, migration 0036); null = `createdAt`. */
-    occurredAt: timestamp('occurred_at', { withTimezone: true }),
+    occurredAt: tz('occurred_at'),
   },
   (t) => [
     index('memories_user_idx').on(t.userId, t.id),
@@ -54,7 +55,7 @@ export const memories = pgTable(
  * terms above common ones (BM25's IDF).
  */
 export const memoryTerms = pgTable('memory_terms', {
-  userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+  userId: userFk(),
   lexeme: text('lexeme').notNull(),
   df: integer('df').notNull(),
 }, (t) => [primaryKey({ columns: [t.userId, t.lexeme] })]);
@@ -71,22 +72,22 @@ export const sessionSummaries = pgTable(
   {
     /** `sum_…`; a new id on every rebuild (the timeline orders events by id). */
     id: text('id').primaryKey(),
-    userId: text('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: userFk(),
     sessionId: text('session_id').notNull(),
     agentId: text('agent_id'),
     summary: text('summary').notNull(),
     keyPoints: jsonb('key_points').$type<string[]>().notNull().default([]),
     toolsUsed: jsonb('tools_used').$type<Array<{ service_id: string; tool_id: string; tool_name: string; calls: number; succeeded: number; failed: number }>>().notNull().default([]),
     executionCount: integer('execution_count').notNull(),
-    startedAt: timestamp('started_at', { withTimezone: true }),
-    endedAt: timestamp('ended_at', { withTimezone: true }),
+    startedAt: tz('started_at'),
+    endedAt: tz('ended_at'),
     /** `extractive` or `llm`. */
     generator: text('generator').notNull(),
     /** Chat model name when `generator` is `llm`. */
     model: text('model'),
     /** The memory (source `summary`) that holds this summary's text. */
     memoryId: text('memory_id'),
-    generatedAt: timestamp('generated_at', { withTimezone: true }).notNull().defaultNow(),
+    generatedAt: tz('generated_at').notNull().defaultNow(),
   },
   (t) => [uniqueIndex('session_summaries_session_key').on(t.sessionId), index('session_summaries_user_idx').on(t.userId, t.id)],
 );
@@ -101,5 +102,5 @@ export const memorySettings = pgTable('memory_settings', {
   provider: text('provider').notNull(),
   model: text('model').notNull(),
   dimensions: integer('dimensions').notNull(),
-  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  updatedAt: updatedAt(),
 });

@@ -3,13 +3,9 @@
  * tool search (issue 19 §1; migration 0034). Read and written with raw SQL by
  * `modules/search/semantic.ts`.
  */
-import { customType, index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { index, pgTable, text } from 'drizzle-orm/pg-core';
+import { bytea, updatedAt } from './columns.js';
 import { tools } from './registry.js';
-
-/** `bytea` (PGlite returns Uint8Array, node-postgres Buffer; the module normalises). */
-const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
-  dataType: () => 'bytea',
-});
 
 export const toolVectors = pgTable(
   'tool_vectors',
@@ -23,7 +19,7 @@ export const toolVectors = pgTable(
     sourceHash: text('source_hash').notNull(),
     /** Unit-length float32 components, little-endian. */
     vector: bytea('vector').notNull(),
-    updatedAt: timestamp('updated_at', { withTimezone: true }).defaultNow().notNull(),
+    updatedAt: updatedAt(),
   },
   (t) => [index('tool_vectors_source_hash_idx').on(t.sourceHash)],
 );

@@ -99,8 +99,17 @@ function storedRecord(ctx: AppContext, row: InvocationRow): InvocationRecord {
  * (its caller got no answer, so it never learnt its id). See docs/decisions.md.
  */
 function deferredRecord(ctx: AppContext, values: typeof agentInvocations.$inferInsert & { id: string }): InvocationRecord {
-  let inserted: Promise<unknown> | null = null;
-  const insertRunning = () => (inserted ??= ctx.db.insert(agentInvocations).values(values).catch((err: unknown) => ctx.log.error({ err, invocation_id: values.id }, 'invocation record not written')));
+  /** Resolves true once the `running` row is in, false when that INSERT failed (logged). */
+  let inserted: Promise<boolean> | null = null;
+  const insertRunning = () =>
+    (inserted ??= ctx.db
+      .insert(agentInvocations)
+      .values(values)
+      .then(() => true)
+      .catch((err: unknown) => {
+        ctx.log.error({ err, invocation_id: values.id }, 'invocation record not written');
+        return false;
+      }));
   const deferMs = ctx.config.sandbox.recordDeferMs;
   if (deferMs === 0) void insertRunning();
   const timer = deferMs > 0 ? setTimeout(insertRunning, deferMs) : null;
@@ -110,8 +119,8 @@ function deferredRecord(ctx: AppContext, values: typeof agentInvocations.$inferI
     row,
     finish: async (outcome) => {
       if (timer) clearTimeout(timer);
-      if (!inserted) return (await ctx.db.insert(agentInvocations).values({ ...values, ...outcome }).returning())[0];
-      await inserted;
+      // No `running` row (not deferred long enough, or its INSERT failed): write the finished row once.
+      if (!inserted || !(await inserted)) return (await ctx.db.insert(agentInvocations).values({ ...values, ...outcome }).returning())[0];
       return (await ctx.db.update(agentInvocations).set(outcome).where(eq(agentInvocations.id, values.id)).returning())[0];
     },
   };

@@ -73,8 +73,7 @@ export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: Fa
   const server = buildServer(ctx, call);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   res.on('close', () => {
-    void transport.close();
-    void server.close();
+    void server.close(); // closes its transport too (Protocol.close)
   });
   try {
     await server.connect(transport);

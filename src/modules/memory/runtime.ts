@@ -16,6 +16,7 @@ import type { MemoryRuntime, NewMemoryRow } from './state.js';
 import { HNSW_INDEX, vectorParam } from './store.js';
 import { VectorCache } from './vector-cache.js';
 import { MemoryWriter } from './writer.js';
+import { LRUCache } from 'lru-cache';
 
 
 /**
@@ -69,7 +70,7 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
   const writer = new MemoryWriter(ctx, embedder, ready, () => backfillEmbeddings(ctx, 512), Math.min(ctx.config.memory.embeddings.batchSize, 256));
   // the in-process vector arm: on PGlite only, whose data directory this process alone writes (vector-cache.ts)
   const vectors = ctx.database.engine === 'pglite' ? new VectorCache(embedder.dimensions, VECTOR_CACHE_BYTES) : null;
-  const rt: MemoryRuntime = { embedder, writer, ready, markReady, queryVectors: new Map(), vectors };
+  const rt: MemoryRuntime = { embedder, writer, ready, markReady, queryVectors: new LRUCache<string, Float32Array>({ max: QUERY_CACHE_SIZE }), vectors };
   ctx.memory = rt;
   // onClose runs in reverse order: the writer drains (embedding its last batch) before the provider closes
   if (embedder.close) ctx.onClose.push(() => embedder.close!());
@@ -97,14 +98,9 @@ const QUERY_CACHE_SIZE = 512;
 export async function embedQuery(ctx: AppContext, q: string): Promise<Float32Array> {
   const rt = runtimeOf(ctx);
   const hit = rt.queryVectors.get(q);
-  if (hit) {
-    rt.queryVectors.delete(q);
-    rt.queryVectors.set(q, hit);
-    return hit;
-  }
+  if (hit) return hit;
   const [v] = await rt.embedder.embed([q]);
   rt.queryVectors.set(q, v);
-  if (rt.queryVectors.size > QUERY_CACHE_SIZE) rt.queryVectors.delete(rt.queryVectors.keys().next().value!);
   return v;
 }
 

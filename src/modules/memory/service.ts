@@ -13,7 +13,7 @@ import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { memories, sessionSummaries } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
+import { iso, newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { getAgentForAccount } from '../agents/service.js';
 import { type SessionActor } from '../../http/auth.js';
@@ -22,7 +22,7 @@ import { fusedCandidates, insertMemoryRows, withSearchSettings, type NewMemoryRo
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
 import { embeddingText, lastTurnOf, rerankTurns, speakerOf } from './turns.js';
-import { filtered, filteredSql, iso, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
+import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
 /** Input of `POST /memory`. */
 export interface AddMemoryInput {

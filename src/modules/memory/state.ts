@@ -5,6 +5,7 @@
  */
 import type { EmbeddingProvider } from './embeddings.js';
 import type { VectorCache } from './vector-cache.js';
+import type { LRUCache } from 'lru-cache';
 
 /** A memory row to insert (the id and timestamp are given by the caller). */
 export interface NewMemoryRow {
@@ -47,7 +48,7 @@ export interface MemoryRuntime {
   ready: Promise<void>;
   markReady(err?: Error): void;
   /** Vectors of recent search queries, by query text (least recently used first; `embedQuery`). */
-  queryVectors: Map<string, Float32Array>;
+  queryVectors: LRUCache<string, Float32Array>;
   /** Users' vectors for the in-process vector arm (PGlite only; null on PostgreSQL). */
   vectors: VectorCache | null;
 }

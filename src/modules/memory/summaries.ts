@@ -6,14 +6,14 @@ import { and, asc, eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { memories, sessionSummaries } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
+import { iso, newId } from '../../http/ids.js';
 import { type SessionActor } from '../../http/auth.js';
 import { getSessionFor, listSessionExecutions } from '../sessions/service.js';
 import { insertMemoryRows } from './store.js';
 import { extractiveSummary, llmSummary, type BuiltSummary, type SummaryExecution } from './summarizer.js';
 
 import { embeddingProviderOf, flushMemoryWrites, markNeedsBackfill } from './runtime.js';
-import { iso, scoped } from './views.js';
+import { scoped } from './views.js';
 
 /** A session summary as the API shows it. */
 export interface SummaryView {

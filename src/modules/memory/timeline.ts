@@ -7,7 +7,8 @@ import { type SessionActor } from '../../http/auth.js';
 import { getSessionFor, listSessionExecutions } from '../sessions/service.js';
 
 import { flushMemoryWrites } from './runtime.js';
-import { iso, MEMORY_COLUMNS, scoped } from './views.js';
+import { iso } from '../../http/ids.js';
+import { MEMORY_COLUMNS, scoped } from './views.js';
 
 /** One event of a session timeline. */
 export interface TimelineEvent {

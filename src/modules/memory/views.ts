@@ -2,6 +2,7 @@
 import { and, eq, gte, lte, sql, type SQL } from 'drizzle-orm';
 import { memories } from '../../db/schema/index.js';
 import { type SessionActor } from '../../http/auth.js';
+import { iso } from '../../http/ids.js';
 
 
 export type MemoryRow = Pick<
@@ -39,11 +40,6 @@ export const MEMORY_COLUMNS = {
   createdAt: memories.createdAt,
   occurredAt: memories.occurredAt,
 };
-
-export function iso(d: Date | string | null | undefined): string | null {
-  if (d === null || d === undefined) return null;
-  return (d instanceof Date ? d : new Date(d)).toISOString();
-}
 
 export function memoryView(r: MemoryRow): MemoryView {
   return {

@@ -237,16 +237,12 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   const found = ranked.length ? Number(ranked[0].found) : 0;
 
   // Blend popularity, order, cut the page.
-  const pop = input.popularity ?? new Map<string, number>();
-  let maxCalls = 1;
-  for (const v of pop.values()) if (v > maxCalls) maxCalls = v;
-  const norm = Math.log1p(maxCalls);
+  const popularityOf = popularityScorer(input.popularity ?? new Map<string, number>());
   const scored = ranked.map((r) => {
     // Trigram similarity of the whole query to the name rescues typos and odd spellings; once the
     // words themselves matched, it only breaks ties (it favours names holding the query in order).
     const text = Number(r.fts) + (Number(r.fts) > 0 && !legacy ? 0.25 : 1) * Number(r.fz) + Number(r.bonus);
-    const calls = pop.get(r.id) ?? 0;
-    const p = Math.log1p(calls) / norm;
+    const { calls, p } = popularityOf(r.id);
     return { id: r.id, fts: Number(r.fts), fz: Number(r.fz), text, calls, p, score: raw ? text * (1 + 0.5 * p) : p };
   });
   scored.sort((a, b) => b.score - a.score || b.calls - a.calls || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
@@ -400,4 +396,18 @@ export async function suggestCatalog(ctx: AppContext, accountId: string | null, 
     count: Number(r.n),
     leading: Boolean(r.is_leading),
   }));
+}
+
+/**
+ * Popularity of a tool in [0, 1] from recent call counts (`pop`: tool id → calls): log(1 + calls) /
+ * log(1 + the most calls of any tool), so one very popular tool does not flatten the rest.
+ */
+export function popularityScorer(pop: ReadonlyMap<string, number>): (id: string) => { calls: number; p: number } {
+  let maxCalls = 1;
+  for (const v of pop.values()) if (v > maxCalls) maxCalls = v;
+  const norm = Math.log1p(maxCalls);
+  return (id) => {
+    const calls = pop.get(id) ?? 0;
+    return { calls, p: Math.log1p(calls) / norm };
+  };
 }

@@ -8,7 +8,7 @@ import type { AppContext } from '../../context.js';
 import { accountOf, type Principal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { decodeCursor, encodeCursor } from '../../http/pagination.js';
-import { getCatalogTools, queryTerms, searchCatalogTools, type CatalogToolHit } from '../registry/catalog.js';
+import { getCatalogTools, popularityScorer, queryTerms, searchCatalogTools, type CatalogToolHit } from '../registry/catalog.js';
 import { topTools } from '../sessions/usage.js';
 import { highlightFields } from './highlight.js';
 import { planQuery } from './query.js';
@@ -167,12 +167,12 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
       { ids: ranked.map((h) => h.tool.id), weight: 1 },
       { ids: near.map((t) => t.id), weight: ctx.config.search.semanticWeight },
     ]);
-    const maxCalls = Math.max(1, ...popularity.values());
+    const popularityOf = popularityScorer(popularity);
     const extra = near
       .filter((t) => !lexical.has(t.id))
       .map((t): RankedTool => {
-        const calls = popularity.get(t.id) ?? 0;
-        const p = Math.round((Math.log1p(calls) / Math.log1p(maxCalls)) * 1e4) / 1e4;
+        const { calls, p: raw } = popularityOf(t.id);
+        const p = Math.round(raw * 1e4) / 1e4;
         return { tool: t, service: { ...t.service, owned: t.service.owner_id === account }, score: 0, text_score: 0, calls, popularity: p, match: 'semantic' };
       });
     found += extra.length;

@@ -127,12 +127,7 @@ async function writeBatch(stmt: PreparedRaw<unknown>, records: ExecutionRecord[]
  * the statement prepared once on the app's `hotDb` (`execution_record`).
  */
 export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<ExecutionRecord> {
-  let stmt: PreparedRaw<unknown> | null = null;
-  const write = (records: ExecutionRecord[]) => {
-    const db = ctxOf().database.hotDb;
-    if (stmt?.db !== db) stmt = prepareRaw(db, 'execution_record', recordStatement());
-    return writeBatch(stmt, records);
-  };
+  const write = (records: ExecutionRecord[]) => writeBatch(prepareRaw(ctxOf().database.hotDb, 'execution_record', recordStatement), records);
   return new WriteBatcher<ExecutionRecord>({ write, maxBatch: MAX_BATCH });
 }
 

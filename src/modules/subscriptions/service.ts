@@ -312,12 +312,12 @@ const INT_MAX = 2_147_483_647;
 
 type CountRow = { id: string; plan: string; day_used: number; month_used: number };
 /** The counting UPDATE of {@link consumeQuota}, prepared once per database handle (issue 18: no per-call parse/plan). */
-const countingByDb = new WeakMap<object, PreparedRaw<CountRow>>();
-
 function countingStatement(ctx: AppContext): PreparedRaw<CountRow> {
-  const db = ctx.database.hotDb;
-  const known = countingByDb.get(db);
-  if (known) return known;
+  return prepareRaw<CountRow>(ctx.database.hotDb, 'quota_consume', countingSql);
+}
+
+/** The text of {@link countingStatement}: limits are placeholders, so one text serves every config. */
+function countingSql(): SQL {
   const p = (name: string) => sql.placeholder(name);
   const plan = effectivePlanSql(sql`subscriptions.plan`, sql`u.roles`);
   // The limit of the effective plan: one placeholder per plan and window (`pro_day`, …; null = unlimited).
@@ -325,10 +325,7 @@ function countingStatement(ctx: AppContext): PreparedRaw<CountRow> {
     const higher = PLAN_ORDER.slice(1).map((pl) => sql`when ${lit(pl)} then ${p(`${pl}_${win}`)}::int`);
     return sql`coalesce(case ${plan} ${sql.join(higher, sql` `)} else ${p(`${BOTTOM_PLAN}_${win}`)}::int end, ${sql.raw(String(INT_MAX))})`;
   };
-  const counting = prepareRaw<CountRow>(
-    db,
-    'quota_consume',
-    sql`update subscriptions set
+  return sql`update subscriptions set
           day_used = case when day_start = ${p('day')}::date then day_used + 1 else 1 end,
           day_start = ${p('day')}::date,
           month_used = case when month_start = ${p('month')}::date then month_used + 1 else 1 end,
@@ -337,10 +334,7 @@ function countingStatement(ctx: AppContext): PreparedRaw<CountRow> {
         where u.id = subscriptions.user_id and subscriptions.user_id = ${p('userId')} and service_id = ${p('serviceId')} and status = 'active'
           and (case when day_start = ${p('day')}::date then day_used else 0 end) < ${lim('day')}
           and (case when month_start = ${p('month')}::date then month_used else 0 end) < ${lim('month')}
-        returning subscriptions.id, ${plan} as plan, day_used, month_used`,
-  );
-  countingByDb.set(db, counting);
-  return counting;
+        returning subscriptions.id, ${plan} as plan, day_used, month_used`;
 }
 
 /**
