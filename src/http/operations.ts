@@ -4,7 +4,9 @@
  * two answers that are not "200 with the service's result" — 201 created, 204 no content — are one
  * call each. A route stays one `r.get(path, op(…), handler)` call, greppable by path and operation id.
  */
-import type { FastifyReply, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifySchema } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { requireAuth, type AuthOptions, type AuthRegistry } from './auth.js';
 
 /** An OpenAPI security requirement list (`USER_SECURITY`, `BEARER_SECURITY`, … in `schemas.ts`). */
 export type Security = Array<Record<string, string[]>>;
@@ -43,4 +45,17 @@ export async function created(reply: FastifyReply, body: Promise<unknown>, opts:
 export async function noContent(reply: FastifyReply, work: Promise<unknown>): Promise<FastifyReply> {
   await work;
   return reply.code(204).send(null);
+}
+
+/**
+ * Open an authenticated route scope in one call: {@link requireAuth} with `auth` options (which
+ * principals, roles), the TypeBox type provider, and the {@link operations} maker whose OpenAPI
+ * `tags` and `security` describe that same requirement. Use inside `app.register(async (scope) => …)`
+ * (or on a plugin's own instance).
+ * @returns `r` (the typed instance to declare routes on) and `op`.
+ */
+export function authScope(scope: FastifyInstance, registry: AuthRegistry, opts: AuthOptions & { tags: string[]; security: Security }) {
+  const { tags, security, ...auth } = opts;
+  requireAuth(scope, registry, auth);
+  return { r: scope.withTypeProvider<TypeBoxTypeProvider>(), op: operations(tags, security) };
 }

@@ -45,24 +45,20 @@ export const servicePublications = pgTable('service_publications', {
   updatedAt: updatedAt(),
 });
 
-export const serviceReports = pgTable(
-  'service_reports',
-  {
-    id: text('id').primaryKey(),
-    serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
-    /** Reported tool; null for a report about the whole service. */
-    toolId: text('tool_id'),
-    userId: userFk(),
-    /** `broken` | `wrong_output` | `security` | `other` */
-    reason: text('reason').notNull(),
-    details: text('details'),
-    /** `open` | `resolved` */
-    status: text('status').notNull().default('open'),
-    createdAt: createdAt(),
-    resolvedAt: tz('resolved_at'),
-  },
-  (t) => [
-    uniqueIndex('service_reports_open_key').on(t.serviceId, sql`coalesce(${t.toolId}, '')`, t.userId).where(sql`${t.status} = 'open'`),
-    index('service_reports_service_idx').on(t.serviceId, t.status),
-  ],
-);
+export const serviceReports = pgTable('service_reports', {
+  id: text('id').primaryKey(),
+  serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+  /** Reported tool; null for a report about the whole service. */
+  toolId: text('tool_id'),
+  userId: userFk(),
+  /** `broken` | `wrong_output` | `security` | `other` */
+  reason: text('reason').notNull(),
+  details: text('details'),
+  /** `open` | `resolved` */
+  status: text('status').notNull().default('open'),
+  createdAt: createdAt(),
+  resolvedAt: tz('resolved_at'),
+}, (t) => [
+  uniqueIndex('service_reports_open_key').on(t.serviceId, sql`coalesce(${t.toolId}, '')`, t.userId).where(sql`${t.status} = 'open'`),
+  index('service_reports_service_idx').on(t.serviceId, t.status),
+]);

@@ -15,8 +15,7 @@ import { SetRolesBody, UserIdParams } from './schemas.js';
 export async function adminRoutes(app: FastifyInstance, { ctx, identity }: { ctx: AppContext; identity: IdentityService }): Promise<void> {
   requireAuth(app, ctx.auth, { principals: ['user'], roles: ['admin'] });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.put(
-    '/admin/users/:id/roles',
+  r.put('/admin/users/:id/roles',
     operations(['admin'], USER_SECURITY)('admin.setUserRoles', "Replace a user's roles (admin only)", { params: UserIdParams, body: SetRolesBody, response: { 200: ProfileSchema, ...errorResponses(403, 404) } }),
     async (req) => {
       const u = await identity.setRolesById(req.params.id, req.body.roles);

@@ -9,7 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentOf, principalOf, requireAuth } from '../../http/auth.js';
-import { noContent, operations } from '../../http/operations.js';
+import { authScope, noContent, operations } from '../../http/operations.js';
 import { BEARER_SECURITY, IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { requireScope } from '../agents/tokens.js';
 import { AgentKeyParams, AuditQuery, AuditSchema, ConditionalHeaders, EntrySchema, KeyParams, ListEntriesQuery, PutEntryBody } from './schemas.js';
@@ -62,11 +62,8 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
 
   // Own memory: agent tokens only.
   await app.register(async (scope) => {
-    requireAuth(scope, ctx.auth, { principals: ['agent'] });
-    const r = scope.withTypeProvider<TypeBoxTypeProvider>();
-    const op = operations(tags, BEARER_SECURITY);
-    r.get(
-      '/v2/memory',
+    const { r, op } = authScope(scope, ctx.auth, { principals: ['agent'], tags: tags, security: BEARER_SECURITY });
+    r.get('/v2/memory',
       op('agentMemory.list', 'List own memory entries in key order (optionally under a prefix)', { querystring: ListEntriesQuery, response: { 200: ListOf(EntrySchema), ...errorResponses(403) } }),
       async (req) => {
         const agent = agentOf(req);
@@ -74,8 +71,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
         return listEntries(ctx, agent.agentId, req.query);
       },
     );
-    r.get(
-      '/v2/memory/:key',
+    r.get('/v2/memory/:key',
       op('agentMemory.get', 'Get an entry (ETag = version; If-None-Match → 304)', {
         params: KeyParams,
         headers: ConditionalHeaders,
@@ -91,8 +87,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
         return entry;
       },
     );
-    r.put(
-      '/v2/memory/:key',
+    r.put('/v2/memory/:key',
       {
         bodyLimit,
         ...op('agentMemory.put', 'Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency', putSchemas(KeyParams)),
@@ -104,8 +99,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
         return sendWritten(reply, `/v2/memory/${encodeURIComponent(req.params.key)}`, res);
       },
     );
-    r.delete(
-      '/v2/memory/:key',
+    r.delete('/v2/memory/:key',
       op('agentMemory.delete', 'Delete an entry (If-Match honoured)', { params: KeyParams, headers: ConditionalHeaders, response: { 204: Type.Null(), ...errorResponses(403, 404, 412) } }),
       async (req, reply) => {
         const agent = agentOf(req);
@@ -121,13 +115,10 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const r = scope.withTypeProvider<TypeBoxTypeProvider>();
     // Users (token or API key) and agents are admitted here.
     const op = operations(tags, USER_SECURITY);
-    r.get(
-      '/v2/agents/:id/memory',
+    r.get('/v2/agents/:id/memory',
       op('agentMemory.listOf', "Read an agent's memory (other agents need a live grant; audited)", agentListSchemas(ListEntriesQuery, EntrySchema)),
-      async (req) => readAgentMemory(ctx, principalOf(req), req.params.id, req.query),
-    );
-    r.put(
-      '/v2/agents/:id/memory/:key',
+      async (req) => readAgentMemory(ctx, principalOf(req), req.params.id, req.query));
+    r.put('/v2/agents/:id/memory/:key',
       {
         bodyLimit,
         ...op('agentMemory.putOf', "Write one key of an agent's memory (other agents need a live write grant; audited)", putSchemas(AgentKeyParams, 404)),
@@ -137,10 +128,8 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
         return sendWritten(reply, `/v2/agents/${req.params.id}/memory/${encodeURIComponent(req.params.key)}`, res);
       },
     );
-    r.get(
-      '/v2/agents/:id/memory/audit',
+    r.get('/v2/agents/:id/memory/audit',
       op('agentMemory.audit', "Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself)", agentListSchemas(AuditQuery, AuditSchema)),
-      async (req) => listAudit(ctx, principalOf(req), req.params.id, req.query),
-    );
+      async (req) => listAudit(ctx, principalOf(req), req.params.id, req.query));
   });
 }

@@ -9,9 +9,9 @@ import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
-import { requireAuth, userOf } from '../../http/auth.js';
+import { userOf } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
-import { created, noContent, operations } from '../../http/operations.js';
+import { authScope, created, noContent } from '../../http/operations.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
   AgentSchema,
@@ -49,37 +49,24 @@ export async function agentRoutes(app: FastifyInstance, { ctx, identity }: Agent
 // ------------------------------------------------------------------------- management
 
 async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  requireAuth(app, ctx.auth, { principals: ['user'] });
-  const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const op = operations(['agents'], USER_SECURITY);
+  const { r, op } = authScope(app, ctx.auth, { principals: ['user'], tags: ['agents'], security: USER_SECURITY });
 
-  r.post(
-    '/v2/agents',
+  r.post('/v2/agents',
     op('agents.create', 'Create an agent; the answer carries client_secret once', { body: CreateAgentBody, response: { 201: AgentWithSecretSchema, ...errorResponses(403) } }),
-    async (req, reply) => created(reply, createAgent(ctx, userOf(req).userId, req.body), { noStore: true }),
-  );
-  r.get(
-    '/v2/agents',
+    async (req, reply) => created(reply, createAgent(ctx, userOf(req).userId, req.body), { noStore: true }));
+  r.get('/v2/agents',
     op('agents.list', "List the account's agents", { querystring: ListAgentsQuery, response: { 200: ListOf(AgentSchema), ...errorResponses(403) } }),
-    async (req) => listAgents(ctx, userOf(req).userId, req.query),
-  );
-  r.get(
-    '/v2/agents/:id',
+    async (req) => listAgents(ctx, userOf(req).userId, req.query));
+  r.get('/v2/agents/:id',
     op('agents.get', 'Agent details (live secrets listed without the secret)', { params: IdParams, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
-    async (req) => getAgent(ctx, userOf(req).userId, req.params.id),
-  );
-  r.patch(
-    '/v2/agents/:id',
+    async (req) => getAgent(ctx, userOf(req).userId, req.params.id));
+  r.patch('/v2/agents/:id',
     op('agents.update', 'Update name, description, metadata or status (active | disabled)', { params: IdParams, body: UpdateAgentBody, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
-    async (req) => updateAgent(ctx, userOf(req).userId, req.params.id, req.body),
-  );
-  r.delete(
-    '/v2/agents/:id',
+    async (req) => updateAgent(ctx, userOf(req).userId, req.params.id, req.body));
+  r.delete('/v2/agents/:id',
     op('agents.delete', 'Soft delete an agent (its tokens stop working; memory is kept)', { params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
-    async (req, reply) => noContent(reply, deleteAgent(ctx, userOf(req).userId, req.params.id)),
-  );
-  r.post(
-    '/v2/agents/:id/rotate-secret',
+    async (req, reply) => noContent(reply, deleteAgent(ctx, userOf(req).userId, req.params.id)));
+  r.post('/v2/agents/:id/rotate-secret',
     op('agents.rotateSecret', 'Issue a new client secret; older secrets end now or after grace_period_seconds', {
       params: IdParams,
       body: Type.Union([Type.Null(), RotateSecretBody]), // no body = no grace period
@@ -91,8 +78,7 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
     },
   );
 
-  r.post(
-    '/v2/agents/:id/tools/subscribe',
+  r.post('/v2/agents/:id/tools/subscribe',
     op('agents.tools.subscribe', 'Subscribe the agent to a service by name (the owner must be subscribed to it or own it)', {
       params: IdParams,
       body: SubscribeToolBody,
@@ -103,21 +89,17 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
       return reply.code(isNew ? 201 : 200).send(subscription);
     },
   );
-  r.delete(
-    '/v2/agents/:id/tools/unsubscribe',
+  r.delete('/v2/agents/:id/tools/unsubscribe',
     op('agents.tools.unsubscribe', 'Unsubscribe the agent from a service (`service` in the body or the query)', {
       params: IdParams,
       querystring: UnsubscribeToolQuery,
       body: Type.Union([Type.Null(), UnsubscribeToolBody]),
       response: { 204: Type.Null(), ...errorResponses(403, 404) },
     }),
-    async (req, reply) => noContent(reply, unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body?.service ?? req.query.service)),
-  );
-  r.get(
-    '/v2/agents/:id/tools',
+    async (req, reply) => noContent(reply, unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body?.service ?? req.query.service)));
+  r.get('/v2/agents/:id/tools',
     op('agents.tools.list', "List the agent's tool subscriptions", { params: IdParams, querystring: ToolsQuery, response: { 200: ListOf(AgentToolSchema), ...errorResponses(403, 404) } }),
-    async (req) => listAgentTools(ctx, userOf(req).userId, req.params.id, req.query),
-  );
+    async (req) => listAgentTools(ctx, userOf(req).userId, req.params.id, req.query));
 }
 
 // ------------------------------------------------------------------------- token endpoint
@@ -158,8 +140,7 @@ async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext })
   });
 
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.post(
-    '/auth/agent/token',
+  r.post('/auth/agent/token',
     {
       schema: {
         tags: ['auth'],

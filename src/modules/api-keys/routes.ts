@@ -1,32 +1,23 @@
 /** HTTP routes of the api-keys module (spec group "API keys"). */
 import type { FastifyInstance } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
-import { requireAuth, userOf } from '../../http/auth.js';
-import { created, noContent, operations } from '../../http/operations.js';
+import { userOf } from '../../http/auth.js';
+import { authScope, created, noContent } from '../../http/operations.js';
 import { IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { ApiKeySchema, CreateApiKeyBody, CreatedApiKeySchema } from './schemas.js';
 import { createApiKey, listApiKeys, revokeApiKey } from './service.js';
 
 export async function apiKeyRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
-  requireAuth(app, ctx.auth, { principals: ['user'] });
-  const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const op = operations(['api-keys'], USER_SECURITY);
+  const { r, op } = authScope(app, ctx.auth, { principals: ['user'], tags: ['api-keys'], security: USER_SECURITY });
 
-  r.get(
-    '/api-keys',
+  r.get('/api-keys',
     op('apiKeys.list', "List the user's API keys", { querystring: PageQuery, response: { 200: ListOf(ApiKeySchema), ...errorResponses(403) } }),
-    async (req) => listApiKeys(ctx, userOf(req).userId, req.query),
-  );
-  r.post(
-    '/api-keys',
+    async (req) => listApiKeys(ctx, userOf(req).userId, req.query));
+  r.post('/api-keys',
     op('apiKeys.create', 'Create an API key (the key is shown once)', { body: CreateApiKeyBody, response: { 201: CreatedApiKeySchema, ...errorResponses(403) } }),
-    async (req, reply) => created(reply, createApiKey(ctx, userOf(req).userId, req.body), { noStore: true }),
-  );
-  r.delete(
-    '/api-keys/:id',
+    async (req, reply) => created(reply, createApiKey(ctx, userOf(req).userId, req.body), { noStore: true }));
+  r.delete('/api-keys/:id',
     op('apiKeys.revoke', 'Revoke an API key', { params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
-    async (req, reply) => noContent(reply, revokeApiKey(ctx, userOf(req).userId, req.params.id)),
-  );
+    async (req, reply) => noContent(reply, revokeApiKey(ctx, userOf(req).userId, req.params.id)));
 }

@@ -7,9 +7,10 @@ import type { Static } from 'typebox';
 import type { Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { apiKeys, users } from '../../db/schema/index.js';
+import { revokeLive } from '../../db/revoke.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { UserPrincipal } from '../../http/auth.js';
-import { hashSecret, newId, newSecret } from '../../http/ids.js';
+import { hashSecret, newId, newSecret, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import type { ApiKeySchema } from './schemas.js';
 
@@ -18,16 +19,7 @@ type ApiKeyRow = typeof apiKeys.$inferSelect;
 /** The API-key record as listed (never the key itself). */
 export type ApiKeyView = Static<typeof ApiKeySchema>;
 
-function view(k: ApiKeyRow): ApiKeyView {
-  return {
-    id: k.id,
-    name: k.name,
-    prefix: k.prefix,
-    last_used_at: k.lastUsedAt?.toISOString() ?? null,
-    expires_at: k.expiresAt?.toISOString() ?? null,
-    created_at: k.createdAt.toISOString(),
-  };
-}
+const view = (k: ApiKeyRow): ApiKeyView => ({ id: k.id, name: k.name, prefix: k.prefix, last_used_at: iso(k.lastUsedAt), expires_at: iso(k.expiresAt), created_at: iso(k.createdAt) });
 
 /** Create a key; the answer is the only time `key` is shown. @throws AppError validation_failed for a past expiry */
 export async function createApiKey(ctx: AppContext, userId: string, input: { name: string; expires_at?: string }): Promise<ApiKeyView & { key: string }> {
@@ -50,12 +42,7 @@ export async function listApiKeys(ctx: AppContext, userId: string, q: { limit?: 
 
 /** Revoke a key of `userId`. Another user's key, or an already revoked one → 404. */
 export async function revokeApiKey(ctx: AppContext, userId: string, id: string): Promise<void> {
-  const [row] = await ctx.db
-    .update(apiKeys)
-    .set({ revokedAt: new Date() })
-    .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id });
-  if (!row) throw notFound('API key');
+  if (!(await revokeLive(ctx.db, apiKeys, and(eq(apiKeys.id, id), eq(apiKeys.userId, userId))))) throw notFound('API key');
 }
 
 /** Minimum interval between `last_used_at` writes for one key (avoids a write per request). */

@@ -9,8 +9,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
-import { requireAuth, userOf } from '../../http/auth.js';
-import { created, operations } from '../../http/operations.js';
+import { userOf } from '../../http/auth.js';
+import { authScope, created, operations } from '../../http/operations.js';
 import { IdParams, ListOf, PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { CallbackQuery, CallbackResultSchema, ConnectionListQuery, ConnectionSchema, CreateConnectionBody, CreatedConnectionSchema, DeletedConnectionSchema } from './schemas.js';
 import { completeConnection, deleteConnection, getConnection, listConnections, startConnection } from './service.js';
@@ -19,40 +19,29 @@ export async function connectionRoutes(app: FastifyInstance, { ctx }: { ctx: App
   const tags = ['connections'];
 
   await app.register(async (scope) => {
-    requireAuth(scope, ctx.auth, { principals: ['user'] });
-    const r = scope.withTypeProvider<TypeBoxTypeProvider>();
-    const op = operations(tags, USER_SECURITY);
-    r.post(
-      '/connections',
+    const { r, op } = authScope(scope, ctx.auth, { principals: ['user'], tags: tags, security: USER_SECURITY });
+    r.post('/connections',
       op('connections.create', "Connect the caller's account (or one of its agents') at an oauth2 service: returns the upstream's authorization URL", {
         body: CreateConnectionBody,
         response: { 201: CreatedConnectionSchema, ...errorResponses(403, 404, 502) },
       }),
-      async (req, reply) => created(reply, startConnection(ctx, userOf(req).userId, req.body), { noStore: true }),
-    );
-    r.get(
-      '/connections',
+      async (req, reply) => created(reply, startConnection(ctx, userOf(req).userId, req.body), { noStore: true }));
+    r.get('/connections',
       op('connections.list', "The caller's connections, newest first", { querystring: ConnectionListQuery, response: { 200: ListOf(ConnectionSchema), ...errorResponses(403) } }),
-      async (req) => listConnections(ctx, userOf(req).userId, req.query),
-    );
-    r.get(
-      '/connections/:id',
+      async (req) => listConnections(ctx, userOf(req).userId, req.query));
+    r.get('/connections/:id',
       op('connections.get', 'One connection (never its tokens)', { params: IdParams, response: { 200: ConnectionSchema, ...errorResponses(403, 404) } }),
-      async (req) => getConnection(ctx, userOf(req).userId, req.params.id),
-    );
-    r.delete(
-      '/connections/:id',
+      async (req) => getConnection(ctx, userOf(req).userId, req.params.id));
+    r.delete('/connections/:id',
       op('connections.delete', 'Revoke the grant at the upstream (RFC 7009, when it can) and delete the connection', {
         params: IdParams,
         response: { 200: DeletedConnectionSchema, ...errorResponses(403, 404) },
       }),
-      async (req) => deleteConnection(ctx, userOf(req).userId, req.params.id),
-    );
+      async (req) => deleteConnection(ctx, userOf(req).userId, req.params.id));
   });
 
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.get(
-    '/connections/callback',
+  r.get('/connections/callback',
     operations(tags, PUBLIC_SECURITY)('connections.callback', "The upstream's redirect after consent (authenticated by the single-use state, not by a token)", {
       description:
         'Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. ' +

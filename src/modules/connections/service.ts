@@ -19,6 +19,7 @@ import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { connectionStates, connections } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
+import { consumeState } from '../../http/oauth-state.js';
 import { hashSecret, iso, newId } from '../../http/ids.js';
 import { decodeCursor, mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
@@ -135,13 +136,7 @@ export interface CallbackOutcome {
  * @throws AppError invalid_connection_state (unknown, used or expired state — nothing to redirect to)
  */
 export async function completeConnection(ctx: AppContext, input: CallbackInput): Promise<CallbackOutcome> {
-  const [state] = await ctx.db
-    .update(connectionStates)
-    .set({ consumedAt: new Date() })
-    .where(and(eq(connectionStates.stateHash, hashSecret(input.state)), isNull(connectionStates.consumedAt)))
-    .returning();
-  if (!state) throw new AppError('invalid_connection_state', 'state is unknown or was already used; start again with POST /connections');
-  if (state.expiresAt.getTime() <= Date.now()) throw new AppError('invalid_connection_state', 'state has expired (10 minutes); start again with POST /connections');
+  const state = await consumeState(ctx.db, connectionStates, input.state, { code: 'invalid_connection_state', restart: 'start again with POST /connections' });
   const [connection] = await ctx.db
     .select()
     .from(connections)

@@ -72,8 +72,7 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const op = operations(['deployments'], [...USER_SECURITY, ...BEARER_SECURITY]);
 
-  r.post(
-    '/v2/agents/:id/deploy',
+  r.post('/v2/agents/:id/deploy',
     {
       ...op('deployments.deploy', 'Deploy agent code (multipart: a .tar.gz artifact); creates version N+1, prepared in the background', {
         consumes: ['multipart/form-data'],
@@ -96,8 +95,7 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
     },
   );
 
-  r.post(
-    '/v2/agents/:id/invoke',
+  r.post('/v2/agents/:id/invoke',
     optionalBody(
       op('deployments.invoke', 'Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true)', {
         params: IdParams,
@@ -113,14 +111,11 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
     },
   );
 
-  r.get(
-    '/v2/agents/:id/deployments',
+  r.get('/v2/agents/:id/deployments',
     op('deployments.list', 'Deployment history, newest first', { params: IdParams, querystring: PageQuery, response: { 200: ListOf(DeploymentSchema), ...errorResponses(403, 404) } }),
-    async (req) => listDeployments(ctx, principalOf(req), req.params.id, req.query),
-  );
+    async (req) => listDeployments(ctx, principalOf(req), req.params.id, req.query));
 
-  r.post(
-    '/v2/agents/:id/deployments/rollback',
+  r.post('/v2/agents/:id/deployments/rollback',
     optionalBody(
       op('deployments.rollback', 'Make the previous good version active again (the current one becomes rolled_back)', {
         params: IdParams,
@@ -128,17 +123,13 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
         response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) },
       }),
     ),
-    async (req) => rollbackDeployment(ctx, principalOf(req), req.params.id, req.body),
-  );
+    async (req) => rollbackDeployment(ctx, principalOf(req), req.params.id, req.body));
 
-  r.post(
-    '/v2/agents/:id/deployments/stop',
+  r.post('/v2/agents/:id/deployments/stop',
     op('deployments.stop', 'Stop the active deployment (invocations then answer 409)', { params: IdParams, response: { 200: DeploymentSchema, ...errorResponses(403, 404, 409) } }),
-    async (req) => stopDeployment(ctx, principalOf(req), req.params.id),
-  );
+    async (req) => stopDeployment(ctx, principalOf(req), req.params.id));
 
-  r.post(
-    '/v2/agents/:id/deployments/redeploy',
+  r.post('/v2/agents/:id/deployments/redeploy',
     optionalBody(
       op('deployments.redeploy', 'Run the prepare step again on the current version (or the one named)', {
         params: IdParams,
@@ -146,20 +137,15 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
         response: { 202: DeploymentSchema, ...errorResponses(403, 404, 409) },
       }),
     ),
-    async (req, reply) => reply.code(202).send(await redeployDeployment(ctx, principalOf(req), req.params.id, req.body)),
-  );
+    async (req, reply) => reply.code(202).send(await redeployDeployment(ctx, principalOf(req), req.params.id, req.body)));
 
-  r.get(
-    '/v2/agents/:id/executions',
+  r.get('/v2/agents/:id/executions',
     op('deployments.executions.list', 'Invocations of the agent, newest first', { params: IdParams, querystring: PageQuery, response: { 200: ListOf(InvocationSummarySchema), ...errorResponses(403, 404) } }),
-    async (req) => listInvocations(ctx, principalOf(req), req.params.id, req.query),
-  );
+    async (req) => listInvocations(ctx, principalOf(req), req.params.id, req.query));
 
-  r.get(
-    '/v2/agents/:id/executions/:exeId',
+  r.get('/v2/agents/:id/executions/:exeId',
     op('deployments.executions.get', 'One invocation with input, output and logs', { params: ExecutionParams, response: { 200: InvocationSchema, ...errorResponses(403, 404) } }),
-    async (req) => getInvocation(ctx, principalOf(req), req.params.id, req.params.exeId),
-  );
+    async (req) => getInvocation(ctx, principalOf(req), req.params.id, req.params.exeId));
 
   const logsRoute = <P extends typeof IdParams | typeof ExecutionParams>(operationId: string, summary: string, params: P) =>
     op(operationId, summary, {
@@ -169,8 +155,7 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
       produces: ['application/json', 'text/event-stream'],
       response: { 200: LogLinesSchema, ...errorResponses(403, 404) },
     });
-  r.get(
-    '/v2/agents/:id/executions/:exeId/logs',
+  r.get('/v2/agents/:id/executions/:exeId/logs',
     logsRoute('deployments.executions.logs', "An invocation's log lines; ?follow=true streams them (SSE) until it ends", ExecutionParams),
     async (req, reply) => {
       const p = principalOf(req);
@@ -181,8 +166,7 @@ export async function deploymentRoutes(app: FastifyInstance, { ctx }: { ctx: App
     },
   );
 
-  r.get(
-    '/v2/agents/:id/logs',
+  r.get('/v2/agents/:id/logs',
     logsRoute('deployments.logs', "Log lines of the agent's recent invocations; ?follow=true tails its invocations as they run (SSE)", IdParams),
     async (req, reply) => {
       const recent = await recentLogs(ctx, principalOf(req), req.params.id);

@@ -18,8 +18,7 @@ export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx
 
   r.get('/healthz', { config, schema: { hide: true, tags, operationId: 'ops.healthz', summary: 'Process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
 
-  r.get(
-    '/readyz',
+  r.get('/readyz',
     {
       config,
       schema: {
@@ -60,8 +59,7 @@ export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx
     },
   );
 
-  app.get(
-    '/metrics',
+  app.get('/metrics',
     {
       config,
       onRequest: metricsGuard(ctx.config.metricsToken),

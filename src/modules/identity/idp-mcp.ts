@@ -14,6 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC, ResourceServer, errors as OidcErrors } from 'oidc-provider';
 import type { Config } from '../../config.js';
@@ -95,9 +96,7 @@ export async function mcpAuthorizationRoutes(app: FastifyInstance, { config, pro
   });
 
   // The consent form posts an empty urlencoded body.
-  if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))));
-  }
+  await app.register(formbody);
   app.post<{ Params: { uid: string } }>(
     '/idp/interaction/:uid/confirm',
     { schema: { hide: true, params: { type: 'object', properties: { uid: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['uid'] } } },

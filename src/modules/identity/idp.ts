@@ -14,6 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type Provider from 'oidc-provider';
 import { Type } from 'typebox';
@@ -113,11 +114,7 @@ export async function idpRoutes(
   await app.register(userinfoRoutes, { identity, path: `${IDP_PREFIX}${IDP_ROUTES.userinfo}` });
 
   await app.register(async (pages) => {
-    if (!pages.hasContentTypeParser('application/x-www-form-urlencoded')) {
-      pages.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
-        done(null, Object.fromEntries(new URLSearchParams(body as string)));
-      });
-    }
+    await pages.register(formbody);
     const r = pages.withTypeProvider<TypeBoxTypeProvider>();
     const hide = true;
 

@@ -12,13 +12,14 @@
  * In external mode this module also supplies the access-token verifier (issuer's JWKS).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { and, eq, isNull, lt } from 'drizzle-orm';
+import { lt } from 'drizzle-orm';
 import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { loginStates } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
+import { consumeState } from '../../http/oauth-state.js';
 import { hashSecret } from '../../http/ids.js';
 import { IDP_ROUTES, resourceIndicatorFor } from './idp-endpoints.js';
 import { consoleRedirectUri, redirectUriProblem } from './redirect-uris.js';
@@ -191,13 +192,7 @@ export class LoginFlow {
    *   invalid_grant (bad code, RFC 6749 §5.2), invalid_client, upstream_error.
    */
   async complete(input: { code: string; redirect_uri: string; state: string; iss?: string }): Promise<ProviderTokenSet> {
-    const [row] = await this.ctx.db
-      .update(loginStates)
-      .set({ consumedAt: new Date() })
-      .where(and(eq(loginStates.stateHash, hashSecret(input.state)), isNull(loginStates.consumedAt)))
-      .returning();
-    if (!row) throw new AppError('invalid_login_state', 'state is unknown or was already used; start again at GET /v1/auth/login');
-    if (row.expiresAt.getTime() <= Date.now()) throw new AppError('invalid_login_state', 'state has expired (10 minutes); start again at GET /v1/auth/login');
+    const row = await consumeState(this.ctx.db, loginStates, input.state, { code: 'invalid_login_state', restart: 'start again at GET /v1/auth/login' });
     if (row.redirectUri !== input.redirect_uri) {
       throw new AppError('redirect_uri_mismatch', 'redirect_uri differs from the one given to GET /v1/auth/login', {
         errors: [{ in: 'body', pointer: '/redirect_uri', message: 'must equal the redirect_uri of the login request' }],

@@ -4,8 +4,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
-import { AuthRegistry, requireAuth, userOf } from '../../http/auth.js';
-import { operations } from '../../http/operations.js';
+import { AuthRegistry, userOf } from '../../http/auth.js';
+import { authScope, operations } from '../../http/operations.js';
 import { BEARER_SECURITY, PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import type { LoginFlow } from './login-flow.js';
 import type { IdentityService } from './service.js';
@@ -60,8 +60,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     r.get(url, pub(url === '/auth/info' ? 'auth.info' : 'auth.config', 'Identity provider configuration', { response: { 200: AuthConfig, ...errorResponses() } }), async () => login.describe());
   }
 
-  r.get(
-    '/v1/auth/login',
+  r.get('/v1/auth/login',
     {
       preHandler: perIp,
       ...pub('auth.startLogin', 'Start the OAuth 2.0 login (authorization code + PKCE): the URL to send the user to, and the state', {
@@ -75,8 +74,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     },
   );
 
-  r.post(
-    '/v1/auth/callback',
+  r.post('/v1/auth/callback',
     {
       preHandler: perIp,
       ...pub('auth.callback', 'Exchange the authorization code for tokens; creates or fetches the user profile', { body: CallbackBody, response: { 200: ProviderTokenSetSchema, ...errorResponses(502, 503) } }),
@@ -87,14 +85,11 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     },
   );
 
-  r.post(
-    '/auth/register',
+  r.post('/auth/register',
     { preHandler: perIp, ...pub('auth.register', 'Register a user of the pre-configured tenant', { body: RegisterBody, response: { 201: ProfileSchema, ...errorResponses(409) } }) },
-    async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))),
-  );
+    async (req, reply) => reply.code(201).send(toProfile(await identity.register(req.body))));
 
-  r.post(
-    '/auth/login',
+  r.post('/auth/login',
     { preHandler: [perIp, perAccount], ...pub('auth.login', 'Log in with email and password', { body: LoginBody, response: { 200: TokenSetSchema, ...errorResponses() } }) },
     async (req, reply) => {
       const user = await identity.checkPassword(req.body.email, req.body.password);
@@ -103,8 +98,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     },
   );
 
-  r.post(
-    '/auth/test',
+  r.post('/auth/test',
     {
       preHandler: perIp,
       ...pub('auth.test', 'Get a token for a test account this route creates (on in NODE_ENV=test or on a loopback-only listener; else AUTH_TEST_TOKENS=on)', {
@@ -119,8 +113,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     },
   );
 
-  r.post(
-    '/v1/auth/refresh',
+  r.post('/v1/auth/refresh',
     {
       preHandler: perIp,
       ...pub('auth.refresh', 'Exchange a refresh token for new tokens (single use: the answer carries a new refresh token)', {
@@ -137,8 +130,7 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
     },
   );
 
-  r.post(
-    '/v1/auth/validate',
+  r.post('/v1/auth/validate',
     operations(tags, BEARER_SECURITY)('auth.validate', 'Report whether the bearer token is valid, with identity, roles and expiry', { response: { 200: ValidateResult, ...errorResponses() } }),
     async (req) => {
       const cred = AuthRegistry.credentialOf(req);
@@ -157,19 +149,15 @@ export async function identityRoutes(app: FastifyInstance, deps: IdentityRouteDe
 
   // Signed-in users only.
   await app.register(async (scope) => {
-    requireAuth(scope, ctx.auth, { principals: ['user'] });
-    const s = scope.withTypeProvider<TypeBoxTypeProvider>();
-    const op = operations(tags, USER_SECURITY);
+    const { r: s, op } = authScope(scope, ctx.auth, { principals: ['user'], tags: tags, security: USER_SECURITY });
     for (const url of ['/v1/auth/me', '/auth/profile']) {
       s.get(url, op(url === '/v1/auth/me' ? 'auth.me' : 'auth.profile', 'Current user', { response: { 200: ProfileSchema, ...errorResponses(403) } }), async (req) => {
         const p = userOf(req);
         return identity.profile(p.userId, p.roles);
       });
     }
-    s.put(
-      '/v1/auth/profile',
+    s.put('/v1/auth/profile',
       op('auth.updateProfile', 'Update name and preferences (unknown preference keys are kept)', { body: ProfileUpdateBody, response: { 200: ProfileSchema, ...errorResponses(403) } }),
-      async (req) => identity.updateProfile(userOf(req).userId, req.body),
-    );
+      async (req) => identity.updateProfile(userOf(req).userId, req.body));
   });
 }

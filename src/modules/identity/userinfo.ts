@@ -17,6 +17,7 @@
  *   400 when the token is sent twice; bodies are problem+json like the rest of the API.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
 import { AppError } from '../../http/errors.js';
 import type { IdentityService, UserRow } from './service.js';
 
@@ -62,9 +63,7 @@ function tokenOf(req: FastifyRequest): string {
 
 /** Mount `GET|POST /idp/userinfo` (inside the `/idp` routes; see the module comment). */
 export async function userinfoRoutes(app: FastifyInstance, { identity, path }: { identity: IdentityService; path: string }): Promise<void> {
-  if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_req, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))));
-  }
+  await app.register(formbody, { bodyLimit: 16 * 1024 });
   app.route({
     method: ['GET', 'POST'],
     url: path,

@@ -59,8 +59,7 @@ export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext
     r.get(
       url,
       { schema: { tags: ['mcp'], operationId: url.endsWith('/mcp') ? 'mcp.resourceMetadata' : 'mcp.resourceMetadataRoot', summary: 'OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728)', security: PUBLIC_SECURITY, response: { 200: Metadata, ...errorResponses() } } },
-      async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send(protectedResourceMetadata(ctx.config)),
-    );
+      async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send(protectedResourceMetadata(ctx.config)));
   }
 
   await app.register(async (scope) => {
@@ -78,16 +77,12 @@ export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext
     const security = USER_SECURITY;
     const description = 'MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".';
 
-    s.post(
-      '/mcp',
+    s.post('/mcp',
       { schema: { tags, security, operationId: 'mcp.post', summary: 'Send an MCP message', description, querystring: McpQuery, body: Type.Unknown(), response: { 200: Type.Unknown({ description: 'the JSON-RPC answer' }), ...errorResponses(401, 403) } } },
-      async (req, reply) => (await transport()).handlePost(ctx, req, reply, principalOf(req), req.query.expose_tools),
-    );
-    s.get(
-      '/mcp',
+      async (req, reply) => (await transport()).handlePost(ctx, req, reply, principalOf(req), req.query.expose_tools));
+    s.get('/mcp',
       { schema: { tags, security, operationId: 'mcp.stream', summary: 'Open the server-to-client stream (notifications/tools/list_changed)', description, response: { 200: Type.Unknown({ description: 'text/event-stream of notifications' }), ...errorResponses(401, 403) } } },
-      async (req, reply) => (await transport()).handleGet(ctx, req, reply, principalOf(req), streams),
-    );
+      async (req, reply) => (await transport()).handleGet(ctx, req, reply, principalOf(req), streams));
     s.delete('/mcp', { schema: { tags, security, operationId: 'mcp.delete', summary: 'End an MCP session', description, response: { ...errorResponses(401, 403), 204: Type.Null(), 400: JsonRpcError, 404: JsonRpcError } } }, async (req, reply) => {
       const sid = req.headers[SESSION_HEADER];
       if (typeof sid !== 'string' || !sid) return reply.code(400).send({ jsonrpc: '2.0' as const, error: { code: -32600, message: 'Mcp-Session-Id header required' }, id: null });

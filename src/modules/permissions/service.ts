@@ -10,9 +10,10 @@
 import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentPermissions } from '../../db/schema/index.js';
+import { revokeLive } from '../../db/revoke.js';
 import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
+import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { requireScope } from '../agents/tokens.js';
@@ -25,18 +26,10 @@ type PermissionRow = typeof agentPermissions.$inferSelect;
 /** A grant as shown by the API. */
 export type PermissionView = Static<typeof PermissionSchema>;
 
-function view(p: PermissionRow): PermissionView {
-  return {
-    id: p.id,
-    agent_id: p.ownerAgentId,
-    grantee_agent_id: p.granteeAgentId,
-    access: p.access as Access,
-    key_prefix: p.keyPrefix,
-    expires_at: p.expiresAt?.toISOString() ?? null,
-    created_by: p.createdBy,
-    created_at: p.createdAt.toISOString(),
-  };
-}
+const view = (p: PermissionRow): PermissionView => ({
+  id: p.id, agent_id: p.ownerAgentId, grantee_agent_id: p.granteeAgentId, access: p.access as Access, key_prefix: p.keyPrefix,
+  expires_at: iso(p.expiresAt), created_by: p.createdBy, created_at: iso(p.createdAt),
+});
 
 /** Live = not revoked and not expired. */
 function live() {
@@ -113,12 +106,7 @@ async function page(ctx: AppContext, where: ReturnType<typeof eq>, q: { limit?: 
 /** Revoke a grant on `agentId`'s memory; effective for the next request. @throws AppError not_found */
 export async function revokePermission(ctx: AppContext, principal: Principal, agentId: string, permissionId: string): Promise<void> {
   await assertManages(ctx, principal, agentId);
-  const [row] = await ctx.db
-    .update(agentPermissions)
-    .set({ revokedAt: new Date() })
-    .where(and(eq(agentPermissions.id, permissionId), eq(agentPermissions.ownerAgentId, agentId), isNull(agentPermissions.revokedAt)))
-    .returning({ id: agentPermissions.id });
-  if (!row) throw notFound('Permission');
+  if (!(await revokeLive(ctx.db, agentPermissions, and(eq(agentPermissions.id, permissionId), eq(agentPermissions.ownerAgentId, agentId))))) throw notFound('Permission');
 }
 
 /**

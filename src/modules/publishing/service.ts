@@ -18,7 +18,7 @@ import { and, count, countDistinct, eq, isNotNull, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { servicePublications, serviceReports, type ChecklistItem, type VerificationResult } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
+import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage } from '../../http/pagination.js';
 import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { checkToolSchema } from '../registry/manifest.js';
@@ -199,8 +199,8 @@ function statusView(s: ServiceRow, pub: PublicationRow) {
     status: s.status,
     verification: {
       state: pub.verificationState as 'not_started' | 'pending' | 'running' | 'passed' | 'failed',
-      started_at: pub.verificationStartedAt?.toISOString() ?? null,
-      finished_at: pub.verificationFinishedAt?.toISOString() ?? null,
+      started_at: iso(pub.verificationStartedAt),
+      finished_at: iso(pub.verificationFinishedAt),
       tests: pub.verificationResults,
     },
     checklist: currentChecklist(pub, s),
@@ -360,7 +360,7 @@ function reportView(r: typeof serviceReports.$inferSelect) {
     details: r.details ?? null,
     status: r.status as 'open' | 'resolved',
     created_at: r.createdAt.toISOString(),
-    resolved_at: r.resolvedAt?.toISOString() ?? null,
+    resolved_at: iso(r.resolvedAt),
   };
 }
 

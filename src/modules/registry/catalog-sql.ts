@@ -115,15 +115,9 @@ export function round(n: number): number {
 export const TOOL_SERVICE_COLUMNS = sql`s.id as service_id, s.name as service_name, s.display_name, s.category, s.tags, s.status as service_status`;
 
 /** The service of a tool row selected with {@link TOOL_SERVICE_COLUMNS}. */
-export function toolServiceOf(r: Record<string, unknown>) {
-  return {
-    id: String(r.service_id),
-    name: String(r.service_name),
-    display_name: String(r.display_name),
-    category: (r.category as string | null) ?? null,
-    tags: (r.tags as string[]) ?? [],
-    status: String(r.service_status),
-  };
+export function toolServiceOf(r: Record<string, unknown>): Omit<CatalogServiceCore, 'description'> {
+  const { description: _description, ...service } = serviceCoreOf({ ...r, id: r.service_id, name: r.service_name, description: '', status: r.service_status });
+  return service;
 }
 
 /** The identifying and classifying fields every catalog answer about a service carries. */

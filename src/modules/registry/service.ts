@@ -10,6 +10,7 @@ import { and, arrayContains, asc, eq, ilike, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { services, toolAliases, tools } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
+import { iso } from '../../http/ids.js';
 import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
 import { TOOL_NAME, checkAuth, checkBaseUrl, checkTools, type ManifestProblem, type NormalizedTool, type UpstreamAuthInput } from './manifest.js';
@@ -241,7 +242,7 @@ export async function listMarketplace(ctx: AppContext, q: { limit?: number; curs
       ...serviceCardView(s),
       source: s.source,
       tool_count: Number(toolCount),
-      published_at: s.publishedAt?.toISOString() ?? null,
+      published_at: iso(s.publishedAt),
     }),
     (r) => r.s.id,
   );

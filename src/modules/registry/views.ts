@@ -3,6 +3,7 @@ import { asc, eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { toolAliases, tools } from '../../db/schema/index.js';
 import type { Tx } from '../../db/client.js';
+import { iso } from '../../http/ids.js';
 import { type ServiceRow, type ServiceSource, type ToolRow } from './executable.js';
 import { oauth2View } from './oauth2.js';
 import type { Static } from 'typebox';
@@ -58,7 +59,7 @@ export function serviceView(s: ServiceRow) {
     source_url: s.sourceUrl ?? null,
     status: s.status,
     auth: authView(s),
-    published_at: s.publishedAt?.toISOString() ?? null,
+    published_at: iso(s.publishedAt),
     created_at: s.createdAt.toISOString(),
     updated_at: s.updatedAt.toISOString(),
   };

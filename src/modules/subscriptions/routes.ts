@@ -1,9 +1,8 @@
 /** HTTP routes of the subscriptions module (spec group "Subscriptions"). Users only. */
 import type { FastifyInstance } from 'fastify';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../../context.js';
-import { requireAuth, userOf } from '../../http/auth.js';
-import { created, operations } from '../../http/operations.js';
+import { userOf } from '../../http/auth.js';
+import { authScope, created } from '../../http/operations.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
   CreateSubscriptionBody,
@@ -16,12 +15,9 @@ import {
 import { cancelSubscription, changePlan, getQuotas, getSubscription, listSubscriptions, subscribe, subscribedServiceIds } from './service.js';
 
 export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
-  requireAuth(app, ctx.auth, { principals: ['user'] });
-  const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  const op = operations(['subscriptions'], USER_SECURITY);
+  const { r, op } = authScope(app, ctx.auth, { principals: ['user'], tags: ['subscriptions'], security: USER_SECURITY });
 
-  r.post(
-    '/subscriptions',
+  r.post('/subscriptions',
     op('subscriptions.create', 'Subscribe to a published service (plans by role: user → free, pro → up to pro, enterprise/admin → any)', {
       body: CreateSubscriptionBody,
       response: { 201: SubscriptionSchema, ...errorResponses(403, 404, 409) },
@@ -31,23 +27,16 @@ export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: A
       return created(reply, subscribe(ctx, u.userId, u.roles, req.body));
     },
   );
-  r.get(
-    '/subscriptions',
+  r.get('/subscriptions',
     op('subscriptions.list', "List the user's subscriptions, newest first", { querystring: SubscriptionListQuery, response: { 200: ListOf(SubscriptionSchema), ...errorResponses(403) } }),
-    async (req) => listSubscriptions(ctx, userOf(req).userId, req.query),
-  );
-  r.get(
-    '/subscriptions/services/ids',
+    async (req) => listSubscriptions(ctx, userOf(req).userId, req.query));
+  r.get('/subscriptions/services/ids',
     op('subscriptions.serviceIds', 'Ids of the services the user is actively subscribed to', { response: { 200: ServiceIdsSchema, ...errorResponses(403) } }),
-    async (req) => ({ data: await subscribedServiceIds(ctx, userOf(req).userId) }),
-  );
-  r.get(
-    '/subscriptions/:id',
+    async (req) => ({ data: await subscribedServiceIds(ctx, userOf(req).userId) }));
+  r.get('/subscriptions/:id',
     op('subscriptions.get', 'Subscription details', { params: IdParams, response: { 200: SubscriptionSchema, ...errorResponses(403, 404) } }),
-    async (req) => getSubscription(ctx, userOf(req).userId, req.params.id),
-  );
-  r.put(
-    '/subscriptions/:id',
+    async (req) => getSubscription(ctx, userOf(req).userId, req.params.id));
+  r.put('/subscriptions/:id',
     op('subscriptions.update', 'Change the plan of an active subscription (plans by role, as for subscribing)', {
       params: IdParams,
       body: UpdateSubscriptionBody,
@@ -58,14 +47,10 @@ export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: A
       return changePlan(ctx, u.userId, u.roles, req.params.id, req.body.plan);
     },
   );
-  r.delete(
-    '/subscriptions/:id',
+  r.delete('/subscriptions/:id',
     op('subscriptions.cancel', 'Cancel a subscription (executions are refused from then on)', { params: IdParams, response: { 200: SubscriptionSchema, ...errorResponses(403, 404) } }),
-    async (req) => cancelSubscription(ctx, userOf(req).userId, req.params.id),
-  );
-  r.get(
-    '/subscriptions/:id/quotas',
+    async (req) => cancelSubscription(ctx, userOf(req).userId, req.params.id));
+  r.get('/subscriptions/:id/quotas',
     op('subscriptions.quotas', 'Quota windows of a subscription: limit, used, remaining, reset time', { params: IdParams, response: { 200: QuotasSchema, ...errorResponses(403, 404) } }),
-    async (req) => getQuotas(ctx, userOf(req).userId, req.params.id),
-  );
+    async (req) => getQuotas(ctx, userOf(req).userId, req.params.id));
 }

@@ -22,7 +22,7 @@ import { execRows } from '../../db/client.js';
 import { prepareRaw, type PreparedRaw } from '../../db/prepared.js';
 import { subscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { newId } from '../../http/ids.js';
+import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import type { QuotaWindowSchema, QuotasSchema, SubscriptionSchema } from './schemas.js';
@@ -122,7 +122,7 @@ function view(ctx: AppContext, r: SubscriptionRow, w: Windows = windowsAt()): Su
     used: usedNow(r, w),
     created_at: r.createdAt.toISOString(),
     updated_at: r.updatedAt.toISOString(),
-    canceled_at: r.canceledAt?.toISOString() ?? null,
+    canceled_at: iso(r.canceledAt),
   };
 }
 
