@@ -56,9 +56,6 @@ const EXTERNAL = [
   'tsx',
 ];
 
-/** Bump when what build() writes changes other than through the stamp's other inputs. */
-const BUILD_FORMAT = 2;
-
 /** Size and mtime of `file`, or '-' when it does not exist. */
 function statKey(file) {
   const st = fs.statSync(file, { throwIfNoEntry: false });
@@ -67,13 +64,13 @@ function statKey(file) {
 
 /**
  * What the build depends on: each source file with its size and mtime, tsconfig.json, the
- * installed packages (npm rewrites node_modules/.package-lock.json on every install), the esbuild
- * version and {@link BUILD_FORMAT}.
+ * installed packages (npm rewrites node_modules/.package-lock.json on every install), this script
+ * (how it builds) and the esbuild version.
  */
 function stampOf(sources, esbuildVersion) {
   const entries = sources.map((f) => `${f}:${statKey(path.join(src, f))}`);
   const packages = statKey(path.join(root, 'node_modules', '.package-lock.json'));
-  return JSON.stringify({ format: BUILD_FORMAT, esbuild: esbuildVersion, tsconfig: statKey(path.join(root, 'tsconfig.json')), packages, entries });
+  return JSON.stringify({ script: statKey(fileURLToPath(import.meta.url)), esbuild: esbuildVersion, tsconfig: statKey(path.join(root, 'tsconfig.json')), packages, entries });
 }
 
 /**
@@ -117,6 +114,9 @@ async function build(esbuild, sources, stamp) {
     // Bundled CommonJS packages call require() for Node built-ins and the external packages.
     banner: { js: "import { createRequire as __startRequire } from 'node:module'; import __startPath from 'node:path'; const require = __startRequire(import.meta.url);" },
     sourcemap: true,
+    // Node reads the maps of every loaded file once source maps are enabled: without the sources
+    // in them they are a third of the size (stack traces need only the mappings).
+    sourcesContent: false,
     logLevel: 'silent',
   });
   for (const f of sources.filter((f) => !f.endsWith('.ts'))) {
