@@ -149,10 +149,15 @@ function readStamp() {
   }
 }
 
+/** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
 async function main() {
   const sources = files(src);
   const esbuild = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'))('esbuild');
   const stamp = stampOf(sources, esbuild.version);
+  if (process.argv.includes('--build')) {
+    if (readStamp() !== stamp) await build(esbuild, sources, stamp);
+    return;
+  }
   if (readStamp() !== stamp) {
     try {
       await build(esbuild, sources, stamp);
