@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm start`: run src/main.ts as plain JavaScript bundled by esbuild (the one tsx itself uses, with
-// the project's tsconfig) into `dist/main.js` plus chunks for what main.ts imports lazily, rebuilt
+// the project's tsconfig) into `dist/main.js` (one file), rebuilt
 // when any file under src/, tsconfig.json or the installed packages changed since the last build.
 // Issue 18: running the sources through the tsx loader cost ~40 % of the start-up time and ~65 MiB
 // of RSS (its hooks run in a second V8 isolate); one file per source still made Node resolve, read
@@ -101,9 +101,9 @@ async function build(esbuild, sources, stamp) {
   await esbuild.build({
     entryPoints: { main: path.join(src, 'main.ts') },
     bundle: true,
-    // Lazily imported modules (the OIDC provider, MCP, the PostgreSQL driver, …) become chunks
-    // loaded when first imported, as before.
-    splitting: true,
+    // One file, no chunks: with code splitting esbuild gives the dynamic import() of a bundled
+    // CommonJS package (cookie in @fastify/cookie, yaml, …) only a `default` export, not its
+    // named ones as Node does. Lazily imported modules are still evaluated on first import only.
     outdir: tmp,
     format: 'esm',
     platform: 'node',
