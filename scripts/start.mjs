@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm start`: run src/main.ts as plain JavaScript bundled by esbuild (the one tsx itself uses, with
-// the project's tsconfig) into `dist/main.js` (one file), rebuilt
+// the project's tsconfig) into `dist/main.js` plus chunks for what it imports lazily, rebuilt
 // when any file under src/, tsconfig.json or the installed packages changed since the last build.
 // Issue 18: running the sources through the tsx loader cost ~40 % of the start-up time and ~65 MiB
 // of RSS (its hooks run in a second V8 isolate); one file per source still made Node resolve, read
@@ -34,13 +34,22 @@ function files(dir, rel = '') {
 }
 
 /**
- * Packages left outside the bundle, loaded from node_modules: they read files beside their own
- * modules at run time (`__dirname`, `import.meta.url`), have optional native parts, or are only
- * loaded on demand and share a dependency with one that is (ioredis with BullMQ). Every other
+ * Packages left outside the bundle, loaded from node_modules: CommonJS packages loaded with
+ * `import()`, packages that read files beside their own modules at run time (`__dirname`,
+ * `import.meta.url`), have optional native parts, or are only loaded on demand and share a
+ * dependency with one that is (ioredis with BullMQ). Every other
  * package the server imports is bundled: before adding a dependency that reads its own files,
  * add it here (a bundled `__dirname` is a ReferenceError; `import.meta.url` names dist/).
  */
 const EXTERNAL = [
+  // CommonJS packages imported with import() (by the app or by a bundled package): esbuild's split
+  // chunks would give such an import only a `default` export, Node gives the named ones too.
+  '@apidevtools/swagger-parser',
+  '@fastify/cookie',
+  '@zxcvbn-ts/language-common',
+  'tar',
+  'yaml',
+  // Read files beside their own modules, or optional native parts:
   '@electric-sql/pglite',
   '@electric-sql/pglite-pgvector',
   '@energetic-ai/*',
@@ -101,9 +110,11 @@ async function build(esbuild, sources, stamp) {
   await esbuild.build({
     entryPoints: { main: path.join(src, 'main.ts') },
     bundle: true,
-    // One file, no chunks: with code splitting esbuild gives the dynamic import() of a bundled
-    // CommonJS package (cookie in @fastify/cookie, yaml, …) only a `default` export, not its
-    // named ones as Node does. Lazily imported modules are still evaluated on first import only.
+    // What is imported lazily (the OIDC provider, MCP, the PostgreSQL driver, …) becomes chunks
+    // loaded on first import: in one file, the packages those modules import from node_modules
+    // (pg, oidc-provider) would be imported at start-up. A chunk that is a CommonJS module imported
+    // with import() would lack named exports (see EXTERNAL): build() refuses such a bundle.
+    splitting: true,
     outdir: tmp,
     format: 'esm',
     platform: 'node',
@@ -119,6 +130,13 @@ async function build(esbuild, sources, stamp) {
     sourcesContent: false,
     logLevel: 'silent',
   });
+  // esbuild turns a CommonJS module imported with import() into a chunk of `export default require_x()`:
+  // its named exports would be undefined at run time, so such a chunk fails the build (tsx runs instead).
+  for (const f of fs.readdirSync(tmp).filter((f) => f.endsWith('.js'))) {
+    if (/^export default require_\w+\(\);$/m.test(fs.readFileSync(path.join(tmp, f), 'utf8'))) {
+      throw new Error(`${f} is a CommonJS package imported with import(): add the package to EXTERNAL in scripts/start.mjs`);
+    }
+  }
   for (const f of sources.filter((f) => !f.endsWith('.ts'))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
     fs.copyFileSync(path.join(src, f), path.join(tmp, f));
