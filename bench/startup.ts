@@ -6,8 +6,12 @@
  * 2. `later`: a later open of the same DATA_DIR,
  * 3. `first`: first open of another fresh DATA_DIR, the prepared directory now in the cache (what
  *    every first open after the machine's first one does).
- * For each: `startup_ms` as logged by main.ts (from process start to listening) and the resident
- * set size (VmRSS of /proc/<pid>/status) after IDLE_MS of idleness. Linux only (procfs).
+ * For each: `startup_ms` as logged by main.ts (from process start to listening) with its phases
+ * (`modules_ms`, `database_ms`, `app_ms`) and the process's CPU time until then (`cpu_ms`, all
+ * threads: what a loaded machine disturbs least), the latency of the first requests after the
+ * ready line (`first_healthz_ms`; `first_readyz_ms`, a database round trip) — what start-up
+ * deferred must not land there — and the resident set size (VmRSS of /proc/<pid>/status) after
+ * IDLE_MS of idleness. Linux only (procfs).
  *
  * With BENCH_BASELINE_ROOT=<another checkout> (e.g. `git archive <commit>` with node_modules linked),
  * every run measures that tree too, interleaved with this one (first and later open of each),
@@ -38,24 +42,47 @@ function rssMiB(pid: number): number {
   return m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
 }
 
-/** The `start` script of `root`'s package.json as node arguments (`exec node --import tsx src/main.ts` → `['--import', 'tsx', 'src/main.ts']`). */
-function startArgs(root: string): string[] {
+/**
+ * The `start` script of `root`'s package.json as node arguments and environment
+ * (`exec env MALLOC_ARENA_MAX=2 node scripts/start.mjs` → `['scripts/start.mjs']`, `{ MALLOC_ARENA_MAX: '2' }`).
+ */
+function startCommand(root: string): { args: string[]; env: Record<string, string> } {
   const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
   const words = scripts.start.trim().split(/\s+/);
   const node = words.indexOf('node');
   if (node < 0) throw new Error(`the start script of ${root} does not run node: ${scripts.start}`);
-  return words.slice(node + 1);
+  const env = Object.fromEntries(words.slice(0, node).flatMap((w) => (/^[A-Z_][A-Z0-9_]*=/.test(w) ? [[w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]] : [])));
+  return { args: words.slice(node + 1), env };
 }
 
-async function once(root: string, dataDir: string, templates: string): Promise<{ startup_ms: number; wall_ms: number; idle_rss_mib: number }> {
+/** ms one GET of `url` took. @throws when it does not answer 200 */
+async function timedGet(url: string): Promise<number> {
+  const t = performance.now();
+  const res = await fetch(url);
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+  return Math.round((performance.now() - t) * 10) / 10;
+}
+
+interface Phases {
+  modules_ms?: number;
+  database_ms?: number;
+  app_ms?: number;
+  cpu_ms?: number;
+}
+
+type Result = { startup_ms: number; wall_ms: number; first_healthz_ms: number; first_readyz_ms: number; idle_rss_mib: number } & Phases;
+
+async function once(root: string, dataDir: string, templates: string): Promise<Result> {
   const port = await freePort();
   const t0 = Date.now();
-  const child = spawn(process.execPath, startArgs(root), {
+  const { args, env } = startCommand(root);
+  const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PGLITE_TEMPLATE_DIR: templates, LOG_LEVEL: 'info', NODE_ENV: 'production' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PGLITE_TEMPLATE_DIR: templates, LOG_LEVEL: 'info', NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
-  const ready = await new Promise<{ startup_ms: number }>((resolve, reject) => {
+  const ready = await new Promise<{ startup_ms: number; phases?: Phases }>((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
@@ -64,17 +91,18 @@ async function once(root: string, dataDir: string, templates: string): Promise<{
     child.on('exit', (code) => reject(new Error(`server exited ${code}`)));
   });
   const wall = Date.now() - t0;
-  await fetch(`http://127.0.0.1:${port}/healthz`);
+  const first_healthz_ms = await timedGet(`http://127.0.0.1:${port}/healthz`);
+  const first_readyz_ms = await timedGet(`http://127.0.0.1:${port}/readyz`);
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const rss = rssMiB(child.pid!);
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
-  return { startup_ms: ready.startup_ms, wall_ms: wall, idle_rss_mib: rss };
+  return { startup_ms: ready.startup_ms, ...ready.phases, wall_ms: wall, first_healthz_ms, first_readyz_ms, idle_rss_mib: rss };
 }
 
 const BASELINE = process.env.BENCH_BASELINE_ROOT ? path.resolve(process.env.BENCH_BASELINE_ROOT) : null;
 const trees: Array<{ tree: string; root: string }> = [{ tree: 'this', root: ROOT }, ...(BASELINE ? [{ tree: 'baseline', root: BASELINE }] : [])];
-const results: Array<{ tree: string; run: number; open: string; startup_ms: number; wall_ms: number; idle_rss_mib: number }> = [];
+const results: Array<{ tree: string; run: number; open: string } & Result> = [];
 const loadBefore = os.loadavg();
 for (let i = 0; i < RUNS; i++) {
   // Alternate which tree goes first, so neither always gets the quieter half of a round.
@@ -94,7 +122,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.le
 const summary = trees.flatMap(({ tree }) =>
   ['first-cold', 'first', 'later'].map((open) => {
     const rs = results.filter((r) => r.tree === tree && r.open === open);
-    return { tree, open, startup_ms: median(rs.map((r) => r.startup_ms)), idle_rss_mib: median(rs.map((r) => r.idle_rss_mib)) };
+    const med = (k: keyof Result) => (rs.every((r) => typeof r[k] === 'number') ? median(rs.map((r) => r[k] as number)) : null);
+    return { tree, open, startup_ms: med('startup_ms'), cpu_ms: med('cpu_ms'), first_readyz_ms: med('first_readyz_ms'), idle_rss_mib: med('idle_rss_mib') };
   }),
 );
 console.table(results);

@@ -1,11 +1,16 @@
 #!/usr/bin/env node
-// `npm start`: run src/main.ts as plain JavaScript transpiled into `dist/` (one file per source
-// file, same layout, non-TypeScript files such as the SQL migrations copied), rebuilt when any file
-// under src/ (or tsconfig.json) changed since the last build — issue 18: running the sources
-// through the tsx loader cost ~40 % of the start-up time and ~65 MiB of RSS (its hooks run in a
-// second V8 isolate). The transpiler is the esbuild that tsx itself uses, with the project's
-// tsconfig, so the code that runs is what `tsx` would run. `dist/` sits beside `src/` (same depth),
-// so paths the code computes from its own location (console/dist, package.json) stay right.
+// `npm start`: run src/main.ts as plain JavaScript bundled by esbuild (the one tsx itself uses, with
+// the project's tsconfig) into `dist/main.js` plus chunks for what it imports lazily, rebuilt
+// when any file under src/, tsconfig.json or the installed packages changed since the last build.
+// Issue 18: running the sources through the tsx loader cost ~40 % of the start-up time and ~65 MiB
+// of RSS (its hooks run in a second V8 isolate); one file per source still made Node resolve, read
+// and link ~1,800 modules (src and node_modules) — most of a later open's main-thread time.
+// Packages that read their own files at run time (PGlite's WebAssembly, swagger-ui's assets, pino's
+// transport workers, BullMQ's scripts, …) stay outside the bundle (EXTERNAL) and load from
+// node_modules. `dist/` sits beside `src/` (same depth), non-TypeScript files are copied with the
+// same layout, and each source's `import.meta.url`/`import.meta.dirname` is rewritten to the path
+// its own file would have had in dist/, so paths the code computes from its own location
+// (console/dist, package.json, the migrations) stay right.
 // If dist/ cannot be written (a read-only install), the sources run through tsx as before.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -28,33 +33,110 @@ function files(dir, rel = '') {
   return out;
 }
 
-/** What the build depends on: each source file with its size and mtime, tsconfig.json, the esbuild version. */
-function stampOf(sources, esbuildVersion) {
-  const entries = sources.map((f) => {
-    const st = fs.statSync(path.join(src, f));
-    return `${f}:${st.size}:${st.mtimeMs}`;
-  });
-  const tsconfig = fs.statSync(path.join(root, 'tsconfig.json'));
-  return JSON.stringify({ esbuild: esbuildVersion, tsconfig: `${tsconfig.size}:${tsconfig.mtimeMs}`, entries });
+/**
+ * Packages left outside the bundle, loaded from node_modules: CommonJS packages loaded with
+ * `import()`, packages that read files beside their own modules at run time (`__dirname`,
+ * `import.meta.url`), have optional native parts, or are only loaded on demand and share a
+ * dependency with one that is (ioredis with BullMQ). Every other
+ * package the server imports is bundled: before adding a dependency that reads its own files,
+ * add it here (a bundled `__dirname` is a ReferenceError; `import.meta.url` names dist/).
+ */
+const EXTERNAL = [
+  // CommonJS packages imported with import() (by the app or by a bundled package): esbuild's split
+  // chunks would give such an import only a `default` export, Node gives the named ones too.
+  '@apidevtools/swagger-parser',
+  '@fastify/cookie',
+  '@zxcvbn-ts/language-common',
+  'tar',
+  'yaml',
+  // Read files beside their own modules, or optional native parts:
+  '@electric-sql/pglite',
+  '@electric-sql/pglite-pgvector',
+  '@energetic-ai/*',
+  '@fastify/swagger',
+  '@fastify/swagger-ui',
+  'bullmq',
+  'esbuild',
+  'ioredis',
+  'pg',
+  'pg-native',
+  'pino',
+  'thread-stream',
+  'tsx',
+];
+
+/** Size and mtime of `file`, or '-' when it does not exist. */
+function statKey(file) {
+  const st = fs.statSync(file, { throwIfNoEntry: false });
+  return st ? `${st.size}:${st.mtimeMs}` : '-';
 }
 
-/** Transpile src/ into a fresh directory and swap it in for dist/ (a reader never sees half a build). */
+/**
+ * What the build depends on: each source file with its size and mtime, tsconfig.json, the
+ * installed packages (npm rewrites node_modules/.package-lock.json on every install), this script
+ * (how it builds) and the esbuild version.
+ */
+function stampOf(sources, esbuildVersion) {
+  const entries = sources.map((f) => `${f}:${statKey(path.join(src, f))}`);
+  const packages = statKey(path.join(root, 'node_modules', '.package-lock.json'));
+  return JSON.stringify({ script: statKey(fileURLToPath(import.meta.url)), esbuild: esbuildVersion, tsconfig: statKey(path.join(root, 'tsconfig.json')), packages, entries });
+}
+
+/**
+ * esbuild plugin: in each file under src/, `import.meta.url` and `import.meta.dirname` become the
+ * URL and directory that file would have in dist/ (as if transpiled one file per source), computed
+ * from the bundle's own location at run time, so the install can move.
+ */
+const sourceLocation = {
+  name: 'source-location',
+  setup(b) {
+    b.onLoad({ filter: /\.ts$/ }, async (args) => {
+      if (!args.path.startsWith(src + path.sep)) return undefined;
+      const rel = path.relative(src, args.path).split(path.sep).join('/');
+      const dir = path.posix.dirname(rel);
+      const text = (await fs.promises.readFile(args.path, 'utf8'))
+        .replace(/\bimport\.meta\.dirname\b/g, dir === '.' ? 'import.meta.dirname' : `__startPath.join(import.meta.dirname, ${JSON.stringify(dir)})`)
+        .replace(/\bimport\.meta\.url\b/g, `new URL(${JSON.stringify(`./${rel.replace(/\.ts$/, '.js')}`)}, import.meta.url).href`);
+      return { contents: text, loader: 'ts' };
+    });
+  },
+};
+
+/** Bundle src/main.ts into a fresh directory, copy the non-TypeScript sources, and swap it in for dist/ (a reader never sees half a build). */
 async function build(esbuild, sources, stamp) {
   const tmp = `${dist}.tmp-${process.pid}`;
   const old = `${dist}.old-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
-  const ts = sources.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
   await esbuild.build({
-    entryPoints: ts.map((f) => path.join(src, f)),
+    entryPoints: { main: path.join(src, 'main.ts') },
+    bundle: true,
+    // What is imported lazily (the OIDC provider, MCP, the PostgreSQL driver, …) becomes chunks
+    // loaded on first import: in one file, the packages those modules import from node_modules
+    // (pg, oidc-provider) would be imported at start-up. A chunk that is a CommonJS module imported
+    // with import() would lack named exports (see EXTERNAL): build() refuses such a bundle.
+    splitting: true,
     outdir: tmp,
-    outbase: src,
     format: 'esm',
     platform: 'node',
     target: `node${process.versions.node}`,
     tsconfig: path.join(root, 'tsconfig.json'),
+    external: EXTERNAL,
+    plugins: [sourceLocation],
+    // Bundled CommonJS packages call require() for Node built-ins and the external packages.
+    banner: { js: "import { createRequire as __startRequire } from 'node:module'; import __startPath from 'node:path'; const require = __startRequire(import.meta.url);" },
     sourcemap: true,
+    // Node reads the maps of every loaded file once source maps are enabled: without the sources
+    // in them they are a third of the size (stack traces need only the mappings).
+    sourcesContent: false,
     logLevel: 'silent',
   });
+  // esbuild turns a CommonJS module imported with import() into a chunk of `export default require_x()`:
+  // its named exports would be undefined at run time, so such a chunk fails the build (tsx runs instead).
+  for (const f of fs.readdirSync(tmp).filter((f) => f.endsWith('.js'))) {
+    if (/^export default require_\w+\(\);$/m.test(fs.readFileSync(path.join(tmp, f), 'utf8'))) {
+      throw new Error(`${f} is a CommonJS package imported with import(): add the package to EXTERNAL in scripts/start.mjs`);
+    }
+  }
   for (const f of sources.filter((f) => !f.endsWith('.ts'))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
     fs.copyFileSync(path.join(src, f), path.join(tmp, f));
@@ -85,10 +167,15 @@ function readStamp() {
   }
 }
 
+/** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
 async function main() {
   const sources = files(src);
   const esbuild = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'))('esbuild');
   const stamp = stampOf(sources, esbuild.version);
+  if (process.argv.includes('--build')) {
+    if (readStamp() !== stamp) await build(esbuild, sources, stamp);
+    return;
+  }
   if (readStamp() !== stamp) {
     try {
       await build(esbuild, sources, stamp);

@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { Parser, extract, type ReadEntry } from 'tar';
+import type { ReadEntry } from 'tar';
 
 const gunzip = promisify(zlib.gunzip);
 
@@ -111,6 +111,8 @@ async function readEntries(tarBuf: Buffer, limits: ArtifactLimits): Promise<{ en
   const packageJson = new Map<string, Buffer>();
   let failure: ArtifactError | null = null;
   let total = 0;
+  // tar is imported on first use, not at start-up (issue 18).
+  const { Parser } = await import('tar');
   await new Promise<void>((resolve) => {
     const parser = new Parser({
       strict: true,
@@ -273,6 +275,7 @@ export async function unpackArtifact(buf: Buffer, dir: string, limits: ArtifactL
   fs.mkdirSync(tmp, { mode: 0o755 });
   try {
     const tarBuf = await gunzipCapped(buf, limits);
+    const { extract } = await import('tar');
     await new Promise<void>((resolve, reject) => {
       const x = extract({ cwd: tmp, strict: true, strip: inspected.strip, preserveOwner: false, noMtime: true, maxDepth: MAX_DEPTH + 1 });
       x.on('error', reject);

@@ -4,7 +4,6 @@
  * (NIST SP 800-63B §5.1.1.2).
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import { dictionary } from '@zxcvbn-ts/language-common';
 import { AppError } from '../../http/errors.js';
 
 const N = 16384;
@@ -49,11 +48,12 @@ let common: Set<string> | undefined;
  * "context-specific words, such as the name of the service, the username"). The list is
  * zxcvbn-ts's `passwords-common` (49,233 passwords from breach corpora, shipped in
  * `@zxcvbn-ts/language-common`, offline); comparison ignores case and Unicode compatibility forms.
- * Length (8..256) is checked by the request schema.
+ * Length (8..256) is checked by the request schema. The list (~0.4 MB of JavaScript) is imported
+ * on the first call, not at start-up (issue 18).
  * @throws AppError validation_failed (400) with `errors[0].pointer` `/password`.
  */
-export function assertAcceptablePassword(password: string, account: { email: string }): void {
-  common ??= new Set(dictionary['passwords-common'].map(fold));
+export async function assertAcceptablePassword(password: string, account: { email: string }): Promise<void> {
+  common ??= new Set((await import('@zxcvbn-ts/language-common')).dictionary['passwords-common'].map(fold));
   const p = fold(password);
   const email = fold(account.email);
   const reason = common.has(p)

@@ -148,7 +148,7 @@ export class IdentityService {
   /** Register a user of the embedded tenant. @throws AppError conflict when the email is taken. */
   async register(input: { email: string; password: string; name?: string }): Promise<UserRow> {
     const email = input.email.trim().toLowerCase();
-    assertAcceptablePassword(input.password, { email });
+    await assertAcceptablePassword(input.password, { email });
     if (await this.findUserByEmail(email)) throw new AppError('conflict', 'A user with this email already exists');
     const id = newId('usr');
     const roles: Role[] = this.ctx.config.auth.adminEmails.includes(email) ? ['user', 'admin'] : ['user'];

@@ -8,8 +8,6 @@
  * OpenAPI 3.0 schema dialect differences (`nullable`, boolean `exclusiveMinimum`) are converted to
  * JSON Schema 2020-12.
  */
-import SwaggerParser from '@apidevtools/swagger-parser';
-import { parse as parseYaml } from 'yaml';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { upstreamFetch } from '../../upstream/http.js';
@@ -56,6 +54,8 @@ export async function fetchOpenApiDocument(ctx: AppContext, url: string): Promis
     doc = JSON.parse(text);
   } catch {
     try {
+      // Imported on first use (issue 18: not at start-up), like SwaggerParser below.
+      const { parse: parseYaml } = await import('yaml');
       doc = parseYaml(text, { maxAliasCount: 100 });
     } catch {
       return { problem: { pointer: '/openapi_url', message: 'is neither JSON nor YAML' } };
@@ -153,6 +153,7 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
   }
   const is30 = version.startsWith('3.0');
   const options = { resolve: { external: false, file: false, http: false }, dereference: { circular: 'ignore' as const } };
+  const { default: SwaggerParser } = await import('@apidevtools/swagger-parser');
   try {
     await SwaggerParser.validate(structuredClone(doc) as never, options as never);
   } catch (err) {
