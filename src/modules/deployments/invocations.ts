@@ -5,6 +5,7 @@
  */
 import { and, desc, eq, lt } from 'drizzle-orm';
 import type { Static } from 'typebox';
+import type { Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { agentInvocations, deployments } from '../../db/schema/index.js';
 import type { Principal } from '../../http/auth.js';
@@ -74,7 +75,8 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     await ctx.jobs.enqueue(INVOKE_JOB, { invocationId: row.id });
     return invocationView(row);
   }
-  return invocationView(await execute(ctx, deferredRecord(ctx, values), d));
+  // The owner's roles travel with the invoking credential (the owner's, or the agent's own token).
+  return invocationView(await execute(ctx, deferredRecord(ctx, values), d, p.roles));
 }
 
 /**
@@ -126,15 +128,15 @@ function deferredRecord(ctx: AppContext, values: typeof agentInvocations.$inferI
   };
 }
 
-/** Run a claimed (`running`) invocation against deployment `d` and store the outcome. */
-async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow): Promise<InvocationRow> {
+/** Run a claimed (`running`) invocation against deployment `d` and store the outcome (`ownerRoles`: see `brokerFor`). */
+async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow, ownerRoles?: Role[]): Promise<InvocationRow> {
   const row = record.row;
   let r: SandboxResult;
   const calls: CallRecord[] = [];
   try {
     const root = await ensureUnpacked(ctx, d.artifactSha256);
     // The broker's identity expires with the invocation (plus the start-up of a cold environment, bounded by the same timer).
-    const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls);
+    const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls, ownerRoles);
     r = await sandboxOf(ctx).run({
       mode: 'invoke',
       root,
