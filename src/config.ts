@@ -225,6 +225,8 @@ export interface Config {
     warmIdleMs: number;
     /** A synchronous invocation's record is first written when it ends, or once it has run this long (then as `running`), ms; 0 = at its start. */
     recordDeferMs: number;
+    /** Start sandbox processes from a small fork-server process (`src/sandbox/spawner.ts`) instead of this one, whose `fork()` cost grows with its memory. */
+    forkServer: boolean;
   };
 }
 
@@ -396,6 +398,7 @@ export function loadConfig(env: Env = process.env): Config {
       warmTotal: int(env, 'SANDBOX_WARM_TOTAL', 16, 0, 4096),
       warmIdleMs: int(env, 'SANDBOX_WARM_IDLE_MS', 300_000, 100, 86_400_000),
       recordDeferMs: int(env, 'SANDBOX_RECORD_DEFER_MS', 100, 0, 10_000),
+      forkServer: bool(env, 'SANDBOX_FORK_SERVER', true),
       maxLogBytes: int(env, 'SANDBOX_MAX_LOG_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),

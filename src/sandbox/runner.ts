@@ -40,6 +40,7 @@ import { performance } from 'node:perf_hooks';
 import { BOOTSTRAP_SOURCE } from './bootstrap.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from './egress.js';
 import { copyUndici, findBinary, probeNetworkIsolation } from './host.js';
+import { Spawner, type SandboxChild, type SpawnRequest } from './spawner.js';
 import { Environment, type Broker, type EnvironmentSpec, type LogEntry, type SandboxResult } from './environment.js';
 
 export type { Broker, InvokeHooks, LogEntry, SandboxError, SandboxResult } from './environment.js';
@@ -97,6 +98,8 @@ export interface SandboxOptions {
   warm?: { perVersion: number; total: number; idleMs: number };
   /** Egress proxy: resolves and SSRF-checks a target host (throws to deny). Without it, `egress` of a run is ignored (no network). */
   egress?: { resolve: EgressResolver };
+  /** Start processes through a fork server (`spawner.ts`; default true); false: `spawn` in this process (blocks its event loop for the fork). */
+  forkServer?: boolean;
 }
 
 /** Lifetime of a pooled environment, ms: its backstop kills it then, so it is not reused when a run could outlast it. */
@@ -175,13 +178,24 @@ export class Sandbox {
     return r.status === 0;
   }
 
-  /** Kill every environment, pooled or not, and stop the idle reaper (app shutdown). */
+  /** Kill every environment, pooled or not, stop the idle reaper and the fork server (app shutdown). */
   killAll(): void {
     if (this.reaper) clearInterval(this.reaper);
     this.reaper = null;
     for (const e of this.envs) e.kill();
     this.pools.clear();
+    void this.spawner?.then((s) => s?.close());
+    this.spawner = null;
   }
+
+  /** The fork server (`spawner.ts`), started on first use; null where it cannot run (then this process spawns). */
+  private spawner: Promise<Spawner | null> | null = null;
+
+  /** Start a process through the fork server; null when it is unavailable (the environment then spawns it itself). */
+  private readonly spawnVia = async (req: SpawnRequest): Promise<SandboxChild | null> => {
+    const s = await (this.spawner ??= Spawner.start().catch(() => null));
+    return s ? s.spawn(req) : null;
+  };
 
   /** Runs in progress and waiting, for metrics and tests. */
   get load(): { running: number; waiting: number } {
@@ -432,6 +446,7 @@ export class Sandbox {
       ids,
       root: r.root,
       memoryMb: limitMb || this.opts.memoryMb,
+      spawn: this.opts.forkServer === false ? undefined : this.spawnVia,
       maxLogBytes: this.opts.maxLogBytes,
       maxOutputBytes: this.opts.maxOutputBytes,
     };
