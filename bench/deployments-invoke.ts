@@ -1,10 +1,13 @@
 /**
  * Invoke latency of deployed agents, cold and warm, in the same run (`npm run bench:deployments`).
  *
- * Starts the service twice on free loopback ports (in-memory PGlite, in-process queue, sandbox
- * under a temporary DATA_DIR): once with SANDBOX_WARM_PER_VERSION=0 (every invocation a cold start:
- * spawn + permission model + module load + handler — the behaviour before warm environments) and
- * once with the default warm pool. For each, with a trivial echo handler:
+ * Starts the service on free loopback ports (in-memory PGlite, or PostgreSQL at BENCH_DATABASE_URL;
+ * in-process queue, sandbox under a temporary DATA_DIR): twice with SANDBOX_WARM_PER_VERSION=0
+ * (every invocation a cold start: spawn + permission model + module load + handler), interleaved
+ * round by round — `direct_spawn` (SANDBOX_FORK_SERVER=off, SANDBOX_PROVISIONED=off: the server
+ * forks each process itself while the caller waits, as before) and the default (fork server, and
+ * a provisioned environment per version started ahead) — then twice with the default warm pool.
+ * For each, with a trivial echo handler:
  *  1. N sequential synchronous invocations, end to end over HTTP and the sandbox's `duration_ms`;
  *  2. autocannon for a few seconds with C connections (throughput under SANDBOX_CONCURRENCY).
  * Then, warm only, a handler that executes one tool (`context.tools.execute`) against a loopback
@@ -15,7 +18,7 @@
  * run starts and updated when it ends, as before) and `warm_pool` (the default: one write when a
  * short synchronous invocation ends). Medians over the rounds.
  * Prints one JSON object. Env: BENCH_N (default 50), BENCH_CONNECTIONS (8), BENCH_SECONDS (5),
- * BENCH_ROUNDS (5).
+ * BENCH_ROUNDS (5), BENCH_DATABASE_URL (PostgreSQL; default in-memory PGlite).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -32,6 +35,8 @@ const N = Number(process.env.BENCH_N ?? 50);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
+/** PostgreSQL instead of the in-memory PGlite (every app of the run on this database; their accounts are distinct). */
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -59,7 +64,7 @@ async function start(name: string, env: Record<string, string>) {
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
-    DATABASE_IN_MEMORY: 'on',
+    ...(DATABASE_URL ? { DATABASE_URL } : { DATABASE_IN_MEMORY: 'on' }),
     DATA_DIR: dataDir,
     RATE_LIMIT_USER: '1000000',
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
@@ -144,7 +149,7 @@ const upstreamPort = (upstream.address() as { port: number }).port;
 
 // 1. Every invocation cold, A/B interleaved: processes spawned by the server itself (as before) and by the fork server.
 const coldVariants: Array<[string, Bench]> = [
-  ['direct_spawn', await start('cold-a', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_FORK_SERVER: 'off' })],
+  ['direct_spawn', await start('cold-a', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_FORK_SERVER: 'off', SANDBOX_PROVISIONED: 'off' })],
   ['fork_server', await start('cold-b', { SANDBOX_WARM_PER_VERSION: '0' })],
 ];
 const coldRuns: Record<string, { agent: string; seq: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }> = {};
@@ -209,6 +214,7 @@ console.log(
       node: process.version,
       cpus: os.cpus().length,
       loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100,
+      database: DATABASE_URL ? 'postgresql' : 'pglite',
       network_isolated: !!probeNetworkIsolation(),
       cold_every_invocation: cold,
       cold_every_invocation_direct_spawn: coldOut('direct_spawn'),

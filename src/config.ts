@@ -227,6 +227,8 @@ export interface Config {
     recordDeferMs: number;
     /** Start sandbox processes from a small fork-server process (`src/sandbox/spawner.ts`) instead of this one, whose `fork()` cost grows with its memory. */
     forkServer: boolean;
+    /** Keep one provisioned (started, module loaded, never invoked) environment per recently cold-started version (`src/sandbox/spares.ts`). */
+    provisioned: boolean;
   };
 }
 
@@ -399,6 +401,7 @@ export function loadConfig(env: Env = process.env): Config {
       warmIdleMs: int(env, 'SANDBOX_WARM_IDLE_MS', 300_000, 100, 86_400_000),
       recordDeferMs: int(env, 'SANDBOX_RECORD_DEFER_MS', 100, 0, 10_000),
       forkServer: bool(env, 'SANDBOX_FORK_SERVER', true),
+      provisioned: bool(env, 'SANDBOX_PROVISIONED', true),
       maxLogBytes: int(env, 'SANDBOX_MAX_LOG_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),

@@ -42,6 +42,7 @@ export function sandboxOf(ctx: AppContext): Sandbox {
       // Egress targets pass the same SSRF rules as the platform's own upstream calls.
       egress: { resolve: (host) => ctx.upstream.resolveChecked(host) },
       forkServer: c.forkServer,
+      provisioned: c.provisioned,
     });
     if (!s.egressAvailable) ctx.log.warn('sandbox: egress proxy unavailable (iproute2 ip, sh or setpriv missing): deployments with egress have no network');
     if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
