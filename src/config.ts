@@ -217,18 +217,13 @@ export interface Config {
     user: { uid: number; gid: number } | 'auto' | null;
     /** Whole-process memory limit of each sandbox process (RLIMIT_DATA: heap, Buffers, native memory), MiB; 0 = none. Default `2 × memoryMb + 64`. */
     processMemoryMb: number;
-    /** Warm execution environments kept per deployment version (0 = every invocation is a cold start). */
-    warmPerVersion: number;
-    /** Warm execution environments kept per instance, all versions together. */
-    warmTotal: number;
-    /** An idle warm environment is killed after this long unused, ms. */
-    warmIdleMs: number;
+    /** Warm execution environments kept per deployment version (0 = every invocation is a cold start). */ warmPerVersion: number;
+    /** Warm execution environments kept per instance, all versions together. */ warmTotal: number;
+    /** An idle warm environment is killed after this long unused, ms. */ warmIdleMs: number;
     /** A synchronous invocation's record is first written when it ends, or once it has run this long (then as `running`), ms; 0 = at its start. */
     recordDeferMs: number;
-    /** Start sandbox processes from a small fork-server process (`src/sandbox/spawner.ts`) instead of this one, whose `fork()` cost grows with its memory. */
-    forkServer: boolean;
-    /** Keep one provisioned (started, module loaded, never invoked) environment per recently cold-started version (`src/sandbox/spares.ts`). */
-    provisioned: boolean;
+    /** Start sandbox processes from a small fork-server process (`src/sandbox/spawner.ts`) instead of this one, whose `fork()` cost grows with its memory. */ forkServer: boolean;
+    /** Keep one provisioned (started, module loaded, never invoked) environment per recently cold-started version (`src/sandbox/spares.ts`). */ provisioned: boolean;
   };
 }
 

@@ -12,7 +12,7 @@ import type { JobQueue } from './jobs/queue.js';
 import type { WriteBatcher } from './lib/batcher.js';
 import type { AgentMemoryStatements } from './modules/agent-memory/statements.js';
 import type { Sandbox } from './sandbox/runner.js';
-import type { InvocationLog } from './modules/deployments/record.js';
+import type { InvocationLog } from './modules/deployments/state.js';
 import type { UpstreamPool } from './upstream/pool.js';
 import type { MemoryRuntime } from './modules/memory/state.js';
 import type { SearchState } from './modules/search/state.js';

@@ -16,22 +16,11 @@ import { eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentInvocations } from '../../db/schema/index.js';
 import { WriteBatcher } from '../../lib/batcher.js';
+import type { InvocationInsert, InvocationLog } from './state.js';
 import type { InvocationRow } from './views.js';
-
-type InvocationInsert = typeof agentInvocations.$inferInsert;
 
 /** Rows per INSERT of the invocation log. */
 const MAX_BATCH = 128;
-
-/**
- * The app's invocation log (`ctx.invocationLog`): the write-behind batcher and, per invocation id,
- * the commit of records not yet written (for read-your-writes on this instance).
- */
-export interface InvocationLog {
-  batcher: WriteBatcher<InvocationInsert>;
-  /** Invocation id → its agent and the promise of its commit (settles either way), while pending. */
-  pending: Map<string, { agentId: string; done: Promise<void> }>;
-}
 
 function logOf(ctx: AppContext): InvocationLog {
   if (ctx.invocationLog) return ctx.invocationLog;
