@@ -219,10 +219,11 @@ export class Spawner {
     else out?.unref?.();
   }
 
-  /** Stop the helper and the socket (started processes keep their connections). */
+  /** Stop the helper and the socket; processes it started are killed and reported exited (shutdown). */
   close(): void {
     this.helper?.stdin?.end();
     this.helper = null;
+    this.abandon();
     this.server.close();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
@@ -242,10 +243,15 @@ export class Spawner {
     return h;
   }
 
-  /** The helper is gone: kill what it started (their exits can no longer be reported) and fail what it was starting. */
+  /** The helper is gone: see {@link abandon}. */
   private helperDied(h: ChildProcess): void {
     if (this.helper !== h) return;
     this.helper = null;
+    this.abandon();
+  }
+
+  /** Kill what the helper started (their exits can no longer be reported: they are reported killed) and fail what it was starting. */
+  private abandon(): void {
     this.out = '';
     for (const c of this.byId.values()) {
       if (c.pid) {

@@ -54,6 +54,15 @@ describe('fork server', () => {
     expect(await closed).toBe('SIGKILL');
     await expect(sp.spawn({ argv: ['/nonexistent/binary'], cwd: '/', env: {}, ids: {} })).rejects.toThrow(/ENOENT/);
   });
+
+  it('close() kills what the helper started and reports it exited (nothing waits for an exit that cannot come)', async () => {
+    const sp = await Spawner.start();
+    const c = await sp.spawn({ argv: ['/bin/sh', '-c', 'sleep 30'], cwd: '/', env: {}, ids: {} });
+    const closed = new Promise<string | null>((resolve) => c.on('close', (_code, signal) => resolve(signal)));
+    sp.close();
+    // 'close' also waits for the four connections to close, which only the process's death does.
+    expect(await closed).toBe('SIGKILL');
+  });
 });
 
 describe('provisioned environments', () => {
