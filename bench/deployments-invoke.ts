@@ -1,10 +1,13 @@
 /**
  * Invoke latency of deployed agents, cold and warm, in the same run (`npm run bench:deployments`).
  *
- * Starts the service twice on free loopback ports (in-memory PGlite, in-process queue, sandbox
- * under a temporary DATA_DIR): once with SANDBOX_WARM_PER_VERSION=0 (every invocation a cold start:
- * spawn + permission model + module load + handler — the behaviour before warm environments) and
- * once with the default warm pool. For each, with a trivial echo handler:
+ * Starts the service on free loopback ports (in-memory PGlite, or PostgreSQL at BENCH_DATABASE_URL;
+ * in-process queue, sandbox under a temporary DATA_DIR): twice with SANDBOX_WARM_PER_VERSION=0
+ * (every invocation a cold start: spawn + permission model + module load + handler), interleaved
+ * round by round — `direct_spawn` (SANDBOX_FORK_SERVER=off, SANDBOX_PROVISIONED=off: the server
+ * forks each process itself while the caller waits, as before) and the default (fork server, and
+ * a provisioned environment per version started ahead) — then twice with the default warm pool.
+ * For each, with a trivial echo handler:
  *  1. N sequential synchronous invocations, end to end over HTTP and the sandbox's `duration_ms`;
  *  2. autocannon for a few seconds with C connections (throughput under SANDBOX_CONCURRENCY).
  * Then, warm only, a handler that executes one tool (`context.tools.execute`) against a loopback
@@ -15,7 +18,7 @@
  * run starts and updated when it ends, as before) and `warm_pool` (the default: one write when a
  * short synchronous invocation ends). Medians over the rounds.
  * Prints one JSON object. Env: BENCH_N (default 50), BENCH_CONNECTIONS (8), BENCH_SECONDS (5),
- * BENCH_ROUNDS (5).
+ * BENCH_ROUNDS (5), BENCH_DATABASE_URL (PostgreSQL; default in-memory PGlite).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -32,6 +35,8 @@ const N = Number(process.env.BENCH_N ?? 50);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5));
+/** PostgreSQL instead of the in-memory PGlite (every app of the run on this database; their accounts are distinct). */
+const DATABASE_URL = process.env.BENCH_DATABASE_URL;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -59,7 +64,7 @@ async function start(name: string, env: Record<string, string>) {
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
-    DATABASE_IN_MEMORY: 'on',
+    ...(DATABASE_URL ? { DATABASE_URL } : { DATABASE_IN_MEMORY: 'on' }),
     DATA_DIR: dataDir,
     RATE_LIMIT_USER: '1000000',
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
@@ -125,6 +130,16 @@ async function start(name: string, env: Record<string, string>) {
 
 type Bench = Awaited<ReturnType<typeof start>>;
 const summary = (xs: { httpMs: number[]; sandbox: number[] }) => ({ http_ms: { p50: pct(xs.httpMs, 50), p95: pct(xs.httpMs, 95), max: pct(xs.httpMs, 100) }, sandbox_duration_ms: { p50: pct(xs.sandbox, 50), p95: pct(xs.sandbox, 95) } });
+/** Medians of `rounds` autocannon runs of SECONDS / rounds each. */
+const loadOut = (runs: Array<{ rps: number; p50_ms: number; p99_ms: number; non2xx: number; errors: number }>, rounds: number) => ({
+  connections: CONNECTIONS,
+  seconds: Math.max(1, Math.round(SECONDS / rounds)) * rounds,
+  rps: median(runs.map((l) => l.rps)),
+  p50_ms: median(runs.map((l) => l.p50_ms)),
+  p99_ms: median(runs.map((l) => l.p99_ms)),
+  non2xx: runs.reduce((n, l) => n + l.non2xx, 0),
+  errors: runs.reduce((n, l) => n + l.errors, 0),
+});
 const merge = (a: { httpMs: number[]; sandbox: number[] }, b: { httpMs: number[]; sandbox: number[] }) => ({ httpMs: [...a.httpMs, ...b.httpMs], sandbox: [...a.sandbox, ...b.sandbox] });
 const ECHO = 'export default async (input) => ({ echo: input });\n';
 
@@ -132,11 +147,22 @@ const upstream = http.createServer((_req, res) => res.writeHead(200, { 'content-
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
 const upstreamPort = (upstream.address() as { port: number }).port;
 
-// 1. Every invocation cold.
-const coldApp = await start('cold', { SANDBOX_WARM_PER_VERSION: '0' });
-const coldEcho = await coldApp.deployed('bench', ECHO);
-const cold = { sequential_invokes: N, ...summary(await coldApp.sequential(coldEcho.id, { i: 1 }, N)), autocannon: { connections: CONNECTIONS, seconds: SECONDS, ...(await coldApp.load(coldEcho.id, SECONDS)) } };
-await coldApp.close();
+// 1. Every invocation cold, A/B interleaved: processes spawned by the server itself (as before) and by the fork server.
+const coldVariants: Array<[string, Bench]> = [
+  ['direct_spawn', await start('cold-a', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_FORK_SERVER: 'off', SANDBOX_PROVISIONED: 'off' })],
+  ['fork_server', await start('cold-b', { SANDBOX_WARM_PER_VERSION: '0' })],
+];
+const coldRuns: Record<string, { agent: string; seq: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }> = {};
+for (const [name, b] of coldVariants) coldRuns[name] = { agent: (await b.deployed('bench', ECHO)).id, seq: { httpMs: [], sandbox: [] }, load: [] };
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, b] of round % 2 ? [...coldVariants].reverse() : coldVariants) coldRuns[name].seq = merge(coldRuns[name].seq, await b.sequential(coldRuns[name].agent, { i: 1 }, Math.max(1, Math.ceil(N / ROUNDS))));
+}
+for (let round = 0; round < 2; round++) {
+  for (const [name, b] of round % 2 ? [...coldVariants].reverse() : coldVariants) coldRuns[name].load.push(await b.load(coldRuns[name].agent, Math.max(1, Math.round(SECONDS / 2))));
+}
+for (const [, b] of coldVariants) await b.close();
+const coldOut = (name: string) => ({ sequential_invokes: coldRuns[name].seq.httpMs.length, ...summary(coldRuns[name].seq), autocannon: loadOut(coldRuns[name].load, 2) });
+const cold = coldOut('fork_server');
 
 // 2. Warm, A/B interleaved: the record written at the start (before) and once at the end (after).
 const variants: Array<[string, Bench]> = [
@@ -169,7 +195,7 @@ for (let round = 0; round < loadRounds; round++) {
 const warmOut = (name: string) => ({
   sequential_invokes: results[name].echo.httpMs.length,
   ...summary(results[name].echo),
-  autocannon: { connections: CONNECTIONS, seconds: Math.max(1, Math.round(SECONDS / loadRounds)) * loadRounds, rps: median(results[name].load.map((l) => l.rps)), p50_ms: median(results[name].load.map((l) => l.p50_ms)), p99_ms: median(results[name].load.map((l) => l.p99_ms)), non2xx: results[name].load.reduce((n, l) => n + l.non2xx, 0), errors: results[name].load.reduce((n, l) => n + l.errors, 0) },
+  autocannon: loadOut(results[name].load, loadRounds),
   one_tool_call: summary(results[name].tool),
 });
 
@@ -188,8 +214,10 @@ console.log(
       node: process.version,
       cpus: os.cpus().length,
       loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100,
+      database: DATABASE_URL ? 'postgresql' : 'pglite',
       network_isolated: !!probeNetworkIsolation(),
       cold_every_invocation: cold,
+      cold_every_invocation_direct_spawn: coldOut('direct_spawn'),
       warm_pool: { ...warm, one_fetch_through_egress_proxy: egress },
       warm_pool_record_at_start: warmOut('record_at_start'),
       targets: {

@@ -217,14 +217,13 @@ export interface Config {
     user: { uid: number; gid: number } | 'auto' | null;
     /** Whole-process memory limit of each sandbox process (RLIMIT_DATA: heap, Buffers, native memory), MiB; 0 = none. Default `2 × memoryMb + 64`. */
     processMemoryMb: number;
-    /** Warm execution environments kept per deployment version (0 = every invocation is a cold start). */
-    warmPerVersion: number;
-    /** Warm execution environments kept per instance, all versions together. */
-    warmTotal: number;
-    /** An idle warm environment is killed after this long unused, ms. */
-    warmIdleMs: number;
+    /** Warm execution environments kept per deployment version (0 = every invocation is a cold start). */ warmPerVersion: number;
+    /** Warm execution environments kept per instance, all versions together. */ warmTotal: number;
+    /** An idle warm environment is killed after this long unused, ms. */ warmIdleMs: number;
     /** A synchronous invocation's record is first written when it ends, or once it has run this long (then as `running`), ms; 0 = at its start. */
     recordDeferMs: number;
+    /** Start sandbox processes from a small fork-server process (`src/sandbox/spawner.ts`) instead of this one, whose `fork()` cost grows with its memory. */ forkServer: boolean;
+    /** Keep one provisioned (started, module loaded, never invoked) environment per recently cold-started version (`src/sandbox/spares.ts`). */ provisioned: boolean;
   };
 }
 
@@ -396,6 +395,8 @@ export function loadConfig(env: Env = process.env): Config {
       warmTotal: int(env, 'SANDBOX_WARM_TOTAL', 16, 0, 4096),
       warmIdleMs: int(env, 'SANDBOX_WARM_IDLE_MS', 300_000, 100, 86_400_000),
       recordDeferMs: int(env, 'SANDBOX_RECORD_DEFER_MS', 100, 0, 10_000),
+      forkServer: bool(env, 'SANDBOX_FORK_SERVER', true),
+      provisioned: bool(env, 'SANDBOX_PROVISIONED', true),
       maxLogBytes: int(env, 'SANDBOX_MAX_LOG_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),

@@ -12,6 +12,7 @@ import type { JobQueue } from './jobs/queue.js';
 import type { WriteBatcher } from './lib/batcher.js';
 import type { AgentMemoryStatements } from './modules/agent-memory/statements.js';
 import type { Sandbox } from './sandbox/runner.js';
+import type { InvocationLog } from './modules/deployments/state.js';
 import type { UpstreamPool } from './upstream/pool.js';
 import type { MemoryRuntime } from './modules/memory/state.js';
 import type { SearchState } from './modules/search/state.js';
@@ -33,6 +34,8 @@ export interface AppContext {
   events: EventHub;
   /** Sandbox of deployed agent code with its warm pool; created on first use by the deployments module (`sandboxOf`). */
   sandbox?: Sandbox;
+  /** Write-behind log of synchronous invocations' records (`deployments/record.ts`), created on first use; drained at shutdown. */
+  invocationLog?: InvocationLog;
   /**
    * The group commit of execution records (`sessions/usage.ts` writes it; drained at shutdown). It
    * writes through the context it was built for: a copy of a context with another database needs its own.

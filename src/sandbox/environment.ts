@@ -8,8 +8,9 @@
  * invocation's {@link Broker}, enforces the per-invocation timeout (SIGKILL of the whole process
  * group), and reports the environment unusable (`dead`) after a timeout, crash or out-of-memory.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import type { SandboxChild, SpawnRequest } from './spawner.js';
 
 /** One captured line of output. */
 export interface LogEntry {
@@ -77,6 +78,8 @@ export interface EnvironmentSpec {
   maxOutputBytes: number;
   /** Called with the environment as soon as it exists (before its module loads). */
   onCreate?: (env: Environment) => void;
+  /** Starts the process (the sandbox's fork server, see `spawner.ts`); absent or resolving null: `child_process.spawn` in this process. Rejects: cannot start. */
+  spawn?: (req: SpawnRequest) => Promise<SandboxChild | null>;
 }
 
 const MAX_LOG_LINES = 1000;
@@ -105,7 +108,7 @@ export class Environment {
   dead = false;
   /** To be killed when its current invocation ends (drained, or too old to take another run). */
   retired = false;
-  private child!: ChildProcess;
+  private child!: SandboxChild;
   private current: Current | null = null;
   /**
    * stderr carried V8's or the allocator's out-of-memory report. A flag rather than a tail of the
@@ -133,11 +136,14 @@ export class Environment {
     const cur: Current = { logs: [], logBytes: 0, truncated: false, hooks: {}, finish: () => {} };
     e.current = cur;
     try {
-      e.child = spawn(spec.argv[0], spec.argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, ...spec.ids });
+      e.child =
+        (await spec.spawn?.({ argv: spec.argv, cwd: spec.cwd, env: spec.env, ids: spec.ids })) ??
+        spawn(spec.argv[0], spec.argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, ...spec.ids });
     } catch (err) {
       return { error: { code: 'sandbox_error', message: `cannot start the sandbox: ${(err as Error).message}` }, status: 'failed', logs: [], logsTruncated: false };
     }
     e.wire();
+    if (e.dead) e.kill(); // killed (drained, shut down) while it was being started
     const ready = await new Promise<Msg | { t: 'timeout' } | { t: 'exit' }>((resolve) => {
       const timer = setTimeout(() => resolve({ t: 'timeout' }), timeoutMs);
       e.onReady = (m) => {

@@ -40,6 +40,8 @@ import { performance } from 'node:perf_hooks';
 import { BOOTSTRAP_SOURCE } from './bootstrap.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from './egress.js';
 import { copyUndici, findBinary, probeNetworkIsolation } from './host.js';
+import { Spares } from './spares.js';
+import { Spawner, type SandboxChild, type SpawnRequest } from './spawner.js';
 import { Environment, type Broker, type EnvironmentSpec, type LogEntry, type SandboxResult } from './environment.js';
 
 export type { Broker, InvokeHooks, LogEntry, SandboxError, SandboxResult } from './environment.js';
@@ -97,10 +99,17 @@ export interface SandboxOptions {
   warm?: { perVersion: number; total: number; idleMs: number };
   /** Egress proxy: resolves and SSRF-checks a target host (throws to deny). Without it, `egress` of a run is ignored (no network). */
   egress?: { resolve: EgressResolver };
+  /** Keep one provisioned environment per recently cold-started version (`spares.ts`; default true). */
+  provisioned?: boolean;
+  /** Start processes through a fork server (`spawner.ts`; default true); false: `spawn` in this process (blocks its event loop for the fork). */
+  forkServer?: boolean;
 }
 
 /** Lifetime of a pooled environment, ms: its backstop kills it then, so it is not reused when a run could outlast it. */
 export const WARM_MAX_AGE_MS = 30 * 60_000;
+
+/** Longest a provisioned environment may take to load its module, ms. */
+const SPARE_LOAD_TIMEOUT_MS = 30_000;
 
 /** coreutils `timeout`, used as a backstop that kills a run even if this process dies. */
 let timeoutBin: string | null | undefined;
@@ -132,6 +141,7 @@ export class Sandbox {
     const ids = this.runAs && probe ? ['-S', String(this.runAs.uid), '-G', String(this.runAs.gid)] : [];
     this.prefix = probe ? [probe.bin, ...probe.flags, ...ids, '--'] : [];
     this.egressPrefix = probe ? this.loopbackPrefix(probe) : [];
+    this.spares = opts.provisioned === false ? null : new Spares({ max: opts.warm?.total || 16, idleMs: opts.warm?.idleMs ?? 300_000 });
   }
 
   /**
@@ -175,13 +185,28 @@ export class Sandbox {
     return r.status === 0;
   }
 
-  /** Kill every environment, pooled or not, and stop the idle reaper (app shutdown). */
+  /** Provisioned environments (null: off). */
+  private readonly spares: Spares | null;
+
+  /** Kill every environment, pooled or not, stop the idle reaper and the fork server (app shutdown). */
   killAll(): void {
+    this.spares?.killAll();
     if (this.reaper) clearInterval(this.reaper);
     this.reaper = null;
     for (const e of this.envs) e.kill();
     this.pools.clear();
+    void this.spawner?.then((s) => s?.close());
+    this.spawner = null;
   }
+
+  /** The fork server (`spawner.ts`), started on first use; null where it cannot run (then this process spawns). */
+  private spawner: Promise<Spawner | null> | null = null;
+
+  /** Start a process through the fork server; null when it is unavailable (the environment then spawns it itself). */
+  private readonly spawnVia = async (req: SpawnRequest): Promise<SandboxChild | null> => {
+    const s = await (this.spawner ??= Spawner.start().catch(() => null));
+    return s ? s.spawn(req) : null;
+  };
 
   /** Runs in progress and waiting, for metrics and tests. */
   get load(): { running: number; waiting: number } {
@@ -217,6 +242,7 @@ export class Sandbox {
       this.pools.delete(k);
       this.wake(k);
     }
+    this.spares?.drain(match);
     return n;
   }
 
@@ -263,7 +289,11 @@ export class Sandbox {
       if (pooled) this.unreserve(r.key!);
       throw err;
     }
-    const st = await Environment.start({ ...this.specOf(r, pooled, proxy), onCreate: (e) => (target = e) }, r.timeoutMs);
+    // Provisioned environments (spares.ts): take this version's spare, and start the next one.
+    const provisionable = r.mode === 'invoke' && !!r.key && !proxy && this.spares !== null;
+    const spare = provisionable ? await this.spares!.take(r.key!, r.timeoutMs) : null;
+    if (provisionable) this.spares!.provision(r.key!, () => Environment.start(this.specOf(r, true, null), SPARE_LOAD_TIMEOUT_MS));
+    const st = spare ?? (await Environment.start({ ...this.specOf(r, pooled, proxy), onCreate: (e) => (target = e) }, Math.max(1, r.timeoutMs - Math.round(performance.now() - started))));
     if (proxy) {
       const p = proxy;
       if (st.env) void st.env.closed.then(() => p.close());
@@ -432,6 +462,7 @@ export class Sandbox {
       ids,
       root: r.root,
       memoryMb: limitMb || this.opts.memoryMb,
+      spawn: this.opts.forkServer === false ? undefined : this.spawnVia,
       maxLogBytes: this.opts.maxLogBytes,
       maxOutputBytes: this.opts.maxOutputBytes,
     };

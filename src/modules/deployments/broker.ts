@@ -21,6 +21,7 @@ import { Compile } from 'typebox/compile';
 import type { Static, TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { users } from '../../db/schema/index.js';
+import type { Role } from '../../config.js';
 import type { AgentPrincipal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import type { Broker } from '../../sandbox/runner.js';
@@ -74,9 +75,12 @@ function valid<T>(v: { Check(x: unknown): boolean }, args: unknown, what: string
 /**
  * Mint the host-side identity of one invocation: agent `inv.agentId` acting for `inv.ownerId`
  * (with the owner's roles, as an agent token would carry them) until `expiresAt`, the deadline.
+ * `roles`: the owner's roles as the invoking credential carried them (the owner's token or API key,
+ * or the agent's own token, which carries its owner's roles); absent (a queued invocation run by
+ * a job), they are read from the owner's row.
  */
-async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number): Promise<Identity> {
-  const [owner] = await ctx.db.select({ roles: users.roles }).from(users).where(eq(users.id, inv.ownerId));
+async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, roles?: Role[]): Promise<Identity> {
+  const owner = roles ? { roles } : (await ctx.db.select({ roles: users.roles }).from(users).where(eq(users.id, inv.ownerId)))[0];
   return {
     invocationId: inv.id,
     expiresAt,
@@ -94,9 +98,10 @@ async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string;
 
 /**
  * The broker of invocation `inv`, valid until `expiresAt` (its deadline, ms since the epoch);
- * `calls` receives the record of each call. The identity is minted on the first call.
+ * `calls` receives the record of each call. The identity is minted on the first call, with
+ * `ownerRoles` when the invoking credential carried the owner's roles (see {@link mintIdentity}).
  */
-export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, calls: CallRecord[]): Broker {
+export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, calls: CallRecord[], ownerRoles?: Role[]): Broker {
   let count = 0;
   let inFlight = 0;
   let session: Promise<string> | null = null;
@@ -106,7 +111,7 @@ export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; o
   const sessionOf = () => (session ??= createSession(ctx, actor, { name: `invocation ${inv.id}`, metadata: { invocation_id: inv.id } }).then((s) => s.id));
 
   const dispatch = async (op: string, args: unknown, rec: CallRecord): Promise<unknown> => {
-    const id = await (minted ??= mintIdentity(ctx, inv, expiresAt));
+    const id = await (minted ??= mintIdentity(ctx, inv, expiresAt, ownerRoles));
     const p = id.principal;
     switch (op) {
       case 'tools.execute': {

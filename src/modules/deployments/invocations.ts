@@ -5,6 +5,7 @@
  */
 import { and, desc, eq, lt } from 'drizzle-orm';
 import type { Static } from 'typebox';
+import type { Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { agentInvocations, deployments } from '../../db/schema/index.js';
 import type { Principal } from '../../http/auth.js';
@@ -14,6 +15,7 @@ import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import type { LogEntry, SandboxResult } from '../../sandbox/runner.js';
 import { brokerFor, type CallRecord } from './broker.js';
 import { publishEnd, publishLog, type FollowedLine } from './follow.js';
+import { deferredRecord, settledRecords, storedRecord, type InvocationRecord } from './record.js';
 import { activeDeployment, ensureUnpacked, envOf, INVOKE_JOB, sandboxOf, warmKey, type DeploymentRow } from './runtime.js';
 import type { InvocationSummary, InvocationView, InvokeBody } from './schemas.js';
 import { agentInScope, invalidState, principalId } from './service.js';
@@ -74,67 +76,19 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     await ctx.jobs.enqueue(INVOKE_JOB, { invocationId: row.id });
     return invocationView(row);
   }
-  return invocationView(await execute(ctx, deferredRecord(ctx, values), d));
+  // The owner's roles travel with the invoking credential (the owner's, or the agent's own token).
+  return invocationView(await execute(ctx, deferredRecord(ctx, values), d, p.roles));
 }
 
-/**
- * How {@link execute} stores an invocation: `row` as it is now, and `finish` to write the outcome
- * (resolving to the stored row).
- */
-interface InvocationRecord {
-  row: InvocationRow;
-  finish: (outcome: Partial<typeof agentInvocations.$inferInsert>) => Promise<InvocationRow>;
-}
-
-/** A record that exists (a claimed queued invocation): the outcome is one UPDATE. */
-function storedRecord(ctx: AppContext, row: InvocationRow): InvocationRecord {
-  return { row, finish: async (outcome) => (await ctx.db.update(agentInvocations).set(outcome).where(eq(agentInvocations.id, row.id)).returning())[0] };
-}
-
-/**
- * A synchronous invocation's record, written once: when it ends (one INSERT of the finished row),
- * or — when it runs longer than `SANDBOX_RECORD_DEFER_MS` — as `running` at that point (visible
- * to `GET …/executions/:id` and to the stale-run recovery), then UPDATEd with the outcome. What a
- * crash of this process may lose: a synchronous invocation that had run less than that long
- * (its caller got no answer, so it never learnt its id). See docs/decisions.md.
- */
-function deferredRecord(ctx: AppContext, values: typeof agentInvocations.$inferInsert & { id: string }): InvocationRecord {
-  /** Resolves true once the `running` row is in, false when that INSERT failed (logged). */
-  let inserted: Promise<boolean> | null = null;
-  const insertRunning = () =>
-    (inserted ??= ctx.db
-      .insert(agentInvocations)
-      .values(values)
-      .then(() => true)
-      .catch((err: unknown) => {
-        ctx.log.error({ err, invocation_id: values.id }, 'invocation record not written');
-        return false;
-      }));
-  const deferMs = ctx.config.sandbox.recordDeferMs;
-  if (deferMs === 0) void insertRunning();
-  const timer = deferMs > 0 ? setTimeout(insertRunning, deferMs) : null;
-  timer?.unref();
-  const row = { logs: [], logsTruncated: false, calls: [], output: null, error: null, durationMs: null, cold: null, finishedAt: null, ...values } as InvocationRow;
-  return {
-    row,
-    finish: async (outcome) => {
-      if (timer) clearTimeout(timer);
-      // No `running` row (not deferred long enough, or its INSERT failed): write the finished row once.
-      if (!inserted || !(await inserted)) return (await ctx.db.insert(agentInvocations).values({ ...values, ...outcome }).returning())[0];
-      return (await ctx.db.update(agentInvocations).set(outcome).where(eq(agentInvocations.id, values.id)).returning())[0];
-    },
-  };
-}
-
-/** Run a claimed (`running`) invocation against deployment `d` and store the outcome. */
-async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow): Promise<InvocationRow> {
+/** Run a claimed (`running`) invocation against deployment `d` and store the outcome (`ownerRoles`: see `brokerFor`). */
+async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow, ownerRoles?: Role[]): Promise<InvocationRow> {
   const row = record.row;
   let r: SandboxResult;
   const calls: CallRecord[] = [];
   try {
     const root = await ensureUnpacked(ctx, d.artifactSha256);
     // The broker's identity expires with the invocation (plus the start-up of a cold environment, bounded by the same timer).
-    const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls);
+    const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls, ownerRoles);
     r = await sandboxOf(ctx).run({
       mode: 'invoke',
       root,
@@ -190,6 +144,7 @@ export async function runQueuedInvocation(ctx: AppContext, invocationId: string)
 /** Invocations of the agent, newest first (no input/output/logs). @throws AppError not_found */
 export async function listInvocations(ctx: AppContext, p: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<InvocationSummary>> {
   await agentInScope(ctx, p, agentId);
+  await settledRecords(ctx, agentId);
   const limit = q.limit ?? 20;
   const after = decodeCursor(q.cursor);
   const rows = await ctx.db
@@ -204,6 +159,7 @@ export async function listInvocations(ctx: AppContext, p: Principal, agentId: st
 /** One invocation with input, output and logs. @throws AppError not_found */
 export async function getInvocation(ctx: AppContext, p: Principal, agentId: string, invocationId: string): Promise<InvocationView> {
   await agentInScope(ctx, p, agentId);
+  await settledRecords(ctx, agentId, invocationId);
   const [row] = await ctx.db.select().from(agentInvocations).where(and(eq(agentInvocations.id, invocationId), eq(agentInvocations.agentId, agentId)));
   if (!row) throw notFound('Execution');
   return invocationView(row);
@@ -213,6 +169,7 @@ export async function getInvocation(ctx: AppContext, p: Principal, agentId: stri
 /** Lines of the agent's 20 most recent invocations, oldest first. @throws AppError not_found */
 export async function recentLogs(ctx: AppContext, p: Principal, agentId: string): Promise<{ data: FollowedLine[]; logs_truncated: boolean }> {
   await agentInScope(ctx, p, agentId);
+  await settledRecords(ctx, agentId);
   const rows = await ctx.db
     .select({ id: agentInvocations.id, logs: agentInvocations.logs, logsTruncated: agentInvocations.logsTruncated })
     .from(agentInvocations)

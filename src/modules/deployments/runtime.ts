@@ -41,6 +41,8 @@ export function sandboxOf(ctx: AppContext): Sandbox {
       warm: c.warmPerVersion > 0 && c.warmTotal > 0 ? { perVersion: c.warmPerVersion, total: c.warmTotal, idleMs: c.warmIdleMs } : undefined,
       // Egress targets pass the same SSRF rules as the platform's own upstream calls.
       egress: { resolve: (host) => ctx.upstream.resolveChecked(host) },
+      forkServer: c.forkServer,
+      provisioned: c.provisioned,
     });
     if (!s.egressAvailable) ctx.log.warn('sandbox: egress proxy unavailable (iproute2 ip, sh or setpriv missing): deployments with egress have no network');
     if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
