@@ -10,7 +10,7 @@
  *   (serialisers, schema walkers) would overflow the stack on 5,000 levels.
  *
  * Request input holding any of these is refused at the HTTP edge ({@link findUnstorable}); data the
- * platform did not choose (upstream answers) is stored with U+FFFD for NUL instead ({@link withoutNul}).
+ * platform did not choose (upstream answers) is stored with U+FFFD for NUL and lone surrogates instead ({@link storable}).
  * Every walk here is iterative, so any depth is safe to inspect.
  */
 
@@ -48,6 +48,7 @@ function token(key: string): string {
   return key.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one (UTF-16 code units). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function stringProblem(s: string, checkSurrogates: boolean): UnstorableReason | null {
@@ -111,10 +112,17 @@ export function findNul(value: unknown, base = ''): string | null {
   return findUnstorable(value, base, { surrogates: false, numbers: false, maxDepth: Infinity })?.pointer ?? null;
 }
 
-/** `value` with every U+0000 in strings and object keys replaced by U+FFFD (a copy when anything changes). Any depth. */
-export function withoutNul<T>(value: T): T {
-  if (findNul(value) === null) return value;
-  const fix = (v: unknown): unknown => (typeof v === 'string' ? v.replaceAll('\0', '\uFFFD') : v);
+/** A string as PostgreSQL `text`/`jsonb` can hold it: U+0000 and lone surrogates replaced by U+FFFD. */
+const storableString = (s: string): string => s.replaceAll('\0', '\uFFFD').replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
+
+/**
+ * `value` with every U+0000 and every lone UTF-16 surrogate in strings and object keys replaced by
+ * U+FFFD (a copy when anything changes), so that it can be stored as `jsonb`: for data the platform
+ * did not choose (upstream answers, a deployed handler's output and logs). Any depth.
+ */
+export function storable<T>(value: T): T {
+  if (findUnstorable(value, '', { numbers: false, maxDepth: Infinity }) === null) return value;
+  const fix = (v: unknown): unknown => (typeof v === 'string' ? storableString(v) : v);
   if (!isWalkable(value)) return fix(value) as T;
   const root: unknown = Array.isArray(value) ? [] : {};
   const stack: Array<{ from: Record<string, unknown> | unknown[]; to: Record<string, unknown> | unknown[] }> = [{ from: value, to: root as never }];
@@ -122,7 +130,7 @@ export function withoutNul<T>(value: T): T {
     const { from, to } = stack.pop()!;
     const pairs: Array<[string | number, unknown]> = Array.isArray(from) ? from.map((x, i) => [i, x]) : Object.entries(from);
     for (const [k, x] of pairs) {
-      const key = typeof k === 'string' ? k.replaceAll('\0', '\uFFFD') : k;
+      const key = typeof k === 'string' ? storableString(k) : k;
       let out: unknown = fix(x);
       if (isWalkable(x)) {
         out = Array.isArray(x) ? [] : {};

@@ -1,6 +1,6 @@
 /** The iterative input walker behind the HTTP edge's refusal of unstorable input (src/lib/nul.ts). */
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, findNul, findUnstorable, withoutNul } from '../../src/lib/nul.js';
+import { MAX_JSON_DEPTH, findNul, findUnstorable, storable } from '../../src/lib/nul.js';
 
 function nested(depth: number, leaf: unknown = 1): unknown {
   let v: unknown = leaf;
@@ -27,13 +27,13 @@ describe('findUnstorable', () => {
   });
 });
 
-describe('withoutNul', () => {
+describe('storable', () => {
   it('copies any depth iteratively and keeps "__proto__" an own key', () => {
     const deep = nested(20_000, 'a\u0000');
-    const fixed = withoutNul(deep);
+    const fixed = storable(deep);
     expect(findNul(fixed)).toBeNull();
     const parsed = JSON.parse('{"__proto__":{"x":"\\u0000"},"y":["\\u0000"]}');
-    const out = withoutNul(parsed) as Record<string, unknown>;
+    const out = storable(parsed) as Record<string, unknown>;
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(Object.keys(out)).toEqual(['__proto__', 'y']);
     expect(JSON.stringify(out)).toBe('{"__proto__":{"x":"\uFFFD"},"y":["\uFFFD"]}');

@@ -10,12 +10,15 @@
  * crash of the instance may lose: the records of synchronous invocations that ended but were not
  * yet committed (their callers may already have their answers), besides those younger than
  * `SANDBOX_RECORD_DEFER_MS` that never ended. A record whose INSERT fails is logged and lost (the
- * answer was sent). See docs/decisions.md.
+ * answer was sent). Handler output, error and logs are stored through {@link storable} (U+0000 and
+ * lone surrogates become U+FFFD, which `jsonb` can hold), so one odd output cannot fail a batch.
+ * See docs/decisions.md.
  */
 import { eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentInvocations } from '../../db/schema/index.js';
 import { WriteBatcher } from '../../lib/batcher.js';
+import { storable } from '../../lib/nul.js';
 import type { InvocationInsert, InvocationLog } from './state.js';
 import type { InvocationRow } from './views.js';
 
@@ -50,7 +53,7 @@ export async function settledRecords(ctx: AppContext, agentId: string, invocatio
 /** Queue the finished row `row` (write-behind); failures are logged. */
 function writeBehind(ctx: AppContext, row: InvocationInsert & { id: string; agentId: string }): void {
   const log = logOf(ctx);
-  const done = log.batcher.add(row).then(
+  const done = log.batcher.add(storable(row)).then(
     () => undefined,
     (err: unknown) => ctx.log.error({ err, invocation_id: row.id }, 'invocation record not written'),
   );
@@ -69,7 +72,7 @@ export interface InvocationRecord {
 
 /** A record that exists (a claimed queued invocation): the outcome is one UPDATE. */
 export function storedRecord(ctx: AppContext, row: InvocationRow): InvocationRecord {
-  return { row, finish: async (outcome) => (await ctx.db.update(agentInvocations).set(outcome).where(eq(agentInvocations.id, row.id)).returning())[0] };
+  return { row, finish: async (outcome) => (await ctx.db.update(agentInvocations).set(storable(outcome)).where(eq(agentInvocations.id, row.id)).returning())[0] };
 }
 
 /**
@@ -84,7 +87,7 @@ export function deferredRecord(ctx: AppContext, values: InvocationInsert & { id:
   const insertRunning = () =>
     (inserted ??= ctx.db
       .insert(agentInvocations)
-      .values(values)
+      .values(storable(values))
       .then(() => true)
       .catch((err: unknown) => {
         ctx.log.error({ err, invocation_id: values.id }, 'invocation record not written');
@@ -105,7 +108,7 @@ export function deferredRecord(ctx: AppContext, values: InvocationInsert & { id:
         writeBehind(ctx, finished);
         return { ...row, ...finished } as InvocationRow;
       }
-      return (await ctx.db.update(agentInvocations).set(outcome).where(eq(agentInvocations.id, values.id)).returning())[0];
+      return (await ctx.db.update(agentInvocations).set(storable(outcome)).where(eq(agentInvocations.id, values.id)).returning())[0];
     },
   };
 }

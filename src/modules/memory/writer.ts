@@ -11,7 +11,7 @@
  */
 import type { AppContext } from '../../context.js';
 import { WriteBatcher } from '../../lib/batcher.js';
-import { withoutNul } from '../../lib/nul.js';
+import { storable } from '../../lib/nul.js';
 import type { EmbeddingProvider } from './embeddings.js';
 import type { MemoryWriterPort, NewMemoryRow, PendingMemory } from './state.js';
 import { insertMemoryRows } from './store.js';
@@ -81,7 +81,7 @@ export class MemoryWriter implements MemoryWriterPort {
       try {
         // Upstream answers may hold U+0000, which PostgreSQL text cannot store.
         const row = item.build();
-        rows.push({ ...row, content: withoutNul(row.content), metadata: withoutNul(row.metadata) });
+        rows.push({ ...row, content: storable(row.content), metadata: storable(row.metadata) });
       } catch (err) {
         this.ctx.log.error({ err: (err as Error).message }, 'could not build an execution memory');
       }

@@ -17,7 +17,7 @@ import type { ExecutionRecord } from '../../events.js';
 import { execRows } from '../../db/client.js';
 import { prepareRaw, type PreparedRaw } from '../../db/prepared.js';
 import { WriteBatcher } from '../../lib/batcher.js';
-import { withoutNul } from '../../lib/nul.js';
+import { storable } from '../../lib/nul.js';
 
 export type { ExecutionRecord } from '../../events.js';
 
@@ -28,11 +28,11 @@ function utcDay(d: Date): string {
 /** Most records one statement carries. */
 const MAX_BATCH = 256;
 
-/** JSON text for a jsonb parameter (U+0000 replaced, see {@link withoutNul}). */
+/** JSON text for a jsonb parameter (U+0000 replaced, see {@link storable}). */
 function jsonbText(value: unknown): string {
   const text = JSON.stringify(value);
   // A literal backslash + "u0000" also matches: then the walk finds nothing and changes nothing.
-  return text.includes('\\u0000') ? JSON.stringify(withoutNul(value)) : text;
+  return text.includes('\\u0000') ? JSON.stringify(storable(value)) : text;
 }
 
 /** The record statement's parameters, one array per column (same order as the records). */

@@ -54,6 +54,21 @@ describe('deployments — invocation failures are recorded, not thrown', () => {
     expect((await run('cyclic')).error.code).toBe('output_not_serializable');
   });
 
+  it('an output with U+0000 and a lone surrogate is answered and recorded with U+FFFD (jsonb cannot hold them)', async () => {
+    const { u, id, base } = await agentOf();
+    const code = `export default async function () { console.log('odd \\u0000 line'); return { text: 'a\\u0000b', lone: 'x\\ud800y', fine: 'ok' }; }\n`;
+    await deployReady(app, u.headers, id, await tarball({ 'index.mjs': code }));
+    const { body } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    expect(body.status).toBe('succeeded');
+    // Two invocations in the same batch window: one odd row must not cost the other its record.
+    const { body: second } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    for (const inv of [body, second]) {
+      const { body: stored } = await call(app, { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers }, 200);
+      expect(stored.output).toEqual({ text: 'a\uFFFDb', lone: 'x\uFFFDy', fine: 'ok' });
+      expect(stored.logs.map((l: any) => l.message)).toEqual(['odd \uFFFD line']);
+    }
+  });
+
   it('a module without a handler, or that throws at load, fails the prepare step', async () => {
     const { u, id, base } = await agentOf();
     const d1 = await deployReady(app, u.headers, id, await tarball({ 'index.mjs': `export const notAHandler = 1;` }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findNul, withoutNul } from '../../../src/lib/nul.js';
+import { findNul, storable } from '../../../src/lib/nul.js';
 
 describe('U+0000 helpers', () => {
   it('points at the first string or key holding U+0000 (RFC 6901 escaping)', () => {
@@ -11,8 +11,8 @@ describe('U+0000 helpers', () => {
 
   it('replaces U+0000 with U+FFFD in strings and keys, returning the same value when there is none', () => {
     const clean = { a: ['x'], b: { c: 1 } };
-    expect(withoutNul(clean)).toBe(clean);
-    expect(withoutNul({ 'k\u0000': ['a\u0000b', 3] })).toEqual({ 'k\uFFFD': ['a\uFFFDb', 3] });
-    expect(withoutNul('\u0000\u0000')).toBe('\uFFFD\uFFFD');
+    expect(storable(clean)).toBe(clean);
+    expect(storable({ 'k\u0000': ['a\u0000b', 3] })).toEqual({ 'k\uFFFD': ['a\uFFFDb', 3] });
+    expect(storable('\u0000\u0000')).toBe('\uFFFD\uFFFD');
   });
 });
