@@ -15,7 +15,8 @@
  * service/bare (goal ≥ 0.60), and this process's CPU time per request of each (`cpu_us`, median of the
  * rounds; autocannon's share included) with `cpu_ratio` = bare/service, which a loaded machine
  * disturbs much less than requests/s. Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (10),
- * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL.
+ * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL,
+ * BENCH_OPS (`get,put`).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -148,7 +149,11 @@ try {
     });
     return { service: agg(runs.service), bare: agg(runs.bare) };
   }
-  const results = { get: await compare('GET'), put: await compare('PUT') };
+  // BENCH_OPS=get (or put): only that operation (to profile it alone); the other reads as empty.
+  const ops = (process.env.BENCH_OPS ?? 'get,put').split(',');
+  const none: Result = { rps: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0 };
+  const skip = async () => ({ service: none, bare: none });
+  const results = { get: ops.includes('get') ? await compare('GET') : await skip(), put: ops.includes('put') ? await compare('PUT') : await skip() };
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
   // bare/service CPU per request: the throughput ratio a CPU-bound process would reach.
   const cpuRatio = (op: 'get' | 'put') => Math.round((results[op].bare.cpu_us / Math.max(1, results[op].service.cpu_us)) * 100) / 100;

@@ -62,9 +62,22 @@ function unlistedOptions(policy: Config['cors']): FastifyCorsOptions {
  */
 export async function registerCors(app: FastifyInstance, config: Config): Promise<void> {
   if (config.cors.origins.length === 0 && !config.cors.any) {
-    app.addHook('onRequest', (req, reply, done) => {
-      if ((req.routeOptions.config as { cors?: unknown } | undefined)?.cors !== false) reply.header('vary', 'Origin');
+    app.addHook('onRequest', (_req, reply, done) => {
+      reply.header('vary', 'Origin');
       done();
+    });
+    // Routes that opt out get no Vary either (their own hook takes it off again: reading
+    // `req.routeOptions` in the hook above would build an object per request).
+    app.addHook('onRoute', (route) => {
+      if ((route.config as { cors?: unknown } | undefined)?.cors !== false) return;
+      const own = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : [];
+      route.onRequest = [
+        (_req, reply, done) => {
+          reply.removeHeader('vary');
+          done();
+        },
+        ...own,
+      ] as typeof route.onRequest;
     });
     return;
   }
