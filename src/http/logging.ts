@@ -114,35 +114,30 @@ class LazyChildLogger {
     this.real().level = l;
   }
 
-  private write(level: Level, args: unknown[]): void {
+  /** Write one line at `level` (dropped without building the child when the level is off). */
+  write(level: Level, args: unknown[]): void {
     if ((LEVELS[this.level] ?? 0) > LEVELS[level]) return;
     (this.real()[level] as (...a: unknown[]) => void)(...args);
   }
 
-  // Prototype methods: nothing is allocated per request beyond the object itself.
-  fatal(...a: unknown[]): void {
-    this.write('fatal', a);
-  }
-  error(...a: unknown[]): void {
-    this.write('error', a);
-  }
-  warn(...a: unknown[]): void {
-    this.write('warn', a);
-  }
-  info(...a: unknown[]): void {
-    this.write('info', a);
-  }
-  debug(...a: unknown[]): void {
-    this.write('debug', a);
-  }
-  trace(...a: unknown[]): void {
-    this.write('trace', a);
-  }
+  // The level methods are on the prototype (below): nothing is allocated per request beyond the object.
+  declare fatal: (...a: unknown[]) => void;
+  declare error: (...a: unknown[]) => void;
+  declare warn: (...a: unknown[]) => void;
+  declare info: (...a: unknown[]) => void;
+  declare debug: (...a: unknown[]) => void;
+  declare trace: (...a: unknown[]) => void;
   silent(): void {}
 
   child(bindings: Record<string, unknown>, opts?: Record<string, unknown>): FastifyBaseLogger {
     return this.real().child(bindings, opts as never);
   }
+}
+
+for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const) {
+  LazyChildLogger.prototype[level] = function (this: LazyChildLogger, ...a: unknown[]) {
+    this.write(level, a);
+  };
 }
 
 /**
