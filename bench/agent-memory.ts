@@ -12,8 +12,11 @@
  * median of the rounds' p99s.
  *
  * Prints a table and one JSON line: requests/s and p99 latency of each, and the ratio
- * service/bare (goal ≥ 0.60). Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (10),
- * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL.
+ * service/bare (goal ≥ 0.60), and this process's CPU time per request of each (`cpu_us`, median of the
+ * rounds; autocannon's share included) with `cpu_ratio` = bare/service, which a loaded machine
+ * disturbs much less than requests/s. Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (10),
+ * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL,
+ * BENCH_OPS (`get,put`).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -84,10 +87,13 @@ interface Result {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU time (user + system) of this process per request, µs — autocannon's share included (the same for both targets). */
+  cpu_us: number;
 }
 
 async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => string, headers: Record<string, string>, body?: string, seconds = SECONDS): Promise<Result> {
   let i = 0;
+  const cpu = process.cpuUsage();
   const r = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -101,7 +107,8 @@ async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => st
       },
     ],
   });
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+  const used = process.cpuUsage(cpu);
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpu_us: Math.round((used.user + used.system) / Math.max(1, r.requests.total)) };
 }
 
 try {
@@ -138,11 +145,18 @@ try {
       p99: median(rs.map((r) => r.p99)),
       errors: rs.reduce((n, r) => n + r.errors, 0),
       non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+      cpu_us: median(rs.map((r) => r.cpu_us)),
     });
     return { service: agg(runs.service), bare: agg(runs.bare) };
   }
-  const results = { get: await compare('GET'), put: await compare('PUT') };
+  // BENCH_OPS=get (or put): only that operation (to profile it alone); the other reads as empty.
+  const ops = (process.env.BENCH_OPS ?? 'get,put').split(',');
+  const none: Result = { rps: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0 };
+  const skip = async () => ({ service: none, bare: none });
+  const results = { get: ops.includes('get') ? await compare('GET') : await skip(), put: ops.includes('put') ? await compare('PUT') : await skip() };
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
+  // bare/service CPU per request: the throughput ratio a CPU-bound process would reach.
+  const cpuRatio = (op: 'get' | 'put') => Math.round((results[op].bare.cpu_us / Math.max(1, results[op].service.cpu_us)) * 100) / 100;
   const rows = (['get', 'put'] as const).flatMap((op) => [
     { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service },
     { op: op.toUpperCase(), target: 'bare route', ...results[op].bare },
@@ -154,8 +168,8 @@ try {
       connections: CONNECTIONS,
       seconds: SECONDS,
       rounds: ROUNDS,
-      get: { ...results.get, ratio: ratio('get') },
-      put: { ...results.put, ratio: ratio('put') },
+      get: { ...results.get, ratio: ratio('get'), cpu_ratio: cpuRatio('get') },
+      put: { ...results.put, ratio: ratio('put'), cpu_ratio: cpuRatio('put') },
       goal: 0.6,
     }),
   );

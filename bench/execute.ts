@@ -15,12 +15,15 @@
  * framework alone costs on this machine. A fourth, the forwarder (`POST /__bench/forward`, added
  * by this benchmark only, never by the service), forwards the JSON body to the upstream with undici
  * and returns its answer: the minimum an execute path does in a Node gateway.
+ * Each run also reports the platform process's CPU time per request (user + system, µs), which a
+ * loaded machine disturbs much less than requests/s.
  * Goal (issue 18): execute keeps ≥ 25 % of the forwarder's throughput on PostgreSQL (≥ 10 % on
  * PGlite) and adds < 1.0 ms at p50 over it at one connection.
  *
  * Env: BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (16), BENCH_DATABASE_URL (PostgreSQL instead
  * of in-memory PGlite), BENCH_REDIS_URL, BENCH_LOG_LEVEL (warn), BENCH_UPSTREAM_DELAY_MS (0: the
- * upstream answers at once; e.g. 10 for an upstream with a real API's latency).
+ * upstream answers at once; e.g. 10 for an upstream with a real API's latency), BENCH_ONLY (`execute`:
+ * skip the baselines, to profile the execute path alone with BENCH_PROFILE=<dir>).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -119,6 +122,14 @@ if (role === 'platform') {
   await setServiceStatus(ctx, svc.id, 'published');
   await call('POST', '/subscriptions', user, { service_id: svc.id, plan: 'enterprise' });
   const session = await call('POST', '/v1/agents', user, { name: 'bench' });
+  // The driver asks for this process's CPU time around each run (CPU per request is steadier than
+  // requests/s on a shared machine).
+  process.on('message', (m: { cpu?: number }) => {
+    if (m.cpu !== undefined) {
+      const u = process.cpuUsage();
+      process.send!({ cpuReply: m.cpu, us: u.user + u.system });
+    }
+  });
   process.send!({ base, authorization: user.authorization, sessionId: session.id, service: svc.name });
 }
 
@@ -130,6 +141,8 @@ interface Run {
   p99: number;
   non2xx: number;
   errors: number;
+  /** CPU time (user + system) of the platform process per request, µs (0 for `direct`). */
+  cpu_us?: number;
 }
 
 function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
@@ -216,15 +229,36 @@ if (!role) {
   const bare = { url: `${base}/healthz`, method: 'GET' as const, headers: {} };
   const forward = { url: `${base}/__bench/forward`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: via.body };
   await cannon({ ...forward, connections: CONNECTIONS, duration: 1 });
-  const lat = { direct: await sequential(direct, SECONDS), bare: await sequential(bare, SECONDS), forwarder: await sequential(forward, SECONDS), platform: await sequential(via, SECONDS) };
-  const tput = {
-    direct: await cannon({ ...direct, connections: CONNECTIONS, duration: SECONDS }),
-    bare: await cannon({ ...bare, connections: CONNECTIONS, duration: SECONDS }),
-    forwarder: await cannon({ ...forward, connections: CONNECTIONS, duration: SECONDS }),
-    platform: await cannon({ ...via, connections: CONNECTIONS, duration: SECONDS }),
+  // BENCH_ONLY=execute: only the execute runs (to profile the execute path alone with BENCH_PROFILE);
+  // the baselines then read as 0 and the ratios are meaningless.
+  const only = process.env.BENCH_ONLY === 'execute';
+  const skipped: Run = { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 };
+  let asked = 0;
+  const platformCpu = () =>
+    new Promise<number>((resolve) => {
+      const id = ++asked;
+      const on = (m: { cpuReply?: number; us?: number }) => {
+        if (m.cpuReply !== id) return;
+        pl.child.off('message', on);
+        resolve(m.us!);
+      };
+      pl.child.on('message', on);
+      pl.child.send({ cpu: id });
+    });
+  /** `run` with the platform's CPU per request (µs) over it. */
+  const measured = async (run: () => Promise<Run>, seconds: number): Promise<Run> => {
+    const before = await platformCpu();
+    const r = await run();
+    const used = (await platformCpu()) - before;
+    return { ...r, cpu_us: Math.round(used / Math.max(1, r.rps * seconds)) };
   };
+  const seq = async (o: Parameters<typeof sequential>[0], baseline: boolean) => (only && baseline ? skipped : measured(() => sequential(o, SECONDS), SECONDS));
+  const tp = async (o: autocannon.Options, baseline: boolean) => (only && baseline ? skipped : measured(() => cannon({ ...o, connections: CONNECTIONS, duration: SECONDS }), SECONDS));
+  const lat = { direct: await seq(direct, true), bare: await seq(bare, true), forwarder: await seq(forward, true), platform: await seq(via, false) };
+  const tput = { direct: await tp(direct, true), bare: await tp(bare, true), forwarder: await tp(forward, true), platform: await tp(via, false) };
 
-  const row = (name: string, r: Run) => `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   non-2xx ${r.non2xx}  errors ${r.errors}`;
+  const row = (name: string, r: Run) =>
+    `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   platform CPU ${String(r.cpu_us ?? 0).padStart(5)} µs/req   non-2xx ${r.non2xx}  errors ${r.errors}`;
   const addedP50 = lat.platform.p50 - lat.direct.p50;
   const ratio = tput.platform.rps / tput.direct.rps;
   const addedP50Fwd = lat.platform.p50 - lat.forwarder.p50;
@@ -243,6 +277,8 @@ if (!role) {
   console.log(row('  via POST /v1/agents/:id/execute', tput.platform));
   console.log(`added p50 latency vs direct: ${addedP50.toFixed(2)} ms, vs forwarder: ${addedP50Fwd.toFixed(2)} ms (goal < 1.0)`);
   console.log(`throughput: ${(ratio * 100).toFixed(1)} % of direct, ${(ratioFwd * 100).toFixed(1)} % of the forwarder (goal >= 25 % PostgreSQL, >= 10 % PGlite)`);
+  const cpuRatio = (tput.forwarder.cpu_us ?? 0) / Math.max(1, tput.platform.cpu_us ?? 1);
+  console.log(`platform CPU per request at ${CONNECTIONS} connections: forwarder ${tput.forwarder.cpu_us} µs, execute ${tput.platform.cpu_us} µs (forwarder/execute ${(cpuRatio * 100).toFixed(1)} %: the throughput ratio a CPU-bound platform would reach)`);
   console.log(
     JSON.stringify({
       bench: 'execute',
@@ -250,7 +286,7 @@ if (!role) {
       database: process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite',
       loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
       latency: { direct: lat.direct, bare_route: lat.bare, forwarder: lat.forwarder, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)), added_p50_vs_forwarder_ms: Number(addedP50Fwd.toFixed(3)) },
-      throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, forwarder: tput.forwarder, platform: tput.platform, ratio: Number(ratio.toFixed(3)), ratio_vs_forwarder: Number(ratioFwd.toFixed(3)) },
+      throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, forwarder: tput.forwarder, platform: tput.platform, ratio: Number(ratio.toFixed(3)), ratio_vs_forwarder: Number(ratioFwd.toFixed(3)), cpu_ratio_vs_forwarder: Number(cpuRatio.toFixed(3)) },
     }),
   );
   stopChildren();

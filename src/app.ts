@@ -15,7 +15,7 @@ import { registerErrorHandlers } from './http/errors.js';
 import { registerCors } from './http/cors.js';
 import { landingRoute } from './http/landing.js';
 import { LazySerializers } from './http/lazy-serializer.js';
-import { RequestLogController, serializeRequest } from './http/logging.js';
+import { RequestLogController, lazyChildLoggerFactory, serializeRequest } from './http/logging.js';
 import { registerMetrics } from './http/metrics.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerValidation } from './http/validation.js';
@@ -88,6 +88,7 @@ export async function buildApp(
     },
     // One line per request instead of two (http/logging.ts).
     logController: new RequestLogController(),
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     requestIdHeader: false,

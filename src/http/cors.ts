@@ -53,8 +53,34 @@ function unlistedOptions(policy: Config['cors']): FastifyCorsOptions {
   return policy.any ? { ...SHARED, origin: '*', credentials: false } : { origin: false };
 }
 
-/** Register the CORS policy of `config.cors` on `app` (before the routes). */
+/**
+ * Register the CORS policy of `config.cors` on `app` (before the routes).
+ * With no allowed origin (`CORS_ORIGINS` empty, the default) the policy's whole effect is
+ * `Vary: Origin` on every answer (a preflight is an unknown route, 404): one hook adds that header
+ * and `@fastify/cors` is not registered — its per-request option merging was ~2 % of an execute's
+ * and an agent-memory GET's CPU (issue 18).
+ */
 export async function registerCors(app: FastifyInstance, config: Config): Promise<void> {
+  if (config.cors.origins.length === 0 && !config.cors.any) {
+    app.addHook('onRequest', (_req, reply, done) => {
+      reply.header('vary', 'Origin');
+      done();
+    });
+    // Routes that opt out get no Vary either (their own hook takes it off again: reading
+    // `req.routeOptions` in the hook above would build an object per request).
+    app.addHook('onRoute', (route) => {
+      if ((route.config as { cors?: unknown } | undefined)?.cors !== false) return;
+      const own = route.onRequest ? (Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest]) : [];
+      route.onRequest = [
+        (_req, reply, done) => {
+          reply.removeHeader('vary');
+          done();
+        },
+        ...own,
+      ] as typeof route.onRequest;
+    });
+    return;
+  }
   // The answers depend only on the origin: built once per policy outcome, not per request (the
   // per-request objects showed as ~3 % of an execute's CPU in the issue-18 profile).
   const none = corsOptionsFor(config.cors, undefined);

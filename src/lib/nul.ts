@@ -75,33 +75,52 @@ export function findUnstorable(value: unknown, base = '', opts: WalkOptions = {}
   const surrogates = opts.surrogates ?? true;
   const numbers = opts.numbers ?? true;
   const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
-  const stack: Array<{ v: unknown; at: string; depth: number }> = [{ v: value, at: base, depth: 0 }];
+  // The pointer of a node is built only when it is reported (its parent chain + key): walking a
+  // clean value allocates no strings (issue 18: this walk runs on every request's body, query,
+  // params and headers).
+  const stack: Node[] = [{ v: value, parent: null, key: '', depth: 0 }];
   while (stack.length > 0) {
-    const { v, at, depth } = stack.pop()!;
+    const node = stack.pop()!;
+    const { v, depth } = node;
     if (typeof v === 'string') {
       const reason = stringProblem(v, surrogates);
-      if (reason) return { pointer: at, reason };
+      if (reason) return { pointer: pointerOf(node, base), reason };
       continue;
     }
     if (typeof v === 'number') {
-      if (numbers && !Number.isFinite(v)) return { pointer: at, reason: 'non_finite' };
+      if (numbers && !Number.isFinite(v)) return { pointer: pointerOf(node, base), reason: 'non_finite' };
       continue;
     }
     if (!isWalkable(v)) continue;
-    if (depth >= maxDepth) return { pointer: at, reason: 'too_deep' };
+    if (depth >= maxDepth) return { pointer: pointerOf(node, base), reason: 'too_deep' };
     // Push in reverse so the first child is examined first.
     if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], at: `${at}/${i}`, depth: depth + 1 });
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], parent: node, key: i, depth: depth + 1 });
       continue;
     }
-    const entries = Object.entries(v);
-    for (const [k] of entries) {
+    const keys = Object.keys(v);
+    for (const k of keys) {
       const reason = stringProblem(k, surrogates);
-      if (reason) return { pointer: `${at}/${token(k)}`, reason };
+      if (reason) return { pointer: `${pointerOf(node, base)}/${token(k)}`, reason };
     }
-    for (let i = entries.length - 1; i >= 0; i--) stack.push({ v: entries[i][1], at: `${at}/${token(entries[i][0])}`, depth: depth + 1 });
+    for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]], parent: node, key: keys[i], depth: depth + 1 });
   }
   return null;
+}
+
+/** A value met by {@link findUnstorable}'s walk: its parent and its key there (the root has none). */
+interface Node {
+  v: unknown;
+  parent: Node | null;
+  key: string | number;
+  depth: number;
+}
+
+/** The JSON pointer of `node`, relative to `base`. */
+function pointerOf(node: Node, base: string): string {
+  const tokens: string[] = [];
+  for (let n: Node | null = node; n?.parent; n = n.parent) tokens.push(typeof n.key === 'number' ? String(n.key) : token(n.key));
+  return tokens.length ? `${base}/${tokens.reverse().join('/')}` : base;
 }
 
 /**

@@ -185,6 +185,16 @@ export async function upstreamFetch(ctx: AppContext, req: UpstreamRequest): Prom
       res.body.destroy();
       throw new AppError('upstream_error', `Upstream response is larger than the ${cap}-byte limit (Content-Length ${declared})`);
     }
+    if (Number.isFinite(declared)) {
+      // A declared length within the cap: read it whole (undici refuses a body longer or shorter
+      // than declared), without an async iterator per response (issue 18).
+      try {
+        const bytes = Buffer.from(await res.body.arrayBuffer());
+        return { status: res.status, headers: res.headers, body: bytes, durationMs: Math.round(performance.now() - started), url: res.url };
+      } catch (err) {
+        throw toAppError(err, ac.signal, new URL(res.url), false);
+      }
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     try {

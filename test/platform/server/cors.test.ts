@@ -60,6 +60,20 @@ describe('CORS', () => {
     expect(corsOptionsFor(any, undefined)).toEqual({ origin: false });
   });
 
+  it('with no CORS_ORIGINS: only Vary: Origin, no CORS headers for any origin, preflights are unknown routes', async () => {
+    const { app: plain } = await setupApp({ PUBLIC_URL: 'https://api.example.test' });
+    const get = await plain.inject({ method: 'GET', url: '/healthz', headers: { origin: APP } });
+    expect(get.statusCode).toBe(200);
+    expect(String(get.headers.vary)).toMatch(/origin/i);
+    expect(Object.keys(get.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+    expect(String((await plain.inject({ method: 'GET', url: '/healthz' })).headers.vary)).toMatch(/origin/i);
+    const pre = await plain.inject({ method: 'OPTIONS', url: '/v1/auth/me', headers: { origin: APP, 'access-control-request-method': 'GET' } });
+    expect(pre.statusCode).toBe(404);
+    expect(pre.headers['access-control-allow-origin']).toBeUndefined();
+    // An unauthenticated answer (the auth hook throws) still varies by origin, as every answer does.
+    expect(String((await plain.inject({ method: 'GET', url: '/v1/auth/me' })).headers.vary)).toMatch(/origin/i);
+  });
+
   it('refuses a CORS_ORIGINS entry that is not an origin, naming the variable', () => {
     for (const bad of ['app.example.test', 'https://app.example.test/path', 'ftp://files.example.test', 'https://*.example.test']) {
       expect(() => loadConfig({ NODE_ENV: 'test', CORS_ORIGINS: bad }), bad).toThrow(/CORS_ORIGINS/);
