@@ -68,9 +68,9 @@ export class OneRequestTransport implements Transport {
     this.resolve(undefined);
   }
 
-  /** Hand `request` to the server, with the HTTP request's headers and URL as `requestInfo`. */
-  deliver(request: JSONRPCRequest, headers: IncomingHttpHeaders, url: URL): void {
-    this.onmessage?.(request, { requestInfo: { headers, url } });
+  /** Hand `request` to the server, with the HTTP request's headers as `requestInfo` (no URL: no tool reads it). */
+  deliver(request: JSONRPCRequest, headers: IncomingHttpHeaders): void {
+    this.onmessage?.(request, { requestInfo: { headers } });
   }
 }
 

@@ -77,17 +77,23 @@ export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: Fa
   for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) res.setHeader(k, v as string);
   if (session) res.setHeader(SESSION_HEADER, session.id);
   const server = buildServer(ctx, call);
+  let answered = false;
   res.on('close', () => {
-    void server.close(); // closes its transport too (Protocol.close)
+    // Closing aborts a request still in flight (Protocol.close; it closes its transport too). A
+    // server that has answered its one direct request holds nothing that needs it.
+    if (!answered) void server.close();
   });
   try {
     const request = directRequest(req.headers, body);
     if (request) {
       const transport = new OneRequestTransport();
       await server.connect(transport);
-      transport.deliver(request, req.headers, requestUrl(ctx, req));
+      transport.deliver(request, req.headers);
       const answer = await transport.response;
-      if (answer) writeJsonRpc(res, answer);
+      if (answer) {
+        answered = true;
+        writeJsonRpc(res, answer);
+      }
       return;
     }
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -114,12 +120,7 @@ function webRequest(ctx: AppContext, req: FastifyRequest): Request {
     if (typeof v === 'string') headers.set(k, v);
     else if (v) for (const x of v) headers.append(k, x);
   }
-  return new Request(requestUrl(ctx, req), { method: req.method, headers });
-}
-
-/** The request's URL on the configured public origin (see {@link webRequest}). */
-function requestUrl(ctx: AppContext, req: FastifyRequest): URL {
-  return new URL(req.url, mcpResourceUrl(ctx.config));
+  return new Request(new URL(req.url, mcpResourceUrl(ctx.config)), { method: req.method, headers });
 }
 
 /**
