@@ -2,12 +2,14 @@
  * Streamable HTTP (MCP spec 2025-06-18 / 2025-11-25 "Transports") inside Fastify, stateless on
  * every instance: each `POST /mcp` gets a fresh SDK server + transport (JSON responses, no
  * per-instance state); the `Mcp-Session-Id` is a row of `mcp_sessions` (see sessions.ts) that
- * any instance serves. The transport is the SDK's web-standard one, fed the body Fastify already
- * parsed and a body-less Web `Request` of the headers; its Web `Response` is written to the socket
- * here (the SDK's Node wrapper converts both ways through @hono/node-server instead, which was
- * ~¼ of the MCP-specific CPU of an `execute_tool` call in `npm run bench:mcp`). `GET /mcp` is this module's own SSE stream that only carries
- * `notifications/tools/list_changed` (polled from the database, so a change made through any
- * instance reaches it).
+ * any instance serves. A single JSON-RPC request takes the direct path (direct.ts: the SDK server
+ * over a one-request in-process transport); everything else — initialize, notifications,
+ * batches, transport faults — the SDK's web-standard transport, fed the body Fastify already
+ * parsed and a body-less Web `Request` of the headers, its Web `Response` written to the socket
+ * here (the SDK's Node wrapper converts both ways through @hono/node-server, which cost more CPU
+ * per `execute_tool` call than the SDK server itself in `npm run bench:mcp`). `GET /mcp` is this
+ * module's own SSE stream that only carries `notifications/tools/list_changed` (polled from the
+ * database, so a change made through any instance reaches it).
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
