@@ -11,10 +11,15 @@
  * shared machine moves both sides of a ratio alike), plus one JSON line.
  * Goal: MCP keeps ≥ 80 % of the REST path's throughput.
  *
+ * Also reported (Linux): the platform process's CPU time per request of each path (utime + stime
+ * from /proc, over each run), and REST's CPU per request as a share of MCP's — what the MCP layer
+ * costs on top, which a shared, loaded machine moves much less than it moves throughput.
+ *
  * Env: BENCH_SECONDS (4 per run), BENCH_CONNECTIONS (16), BENCH_ROUNDS (6), BENCH_DATABASE_URL,
  * BENCH_REDIS_URL, BENCH_UPSTREAM_DELAY_MS — as bench/execute.ts.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +40,7 @@ function spawn(args: string[]): Promise<any> {
   const child = fork(CHILD, args, { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.push(child);
   return new Promise((resolve, reject) => {
-    child.once('message', resolve);
+    child.once('message', (msg: object) => resolve({ ...msg, pid: child.pid }));
     child.once('exit', (code) => reject(new Error(`${args[0]} exited with ${code}`)));
   });
 }
@@ -45,16 +50,32 @@ interface Run {
   p50: number;
   p99: number;
   bad: number;
+  /** Platform CPU (user + system) per request, ms; NaN where /proc is missing. */
+  cpuMs: number;
 }
 
+/** CPU time (user + system) of process `pid` so far, ms (Linux /proc, clock ticks of 10 ms); NaN elsewhere. */
+function cpuTimeMs(pid: number): number {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
+let platformPid = 0;
 async function cannon(opts: autocannon.Options): Promise<Run> {
+  const cpu0 = cpuTimeMs(platformPid);
   const r = await autocannon(opts);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts };
+  const cpuMs = (cpuTimeMs(platformPid) - cpu0) / Math.max(1, r.requests.total);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts, cpuMs };
 }
 
 const up = await spawn(['upstream']);
 const upstreamUrl = `http://127.0.0.1:${up.port}`;
-const { base, authorization, sessionId, service } = await spawn(['platform', upstreamUrl]);
+const { base, authorization, sessionId, service, pid } = await spawn(['platform', upstreamUrl]);
+platformPid = pid;
 const toolArgs = { city: 'Lisbon', units: 'metric' };
 
 const rest = {
@@ -89,17 +110,18 @@ if (check.result?.structuredContent?.status !== 'succeeded') throw new Error(`ex
 await cannon({ ...rest, connections: CONNECTIONS, duration: 2 });
 await cannon({ ...mcp, connections: CONNECTIONS, duration: 2 });
 
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
 const mean = (runs: Run[]): Run => ({
   rps: runs.reduce((s, r) => s + r.rps, 0) / runs.length,
   p50: runs.reduce((s, r) => s + r.p50, 0) / runs.length,
   p99: runs.reduce((s, r) => s + r.p99, 0) / runs.length,
   bad: runs.reduce((s, r) => s + r.bad, 0),
+  cpuMs: median(runs.map((r) => r.cpuMs)),
 });
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const results: Record<string, { rest: Run; mcp: Run; ratio: number; ratios: number[] }> = {};
+const results: Record<string, { rest: Run; mcp: Run; ratio: number; ratios: number[]; cpuShare: number }> = {};
 for (const connections of [CONNECTIONS, 1]) {
   const r: Run[] = [];
   const m: Run[] = [];
@@ -108,14 +130,16 @@ for (const connections of [CONNECTIONS, 1]) {
     m.push(await cannon({ ...mcp, connections, duration: SECONDS }));
   }
   const ratios = m.map((x, i) => x.rps / r[i].rps);
-  results[connections] = { rest: mean(r), mcp: mean(m), ratio: median(ratios), ratios };
+  results[connections] = { rest: mean(r), mcp: mean(m), ratio: median(ratios), ratios, cpuShare: median(r.map((x) => x.cpuMs)) / median(m.map((x) => x.cpuMs)) };
 }
 
-const fmt = (x: Run) => `${x.rps.toFixed(0).padStart(6)} req/s  p50 ${x.p50.toFixed(1)} ms  p99 ${x.p99.toFixed(1)} ms${x.bad ? `  (${x.bad} failed)` : ''}`;
+const fmt = (x: Run) =>
+  `${x.rps.toFixed(0).padStart(6)} req/s  p50 ${x.p50.toFixed(1)} ms  p99 ${x.p99.toFixed(1)} ms  CPU ${x.cpuMs.toFixed(3)} ms/req${x.bad ? `  (${x.bad} failed)` : ''}`;
 console.log(`\nexecute over MCP vs REST (${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${SECONDS}s × ${ROUNDS} rounds each, alternating)`);
-for (const [connections, { rest: r, mcp: m, ratio, ratios }] of Object.entries(results)) {
+for (const [connections, { rest: r, mcp: m, ratio, ratios, cpuShare }] of Object.entries(results)) {
   console.log(`${connections.padStart(3)} connection(s)  REST ${fmt(r)}`);
   console.log(`${' '.repeat(17)}  MCP  ${fmt(m)}   → median ${(100 * ratio).toFixed(1)} % of REST (rounds: ${ratios.map((x) => (100 * x).toFixed(0)).join(', ')} %)`);
+  console.log(`${' '.repeat(17)}  CPU per request: REST's is ${(100 * cpuShare).toFixed(1)} % of MCP's`);
 }
 const share = results[CONNECTIONS].ratio;
 console.log(`goal: MCP ≥ 80 % of REST throughput at ${CONNECTIONS} connections: ${share >= 0.8 ? 'met' : 'NOT met'} (${(share * 100).toFixed(1)} %)`);

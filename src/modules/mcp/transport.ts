@@ -2,17 +2,25 @@
  * Streamable HTTP (MCP spec 2025-06-18 / 2025-11-25 "Transports") inside Fastify, stateless on
  * every instance: each `POST /mcp` gets a fresh SDK server + transport (JSON responses, no
  * per-instance state); the `Mcp-Session-Id` is a row of `mcp_sessions` (see sessions.ts) that
- * any instance serves. `GET /mcp` is this module's own SSE stream that only carries
- * `notifications/tools/list_changed` (polled from the database, so a change made through any
- * instance reaches it).
+ * any instance serves. A single JSON-RPC request takes the direct path (direct.ts: the SDK server
+ * over a one-request in-process transport); everything else — initialize, notifications,
+ * batches, transport faults — the SDK's web-standard transport, fed the body Fastify already
+ * parsed and a body-less Web `Request` of the headers, its Web `Response` written to the socket
+ * here (the SDK's Node wrapper converts both ways through @hono/node-server, which cost more CPU
+ * per `execute_tool` call than the SDK server itself in `npm run bench:mcp`). `GET /mcp` is this
+ * module's own SSE stream that only carries `notifications/tools/list_changed` (polled from the
+ * database, so a change made through any instance reaches it).
  */
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { isInitializeRequest, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../http/errors.js';
 import { actorOf, type Principal } from '../../http/auth.js';
 import { exposedTools, toolListFingerprint } from './catalog.js';
+import { mcpResourceUrl } from './metadata.js';
+import { directRequest, OneRequestTransport, writeJsonRpc } from './direct.js';
 import { buildServer } from './server.js';
 import { SESSION_HEADER, findMcpSession, openMcpSession, type McpSessionRow } from './sessions.js';
 import type { McpCall } from './tools.js';
@@ -49,7 +57,7 @@ export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: Fa
   const actor = actorOf(principal);
   const body = req.body;
   let session: McpSessionRow | null;
-  if (isInitializeRequest(body)) {
+  if ((body as { method?: unknown } | null)?.method === 'initialize' && isInitializeRequest(body)) {
     if (sessionIdOf(req)) return jsonRpcError(reply, 400, -32600, 'initialize must not carry Mcp-Session-Id', (body as { id?: unknown }).id);
     const p = body.params;
     session = await openMcpSession(
@@ -65,19 +73,34 @@ export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: Fa
   }
   const call: McpCall = { principal, actor, session, expose: session?.exposeTools ?? exposeFlag ?? ctx.config.mcp.exposeSubscribedTools };
 
-  // From here the SDK writes the response on the raw socket.
+  // From here the response is written on the raw socket.
   reply.hijack();
   const res = reply.raw;
   for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) res.setHeader(k, v as string);
   if (session) res.setHeader(SESSION_HEADER, session.id);
   const server = buildServer(ctx, call);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  let answered = false;
   res.on('close', () => {
-    void server.close(); // closes its transport too (Protocol.close)
+    // Closing aborts a request still in flight (Protocol.close; it closes its transport too). A
+    // server that has answered its one direct request holds nothing that needs it.
+    if (!answered) void server.close();
   });
   try {
+    const request = directRequest(req.headers, body);
+    if (request) {
+      const transport = new OneRequestTransport();
+      await server.connect(transport);
+      transport.deliver(request, req.headers);
+      const answer = await transport.response;
+      if (answer) {
+        answered = true;
+        writeJsonRpc(res, answer);
+      }
+      return;
+    }
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
-    await transport.handleRequest(req.raw, res, body);
+    await writeResponse(res, await transport.handleRequest(webRequest(ctx, req), { parsedBody: body }));
   } catch (err) {
     ctx.log.error({ err }, 'mcp transport failed');
     if (!res.headersSent) {
@@ -85,6 +108,37 @@ export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: Fa
       res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error; it was logged' }, id: (body as { id?: unknown } | undefined)?.id ?? null }));
     } else res.end();
   }
+}
+
+/**
+ * The Web `Request` the SDK's web-standard transport reads for a POST whose body Fastify has
+ * already parsed: method, headers and URL only (no body). The URL is resolved against the
+ * configured public `/mcp` URL, never the client's Host header (the SDK only hands it to request
+ * handlers as `requestInfo.url`, which the platform's tools do not read).
+ */
+function webRequest(ctx: AppContext, req: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (typeof v === 'string') headers.set(k, v);
+    else if (v) for (const x of v) headers.append(k, x);
+  }
+  return new Request(new URL(req.url, mcpResourceUrl(ctx.config)), { method: req.method, headers });
+}
+
+/**
+ * Write the transport's answer to `res`. With `enableJsonResponse` a POST is always answered by a
+ * complete body (a JSON-RPC response or error, or none for 202), never an SSE stream, so it is
+ * read whole and sent with its length.
+ */
+async function writeResponse(res: ServerResponse, response: Response): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((v, k) => {
+    headers[k] = v;
+  });
+  const payload = response.body ? Buffer.from(await response.arrayBuffer()) : undefined;
+  if (payload) headers['content-length'] = String(payload.length);
+  res.writeHead(response.status, headers);
+  res.end(payload);
 }
 
 /** Open `GET /mcp` streams, ended when the app closes. */
