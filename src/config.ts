@@ -411,11 +411,17 @@ export interface MemoryConfig {
   maxContentBytes: number;
   embeddings: {
     /**
-     * `local`: hashed word/character n-grams, offline (default); `sentence-encoder`: Universal Sentence
-     * Encoder Lite, offline, in a worker thread (`EMBEDDINGS_PROVIDER=sentence-encoder`, 512 dimensions);
-     * `openai`: an OpenAI-compatible `/v1/embeddings` server (`EMBEDDINGS_URL`).
+     * `sentence-encoder` (default): Universal Sentence Encoder Lite, offline, in a worker thread started
+     * on first use (512 dimensions); `local`: hashed word/character n-grams, offline, lexical
+     * (`EMBEDDINGS_PROVIDER=local`); `openai`: an OpenAI-compatible `/v1/embeddings` server (`EMBEDDINGS_URL`).
      */
     provider: 'local' | 'sentence-encoder' | 'openai';
+    /**
+     * True when neither `EMBEDDINGS_PROVIDER` nor `EMBEDDINGS_URL` chose the provider: a store whose
+     * vectors were made by the earlier default (`local`) keeps that space until re-embedded
+     * (`MEMORY_REEMBED=on`) instead of failing its start-up check (docs/decisions.md memory/default-encoder).
+     */
+    defaulted: boolean;
     /** Base URL of the OpenAI-compatible server (`EMBEDDINGS_URL`); set → provider `openai`. */
     url?: string;
     model: string;
@@ -445,7 +451,7 @@ export interface MemoryConfig {
    * larger score of its previous/next turn in the same session (`MEMORY_SPEAKER_BOOST`,
    * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off). `timeBoost`: memory/time.ts (`MEMORY_TIME_BOOST`).
    */
-  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number; timeBoost: number };
+  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number; timeBoost: number; vectorWeightSet: boolean };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
 }
@@ -459,16 +465,19 @@ function ratio(env: Env, name: string, def: number): number {
   return n;
 }
 
+/** Default `MEMORY_VECTOR_WEIGHT` per embedding provider (see {@link MemoryConfig.fusion}). */
+export const DEFAULT_VECTOR_WEIGHT = { local: 0.2, 'sentence-encoder': 3, openai: 1 } as const;
+
 function memoryConfig(env: Env): MemoryConfig {
   const embUrl = url(env, 'EMBEDDINGS_URL', ['http', 'https']);
   const named = str(env, 'EMBEDDINGS_PROVIDER');
   if (named !== undefined && !['local', 'sentence-encoder', 'openai'].includes(named)) fail('EMBEDDINGS_PROVIDER', 'local, sentence-encoder or openai', named);
   if (named === 'openai' && !embUrl) fail('EMBEDDINGS_URL', 'set when EMBEDDINGS_PROVIDER is openai', '');
   if (embUrl && named !== undefined && named !== 'openai') fail('EMBEDDINGS_PROVIDER', 'openai (or unset) when EMBEDDINGS_URL is set', named);
-  const provider = embUrl ? 'openai' : named === 'sentence-encoder' ? 'sentence-encoder' : 'local';
+  const provider = embUrl ? 'openai' : named === 'local' ? 'local' : 'sentence-encoder';
   const dimensions = int(env, 'EMBEDDINGS_DIMENSIONS', { local: 384, 'sentence-encoder': 512, openai: 1536 }[provider], 1, 2000);
   if (provider === 'local' && dimensions !== 384 && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '384 or 512 for the local embedding provider', String(dimensions));
-  if (provider === 'sentence-encoder' && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '512 for the sentence-encoder provider', String(dimensions));
+  if (provider === 'sentence-encoder' && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '512 for the sentence-encoder provider (the default; EMBEDDINGS_PROVIDER=local takes 384 or 512)', String(dimensions));
   const summaryUrl = url(env, 'SUMMARY_LLM_URL', ['http', 'https']);
   const summaryModel = str(env, 'SUMMARY_LLM_MODEL');
   if (summaryUrl && !summaryModel) fail('SUMMARY_LLM_MODEL', 'set when SUMMARY_LLM_URL is set', '');
@@ -476,6 +485,7 @@ function memoryConfig(env: Env): MemoryConfig {
     maxContentBytes: int(env, 'MEMORY_MAX_CONTENT_BYTES', 16 * 1024, 1, 1024 * 1024),
     embeddings: {
       provider,
+      defaulted: !embUrl && named === undefined,
       url: embUrl,
       model: provider === 'sentence-encoder' ? 'universal-sentence-encoder-lite' : str(env, 'EMBEDDINGS_MODEL', provider === 'local' ? 'local-hash-v1' : 'text-embedding-3-small')!,
       apiKey: str(env, 'EMBEDDINGS_API_KEY'),
@@ -488,7 +498,8 @@ function memoryConfig(env: Env): MemoryConfig {
     hnswEfSearchMax: int(env, 'MEMORY_HNSW_EF_SEARCH_MAX', 1000, 1, 1000),
     fusion: {
       k: int(env, 'MEMORY_RRF_K', 60, 1, 1000),
-      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', { local: 0.2, 'sentence-encoder': 3, openai: 1 }[provider]),
+      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', DEFAULT_VECTOR_WEIGHT[provider]),
+      vectorWeightSet: str(env, 'MEMORY_VECTOR_WEIGHT') !== undefined,
       textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
       speakerBoost: ratio(env, 'MEMORY_SPEAKER_BOOST', 0.5),
       neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),
