@@ -76,7 +76,6 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
     markReady,
     queryVectors: new LRUCache<string, Float32Array>({ max: QUERY_CACHE_SIZE }),
     vectors: vectorCacheFor(ctx, embedder.dimensions),
-    vectorWeight: ctx.config.memory.fusion.vectorWeight,
   };
   ctx.memory = rt;
   // onClose runs in reverse order: the writer drains (embedding its last batch) before the provider closes
@@ -102,7 +101,7 @@ function adoptStoredSpace(ctx: AppContext, rt: MemoryRuntime, space: { model: st
   rt.vectors = vectorCacheFor(ctx, space.dimensions);
   rt.queryVectors.clear();
   const f = ctx.config.memory.fusion;
-  rt.vectorWeight = f.vectorWeightSet ? f.vectorWeight : DEFAULT_VECTOR_WEIGHT.local;
+  if (!f.vectorWeightSet) rt.vectorWeight = DEFAULT_VECTOR_WEIGHT.local;
   void previous.close?.();
   ctx.log.warn(
     { stored, model: space.model, dimensions: space.dimensions },

@@ -45,8 +45,11 @@ export interface MemoryRuntime {
    * store was embedded with the earlier default — a local embedder of the stored space (`initMemory`).
    */
   embedder: EmbeddingProvider;
-  /** Weight of the vector arm in the fusion, for the provider in use (`MEMORY_VECTOR_WEIGHT` or its per-provider default). */
-  vectorWeight: number;
+  /**
+   * Weight of the vector arm in the fusion when it differs from `config.memory.fusion.vectorWeight`:
+   * set only when the store keeps the earlier local space and `MEMORY_VECTOR_WEIGHT` was not given.
+   */
+  vectorWeight?: number;
   /** Batching writer of automatic (execution) memories. */
   writer: MemoryWriterPort;
   /** Settles when the start-up check of the stored embedding space (`initMemory`) is done; rejects if it failed. */

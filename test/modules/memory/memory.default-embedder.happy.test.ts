@@ -60,6 +60,7 @@ describe('memory — default embedder', () => {
     const kept = restartWith({ MEMORY_VECTOR_WEIGHT: '0.7' });
     await initMemory(kept);
     expect(embeddingProviderOf(kept).provider).toBe('local');
-    expect(kept.memory!.vectorWeight).toBe(0.7);
+    expect(kept.memory!.vectorWeight).toBeUndefined(); // the configured 0.7 applies
+    expect(kept.config.memory.fusion.vectorWeight).toBe(0.7);
   });
 });
