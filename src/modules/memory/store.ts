@@ -213,8 +213,6 @@ export async function fusedCandidates(
     mode: SearchMode;
     /** Skip common terms by {@link maxScorePlan} (default true; false reads every match, same answer). */
     maxScore?: boolean;
-    /** Compute `ts_rank` for every match, not only for those that can reach the pool (default false; same answer). */
-    rankAll?: boolean;
     /** The vector arm computed in process (vector-cache.ts), nearest first; absent → in SQL. */
     vectorHits?: Array<{ id: string; distance: number }>;
   },
@@ -247,21 +245,9 @@ export async function fusedCandidates(
     const idfSum = terms.length
       ? sql.raw(terms.map((w) => `(case when m.content_tsv @@ ${lexemeLiteral(w.lexeme)}::tsquery then ${w.idf.toFixed(6)} else 0 end)`).join(' + '))
       : sql`0::float8`;
-    // ts_rank only breaks ties, so it is computed only for the memories that can reach the pool: those
-    // whose Σ IDF is at least the pool-th best (competition rank ≤ pool) — the same top `pool` as
-    // ranking every match, without a ts_rank per match (most of the arm's time when common terms match
-    // thousands of memories). `rankAll` keeps the one-pass form (tests and the bench compare them).
-    const scored = (match: SQL) =>
-      input.rankAll
-        ? sql`select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
-            where ${input.where} and m.content_tsv @@ ${match}
-            order by bm desc, rk desc, m.id desc limit ${input.pool}::int`
-        : sql`select s.id, s.bm, ts_rank(r.content_tsv, tq.q) as rk
-            from (select id, bm, rank() over (order by bm desc) as br
-                  from (select m.id, ${idfSum} as bm from memories m, tq where ${input.where} and m.content_tsv @@ ${match}) a) s
-            join memories r on r.id = s.id, tq
-            where s.br <= ${input.pool}::int
-            order by s.bm desc, rk desc, s.id desc limit ${input.pool}::int`;
+    const scored = (match: SQL) => sql`select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
+        where ${input.where} and m.content_tsv @@ ${match}
+        order by bm desc, rk desc, m.id desc limit ${input.pool}::int`;
     ctes.push(sql`tq as (select ${orTsQuery(input.query)} as q)`);
     const plan = input.maxScore === false ? null : maxScorePlan(terms);
     if (plan) {
