@@ -300,8 +300,8 @@ export class SentenceEncoderEmbedder implements EmbeddingProvider {
   private readonly encoder: SentenceEncoder;
 
   constructor(batchSize: number) {
-    // chunks of 16 in the worker: a search query waits for at most one chunk of a write batch
-    this.encoder = createSentenceEncoder({ batchSize: Math.min(batchSize, 16) });
+    // chunks of 32 in the worker: a search query waits for at most one chunk of a write batch
+    this.encoder = createSentenceEncoder({ batchSize: Math.min(batchSize, 32) });
   }
 
   /** @throws AppError upstream_error when the model cannot be loaded or its worker fails */
