@@ -411,16 +411,11 @@ export interface MemoryConfig {
   maxContentBytes: number;
   embeddings: {
     /**
-     * `sentence-encoder` (default): Universal Sentence Encoder Lite, offline, in a worker thread started
-     * on first use (512 dimensions); `local`: hashed word/character n-grams, offline, lexical
-     * (`EMBEDDINGS_PROVIDER=local`); `openai`: an OpenAI-compatible `/v1/embeddings` server (`EMBEDDINGS_URL`).
+     * `sentence-encoder` (default; `defaulted` when no EMBEDDINGS_PROVIDER/URL chose it, so a store of the
+     * earlier default `local` keeps its space, decisions memory/default-encoder): USE Lite, offline, worker
+     * thread, 512-d; `local`: hashed n-grams, lexical; `openai`: an OpenAI-compatible server (`EMBEDDINGS_URL`).
      */
     provider: 'local' | 'sentence-encoder' | 'openai';
-    /**
-     * True when neither `EMBEDDINGS_PROVIDER` nor `EMBEDDINGS_URL` chose the provider: a store whose
-     * vectors were made by the earlier default (`local`) keeps that space until re-embedded
-     * (`MEMORY_REEMBED=on`) instead of failing its start-up check (docs/decisions.md memory/default-encoder).
-     */
     defaulted: boolean;
     /** Base URL of the OpenAI-compatible server (`EMBEDDINGS_URL`); set → provider `openai`. */
     url?: string;
@@ -451,7 +446,7 @@ export interface MemoryConfig {
    * larger score of its previous/next turn in the same session (`MEMORY_SPEAKER_BOOST`,
    * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off). `timeBoost`: memory/time.ts (`MEMORY_TIME_BOOST`).
    */
-  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number; timeBoost: number; vectorWeightSet: boolean };
+  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number; timeBoost: number; localVectorWeight: number };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
 }
@@ -464,9 +459,6 @@ function ratio(env: Env, name: string, def: number): number {
   if (!/^\d+(\.\d+)?$/.test(v) || n > 10) fail(name, 'a number from 0 to 10', v);
   return n;
 }
-
-/** Default `MEMORY_VECTOR_WEIGHT` per embedding provider (see {@link MemoryConfig.fusion}). */
-export const DEFAULT_VECTOR_WEIGHT = { local: 0.2, 'sentence-encoder': 3, openai: 1 } as const;
 
 function memoryConfig(env: Env): MemoryConfig {
   const embUrl = url(env, 'EMBEDDINGS_URL', ['http', 'https']);
@@ -484,8 +476,7 @@ function memoryConfig(env: Env): MemoryConfig {
   return {
     maxContentBytes: int(env, 'MEMORY_MAX_CONTENT_BYTES', 16 * 1024, 1, 1024 * 1024),
     embeddings: {
-      provider,
-      defaulted: !embUrl && named === undefined,
+      provider, defaulted: !embUrl && named === undefined,
       url: embUrl,
       model: provider === 'sentence-encoder' ? 'universal-sentence-encoder-lite' : str(env, 'EMBEDDINGS_MODEL', provider === 'local' ? 'local-hash-v1' : 'text-embedding-3-small')!,
       apiKey: str(env, 'EMBEDDINGS_API_KEY'),
@@ -498,8 +489,7 @@ function memoryConfig(env: Env): MemoryConfig {
     hnswEfSearchMax: int(env, 'MEMORY_HNSW_EF_SEARCH_MAX', 1000, 1, 1000),
     fusion: {
       k: int(env, 'MEMORY_RRF_K', 60, 1, 1000),
-      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', DEFAULT_VECTOR_WEIGHT[provider]),
-      vectorWeightSet: str(env, 'MEMORY_VECTOR_WEIGHT') !== undefined,
+      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', { local: 0.2, 'sentence-encoder': 3, openai: 1 }[provider]), localVectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', 0.2),
       textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
       speakerBoost: ratio(env, 'MEMORY_SPEAKER_BOOST', 0.5),
       neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),

@@ -9,7 +9,6 @@ import { execRows } from '../../db/client.js';
 import { memorySettings } from '../../db/schema/index.js';
 import { newId } from '../../http/ids.js';
 import type { ExecutionRecorded } from '../../events.js';
-import { DEFAULT_VECTOR_WEIGHT } from '../../config.js';
 import { createEmbeddingProvider, LocalHashEmbedder, type EmbeddingProvider } from './embeddings.js';
 import { describeExecution } from './sentences.js';
 import { embeddingText } from './turns.js';
@@ -100,8 +99,7 @@ function adoptStoredSpace(ctx: AppContext, rt: MemoryRuntime, space: { model: st
   rt.embedder = new LocalHashEmbedder(space.dimensions, space.model);
   rt.vectors = vectorCacheFor(ctx, space.dimensions);
   rt.queryVectors.clear();
-  const f = ctx.config.memory.fusion;
-  if (!f.vectorWeightSet) rt.vectorWeight = DEFAULT_VECTOR_WEIGHT.local;
+  rt.vectorWeight = ctx.config.memory.fusion.localVectorWeight; // MEMORY_VECTOR_WEIGHT, else local's 0.2
   void previous.close?.();
   ctx.log.warn(
     { stored, model: space.model, dimensions: space.dimensions },

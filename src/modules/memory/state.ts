@@ -47,7 +47,7 @@ export interface MemoryRuntime {
   embedder: EmbeddingProvider;
   /**
    * Weight of the vector arm in the fusion when it differs from `config.memory.fusion.vectorWeight`:
-   * set only when the store keeps the earlier local space and `MEMORY_VECTOR_WEIGHT` was not given.
+   * set only when the store keeps the earlier local space (`fusion.localVectorWeight`).
    */
   vectorWeight?: number;
   /** Batching writer of automatic (execution) memories. */

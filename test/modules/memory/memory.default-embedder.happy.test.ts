@@ -24,7 +24,7 @@ describe('memory — default embedder', () => {
   it('is the sentence encoder when nothing is configured', () => {
     const c = loadConfig({ NODE_ENV: 'test' }).memory;
     expect(c.embeddings).toMatchObject({ provider: 'sentence-encoder', defaulted: true, model: 'universal-sentence-encoder-lite', dimensions: 512 });
-    expect(c.fusion).toMatchObject({ vectorWeight: 3, vectorWeightSet: false });
+    expect(c.fusion).toMatchObject({ vectorWeight: 3, localVectorWeight: 0.2 });
     expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'sentence-encoder' }).memory.embeddings.defaulted).toBe(false);
     expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'local' }).memory.embeddings).toMatchObject({ provider: 'local', dimensions: 384, defaulted: false });
     expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_URL: 'http://127.0.0.1:9' }).memory.embeddings).toMatchObject({ provider: 'openai', defaulted: false });
@@ -45,7 +45,6 @@ describe('memory — default embedder', () => {
     await initMemory(kept);
     expect(embeddingProviderOf(kept)).toMatchObject({ provider: 'local', model: 'local-hash-v1', dimensions: 384 });
     expect(kept.memory!.vectorWeight).toBe(0.2);
-    expect(restartWith({ MEMORY_VECTOR_WEIGHT: '0.7' }).config.memory.fusion.vectorWeightSet).toBe(true);
     const hits = await searchMemories(kept, actor, { q: 'flight Lisbon', mode: 'vector' });
     expect(hits.data[0].content).toBe('Flight to Lisbon with TAP');
     expect(hits.data[0].similarity).toBeGreaterThan(0.2);
@@ -61,7 +60,6 @@ describe('memory — default embedder', () => {
     const kept = restartWith({ MEMORY_VECTOR_WEIGHT: '0.7' });
     await initMemory(kept);
     expect(embeddingProviderOf(kept).provider).toBe('local');
-    expect(kept.memory!.vectorWeight).toBeUndefined(); // the configured 0.7 applies
-    expect(kept.config.memory.fusion.vectorWeight).toBe(0.7);
+    expect(kept.memory!.vectorWeight).toBe(0.7);
   });
 });
