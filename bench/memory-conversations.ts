@@ -245,7 +245,7 @@ async function main(): Promise<void> {
   const runs: Run[] = [];
   try {
     // before: the turns without speaker metadata are stored and searched as the service did before issue 21
-    const before = QUALITY ? await loadRun('before (no speaker metadata)', turns, {}, false) : null;
+    const before = QUALITY ? await loadRun('before (no speaker metadata)', turns, { EMBEDDINGS_PROVIDER: 'local' }, false) : null;
     if (before) {
       runs.push(before);
       // yardstick: textbook BM25 over the same turns
@@ -258,7 +258,7 @@ async function main(): Promise<void> {
       for (const mode of ['text', 'vector', 'hybrid'] as const) rankings[`before: ${mode}`] = await rank(before, questions, mode);
     }
 
-    const local = await loadRun('local embedder (default)', turns, {}, true);
+    const local = await loadRun('local embedder', turns, { EMBEDDINGS_PROVIDER: 'local' }, true);
     runs.push(local);
     const fusion = local.ctx.config.memory.fusion;
     if (QUALITY) {
@@ -278,7 +278,7 @@ async function main(): Promise<void> {
 
     if (USE_ENCODER) {
       const t0 = performance.now();
-      const enc = await loadRun('sentence encoder', turns, { EMBEDDINGS_PROVIDER: 'sentence-encoder' }, true);
+      const enc = await loadRun('sentence encoder', turns, {}, true); // the default: no EMBEDDINGS_* at all, as `npm start`
       extra.sentence_encoder_load_and_store_s = Number(((performance.now() - t0) / 1000).toFixed(1));
       runs.push(enc);
     }
@@ -343,8 +343,8 @@ async function main(): Promise<void> {
       // variants: the local run without the turn re-ranking (the baseline), with it, and the encoder run
       const variants: Array<[string, Run, number]> = [
         ['local, no re-ranking (before)', local, 0],
-        ['local (default)', local, 0.5],
-        ...(enc ? [['sentence encoder', enc, 0.5] as [string, Run, number]] : []),
+        ['local', local, 0.5],
+        ...(enc ? [['sentence encoder (default)', enc, 0.5] as [string, Run, number]] : []),
       ];
       const times = new Map<string, number[]>(variants.map(([k]) => [k, []]));
       for (let round = 0; round < 2; round++) {

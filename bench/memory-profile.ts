@@ -121,7 +121,7 @@ async function main(): Promise<void> {
       }
     }
     process.stdout.write(`${PROVIDER} @ ${N} memories, ${questions.length} questions × ${ROUNDS} rounds, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
-    for (const [s, xs] of times) process.stdout.write(`  ${s.padEnd(16)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms  p95 ${pct(xs, 95).toFixed(1).padStart(6)} ms\n`);
+    for (const [s, xs] of times) if (xs.length) process.stdout.write(`  ${s.padEnd(16)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms  p95 ${pct(xs, 95).toFixed(1).padStart(6)} ms\n`);
   } finally {
     await app.app.close();
   }

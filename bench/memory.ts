@@ -52,7 +52,8 @@ function log(s: string): void {
 }
 
 function env(extra: Record<string, string | undefined>): Record<string, string | undefined> {
-  return { NODE_ENV: 'test', LOG_LEVEL: 'silent', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'), RATE_LIMIT_USER: '1000000', ...extra };
+  // the local embedder unless BENCH_PROVIDER says otherwise: this bench's corpus and baselines were made with it
+  return { NODE_ENV: 'test', LOG_LEVEL: 'silent', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'), RATE_LIMIT_USER: '1000000', EMBEDDINGS_PROVIDER: process.env.BENCH_PROVIDER ?? 'local', ...extra };
 }
 
 async function newUser(ctx: AppContext): Promise<string> {

@@ -99,3 +99,12 @@ export function corsOrigins(env: Env, name: string): { origins: string[]; any: b
   }
   return { origins: [...new Set(origins)], any };
 }
+
+/** A number from 0 to 10 (fusion weights). */
+export function ratio(env: Env, name: string, def: number): number {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!/^\d+(\.\d+)?$/.test(v) || n > 10) fail(name, 'a number from 0 to 10', v);
+  return n;
+}

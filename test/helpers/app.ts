@@ -32,6 +32,9 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     // Own realtime-analytics counters per app as well.
     ANALYTICS_REDIS_PREFIX: `test:rt:${randomBytes(6).toString('hex')}:`,
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    // The cheap lexical embedder, except where a test asks for another (the default, the sentence
+    // encoder, costs a worker and seconds of model loading; retrieval-quality tests choose it).
+    ...(overrides.EMBEDDINGS_URL ? {} : { EMBEDDINGS_PROVIDER: 'local' }),
     ...overrides,
   };
 }

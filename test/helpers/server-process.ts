@@ -23,7 +23,7 @@ export interface ServerProcess {
 
 /**
  * Spawn `node --import tsx src/main.ts` in the project root with `env` on top of a minimal
- * environment (PATH, HOME, NODE_ENV=test, LOG_LEVEL=info, HOST=127.0.0.1). `via: 'npm'` starts
+ * environment (PATH, HOME, NODE_ENV=test, LOG_LEVEL=info, HOST=127.0.0.1, EMBEDDINGS_PROVIDER=local). `via: 'npm'` starts
  * it as people do, `npm start` (without the `prestart` console build: `--ignore-scripts`), so
  * `child` is the npm process and signals go through npm and its `sh -c`.
  */
@@ -31,7 +31,9 @@ export function startServerProcess(env: Record<string, string>, opts: { via?: 'n
   const [cmd, args] = opts.via === 'npm' ? ['npm', ['start', '--silent', '--ignore-scripts']] : [process.execPath, ['--import', 'tsx', 'src/main.ts']];
   const child = spawn(cmd, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
+    // the local embedder unless `env` picks one: servers of the PostgreSQL pass share the test database,
+    // whose stored vectors must stay in one embedding space (the default encoder would record its own)
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...(env.EMBEDDINGS_URL ? {} : { EMBEDDINGS_PROVIDER: 'local' }), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];

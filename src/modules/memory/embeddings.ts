@@ -1,12 +1,12 @@
 /**
  * Embedding providers for user memory (issue 5 §1).
  *
- * - {@link LocalHashEmbedder} (default): offline, deterministic, no model download. Feature hashing
+ * - {@link LocalHashEmbedder} (`EMBEDDINGS_PROVIDER=local`; the default before issue 21): offline, deterministic, no model download. Feature hashing
  *   (Weinberger et al. 2009) of word unigrams, adjacent word bigrams and character 3–5-grams of each
  *   word (fastText-style `<word>` boundaries), sub-linear TF (`1 + ln tf`), signed buckets, then
  *   L2-normalised. It is honest about being lexical: it matches shared words and word pieces
  *   ("deploy" ~ "deployment"), not meaning ("car" !~ "automobile").
- * - {@link SentenceEncoderEmbedder}: Universal Sentence Encoder Lite, offline, in a worker thread.
+ * - {@link SentenceEncoderEmbedder} (default): Universal Sentence Encoder Lite, offline, in a worker thread.
  * - {@link OpenAIEmbedder}: any server speaking OpenAI's `POST /v1/embeddings` (OpenAI, Ollama,
  *   vLLM, TEI…), batched, with retries on 429/5xx. The URL is operator configuration (trusted), so it
  *   does not go through the guarded upstream client.
@@ -25,10 +25,11 @@ export interface EmbeddingProvider {
   readonly model: string;
   readonly dimensions: number;
   /**
-   * One vector per text, in order, each of length {@link dimensions} and unit L2 norm.
+   * One vector per text, in order, each of length {@link dimensions} and unit L2 norm. `opts.query`
+   * marks a search query (the sentence encoder serves it before queued writes).
    * @throws AppError upstream_error / upstream_timeout when a remote provider fails
    */
-  embed(texts: string[]): Promise<Float32Array[]>;
+  embed(texts: string[], opts?: { query?: boolean }): Promise<Float32Array[]>;
   /** Release what the provider holds (a worker thread); called when the app closes. */
   close?(): Promise<void>;
 }
@@ -287,9 +288,10 @@ export class OpenAIEmbedder implements EmbeddingProvider {
 // ------------------------------------------------------------------------------ sentence encoder
 
 /**
- * Universal Sentence Encoder Lite (`EMBEDDINGS_PROVIDER=sentence-encoder`; src/lib/sentence-encoder.ts):
- * offline, 512 dimensions, in a worker thread started on the first embedding (the model loads in a
- * few seconds and adds ~70 MB of RSS). Semantic, unlike {@link LocalHashEmbedder}.
+ * Universal Sentence Encoder Lite (the default; `EMBEDDINGS_PROVIDER=sentence-encoder`;
+ * src/lib/sentence-encoder.ts): offline, 512 dimensions, in the process's one encoder worker thread,
+ * started on the first embedding (the model loads in a few seconds and adds ~70 MB of RSS). Semantic,
+ * unlike {@link LocalHashEmbedder}.
  */
 export class SentenceEncoderEmbedder implements EmbeddingProvider {
   readonly provider = 'sentence-encoder' as const;
@@ -298,13 +300,14 @@ export class SentenceEncoderEmbedder implements EmbeddingProvider {
   private readonly encoder: SentenceEncoder;
 
   constructor(batchSize: number) {
-    this.encoder = createSentenceEncoder({ batchSize: Math.min(batchSize, 64) });
+    // chunks of 32 in the worker: a search query waits for at most one chunk of a write batch
+    this.encoder = createSentenceEncoder({ batchSize: Math.min(batchSize, 32) });
   }
 
   /** @throws AppError upstream_error when the model cannot be loaded or its worker fails */
-  async embed(texts: string[]): Promise<Float32Array[]> {
+  async embed(texts: string[], opts: { query?: boolean } = {}): Promise<Float32Array[]> {
     try {
-      return await this.encoder.embed(texts);
+      return await this.encoder.embed(texts, opts);
     } catch (err) {
       throw new AppError('upstream_error', `The sentence encoder failed: ${(err as Error).message}`);
     }

@@ -9,7 +9,7 @@ import { execRows } from '../../db/client.js';
 import { memorySettings } from '../../db/schema/index.js';
 import { newId } from '../../http/ids.js';
 import type { ExecutionRecorded } from '../../events.js';
-import { createEmbeddingProvider, type EmbeddingProvider } from './embeddings.js';
+import { createEmbeddingProvider, LocalHashEmbedder, type EmbeddingProvider } from './embeddings.js';
 import { describeExecution } from './sentences.js';
 import { embeddingText } from './turns.js';
 import type { MemoryRuntime, NewMemoryRow } from './state.js';
@@ -67,15 +67,45 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
     markReady = (err) => (err ? reject(err) : resolve());
   });
   ready.catch(() => undefined);
-  const writer = new MemoryWriter(ctx, embedder, ready, () => backfillEmbeddings(ctx, 512), Math.min(ctx.config.memory.embeddings.batchSize, 256));
-  // the in-process vector arm: on PGlite only, whose data directory this process alone writes (vector-cache.ts)
-  const vectors = ctx.database.engine === 'pglite' ? new VectorCache(embedder.dimensions, VECTOR_CACHE_BYTES) : null;
-  const rt: MemoryRuntime = { embedder, writer, ready, markReady, queryVectors: new LRUCache<string, Float32Array>({ max: QUERY_CACHE_SIZE }), vectors };
+  const writer = new MemoryWriter(ctx, () => rt.embedder, ready, () => backfillEmbeddings(ctx, 512), Math.min(ctx.config.memory.embeddings.batchSize, 256));
+  const rt: MemoryRuntime = {
+    embedder,
+    writer,
+    ready,
+    markReady,
+    queryVectors: new LRUCache<string, Float32Array>({ max: QUERY_CACHE_SIZE }),
+    vectors: vectorCacheFor(ctx, embedder.dimensions),
+  };
   ctx.memory = rt;
   // onClose runs in reverse order: the writer drains (embedding its last batch) before the provider closes
   if (embedder.close) ctx.onClose.push(() => embedder.close!());
+  // (a store that keeps its earlier space swaps in a local embedder, which holds nothing to close)
   ctx.onClose.push(() => writer.drain());
   return rt;
+}
+
+/** The in-process vector arm: on PGlite only, whose data directory this process alone writes (vector-cache.ts). */
+function vectorCacheFor(ctx: AppContext, dimensions: number): VectorCache | null {
+  return ctx.database.engine === 'pglite' ? new VectorCache(dimensions, VECTOR_CACHE_BYTES) : null;
+}
+
+/**
+ * Keep a store's earlier default embedding space (`local-hash-v1`) when the provider is only the
+ * default (the sentence encoder): its vectors are not comparable with the encoder's, and re-embedding
+ * a large store at start-up takes minutes, so it is the operator's choice (`MEMORY_REEMBED=on`).
+ */
+function adoptStoredSpace(ctx: AppContext, rt: MemoryRuntime, space: { model: string; dimensions: number }, stored: number): void {
+  const previous = rt.embedder;
+  rt.embedder = new LocalHashEmbedder(space.dimensions, space.model);
+  rt.vectors = vectorCacheFor(ctx, space.dimensions);
+  rt.queryVectors.clear();
+  rt.vectorWeight = ctx.config.memory.fusion.localVectorWeight; // MEMORY_VECTOR_WEIGHT, else local's 0.2
+  void previous.close?.();
+  ctx.log.warn(
+    { stored, model: space.model, dimensions: space.dimensions },
+    `memory: ${stored} memories were embedded with the earlier default (local/${space.model}); this store keeps it. ` +
+      'Set MEMORY_REEMBED=on once to re-embed them with the sentence encoder (the default for new stores).',
+  );
 }
 
 /** The embedding provider of this app. */
@@ -99,7 +129,7 @@ export async function embedQuery(ctx: AppContext, q: string): Promise<Float32Arr
   const rt = runtimeOf(ctx);
   const hit = rt.queryVectors.get(q);
   if (hit) return hit;
-  const [v] = await rt.embedder.embed([q]);
+  const [v] = await rt.embedder.embed([q], { query: true });
   rt.queryVectors.set(q, v);
   return v;
 }
@@ -131,6 +161,11 @@ export async function initMemory(ctx: AppContext): Promise<void> {
       if (sameSpace && columnOk) return false;
       const [{ n }] = await execRows<{ n: number | string }>(tx, sql`select count(*) as n from memories where embedding is not null`);
       const stored = Number(n);
+      const earlierDefault = await earlierDefaultSpace(tx, have, colDims);
+      if (stored > 0 && !ctx.config.memory.reembedOnStart && ctx.config.memory.embeddings.defaulted && earlierDefault) {
+        adoptStoredSpace(ctx, rt, earlierDefault, stored);
+        return false;
+      }
       if (stored > 0 && !ctx.config.memory.reembedOnStart) {
         const from = have ? `${have.provider}/${have.model} (${have.dimensions} dimensions)` : `a ${colDims}-dimension model`;
         throw new Error(
@@ -167,6 +202,21 @@ export async function initMemory(ctx: AppContext): Promise<void> {
   // Memories stored while the provider was failing get their vectors in the background.
   const [missing] = await execRows<{ one: number }>(ctx.db, sql`select 1 as one from memories where embedding is null limit 1`);
   if (missing) rt.writer.needsBackfill = true;
+}
+
+/**
+ * The local embedder's space a store was embedded in before the sentence encoder became the default:
+ * the recorded `local` settings, or — for a store older than `memory_settings` — a 384/512-dimension
+ * column or stored array. Null when the store holds another space.
+ */
+async function earlierDefaultSpace(
+  tx: Parameters<typeof execRows>[0],
+  have: { provider: string; model: string; dimensions: number } | undefined,
+  colDims: number | null,
+): Promise<{ model: string; dimensions: number } | null> {
+  if (have) return have.provider === 'local' && (have.dimensions === 384 || have.dimensions === 512) ? { model: have.model, dimensions: have.dimensions } : null;
+  const dims = colDims ?? Number((await execRows<{ d: number | null }>(tx, sql`select array_length(embedding, 1) as d from memories where embedding is not null limit 1`))[0]?.d);
+  return dims === 384 || dims === 512 ? { model: 'local-hash-v1', dimensions: dims } : null;
 }
 
 /**

@@ -40,8 +40,16 @@ export interface MemoryWriterPort {
 
 /** The memory module's per-app state. */
 export interface MemoryRuntime {
-  /** The configured embedding provider (closed with the app). */
+  /**
+   * The embedding provider: the configured one, or — when the provider is only the default and the
+   * store was embedded with the earlier default — a local embedder of the stored space (`initMemory`).
+   */
   embedder: EmbeddingProvider;
+  /**
+   * Weight of the vector arm in the fusion when it differs from `config.memory.fusion.vectorWeight`:
+   * set only when the store keeps the earlier local space (`fusion.localVectorWeight`).
+   */
+  vectorWeight?: number;
   /** Batching writer of automatic (execution) memories. */
   writer: MemoryWriterPort;
   /** Settles when the start-up check of the stored embedding space (`initMemory`) is done; rejects if it failed. */

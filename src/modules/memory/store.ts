@@ -218,13 +218,14 @@ export async function fusedCandidates(
   },
 ): Promise<CandidateRow[]> {
   const FUSION = ctx.config.memory.fusion;
+  const vectorWeight = ctx.memory?.vectorWeight ?? FUSION.vectorWeight;
   const dist = distance(ctx, input.vector);
   const arms: SQL[] = [];
   const ctes: SQL[] = [];
   if (input.mode !== 'text' && input.vectorHits) {
     const hits = input.vectorHits.map((h, i) => sql`(${h.id}, ${i + 1}::bigint)`);
     ctes.push(hits.length ? sql`v as (select * from (values ${sql.join(hits, sql`, `)}) x(id, r))` : sql`v as (select null::text as id, null::bigint as r where false)`);
-    arms.push(sql`select id, ${FUSION.vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
+    arms.push(sql`select id, ${vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
   } else if (input.mode !== 'text') {
     ctes.push(sql`v as (
       select id, row_number() over (order by d, id) as r from (
@@ -233,7 +234,7 @@ export async function fusedCandidates(
         order by d limit ${input.pool}::int
       ) s
     )`);
-    arms.push(sql`select id, ${FUSION.vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
+    arms.push(sql`select id, ${vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
   }
   if (input.mode !== 'vector') {
     // Σ IDF of the query terms a memory contains (BM25's term weighting without TF saturation:

@@ -32,7 +32,8 @@ export class MemoryWriter implements MemoryWriterPort {
 
   constructor(
     private readonly ctx: AppContext,
-    private readonly embedder: EmbeddingProvider,
+    /** The provider in use (it may change once, at start-up: runtime.ts `initMemory`). */
+    private readonly embedder: () => EmbeddingProvider,
     private readonly ready: Promise<void>,
     private readonly backfill: () => Promise<number>,
     batchSize = 64,
@@ -89,7 +90,7 @@ export class MemoryWriter implements MemoryWriterPort {
     if (rows.length === 0) return;
     let vectors: Array<Float32Array | null>;
     try {
-      vectors = await this.embedder.embed(rows.map((r) => r.content));
+      vectors = await this.embedder().embed(rows.map((r) => r.content));
     } catch (err) {
       this.ctx.log.warn({ err: (err as Error).message, count: rows.length }, 'embedding failed: storing execution memories without vectors');
       vectors = rows.map(() => null);

@@ -1,12 +1,12 @@
 /**
- * The sentence-encoder embedding provider (`EMBEDDINGS_PROVIDER=sentence-encoder`, Universal Sentence
- * Encoder Lite in a worker thread). In-memory PGlite even under TEST_DATABASE_URL: another embedding
+ * The sentence-encoder embedding provider (the default since issue 21 — this app is configured as
+ * `npm start` with no EMBEDDINGS_* is —, Universal Sentence Encoder Lite in a worker thread). In-memory PGlite even under TEST_DATABASE_URL: another embedding
  * space must not be mixed into the shared test database.
  */
 import { describe, expect, it } from 'vitest';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 
-const { app, ctx } = await setupApp({ DATABASE_URL: undefined, EMBEDDINGS_PROVIDER: 'sentence-encoder' });
+const { app, ctx } = await setupApp({ DATABASE_URL: undefined, EMBEDDINGS_PROVIDER: undefined });
 
 describe('memory — sentence-encoder provider', () => {
   it('stores 512-d vectors and finds a paraphrase that shares no word with the memory', async () => {
@@ -21,5 +21,6 @@ describe('memory — sentence-encoder provider', () => {
     const { body: stats } = await call(app, { method: 'GET', url: '/memory/stats', headers: u.headers }, 200);
     expect(stats.embedding).toEqual({ provider: 'sentence-encoder', model: 'universal-sentence-encoder-lite', dimensions: 512 });
     expect(ctx.config.memory.fusion.vectorWeight).toBe(3);
+    expect(ctx.config.memory.embeddings.defaulted).toBe(true);
   }, 120_000);
 });

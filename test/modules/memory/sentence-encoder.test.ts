@@ -1,6 +1,6 @@
 /** The offline sentence encoder (src/lib/sentence-encoder.ts): Universal Sentence Encoder Lite in a worker thread. */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSentenceEncoder, SENTENCE_ENCODER_DIMENSIONS } from '../../../src/lib/sentence-encoder.js';
+import { createSentenceEncoder, SENTENCE_ENCODER_DIMENSIONS, sentenceEncoderStats } from '../../../src/lib/sentence-encoder.js';
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
 
@@ -49,6 +49,28 @@ describe('sentence encoder', () => {
     expect(dot(all[33], thirtyThree)).toBeGreaterThan(0.9999);
     expect(dot(all[5], all[33])).toBeLessThan(0.99);
     expect(await enc.embed([])).toEqual([]);
+  }, 120_000);
+
+  it('is one worker per process: handles share it, a query overtakes a queued write batch, closing one handle keeps it for the others', async () => {
+    const other = createSentenceEncoder({ batchSize: 4 });
+    const before = sentenceEncoderStats();
+    expect(before.running).toBe(true); // started by the first test
+    const writes = Array.from({ length: 96 }, (_, i) => `note ${i}: the ${i % 3 ? 'garden' : 'boat'} needs work before ${i % 7 ? 'spring' : 'winter'}`);
+    let writesDone = 0;
+    const write = other.embed(writes).then((v) => ((writesDone = performance.now()), v));
+    await new Promise((r) => setTimeout(r, 20)); // the write batch is in the worker's queue
+    const [q] = await enc.embed(['is the boat ready?'], { query: true });
+    const queryDone = performance.now();
+    const [w, [again]] = await Promise.all([write, other.embed([writes[0]])]);
+    expect(queryDone).toBeLessThan(writesDone); // 96 texts in chunks of 4: the query was not last
+    expect(w).toHaveLength(96);
+    expect(dot(w[0], again)).toBeGreaterThan(0.9999);
+    expect(q.length).toBe(512);
+    expect(sentenceEncoderStats().started).toBe(before.started); // no second worker
+    expect(sentenceEncoderStats().handles).toBe(before.handles);
+    await other.close();
+    expect(sentenceEncoderStats().running).toBe(true); // `enc` still holds it
+    expect((await enc.embed(['still here'])).length).toBe(1);
   }, 120_000);
 
   it('rejects after close', async () => {
