@@ -128,6 +128,30 @@ describe('search — semantic arm', () => {
   );
 
   it(
+    'embeds a repeated query once (white space aside)',
+    async () => {
+      const owner = await createUser(app);
+      const svc = await service(owner, [{ name: 'get_forecast', description: 'Forecast for a city: temperature, wind and rain' }]);
+      await refreshToolVectors(ctx);
+      const state = searchStateOf(ctx);
+      const real = state.encoder!;
+      const q = `rain tomorrow in ${letters(6)}`;
+      const asked: string[] = [];
+      state.encoder = { ...real, embed: (texts: string[]) => (asked.push(...texts), real.embed(texts)) } as SentenceEncoder;
+      try {
+        const u = await createUser(app);
+        const first = await search(u, q, `&category=${svc.category}`);
+        const again = await search(u, `  ${q.replace(/ /g, '   ')} `, `&category=${svc.category}`);
+        expect(asked).toEqual([q]);
+        expect(again.data.map((h: { id: string }) => h.id)).toEqual(first.data.map((h: { id: string }) => h.id));
+      } finally {
+        state.encoder = real;
+      }
+    },
+    SLOW,
+  );
+
+  it(
     'answers from full text alone when the encoder fails',
     async () => {
       const owner = await createUser(app);
