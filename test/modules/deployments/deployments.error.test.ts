@@ -210,6 +210,8 @@ describe('deployments — recovery after a restart', () => {
     const { u, id, base } = await agentOf();
     const d = await deployReady(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.versioned('r') }));
     const { body: inv } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    // The record is written behind the answer; a read of this instance waits for it (record.ts).
+    await call(app, { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers }, 200);
     const hourAgo = new Date(Date.now() - 3600_000);
     await ctx.db.update(agentInvocations).set({ status: 'running', startedAt: hourAgo, finishedAt: null }).where(eq(agentInvocations.id, inv.id));
     await ctx.db.update(deployments).set({ status: 'preparing', updatedAt: hourAgo }).where(eq(deployments.id, d.id));
