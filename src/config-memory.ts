@@ -50,6 +50,9 @@ export interface MemoryConfig {
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
 }
 
+/** Default fusion weight of the vector arm per embedder (`MEMORY_VECTOR_WEIGHT` overrides all). */
+const VECTOR_WEIGHT = { local: 0.2, 'sentence-encoder': 3, openai: 1 } as const;
+
 /** Parse the memory settings from `env`. @throws ConfigError naming the first bad variable. */
 export function memoryConfig(env: Env): MemoryConfig {
   const embUrl = url(env, 'EMBEDDINGS_URL', ['http', 'https']);
@@ -61,6 +64,8 @@ export function memoryConfig(env: Env): MemoryConfig {
   const dimensions = int(env, 'EMBEDDINGS_DIMENSIONS', { local: 384, 'sentence-encoder': 512, openai: 1536 }[provider], 1, 2000);
   if (provider === 'local' && dimensions !== 384 && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '384 or 512 for the local embedding provider', String(dimensions));
   if (provider === 'sentence-encoder' && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '512 for the sentence-encoder provider (the default; EMBEDDINGS_PROVIDER=local takes 384 or 512)', String(dimensions));
+  // One read of MEMORY_VECTOR_WEIGHT; unset → each embedder's own default.
+  const vectorWeight = str(env, 'MEMORY_VECTOR_WEIGHT') === undefined ? undefined : ratio(env, 'MEMORY_VECTOR_WEIGHT', 0);
   const summaryUrl = url(env, 'SUMMARY_LLM_URL', ['http', 'https']);
   const summaryModel = str(env, 'SUMMARY_LLM_MODEL');
   if (summaryUrl && !summaryModel) fail('SUMMARY_LLM_MODEL', 'set when SUMMARY_LLM_URL is set', '');
@@ -81,8 +86,8 @@ export function memoryConfig(env: Env): MemoryConfig {
     hnswEfSearchMax: int(env, 'MEMORY_HNSW_EF_SEARCH_MAX', 1000, 1, 1000),
     fusion: {
       k: int(env, 'MEMORY_RRF_K', 60, 1, 1000),
-      vectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', { local: 0.2, 'sentence-encoder': 3, openai: 1 }[provider]),
-      localVectorWeight: ratio(env, 'MEMORY_VECTOR_WEIGHT', 0.2),
+      vectorWeight: vectorWeight ?? VECTOR_WEIGHT[provider],
+      localVectorWeight: vectorWeight ?? VECTOR_WEIGHT.local,
       textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
       speakerBoost: ratio(env, 'MEMORY_SPEAKER_BOOST', 0.5),
       neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),

@@ -132,7 +132,10 @@ export function findNul(value: unknown, base = ''): string | null {
 }
 
 /** A string as PostgreSQL `text`/`jsonb` can hold it: U+0000 and lone surrogates replaced by U+FFFD. */
-const storableString = (s: string): string => s.replaceAll('\0', '\uFFFD').replace(new RegExp(LONE_SURROGATE, 'g'), '\uFFFD');
+const storableString = (s: string): string => s.replaceAll('\0', '\uFFFD').replace(LONE_SURROGATES, '\uFFFD');
+
+/** {@link LONE_SURROGATE}, every occurrence (`replace` with a global pattern keeps no state). */
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE, 'g');
 
 /**
  * `value` with every U+0000 and every lone UTF-16 surrogate in strings and object keys replaced by
