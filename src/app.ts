@@ -157,10 +157,7 @@ export async function buildApp(
   ctx.events.on('execution.recorded', (e) => rememberExecution(ctx, e));
   if (config.redisUrl) {
     const { Redis } = await import('ioredis');
-    // Auto-pipelining: the commands issued in one event-loop iteration (under load, the rate-limit
-    // counts of many requests) go out in one write — a socket write is a system call, and the
-    // per-request count was the largest cost of a cached route (docs/decisions.md http/redis-pipelining).
-    ctx.redis = new Redis(config.redisUrl, { ...redisClientOptions(config), enableAutoPipelining: true });
+    ctx.redis = new Redis(config.redisUrl, redisClientOptions(config));
     ctx.redis.on('error', (err) => app.log.warn({ err: err.message }, 'redis error'));
   }
   // Graceful close: keep-alive connections that finish their in-flight request while the server

@@ -57,7 +57,7 @@ function busOf(ctx: CacheHost): CacheBus {
   const bus: CacheBus = { instance: randomUUID(), caches: new Map(), ready: null, offline: false };
   ctx.cacheBus = bus;
   if (ctx.redis) {
-    const sub = ctx.redis.duplicate({ enableAutoPipelining: false });
+    const sub = ctx.redis.duplicate();
     sub.on('error', (err) => ctx.log.warn({ err: err.message }, 'redis cache-eviction subscriber error'));
     sub.on('message', (_channel: string, message: string) => {
       const [from, name, key] = message.split('\n');
