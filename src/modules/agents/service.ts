@@ -15,7 +15,7 @@ import { iso, newId, newSecret } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { hashPassword } from '../identity/passwords.js';
-import { invalidateAgentAuth } from './tokens.js';
+import { invalidateAgentAuth, loadLiveness } from './tokens.js';
 import type { Static } from 'typebox';
 import type { AgentSchema, SecretSchema } from './schemas.js';
 
@@ -50,6 +50,33 @@ export async function getAgentForAccount(
     .where(and(eq(agents.id, agentId), eq(agents.ownerId, accountId), ne(agents.status, 'deleted')));
   if (!a) throw notFound('Agent');
   return a;
+}
+
+/**
+ * The agent `agentId` if owned by `accountId` and not deleted, read through the liveness cache that
+ * verifies agent tokens (`AGENT_AUTH_CACHE_MS`; evicted on every instance when the agent is
+ * disabled, re-enabled or deleted) — for hot paths such as invoke, where {@link getAgentForAccount}
+ * would cost a query per call. A cached status other than `active` is re-read fresh (a cached entry
+ * may only make an acceptance stale, never a refusal); ownership never changes.
+ * Falls back to the uncached read when agent auth is not installed or the cache is off.
+ * @returns `{id, ownerId, status}`
+ * @throws AppError not_found for a missing, deleted or other account's agent (no existence leaks)
+ */
+export async function getLiveAgentForAccount(ctx: AppContext, accountId: string, agentId: string): Promise<{ id: string; ownerId: string; status: string }> {
+  const cache = ctx.agentAuth?.cache;
+  if (!cache || ctx.config.agents.authCacheMs === 0) return getAgentForAccount(ctx, accountId, agentId);
+  const load = async () => {
+    const loaded = await loadLiveness(ctx, agentId);
+    if (!loaded) throw notFound('Agent');
+    return loaded;
+  };
+  let live = await cache.get(agentId, load);
+  if (live.ownerId === accountId && live.status !== 'active') {
+    cache.evictLocal(agentId);
+    live = await cache.get(agentId, load);
+  }
+  if (live.ownerId !== accountId || live.status === 'deleted') throw notFound('Agent');
+  return { id: agentId, ownerId: live.ownerId, status: live.status };
 }
 
 /** Agent tool-subscription answers by `<agentId>\n<serviceId>` (execution path); evicted by {@link agentToolsChanged}. */

@@ -80,7 +80,8 @@ export async function invalidateAgentAuth(ctx: AppContext, agentId: string): Pro
   await ctx.agentAuth?.cache.invalidate(agentId);
 }
 
-async function loadLiveness(ctx: AppContext, agentId: string): Promise<Liveness | null> {
+/** The agent's owner, status and live secrets, fresh from the database; null when there is no such agent. */
+export async function loadLiveness(ctx: AppContext, agentId: string): Promise<Liveness | null> {
   const rows = await ctx.db
     .select({ ownerId: agents.ownerId, status: agents.status, sid: agentSecrets.id, expiresAt: agentSecrets.expiresAt })
     .from(agents)

@@ -33,7 +33,7 @@ export type InvokeInput = Static<typeof InvokeBody>;
 export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string, body: InvokeInput): Promise<InvocationView> {
   // The scope check and the active version are read concurrently (one round trip of latency); the
   // scope error still comes first, so nothing about another account's agent is revealed.
-  const [scoped, active] = await Promise.allSettled([agentInScope(ctx, p, agentId), activeDeployment(ctx, agentId)]);
+  const [scoped, active] = await Promise.allSettled([agentInScope(ctx, p, agentId, { cached: true }), activeDeployment(ctx, agentId)]);
   if (scoped.status === 'rejected') throw scoped.reason;
   if (active.status === 'rejected') throw active.reason;
   const agent = scoped.value;

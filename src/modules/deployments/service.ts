@@ -25,7 +25,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
-import { getAgentForAccount } from '../agents/service.js';
+import { getAgentForAccount, getLiveAgentForAccount } from '../agents/service.js';
 import { ArtifactError, inspectArtifact, resolveEntrypoint } from '../../sandbox/artifact.js';
 import { parseEnv, resolveEgress } from './env.js';
 import { drainAgent, ensureUnpacked, envOf, limitsOf, PREPARE_JOB, sandboxOf, STALE_MARGIN_MS, type DeploymentRow } from './runtime.js';
@@ -48,11 +48,13 @@ export type DeployInput = Omit<Static<typeof DeployForm>, 'artifact'> & { artifa
 /**
  * The agent `agentId` as seen by `p`: its owner (user token or API key), or the agent itself with
  * its own agent token. Anything else — another account, a sibling agent — is "not found".
+ * `cached`: read through the agents' liveness cache (invoke's hot path; state changes of the agent
+ * evict it on every instance) instead of the database.
  * @throws AppError not_found
  */
-export async function agentInScope(ctx: AppContext, p: Principal, agentId: string): Promise<{ id: string; ownerId: string; status: string }> {
+export async function agentInScope(ctx: AppContext, p: Principal, agentId: string, opts: { cached?: boolean } = {}): Promise<{ id: string; ownerId: string; status: string }> {
   if (p.kind === 'agent' && p.agentId !== agentId) throw notFound('Agent');
-  return getAgentForAccount(ctx, accountOf(p), agentId);
+  return (opts.cached ? getLiveAgentForAccount : getAgentForAccount)(ctx, accountOf(p), agentId);
 }
 
 export function principalId(p: Principal): string {

@@ -197,11 +197,20 @@ describe('deployments — impossible transitions answer 409 invalid_state', () =
   it('a disabled agent cannot be deployed or invoked', async () => {
     const { u, id, base } = await agentOf();
     await deployReady(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.versioned('a') }));
+    // invoked once first: the scope check of invoke reads through the agents' liveness cache
+    await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
     await call(app, { method: 'PATCH', url: base, headers: u.headers, payload: { status: 'disabled' } }, 200);
     const { body } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 409);
     expect(body.detail).toMatch(/disabled/);
     const r = await deploy(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.versioned('b') }));
     expect(r.statusCode).toBe(409);
+    // re-enabled: invocable again at once; another account still gets 404; deleted: 404
+    await call(app, { method: 'PATCH', url: base, headers: u.headers, payload: { status: 'active' } }, 200);
+    await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    const other = await createUser(app);
+    await call(app, { method: 'POST', url: `${base}/invoke`, headers: other.headers, payload: {} }, 404);
+    await call(app, { method: 'DELETE', url: base, headers: u.headers }, 204);
+    await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 404);
   });
 });
 
