@@ -112,6 +112,11 @@ export const MAX_CANDIDATES = 1000;
  * the stored documents), in steps of this many as the requested page goes deeper.
  */
 export const PRESCORED = 300;
+/**
+ * Fuzzy (trigram) name matches that get the full relevance, the most similar names first, in steps
+ * of this many as the requested page goes deeper (`found` still counts them all).
+ */
+export const PRESCORED_NAMES = 100;
 /** Tools considered when browsing without `q` (newest first), re-ranked by popularity. */
 export const MAX_BROWSE = 5000;
 
@@ -168,12 +173,14 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   //     matches), then the tools whose own document matches, or whose service matched (indexed);
   //     each gets a cheap pre-score from the stored document — the weighted term groups it holds
   //     in its name (weight A) and anywhere, plus its service's share — and only the best
-  //     `prescored` go on, with every fuzzy (trigram) name match; `found` counts them all;
+  //     `prescored` go on, with the `prescoredNames` most similar fuzzy (trigram) name matches
+  //     (all name matches without pg_trgm); `found` counts them all;
   //  2. the full relevance of those (ts_rank per term group, trigram similarity, name coverage),
   //     the best MAX_CANDIDATES kept.
   const prescored = PRESCORED * Math.ceil((input.offset + input.limit) / PRESCORED);
+  const prescoredNames = PRESCORED_NAMES * Math.ceil((input.offset + input.limit) / PRESCORED_NAMES);
   const preTool = tsq && !legacy
-    ? sql`(${weighted((i) => sql`(0.6 * (t.search_doc @@ ${q(i, 'a')})::int + 0.4 * (t.search_doc @@ ${q(i)})::int)`)})`
+    ? sql`(${weighted((i) => sql`(case when t.search_doc @@ ${q(i)} then 0.4 + 0.6 * (t.search_doc @@ ${q(i, 'a')})::int else 0 end)`)})`
     : tsq
     ? sql`(0.6 * (t.search_doc @@ qq.querya)::int + 0.4 * (t.search_doc @@ qq.query)::int) * ${weightSum}::float8`
     : sql`0`;
@@ -217,10 +224,10 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
               pre as materialized (
                 select tm.id, tm.service_id, vs.stag, vs.stxt, tm.pt + 0.4 * vs.spre + (case when vs.stag then 0.1 else 0 end) as pre
                 from tm join vs on vs.id = tm.service_id),
-              nm as materialized (select t.id, t.service_id from tools t where ${nameCandidates}),
-              named as materialized (select nm.id, nm.service_id, vs.stag, vs.stxt from nm join vs on vs.id = nm.service_id),
+              nm as materialized (select t.id, t.service_id${fuzzy ? sql`, ${TOOL_TRGM} as n` : sql``} from tools t where ${nameCandidates}),
+              named as materialized (select nm.id, nm.service_id, vs.stag, vs.stxt${fuzzy ? sql`, word_similarity(${raw}, nm.n) as ws` : sql``} from nm join vs on vs.id = nm.service_id),
               cand as (select id, service_id, stag, stxt from (select id, service_id, stag, stxt from pre order by pre desc, id desc limit ${prescored}::int) best
-                       union select id, service_id, stag, stxt from named),
+                       union select id, service_id, stag, stxt from ${fuzzy ? sql`(select * from named order by ws desc, id desc limit ${prescoredNames}::int) nb` : sql`named`}),
               c as materialized (
                 select t.id, t.name, t.search_doc || s.search_doc as doc, ${TOOL_NAME_DOC} as nv, ${TOOL_TRGM} as ttrgm, ${SERVICE_TRGM} as strgm, cand.stag,
                        ${tsq ? sql`(t.search_doc @@ qq.query or cand.stxt)` : sql`false`} as txt

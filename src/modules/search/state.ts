@@ -3,6 +3,7 @@
  * is a typed field of the context, not a module-level `WeakMap<AppContext, …>`). Created on first
  * use ({@link searchStateOf}), so contexts built without it (CLI, unit tests) still work.
  */
+import type { LRUCache } from 'lru-cache';
 import type { SentenceEncoder } from '../../lib/sentence-encoder.js';
 
 /** Calls per tool over the popularity window (all users; top 1000 tools) and when they were read (ms since epoch). */
@@ -55,6 +56,8 @@ export interface SearchState {
   /** Tool vectors loaded for the semantic arm, and the refresh under way (one at a time). */
   vectors?: ToolVectorIndex;
   vectorRefresh?: Promise<void>;
+  /** Sentence vectors of recent queries (normalised text → unit vector), created with the encoder. */
+  queryVectors?: LRUCache<string, Float32Array>;
 }
 
 /** The search state of an application context, created on first use. */
