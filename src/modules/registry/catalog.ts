@@ -136,10 +136,7 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   const groups = (input.groups ?? defaultGroups(terms)).filter((g) => g.words.length > 0);
   const tsq = groups.length ? groups.map((g) => groupSource(g)).join(input.mode === 'any' ? ' | ' : ' & ') : null;
   const like = raw ? `%${escapeLike(raw)}%` : null;
-  const filters: SQL[] = [visible(accountId)];
-  if (input.category) filters.push(sql`s.category = ${input.category}`);
-  if (input.tag) filters.push(sql`exists (select 1 from unnest(s.tags) g where lower(g) = ${input.tag.toLowerCase()})`);
-  if (input.service) filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
+  const filters = toolFilters(accountId, input);
 
   // Relevance of a full-text hit: the weighted mean of each term group's ts_rank (a document that
   // matches more, rarer terms in stronger fields ranks higher: BM25F's shape without length norms).
@@ -240,12 +237,44 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
               from tools t join services s on s.id = t.service_id
               where ${sql.join(filters, sql` and `)}
               order by t.id desc limit ${MAX_BROWSE}::int`;
-  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, (tx) => execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(tx, query));
-  const found = ranked.length ? Number(ranked[0].found) : 0;
+  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, (tx) => execRows<RankedCandidate & { found: string | number }>(tx, query));
+  return catalogToolPage(ctx, accountId, input, { ranked, found: ranked.length ? Number(ranked[0].found) : 0, fuzzy, legacy });
+}
 
+/** A candidate with its relevance parts (full text, fuzzy name, bonuses), before popularity. */
+export interface RankedCandidate {
+  id: string;
+  fts: number;
+  fz: number;
+  bonus: number;
+}
+
+/** The SQL filters of a tool search: visible to `accountId`, and the query's category, tag and service. */
+function toolFilters(accountId: string | null, input: CatalogToolQuery): SQL[] {
+  const filters: SQL[] = [visible(accountId)];
+  if (input.category) filters.push(sql`s.category = ${input.category}`);
+  if (input.tag) filters.push(sql`exists (select 1 from unnest(s.tags) g where lower(g) = ${input.tag.toLowerCase()})`);
+  if (input.service) filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
+  return filters;
+}
+
+/**
+ * The requested page of a ranked tool search: popularity blended in (text × (1 + 0.5 × pop)),
+ * ordered, cut, and the page's tools read — only those still visible to `accountId` and passing
+ * the filters (candidates from the in-process index may be stale: such a hit is left out).
+ * `legacy`: the ranking without term groups (the fuzzy score then counts in full).
+ */
+export async function catalogToolPage(
+  ctx: AppContext,
+  accountId: string | null,
+  input: CatalogToolQuery,
+  res: { ranked: RankedCandidate[]; found: number; fuzzy: boolean; legacy: boolean },
+): Promise<{ hits: CatalogToolHit[]; found: number; fuzzy: boolean }> {
+  const { found, fuzzy, legacy } = res;
+  const raw = (input.q ?? '').trim();
   // Blend popularity, order, cut the page.
   const popularityOf = popularityScorer(input.popularity ?? new Map<string, number>());
-  const scored = ranked.map((r) => {
+  const scored = res.ranked.map((r) => {
     // Trigram similarity of the whole query to the name rescues typos and odd spellings; once the
     // words themselves matched, it only breaks ties (it favours names holding the query in order).
     const text = Number(r.fts) + (Number(r.fts) > 0 && !legacy ? 0.25 : 1) * Number(r.fz) + Number(r.bonus);
@@ -263,14 +292,14 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
         sql`select t.id, t.name, t.description, t.method, t.status, t.created_at,
                    ${TOOL_SERVICE_COLUMNS}, (s.owner_id = ${accountId ?? ''}) as owned
             from tools t join services s on s.id = t.service_id
-            where t.id in ${idList(page.map((p) => p.id))}`,
+            where t.id in ${idList(page.map((p) => p.id))} and ${sql.join(toolFilters(accountId, input), sql` and `)}`,
       )
     ).map((r) => [String(r.id), r]),
   );
   const hits: CatalogToolHit[] = [];
   for (const h of page) {
     const r = details.get(h.id);
-    if (!r) continue; // deleted between the two queries
+    if (!r) continue; // deleted or hidden since it was ranked
     hits.push({
       tool: { id: h.id, name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at as Date | string) },
       service: { ...toolServiceOf(r), owned: Boolean(r.owned) },
