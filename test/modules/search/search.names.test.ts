@@ -16,12 +16,17 @@ describe('search — many similar names', () => {
     if (!ctx.config.search.fuzzy || ctx.config.search.fuzzy === 'off') return;
     const owner = await createUser(app);
     const word = `zq${letters(8)}`;
+    // The typo changes the last letter (never into itself); each look-alike shares the first 7
+    // letters and differs at the 8th, so it is strictly less similar to the typo than the word (with
+    // random 8th and 9th letters, one in 400 look-alikes equalled the word's and took the first
+    // place by its newer id: the test's failure in CI, on any engine).
+    const typo = `${word.slice(0, 9)}${word[9] === 'x' ? 'b' : 'x'}`;
+    const differ = word[7] === 'b' ? 'c' : 'b';
     // The closest name first: it has the oldest id, the one a cut by id (not by similarity) drops.
     const tools = [{ name: word, description: 'The one' }];
-    for (let i = 0; tools.length <= PRESCORED_NAMES + 10; i++) tools.push({ name: `${word.slice(0, 7)}${letters(3)}_${i}`, description: 'A look-alike' });
+    for (let i = 0; tools.length <= PRESCORED_NAMES + 10; i++) tools.push({ name: `${word.slice(0, 7)}${differ}${letters(2)}_${i}`, description: 'A look-alike' });
     const svc = await categoryService(app, ctx, owner, { prefix: 'names', description: 'Look-alikes', tools });
     const u = await createUser(app);
-    const typo = `${word.slice(0, 9)}x`;
     const { body } = await call(app, { method: 'GET', url: `/search/tools?q=${typo}&category=${svc.category}&limit=3`, headers: u.headers }, 200);
     if (!body.fuzzy) return;
     expect(body.found).toBeGreaterThan(PRESCORED_NAMES);
