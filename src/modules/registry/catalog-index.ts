@@ -11,17 +11,17 @@ import { execRows } from '../../db/client.js';
 import { idList, SERVICE_TRGM, TOOL_TRGM } from './catalog-sql.js';
 
 /**
- * A fingerprint per service (id → text) that changes with any write to the service or its tools:
+ * A fingerprint per service (id → text, with its tool count) that changes with any write to the service or its tools:
  * the service's `updated_at`, status and owner, its tool count, and the sum and maximum of its tools' `updated_at` (a
  * sum, so that a write committed late with an older timestamp still changes it).
  */
-export async function catalogFingerprints(ctx: AppContext): Promise<Map<string, string>> {
-  const rows = await execRows<{ id: string; f: string }>(
+export async function catalogFingerprints(ctx: AppContext): Promise<Map<string, { fingerprint: string; tools: number }>> {
+  const rows = await execRows<{ id: string; f: string; n: number | string }>(
     ctx.db,
-    sql`select s.id, concat_ws('/', s.updated_at, s.status, s.owner_id, count(t.id), sum(extract(epoch from t.updated_at)), max(t.updated_at)) as f
+    sql`select s.id, concat_ws('/', s.updated_at, s.status, s.owner_id, count(t.id), sum(extract(epoch from t.updated_at)), max(t.updated_at)) as f, count(t.id) as n
         from services s left join tools t on t.service_id = s.id group by s.id`,
   );
-  return new Map(rows.map((r) => [r.id, r.f]));
+  return new Map(rows.map((r) => [r.id, { fingerprint: r.f, tools: Number(r.n) }]));
 }
 
 /** A service as the tool index holds it. */

@@ -292,7 +292,7 @@ export async function catalogToolPage(
         sql`select t.id, t.name, t.description, t.method, t.status, t.created_at,
                    ${TOOL_SERVICE_COLUMNS}, (s.owner_id = ${accountId ?? ''}) as owned
             from tools t join services s on s.id = t.service_id
-            where t.id in ${idList(page.map((p) => p.id))} and ${sql.join(toolFilters(accountId, input), sql` and `)}`,
+            where t.id in (${sql.join(page.map((p) => sql`${p.id}`), sql`, `)}) and ${sql.join(toolFilters(accountId, input), sql` and `)}`,
       )
     ).map((r) => [String(r.id), r]),
   );

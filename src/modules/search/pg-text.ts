@@ -199,39 +199,55 @@ export function trigramQuery(s: string): TrigramQuery {
   return { ids, ulen1: ids.size };
 }
 
+/** A text's trigrams, prepared once: its distinct trigrams and the sequence of their numbers. */
+export interface TrigramText {
+  distinct: string[];
+  seq: Uint16Array;
+}
+
+export function trigramText(s: string): TrigramText {
+  const number = new Map<string, number>();
+  const tg = trigramsOf(s).slice(0, 65535);
+  const seq = new Uint16Array(tg.length);
+  tg.forEach((t, i) => {
+    let n = number.get(t);
+    if (n === undefined) number.set(t, (n = number.size));
+    seq[i] = n;
+  });
+  return { distinct: [...number.keys()], seq };
+}
+
 /** `count / (len1 + len2 − count)` in float4 (`CALCSML`). */
 function calcsml(count: number, len1: number, len2: number): number {
   return f(count / (len1 + len2 - count));
 }
 
 /**
- * `word_similarity(query, text)` of pg_trgm, `text` given as its trigrams ({@link trigramsOf}):
- * the greatest similarity between the query's trigram set and a contiguous extent of the text's
- * trigrams (float4).
+ * `word_similarity(query, text)` of pg_trgm: the greatest similarity between the query's trigram
+ * set and a contiguous extent of the text's trigrams (float4).
  */
-export function wordSimilarity(q: TrigramQuery, text: readonly string[]): number {
-  if (!q.ulen1 || !text.length) return 0;
-  // Ids: the query's trigrams first (found), the text's other trigrams after them.
-  const local = new Map<string, number>();
-  const idx = new Int32Array(text.length);
-  for (let i = 0; i < text.length; i++) {
-    const t = text[i];
-    let id = q.ids.get(t);
-    if (id === undefined) {
-      id = local.get(t);
-      if (id === undefined) local.set(t, (id = q.ulen1 + local.size));
-    }
-    idx[i] = id;
-  }
+export function wordSimilarity(q: TrigramQuery, text: TrigramText): number {
   const ulen1 = q.ulen1;
-  const lastpos = new Int32Array(ulen1 + local.size).fill(-1);
+  const n = text.seq.length;
+  if (!ulen1 || !n) return 0;
+  // Ids: the query's trigrams keep theirs (found), the text's others come after them.
+  const mapped = new Int32Array(text.distinct.length);
+  let any = false;
+  text.distinct.forEach((t, j) => {
+    const id = q.ids.get(t);
+    mapped[j] = id ?? ulen1 + j;
+    if (id !== undefined) any = true;
+  });
+  if (!any) return 0;
+  const lastpos = new Int32Array(ulen1 + text.distinct.length).fill(-1);
+  const idAt = (i: number) => mapped[text.seq[i]];
   let ulen2 = 0;
   let count = 0;
   let upper = -1;
   let lower = -1;
   let max = 0;
-  for (let i = 0; i < text.length; i++) {
-    const ti = idx[i];
+  for (let i = 0; i < n; i++) {
+    const ti = idAt(i);
     const found = ti < ulen1;
     if (lower >= 0 || found) {
       if (lastpos[ti] < 0) {
@@ -251,14 +267,14 @@ export function wordSimilarity(q: TrigramQuery, text: readonly string[]): number
     let tmpUlen2 = ulen2;
     const prevLower = lower;
     for (let tl = lower; tl <= upper; tl++) {
-      const s = calcsml(tmpCount, ulen1, tmpUlen2);
-      if (s > cur) {
-        cur = s;
+      const sm = calcsml(tmpCount, ulen1, tmpUlen2);
+      if (sm > cur) {
+        cur = sm;
         ulen2 = tmpUlen2;
         lower = tl;
         count = tmpCount;
       }
-      const t = idx[tl];
+      const t = idAt(tl);
       if (lastpos[t] === tl) {
         tmpUlen2--;
         if (t < ulen1) tmpCount--;
@@ -266,7 +282,7 @@ export function wordSimilarity(q: TrigramQuery, text: readonly string[]): number
     }
     if (cur > max) max = cur;
     for (let tl = prevLower; tl < lower; tl++) {
-      const t = idx[tl];
+      const t = idAt(tl);
       if (lastpos[t] === tl) lastpos[t] = -1;
     }
   }
@@ -280,15 +296,15 @@ export function wordSimilarity(q: TrigramQuery, text: readonly string[]): number
  */
 export class TrigramIndex {
   private readonly postings = new Map<string, number[]>();
-  /** Each string's trigrams in order, by string number. */
-  readonly trigrams: string[][] = [];
+  /** Each string's trigrams, by string number. */
+  readonly texts: TrigramText[] = [];
 
   /** Add a string; returns its number. */
   add(s: string): number {
-    const n = this.trigrams.length;
-    const tg = trigramsOf(s);
-    this.trigrams.push(tg);
-    for (const t of new Set(tg)) {
+    const n = this.texts.length;
+    const text = trigramText(s);
+    this.texts.push(text);
+    for (const t of text.distinct) {
       const list = this.postings.get(t);
       if (list) list.push(n);
       else this.postings.set(t, [n]);
@@ -304,7 +320,7 @@ export class TrigramIndex {
     const need = threshold * q.ulen1;
     for (const [n, c] of shared) {
       if (c < need - 1e-9) continue;
-      const s = wordSimilarity(q, this.trigrams[n]);
+      const s = wordSimilarity(q, this.texts[n]);
       if (s >= threshold) out.set(n, s);
     }
     return out;

@@ -13,8 +13,10 @@
  * Freshness: each service has a fingerprint of its and its tools' `updated_at` and tool count
  * ({@link catalogFingerprints}); a refresh re-reads only the services whose fingerprint changed
  * (and drops deleted ones). After this instance's registry writes ({@link catalogGeneration}) a
- * search waits for that refresh (at most {@link INDEX_WAIT_MS}, else it is answered by SQL); other
- * instances' writes (PostgreSQL) are picked up by a background check every `CACHE_TTL_MS`, so there
+ * search waits for that refresh (at most {@link INDEX_WAIT_MS}, else it is answered by SQL); on
+ * PostgreSQL other instances' writes are picked up by a background check every `CACHE_TTL_MS`
+ * (none on PGlite, whose data directory one process owns: the check's statement, ~0.1 s at 10k
+ * tools, would hold this thread's searches behind it), so there
  * a search may miss a tool published elsewhere, or rank it by its old text, for that long plus a
  * refresh; a tool hidden or deleted meanwhile is left out by the page's SQL, never shown.
  * The first search starts the first build (not start-up: every process, workers and CLI included,
@@ -23,7 +25,7 @@
 import type { AppContext } from '../../context.js';
 import { catalogFingerprints, catalogIndexRows, normalizeWords, type IndexServiceRow, type IndexToolRow } from '../registry/catalog-index.js';
 import { catalogGeneration, type RankedCandidate } from '../registry/catalog.js';
-import { parseTsvector, TrigramIndex, trigramsOf, weightALexemes, type Doc } from './pg-text.js';
+import { parseTsvector, TrigramIndex, trigramText, weightALexemes, type Doc, type TrigramText } from './pg-text.js';
 import { searchStateOf } from './state.js';
 
 /** One service of the index. */
@@ -36,7 +38,7 @@ export interface IndexedService {
   /** Tags, lower-cased. */
   tags: string[];
   strgm: string;
-  strgmTrigrams: string[];
+  strgmTrigrams: TrigramText;
   doc: Doc;
   tools: IndexedTool[];
 }
@@ -75,8 +77,12 @@ export interface ToolIndex {
 
 /** How long a search waits for the index to catch up with this instance's registry write (ms); then SQL answers it. */
 export const INDEX_WAIT_MS = 1000;
-/** Services read per statement while refreshing (the event loop turns between them: PGlite runs on this thread). */
-export const INDEX_PAGE = 40;
+/**
+ * Tools read per statement while refreshing (whole services, at least one per statement; the event
+ * loop turns between statements: PGlite runs on this thread, one statement at a time, so a search
+ * waits for at most one page).
+ */
+export const INDEX_PAGE = 250;
 /** Normalised query words kept per application. */
 export const LEXEME_CACHE = 20_000;
 
@@ -89,7 +95,7 @@ function serviceOf(r: IndexServiceRow, intern: (s: string) => string): IndexedSe
     category: r.category,
     tags: r.tags.map((t) => t.toLowerCase()),
     strgm: r.strgm,
-    strgmTrigrams: trigramsOf(r.strgm),
+    strgmTrigrams: trigramText(r.strgm),
     doc: parseTsvector(r.doc ?? '', intern),
     tools: [],
   };
@@ -138,6 +144,25 @@ function derive(generation: number, checkedAt: number, fingerprints: Map<string,
   return { generation, checkedAt, fingerprints, services, tools, slotOf, nameOf, postings, postingsA, lexemes: [...postings.keys()].sort(), names, nameSlots };
 }
 
+/** `ids` in pages of whole services holding about {@link INDEX_PAGE} tools (a service's tool count is in its fingerprint). */
+function pages(ids: string[], fingerprints: Map<string, { tools: number }>): string[][] {
+  const out: string[][] = [];
+  let page: string[] = [];
+  let tools = 0;
+  for (const id of ids) {
+    const n = fingerprints.get(id)?.tools ?? 0;
+    if (page.length && tools + n > INDEX_PAGE) {
+      out.push(page);
+      page = [];
+      tools = 0;
+    }
+    page.push(id);
+    tools += n;
+  }
+  if (page.length) out.push(page);
+  return out;
+}
+
 /**
  * Bring the index up to date unless that is under way: read the fingerprints, re-read the changed
  * services (in pages of {@link INDEX_PAGE}), drop the deleted ones, rebuild the look-ups; again if
@@ -151,7 +176,7 @@ export function refreshToolIndex(ctx: AppContext): Promise<void> {
       const checkedAt = Date.now();
       const fingerprints = await catalogFingerprints(ctx);
       const prev = state.toolIndex;
-      const changed = [...fingerprints].filter(([id, fp]) => prev?.fingerprints.get(id) !== fp).map(([id]) => id);
+      const changed = [...fingerprints].filter(([id, fp]) => prev?.fingerprints.get(id) !== fp.fingerprint).map(([id]) => id);
       const removed = prev ? [...prev.services.keys()].filter((id) => !fingerprints.has(id)) : [];
       if (prev && !changed.length && !removed.length) {
         prev.generation = generation;
@@ -161,8 +186,8 @@ export function refreshToolIndex(ctx: AppContext): Promise<void> {
         for (const id of [...removed, ...changed]) services.delete(id);
         const words = new Map<string, string>();
         const intern = (s: string) => words.get(s) ?? (words.set(s, s), s);
-        for (let i = 0; i < changed.length; i += INDEX_PAGE) {
-          const rows = await catalogIndexRows(ctx, changed.slice(i, i + INDEX_PAGE));
+        for (const page of pages(changed, fingerprints)) {
+          const rows = await catalogIndexRows(ctx, page);
           for (const r of rows.services) services.set(r.id, serviceOf(r, intern));
           for (const r of rows.tools) {
             const s = services.get(r.service_id);
@@ -171,7 +196,7 @@ export function refreshToolIndex(ctx: AppContext): Promise<void> {
           for (const r of rows.services) services.get(r.id)!.tools.sort((a, b) => (a.id < b.id ? -1 : 1));
           await new Promise((resolve) => setImmediate(resolve));
         }
-        state.toolIndex = derive(generation, checkedAt, fingerprints, services);
+        state.toolIndex = derive(generation, checkedAt, new Map([...fingerprints].map(([id, fp]) => [id, fp.fingerprint])), services);
       }
       if (catalogGeneration(ctx) === generation) return;
     }
@@ -186,13 +211,14 @@ export function refreshToolIndex(ctx: AppContext): Promise<void> {
 /**
  * The index to rank with, or null (then SQL ranks): current with this instance's writes (waiting
  * for a refresh at most {@link INDEX_WAIT_MS}); checked for other instances' writes in the
- * background every `CACHE_TTL_MS`. Null before the first build has finished.
+ * background every `CACHE_TTL_MS` (PostgreSQL). Null before the first build has finished.
  */
 export async function currentToolIndex(ctx: AppContext): Promise<ToolIndex | null> {
   const state = searchStateOf(ctx);
   const idx = state.toolIndex;
   if (idx && idx.generation === catalogGeneration(ctx)) {
-    if (Date.now() - idx.checkedAt >= ctx.config.cacheTtlMs && !state.toolIndexRefresh) void refreshToolIndex(ctx);
+    // Other instances write only to PostgreSQL (a PGlite data directory belongs to one process).
+    if (ctx.database.engine === 'postgres' && Date.now() - idx.checkedAt >= ctx.config.cacheTtlMs && !state.toolIndexRefresh) void refreshToolIndex(ctx);
     return idx;
   }
   let timer: NodeJS.Timeout | undefined;

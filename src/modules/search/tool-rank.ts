@@ -99,14 +99,15 @@ export function rankFromIndex(
   // Visible services passing the filters: tag and text matches, fuzzy service names.
   const tq = trigramQuery(raw);
   const like = (s: string) => s.includes(raw);
-  const vs = new Map<IndexedService, { stag: boolean; stxt: boolean; spre: number; matched: boolean }>();
+  const vs = new Map<IndexedService, { stag: boolean; stxt: boolean; spre: number; matched: boolean; sim: number }>();
   for (const s of idx.services.values()) {
     if (!passes(s, accountId, input)) continue;
     const stag = terms.length > 0 && s.tags.some((t) => terms.includes(t));
-    const fuzzyName = fuzzy ? wordSimilarity(tq, s.strgmTrigrams) >= FUZZY_THRESHOLD : like(s.strgm);
+    const sim = fuzzy ? wordSimilarity(tq, s.strgmTrigrams) : 0;
+    const fuzzyName = fuzzy ? sim >= FUZZY_THRESHOLD : like(s.strgm);
     const matched = serviceMatches(s, true) || (terms.length > 0 && !anyMode && stag) || fuzzyName;
     const spre = groups.reduce((n, g) => n + g.weight * Number(docMatches(s.doc, g)), 0);
-    vs.set(s, { stag, stxt: serviceMatches(s, false), spre, matched });
+    vs.set(s, { stag, stxt: serviceMatches(s, false), spre, matched, sim });
   }
 
   // Text candidates and their pre-score; fuzzy name candidates and their similarity.
@@ -122,8 +123,11 @@ export function rankFromIndex(
   for (const slot of toolQuery) addPre(slot);
   for (const [s, v] of vs) if (v.matched) for (const t of s.tools) addPre(idx.slotOf.get(t.id)!);
   const named = new Map<number, number>();
+  // Word similarity of the query to each distinct tool name, computed once (mirrors share names).
+  const nameSim = fuzzy ? idx.names.matches(tq, FUZZY_THRESHOLD) : new Map<number, number>();
+  const simOfName = (n: number) => nameSim.get(n) ?? (nameSim.set(n, wordSimilarity(tq, idx.names.texts[n])), nameSim.get(n)!);
   if (fuzzy) {
-    for (const [n, ws] of idx.names.matches(tq, FUZZY_THRESHOLD)) for (const slot of idx.nameSlots[n]) if (vs.has(idx.tools[slot].service)) named.set(slot, ws);
+    for (const [n, ws] of nameSim) for (const slot of idx.nameSlots[n]) if (vs.has(idx.tools[slot].service)) named.set(slot, ws);
   } else {
     idx.tools.forEach((t, slot) => {
       if (vs.has(t.service) && (like(t.ttrgm) || like(t.lname))) named.set(slot, 0);
@@ -144,7 +148,7 @@ export function rankFromIndex(
     const txt = hasQuery && (toolQuery.has(slot) || v.stxt);
     const fts = txt ? groups.reduce((n, g) => n + g.weight * tsRankOr(WEIGHTS, t.doc, t.service.doc, g.unique), 0) / weightSum : 0;
     const fz = fuzzy
-      ? Math.max(wordSimilarity(tq, idx.names.trigrams[idx.nameOf[slot]]), 0.6 * wordSimilarity(tq, t.service.strgmTrigrams))
+      ? Math.max(simOfName(idx.nameOf[slot]), 0.6 * v.sim)
       : like(t.ttrgm) || like(t.lname)
         ? 0.5
         : like(t.service.strgm)

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
-import { parseTsvector, trigramQuery, trigramsOf, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from '../../../src/modules/search/pg-text.js';
+import { parseTsvector, trigramQuery, trigramText, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from '../../../src/modules/search/pg-text.js';
 import { setupApp } from '../../helpers/app.js';
 
 const { ctx } = await setupApp();
@@ -66,7 +66,7 @@ describe('search — PostgreSQL text arithmetic in process', () => {
     if (!ok) return; // no pg_trgm in this database: nothing to compare with
     for (const [q, text] of pairs) {
       const [row] = await execRows<{ s: number }>(ctx.db, sql`select word_similarity(${q}, ${text}) as s`);
-      expect(wordSimilarity(trigramQuery(q), trigramsOf(text)), `${q} ~ ${text}`).toBeCloseTo(Number(row.s), 6);
+      expect(wordSimilarity(trigramQuery(q), trigramText(text)), `${q} ~ ${text}`).toBeCloseTo(Number(row.s), 6);
     }
   });
 
