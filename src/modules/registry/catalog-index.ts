@@ -8,7 +8,7 @@
 import { sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
-import { idList, SERVICE_TRGM, TOOL_TRGM } from './catalog-sql.js';
+import { idList } from './catalog-sql.js';
 
 /**
  * A fingerprint per service (id → text, with its tool count) that changes with any write to the service or its tools:
@@ -53,18 +53,30 @@ export interface IndexToolRow {
 /** The services with these ids (those still there) and all their tools. */
 export async function catalogIndexRows(ctx: AppContext, serviceIds: string[]): Promise<{ services: IndexServiceRow[]; tools: IndexToolRow[] }> {
   if (!serviceIds.length) return { services: [], tools: [] };
-  const ids = idList(serviceIds);
+  // A list of parameters, not a subquery: the planner then uses the service-id indexes (with the
+  // jsonb subquery PGlite scanned every tool for each page: 56 ms at 10k tools).
+  const ids = sql`(${sql.join(serviceIds.map((id) => sql`${id}`), sql`, `)})`;
   const [services, tools] = await Promise.all([
-    execRows<IndexServiceRow>(
+    execRows<Omit<IndexServiceRow, 'strgm'> & { display_name: string }>(
       ctx.db,
-      sql`select s.id, s.name, s.status, s.owner_id, s.category, s.tags, ${SERVICE_TRGM} as strgm, s.search_doc::text as doc from services s where s.id in ${ids}`,
+      sql`select s.id, s.name, s.display_name, s.status, s.owner_id, s.category, s.tags, s.search_doc::text as doc from services s where s.id in ${ids}`,
     ),
-    execRows<IndexToolRow>(
+    execRows<Omit<IndexToolRow, 'lname' | 'ttrgm'> & { name: string }>(
       ctx.db,
-      sql`select t.id, t.service_id, lower(t.name) as lname, ${TOOL_TRGM} as ttrgm, t.search_doc::text as doc from tools t where t.service_id in ${ids}`,
+      sql`select t.id, t.service_id, t.name, t.search_doc::text as doc from tools t where t.service_id in ${ids}`,
     ),
   ]);
-  return { services: services.map((s) => ({ ...s, tags: s.tags ?? [] })), tools };
+  // The trigram strings as `SERVICE_TRGM` / `TOOL_TRGM` compute them, here rather than by the
+  // database's regular expressions (most of a 10k-tool build's time on PGlite).
+  return {
+    services: services.map(({ display_name, ...s }) => ({ ...s, tags: s.tags ?? [], strgm: `${s.name} ${display_name}`.toLowerCase() })),
+    tools: tools.map(({ name, ...t }) => ({ ...t, lname: name.toLowerCase(), ttrgm: nameWords(name).toLowerCase() })),
+  };
+}
+
+/** A tool name's words as `TOOL_NAME_WORDS_SQL` splits them: camelCase apart, `_` and `-` runs to a space. */
+export function nameWords(name: string): string {
+  return name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' ');
 }
 
 /**

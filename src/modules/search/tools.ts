@@ -1,7 +1,9 @@
 /**
  * Tool search (`GET /search/tools`, the MCP face's `search_tools`, the broker): full-text relevance
  * with typo corrections and term weights ({@link planQuery}) blended with popularity, fused with the
- * semantic arm (sentence vectors, `semantic.ts`) by weighted reciprocal rank when it is on.
+ * semantic arm (sentence vectors, `semantic.ts`) by weighted reciprocal rank when it is on. The
+ * full-text ranking runs over the in-process tool index (`tool-index.ts`, `tool-rank.ts`) when it can
+ * answer, else in SQL (`searchCatalogTools`); both give the same hits.
  */
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';

@@ -6,6 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
+import { nameWords } from '../../../src/modules/registry/catalog-index.js';
 import { parseTsvector, trigramQuery, trigramText, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from '../../../src/modules/search/pg-text.js';
 import { setupApp } from '../../helpers/app.js';
 
@@ -67,6 +68,13 @@ describe('search — PostgreSQL text arithmetic in process', () => {
     for (const [q, text] of pairs) {
       const [row] = await execRows<{ s: number }>(ctx.db, sql`select word_similarity(${q}, ${text}) as s`);
       expect(wordSimilarity(trigramQuery(q), trigramText(text)), `${q} ~ ${text}`).toBeCloseTo(Number(row.s), 6);
+    }
+  });
+
+  it('splits tool names into words as the indexed SQL expression does', async () => {
+    for (const name of ['getForecast', 'issues_create', 'repos/list-for-org', 'ABCThing', 'a__b--c', 'x1Y_z', 'Über_naMe', 'pulls_merge-async']) {
+      const [row] = await execRows<{ w: string }>(ctx.db, sql`select lower(regexp_replace(regexp_replace(${name}::text, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g')) as w`);
+      expect(nameWords(name).toLowerCase(), name).toBe(row.w);
     }
   });
 
