@@ -75,8 +75,12 @@ export interface ToolIndex {
   nameSlots: number[][];
 }
 
-/** How long a search waits for the index to catch up with this instance's registry write (ms); then SQL answers it. */
-export const INDEX_WAIT_MS = 1000;
+/**
+ * How long a search waits for the index to catch up with this instance's registry write (ms); then
+ * SQL answers it. A service's change is refreshed well within it; a large change (thousands of
+ * tools: seconds) is not worth waiting for (same bound as the vocabulary's `VOCABULARY_WAIT_MS`).
+ */
+export const INDEX_WAIT_MS = 250;
 /**
  * Tools read per statement while refreshing (whole services, at least one per statement; the event
  * loop turns between statements: PGlite runs on this thread, one statement at a time, so a search
