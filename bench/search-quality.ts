@@ -14,14 +14,17 @@
  * with typos, a third plain-language questions, a third keywords; every other one held out).
  *
  * Variants in the same run, on the same database: `before` = SEARCH_QUERY_REWRITE and
- * SEARCH_SEMANTIC off (the words as typed, all required, any-word fallback); `lexical` = rewrite
- * on (typo corrections, stop words, IDF weights); `after` = rewrite and the semantic arm on
+ * SEARCH_SEMANTIC off (the words as typed, all required, any-word fallback); `sql` = rewrite on,
+ * ranked by the registry's SQL (`SEARCH_INDEX` off); `lexical` = rewrite on (typo corrections, stop
+ * words, IDF weights), ranked over the in-process tool index (the default); `after` = that and the semantic arm on
  * (sentence vectors fused by weighted reciprocal rank, SEARCH_SEMANTIC_WEIGHT). Tool vectors are
  * computed once after seeding (`embed_seconds`). Reports top-3 / top-1 hit rates per kind and
  * split, on the GitHub catalog alone (~1,200 tools, with a sweep of the semantic weight on the dev
- * half: the weight is chosen there, never on the held-out half) and again at BENCH_TOOLS, and the
- * latency of every query over HTTP (sequential, BENCH_ROUNDS rounds interleaving the variants,
- * p50/p95/max; the query's sentence vector is computed inside it), plus the first query after a
+ * half: the weight is chosen there, never on the held-out half) and again at BENCH_TOOLS, and at
+ * both sizes the latency of every query over HTTP (sequential, BENCH_ROUNDS rounds interleaving the
+ * variants, p50/p95/max wall time and the process's CPU time per search; the query's sentence
+ * vector is computed inside it) and the tool index's build (`index_build_ms`, then the refresh
+ * after the catalog grew, `index_refresh_ms`), plus the first query after a
  * catalog change (`first_query_after_catalog_change_ms`: it answers with the previous vocabulary
  * while the new one is built in the background) and that build (`vocabulary_rebuild_ms`).
  * `BENCH_SEMANTIC=off` leaves the semantic arm out (no embedding, no `after` variant).
@@ -36,6 +39,7 @@ import { toolNameFrom } from '../src/modules/registry/manifest.js';
 import { setServiceStatus } from '../src/modules/registry/service.js';
 import { refreshToolVectors } from '../src/modules/search/semantic.js';
 import { searchStateOf } from '../src/modules/search/state.js';
+import { refreshToolIndex } from '../src/modules/search/tool-index.js';
 
 const TOOLS = Number(process.env.BENCH_TOOLS ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -111,19 +115,22 @@ try {
     }
   }
 
-  type Variant = 'before' | 'lexical' | 'after' | number;
+  type Variant = 'before' | 'sql' | 'lexical' | 'after' | number;
   const defaultWeight = ctx.config.search.semanticWeight;
   /** Top-3 names for `q` under a variant (a number: `after` with that semantic weight; same database). */
-  async function top(q: string, variant: Variant): Promise<{ names: string[]; ms: number }> {
+  async function top(q: string, variant: Variant): Promise<{ names: string[]; ms: number; cpuMs: number }> {
     ctx.config.search.queryRewrite = variant !== 'before';
+    ctx.config.search.index = variant !== 'sql';
     ctx.config.search.semantic = variant === 'after' || typeof variant === 'number';
     ctx.config.search.semanticWeight = typeof variant === 'number' ? variant : defaultWeight;
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     const res = await fetch(`${base}/search/tools?q=${encodeURIComponent(q)}&limit=3`, { headers });
     const body = (await res.json()) as { data: Array<{ name: string }> };
     const ms = performance.now() - t0;
+    const c = process.cpuUsage(c0);
     if (res.status !== 200) throw new Error(`search ${q}: ${res.status}`);
-    return { names: body.data.map((d) => d.name), ms };
+    return { names: body.data.map((d) => d.name), ms, cpuMs: (c.user + c.system) / 1000 };
   }
 
   async function quality(variant: Variant, only?: Query['split']) {
@@ -151,6 +158,37 @@ try {
     return { top3_percent: by, misses: rows.filter((r) => r.rank < 0).map((r) => `${r.kind}: "${r.q}" → ${r.got.join(', ') || '(none)'}`) };
   }
 
+  /**
+   * Wall time and process CPU time per search over HTTP (the server, PGlite included, runs in this
+   * process: its CPU is the search's own work, less sensitive to machine load than wall time):
+   * BENCH_ROUNDS rounds of every query, the variants interleaved per query.
+   */
+  async function latency(variants: readonly Variant[]) {
+    const wall: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
+    const cpu: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const q of queries) {
+        for (const v of variants) {
+          const t = await top(q.q, v);
+          wall[v].push(t.ms);
+          cpu[v].push(t.cpuMs);
+        }
+      }
+    }
+    const out: Record<string, { p50_ms: number; p95_ms: number; max_ms: number; cpu_p50_ms: number; cpu_p95_ms: number; n: number; loadavg_1m: number }> = {};
+    for (const v of variants) {
+      const xs = wall[v];
+      out[v] = { p50_ms: percentile(xs, 50), p95_ms: percentile(xs, 95), max_ms: percentile(xs, 100), cpu_p50_ms: percentile(cpu[v], 50), cpu_p95_ms: percentile(cpu[v], 95), n: xs.length, loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100 };
+    }
+    return out;
+  }
+  /** Build the in-process tool index now (a search would start it; quality and latency are measured on a built one); ms. */
+  async function buildIndex() {
+    const i0 = performance.now();
+    await refreshToolIndex(ctx);
+    return Math.round(performance.now() - i0);
+  }
+
   const t0 = performance.now();
   await load('api.github.com.json', '', TOOLS);
   const githubTools = tools;
@@ -160,16 +198,21 @@ try {
   // Quality is measured on a settled vocabulary (a query starts its background build).
   await top('settle', 'lexical');
   await searchStateOf(ctx).vocabularyRefresh;
+  const indexSmall = await buildIndex();
   const sweep: Record<string, unknown> = {};
   if (SEMANTIC) for (const w of [0.25, 0.5, 1, 2]) sweep[String(w)] = (await quality(w, 'dev')).top3_percent;
   const small = {
     tools: githubTools,
     embed_seconds: embedSmall,
     semantic_weight_sweep_dev: sweep,
+    index_build_ms: indexSmall,
     before: await quality('before'),
+    sql: await quality('sql'),
     lexical: await quality('lexical'),
     after: SEMANTIC ? await quality('after') : null,
   };
+  const variants = SEMANTIC ? (['before', 'sql', 'lexical', 'after'] as const) : (['before', 'sql', 'lexical'] as const);
+  const latencySmall = await latency(variants);
 
   const docs = ['ghec.json', 'ghes-3.19.json', 'ghes-3.18.json', 'ghes-3.17.json'];
   for (let i = 0; tools < TOOLS; i++) {
@@ -188,17 +231,17 @@ try {
   const r0 = performance.now();
   await searchStateOf(ctx).vocabularyRefresh;
   const rebuildMs = Math.round(performance.now() - r0 + cold.ms);
-  const variants = SEMANTIC ? (['before', 'lexical', 'after'] as const) : (['before', 'lexical'] as const);
-  const large = { tools, embed_seconds: embedLarge, before: await quality('before'), lexical: await quality('lexical'), after: SEMANTIC ? await quality('after') : null };
-
-  const latency: Record<string, { p50_ms: number; p95_ms: number; max_ms: number; n: number }> = {};
-  const times: Record<string, number[]> = Object.fromEntries(variants.map((v) => [v, []]));
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const q of queries) {
-      for (const v of variants) times[v].push((await top(q.q, v)).ms);
-    }
-  }
-  for (const [k, xs] of Object.entries(times)) latency[k] = { p50_ms: percentile(xs, 50), p95_ms: percentile(xs, 95), max_ms: percentile(xs, 100), n: xs.length };
+  const indexLarge = await buildIndex();
+  const large = {
+    tools,
+    embed_seconds: embedLarge,
+    index_refresh_ms: indexLarge,
+    before: await quality('before'),
+    sql: await quality('sql'),
+    lexical: await quality('lexical'),
+    after: SEMANTIC ? await quality('after') : null,
+  };
+  const latencyLarge = await latency(variants);
 
   console.log(
     JSON.stringify(
@@ -213,7 +256,8 @@ try {
         queries: queries.length,
         github_catalog: small,
         at_scale: large,
-        latency_at_scale: latency,
+        latency_github_catalog: latencySmall,
+        latency_at_scale: latencyLarge,
         first_query_after_catalog_change_ms: { literal: Math.round(coldLiteral.ms), rewrite: Math.round(cold.ms) },
         vocabulary_rebuild_ms: rebuildMs,
       },

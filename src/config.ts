@@ -135,10 +135,12 @@ export interface Config {
     popularityCacheMs: number;
     /** Tool search corrects typos, drops stop words and weighs terms by rarity (`SEARCH_QUERY_REWRITE`, on). */
     queryRewrite: boolean;
+    /** Tool search ranks over an in-process index of the catalog, SQL reading only the page (`SEARCH_INDEX`, on). */
+    index: boolean;
     /**
      * Semantic arm of tool search (`SEARCH_SEMANTIC`, off: no measured gain yet, see docs/decisions.md): tool and query
      * vectors from the local sentence encoder, fused with the full-text ranking by weighted reciprocal
-     * rank (`SEARCH_SEMANTIC_WEIGHT`, 0–10, default 0.5; the full-text arm weighs 1).
+     * rank (`SEARCH_SEMANTIC_WEIGHT`, 0–10, default 0.25; the full-text arm weighs 1).
      */
     semantic: boolean;
     semanticWeight: number;
@@ -354,8 +356,9 @@ export function loadConfig(env: Env = process.env): Config {
       popularityDays: int(env, 'SEARCH_POPULARITY_DAYS', 30, 1, 366),
       popularityCacheMs: int(env, 'SEARCH_POPULARITY_CACHE_MS', 60_000, 0, 3_600_000),
       queryRewrite: bool(env, 'SEARCH_QUERY_REWRITE', true),
+      index: bool(env, 'SEARCH_INDEX', true),
       semantic: bool(env, 'SEARCH_SEMANTIC', false),
-      semanticWeight: ratio(env, 'SEARCH_SEMANTIC_WEIGHT', 0.5),
+      semanticWeight: ratio(env, 'SEARCH_SEMANTIC_WEIGHT', 0.25),
     },
     analytics: {
       flushIntervalMs: int(env, 'ANALYTICS_FLUSH_MS', 5000, 100, 600_000),

@@ -112,6 +112,11 @@ export const MAX_CANDIDATES = 1000;
  * the stored documents), in steps of this many as the requested page goes deeper.
  */
 export const PRESCORED = 300;
+/**
+ * Fuzzy (trigram) name matches that get the full relevance, the most similar names first, in steps
+ * of this many as the requested page goes deeper (`found` still counts them all).
+ */
+export const PRESCORED_NAMES = 100;
 /** Tools considered when browsing without `q` (newest first), re-ranked by popularity. */
 export const MAX_BROWSE = 5000;
 
@@ -131,10 +136,7 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   const groups = (input.groups ?? defaultGroups(terms)).filter((g) => g.words.length > 0);
   const tsq = groups.length ? groups.map((g) => groupSource(g)).join(input.mode === 'any' ? ' | ' : ' & ') : null;
   const like = raw ? `%${escapeLike(raw)}%` : null;
-  const filters: SQL[] = [visible(accountId)];
-  if (input.category) filters.push(sql`s.category = ${input.category}`);
-  if (input.tag) filters.push(sql`exists (select 1 from unnest(s.tags) g where lower(g) = ${input.tag.toLowerCase()})`);
-  if (input.service) filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
+  const filters = toolFilters(accountId, input);
 
   // Relevance of a full-text hit: the weighted mean of each term group's ts_rank (a document that
   // matches more, rarer terms in stronger fields ranks higher: BM25F's shape without length norms).
@@ -168,12 +170,14 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   //     matches), then the tools whose own document matches, or whose service matched (indexed);
   //     each gets a cheap pre-score from the stored document — the weighted term groups it holds
   //     in its name (weight A) and anywhere, plus its service's share — and only the best
-  //     `prescored` go on, with every fuzzy (trigram) name match; `found` counts them all;
+  //     `prescored` go on, with the `prescoredNames` most similar fuzzy (trigram) name matches
+  //     (all name matches without pg_trgm); `found` counts them all;
   //  2. the full relevance of those (ts_rank per term group, trigram similarity, name coverage),
   //     the best MAX_CANDIDATES kept.
   const prescored = PRESCORED * Math.ceil((input.offset + input.limit) / PRESCORED);
+  const prescoredNames = PRESCORED_NAMES * Math.ceil((input.offset + input.limit) / PRESCORED_NAMES);
   const preTool = tsq && !legacy
-    ? sql`(${weighted((i) => sql`(0.6 * (t.search_doc @@ ${q(i, 'a')})::int + 0.4 * (t.search_doc @@ ${q(i)})::int)`)})`
+    ? sql`(${weighted((i) => sql`(case when t.search_doc @@ ${q(i)} then 0.4 + 0.6 * (t.search_doc @@ ${q(i, 'a')})::int else 0 end)`)})`
     : tsq
     ? sql`(0.6 * (t.search_doc @@ qq.querya)::int + 0.4 * (t.search_doc @@ qq.query)::int) * ${weightSum}::float8`
     : sql`0`;
@@ -217,10 +221,10 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
               pre as materialized (
                 select tm.id, tm.service_id, vs.stag, vs.stxt, tm.pt + 0.4 * vs.spre + (case when vs.stag then 0.1 else 0 end) as pre
                 from tm join vs on vs.id = tm.service_id),
-              nm as materialized (select t.id, t.service_id from tools t where ${nameCandidates}),
-              named as materialized (select nm.id, nm.service_id, vs.stag, vs.stxt from nm join vs on vs.id = nm.service_id),
+              nm as materialized (select t.id, t.service_id${fuzzy ? sql`, ${TOOL_TRGM} as n` : sql``} from tools t where ${nameCandidates}),
+              named as materialized (select nm.id, nm.service_id, vs.stag, vs.stxt${fuzzy ? sql`, word_similarity(${raw}, nm.n) as ws` : sql``} from nm join vs on vs.id = nm.service_id),
               cand as (select id, service_id, stag, stxt from (select id, service_id, stag, stxt from pre order by pre desc, id desc limit ${prescored}::int) best
-                       union select id, service_id, stag, stxt from named),
+                       union select id, service_id, stag, stxt from ${fuzzy ? sql`(select * from named order by ws desc, id desc limit ${prescoredNames}::int) nb` : sql`named`}),
               c as materialized (
                 select t.id, t.name, t.search_doc || s.search_doc as doc, ${TOOL_NAME_DOC} as nv, ${TOOL_TRGM} as ttrgm, ${SERVICE_TRGM} as strgm, cand.stag,
                        ${tsq ? sql`(t.search_doc @@ qq.query or cand.stxt)` : sql`false`} as txt
@@ -233,12 +237,44 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
               from tools t join services s on s.id = t.service_id
               where ${sql.join(filters, sql` and `)}
               order by t.id desc limit ${MAX_BROWSE}::int`;
-  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, (tx) => execRows<{ id: string; fts: number; fz: number; bonus: number; found: string | number }>(tx, query));
-  const found = ranked.length ? Number(ranked[0].found) : 0;
+  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, (tx) => execRows<RankedCandidate & { found: string | number }>(tx, query));
+  return catalogToolPage(ctx, accountId, input, { ranked, found: ranked.length ? Number(ranked[0].found) : 0, fuzzy, legacy });
+}
 
+/** A candidate with its relevance parts (full text, fuzzy name, bonuses), before popularity. */
+export interface RankedCandidate {
+  id: string;
+  fts: number;
+  fz: number;
+  bonus: number;
+}
+
+/** The SQL filters of a tool search: visible to `accountId`, and the query's category, tag and service. */
+function toolFilters(accountId: string | null, input: CatalogToolQuery): SQL[] {
+  const filters: SQL[] = [visible(accountId)];
+  if (input.category) filters.push(sql`s.category = ${input.category}`);
+  if (input.tag) filters.push(sql`exists (select 1 from unnest(s.tags) g where lower(g) = ${input.tag.toLowerCase()})`);
+  if (input.service) filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
+  return filters;
+}
+
+/**
+ * The requested page of a ranked tool search: popularity blended in (text × (1 + 0.5 × pop)),
+ * ordered, cut, and the page's tools read — only those still visible to `accountId` and passing
+ * the filters (candidates from the in-process index may be stale: such a hit is left out).
+ * `legacy`: the ranking without term groups (the fuzzy score then counts in full).
+ */
+export async function catalogToolPage(
+  ctx: AppContext,
+  accountId: string | null,
+  input: CatalogToolQuery,
+  res: { ranked: RankedCandidate[]; found: number; fuzzy: boolean; legacy: boolean },
+): Promise<{ hits: CatalogToolHit[]; found: number; fuzzy: boolean }> {
+  const { found, fuzzy, legacy } = res;
+  const raw = (input.q ?? '').trim();
   // Blend popularity, order, cut the page.
   const popularityOf = popularityScorer(input.popularity ?? new Map<string, number>());
-  const scored = ranked.map((r) => {
+  const scored = res.ranked.map((r) => {
     // Trigram similarity of the whole query to the name rescues typos and odd spellings; once the
     // words themselves matched, it only breaks ties (it favours names holding the query in order).
     const text = Number(r.fts) + (Number(r.fts) > 0 && !legacy ? 0.25 : 1) * Number(r.fz) + Number(r.bonus);
@@ -256,14 +292,14 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
         sql`select t.id, t.name, t.description, t.method, t.status, t.created_at,
                    ${TOOL_SERVICE_COLUMNS}, (s.owner_id = ${accountId ?? ''}) as owned
             from tools t join services s on s.id = t.service_id
-            where t.id in ${idList(page.map((p) => p.id))}`,
+            where t.id in (${sql.join(page.map((p) => sql`${p.id}`), sql`, `)}) and ${sql.join(toolFilters(accountId, input), sql` and `)}`,
       )
     ).map((r) => [String(r.id), r]),
   );
   const hits: CatalogToolHit[] = [];
   for (const h of page) {
     const r = details.get(h.id);
-    if (!r) continue; // deleted between the two queries
+    if (!r) continue; // deleted or hidden since it was ranked
     hits.push({
       tool: { id: h.id, name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at as Date | string) },
       service: { ...toolServiceOf(r), owned: Boolean(r.owned) },

@@ -110,7 +110,8 @@ function refreshVocabulary(ctx: AppContext): Promise<void> {
 
 /**
  * The vocabulary to correct against. It is current until this instance changes the registry
- * ({@link catalogGeneration}) or `CACHE_TTL_MS` passes (another instance's change); then it is
+ * ({@link catalogGeneration}) or, on PostgreSQL, `CACHE_TTL_MS` passes (another instance's change;
+ * a PGlite data directory has no other writer); then it is
  * refreshed ({@link refreshVocabulary}; a rebuild is ts_stat over every published tool's text,
  * seconds at 10k tools) in the background: the query waits for that at most
  * {@link VOCABULARY_WAIT_MS} (so a small catalog's new words are corrected at once) and otherwise
@@ -120,7 +121,8 @@ function refreshVocabulary(ctx: AppContext): Promise<void> {
 async function vocabularyOf(ctx: AppContext): Promise<Vocabulary | null> {
   const state = searchStateOf(ctx);
   const cached = state.vocabulary;
-  if (cached && cached.generation === catalogGeneration(ctx) && Date.now() - cached.checkedAt < ctx.config.cacheTtlMs) return cached;
+  // Other instances write only to PostgreSQL (a PGlite data directory belongs to one process).
+  if (cached && cached.generation === catalogGeneration(ctx) && (ctx.database.engine === 'pglite' || Date.now() - cached.checkedAt < ctx.config.cacheTtlMs)) return cached;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, cached ? VOCABULARY_WAIT_MS : VOCABULARY_COLD_WAIT_MS)));
   await Promise.race([refreshVocabulary(ctx), timeout]);

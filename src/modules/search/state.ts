@@ -3,7 +3,9 @@
  * is a typed field of the context, not a module-level `WeakMap<AppContext, …>`). Created on first
  * use ({@link searchStateOf}), so contexts built without it (CLI, unit tests) still work.
  */
+import type { LRUCache } from 'lru-cache';
 import type { SentenceEncoder } from '../../lib/sentence-encoder.js';
+import type { ToolIndex } from './tool-index.js';
 
 /** Calls per tool over the popularity window (all users; top 1000 tools) and when they were read (ms since epoch). */
 export interface PopularityTable {
@@ -55,6 +57,13 @@ export interface SearchState {
   /** Tool vectors loaded for the semantic arm, and the refresh under way (one at a time). */
   vectors?: ToolVectorIndex;
   vectorRefresh?: Promise<void>;
+  /** The in-process tool index (`tool-index.ts`) last built, and the refresh under way (one at a time). */
+  toolIndex?: ToolIndex;
+  toolIndexRefresh?: Promise<void>;
+  /** Query words → their `english` lexemes (bounded: cleared when full). */
+  lexemes?: Map<string, string[]>;
+  /** Sentence vectors of recent queries (normalised text → unit vector), created with the encoder. */
+  queryVectors?: LRUCache<string, Float32Array>;
 }
 
 /** The search state of an application context, created on first use. */

@@ -1,20 +1,24 @@
 /**
  * Tool search (`GET /search/tools`, the MCP face's `search_tools`, the broker): full-text relevance
  * with typo corrections and term weights ({@link planQuery}) blended with popularity, fused with the
- * semantic arm (sentence vectors, `semantic.ts`) by weighted reciprocal rank when it is on.
+ * semantic arm (sentence vectors, `semantic.ts`) by weighted reciprocal rank when it is on. The
+ * full-text ranking runs over the in-process tool index (`tool-index.ts`, `tool-rank.ts`) when it can
+ * answer, else in SQL (`searchCatalogTools`); both give the same hits.
  */
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { accountOf, type Principal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { decodeCursor, encodeCursor } from '../../http/pagination.js';
-import { getCatalogTools, popularityScorer, queryTerms, searchCatalogTools, type CatalogToolHit } from '../registry/catalog.js';
+import { catalogCapabilities, catalogToolPage, getCatalogTools, popularityScorer, queryTerms, searchCatalogTools, type CatalogToolHit, type CatalogToolQuery } from '../registry/catalog.js';
 import { topTools } from '../sessions/usage.js';
 import { highlightFields } from './highlight.js';
 import { planQuery } from './query.js';
 import type { ToolHitSchema, ToolSearchQuery } from './schemas.js';
 import { fuseRanks, nearestTools, SEMANTIC_K } from './semantic.js';
 import { searchStateOf, type PopularityTable } from './state.js';
+import { currentToolIndex, lexemesOf } from './tool-index.js';
+import { rankFromIndex } from './tool-rank.js';
 
 /** Deepest result reachable by paging (Algolia's default `paginationLimitedTo`). */
 export const MAX_OFFSET = 1000;
@@ -149,13 +153,13 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const windowed = !!q && (semantic !== null || offset < DISTINCT_DEPTH);
   const [from, size] = windowed ? [0, Math.max(offset + limit, DISTINCT_DEPTH, semantic ? SEMANTIC_K : 0)] : [offset, limit];
   const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(size, MAX_OFFSET - from) || 1, offset: from, popularity, groups: plan.groups };
-  let res = await searchCatalogTools(ctx, account, base);
+  let res = await rankedTools(ctx, account, base);
   let relaxed = false;
   // Relax to any term when no tool has every term in its text (name-similarity hits alone don't
   // count), the words' synonyms added (`plan.expanded`).
   const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
   if (relax) {
-    res = await searchCatalogTools(ctx, account, { ...base, mode: 'any', groups: plan.expanded });
+    res = await rankedTools(ctx, account, { ...base, mode: 'any', groups: plan.expanded });
     relaxed = true;
   }
   let ranked: RankedTool[] = res.hits;
@@ -195,6 +199,30 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
     ignored: plan.dropped,
     took_ms: Math.round(performance.now() - started),
   };
+}
+
+/**
+ * The ranked page of a full-text tool search: from the in-process index when it can answer
+ * ({@link indexedToolSearch}), else from the registry's SQL ranking (the same answer).
+ */
+function rankedTools(ctx: AppContext, account: string | null, input: CatalogToolQuery) {
+  return indexedToolSearch(ctx, account, input).then((page) => page ?? searchCatalogTools(ctx, account, input));
+}
+
+/**
+ * {@link searchCatalogTools} over the in-process tool index (`tool-index.ts`, `tool-rank.ts`), SQL
+ * reading only the page. Null when the index cannot answer: `SEARCH_INDEX=off`, browsing without
+ * `q`, no term groups (`SEARCH_QUERY_REWRITE=off`), the index not built or not caught up with this
+ * instance's writes, or a query word the index does not model.
+ */
+export async function indexedToolSearch(ctx: AppContext, account: string | null, input: CatalogToolQuery): Promise<Awaited<ReturnType<typeof searchCatalogTools>> | null> {
+  if (!ctx.config.search.index || !input.q?.trim() || !input.groups) return null;
+  const idx = await currentToolIndex(ctx);
+  if (!idx) return null;
+  const { fuzzy } = await catalogCapabilities(ctx);
+  const lexemes = await lexemesOf(ctx, input.groups.flatMap((g) => g.words.map((w) => w.replace(/[^\p{L}\p{N}]/gu, ''))));
+  const ranked = rankFromIndex(idx, account, { ...input, groups: input.groups }, fuzzy, lexemes);
+  return ranked && catalogToolPage(ctx, account, input, { ...ranked, fuzzy, legacy: false });
 }
 
 /**

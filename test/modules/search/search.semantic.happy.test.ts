@@ -26,6 +26,18 @@ async function search(user: TestUser, q: string, extra = '') {
 const service = (owner: TestUser, tools: Array<{ name: string; description: string }>, publish = true) =>
   categoryService(app, ctx, owner, { prefix: 'sem', description: 'A service of the semantic search tests', tools, publish });
 
+/** Run `fn` with the app's encoder's `embed` replaced by `embed(texts, real)`; the real encoder is restored after. */
+async function withEmbed<T>(embed: (texts: string[], real: SentenceEncoder) => Promise<Float32Array[]>, fn: () => Promise<T>): Promise<T> {
+  const state = searchStateOf(ctx);
+  const real = state.encoder!;
+  state.encoder = { ...real, embed: (texts: string[]) => embed(texts, real) } as SentenceEncoder;
+  try {
+    return await fn();
+  } finally {
+    state.encoder = real;
+  }
+}
+
 const vectorRows = async (ids: string[]) =>
   execRows<{ tool_id: string; source_hash: string }>(ctx.db, sql`select tool_id, source_hash from tool_vectors where tool_id in (${sql.join(ids.map((i) => sql`${i}`), sql`, `)})`);
 
@@ -128,22 +140,34 @@ describe('search — semantic arm', () => {
   );
 
   it(
+    'embeds a repeated query once (white space aside)',
+    async () => {
+      const owner = await createUser(app);
+      const svc = await service(owner, [{ name: 'get_forecast', description: 'Forecast for a city: temperature, wind and rain' }]);
+      await refreshToolVectors(ctx);
+      const q = `rain tomorrow in ${letters(6)}`;
+      const asked: string[] = [];
+      const u = await createUser(app);
+      const [first, again] = await withEmbed(
+        (texts, real) => (asked.push(...texts), real.embed(texts)),
+        async () => [await search(u, q, `&category=${svc.category}`), await search(u, `  ${q.replace(/ /g, '   ')} `, `&category=${svc.category}`)],
+      );
+      expect(asked).toEqual([q]);
+      expect(again.data.map((h: { id: string }) => h.id)).toEqual(first.data.map((h: { id: string }) => h.id));
+    },
+    SLOW,
+  );
+
+  it(
     'answers from full text alone when the encoder fails',
     async () => {
       const owner = await createUser(app);
       const svc = await service(owner, [{ name: 'get_forecast', description: 'Forecast for a city' }]);
       await refreshToolVectors(ctx);
-      const state = searchStateOf(ctx);
-      const real = state.encoder!;
-      state.encoder = { ...real, embed: () => Promise.reject(new Error('model gone')) } as SentenceEncoder;
-      try {
-        const u = await createUser(app);
-        const body = await search(u, 'forecast', `&category=${svc.category}`);
-        expect(body.data).toHaveLength(1);
-        expect(body.data[0]).toMatchObject({ name: 'get_forecast', match: 'text' });
-      } finally {
-        state.encoder = real;
-      }
+      const u = await createUser(app);
+      const body = await withEmbed(() => Promise.reject(new Error('model gone')), () => search(u, 'forecast', `&category=${svc.category}`));
+      expect(body.data).toHaveLength(1);
+      expect(body.data[0]).toMatchObject({ name: 'get_forecast', match: 'text' });
     },
     SLOW,
   );
