@@ -97,6 +97,9 @@ export async function buildApp(
       return typeof h === 'string' && REQUEST_ID.test(h) ? h : randomUUID();
     },
     forceCloseConnections: 'idle',
+    // A plugin's start-up may wait on the database's open and migrations (seconds on a busy 2-core
+    // machine: avvio's 10 s default failed a start under load); a hung start still ends, after 60 s.
+    pluginTimeout: 60_000,
     // Agent-memory keys (1–256 characters) travel URL-encoded in paths; find-my-way's default is 100.
     routerOptions: { maxParamLength: 1024 },
   });

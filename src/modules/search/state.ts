@@ -5,7 +5,7 @@
  */
 import type { LRUCache } from 'lru-cache';
 import type { SentenceEncoder } from '../../lib/sentence-encoder.js';
-import type { ToolIndex } from './tool-index.js';
+import type { Doc, TrigramIndex, TrigramText } from './pg-text.js';
 
 /** Calls per tool over the popularity window (all users; top 1000 tools) and when they were read (ms since epoch). */
 export interface PopularityTable {
@@ -69,4 +69,51 @@ export interface SearchState {
 /** The search state of an application context, created on first use. */
 export function searchStateOf(ctx: { search?: SearchState }): SearchState {
   return (ctx.search ??= {});
+}
+
+/** One service of the index. */
+export interface IndexedService {
+  id: string;
+  name: string;
+  status: string;
+  ownerId: string;
+  category: string | null;
+  /** Tags, lower-cased. */
+  tags: string[];
+  strgm: string;
+  strgmTrigrams: TrigramText;
+  doc: Doc;
+  tools: IndexedTool[];
+}
+
+/** One tool of the index. */
+export interface IndexedTool {
+  id: string;
+  service: IndexedService;
+  lname: string;
+  ttrgm: string;
+  doc: Doc;
+  /** Lexemes of the name (weight A): `length(ts_filter(search_doc, '{a}'))`. */
+  nameLexemes: number;
+}
+
+/** The index of one application (`AppContext.search.toolIndex`). */
+export interface ToolIndex {
+  /** `catalogGeneration` and time (ms) when it was last found current. */
+  generation: number;
+  checkedAt: number;
+  fingerprints: Map<string, string>;
+  services: Map<string, IndexedService>;
+  /** Tools by slot, a tool's slot, and the number of its name in {@link names} by slot. */
+  tools: IndexedTool[];
+  slotOf: Map<string, number>;
+  nameOf: Int32Array;
+  /** Lexeme → slots of the tools whose document holds it (ascending), and those holding it in the name (weight A). */
+  postings: Map<string, number[]>;
+  postingsA: Map<string, number[]>;
+  /** Every lexeme, sorted (prefix look-ups). */
+  lexemes: string[];
+  /** Distinct tool name strings (`ttrgm`) by trigram, and the slots of each. */
+  names: TrigramIndex;
+  nameSlots: number[][];
 }

@@ -25,55 +25,10 @@
 import type { AppContext } from '../../context.js';
 import { catalogFingerprints, catalogIndexRows, normalizeWords, type IndexServiceRow, type IndexToolRow } from '../registry/catalog-index.js';
 import { catalogGeneration, type RankedCandidate } from '../registry/catalog.js';
-import { parseTsvector, TrigramIndex, trigramText, weightALexemes, type Doc, type TrigramText } from './pg-text.js';
-import { searchStateOf } from './state.js';
+import { parseTsvector, TrigramIndex, trigramText, weightALexemes } from './pg-text.js';
+import { searchStateOf, type IndexedService, type IndexedTool, type ToolIndex } from './state.js';
 
-/** One service of the index. */
-export interface IndexedService {
-  id: string;
-  name: string;
-  status: string;
-  ownerId: string;
-  category: string | null;
-  /** Tags, lower-cased. */
-  tags: string[];
-  strgm: string;
-  strgmTrigrams: TrigramText;
-  doc: Doc;
-  tools: IndexedTool[];
-}
-
-/** One tool of the index. */
-export interface IndexedTool {
-  id: string;
-  service: IndexedService;
-  lname: string;
-  ttrgm: string;
-  doc: Doc;
-  /** Lexemes of the name (weight A): `length(ts_filter(search_doc, '{a}'))`. */
-  nameLexemes: number;
-}
-
-/** The index of one application (`AppContext.search.toolIndex`). */
-export interface ToolIndex {
-  /** `catalogGeneration` and time (ms) when it was last found current. */
-  generation: number;
-  checkedAt: number;
-  fingerprints: Map<string, string>;
-  services: Map<string, IndexedService>;
-  /** Tools by slot, a tool's slot, and the number of its name in {@link names} by slot. */
-  tools: IndexedTool[];
-  slotOf: Map<string, number>;
-  nameOf: Int32Array;
-  /** Lexeme → slots of the tools whose document holds it (ascending), and those holding it in the name (weight A). */
-  postings: Map<string, number[]>;
-  postingsA: Map<string, number[]>;
-  /** Every lexeme, sorted (prefix look-ups). */
-  lexemes: string[];
-  /** Distinct tool name strings (`ttrgm`) by trigram, and the slots of each. */
-  names: TrigramIndex;
-  nameSlots: number[][];
-}
+export type { IndexedService, IndexedTool, ToolIndex };
 
 /**
  * How long a search waits for the index to catch up with this instance's registry write (ms); then
