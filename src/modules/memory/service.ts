@@ -21,6 +21,7 @@ import { getSessionFor } from '../sessions/service.js';
 import { fusedCandidates, insertMemoryRows, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
+import { inProcessCandidates } from './search-in-process.js';
 import { embeddingText, lastTurnOf, rerankTurns, speakerOf } from './turns.js';
 import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
@@ -107,6 +108,7 @@ export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { 
   if (q.session_id) await getSessionFor(ctx, actor, q.session_id);
   await flushMemoryWrites(ctx);
   ctx.memory?.vectors?.forget(actor.accountId);
+  ctx.memory?.text?.forget(actor.accountId);
   return ctx.db.transaction(async (tx) => {
     const gone = await tx
       .delete(memories)
@@ -219,18 +221,31 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
   const mode = input.mode ?? 'hybrid';
-  const vector = await embedQuery(ctx, q);
+  // the query's embedding (in the encoder's worker) overlaps the full-text arm
+  const pending = embedQuery(ctx, q);
+  pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
   const where = filteredSql(actor, input);
   const pool = poolSize(limit);
-  // the vector arm in process where it can be (vector-cache.ts): scope and agent filter only
-  const cache = ctx.memory?.vectors;
+  // both arms in process where they can be (PGlite: text-index.ts, vector-cache.ts): scope and agent filter only
+  const rt = ctx.memory;
   const agent = actor.agentId ?? input.agent_id ?? null;
-  const inProcess = cache && mode !== 'text' && !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
-  const vectorHits = inProcess ? await cache.nearest(ctx.db, actor.accountId, vector, pool, agent) : undefined;
-  const candidates = await withSearchSettings(ctx, actor.accountId, async (tx) => {
-    const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
-    return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
-  });
+  const scopeOnly = !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
+  const local =
+    rt?.text && rt.vectors && scopeOnly
+      ? await inProcessCandidates(ctx, ctx.db, { userId: actor.accountId, agentId: agent, where, query: q, vector: pending, pool, mode, text: rt.text, vectors: rt.vectors })
+      : null;
+  const vector = await pending;
+  const candidates = local
+    ? mode === 'hybrid'
+      ? await rerankTurns(ctx, ctx.db, actor.accountId, q, local, new Date(), (ids) => rt!.text!.neighbours(actor.accountId, ids))
+      : local
+    : await withSearchSettings(ctx, actor.accountId, async (tx) => {
+        // the vector arm in process where it can be (vector-cache.ts)
+        const cache = scopeOnly && mode !== 'text' ? rt?.vectors : null;
+        const vectorHits = cache ? await cache.nearest(tx, actor.accountId, vector, pool, agent) : undefined;
+        const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
+        return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
+      });
   const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));
   const kept = withSim.filter((c) => c.similarity >= threshold);
   const top = kept.slice(0, limit);

@@ -83,7 +83,16 @@ function timeFactor(c: RankedTurn, when: boolean, range: TimeRange | null, boost
  * (time) order, read with one query over the candidates' sessions (`memories_user_session_idx`).
  * Candidates that are not turns keep their score. Pure re-ordering: no candidate is added or removed.
  */
-export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db | Tx, userId: string, query: string, candidates: T[], now = new Date()): Promise<T[]> {
+export async function rerankTurns<T extends RankedTurn>(
+  ctx: AppContext,
+  db: Db | Tx,
+  userId: string,
+  query: string,
+  candidates: T[],
+  now = new Date(),
+  /** Neighbours from the in-process index (text-index.ts `neighbours`); null → the window query. */
+  neighbours?: (ids: string[]) => Map<string, { prev: string | null; next: string | null }> | null,
+): Promise<T[]> {
   const { speakerBoost, neighbourWeight, timeBoost } = ctx.config.memory.fusion;
   const turns = candidates.filter((c) => speakerOf(c.row.metadata));
   const when = timeBoost > 0 && asksWhen(query);
@@ -100,7 +109,8 @@ export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db 
   const sessions = [...new Set(turns.map((c) => c.row.sessionId).filter((s): s is string => s !== null))];
   if (neighbourWeight > 0 && sessions.length > 0) {
     const ids = turns.map((c) => c.id);
-    const rows = await execRows<{ id: string; prev: string | null; next: string | null }>(
+    const known = neighbours?.(ids);
+    const rows = known ? [...known].map(([id, n]) => ({ id, ...n })) : await execRows<{ id: string; prev: string | null; next: string | null }>(
       db,
       sql`select id, prev, next from (
             select id, lag(id) over w as prev, lead(id) over w as next from memories

@@ -21,6 +21,8 @@ import { execRows, type Db, type Tx } from '../../db/client.js';
 /** One user's vectors. */
 interface Entry {
   ids: string[];
+  /** Row of each id (a vector given again replaces the row's). */
+  rowOf: Map<string, number>;
   agentIds: Array<string | null>;
   /** `ids.length × dimensions` components, row-major; capacity may exceed the rows in use. */
   matrix: Float32Array;
@@ -65,7 +67,22 @@ export class VectorCache {
       const base = r * dims;
       let s = 0;
       if (sparse) for (let j = 0; j < nz.length; j++) s += m[base + nz[j]] * q[nz[j]];
-      else for (let j = 0; j < dims; j++) s += m[base + j] * q[j];
+      else {
+        // four independent sums: the CPU overlaps them (~2x faster than one chain at 512-d)
+        let s0 = 0;
+        let s1 = 0;
+        let s2 = 0;
+        let s3 = 0;
+        let j = 0;
+        for (; j + 3 < dims; j += 4) {
+          s0 += m[base + j] * q[j];
+          s1 += m[base + j + 1] * q[j + 1];
+          s2 += m[base + j + 2] * q[j + 2];
+          s3 += m[base + j + 3] * q[j + 3];
+        }
+        for (; j < dims; j++) s0 += m[base + j] * q[j];
+        s = s0 + s1 + (s2 + s3);
+      }
       const d = 1 - s;
       if (bestD.length === k && d >= bestD[k - 1]) continue;
       let at = bestD.length;
@@ -82,7 +99,10 @@ export class VectorCache {
     return hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  /** Inserted rows (with their vectors; rows without one are skipped): appended to loaded users. */
+  /**
+   * Rows given a vector — inserted with one, or embedded later (a back-fill) — appended to loaded
+   * users' entries; a row already held gets the new vector. Rows without a vector are skipped.
+   */
   added(rows: Array<{ id: string; userId: string; agentId: string | null }>, vectors: Array<Float32Array | null>): void {
     rows.forEach((row, i) => {
       const e = this.users.get(row.userId);
@@ -90,6 +110,12 @@ export class VectorCache {
       if (!e || !v) return;
       if (e.loading) {
         e.stale = true;
+        return;
+      }
+      const at = e.rowOf.get(row.id);
+      if (at !== undefined) {
+        e.matrix.set(v, at * this.dimensions);
+        e.agentIds[at] = row.agentId;
         return;
       }
       const n = e.ids.length;
@@ -100,6 +126,7 @@ export class VectorCache {
         e.matrix = grown;
       }
       e.matrix.set(v, n * this.dimensions);
+      e.rowOf.set(row.id, n);
       e.ids.push(row.id);
       e.agentIds.push(row.agentId);
     });
@@ -127,7 +154,7 @@ export class VectorCache {
       this.users.set(userId, have);
       return have.loading ?? have;
     }
-    const e: Entry = { ids: [], agentIds: [], matrix: new Float32Array(0), stale: false, loading: null };
+    const e: Entry = { ids: [], rowOf: new Map(), agentIds: [], matrix: new Float32Array(0), stale: false, loading: null };
     e.loading = this.load(db, userId, e);
     this.users.set(userId, e);
     try {
@@ -156,6 +183,7 @@ export class VectorCache {
       if (parts.length !== dims) continue;
       const base = n * dims;
       for (let j = 0; j < dims; j++) matrix[base + j] = Number(parts[j]);
+      e.rowOf.set(r.id, n);
       e.ids.push(r.id);
       e.agentIds.push(r.agent_id);
       n++;
