@@ -18,11 +18,11 @@ import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { getAgentForAccount } from '../agents/service.js';
 import { type SessionActor } from '../../http/auth.js';
 import { getSessionFor } from '../sessions/service.js';
-import { fusedCandidates, insertMemoryRows, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
+import { fusedCandidates, insertMemoryRows, withSearchSettings, type CandidateRow, type NewMemoryRow, type SearchMode } from './store.js';
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
 import { inProcessCandidates } from './search-in-process.js';
-import { embeddingText, lastTurnOf, rerankTurns, speakerOf } from './turns.js';
+import { embeddingText, lastTurnOf, rerankTurns, sessionNeighbours, speakerOf } from './turns.js';
 import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
 /** Input of `POST /memory`. */
@@ -177,6 +177,8 @@ export interface SearchInput {
   session_id?: string;
   agent_id?: string;
   mode?: SearchMode;
+  /** `neighbors`: attach each hit's previous and next memory of its session. */
+  expand?: 'neighbors';
 }
 
 /** A search hit: the memory, its fused score and its cosine similarity. */
@@ -188,6 +190,8 @@ export interface SearchHit extends MemoryView {
   /** Rank in the vector arm / the full-text arm (null: not among that arm's candidates). */
   vector_rank: number | null;
   text_rank: number | null;
+  /** With `expand=neighbors`: the memories before and after it in its session. */
+  neighbors?: { previous: MemoryView | null; next: MemoryView | null };
 }
 
 /** Answer of `GET /memory/search`. */
@@ -249,6 +253,8 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));
   const kept = withSim.filter((c) => c.similarity >= threshold);
   const top = kept.slice(0, limit);
+  const near = input.expand === 'neighbors' ? await sessionNeighbours(ctx.db, where, top.map((c) => c.id)) : null;
+  const view = (r: CandidateRow['row'] | null) => (r ? memoryView(r) : null);
   return {
     data: top.map((c) => ({
       ...memoryView(c.row),
@@ -256,6 +262,7 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
       similarity: Number(c.similarity.toFixed(6)),
       vector_rank: c.vector_rank,
       text_rank: c.text_rank,
+      ...(near ? { neighbors: { previous: view(near.get(c.id)!.previous), next: view(near.get(c.id)!.next) } } : {}),
     })),
     query: q,
     mode,
