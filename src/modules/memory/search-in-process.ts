@@ -66,15 +66,19 @@ export async function inProcessCandidates(ctx: AppContext, db: Db | Tx, input: I
   }
   if (fused.size === 0) return [];
   const ids = [...fused.keys()];
+  // distances from the loaded vectors (reading 512-d vectors back from their TOAST table cost ~20 ms
+  // for a pool of 100 at load ~13, bench/memory-profile.ts); in SQL when the user's are not loaded
+  const known = input.vectors.distances(input.userId, vector, ids);
   const rows = await execRows<Record<string, unknown>>(
     db,
-    sql`select m.id, ${distance(ctx, vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
+    sql`select m.id, ${known ? sql`null::float8` : distance(ctx, vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
         from memories m where m.id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) and ${input.where}`,
   );
   return rows
     .map((r) => {
       const f = fused.get(r.id as string)!;
-      return candidateRow({ ...r, score: f.score, vector_rank: f.vr, text_rank: f.tr });
+      const d = known ? known.get(r.id as string) ?? null : r.distance;
+      return candidateRow({ ...r, distance: d, score: f.score, vector_rank: f.vr, text_rank: f.tr });
     })
     .sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
 }

@@ -67,22 +67,7 @@ export class VectorCache {
       const base = r * dims;
       let s = 0;
       if (sparse) for (let j = 0; j < nz.length; j++) s += m[base + nz[j]] * q[nz[j]];
-      else {
-        // four independent sums: the CPU overlaps them (~2x faster than one chain at 512-d)
-        let s0 = 0;
-        let s1 = 0;
-        let s2 = 0;
-        let s3 = 0;
-        let j = 0;
-        for (; j + 3 < dims; j += 4) {
-          s0 += m[base + j] * q[j];
-          s1 += m[base + j + 1] * q[j + 1];
-          s2 += m[base + j + 2] * q[j + 2];
-          s3 += m[base + j + 3] * q[j + 3];
-        }
-        for (; j < dims; j++) s0 += m[base + j] * q[j];
-        s = s0 + s1 + (s2 + s3);
-      }
+      else s = dot(m, base, q, dims);
       const d = 1 - s;
       if (bestD.length === k && d >= bestD[k - 1]) continue;
       let at = bestD.length;
@@ -97,6 +82,23 @@ export class VectorCache {
     const hits = bestI.map((r, i) => ({ id: e.ids[r], distance: bestD[i] }));
     // equal distances: id order, as the SQL arm (`order by d, id`)
     return hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /**
+   * Cosine distances (`1 − dot`) of `ids` to the unit vector `q` from a loaded entry of `userId`
+   * (an id without a vector is absent); null when the user's vectors are not loaded.
+   */
+  distances(userId: string, q: Float32Array, ids: string[]): Map<string, number> | null {
+    const e = this.users.get(userId);
+    if (!e || e.loading) return null;
+    const dims = this.dimensions;
+    const out = new Map<string, number>();
+    for (const id of ids) {
+      const r = e.rowOf.get(id);
+      if (r === undefined) continue;
+      out.set(id, 1 - dot(e.matrix, r * dims, q, dims));
+    }
+    return out;
   }
 
   /**
@@ -198,4 +200,24 @@ export class VectorCache {
       if (!e.loading) this.drop(u, e);
     }
   }
+}
+
+/**
+ * Dot product of `q` with the `dims` components of `m` from `base`, in four independent sums (the
+ * CPU overlaps them; one chain waits for each addition).
+ */
+function dot(m: Float32Array, base: number, q: Float32Array, dims: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let j = 0;
+  for (; j + 3 < dims; j += 4) {
+    s0 += m[base + j] * q[j];
+    s1 += m[base + j + 1] * q[j + 1];
+    s2 += m[base + j + 2] * q[j + 2];
+    s3 += m[base + j + 3] * q[j + 3];
+  }
+  for (; j < dims; j++) s0 += m[base + j] * q[j];
+  return s0 + s1 + (s2 + s3);
 }
