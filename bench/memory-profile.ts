@@ -112,9 +112,17 @@ async function main(): Promise<void> {
     if (text) await text.search(ctx.db, userId, { terms: [], items: [], pool: 50, expectedCount: (await queryTerms(ctx.db, userId, 'warm up')).docs });
     if (text) process.stdout.write(`text index of ${N} memories loaded in ${(performance.now() - tLoad).toFixed(0)} ms\n`);
     // a whole search as GET /memory/search runs it, paying the query embedding
-    const search = (stage: string, q: string) => {
+    // and the CPU it costs the process (every thread: the query's embedding in the worker included),
+    // a figure the machine's load inflates less than the wall time
+    const search = async (stage: string, q: string) => {
       rt.queryVectors.clear();
-      return time(stage, () => searchMemories(ctx, actor, { q, limit: 10 }));
+      const cpu = process.cpuUsage();
+      const r = await time(stage, () => searchMemories(ctx, actor, { q, limit: 10 }));
+      const used = process.cpuUsage(cpu);
+      const key = `CPU ms: ${stage}`;
+      if (!times.has(key)) times.set(key, []);
+      times.get(key)!.push((used.user + used.system) / 1000);
+      return r;
     };
     // the paths compared (same data, same questions, interleaved, the order alternating per question):
     // default = both arms in process (PGlite); before = text arm in SQL, vector arm in process (the
