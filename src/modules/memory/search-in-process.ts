@@ -72,7 +72,7 @@ export async function inProcessCandidates(ctx: AppContext, db: Db | Tx, input: I
   const rows = await execRows<Record<string, unknown>>(
     db,
     sql`select m.id, ${known ? sql`null::float8` : distance(ctx, vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
-        from memories m where m.id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) and ${input.where}`,
+        from memories m where m.id = any(${idArray(ids)}::text[]) and ${input.where}`,
   );
   return rows
     .map((r) => {
@@ -81,4 +81,13 @@ export async function inProcessCandidates(ctx: AppContext, db: Db | Tx, input: I
       return candidateRow({ ...r, distance: d, score: f.score, vector_rank: f.vr, text_rank: f.tr });
     })
     .sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+}
+
+/**
+ * Ids as one `text[]` literal parameter (one bind value instead of one per id). Ids come from the
+ * user's own index and vectors (`<prefix>_<26 base32>`), so they need no quoting; anything else is
+ * quoted as an array element.
+ */
+function idArray(ids: string[]): string {
+  return `{${ids.map((id) => (/^[a-z]+_[0-9a-z]+$/.test(id) ? id : `"${id.replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
 }
