@@ -16,10 +16,11 @@
  * Only on PGlite, for the same reason as vector-cache.ts: its data directory belongs to this process,
  * so every insert goes through `insertMemoryRows` (which appends here) and every delete through this
  * module (which tells the index). As a safety net, a search compares the index's count of the user's
- * memories with `memory_doc_counts` (read anyway for the IDF weights) and reloads on any difference;
+ * memories with `memory_doc_counts` (read anyway for the IDF weights) and reloads when a second read
+ * confirms a difference (a write may land between the two);
  * the fusion joins candidates back to `memories` under the caller's scope, so a stale entry can never
  * show a row. Only flat OR queries (what `orTsQuery` makes of plain words) are answered here; any
- * other shape (a phrase operator from a hyphenated word) goes to SQL.
+ * other shape (a phrase or AND operator, which the english configuration does not produce today) goes to SQL.
  *
  * Memory: postings of all users, least recently searched users evicted beyond
  * `TEXT_INDEX_MAX_POSTINGS`; nothing is held before a user's first search.
@@ -193,7 +194,7 @@ export function flatOrOperands(tsquery: string): string[] | null {
   }
 }
 
-/** Most postings (lexeme occurrences in memories) kept for all users: ~24 MB of arrays. */
+/** Most postings (lexeme occurrences in memories) kept for all users: ~32 MB of arrays (a row number and a double each). */
 export const TEXT_INDEX_MAX_POSTINGS = 2_000_000;
 
 /** Per-app in-process full-text index of searching users (`ctx.memory.text`). */
