@@ -3,12 +3,16 @@
  *
  * One user holds the conversation turns of bench/fixtures/memory-conversations.txt (stored through
  * `addMemory`, in sessions) plus variants of them up to BENCH_SCALE_N (default 10,000) memories,
- * embedded by the provider under test (BENCH_PROVIDER: `local` or `sentence-encoder`; the encoder's
- * vectors of the variants are cached under data/bench/, embedding 10k texts takes minutes here).
- * Then every question of the set is searched BENCH_ROUNDS (2) times and each stage is timed
- * separately: embedding the query, the transaction with the HNSW settings, the vector arm alone, the
- * text arm alone, both fused, the turn re-ranking, and the whole `searchMemories` (what
- * `GET /memory/search` runs). Prints p50/p95 per stage with the load average.
+ * embedded by the provider under test (BENCH_PROVIDER: `sentence-encoder`, the default, or `local`;
+ * the encoder's vectors of the variants are cached under data/bench/, embedding 10k texts takes
+ * minutes here). Then every question of the set is searched BENCH_ROUNDS (2) times: each stage of
+ * the default path alone (the query's embedding in the worker, the query-terms statement, the
+ * in-process text arm and vector arm, the fused candidates with their rows, the turn re-ranking),
+ * the stages of the SQL statement (the path before the text index, and PostgreSQL's), and the whole
+ * `searchMemories` (what `GET /memory/search` runs) on each path, interleaved per question with the
+ * order alternating. BENCH_SQL_PATH=1 adds the vector arm in SQL (HNSW). BENCH_DATABASE_URL:
+ * PostgreSQL instead of in-memory PGlite (only the SQL paths exist there). Prints p50/p95 per stage
+ * with the load average, then one JSON line (`{"bench":"memory-profile",…}`).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,7 +24,9 @@ import { loadConfig } from '../src/config.js';
 import { newId } from '../src/http/ids.js';
 import { embeddingProviderOf } from '../src/modules/memory/runtime.js';
 import { addMemory, searchMemories } from '../src/modules/memory/service.js';
-import { distance, fusedCandidates, HNSW_INDEX, insertMemoryRows, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
+import { fusedCandidates, HNSW_INDEX, insertMemoryRows, queryTerms, SAFE_LEXEME, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
+import { inProcessCandidates } from '../src/modules/memory/search-in-process.js';
+import { flatOrOperands } from '../src/modules/memory/text-index.js';
 import { rerankTurns } from '../src/modules/memory/turns.js';
 import { createSession } from '../src/modules/sessions/service.js';
 import { loadConversations, synthTurns } from './memory-conversations.js';
@@ -28,7 +34,9 @@ import { loadConversations, synthTurns } from './memory-conversations.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const N = Number(process.env.BENCH_SCALE_N ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const PROVIDER = process.env.BENCH_PROVIDER ?? 'local';
+const PROVIDER = process.env.BENCH_PROVIDER ?? 'sentence-encoder';
+/** Also time both arms in SQL (HNSW; slow with 512-d vectors): BENCH_SQL_PATH=1. */
+const SQL_PATH = process.env.BENCH_SQL_PATH === '1';
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -87,41 +95,89 @@ async function main(): Promise<void> {
     if (ctx.database.hasVector) await ctx.db.execute(HNSW_INDEX);
     await ctx.db.execute(sql`vacuum (analyze) memories`);
     process.stdout.write(`${N} memories loaded and indexed in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
-    const stages = ['embed', 'settings', 'vector arm', 'vector exact scan', 'vector in process', 'text arm', 'fused', 'rerank', 'searchMemories', 'searchMemories (SQL vector arm)'] as const;
-    const times = new Map<string, number[]>(stages.map((s) => [s, []]));
+    const times = new Map<string, number[]>();
     const time = async <T>(stage: string, fn: () => Promise<T>): Promise<T> => {
       const t = performance.now();
       const r = await fn();
+      if (!times.has(stage)) times.set(stage, []);
       times.get(stage)!.push(performance.now() - t);
       return r;
     };
     const where = sql`user_id = ${userId}`;
-    const cache = ctx.memory!.vectors;
-    if (cache) await cache.nearest(ctx.db, userId, await emb.embed(['warm up']).then((v) => v[0]), 50); // loads the user's vectors once
+    const rt = ctx.memory!;
+    const { vectors: cache, text } = rt;
+    const warm = (await emb.embed(['warm up'], { query: true }))[0];
+    if (cache) await cache.nearest(ctx.db, userId, warm, 50); // loads the user's vectors once
+    const tLoad = performance.now();
+    if (text) await text.search(ctx.db, userId, { terms: [], items: [], pool: 50, expectedCount: (await queryTerms(ctx.db, userId, 'warm up')).docs });
+    if (text) process.stdout.write(`text index of ${N} memories loaded in ${(performance.now() - tLoad).toFixed(0)} ms\n`);
+    // a whole search as GET /memory/search runs it, paying the query embedding
+    // and the CPU it costs the process (every thread: the query's embedding in the worker included),
+    // a figure the machine's load inflates less than the wall time
+    const search = async (stage: string, q: string) => {
+      rt.queryVectors.clear();
+      const cpu = process.cpuUsage();
+      const r = await time(stage, () => searchMemories(ctx, actor, { q, limit: 10 }));
+      const used = process.cpuUsage(cpu);
+      const key = `CPU ms: ${stage}`;
+      if (!times.has(key)) times.set(key, []);
+      times.get(key)!.push((used.user + used.system) / 1000);
+      return r;
+    };
+    // the paths compared (same data, same questions, interleaved, the order alternating per question):
+    // default = both arms in process (PGlite); before = text arm in SQL, vector arm in process (the
+    // search before the text index); sql = both arms in SQL (HNSW), as on PostgreSQL with pgvector
+    const paths: Array<[string, () => void, () => void]> = [
+      ['searchMemories (default)', () => undefined, () => undefined],
+      ['searchMemories (before: SQL text arm)', () => void (rt.text = null), () => void (rt.text = text)],
+      ...(SQL_PATH ? [['searchMemories (both arms in SQL)', () => void ((rt.text = null), (rt.vectors = null)), () => void ((rt.text = text), (rt.vectors = cache))] as [string, () => void, () => void]] : []),
+    ];
+    let turn = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const q of questions) {
-        const [vector] = await time('embed', () => emb.embed([q.text]));
-        await time('settings', () => withSearchSettings(ctx, userId, async () => null));
+        // stages of the default path, one by one
+        const [vector] = await time('embed (query, worker)', () => emb.embed([q.text], { query: true }));
+        const qt = await time('query terms (SQL)', () => queryTerms(ctx.db, userId, q.text));
+        if (text) {
+          const items = flatOrOperands(qt.tsquery) ?? [];
+          const terms = qt.terms.filter((w) => SAFE_LEXEME.test(w.lexeme)).map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
+          await time('text arm (index)', () => text.search(ctx.db, userId, { terms, items, pool: 50, expectedCount: qt.docs }));
+        }
+        if (cache) await time('vector arm (in process)', () => cache.nearest(ctx.db, userId, vector, 50));
+        if (cache && text) {
+          const fused = await time('in-process candidates', () =>
+            inProcessCandidates(ctx, ctx.db, { userId, agentId: null, where, query: q.text, vector: Promise.resolve(vector), pool: 50, mode: 'hybrid', text, vectors: cache }),
+          );
+          if (fused) await time('rerank (index neighbours)', () => rerankTurns(ctx, ctx.db, userId, q.text, fused, new Date(), (ids) => text.neighbours(userId, ids)));
+        }
+        // stages of the SQL statement (the path before, and PostgreSQL's)
+        await time('settings transaction', () => withSearchSettings(ctx, userId, async () => null));
         await withSearchSettings(ctx, userId, async (tx) => {
-          await time('vector arm', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'vector' }));
-          // the same arm without the index: an exact scan of the user's rows (the `+ 0` hides the order from the HNSW index)
-          await time('vector exact scan', () => tx.execute(sql`select id from memories where ${where} and embedding is not null order by (${distance(ctx, vector)}) + 0 limit 50`));
-          if (cache) await time('vector in process', () => cache.nearest(ctx.db, userId, vector, 50));
-          await time('text arm', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'text' }));
-          const fused = await time('fused', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'hybrid' }));
-          await time('rerank', () => rerankTurns(ctx, tx, userId, q.text, fused));
+          if (SQL_PATH) await time('vector arm (SQL, HNSW)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'vector' }));
+          await time('text arm (SQL)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'text' }));
+          const vectorHits = cache ? await cache.nearest(tx, userId, vector, 50) : undefined;
+          const fused = await time('fused statement (SQL text arm)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'hybrid', vectorHits }));
+          await time('rerank (SQL neighbours)', () => rerankTurns(ctx, tx, userId, q.text, fused));
         });
-        ctx.memory!.queryVectors.clear(); // both searches pay the query embedding
-        await time('searchMemories', () => searchMemories(ctx, actor, { q: q.text, limit: 10 }));
-        // the same search with the vector arm in SQL (HNSW), as before the in-process arm
-        ctx.memory!.vectors = null;
-        ctx.memory!.queryVectors.clear();
-        await time('searchMemories (SQL vector arm)', () => searchMemories(ctx, actor, { q: q.text, limit: 10 }));
-        ctx.memory!.vectors = cache;
+        const order = turn++ % 2 ? [...paths].reverse() : paths;
+        for (const [stage, on, off] of order) {
+          on();
+          try {
+            await search(stage, q.text);
+          } finally {
+            off();
+          }
+        }
       }
     }
-    process.stdout.write(`${PROVIDER} @ ${N} memories, ${questions.length} questions × ${ROUNDS} rounds, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}\n`);
-    for (const [s, xs] of times) if (xs.length) process.stdout.write(`  ${s.padEnd(16)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms  p95 ${pct(xs, 95).toFixed(1).padStart(6)} ms\n`);
+    const load = os.loadavg().map((x) => Number(x.toFixed(2)));
+    process.stdout.write(`${PROVIDER} on ${ctx.database.engine} @ ${N} memories, ${questions.length} questions × ${ROUNDS} rounds, load ${load.join(' ')}\n`);
+    const result: Record<string, { p50: number; p95: number }> = {};
+    for (const [s, xs] of times) {
+      result[s] = { p50: Number(pct(xs, 50).toFixed(2)), p95: Number(pct(xs, 95).toFixed(2)) };
+      process.stdout.write(`  ${s.padEnd(40)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms  p95 ${pct(xs, 95).toFixed(1).padStart(6)} ms\n`);
+    }
+    process.stdout.write(`${JSON.stringify({ bench: 'memory-profile', provider: PROVIDER, engine: ctx.database.engine, n: N, questions: questions.length, rounds: ROUNDS, load, at: new Date().toISOString(), stages: result })}\n`);
   } finally {
     await app.app.close();
   }

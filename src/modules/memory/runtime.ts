@@ -14,6 +14,7 @@ import { describeExecution } from './sentences.js';
 import { embeddingText } from './turns.js';
 import type { MemoryRuntime, NewMemoryRow } from './state.js';
 import { HNSW_INDEX, vectorParam } from './store.js';
+import { TextIndex } from './text-index.js';
 import { VectorCache } from './vector-cache.js';
 import { MemoryWriter } from './writer.js';
 import { LRUCache } from 'lru-cache';
@@ -75,6 +76,7 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
     markReady,
     queryVectors: new LRUCache<string, Float32Array>({ max: QUERY_CACHE_SIZE }),
     vectors: vectorCacheFor(ctx, embedder.dimensions),
+    text: ctx.database.engine === 'pglite' ? new TextIndex() : null,
   };
   ctx.memory = rt;
   // onClose runs in reverse order: the writer drains (embedding its last batch) before the provider closes

@@ -69,6 +69,7 @@ export const SearchQuery = Type.Object({
   mode: Type.Optional(
     Type.Union([Type.Literal('hybrid'), Type.Literal('vector'), Type.Literal('text')], { default: 'hybrid', description: 'retrieval arms: both fused (default), vector only, full text only' }),
   ),
+  expand: Type.Optional(Type.Literal('neighbors', { description: "`neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context)" })),
 });
 
 export const SearchHitSchema = Type.Intersect([
@@ -78,6 +79,12 @@ export const SearchHitSchema = Type.Intersect([
     similarity: Type.Number({ description: 'cosine similarity to the query, 0..1' }),
     vector_rank: Nullable(Type.Integer()),
     text_rank: Nullable(Type.Integer()),
+    neighbors: Type.Optional(
+      Type.Object(
+        { previous: Nullable(MemorySchema), next: Nullable(MemorySchema) },
+        { description: 'with `expand=neighbors`: the memories before and after this one in its session, among those the search could return (null: none, or no session)' },
+      ),
+    ),
   }),
 ]);
 

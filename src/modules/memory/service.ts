@@ -18,10 +18,11 @@ import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { getAgentForAccount } from '../agents/service.js';
 import { type SessionActor } from '../../http/auth.js';
 import { getSessionFor } from '../sessions/service.js';
-import { fusedCandidates, insertMemoryRows, withSearchSettings, type NewMemoryRow, type SearchMode } from './store.js';
+import { fusedCandidates, insertMemoryRows, withSearchSettings, type CandidateRow, type NewMemoryRow, type SearchMode } from './store.js';
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
-import { embeddingText, lastTurnOf, rerankTurns, speakerOf } from './turns.js';
+import { inProcessCandidates } from './search-in-process.js';
+import { embeddingText, lastTurnOf, rerankTurns, sessionNeighbours, speakerOf } from './turns.js';
 import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
 /** Input of `POST /memory`. */
@@ -107,6 +108,7 @@ export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { 
   if (q.session_id) await getSessionFor(ctx, actor, q.session_id);
   await flushMemoryWrites(ctx);
   ctx.memory?.vectors?.forget(actor.accountId);
+  ctx.memory?.text?.forget(actor.accountId);
   return ctx.db.transaction(async (tx) => {
     const gone = await tx
       .delete(memories)
@@ -175,6 +177,8 @@ export interface SearchInput {
   session_id?: string;
   agent_id?: string;
   mode?: SearchMode;
+  /** `neighbors`: attach each hit's previous and next memory of its session. */
+  expand?: 'neighbors';
 }
 
 /** A search hit: the memory, its fused score and its cosine similarity. */
@@ -186,6 +190,8 @@ export interface SearchHit extends MemoryView {
   /** Rank in the vector arm / the full-text arm (null: not among that arm's candidates). */
   vector_rank: number | null;
   text_rank: number | null;
+  /** With `expand=neighbors`: the memories before and after it in its session. */
+  neighbors?: { previous: MemoryView | null; next: MemoryView | null };
 }
 
 /** Answer of `GET /memory/search`. */
@@ -219,21 +225,36 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
   const mode = input.mode ?? 'hybrid';
-  const vector = await embedQuery(ctx, q);
+  // the query's embedding (in the encoder's worker) overlaps the full-text arm
+  const pending = embedQuery(ctx, q);
+  pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
   const where = filteredSql(actor, input);
   const pool = poolSize(limit);
-  // the vector arm in process where it can be (vector-cache.ts): scope and agent filter only
-  const cache = ctx.memory?.vectors;
+  // both arms in process where they can be (PGlite: text-index.ts, vector-cache.ts): scope and agent filter only
+  const rt = ctx.memory;
   const agent = actor.agentId ?? input.agent_id ?? null;
-  const inProcess = cache && mode !== 'text' && !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
-  const vectorHits = inProcess ? await cache.nearest(ctx.db, actor.accountId, vector, pool, agent) : undefined;
-  const candidates = await withSearchSettings(ctx, actor.accountId, async (tx) => {
-    const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
-    return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
-  });
+  const scopeOnly = !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
+  const local =
+    rt?.text && rt.vectors && scopeOnly
+      ? await inProcessCandidates(ctx, ctx.db, { userId: actor.accountId, agentId: agent, where, query: q, vector: pending, pool, mode, text: rt.text, vectors: rt.vectors })
+      : null;
+  const vector = await pending;
+  const candidates = local
+    ? mode === 'hybrid'
+      ? await rerankTurns(ctx, ctx.db, actor.accountId, q, local, new Date(), (ids) => rt!.text!.neighbours(actor.accountId, ids))
+      : local
+    : await withSearchSettings(ctx, actor.accountId, async (tx) => {
+        // the vector arm in process where it can be (vector-cache.ts)
+        const cache = scopeOnly && mode !== 'text' ? rt?.vectors : null;
+        const vectorHits = cache ? await cache.nearest(tx, actor.accountId, vector, pool, agent) : undefined;
+        const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
+        return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
+      });
   const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));
   const kept = withSim.filter((c) => c.similarity >= threshold);
   const top = kept.slice(0, limit);
+  const near = input.expand === 'neighbors' ? await sessionNeighbours(ctx.db, where, top.map((c) => c.id)) : null;
+  const view = (r: CandidateRow['row'] | null) => (r ? memoryView(r) : null);
   return {
     data: top.map((c) => ({
       ...memoryView(c.row),
@@ -241,6 +262,7 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
       similarity: Number(c.similarity.toFixed(6)),
       vector_rank: c.vector_rank,
       text_rank: c.text_rank,
+      ...(near ? { neighbors: { previous: view(near.get(c.id)!.previous), next: view(near.get(c.id)!.next) } } : {}),
     })),
     query: q,
     mode,

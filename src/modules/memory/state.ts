@@ -4,6 +4,7 @@
  * imports `context.ts`, so `context.ts` can name its types without an import loop.
  */
 import type { EmbeddingProvider } from './embeddings.js';
+import type { TextIndex } from './text-index.js';
 import type { VectorCache } from './vector-cache.js';
 import type { LRUCache } from 'lru-cache';
 
@@ -59,4 +60,6 @@ export interface MemoryRuntime {
   queryVectors: LRUCache<string, Float32Array>;
   /** Users' vectors for the in-process vector arm (PGlite only; null on PostgreSQL). */
   vectors: VectorCache | null;
+  /** Users' full-text postings for the in-process text arm (PGlite only; null on PostgreSQL). */
+  text: TextIndex | null;
 }

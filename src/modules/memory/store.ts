@@ -85,20 +85,22 @@ export async function insertMemoryRows(
     (r, i) =>
       sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz, ${r.occurredAt ? r.occurredAt.toISOString() : null}::timestamptz)`,
   );
-  const inserted = await execRows<{ id: string; created_at: Date | string }>(
+  const text = ctx.memory?.text;
+  const inserted = await execRows<{ id: string; created_at: Date | string; tsv?: string }>(
     db,
     sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding, created_at, occurred_at)
         values ${sql.join(values, sql`, `)}
         on conflict (execution_id) do nothing
-        returning id, created_at`,
+        returning id, created_at${text ? sql`, content_tsv::text as tsv` : sql``}`,
   );
   const cache = ctx.memory?.vectors;
-  if (cache) {
-    const stored = new Set(inserted.map((r) => r.id));
+  if (cache || text) {
+    const stored = new Map(inserted.map((r) => [r.id, r.tsv ?? '']));
     const kept = rows.map((r, i) => [r, vectors[i] ?? null] as const).filter(([r]) => stored.has(r.id));
-    cache.added(kept.map(([r]) => r), kept.map(([, v]) => v));
+    cache?.added(kept.map(([r]) => r), kept.map(([, v]) => v));
+    text?.added(kept.map(([r]) => r), kept.map(([r]) => stored.get(r.id)!));
   }
-  return inserted;
+  return inserted.map((r) => ({ id: r.id, created_at: r.created_at }));
 }
 
 /** Retrieval arms of a search. */
@@ -125,7 +127,7 @@ export function orTsQuery(q: string): SQL {
 }
 
 /** Lexemes that may be inlined into SQL: no backslash or control character (quotes are doubled). */
-const SAFE_LEXEME = /^[^\\\u0000-\u001f]+$/;
+export const SAFE_LEXEME = /^[^\\\u0000-\u001f]+$/;
 
 /**
  * A tsquery OR-ing `lexemes` as an SQL string literal: each lexeme quoted for the tsquery parser (`'` →
@@ -153,18 +155,41 @@ export interface TermWeight {
  * however many memories the user has.
  */
 export async function termWeights(db: Db | Tx, userId: string, query: string): Promise<TermWeight[]> {
-  const rows = await execRows<{ lexeme: string; df: number | string; n: number | string }>(
+  return (await queryTerms(db, userId, query)).terms;
+}
+
+/** What one statement tells about a query over a user's memories: see {@link queryTerms}. */
+export interface QueryTerms {
+  /** The query's English-stemmed terms with their weights ({@link termWeights}). */
+  terms: TermWeight[];
+  /** The user's memories (`memory_doc_counts`). */
+  docs: number;
+  /** Text form of the full-text arm's query ({@link orTsQuery}), e.g. `'maya' | 'race'`. */
+  tsquery: string;
+}
+
+/**
+ * {@link termWeights} plus the user's memory count and the text of {@link orTsQuery}, in one
+ * statement (the in-process text arm needs all three; text-index.ts).
+ */
+export async function queryTerms(db: Db | Tx, userId: string, query: string): Promise<QueryTerms> {
+  const rows = await execRows<{ lexeme: string | null; df: number | string; n: number | string; tq: string }>(
     db,
-    sql`select l.lexeme, coalesce(t.df, 0) as df, coalesce(c.n, 0) as n
-        from unnest(to_tsvector('english', ${query})) l
-        left join memory_terms t on t.user_id = ${userId} and t.lexeme = l.lexeme
-        left join memory_doc_counts c on c.user_id = ${userId}`,
+    sql`select l.lexeme, coalesce(t.df, 0) as df, c.n, q.tq
+        from (select ${orTsQuery(query)}::text as tq) q
+        cross join (select coalesce((select n from memory_doc_counts where user_id = ${userId}), 0) as n) c
+        left join lateral unnest(to_tsvector('english', ${query})) l on true
+        left join memory_terms t on t.user_id = ${userId} and t.lexeme = l.lexeme`,
   );
-  return rows.map((r) => {
-    const df = Math.max(0, Number(r.df));
-    const n = Math.max(df, Number(r.n));
-    return { lexeme: r.lexeme, df, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) };
-  });
+  const docs = Number(rows[0]?.n ?? 0);
+  const terms = rows
+    .filter((r): r is typeof r & { lexeme: string } => r.lexeme !== null)
+    .map((r) => {
+      const df = Math.max(0, Number(r.df));
+      const n = Math.max(df, docs);
+      return { lexeme: r.lexeme, df, idf: Math.log(1 + (n - df + 0.5) / (df + 0.5)) };
+    });
+  return { terms, docs, tsquery: rows[0]?.tq ?? '' };
 }
 
 /**
@@ -275,21 +300,28 @@ export async function fusedCandidates(
     db,
     sql`with ${sql.join(ctes, sql`, `)},
         f as (select id, sum(score) as score, min(vr) as vr, min(tr) as tr from (${sql.join(arms, sql` union all `)}) x group by id)
-        select f.id, f.score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, input.vector, sql`m.embedding`)} as distance,
-               m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at, m.occurred_at
+        select f.id, f.score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, input.vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
         from f join memories m on m.id = f.id
         where ${input.where}
         order by f.score desc, f.id desc`,
   );
+  return rows.map(candidateRow);
+}
+
+/** Columns of a candidate's memory, for a select over `memories m` ({@link candidateRow} reads them). */
+export const CANDIDATE_COLUMNS = sql`m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at, m.occurred_at`;
+
+/** A result row with `id, score, distance, vector_rank, text_rank` and {@link CANDIDATE_COLUMNS} as a candidate. */
+export function candidateRow(r: Record<string, unknown>): CandidateRow {
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-  return rows.map((r) => ({
-    id: r.id,
+  return {
+    id: r.id as string,
     score: Number(r.score),
     distance: num(r.distance),
     vector_rank: num(r.vector_rank),
     text_rank: num(r.text_rank),
     row: {
-      id: r.id,
+      id: r.id as string,
       userId: r.user_id as string,
       sessionId: (r.session_id as string | null) ?? null,
       agentId: (r.agent_id as string | null) ?? null,
@@ -302,7 +334,7 @@ export async function fusedCandidates(
       createdAt: r.created_at instanceof Date ? r.created_at : new Date(r.created_at as string),
       occurredAt: r.occurred_at === null || r.occurred_at === undefined ? null : r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at as string),
     },
-  }));
+  };
 }
 
 /**

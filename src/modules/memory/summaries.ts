@@ -134,7 +134,10 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
   const memoryId = newId('mem');
   const row = await ctx.db.transaction(async (tx) => {
     const [old] = await tx.select({ memoryId: sessionSummaries.memoryId }).from(sessionSummaries).where(eq(sessionSummaries.sessionId, sessionId));
-    if (old?.memoryId) await tx.delete(memories).where(and(eq(memories.id, old.memoryId), eq(memories.userId, actor.accountId)));
+    if (old?.memoryId) {
+      await tx.delete(memories).where(and(eq(memories.id, old.memoryId), eq(memories.userId, actor.accountId)));
+      ctx.memory?.text?.removed(actor.accountId, [old.memoryId]); // (a rollback is caught by the index's count check)
+    }
     await insertMemoryRows(
       ctx,
       tx,

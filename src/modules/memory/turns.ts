@@ -17,11 +17,12 @@
  * `MEMORY_TIME_BOOST`): "when …" questions favour memories that mention a time, and a period named
  * in the query favours memories whose `occurred_at` lies in it.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { tokenize } from './embeddings.js';
 import { asksWhen, mentionsTime, timeRange, type TimeRange } from './time.js';
+import { CANDIDATE_COLUMNS, candidateRow, type CandidateRow } from './store.js';
 
 /** Longest previous turn kept in an embedding input, characters (a sentence encoder reads sentences). */
 const MAX_PREVIOUS_CHARS = 600;
@@ -83,7 +84,16 @@ function timeFactor(c: RankedTurn, when: boolean, range: TimeRange | null, boost
  * (time) order, read with one query over the candidates' sessions (`memories_user_session_idx`).
  * Candidates that are not turns keep their score. Pure re-ordering: no candidate is added or removed.
  */
-export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db | Tx, userId: string, query: string, candidates: T[], now = new Date()): Promise<T[]> {
+export async function rerankTurns<T extends RankedTurn>(
+  ctx: AppContext,
+  db: Db | Tx,
+  userId: string,
+  query: string,
+  candidates: T[],
+  now = new Date(),
+  /** Neighbours from the in-process index (text-index.ts `neighbours`); null → the window query. */
+  neighbours?: (ids: string[]) => Map<string, { prev: string | null; next: string | null }> | null,
+): Promise<T[]> {
   const { speakerBoost, neighbourWeight, timeBoost } = ctx.config.memory.fusion;
   const turns = candidates.filter((c) => speakerOf(c.row.metadata));
   const when = timeBoost > 0 && asksWhen(query);
@@ -100,7 +110,8 @@ export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db 
   const sessions = [...new Set(turns.map((c) => c.row.sessionId).filter((s): s is string => s !== null))];
   if (neighbourWeight > 0 && sessions.length > 0) {
     const ids = turns.map((c) => c.id);
-    const rows = await execRows<{ id: string; prev: string | null; next: string | null }>(
+    const known = neighbours?.(ids);
+    const rows = known ? [...known].map(([id, n]) => ({ id, ...n })) : await execRows<{ id: string; prev: string | null; next: string | null }>(
       db,
       sql`select id, prev, next from (
             select id, lag(id) over w as prev, lead(id) over w as next from memories
@@ -116,4 +127,38 @@ export async function rerankTurns<T extends RankedTurn>(ctx: AppContext, db: Db 
   return candidates
     .map((c) => ({ ...c, score: final.get(c.id)! }))
     .sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+}
+
+/** The memories just before and after one memory in its session (`GET /memory/search?expand=neighbors`). */
+export interface SessionNeighbours {
+  previous: CandidateRow['row'] | null;
+  next: CandidateRow['row'] | null;
+}
+
+/**
+ * For each of `ids`, the memory before and the memory after it in its session (id = time order),
+ * among the memories `where` admits (the search's scope and filters over unqualified `memories`
+ * columns, so an agent sees only its own); memories without a session have none. One statement:
+ * two index probes per id (`memories_user_session_idx`).
+ */
+export async function sessionNeighbours(db: Db | Tx, where: SQL, ids: string[]): Promise<Map<string, SessionNeighbours>> {
+  const out = new Map<string, SessionNeighbours>(ids.map((id) => [id, { previous: null, next: null }]));
+  if (ids.length === 0) return out;
+  const side = (name: string, cmp: SQL, order: SQL) =>
+    sql`(select ${name}::text as side, m.id, ${CANDIDATE_COLUMNS} from memories m
+         where m.user_id = h.user_id and m.session_id = h.session_id and ${cmp} and ${where}
+         order by ${order} limit 1)`;
+  const rows = await execRows<Record<string, unknown> & { hit: string; side: string }>(
+    db,
+    sql`select h.id as hit, n.* from memories h
+        cross join lateral (${side('previous', sql`m.id < h.id`, sql`m.id desc`)} union all ${side('next', sql`m.id > h.id`, sql`m.id`)}) n
+        where h.id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) and h.session_id is not null`,
+  );
+  for (const r of rows) {
+    const row = candidateRow({ ...r, score: 0, distance: null, vector_rank: null, text_rank: null }).row;
+    const n = out.get(r.hit)!;
+    if (r.side === 'previous') n.previous = row;
+    else n.next = row;
+  }
+  return out;
 }

@@ -1,10 +1,10 @@
 /**
  * The vector arm of memory search in process, on the embedded engine (issue 21): each searching
- * user's vectors in one `Float32Array` (row-major, `dimensions` per memory), scanned exactly in
- * JavaScript. On PGlite the database runs on this thread in WebAssembly, where the HNSW scan of
- * 10k memories took ~20 ms (p50, machine load ~10) — and an exact SQL scan twice that — while a
- * typed-array scan takes ~1 ms for a local-embedder query (its ~60 non-zero components of 384) and
- * a few ms for a dense 512-d sentence-encoder query (bench/memory-profile.ts, docs/decisions.md).
+ * user's vectors in one row-major float32 matrix (`dimensions` per memory), scanned exactly: a dense
+ * query (the sentence encoder) in one WebAssembly SIMD pass (dense-scan.ts), a sparse one (the local
+ * embedder, ~60 non-zero components of 384) over its non-zero components in JavaScript. On PGlite
+ * the database runs on this thread in WebAssembly, where the HNSW scan of 10k memories took ~20 ms
+ * (p50, machine load ~10) — and an exact SQL scan twice that (bench/memory-profile.ts, docs/decisions.md).
  *
  * Only on PGlite: its data directory belongs to this one process, so every write of a memory goes
  * through this module and the cache can follow it (inserts are appended, a delete or a re-embedding
@@ -17,13 +17,16 @@
  */
 import { sql } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
+import { dotAt, ScanMatrix } from './dense-scan.js';
 
 /** One user's vectors. */
 interface Entry {
   ids: string[];
+  /** Row of each id (a vector given again replaces the row's). */
+  rowOf: Map<string, number>;
   agentIds: Array<string | null>;
-  /** `ids.length × dimensions` components, row-major; capacity may exceed the rows in use. */
-  matrix: Float32Array;
+  /** `ids.length` rows of `dimensions` components (capacity may exceed the rows in use). */
+  matrix: ScanMatrix;
   /** Set when a write landed while the entry was loading: it is not kept. */
   stale: boolean;
   loading: Promise<Entry> | null;
@@ -59,13 +62,17 @@ export class VectorCache {
     const sparse = nz.length < dims / 2;
     const bestD: number[] = [];
     const bestI: number[] = [];
-    const m = e.matrix;
+    const m = e.matrix.data;
+    // dense query (the sentence encoder): every row's dot product in one SIMD scan (dense-scan.ts)
+    const scores = sparse ? null : e.matrix.scan(q, n);
     for (let r = 0; r < n; r++) {
       if (agentId && e.agentIds[r] !== agentId) continue;
-      const base = r * dims;
       let s = 0;
-      if (sparse) for (let j = 0; j < nz.length; j++) s += m[base + nz[j]] * q[nz[j]];
-      else for (let j = 0; j < dims; j++) s += m[base + j] * q[j];
+      if (scores) s = scores[r];
+      else {
+        const base = r * dims;
+        for (let j = 0; j < nz.length; j++) s += m[base + nz[j]] * q[nz[j]];
+      }
       const d = 1 - s;
       if (bestD.length === k && d >= bestD[k - 1]) continue;
       let at = bestD.length;
@@ -82,7 +89,27 @@ export class VectorCache {
     return hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  /** Inserted rows (with their vectors; rows without one are skipped): appended to loaded users. */
+  /**
+   * Cosine distances (`1 − dot`) of `ids` to the unit vector `q` from a loaded entry of `userId`
+   * (an id without a vector is absent); null when the user's vectors are not loaded.
+   */
+  distances(userId: string, q: Float32Array, ids: string[]): Map<string, number> | null {
+    const e = this.users.get(userId);
+    if (!e || e.loading) return null;
+    const dims = this.dimensions;
+    const out = new Map<string, number>();
+    for (const id of ids) {
+      const r = e.rowOf.get(id);
+      if (r === undefined) continue;
+      out.set(id, 1 - dotAt(e.matrix.data, r * dims, q, dims));
+    }
+    return out;
+  }
+
+  /**
+   * Rows given a vector — inserted with one, or embedded later (a back-fill) — appended to loaded
+   * users' entries; a row already held gets the new vector. Rows without a vector are skipped.
+   */
   added(rows: Array<{ id: string; userId: string; agentId: string | null }>, vectors: Array<Float32Array | null>): void {
     rows.forEach((row, i) => {
       const e = this.users.get(row.userId);
@@ -92,14 +119,18 @@ export class VectorCache {
         e.stale = true;
         return;
       }
-      const n = e.ids.length;
-      if ((n + 1) * this.dimensions > e.matrix.length) {
-        const grown = new Float32Array(Math.max(this.dimensions * 64, e.matrix.length * 2));
-        grown.set(e.matrix.subarray(0, n * this.dimensions));
-        this.bytes += grown.byteLength - e.matrix.byteLength;
-        e.matrix = grown;
+      const at = e.rowOf.get(row.id);
+      if (at !== undefined) {
+        e.matrix.data.set(v, at * this.dimensions);
+        e.agentIds[at] = row.agentId;
+        return;
       }
-      e.matrix.set(v, n * this.dimensions);
+      const n = e.ids.length;
+      const before = e.matrix.byteLength;
+      e.matrix.reserve(n + 1);
+      this.bytes += e.matrix.byteLength - before;
+      e.matrix.data.set(v, n * this.dimensions);
+      e.rowOf.set(row.id, n);
       e.ids.push(row.id);
       e.agentIds.push(row.agentId);
     });
@@ -127,7 +158,7 @@ export class VectorCache {
       this.users.set(userId, have);
       return have.loading ?? have;
     }
-    const e: Entry = { ids: [], agentIds: [], matrix: new Float32Array(0), stale: false, loading: null };
+    const e: Entry = { ids: [], rowOf: new Map(), agentIds: [], matrix: new ScanMatrix(this.dimensions, 0), stale: false, loading: null };
     e.loading = this.load(db, userId, e);
     this.users.set(userId, e);
     try {
@@ -148,7 +179,8 @@ export class VectorCache {
       sql`select id, agent_id, embedding::text as e from memories where user_id = ${userId} and embedding is not null order by id`,
     );
     const dims = this.dimensions;
-    const matrix = new Float32Array(Math.max(dims * 64, rows.length * dims + dims * 64));
+    const scan = new ScanMatrix(dims, rows.length + 64);
+    const matrix = scan.data;
     let n = 0;
     for (const r of rows) {
       // `[a,b,…]` (pgvector) or `{a,b,…}` (real[]): one number per component
@@ -156,11 +188,12 @@ export class VectorCache {
       if (parts.length !== dims) continue;
       const base = n * dims;
       for (let j = 0; j < dims; j++) matrix[base + j] = Number(parts[j]);
+      e.rowOf.set(r.id, n);
       e.ids.push(r.id);
       e.agentIds.push(r.agent_id);
       n++;
     }
-    e.matrix = matrix;
+    e.matrix = scan;
     return e;
   }
 
@@ -171,3 +204,4 @@ export class VectorCache {
     }
   }
 }
+

@@ -95,6 +95,28 @@ describe(`memory — conversation turns (${ctx.database.engine})`, () => {
     expect(order.indexOf(b.id)).toBeLessThan(order.indexOf(far.id));
   });
 
+  it('expand=neighbors: each hit carries the memories before and after it in its session', async () => {
+    const u = await createUser(app);
+    const s1 = await seedSession(ctx, u.userId);
+    const a = await turn(u, s1, 'Maya', 'Which dinosaur was on the birthday cake?');
+    const b = await turn(u, s1, 'Jonas', 'A triceratops, because Tim insisted.');
+    const c = await turn(u, s1, 'Maya', 'Ha, of course he did.');
+    const lone = await turn(u, undefined, null, 'A triceratops skeleton at the museum');
+    const url = '/memory/search?q=triceratops&limit=10';
+    const { body } = await call(app, { method: 'GET', url: `${url}&expand=neighbors`, headers: u.headers }, 200);
+    const hit = (id: string) => body.data.find((h: { id: string }) => h.id === id);
+    expect(hit(b.id).neighbors.previous).toMatchObject({ id: a.id, content: 'Which dinosaur was on the birthday cake?', metadata: { speaker: 'Maya' }, session_id: s1 });
+    expect(hit(b.id).neighbors.next).toMatchObject({ id: c.id, content: 'Ha, of course he did.' });
+    expect(hit(lone.id).neighbors).toEqual({ previous: null, next: null });
+    // the first and last turns of a session have one neighbour
+    const { body: first } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('dinosaur cake')}&expand=neighbors`, headers: u.headers }, 200);
+    expect(first.data.find((h: { id: string }) => h.id === a.id).neighbors).toMatchObject({ previous: null, next: { id: b.id } });
+    // without expand the hits are as before
+    const { body: plain } = await call(app, { method: 'GET', url, headers: u.headers }, 200);
+    expect(plain.data.every((h: object) => !('neighbors' in h))).toBe(true);
+    expect(plain.data.map((h: { id: string }) => h.id)).toEqual(body.data.map((h: { id: string }) => h.id));
+  });
+
   it('text and vector modes are not re-ranked', async () => {
     const u = await createUser(app);
     const sid = await seedSession(ctx, u.userId);

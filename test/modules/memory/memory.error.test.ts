@@ -62,6 +62,7 @@ describe('memory — bad input', () => {
     await bad('/memory/search?q=x&limit=0');
     await bad('/memory/search?q=x&limit=101');
     await bad('/memory/search?q=x&mode=semantic');
+    await bad('/memory/search?q=x&expand=summary');
     await bad(`/memory/search?q=${'x'.repeat(2001)}`);
     await bad('/memory/paginated?page_size=101');
     await bad('/memory/paginated?page=0');

@@ -150,4 +150,26 @@ describe('memory — agent principals', () => {
     const { body: after } = await call(app, { method: 'GET', url: '/memory', headers: owner.headers }, 200);
     expect(new Set(after.data.map((m: any) => m.id))).toEqual(new Set([userNote.id, byB.id]));
   });
+
+  it('expand=neighbors shows an agent only its own memories as a hit\'s neighbours, never another user\'s', async () => {
+    const owner = await createUser(app);
+    const other = await createUser(app);
+    const agentA = await createAgent(app, owner, { name: 'planner' });
+    const agentB = await createAgent(app, owner, { name: 'booker' });
+    const tokA = await agentToken(app, agentA);
+    const s = await seedSession(ctx, owner.userId); // a session of the owner, no agent: anyone of the account may file into it
+    await add(owner, 'owner: which ferry goes to the island?', { session_id: s });
+    const hit = await add(owner, 'planner: the ferry to Ilha leaves at nine', { session_id: s, agent_id: agentA.id });
+    await add(owner, 'booker: ferry tickets are booked', { session_id: s, agent_id: agentB.id });
+    const next = await add(owner, 'planner: pack for rain', { session_id: s, agent_id: agentA.id });
+    const search = async (u: { headers: Record<string, string> }) =>
+      (await call(app, { method: 'GET', url: '/memory/search?q=ferry%20Ilha&expand=neighbors', headers: u.headers }, 200)).body.data;
+    const seenByA = (await search(tokA)).find((h: any) => h.id === hit.id);
+    expect(seenByA.neighbors.previous).toBeNull(); // the owner's own turn is not the agent's
+    expect(seenByA.neighbors.next.id).toBe(next.id); // agent B's turn is skipped
+    const seenByOwner = (await search(owner)).find((h: any) => h.id === hit.id);
+    expect(seenByOwner.neighbors.previous.content).toBe('owner: which ferry goes to the island?');
+    expect(seenByOwner.neighbors.next.content).toBe('booker: ferry tickets are booked');
+    expect(await search(other)).toEqual([]);
+  });
 });

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LocalHashEmbedder } from '../../../src/modules/memory/embeddings.js';
+import { ScanMatrix } from '../../../src/modules/memory/dense-scan.js';
 import { VectorCache } from '../../../src/modules/memory/vector-cache.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 
@@ -44,14 +45,54 @@ describe('VectorCache', () => {
         .map((r) => r.id);
     const sparse = e.embedOne('flight Lisbon');
     expect((await cache.nearest(db, 'usr_1', sparse, 3)).map((h) => h.id)).toEqual(brute(sparse).slice(0, 3));
+    // dense: summed in float32 (SIMD), so rows whose exact distances differ by < 1e-6 may swap
     const dense = new Float32Array(384).fill(1 / Math.sqrt(384));
-    expect((await cache.nearest(db, 'usr_1', dense, 8)).map((h) => h.id)).toEqual(brute(dense));
+    const exactD = (id: string) => 1 - vectors[Number(id.slice(4))].reduce((s, x, j) => s + x * dense[j], 0);
+    const got = (await cache.nearest(db, 'usr_1', dense, 8)).map((h) => h.id);
+    expect(new Set(got)).toEqual(new Set(brute(dense)));
+    got.forEach((id, i) => i > 0 && expect(exactD(id)).toBeGreaterThanOrEqual(exactD(got[i - 1]) - 1e-6));
+    expect((await cache.nearest(db, 'usr_1', dense, 3)).map((h) => h.id)).toEqual(got.slice(0, 3));
     expect((await cache.nearest(db, 'usr_1', sparse, 8, 'agt_1')).map((h) => h.id)).toEqual(brute(sparse, 'agt_1'));
     const v = e.embedOne('flight Lisbon tomorrow');
     cache.added([{ id: 'mem_new', userId: 'usr_1', agentId: null }], [v]);
     expect((await cache.nearest(db, 'usr_1', v, 1))[0]).toEqual({ id: 'mem_new', distance: expect.closeTo(0, 5) });
     cache.forget('usr_1');
     expect((await cache.nearest(db, 'usr_1', v, 1))[0].id).not.toBe('mem_new'); // reloaded from the (fake) table
+  });
+});
+
+describe('ScanMatrix', () => {
+  it('scans in WebAssembly SIMD with the JavaScript answer, and keeps its rows as it grows', () => {
+    let seed = 3;
+    const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296) - 0.5;
+    const unit = (d: number) => {
+      const v = Float32Array.from({ length: d }, rnd);
+      const n = Math.hypot(...v);
+      return v.map((x) => x / n);
+    };
+    for (const dims of [512, 384, 6]) {
+      const simd = new ScanMatrix(dims, 0);
+      const plain = new ScanMatrix(dims, 0, false);
+      expect(simd.simd).toBe(dims % 4 === 0); // Node 20 has WebAssembly SIMD; 6 is not a multiple of 4
+      expect(plain.simd).toBe(false);
+      const rows = Array.from({ length: 700 }, () => unit(dims)); // past the first capacity (64): grows 4 times
+      rows.forEach((v, r) => {
+        for (const m of [simd, plain]) {
+          m.reserve(r + 1);
+          m.data.set(v, r * dims);
+        }
+      });
+      const q = unit(dims);
+      const a = simd.scan(q, rows.length);
+      const b = plain.scan(q, rows.length);
+      expect(a).toHaveLength(rows.length);
+      rows.forEach((v, r) => {
+        const exact = v.reduce((s, x, j) => s + x * q[j], 0);
+        expect(a[r]).toBeCloseTo(exact, 5);
+        expect(b[r]).toBe(Math.fround(exact)); // JavaScript: double sums, stored as float32
+      });
+      expect(simd.scan(q, 3)).toHaveLength(3);
+    }
   });
 });
 

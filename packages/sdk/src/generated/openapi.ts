@@ -6529,6 +6529,8 @@ export interface operations {
                 agent_id?: string;
                 /** @description retrieval arms: both fused (default), vector only, full text only */
                 mode?: "hybrid" | "vector" | "text";
+                /** @description `neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context) */
+                expand?: "neighbors";
             };
             header?: never;
             path?: never;
@@ -6569,6 +6571,49 @@ export interface operations {
                             similarity: number;
                             vector_rank: null | number;
                             text_rank: null | number;
+                            /** @description with `expand=neighbors`: the memories before and after this one in its session, among those the search could return (null: none, or no session) */
+                            neighbors?: {
+                                previous: null | {
+                                    id: string;
+                                    content: string;
+                                    source: "explicit" | "execution" | "summary";
+                                    session_id: null | string;
+                                    agent_id: null | string;
+                                    service_id: null | string;
+                                    tool_id: null | string;
+                                    execution_id: null | string;
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description when what it records happened (created_at unless given on POST /memory)
+                                     */
+                                    occurred_at: string;
+                                };
+                                next: null | {
+                                    id: string;
+                                    content: string;
+                                    source: "explicit" | "execution" | "summary";
+                                    session_id: null | string;
+                                    agent_id: null | string;
+                                    service_id: null | string;
+                                    tool_id: null | string;
+                                    execution_id: null | string;
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description when what it records happened (created_at unless given on POST /memory)
+                                     */
+                                    occurred_at: string;
+                                };
+                            };
                         })[];
                         query: string;
                         mode: string;

@@ -1,0 +1,431 @@
+/**
+ * The full-text arm of memory search in process, on the embedded engine (issue 21): for each
+ * searching user, an inverted index of the lexemes of their memories' `content_tsv` (PostgreSQL's
+ * own English stemming, read from the table — no second tokenizer), scored exactly as the SQL arm
+ * scores (store.ts `fusedCandidates`): Σ IDF of the query terms a memory holds (the 6-decimal weights
+ * of `termWeights`, summed as integers of millionths, as the SQL sums numeric literals), `ts_rank`
+ * breaking ties (PostgreSQL's `calc_rank_or` with its default weights, emulated in single precision
+ * in the order PostgreSQL adds — {@link postingContribution}), then the id, descending.
+ *
+ * Why: on PGlite the SQL arm's cost is reading the tsvector of every memory that holds any query term
+ * (thousands at 10k memories for a question with one common word), in WebAssembly on the request
+ * thread; here the same answer costs one pass over the query terms' postings (docs/decisions.md
+ * memory/text-index). The index also knows each memory's session, so the neighbouring turns of the
+ * turn re-ranking (turns.ts) are read from it instead of a window query.
+ *
+ * Only on PGlite, for the same reason as vector-cache.ts: its data directory belongs to this process,
+ * so every insert goes through `insertMemoryRows` (which appends here) and every delete through this
+ * module (which tells the index). As a safety net, a search compares the index's count of the user's
+ * memories with `memory_doc_counts` (read anyway for the IDF weights) and reloads when a second read
+ * confirms a difference (a write may land between the two);
+ * the fusion joins candidates back to `memories` under the caller's scope, so a stale entry can never
+ * show a row. Only flat OR queries (what `orTsQuery` makes of plain words) are answered here; any
+ * other shape (a phrase or AND operator, which the english configuration does not produce today) goes to SQL.
+ *
+ * Memory: postings of all users, least recently searched users evicted beyond
+ * `TEXT_INDEX_MAX_POSTINGS`; nothing is held before a user's first search.
+ */
+import { sql } from 'drizzle-orm';
+import { execRows, type Db, type Tx } from '../../db/client.js';
+
+/** PostgreSQL's default `ts_rank` weights of D, C, B, A (single precision, as in tsrank.c). */
+const RANK_WEIGHTS = [0.1, 0.2, 0.4, 1.0].map(Math.fround);
+
+/** Σ 1/i² → π²/6, the constant `calc_rank_or` divides by (a double literal in tsrank.c). */
+const PI2_OVER_6 = 1.64493406685;
+
+/** Postings of one lexeme in one user's entry: row numbers and each row's `ts_rank` contribution. */
+interface Postings {
+  rows: number[];
+  contrib: number[];
+}
+
+/** One user's index. */
+interface Entry {
+  ids: string[];
+  agentIds: Array<string | null>;
+  sessionIds: Array<string | null>;
+  alive: boolean[];
+  rowOf: Map<string, number>;
+  postings: Map<string, Postings>;
+  /** Each session's memory ids in id order (neighbouring turns). */
+  sessions: Map<string, string[]>;
+  /** Live memories. */
+  count: number;
+  /** Postings held (eviction). */
+  size: number;
+  stale: boolean;
+  loading: Promise<Entry> | null;
+}
+
+/** A query term as the text arm needs it: the lexeme and its IDF in millionths (`round(idf.toFixed(6) · 1e6)`). */
+export interface TextTerm {
+  lexeme: string;
+  micro: number;
+}
+
+/** A full-text candidate, in the arm's order. */
+export interface TextHit {
+  id: string;
+  /** Σ IDF of the query terms it holds, in millionths. */
+  bm: number;
+  /** `ts_rank(content_tsv, query)` as PostgreSQL computes it (a float4). */
+  rk: number;
+  /** 1-based position in the arm. */
+  r: number;
+  /** Fractional rank: memories of the arm with the same `bm` share the mean of their positions. */
+  fr: number;
+}
+
+/** A memory row as {@link TextIndex.added} needs it. */
+export interface IndexedRow {
+  id: string;
+  userId: string;
+  agentId: string | null;
+  sessionId: string | null;
+}
+
+/**
+ * The `ts_rank` contribution of one lexeme's positions to a memory, as `calc_rank_or` computes it:
+ * `resj = Σ w_j / (j+1)²` and `wjm`, `jm` = the largest weight and its index, in single precision;
+ * then `(wjm + resj − wjm / (jm+1)²) / 1.64493406685` in double precision (the constant is a double).
+ * `weights` are the positions' weight indexes (0 = D … 3 = A); none → one D position (no positions stored).
+ */
+export function postingContribution(weights: number[]): number {
+  const ws = weights.length ? weights : [0];
+  const f = Math.fround;
+  let resj = 0;
+  let wjm = -1;
+  let jm = 0;
+  for (let j = 0; j < ws.length; j++) {
+    const w = RANK_WEIGHTS[ws[j]];
+    resj = f(resj + f(w / ((j + 1) * (j + 1))));
+    if (w > wjm) {
+      wjm = w;
+      jm = j;
+    }
+  }
+  return f(f(wjm + resj) - f(wjm / ((jm + 1) * (jm + 1)))) / PI2_OVER_6;
+}
+
+/**
+ * The lexemes of a `tsvector`'s text form (`'lexeme':1,4B 'other'`) with the weight index of each
+ * position (D 0, C 1, B 2, A 3). Quotes and backslashes inside a lexeme are doubled in that form.
+ * @throws Error on text that is not a tsvector's output
+ */
+export function parseTsvector(text: string): Array<{ lexeme: string; weights: number[] }> {
+  const out: Array<{ lexeme: string; weights: number[] }> = [];
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    if (text[i] === ' ') {
+      i++;
+      continue;
+    }
+    if (text[i] !== "'") throw new Error(`not a tsvector at ${i}`);
+    let lexeme = '';
+    i++;
+    for (;;) {
+      if (i >= n) throw new Error('unterminated lexeme in tsvector');
+      const c = text[i];
+      if ((c === "'" || c === '\\') && text[i + 1] === c) {
+        lexeme += c;
+        i += 2;
+      } else if (c === "'") {
+        i++;
+        break;
+      } else {
+        lexeme += c;
+        i++;
+      }
+    }
+    const weights: number[] = [];
+    if (text[i] === ':') {
+      i++;
+      while (i < n && text[i] !== ' ') {
+        while (i < n && text[i] >= '0' && text[i] <= '9') i++;
+        const w = text[i];
+        if (w === 'A' || w === 'B' || w === 'C' || w === 'D') {
+          weights.push(w === 'A' ? 3 : w === 'B' ? 2 : w === 'C' ? 1 : 0);
+          i++;
+        } else weights.push(0);
+        if (text[i] === ',') i++;
+      }
+    }
+    out.push({ lexeme, weights });
+  }
+  return out;
+}
+
+/**
+ * The operands of a tsquery's text form when it is a flat disjunction of plain lexemes
+ * (`'a' | 'b'`, what `orTsQuery` makes of words); `[]` for an empty query; null for any other shape
+ * (phrase `<->`, `&`, `!`, parentheses, prefix `:*` or weights), which the SQL arm answers.
+ */
+export function flatOrOperands(tsquery: string): string[] | null {
+  const out: string[] = [];
+  let i = 0;
+  const n = tsquery.length;
+  if (!tsquery.trim()) return out;
+  for (;;) {
+    if (tsquery[i] !== "'") return null;
+    let lexeme = '';
+    i++;
+    for (;;) {
+      if (i >= n) return null;
+      const c = tsquery[i];
+      if ((c === "'" || c === '\\') && tsquery[i + 1] === c) {
+        lexeme += c;
+        i += 2;
+      } else if (c === "'") {
+        i++;
+        break;
+      } else if (c === '\\') {
+        return null;
+      } else {
+        lexeme += c;
+        i++;
+      }
+    }
+    out.push(lexeme);
+    if (i === n) return out;
+    if (tsquery.slice(i, i + 3) !== ' | ') return null;
+    i += 3;
+  }
+}
+
+/** Most postings (lexeme occurrences in memories) kept for all users: ~32 MB of arrays (a row number and a double each). */
+export const TEXT_INDEX_MAX_POSTINGS = 2_000_000;
+
+/** Per-app in-process full-text index of searching users (`ctx.memory.text`). */
+export class TextIndex {
+  private readonly users = new Map<string, Entry>();
+  private postings = 0;
+
+  constructor(private readonly maxPostings = TEXT_INDEX_MAX_POSTINGS) {}
+
+  /**
+   * The `pool` best full-text matches of `userId` for a flat OR query, in the SQL arm's order
+   * (Σ IDF desc, `ts_rank` desc, id desc), optionally only memories of `agentId`.
+   * `terms`: the query terms with their weights (termWeights); `items`: the query's distinct
+   * operands (the lexemes `ts_rank` iterates); `expectedCount`: the user's memories according to
+   * `memory_doc_counts` — an entry holding another number is reloaded first.
+   */
+  async search(
+    db: Db | Tx,
+    userId: string,
+    input: { terms: TextTerm[]; items: string[]; pool: number; agentId?: string | null; expectedCount: number },
+  ): Promise<TextHit[]> {
+    let e = await this.entry(db, userId);
+    // a write may have landed since the count was read: ask again before reloading
+    if (e.count !== input.expectedCount && e.count !== (await docCount(db, userId))) {
+      this.forget(userId);
+      e = await this.entry(db, userId);
+    }
+    const n = e.ids.length;
+    const bm = new Float64Array(n);
+    const res = new Float32Array(n); // every store rounds to single precision, as `res` in tsrank.c
+    const touched: number[] = [];
+    const seen = new Uint8Array(n);
+    // ts_rank: the distinct operands in PostgreSQL's order (bytewise, shorter first), each adding
+    // its contribution to the float accumulator in that order
+    const items = [...new Set(input.items)].sort(compareBytes);
+    const micro = new Map(input.terms.map((t) => [t.lexeme, t.micro]));
+    for (const lexeme of items) {
+      const p = e.postings.get(lexeme);
+      if (!p) continue;
+      for (let k = 0; k < p.rows.length; k++) {
+        const r = p.rows[k];
+        if (!seen[r]) {
+          seen[r] = 1;
+          touched.push(r);
+        }
+        res[r] = res[r] + p.contrib[k];
+      }
+    }
+    // Σ IDF over the weighted terms (the same lexemes as the operands, but summed as SQL sums them)
+    for (const [lexeme, w] of micro) {
+      const p = e.postings.get(lexeme);
+      if (!p) continue;
+      for (const r of p.rows) if (seen[r]) bm[r] += w;
+    }
+    const size = items.length;
+    const agent = input.agentId ?? null;
+    const hits: Array<{ row: number; bm: number; rk: number }> = [];
+    for (const r of touched) {
+      if (!e.alive[r] || (agent !== null && e.agentIds[r] !== agent)) continue;
+      hits.push({ row: r, bm: bm[r], rk: Math.fround(res[r] / size) });
+    }
+    hits.sort((a, b) => b.bm - a.bm || b.rk - a.rk || compareIds(e.ids[b.row], e.ids[a.row]));
+    const top = hits.slice(0, input.pool);
+    const out: TextHit[] = [];
+    for (let i = 0; i < top.length; ) {
+      let j = i;
+      while (j < top.length && top[j].bm === top[i].bm) j++;
+      // positions i+1 … j share bm: rank() is i+1, the mean position i+1 + (j−i−1)/2
+      for (let k = i; k < j; k++) out.push({ id: e.ids[top[k].row], bm: top[k].bm, rk: top[k].rk, r: k + 1, fr: i + 1 + (j - i - 1) / 2 });
+      i = j;
+    }
+    return out;
+  }
+
+  /**
+   * The memories before and after each of `ids` in its session (id order, all of the user's memories
+   * of that session), from a loaded entry; null when `userId` has none loaded (ask SQL instead).
+   */
+  neighbours(userId: string, ids: string[]): Map<string, { prev: string | null; next: string | null }> | null {
+    const e = this.users.get(userId);
+    if (!e || e.loading) return null;
+    const out = new Map<string, { prev: string | null; next: string | null }>();
+    for (const id of ids) {
+      const r = e.rowOf.get(id);
+      const s = r === undefined ? null : e.sessionIds[r];
+      if (r === undefined || !e.alive[r] || s === null) continue;
+      const list = e.sessions.get(s)!;
+      const at = lowerBound(list, id);
+      out.set(id, { prev: at > 0 ? list[at - 1] : null, next: at + 1 < list.length ? list[at + 1] : null });
+    }
+    return out;
+  }
+
+  /** Inserted rows with their `content_tsv` text: appended to loaded users' entries. */
+  added(rows: IndexedRow[], tsvectors: string[]): void {
+    rows.forEach((row, i) => {
+      const e = this.users.get(row.userId);
+      if (!e) return;
+      if (e.loading) {
+        e.stale = true;
+        return;
+      }
+      this.postings += append(e, row, tsvectors[i]);
+    });
+    this.evict();
+  }
+
+  /** Deleted rows of `userId` (e.g. a replaced session summary's memory). */
+  removed(userId: string, ids: string[]): void {
+    const e = this.users.get(userId);
+    if (!e) return;
+    if (e.loading) {
+      e.stale = true;
+      return;
+    }
+    for (const id of ids) {
+      const r = e.rowOf.get(id);
+      if (r === undefined || !e.alive[r]) continue;
+      e.alive[r] = false;
+      e.count--;
+      const s = e.sessionIds[r];
+      if (s !== null) {
+        const list = e.sessions.get(s)!;
+        list.splice(lowerBound(list, id), 1);
+      }
+    }
+  }
+
+  /** Drop `userId`'s entry (memories deleted), or every entry. */
+  forget(userId?: string): void {
+    for (const [u, e] of this.users) {
+      if (userId !== undefined && u !== userId) continue;
+      if (e.loading) e.stale = true;
+      else this.drop(u, e);
+    }
+  }
+
+  private drop(userId: string, e: Entry): void {
+    this.postings -= e.size;
+    this.users.delete(userId);
+  }
+
+  private async entry(db: Db | Tx, userId: string): Promise<Entry> {
+    const have = this.users.get(userId);
+    if (have) {
+      this.users.delete(userId); // most recently used last
+      this.users.set(userId, have);
+      return have.loading ?? have;
+    }
+    const e: Entry = { ids: [], agentIds: [], sessionIds: [], alive: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
+    e.loading = this.load(db, userId, e);
+    this.users.set(userId, e);
+    try {
+      return await e.loading;
+    } finally {
+      e.loading = null;
+      if (e.stale) this.users.delete(userId);
+      else {
+        this.postings += e.size;
+        this.evict();
+      }
+    }
+  }
+
+  private async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
+    const rows = await execRows<{ id: string; agent_id: string | null; session_id: string | null; t: string }>(
+      db,
+      sql`select id, agent_id, session_id, content_tsv::text as t from memories where user_id = ${userId} order by id`,
+    );
+    for (const r of rows) append(e, { id: r.id, userId, agentId: r.agent_id, sessionId: r.session_id }, r.t);
+    return e;
+  }
+
+  private evict(): void {
+    for (const [u, e] of this.users) {
+      if (this.postings <= this.maxPostings || this.users.size <= 1) return;
+      if (!e.loading) this.drop(u, e);
+    }
+  }
+}
+
+/** The user's memories according to the trigger-maintained `memory_doc_counts`. */
+async function docCount(db: Db | Tx, userId: string): Promise<number> {
+  const [row] = await execRows<{ n: number | string }>(db, sql`select n from memory_doc_counts where user_id = ${userId}`);
+  return Number(row?.n ?? 0);
+}
+
+/** Add one memory to an entry; returns the postings added. */
+function append(e: Entry, row: IndexedRow, tsvector: string): number {
+  if (e.rowOf.has(row.id)) return 0;
+  const r = e.ids.length;
+  e.ids.push(row.id);
+  e.agentIds.push(row.agentId);
+  e.sessionIds.push(row.sessionId);
+  e.alive.push(true);
+  e.rowOf.set(row.id, r);
+  e.count++;
+  const lexemes = parseTsvector(tsvector);
+  for (const { lexeme, weights } of lexemes) {
+    let p = e.postings.get(lexeme);
+    if (!p) e.postings.set(lexeme, (p = { rows: [], contrib: [] }));
+    p.rows.push(r);
+    p.contrib.push(postingContribution(weights));
+  }
+  e.size += lexemes.length;
+  if (row.sessionId !== null) {
+    let list = e.sessions.get(row.sessionId);
+    if (!list) e.sessions.set(row.sessionId, (list = []));
+    const at = lowerBound(list, row.id);
+    list.splice(at, 0, row.id);
+  }
+  return lexemes.length;
+}
+
+/** First index of `list` (sorted ascending) whose id is ≥ `id`. */
+function lowerBound(list: string[], id: string): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** PostgreSQL's order of tsquery operands (`tsCompareString`): bytewise on UTF-8, a prefix first. */
+function compareBytes(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}

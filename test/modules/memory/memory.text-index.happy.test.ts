@@ -1,0 +1,179 @@
+/**
+ * The in-process full-text arm (src/modules/memory/text-index.ts) and the in-process hybrid search
+ * (search-in-process.ts): the same ranking as the SQL arm — Σ IDF, `ts_rank` to the last bit, id —
+ * on both engines (the index reads only `content_tsv`, so it can be compared with the SQL arm on
+ * PostgreSQL too), the same hybrid answers through the API on PGlite, and an index that follows
+ * inserts, deletes, a replaced summary and writes it was not told about.
+ */
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { execRows } from '../../../src/db/client.js';
+import { embeddingProviderOf } from '../../../src/modules/memory/runtime.js';
+import { fusedCandidates, queryTerms, SAFE_LEXEME, withSearchSettings } from '../../../src/modules/memory/store.js';
+import { flatOrOperands, parseTsvector, postingContribution, TextIndex } from '../../../src/modules/memory/text-index.js';
+import { rerankTurns } from '../../../src/modules/memory/turns.js';
+import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
+import { seedSession } from './helpers.js';
+
+const { app, ctx } = await setupApp();
+
+async function add(u: TestUser, content: string, extra: Record<string, unknown> = {}): Promise<string> {
+  return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content, ...extra } }, 201)).body.id;
+}
+
+type Hit = { id: string; score: number; similarity: number; vector_rank: number | null; text_rank: number | null };
+
+async function search(u: TestUser, q: string, mode = 'hybrid', limit = 50): Promise<Hit[]> {
+  const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=${limit}`, headers: u.headers }, 200);
+  return body.data;
+}
+
+/** The query as the in-process arm takes it (what search-in-process.ts computes). */
+async function textInput(userId: string, q: string, pool: number) {
+  const qt = await queryTerms(ctx.db, userId, q);
+  const terms = qt.terms.filter((w) => SAFE_LEXEME.test(w.lexeme)).map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
+  return { terms, items: flatOrOperands(qt.tsquery)!, pool, expectedCount: qt.docs };
+}
+
+// repeated words (several positions per lexeme), shared word sets in different orders, apostrophes
+const WORDS = ['garden', 'festival', 'harvest', 'river', 'boat', 'race', 'thesis', 'chapter', 'flight', 'lisbon', 'oak', 'stair'];
+function corpus(n: number): string[] {
+  let seed = 11;
+  const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  return Array.from({ length: n }, (_, i) => {
+    const picked = WORDS.filter((_, k) => rnd() < 0.5 / (1 + (k % 4)));
+    const repeats = picked.flatMap((w) => Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => w));
+    return `Note ${i % 5}: ${repeats.join(' and ')}${i % 13 === 0 ? " Maya's boat" : ''}`;
+  });
+}
+
+describe('text index parts', () => {
+  it('parses tsvector text (quotes, backslashes, weights) and flat OR tsqueries only', () => {
+    expect(parseTsvector("'it''s':1,3B 'back\\\\slash':2A 'plain'")).toEqual([
+      { lexeme: "it's", weights: [0, 2] },
+      { lexeme: 'back\\slash', weights: [3] },
+      { lexeme: 'plain', weights: [] },
+    ]);
+    expect(flatOrOperands("'maya' | 'race' | 'o''brien'")).toEqual(['maya', 'race', "o'brien"]);
+    expect(flatOrOperands('')).toEqual([]);
+    expect(flatOrOperands("'well-known' <-> 'well' | 'x'")).toBeNull();
+    expect(flatOrOperands("'a' & 'b'")).toBeNull();
+    expect(flatOrOperands("'a':*")).toBeNull();
+    // one D position: 0.1 / (π²/6); a stripped lexeme counts as one D position
+    expect(postingContribution([0])).toBe(Math.fround(0.1) / 1.64493406685);
+    expect(postingContribution([])).toBe(postingContribution([0]));
+    expect(postingContribution([0, 0])).toBeGreaterThan(postingContribution([0]));
+  });
+});
+
+describe(`memory — in-process text arm (${ctx.database.engine})`, () => {
+  it('ranks exactly as the SQL arm: Σ IDF, then ts_rank to the last bit, then id', async () => {
+    const u = await createUser(app);
+    for (const t of corpus(90)) await add(u, t);
+    const index = new TextIndex();
+    const queries = ['garden festival', 'harvest river boat race', "Maya's boat", 'thesis chapter flight', 'oak stair garden lisbon', 'note', 'the and of'];
+    const [vector] = await embeddingProviderOf(ctx).embed(['unused']);
+    let tiesOnIdf = 0;
+    for (const q of queries) {
+      for (const pool of [5, 50]) {
+        const input = await textInput(u.userId, q, pool);
+        const mine = await index.search(ctx.db, u.userId, input);
+        const theirs = await withSearchSettings(ctx, u.userId, (tx) =>
+          fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${u.userId}`, query: q, vector, pool, mode: 'text' }),
+        );
+        expect(mine.map((h) => [h.id, h.r])).toEqual(theirs.map((c) => [c.id, c.text_rank]));
+        if (mine.length === 0) continue;
+        // ts_rank as PostgreSQL computes it (float4 text is shortest-exact: fround recovers the bits)
+        const rk = await execRows<{ id: string; rk: string }>(
+          ctx.db,
+          sql`select id, ts_rank(content_tsv, replace(plainto_tsquery('english', ${q})::text, ' & ', ' | ')::tsquery)::text as rk
+              from memories where id in (${sql.join(mine.map((h) => sql`${h.id}`), sql`, `)})`,
+        );
+        const pg = new Map(rk.map((r) => [r.id, Math.fround(Number(r.rk))]));
+        for (const h of mine) expect(h.rk).toBe(pg.get(h.id));
+        tiesOnIdf += mine.filter((h, i) => i > 0 && h.bm === mine[i - 1].bm && h.rk !== mine[i - 1].rk).length;
+      }
+    }
+    expect(tiesOnIdf).toBeGreaterThan(0); // ts_rank did break Σ IDF ties
+  });
+
+  it('gives the SQL answer for the neighbouring turns of the turn re-ranking', async () => {
+    const u = await createUser(app);
+    const s1 = await seedSession(ctx, u.userId);
+    const s2 = await seedSession(ctx, u.userId);
+    const lines = ['How did the race go?', 'Just under the hour, legs are dead', 'Proud of you', 'Next is the river swim'];
+    for (const [i, line] of lines.entries()) await add(u, line, { session_id: i % 2 ? s1 : s2, metadata: { speaker: i % 2 ? 'Maya' : 'Jonas' } });
+    await add(u, 'A note outside any session about the race');
+    const index = new TextIndex();
+    await index.search(ctx.db, u.userId, await textInput(u.userId, 'race', 10));
+    const [vector] = await embeddingProviderOf(ctx).embed(['how did Maya race']);
+    const fused = await withSearchSettings(ctx, u.userId, (tx) =>
+      fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${u.userId}`, query: 'how did Maya race', vector, pool: 50, mode: 'hybrid' }),
+    );
+    let asked = 0;
+    const viaIndex = await rerankTurns(ctx, ctx.db, u.userId, 'how did Maya race', fused, new Date(), (ids) => (asked++, index.neighbours(u.userId, ids)));
+    const viaSql = await rerankTurns(ctx, ctx.db, u.userId, 'how did Maya race', fused);
+    expect(asked).toBe(1);
+    expect(viaIndex.map((c) => [c.id, c.score])).toEqual(viaSql.map((c) => [c.id, c.score]));
+    expect(new Set(viaIndex.map((c) => c.score)).size).toBeGreaterThan(2);
+  });
+});
+
+describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid search (pglite)', () => {
+  /** Run `fn` with the SQL path (no in-process arms). */
+  async function viaSql<T>(fn: () => Promise<T>): Promise<T> {
+    const rt = ctx.memory!;
+    const saved = [rt.text, rt.vectors] as const;
+    rt.text = null;
+    rt.vectors = null;
+    try {
+      return await fn();
+    } finally {
+      [rt.text, rt.vectors] = saved;
+    }
+  }
+
+  it('answers every mode as the SQL statement does (ids, scores, ranks, similarity)', async () => {
+    const u = await createUser(app);
+    for (const t of corpus(60)) await add(u, t);
+    await search(u, 'warm up'); // the index and the vectors of the user are loaded
+    expect(ctx.memory!.text).not.toBeNull();
+    // (a hyphenated word gives its parts as plain operands too: "'well-known' & 'well' & 'known'")
+    for (const q of ['garden festival by the river', "Maya's boat race", 'thesis', 'lisbon flight oak', 'well-known garden']) {
+      for (const mode of ['hybrid', 'text', 'vector']) {
+        const mine = await search(u, q, mode);
+        const theirs = await viaSql(() => search(u, q, mode));
+        expect(mine.length).toBeGreaterThan(0);
+        // similarity from the loaded vectors (1 − dot, double) vs pgvector's (float sums): equal to ~1e-7
+        const rest = (hits: Hit[]) => hits.map(({ similarity: _s, ...h }) => h);
+        expect(rest(mine)).toEqual(rest(theirs));
+        mine.forEach((h, i) => expect(h.similarity).toBeCloseTo(theirs[i].similarity, 5));
+        if (mode !== 'text') expect(mine.some((h) => h.similarity > 0)).toBe(true);
+      }
+    }
+  });
+
+  it('follows inserts, deletes, a replaced summary and writes it was not told about', async () => {
+    const u = await createUser(app);
+    await add(u, 'The harvest festival drew two hundred people');
+    expect((await search(u, 'harvest', 'text')).length).toBe(1);
+    const fresh = await add(u, 'Harvest moon over the harvest field');
+    expect((await search(u, 'harvest', 'text'))[0].id).toBe(fresh);
+    // a row inserted behind the index's back: the count check reloads the user's entry
+    const [{ id: sneaky }] = await execRows<{ id: string }>(
+      ctx.db,
+      sql`insert into memories (id, user_id, source, content, metadata) values ('mem_01jzzzzzzzzzzzzzzzzzzzzzzz', ${u.userId}, 'explicit', 'harvest harvest harvest zucchini', '{}'::jsonb) returning id`,
+    );
+    expect((await search(u, 'zucchini harvest', 'text'))[0].id).toBe(sneaky);
+    // a session summary replaced: the old summary's memory leaves the index
+    const s = await seedSession(ctx, u.userId, { name: 'harvest notes' });
+    await add(u, 'harvest planning meeting', { session_id: s });
+    await call(app, { method: 'POST', url: `/memory/sessions/${s}/summarize`, headers: u.headers }, 200);
+    await call(app, { method: 'POST', url: `/memory/sessions/${s}/summarize`, headers: u.headers }, 200);
+    const summaries = (await search(u, 'harvest planning meeting', 'text')).filter((h) => h.id !== sneaky);
+    expect(await viaSql(() => search(u, 'harvest planning meeting', 'text'))).toEqual(await search(u, 'harvest planning meeting', 'text'));
+    expect(summaries.length).toBeGreaterThan(1);
+    await call(app, { method: 'DELETE', url: '/memory', headers: u.headers }, 200);
+    expect(await search(u, 'harvest', 'text')).toEqual([]);
+  });
+});
