@@ -27,12 +27,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
-
-/** PostgreSQL's default `ts_rank` weights of D, C, B, A (single precision, as in tsrank.c). */
-const RANK_WEIGHTS = [0.1, 0.2, 0.4, 1.0].map(Math.fround);
-
-/** Σ 1/i² → π²/6, the constant `calc_rank_or` divides by (a double literal in tsrank.c). */
-const PI2_OVER_6 = 1.64493406685;
+import { DEFAULT_RANK_WEIGHTS, parseTsvector, rankOrTerm } from '../../lib/pg-text.js';
 
 /** Postings of one lexeme in one user's entry: row numbers and each row's `ts_rank` contribution. */
 interface Postings {
@@ -86,75 +81,12 @@ export interface IndexedRow {
 }
 
 /**
- * The `ts_rank` contribution of one lexeme's positions to a memory, as `calc_rank_or` computes it:
- * `resj = Σ w_j / (j+1)²` and `wjm`, `jm` = the largest weight and its index, in single precision;
- * then `(wjm + resj − wjm / (jm+1)²) / 1.64493406685` in double precision (the constant is a double).
- * `weights` are the positions' weight indexes (0 = D … 3 = A); none → one D position (no positions stored).
+ * The `ts_rank` contribution of one lexeme's positions to a memory (`calc_rank_or`'s term with the
+ * default weights, {@link rankOrTerm}); `positions` as {@link parseTsvector} gives them
+ * (`pos << 2 | weight`); none → one D position.
  */
-export function postingContribution(weights: number[]): number {
-  const ws = weights.length ? weights : [0];
-  const f = Math.fround;
-  let resj = 0;
-  let wjm = -1;
-  let jm = 0;
-  for (let j = 0; j < ws.length; j++) {
-    const w = RANK_WEIGHTS[ws[j]];
-    resj = f(resj + f(w / ((j + 1) * (j + 1))));
-    if (w > wjm) {
-      wjm = w;
-      jm = j;
-    }
-  }
-  return f(f(wjm + resj) - f(wjm / ((jm + 1) * (jm + 1)))) / PI2_OVER_6;
-}
-
-/**
- * The lexemes of a `tsvector`'s text form (`'lexeme':1,4B 'other'`) with the weight index of each
- * position (D 0, C 1, B 2, A 3). Quotes and backslashes inside a lexeme are doubled in that form.
- * @throws Error on text that is not a tsvector's output
- */
-export function parseTsvector(text: string): Array<{ lexeme: string; weights: number[] }> {
-  const out: Array<{ lexeme: string; weights: number[] }> = [];
-  let i = 0;
-  const n = text.length;
-  while (i < n) {
-    if (text[i] === ' ') {
-      i++;
-      continue;
-    }
-    if (text[i] !== "'") throw new Error(`not a tsvector at ${i}`);
-    let lexeme = '';
-    i++;
-    for (;;) {
-      if (i >= n) throw new Error('unterminated lexeme in tsvector');
-      const c = text[i];
-      if ((c === "'" || c === '\\') && text[i + 1] === c) {
-        lexeme += c;
-        i += 2;
-      } else if (c === "'") {
-        i++;
-        break;
-      } else {
-        lexeme += c;
-        i++;
-      }
-    }
-    const weights: number[] = [];
-    if (text[i] === ':') {
-      i++;
-      while (i < n && text[i] !== ' ') {
-        while (i < n && text[i] >= '0' && text[i] <= '9') i++;
-        const w = text[i];
-        if (w === 'A' || w === 'B' || w === 'C' || w === 'D') {
-          weights.push(w === 'A' ? 3 : w === 'B' ? 2 : w === 'C' ? 1 : 0);
-          i++;
-        } else weights.push(0);
-        if (text[i] === ',') i++;
-      }
-    }
-    out.push({ lexeme, weights });
-  }
-  return out;
+export function postingContribution(positions: readonly number[]): number {
+  return rankOrTerm(DEFAULT_RANK_WEIGHTS, positions);
 }
 
 /**
@@ -392,21 +324,21 @@ function append(e: Entry, row: IndexedRow, tsvector: string): number {
   e.alive.push(true);
   e.rowOf.set(row.id, r);
   e.count++;
-  const lexemes = parseTsvector(tsvector);
-  for (const { lexeme, weights } of lexemes) {
-    let p = e.postings.get(lexeme);
-    if (!p) e.postings.set(lexeme, (p = { rows: [], contrib: [] }));
+  const doc = parseTsvector(tsvector);
+  for (let i = 0; i < doc.lex.length; i++) {
+    let p = e.postings.get(doc.lex[i]);
+    if (!p) e.postings.set(doc.lex[i], (p = { rows: [], contrib: [] }));
     p.rows.push(r);
-    p.contrib.push(postingContribution(weights));
+    p.contrib.push(postingContribution(doc.pos[i]));
   }
-  e.size += lexemes.length;
+  e.size += doc.lex.length;
   if (row.sessionId !== null) {
     let list = e.sessions.get(row.sessionId);
     if (!list) e.sessions.set(row.sessionId, (list = []));
     const at = lowerBound(list, row.id);
     list.splice(at, 0, row.id);
   }
-  return lexemes.length;
+  return doc.lex.length;
 }
 
 /** First index of `list` (sorted ascending) whose id is ≥ `id`. */

@@ -5,7 +5,7 @@
  */
 import type { LRUCache } from 'lru-cache';
 import type { SentenceEncoder } from '../../lib/sentence-encoder.js';
-import type { Doc, TrigramIndex, TrigramText } from './pg-text.js';
+import type { Doc, TrigramIndex, TrigramText } from '../../lib/pg-text.js';
 
 /** Calls per tool over the popularity window (all users; top 1000 tools) and when they were read (ms since epoch). */
 export interface PopularityTable {

@@ -7,7 +7,7 @@
  *
  * Same ranking as the SQL one (`searchCatalogTools` with term groups): the same candidates,
  * pre-scores and cuts, `ts_rank` and pg_trgm `word_similarity` computed as PostgreSQL does
- * (`pg-text.ts`), query words normalised by the database's `english` configuration (cached).
+ * (`lib/pg-text.ts`), query words normalised by the database's `english` configuration (cached).
  * See {@link rankFromIndex}.
  *
  * Freshness: each service has a fingerprint of its and its tools' `updated_at` and tool count
@@ -25,7 +25,7 @@
 import type { AppContext } from '../../context.js';
 import { catalogFingerprints, catalogIndexRows, normalizeWords, type IndexServiceRow, type IndexToolRow } from '../registry/catalog-index.js';
 import { catalogGeneration, type RankedCandidate } from '../registry/catalog.js';
-import { parseTsvector, TrigramIndex, trigramText, weightALexemes } from './pg-text.js';
+import { parseTsvector, TrigramIndex, trigramText, weightALexemes } from '../../lib/pg-text.js';
 import { searchStateOf, type IndexedService, type IndexedTool, type ToolIndex } from './state.js';
 
 export type { IndexedService, IndexedTool, ToolIndex };

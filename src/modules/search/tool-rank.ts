@@ -5,7 +5,7 @@
  * then read from the database ({@link catalogToolPage}).
  */
 import { FUZZY_THRESHOLD, MAX_CANDIDATES, PRESCORED, PRESCORED_NAMES, queryTerms, type CatalogToolQuery, type RankedCandidate, type TermGroup } from '../registry/catalog.js';
-import { docHas, trigramQuery, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from './pg-text.js';
+import { docHas, trigramQuery, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from '../../lib/pg-text.js';
 import type { IndexedService, IndexedTool, ToolIndex } from './tool-index.js';
 
 /** `ts_rank` weights {D, C, B, A} as float4 (`RANK_WEIGHTS`). */

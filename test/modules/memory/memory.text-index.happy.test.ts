@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
 import { embeddingProviderOf } from '../../../src/modules/memory/runtime.js';
 import { fusedCandidates, queryTerms, SAFE_LEXEME, withSearchSettings } from '../../../src/modules/memory/store.js';
-import { flatOrOperands, parseTsvector, postingContribution, TextIndex } from '../../../src/modules/memory/text-index.js';
+import { parseTsvector } from '../../../src/lib/pg-text.js';
+import { flatOrOperands, postingContribution, TextIndex } from '../../../src/modules/memory/text-index.js';
 import { rerankTurns } from '../../../src/modules/memory/turns.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { seedSession } from './helpers.js';
@@ -49,20 +50,21 @@ function corpus(n: number): string[] {
 
 describe('text index parts', () => {
   it('parses tsvector text (quotes, backslashes, weights) and flat OR tsqueries only', () => {
-    expect(parseTsvector("'it''s':1,3B 'back\\\\slash':2A 'plain'")).toEqual([
-      { lexeme: "it's", weights: [0, 2] },
-      { lexeme: 'back\\slash', weights: [3] },
-      { lexeme: 'plain', weights: [] },
-    ]);
+    // positions as `pos << 2 | weight` (D 0 … A 3)
+    expect(parseTsvector("'it''s':1,3B 'back\\\\slash':2A 'plain'")).toEqual({
+      lex: ["it's", 'back\\slash', 'plain'],
+      pos: [[(1 << 2) | 0, (3 << 2) | 2], [(2 << 2) | 3], []],
+      maxpos: 3,
+    });
     expect(flatOrOperands("'maya' | 'race' | 'o''brien'")).toEqual(['maya', 'race', "o'brien"]);
     expect(flatOrOperands('')).toEqual([]);
     expect(flatOrOperands("'well-known' <-> 'well' | 'x'")).toBeNull();
     expect(flatOrOperands("'a' & 'b'")).toBeNull();
     expect(flatOrOperands("'a':*")).toBeNull();
     // one D position: 0.1 / (π²/6); a stripped lexeme counts as one D position
-    expect(postingContribution([0])).toBe(Math.fround(0.1) / 1.64493406685);
-    expect(postingContribution([])).toBe(postingContribution([0]));
-    expect(postingContribution([0, 0])).toBeGreaterThan(postingContribution([0]));
+    expect(postingContribution([1 << 2])).toBe(Math.fround(0.1) / 1.64493406685);
+    expect(postingContribution([])).toBe(postingContribution([1 << 2]));
+    expect(postingContribution([1 << 2, 2 << 2])).toBeGreaterThan(postingContribution([1 << 2]));
   });
 });
 

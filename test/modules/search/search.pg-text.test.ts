@@ -1,5 +1,5 @@
 /**
- * The in-process text arithmetic of the tool index (`search/pg-text.ts`) against the database it
+ * The in-process text arithmetic of the tool index (`lib/pg-text.ts`) against the database it
  * stands in for: `ts_rank` of a term group over `a || b` and pg_trgm's `word_similarity`, on texts
  * shaped like tool and service documents (stop words, repeated and shared words, prefixes).
  */
@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
 import { nameWords } from '../../../src/modules/registry/catalog-index.js';
-import { parseTsvector, trigramQuery, trigramText, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from '../../../src/modules/search/pg-text.js';
+import { parseTsvector, trigramQuery, trigramText, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from '../../../src/lib/pg-text.js';
 import { setupApp } from '../../helpers/app.js';
 
 const { ctx } = await setupApp();

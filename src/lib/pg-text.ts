@@ -1,7 +1,7 @@
 /**
- * PostgreSQL's text-search and trigram arithmetic, in process, for the tool index (`tool-index.ts`):
- * the same answers the catalog's SQL ranking gets from the database, computed over documents read
- * once from it.
+ * PostgreSQL's text-search and trigram arithmetic, in process, for the in-process indexes of tool
+ * search (`modules/search/tool-index.ts`) and memory search (`modules/memory/text-index.ts`): the
+ * same answers their SQL rankings get from the database, computed over documents read once from it.
  *
  * - {@link parseTsvector}: a `tsvector`'s text form (`'lexeme':1A,5B …`) → sorted lexemes with their
  *   positions and weights; lexemes are PostgreSQL's own (the stored `search_doc` columns), so no
@@ -122,6 +122,33 @@ function concatPositions(a: Doc, ia: number, b: Doc, ib: number): number[] {
 
 const f = Math.fround;
 
+/** PostgreSQL's default `ts_rank` weights of D, C, B, A (float4, as in tsrank.c). */
+export const DEFAULT_RANK_WEIGHTS: readonly number[] = [0.1, 0.2, 0.4, 1.0].map(Math.fround);
+
+/**
+ * One matching lexeme's share of `calc_rank_or` (tsrank.c): over its positions (`pos << 2 | weight`,
+ * weight 0 = D … 3 = A) `resj = Σ w_j / (j+1)²` and `wjm`, `jm` = the largest weight and its index,
+ * in float4; then `(wjm + resj − wjm / (jm+1)²) / 1.64493406685` (π²/6, a double). A lexeme without
+ * positions (a stripped tsvector) counts as one D position, as PostgreSQL's `POSNULL` does.
+ * `weights` = {D, C, B, A} as float4.
+ */
+export function rankOrTerm(weights: readonly number[], positions: readonly number[]): number {
+  const post = positions.length ? positions : NO_POSITIONS;
+  let resj = 0;
+  let wjm = -1;
+  let jm = 0;
+  for (let j = 0; j < post.length; j++) {
+    const w = weights[post[j] & 3];
+    resj = f(resj + f(w / ((j + 1) * (j + 1))));
+    if (w > wjm) {
+      wjm = w;
+      jm = j;
+    }
+  }
+  return f(f(wjm + resj) - f(wjm / ((jm + 1) * (jm + 1)))) / 1.64493406685;
+}
+const NO_POSITIONS: readonly number[] = [0];
+
 /**
  * `ts_rank(weights, a || b, q)` for `q` = the OR of `ops` (PostgreSQL's `calc_rank_or`): per
  * distinct operand and matching lexeme, the position weights summed with 1/j² decay, normalised by
@@ -144,18 +171,7 @@ export function tsRankOr(weights: readonly number[], a: Doc, b: Doc | null, ops:
         if (y < mb.length && b!.lex[mb[y]] === a.lex[ia]) ib = mb[y++];
       } else ib = mb[y++];
       const post = b && ib >= 0 ? concatPositions(a, ia, b, ib) : a.pos[ia];
-      let resj = 0;
-      let wjm = -1;
-      let jm = 0;
-      for (let j = 0; j < post.length; j++) {
-        const w = weights[post[j] & 3];
-        resj = f(resj + f(w / ((j + 1) * (j + 1))));
-        if (w > wjm) {
-          wjm = w;
-          jm = j;
-        }
-      }
-      res = f(res + f(f(wjm + resj) - f(wjm / ((jm + 1) * (jm + 1)))) / 1.64493406685);
+      res = f(res + rankOrTerm(weights, post));
     }
   }
   return f(res / ops.length);
