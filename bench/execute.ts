@@ -23,7 +23,14 @@
  * Env: BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (16), BENCH_DATABASE_URL (PostgreSQL instead
  * of in-memory PGlite), BENCH_REDIS_URL, BENCH_LOG_LEVEL (warn), BENCH_UPSTREAM_DELAY_MS (0: the
  * upstream answers at once; e.g. 10 for an upstream with a real API's latency), BENCH_ONLY (`execute`:
- * skip the baselines, to profile the execute path alone with BENCH_PROFILE=<dir>).
+ * skip the baselines, to profile the execute path alone with BENCH_PROFILE=<dir>),
+ * BENCH_EMBEDDINGS_PROVIDER (unset: the platform's default embedder; `local`), BENCH_DRAIN_TIMEOUT_S (600).
+ *
+ * Automatic memories (issue 18 §1): each execution stores one memory without a vector; the platform
+ * embeds them in the background when it has time. After the warm-up and after each execute run the
+ * driver waits until that backlog is drained (so no baseline is measured while the encoder works on
+ * the previous run's memories) and reports how long it took; at the end, every execution of the
+ * bench session must have its memory (`memories_missing` 0, else exit 1).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -66,12 +73,17 @@ if (role === 'platform') {
   const { buildApp } = await import('../src/app.js');
   const { loadConfig } = await import('../src/config.js');
   const { setServiceStatus } = await import('../src/modules/registry/service.js');
+  const { memoryBacklog } = await import('../src/modules/memory/runtime.js');
+  const { execRows } = await import('../src/db/client.js');
+  const { sql } = await import('drizzle-orm');
   const config = loadConfig({
     NODE_ENV: 'production',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     DATABASE_URL: process.env.BENCH_DATABASE_URL,
     DATABASE_IN_MEMORY: 'on',
     REDIS_URL: process.env.BENCH_REDIS_URL,
+    // unset: the platform's default embedder (the sentence encoder); `local` for the A/B of issue 18 §1
+    EMBEDDINGS_PROVIDER: process.env.BENCH_EMBEDDINGS_PROVIDER,
     DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-exec-')),
     AUTH_TEST_TOKENS: 'on',
     AUTH_TEST_ROLES: 'on',
@@ -124,10 +136,25 @@ if (role === 'platform') {
   const session = await call('POST', '/v1/agents', user, { name: 'bench' });
   // The driver asks for this process's CPU time around each run (CPU per request is steadier than
   // requests/s on a shared machine).
-  process.on('message', (m: { cpu?: number }) => {
+  process.on('message', (m: { cpu?: number; backlog?: number }) => {
     if (m.cpu !== undefined) {
       const u = process.cpuUsage();
       process.send!({ cpuReply: m.cpu, us: u.user + u.system });
+    }
+    // The automatic memories' backlog (queued in the writer, stored without a vector) and, for the
+    // bench user's session, executions recorded vs execution memories stored vs those with a vector.
+    if (m.backlog !== undefined) {
+      const id = m.backlog;
+      void (async () => {
+        const b = await memoryBacklog(ctx);
+        const [c] = await execRows<{ executions: string; memories: string; embedded: string }>(
+          ctx.db,
+          sql`select (select count(*) from executions where session_id = ${session.id}) as executions,
+                     (select count(*) from memories where session_id = ${session.id} and source = 'execution') as memories,
+                     (select count(*) from memories where session_id = ${session.id} and source = 'execution' and embedding is not null) as embedded`,
+        );
+        process.send!({ backlogReply: id, ...b, executions: Number(c.executions), memories: Number(c.memories), embedded: Number(c.embedded) });
+      })();
     }
   });
   process.send!({ base, authorization: user.authorization, sessionId: session.id, service: svc.name });
@@ -229,22 +256,54 @@ if (!role) {
   const bare = { url: `${base}/healthz`, method: 'GET' as const, headers: {} };
   const forward = { url: `${base}/__bench/forward`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: via.body };
   await cannon({ ...forward, connections: CONNECTIONS, duration: 1 });
+  const DRAIN_TIMEOUT_S = Number(process.env.BENCH_DRAIN_TIMEOUT_S ?? 600);
+  const drains = [] as Array<Awaited<ReturnType<typeof drained>>>;
   // BENCH_ONLY=execute: only the execute runs (to profile the execute path alone with BENCH_PROFILE);
   // the baselines then read as 0 and the ratios are meaningless.
   const only = process.env.BENCH_ONLY === 'execute';
   const skipped: Run = { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 };
   let asked = 0;
-  const platformCpu = () =>
-    new Promise<number>((resolve) => {
+  /** Ask the platform child over IPC (`{[kind]: id}` → `{[kind + 'Reply']: id, …}`). */
+  const ask = <T>(kind: 'cpu' | 'backlog') =>
+    new Promise<T>((resolve) => {
       const id = ++asked;
-      const on = (m: { cpuReply?: number; us?: number }) => {
-        if (m.cpuReply !== id) return;
+      const on = (m: Record<string, unknown>) => {
+        if (m[`${kind}Reply`] !== id) return;
         pl.child.off('message', on);
-        resolve(m.us!);
+        resolve(m as T);
       };
       pl.child.on('message', on);
-      pl.child.send({ cpu: id });
+      pl.child.send({ [kind]: id });
     });
+  const platformCpu = async () => (await ask<{ us: number }>('cpu')).us;
+  interface Backlog {
+    queued: number;
+    unembedded: number;
+    executions: number;
+    memories: number;
+    embedded: number;
+  }
+  /**
+   * Wait until the automatic memories of the execute runs so far are all stored and embedded (the
+   * background back-fill): the next run is not measured while a backlog is being embedded.
+   * @returns the backlog when the load stopped and how long it took to drain, s
+   */
+  const drained = async (phase: string): Promise<{ phase: string; at_stop: Backlog; drain_s: number; drained: boolean; final: Backlog }> => {
+    const t0 = performance.now();
+    const atStop = await ask<Backlog>('backlog');
+    let b = atStop;
+    // BENCH_ONLY (profiling): wait only until the memories are stored, not embedded
+    const owed = (x: Backlog) => x.queued > 0 || (!only && x.unembedded > 0);
+    while (owed(b) && performance.now() - t0 < DRAIN_TIMEOUT_S * 1000) {
+      await new Promise((r) => setTimeout(r, 250));
+      b = await ask<Backlog>('backlog');
+    }
+    const done = !owed(b);
+    const pick = ({ queued, unembedded, executions, memories, embedded }: Backlog) => ({ queued, unembedded, executions, memories, embedded });
+    const r = { phase, at_stop: pick(atStop), drain_s: Number(((performance.now() - t0) / 1000).toFixed(2)), drained: done, final: pick(b) };
+    console.log(`  memory backlog after ${phase}: ${atStop.queued} queued + ${atStop.unembedded} without a vector; ${done ? 'drained' : 'NOT drained'} in ${r.drain_s} s (executions ${b.executions}, memories ${b.memories}, embedded ${b.embedded})`);
+    return r;
+  };
   /** `run` with the platform's CPU per request (µs) over it. */
   const measured = async (run: () => Promise<Run>, seconds: number): Promise<Run> => {
     const before = await platformCpu();
@@ -254,8 +313,12 @@ if (!role) {
   };
   const seq = async (o: Parameters<typeof sequential>[0], baseline: boolean) => (only && baseline ? skipped : measured(() => sequential(o, SECONDS), SECONDS));
   const tp = async (o: autocannon.Options, baseline: boolean) => (only && baseline ? skipped : measured(() => cannon({ ...o, connections: CONNECTIONS, duration: SECONDS }), SECONDS));
+  drains.push(await drained('warm-up'));
   const lat = { direct: await seq(direct, true), bare: await seq(bare, true), forwarder: await seq(forward, true), platform: await seq(via, false) };
+  drains.push(await drained('latency run'));
   const tput = { direct: await tp(direct, true), bare: await tp(bare, true), forwarder: await tp(forward, true), platform: await tp(via, false) };
+  drains.push(await drained('throughput run'));
+  const last = drains[drains.length - 1].final;
 
   const row = (name: string, r: Run) =>
     `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   platform CPU ${String(r.cpu_us ?? 0).padStart(5)} µs/req   non-2xx ${r.non2xx}  errors ${r.errors}`;
@@ -287,9 +350,13 @@ if (!role) {
       loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
       latency: { direct: lat.direct, bare_route: lat.bare, forwarder: lat.forwarder, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)), added_p50_vs_forwarder_ms: Number(addedP50Fwd.toFixed(3)) },
       throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, forwarder: tput.forwarder, platform: tput.platform, ratio: Number(ratio.toFixed(3)), ratio_vs_forwarder: Number(ratioFwd.toFixed(3)), cpu_ratio_vs_forwarder: Number(cpuRatio.toFixed(3)) },
+      embeddings: process.env.BENCH_EMBEDDINGS_PROVIDER ?? 'default',
+      memory_backlog: drains,
+      memories_missing: last.executions - last.memories,
     }),
   );
   stopChildren();
-  const failed = lat.platform.non2xx + tput.platform.non2xx + lat.platform.errors + tput.platform.errors;
+  if (last.executions !== last.memories) console.log(`MEMORIES MISSING: ${last.executions} executions, ${last.memories} execution memories`);
+  const failed = lat.platform.non2xx + tput.platform.non2xx + lat.platform.errors + tput.platform.errors + Math.abs(last.executions - last.memories);
   process.exit(failed ? 1 : 0);
 }

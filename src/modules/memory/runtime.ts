@@ -1,7 +1,8 @@
 /**
  * The memory module's per-app runtime: the embedding provider and the batching writer of
  * automatic memories, the `execution.recorded` listener ({@link rememberExecution}), start-up
- * checks of the stored embedding space ({@link initMemory}) and the embedding backfill.
+ * checks of the stored embedding space ({@link initMemory}) and the embedding back-fill (execution
+ * memories are stored without a vector and embedded in the background: backfill.ts).
  */
 import { eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
@@ -16,14 +17,15 @@ import type { MemoryRuntime, NewMemoryRow } from './state.js';
 import { HNSW_INDEX, vectorParam } from './store.js';
 import { TextIndex } from './text-index.js';
 import { VectorCache } from './vector-cache.js';
+import { EmbeddingBackfill } from './backfill.js';
 import { MemoryWriter } from './writer.js';
 import { LRUCache } from 'lru-cache';
 
 
 /**
  * Write the automatic memory of one execution (the `execution.recorded` listener wired in `app.ts`). Must add < 0.2 ms to the caller's request: it only
- * queues a reference; the sentence, embedding and insert happen in a batched flush off the request
- * path ({@link MemoryWriter}). Never throws (logs failures). Idempotent per `executionId`.
+ * queues a reference; the sentence and insert happen in a batched flush off the request
+ * path ({@link MemoryWriter}), the embedding later, when the process has time ({@link EmbeddingBackfill}). Never throws (logs failures). Idempotent per `executionId`.
  */
 export function rememberExecution(ctx: AppContext, input: ExecutionRecorded): void {
   try {
@@ -68,10 +70,12 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
     markReady = (err) => (err ? reject(err) : resolve());
   });
   ready.catch(() => undefined);
-  const writer = new MemoryWriter(ctx, () => rt.embedder, ready, () => backfillEmbeddings(ctx, 512), Math.min(ctx.config.memory.embeddings.batchSize, 256));
+  const backfill = new EmbeddingBackfill((max) => embedMissing(ctx, max), ctx.log);
+  const writer = new MemoryWriter(ctx, ready, () => backfill.kick());
   const rt: MemoryRuntime = {
     embedder,
     writer,
+    backfill,
     ready,
     markReady,
     queryVectors: new LRUCache<string, Float32Array>({ max: QUERY_CACHE_SIZE }),
@@ -83,6 +87,9 @@ function runtimeOf(ctx: AppContext): MemoryRuntime {
   if (embedder.close) ctx.onClose.push(() => embedder.close!());
   // (a store that keeps its earlier space swaps in a local embedder, which holds nothing to close)
   ctx.onClose.push(() => writer.drain());
+  // …and before that the back-fill stops (what it has not embedded stays without a vector and is
+  // embedded after the next start: `initMemory`)
+  ctx.onClose.push(() => backfill.stop());
   return rt;
 }
 
@@ -136,9 +143,9 @@ export async function embedQuery(ctx: AppContext, q: string): Promise<Float32Arr
   return v;
 }
 
-/** Ask the writer to give vectors to memories stored without one (after an embedding failure). */
+/** Memories were stored without a vector (e.g. after an embedding failure): have the background back-fill embed them. */
 export function markNeedsBackfill(ctx: AppContext): void {
-  runtimeOf(ctx).writer.needsBackfill = true;
+  runtimeOf(ctx).backfill.kick();
 }
 
 /**
@@ -203,7 +210,7 @@ export async function initMemory(ctx: AppContext): Promise<void> {
   }
   // Memories stored while the provider was failing get their vectors in the background.
   const [missing] = await execRows<{ one: number }>(ctx.db, sql`select 1 as one from memories where embedding is null limit 1`);
-  if (missing) rt.writer.needsBackfill = true;
+  if (missing) rt.backfill.kick();
 }
 
 /**
@@ -222,31 +229,84 @@ async function earlierDefaultSpace(
 }
 
 /**
- * Give up to `max` memories without a vector their embedding.
- * @returns how many are probably still missing (0 when the last batch was not full)
+ * Give up to `max` memories without a vector their embedding (start-up re-embedding, tests), in
+ * steps of {@link embedMissing}.
+ * @returns how many are probably still missing (0 when the last step found fewer than it asked for)
  */
 export async function backfillEmbeddings(ctx: AppContext, max: number): Promise<number> {
-  const { embedder } = runtimeOf(ctx);
   const batch = Math.min(ctx.config.memory.embeddings.batchSize, 256);
   let done = 0;
   while (done < max) {
-    // a conversation turn is embedded with its speaker and the session's previous memory (turns.ts)
-    const rows = await execRows<{ id: string; content: string; metadata: unknown; previous: string | null }>(
-      ctx.db,
-      sql`select m.id, m.content, m.metadata,
-                 case when m.session_id is not null and m.metadata->>'speaker' is not null then
-                   (select p.content from memories p where p.user_id = m.user_id and p.session_id = m.session_id and p.id < m.id order by p.id desc limit 1)
-                 end as previous
-          from memories m where m.embedding is null order by m.id limit ${batch}::int`,
-    );
-    if (rows.length === 0) return 0;
-    const meta = (m: unknown) => (typeof m === 'string' ? JSON.parse(m) : m) as Record<string, unknown>;
-    const vectors = await embedder.embed(rows.map((r) => embeddingText(r.content, meta(r.metadata), r.previous)));
-    const values = rows.map((r, i) => sql`(${r.id}, ${vectorParam(ctx, vectors[i])})`);
-    await ctx.db.execute(sql`update memories m set embedding = v.e from (values ${sql.join(values, sql`, `)}) as v(id, e) where m.id = v.id`);
-    done += rows.length;
-    runtimeOf(ctx).vectors?.forget(); // the cached users lack these vectors
-    if (rows.length < batch) return 0;
+    const asked = Math.min(batch, max - done);
+    const n = await embedMissing(ctx, asked);
+    if (n < asked) return 0;
+    done += n;
   }
   return 1;
+}
+
+/** Rows per back-fill UPDATE on PGlite: each row's HNSW insertion runs on this thread (~2–3 ms). */
+const PGLITE_BACKFILL_ROWS_PER_STATEMENT = 4;
+
+/**
+ * One back-fill step: embed up to `max` memories that have no vector, newest first (the ones a user
+ * is likeliest to search for), in one provider call; the UPDATE only fills rows still without one,
+ * so two instances back-filling the same rows never write twice, and the in-process vector arm gets
+ * exactly the rows this step filled.
+ * @returns how many memories without a vector it found (fewer than `max`: none is left)
+ * @throws the provider's or the database's error
+ */
+export async function embedMissing(ctx: AppContext, max: number): Promise<number> {
+  const rt = runtimeOf(ctx);
+  // a conversation turn is embedded with its speaker and the session's previous memory (turns.ts)
+  const rows = await execRows<{ id: string; user_id: string; agent_id: string | null; content: string; metadata: unknown; previous: string | null }>(
+    ctx.db,
+    sql`select m.id, m.user_id, m.agent_id, m.content, m.metadata,
+               case when m.session_id is not null and m.metadata->>'speaker' is not null then
+                 (select p.content from memories p where p.user_id = m.user_id and p.session_id = m.session_id and p.id < m.id order by p.id desc limit 1)
+               end as previous
+        from memories m where m.embedding is null order by m.id desc limit ${max}::int`,
+  );
+  if (rows.length === 0) return 0;
+  const meta = (m: unknown) => (typeof m === 'string' ? JSON.parse(m) : m) as Record<string, unknown>;
+  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, meta(r.metadata), r.previous)));
+  const step = ctx.database.engine === 'pglite' ? PGLITE_BACKFILL_ROWS_PER_STATEMENT : rows.length;
+  for (let at = 0; at < rows.length; at += step) {
+    if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const part = rows.slice(at, at + step);
+    const values = part.map((r, i) => sql`(${r.id}, ${vectorParam(ctx, vectors[at + i])})`);
+    // asynchronous commit (hotDb): a vector a database crash forgets is simply embedded again
+    const filled = await execRows<{ id: string }>(
+      ctx.database.hotDb,
+      sql`update memories m set embedding = v.e from (values ${sql.join(values, sql`, `)}) as v(id, e) where m.id = v.id and m.embedding is null returning m.id`,
+    );
+    if (rt.vectors && filled.length > 0) {
+      const done = new Set(filled.map((f) => f.id));
+      const kept = part.map((r, i) => [r, vectors[at + i]] as const).filter(([r]) => done.has(r.id));
+      rt.vectors.added(kept.map(([r]) => ({ id: r.id, userId: r.user_id, agentId: r.agent_id })), kept.map(([, v]) => v));
+    }
+  }
+  return rows.length;
+}
+
+/**
+ * What the memory writer still owes, for benchmarks and operators: execution memories queued in this
+ * process (not yet inserted) and memories stored without a vector (all instances).
+ */
+export async function memoryBacklog(ctx: AppContext): Promise<{ queued: number; unembedded: number }> {
+  const rt = runtimeOf(ctx);
+  const [{ n }] = await execRows<{ n: number | string }>(ctx.db, sql`select count(*) as n from memories where embedding is null`);
+  return { queued: rt.writer.pending, unembedded: Number(n) };
+}
+
+/**
+ * Wait until every queued execution memory is stored AND every memory has its vector (tests; a
+ * caller that needs the vector arm to see what was just written). Readers that only need to find
+ * the rows use {@link flushMemoryWrites}.
+ * @throws the provider's or the database's error
+ */
+export async function settleMemoryEmbeddings(ctx: AppContext): Promise<void> {
+  const rt = runtimeOf(ctx);
+  await rt.writer.drain();
+  await rt.backfill.settle();
 }

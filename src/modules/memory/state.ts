@@ -3,6 +3,7 @@
  * `WeakMap<AppContext, …>`), created by `runtime.ts` on first use. This file imports nothing that
  * imports `context.ts`, so `context.ts` can name its types without an import loop.
  */
+import type { EmbeddingBackfill } from './backfill.js';
 import type { EmbeddingProvider } from './embeddings.js';
 import type { TextIndex } from './text-index.js';
 import type { VectorCache } from './vector-cache.js';
@@ -35,8 +36,8 @@ export interface MemoryWriterPort {
   enqueue(item: PendingMemory): void;
   /** Resolve when everything queued so far is written (or has failed and been logged). */
   drain(): Promise<void>;
-  /** Set when rows were stored without an embedding; cleared by a back-fill. */
-  needsBackfill: boolean;
+  /** Memories queued, not yet handed to an INSERT. */
+  readonly pending: number;
 }
 
 /** The memory module's per-app state. */
@@ -51,8 +52,10 @@ export interface MemoryRuntime {
    * set only when the store keeps the earlier local space (`fusion.localVectorWeight`).
    */
   vectorWeight?: number;
-  /** Batching writer of automatic (execution) memories. */
+  /** Batching writer of automatic (execution) memories (stored without a vector). */
   writer: MemoryWriterPort;
+  /** Background embedding of memories stored without a vector. */
+  backfill: EmbeddingBackfill;
   /** Settles when the start-up check of the stored embedding space (`initMemory`) is done; rejects if it failed. */
   ready: Promise<void>;
   markReady(err?: Error): void;

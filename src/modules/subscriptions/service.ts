@@ -4,10 +4,11 @@
  * A user subscribes to a published service on a plan (`free` | `pro` | `enterprise`). Plan limits
  * are configuration (`config.quotas`, env `QUOTA_<PLAN>_<WINDOW>`); windows are the calendar day
  * and the calendar month in UTC. The counters of the current windows live on the subscription row
- * and are checked and incremented by ONE conditional `UPDATE … RETURNING` ({@link consumeQuota}),
- * which is exact under concurrency: PostgreSQL re-evaluates the `WHERE` of a waiting `UPDATE`
- * against the row version committed by the one it waited for (READ COMMITTED, EvalPlanQual), and
- * PGlite runs statements one at a time.
+ * and are checked and incremented by ONE statement ({@link consumeQuota}) that locks the row and adds
+ * at most what the quota still allows, which is exact under concurrency: PostgreSQL's row lock makes
+ * a waiting statement read the version committed by the one it waited for (READ COMMITTED,
+ * EvalPlanQual), and PGlite runs statements one at a time. Concurrent calls of one account to one
+ * service are counted by one statement together.
  *
  * Quotas bind the account, not the subscription record (issue 11, OWASP API6): the plans a caller
  * may pick follow its role ({@link plansFor}), and a new subscription to a service starts from the
@@ -310,65 +311,130 @@ async function effectivePlan(ctx: AppContext, userId: string, plan: Plan): Promi
 
 const INT_MAX = 2_147_483_647;
 
-type CountRow = { id: string; plan: string; day_used: number; month_used: number };
-/** The counting UPDATE of {@link consumeQuota}, prepared once per database handle (issue 18: no per-call parse/plan). */
+/** One row of the counting statement: the subscription's counters BEFORE this batch and how many calls it granted. */
+type CountRow = { id: string; plan: string; day_used: number; month_used: number; granted: number };
+
+/** The counting statement of {@link consumeQuota}, prepared once per database handle (issue 18: no per-call parse/plan). */
 function countingStatement(ctx: AppContext): PreparedRaw<CountRow> {
-  return prepareRaw<CountRow>(ctx.database.hotDb, 'quota_consume', countingSql);
+  return prepareRaw<CountRow>(ctx.database.hotDb, 'quota_consume_n', countingSql);
 }
 
-/** The text of {@link countingStatement}: limits are placeholders, so one text serves every config. */
+/**
+ * The text of {@link countingStatement}: count up to `n` calls of one account to one service in one
+ * statement (issue 18 §1). The subscription row is locked (`for update`: under READ COMMITTED a
+ * waiting statement reads the version committed by the one it waited for, so the counters it starts
+ * from are current), `granted = least(n, remaining of the day, remaining of the month)` calls are
+ * added, and the counters before them are returned: the first `granted` callers of the batch
+ * succeed, the rest are over the quota. Limits are placeholders, so one text serves every config.
+ */
 function countingSql(): SQL {
   const p = (name: string) => sql.placeholder(name);
-  const plan = effectivePlanSql(sql`subscriptions.plan`, sql`u.roles`);
+  const plan = effectivePlanSql(sql`s.plan`, sql`u.roles`);
   // The limit of the effective plan: one placeholder per plan and window (`pro_day`, …; null = unlimited).
   const lim = (win: QuotaWindow) => {
     const higher = PLAN_ORDER.slice(1).map((pl) => sql`when ${lit(pl)} then ${p(`${pl}_${win}`)}::int`);
     return sql`coalesce(case ${plan} ${sql.join(higher, sql` `)} else ${p(`${BOTTOM_PLAN}_${win}`)}::int end, ${sql.raw(String(INT_MAX))})`;
   };
-  return sql`update subscriptions set
-          day_used = case when day_start = ${p('day')}::date then day_used + 1 else 1 end,
-          day_start = ${p('day')}::date,
-          month_used = case when month_start = ${p('month')}::date then month_used + 1 else 1 end,
-          month_start = ${p('month')}::date
-        from users u
-        where u.id = subscriptions.user_id and subscriptions.user_id = ${p('userId')} and service_id = ${p('serviceId')} and status = 'active'
-          and (case when day_start = ${p('day')}::date then day_used else 0 end) < ${lim('day')}
-          and (case when month_start = ${p('month')}::date then month_used else 0 end) < ${lim('month')}
-        returning subscriptions.id, ${plan} as plan, day_used, month_used`;
+  return sql`with cur as (
+          select s.id, ${plan} as plan,
+                 case when s.day_start = ${p('day')}::date then s.day_used else 0 end as d,
+                 case when s.month_start = ${p('month')}::date then s.month_used else 0 end as m,
+                 ${lim('day')} as dl, ${lim('month')} as ml
+          from subscriptions s join users u on u.id = s.user_id
+          where s.user_id = ${p('userId')} and s.service_id = ${p('serviceId')} and s.status = 'active'
+          for update of s
+        ), g as (
+          select id, plan, d, m, greatest(0, least(${p('n')}::int, dl - d, ml - m)) as granted from cur
+        ), counted as (
+          update subscriptions set day_used = g.d + g.granted, day_start = ${p('day')}::date,
+                                   month_used = g.m + g.granted, month_start = ${p('month')}::date
+          from g where subscriptions.id = g.id and g.granted > 0
+          returning 1
+        )
+        select id, plan, d as day_used, m as month_used, granted from g`;
 }
 
+/** Most calls one counting statement carries. */
+const MAX_QUOTA_BATCH = 256;
+
+/** A call waiting to be counted. */
+interface QuotaWaiter {
+  now: Date;
+  resolve: (state: QuotaState) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Calls of one (account, service, windows) waiting while a counting statement for them is in flight. */
+interface QuotaQueue {
+  waiting: QuotaWaiter[];
+}
+
+/** Queues of calls per database handle (one per app, as prepared statements are) and key. */
+const quotaQueues = new WeakMap<object, Map<string, QuotaQueue>>();
+
 /**
- * Check and count one call of `userId` to `serviceId` against its active subscription, atomically
- * (one conditional UPDATE: exact under any concurrency). Returns the quota state after counting,
- * for the `X-Quota-*` headers.
+ * Check and count one call of `userId` to `serviceId` against its active subscription, exactly
+ * under any concurrency: never more calls succeed than the quota allows. Concurrent calls of the
+ * same account to the same service are counted together (issue 18 §1): the first call's statement
+ * goes at once, and the calls that arrive while it is in flight share the next one (group commit,
+ * as execution records do), so N concurrent calls cost ~1 statement, not N row-lock waits.
+ * Returns the quota state after this call (its own position in the batch), for the `X-Quota-*` headers.
  * @throws AppError not_subscribed (no active subscription),
  *         quota_exceeded (429, `Retry-After` = seconds until the exhausted window resets, X-Quota-* headers)
  */
-export async function consumeQuota(ctx: AppContext, userId: string, serviceId: string, now: Date = new Date()): Promise<QuotaState> {
+export function consumeQuota(ctx: AppContext, userId: string, serviceId: string, now: Date = new Date()): Promise<QuotaState> {
   const w = windowsAt(now);
+  const db = ctx.database.hotDb;
+  let queues = quotaQueues.get(db);
+  if (!queues) quotaQueues.set(db, (queues = new Map()));
+  const key = `${userId} ${serviceId} ${w.day} ${w.month}`;
+  return new Promise<QuotaState>((resolve, reject) => {
+    const queued = queues.get(key);
+    if (queued) {
+      queued.waiting.push({ now, resolve, reject });
+      return;
+    }
+    const q: QuotaQueue = { waiting: [{ now, resolve, reject }] };
+    queues.set(key, q);
+    void (async () => {
+      while (q.waiting.length > 0) {
+        const batch = q.waiting.splice(0, MAX_QUOTA_BATCH);
+        await countBatch(ctx, userId, serviceId, w, batch).catch((err: unknown) => {
+          for (const x of batch) x.reject(err);
+        });
+      }
+      queues.delete(key);
+    })();
+  });
+}
+
+/** Count `batch` (arrival order) in one statement and settle every caller. @throws the database error */
+async function countBatch(ctx: AppContext, userId: string, serviceId: string, w: Windows, batch: QuotaWaiter[]): Promise<void> {
   const q = ctx.config.quotas;
   // Asynchronous commit (Database.hotDb): exact under concurrency (row lock); a database crash can
   // forget the last few hundred ms of counts, which only ever errs in the subscriber's favour.
   const limits = Object.fromEntries(PLAN_ORDER.flatMap((pl) => [[`${pl}_day`, q[pl].day], [`${pl}_month`, q[pl].month]]));
-  const rows = await countingStatement(ctx).run({ day: w.day, month: w.month, userId, serviceId, ...limits });
+  const rows = await countingStatement(ctx).run({ day: w.day, month: w.month, userId, serviceId, n: batch.length, ...limits });
   const row = rows[0];
-  if (row) {
-    return { subscription_id: row.id, plan: row.plan as Plan, windows: windowStates(ctx, row.plan, Number(row.day_used), Number(row.month_used), w) };
+  if (!row) {
+    for (const x of batch) x.reject(new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)'));
+    return;
   }
-  // Cold path: tell "not subscribed" from "quota used up".
-  const [sub] = await ctx.db
-    .select()
-    .from(subscriptions)
-    .where(and(eq(subscriptions.userId, userId), eq(subscriptions.serviceId, serviceId), eq(subscriptions.status, 'active')));
-  if (!sub) throw new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)');
-  const used = usedNow(sub, w);
-  const effective = await effectivePlan(ctx, userId, sub.plan as Plan);
-  const state: QuotaState = { subscription_id: sub.id, plan: effective, windows: windowStates(ctx, effective, used.day, used.month, w) };
-  const exhausted = state.windows.filter((x) => x.remaining === 0);
+  const [day, month, granted] = [Number(row.day_used), Number(row.month_used), Number(row.granted)];
+  batch.forEach((x, i) => {
+    if (i < granted) x.resolve({ subscription_id: row.id, plan: row.plan as Plan, windows: windowStates(ctx, row.plan, day + i + 1, month + i + 1, w) });
+    else x.reject(quotaExceeded(ctx, row.plan as Plan, day + granted, month + granted, w, x.now));
+  });
+}
+
+/** The 429 of a call over the quota of `plan`, with the counters after the calls that were granted. */
+function quotaExceeded(ctx: AppContext, plan: Plan, dayUsed: number, monthUsed: number, w: Windows, now: Date): AppError {
+  const windows = windowStates(ctx, plan, dayUsed, monthUsed, w);
+  const exhausted = windows.filter((x) => x.remaining === 0);
   // When both are used up, the caller must wait for the later reset.
-  const binding = exhausted[exhausted.length - 1] ?? tightestWindow(state)!;
+  const binding = exhausted[exhausted.length - 1] ?? windows[0];
   const retryAfter = Math.max(1, Math.ceil((new Date(binding.resets_at).getTime() - now.getTime()) / 1000));
-  throw new AppError('quota_exceeded', `The ${binding.window === 'day' ? 'daily' : 'monthly'} quota of the ${effective} plan (${binding.limit} calls) is used up; it resets at ${binding.resets_at}`, {
+  return new AppError('quota_exceeded', `The ${binding.window === 'day' ? 'daily' : 'monthly'} quota of the ${plan} plan (${binding.limit} calls) is used up; it resets at ${binding.resets_at}`, {
     headers: {
       'retry-after': String(retryAfter),
       'x-quota-limit': String(binding.limit),

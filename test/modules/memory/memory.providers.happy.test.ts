@@ -6,7 +6,9 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { dot, l2normalize, LocalHashEmbedder, openAiEndpoint } from '../../../src/modules/memory/embeddings.js';
-import { flushMemoryWrites } from '../../../src/modules/memory/runtime.js';
+import { execRows } from '../../../src/db/client.js';
+import { flushMemoryWrites, settleMemoryEmbeddings } from '../../../src/modules/memory/runtime.js';
+import { sql } from 'drizzle-orm';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { seedExecutions, seedSession, startFakeOpenAI } from './helpers.js';
 
@@ -41,7 +43,7 @@ describe('OpenAI-compatible embeddings', () => {
     expect(stats.embedding).toEqual({ provider: 'openai', model: 'fake-embed-small', dimensions: DIMS });
   });
 
-  it('batches execution memories (EMBEDDINGS_BATCH_SIZE) and keeps their order', async () => {
+  it('embeds execution memories in the background in batches (EMBEDDINGS_BATCH_SIZE) and keeps their order', async () => {
     const u = await createUser(app);
     const sid = await seedSession(ctx, u.userId);
     fake.requests.length = 0;
@@ -50,7 +52,7 @@ describe('OpenAI-compatible embeddings', () => {
       { tool: 'get_forecast', args: { location: 'Rome' }, output: { summary: 'sunny' } },
       { tool: 'get_forecast', args: { location: 'Dublin' }, output: { summary: 'rain' } },
     ]);
-    await flushMemoryWrites(ctx);
+    await settleMemoryEmbeddings(ctx);
     const embedCalls = fake.requests.filter((r) => r.path === '/v1/embeddings');
     expect(embedCalls.every((r) => r.body.input.length <= 2)).toBe(true);
     expect(embedCalls.flatMap((r) => r.body.input)).toHaveLength(3);
@@ -63,6 +65,8 @@ describe('OpenAI-compatible embeddings', () => {
   it('a failing provider: explicit writes and searches answer 502; execution memories are kept and back-filled', async () => {
     const u = await createUser(app);
     const sid = await seedSession(ctx, u.userId);
+    const missing = async () =>
+      Number((await execRows<{ n: string }>(ctx.db, sql`select count(*) as n from memories where user_id = ${u.userId} and embedding is null`))[0].n);
     fake.failWith = 503;
     try {
       const { body: p } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'will not be stored' } }, 502);
@@ -71,19 +75,20 @@ describe('OpenAI-compatible embeddings', () => {
       await call(app, { method: 'GET', url: '/memory/search?q=anything', headers: u.headers }, 502);
       await seedExecutions(ctx, u.userId, sid, null, [{ tool: 'track_package', args: { tracking_number: 'JD123456789' }, output: { status: 'held at customs' } }]);
       await flushMemoryWrites(ctx);
+      // stored without a vector, and it stays so while the provider fails
+      await expect(settleMemoryEmbeddings(ctx)).rejects.toThrow();
+      expect(await missing()).toBe(1);
     } finally {
       fake.failWith = 200;
     }
     const { body: list } = await call(app, { method: 'GET', url: '/memory', headers: u.headers }, 200);
     expect(list.data.map((m: any) => m.source)).toEqual(['execution']);
-    // stored without a vector: full text finds it, the vector arm does not (yet)
-    const { body: vec0 } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=vector', headers: u.headers }, 200);
-    expect(vec0.data).toEqual([]);
+    // full text finds it whether or not the back-fill has run yet
     const { body: txt } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=text', headers: u.headers }, 200);
     expect(txt.data).toHaveLength(1);
-    // the next flush back-fills the missing vector
-    await seedExecutions(ctx, u.userId, sid, null, [{ tool: 'ping' }]);
-    await flushMemoryWrites(ctx);
+    // with the provider back, the back-fill gives it its vector
+    await settleMemoryEmbeddings(ctx);
+    expect(await missing()).toBe(0);
     const { body: vec1 } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=vector', headers: u.headers }, 200);
     expect(vec1.data.map((h: any) => h.id)).toContain(list.data[0].id);
   });
