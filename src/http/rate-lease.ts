@@ -61,15 +61,16 @@ export function leaseSize(max: number): number {
  * supported: the caller uses the plugin's own per-request `RedisStore` for those.
  */
 export class LeasedRedisStore {
-  private readonly leases = new LRUCache<string, Lease>({ max: 50_000 });
   private readonly redis: LeaseRedis;
 
-  constructor(redis: Redis, private readonly prefix: string) {
+  /** `leases`: the blocks in hand, by Redis key — one LRU shared by a store and its per-route children. */
+  constructor(redis: Redis, private readonly prefix: string, private readonly leases = new LRUCache<string, Lease>({ max: 50_000 })) {
     this.redis = redis as LeaseRedis;
     if (!this.redis.rateLimitLease) this.redis.defineCommand('rateLimitLease', { numberOfKeys: 1, lua: LEASE_LUA });
   }
 
-  incr(key: string, cb: StoreCallback, timeWindow: number, max: number): void {
+  incr(name: string, cb: StoreCallback, timeWindow: number, max: number): void {
+    const key = this.prefix + name;
     const now = Date.now();
     let lease = this.leases.get(key);
     // (A block being reserved has no window yet: its requests wait for it.)
@@ -89,7 +90,7 @@ export class LeasedRedisStore {
   /** @throws Error for route options that move the window per request (`continueExceeding`, `exponentialBackoff`). */
   child(routeOptions: { routeInfo: { method: string; url: string }; continueExceeding?: boolean; exponentialBackoff?: boolean }): LeasedRedisStore {
     if (routeOptions.continueExceeding || routeOptions.exponentialBackoff) throw new Error('rate limits: continueExceeding and exponentialBackoff are not supported by the leased store');
-    return new LeasedRedisStore(this.redis, `${this.prefix}${routeOptions.routeInfo.method}${routeOptions.routeInfo.url}-`);
+    return new LeasedRedisStore(this.redis, `${this.prefix}${routeOptions.routeInfo.method}${routeOptions.routeInfo.url}-`, this.leases);
   }
 
   /** Answer from the block in hand; false when it is used up (a new block is needed). */
@@ -111,7 +112,7 @@ export class LeasedRedisStore {
 
   private reserve(key: string, lease: Lease, timeWindow: number, max: number): void {
     const units = leaseSize(max);
-    this.redis.rateLimitLease(this.prefix + key, timeWindow, units, (err, res) => {
+    this.redis.rateLimitLease(key, timeWindow, units, (err, res) => {
       const waiting = lease.waiting ?? [];
       lease.waiting = null;
       if (err || !res) {
