@@ -94,9 +94,11 @@ export class AuthRegistry {
    * Bearer JWT → its decoded (unverified) payload and the resolver it goes to: decoding a token
    * (base64url + JSON) was ~3 % of an agent-memory GET (issue 18). Only routing is cached here;
    * every use still goes through the resolver, which verifies (its own caches re-check expiry,
-   * revocation and liveness). At most 10,000 tokens, each kept 5 minutes.
+   * revocation and liveness). At most 10,000 tokens, least recently used first out (no time limit:
+   * an expired token is refused by its resolver; lru-cache's per-get staleness check was ~1–2 % of
+   * an agent-memory GET).
    */
-  private readonly routed = new LRUCache<string, { payload: Record<string, unknown>; resolver: JwtResolver }>({ max: 10_000, ttl: 5 * 60_000 });
+  private readonly routed = new LRUCache<string, { payload: Record<string, unknown>; resolver: JwtResolver }>({ max: 10_000 });
 
   constructor(private readonly opts: { apiKeysEnabled: boolean }) {}
 

@@ -1,7 +1,8 @@
 /**
  * Per-principal rate limits by role (DESIGN.md §6, spec "Limits"): `RATE_LIMIT_USER` and
  * `RATE_LIMIT_PRO` requests per window; `enterprise` and `admin` unlimited; anonymous callers by
- * IP. Backed by @fastify/rate-limit, in Redis when `REDIS_URL` is set (shared by all instances).
+ * IP. Backed by @fastify/rate-limit, in Redis when `REDIS_URL` is set (shared by all instances;
+ * counts reserved in blocks of 1 % of the limit, `rate-lease.ts`, exact below 200 per window).
  * Over the limit → 429 `rate_limited` with `Retry-After` and `RateLimit-*` headers
  * (draft-ietf-httpapi-ratelimit-headers).
  *
@@ -16,6 +17,7 @@ import type { Redis } from 'ioredis';
 import type { AppContext } from '../context.js';
 import { accountOf } from './auth.js';
 import { AppError } from './errors.js';
+import { LeasedRedisStore } from './rate-lease.js';
 
 type StoreCallback = (err: Error | null, res?: { current: number; ttl: number }) => void;
 
@@ -89,7 +91,9 @@ export async function registerRateLimit(app: FastifyInstance, ctx: AppContext): 
       constructor(opts: { continueExceeding?: boolean; exponentialBackoff?: boolean }) {
         const ce = !!opts.continueExceeding;
         const eb = !!opts.exponentialBackoff;
-        super(shared, new RedisStore(ce, eb, shared.redis, rl.redisPrefix), new LocalStore(ce, eb));
+        // Blocks leased from Redis (http/rate-lease.ts); the per-request store for window-moving options.
+        const remote = ce || eb ? new RedisStore(ce, eb, shared.redis, rl.redisPrefix) : new LeasedRedisStore(shared.redis, rl.redisPrefix);
+        super(shared, remote, new LocalStore(ce, eb));
       }
     };
   await app.register(rateLimit, {
