@@ -28,6 +28,7 @@
 import { sql } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { DEFAULT_RANK_WEIGHTS, parseTsvector, rankOrTerm } from '../../lib/pg-text.js';
+import { UserEntries } from './user-entries.js';
 
 /** Postings of one lexeme in one user's entry: row numbers and each row's `ts_rank` contribution. */
 interface Postings {
@@ -130,11 +131,10 @@ export function flatOrOperands(tsquery: string): string[] | null {
 export const TEXT_INDEX_MAX_POSTINGS = 2_000_000;
 
 /** Per-app in-process full-text index of searching users (`ctx.memory.text`). */
-export class TextIndex {
-  private readonly users = new Map<string, Entry>();
-  private postings = 0;
-
-  constructor(private readonly maxPostings = TEXT_INDEX_MAX_POSTINGS) {}
+export class TextIndex extends UserEntries<Entry> {
+  constructor(maxPostings = TEXT_INDEX_MAX_POSTINGS) {
+    super(maxPostings);
+  }
 
   /**
    * The `pool` best full-text matches of `userId` for a flat OR query, in the SQL arm's order
@@ -229,7 +229,7 @@ export class TextIndex {
         e.stale = true;
         return;
       }
-      this.postings += append(e, row, tsvectors[i]);
+      this.used += append(e, row, tsvectors[i]);
     });
     this.evict();
   }
@@ -255,56 +255,21 @@ export class TextIndex {
     }
   }
 
-  /** Drop `userId`'s entry (memories deleted), or every entry. */
-  forget(userId?: string): void {
-    for (const [u, e] of this.users) {
-      if (userId !== undefined && u !== userId) continue;
-      if (e.loading) e.stale = true;
-      else this.drop(u, e);
-    }
+  protected empty(): Entry {
+    return { ids: [], agentIds: [], sessionIds: [], alive: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
   }
 
-  private drop(userId: string, e: Entry): void {
-    this.postings -= e.size;
-    this.users.delete(userId);
+  protected sizeOf(e: Entry): number {
+    return e.size;
   }
 
-  private async entry(db: Db | Tx, userId: string): Promise<Entry> {
-    const have = this.users.get(userId);
-    if (have) {
-      this.users.delete(userId); // most recently used last
-      this.users.set(userId, have);
-      return have.loading ?? have;
-    }
-    const e: Entry = { ids: [], agentIds: [], sessionIds: [], alive: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
-    e.loading = this.load(db, userId, e);
-    this.users.set(userId, e);
-    try {
-      return await e.loading;
-    } finally {
-      e.loading = null;
-      if (e.stale) this.users.delete(userId);
-      else {
-        this.postings += e.size;
-        this.evict();
-      }
-    }
-  }
-
-  private async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
+  protected async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
     const rows = await execRows<{ id: string; agent_id: string | null; session_id: string | null; t: string }>(
       db,
       sql`select id, agent_id, session_id, content_tsv::text as t from memories where user_id = ${userId} order by id`,
     );
     for (const r of rows) append(e, { id: r.id, userId, agentId: r.agent_id, sessionId: r.session_id }, r.t);
     return e;
-  }
-
-  private evict(): void {
-    for (const [u, e] of this.users) {
-      if (this.postings <= this.maxPostings || this.users.size <= 1) return;
-      if (!e.loading) this.drop(u, e);
-    }
   }
 }
 

@@ -18,6 +18,7 @@
 import { sql } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { dotAt, ScanMatrix } from './dense-scan.js';
+import { UserEntries } from './user-entries.js';
 
 /** One user's vectors. */
 interface Entry {
@@ -39,14 +40,13 @@ export interface VectorHit {
 }
 
 /** Per-app cache of users' vectors (`ctx.memory.vectors`). */
-export class VectorCache {
-  private readonly users = new Map<string, Entry>();
-  private bytes = 0;
-
+export class VectorCache extends UserEntries<Entry> {
   constructor(
     readonly dimensions: number,
-    private readonly maxBytes: number,
-  ) {}
+    maxBytes: number,
+  ) {
+    super(maxBytes);
+  }
 
   /**
    * The `k` memories of `userId` nearest to the unit vector `q` (optionally only those of `agentId`),
@@ -128,7 +128,7 @@ export class VectorCache {
       const n = e.ids.length;
       const before = e.matrix.byteLength;
       e.matrix.reserve(n + 1);
-      this.bytes += e.matrix.byteLength - before;
+      this.used += e.matrix.byteLength - before;
       e.matrix.data.set(v, n * this.dimensions);
       e.rowOf.set(row.id, n);
       e.ids.push(row.id);
@@ -137,43 +137,15 @@ export class VectorCache {
     this.evict();
   }
 
-  /** Drop `userId`'s entry (memories deleted), or every entry (vectors re-embedded or back-filled). */
-  forget(userId?: string): void {
-    for (const [u, e] of this.users) {
-      if (userId !== undefined && u !== userId) continue;
-      if (e.loading) e.stale = true;
-      else this.drop(u, e);
-    }
+  protected empty(): Entry {
+    return { ids: [], rowOf: new Map(), agentIds: [], matrix: new ScanMatrix(this.dimensions, 0), stale: false, loading: null };
   }
 
-  private drop(userId: string, e: Entry): void {
-    this.bytes -= e.matrix.byteLength;
-    this.users.delete(userId);
+  protected sizeOf(e: Entry): number {
+    return e.matrix.byteLength;
   }
 
-  private async entry(db: Db | Tx, userId: string): Promise<Entry> {
-    const have = this.users.get(userId);
-    if (have) {
-      this.users.delete(userId); // most recently used last
-      this.users.set(userId, have);
-      return have.loading ?? have;
-    }
-    const e: Entry = { ids: [], rowOf: new Map(), agentIds: [], matrix: new ScanMatrix(this.dimensions, 0), stale: false, loading: null };
-    e.loading = this.load(db, userId, e);
-    this.users.set(userId, e);
-    try {
-      return await e.loading;
-    } finally {
-      e.loading = null;
-      if (e.stale) this.users.delete(userId);
-      else {
-        this.bytes += e.matrix.byteLength;
-        this.evict();
-      }
-    }
-  }
-
-  private async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
+  protected async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
     const rows = await execRows<{ id: string; agent_id: string | null; e: string }>(
       db,
       sql`select id, agent_id, embedding::text as e from memories where user_id = ${userId} and embedding is not null order by id`,
@@ -195,13 +167,6 @@ export class VectorCache {
     }
     e.matrix = scan;
     return e;
-  }
-
-  private evict(): void {
-    for (const [u, e] of this.users) {
-      if (this.bytes <= this.maxBytes || this.users.size <= 1) return;
-      if (!e.loading) this.drop(u, e);
-    }
   }
 }
 
