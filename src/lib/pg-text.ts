@@ -68,13 +68,13 @@ export function parseTsvector(text: string, intern?: (s: string) => string): Doc
   return { lex, pos, maxpos };
 }
 
-/** Index of the first lexeme of `doc` not before `s` (binary search). */
-function lowerBound(lex: string[], s: string): number {
+/** Index of the first string of the sorted `list` not before `s` (binary search, code-unit order). */
+export function lowerBound(list: readonly string[], s: string): number {
   let lo = 0;
-  let hi = lex.length;
+  let hi = list.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (lex[mid] < s) lo = mid + 1;
+    if (list[mid] < s) lo = mid + 1;
     else hi = mid;
   }
   return lo;

@@ -27,7 +27,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
-import { DEFAULT_RANK_WEIGHTS, parseTsvector, rankOrTerm } from '../../lib/pg-text.js';
+import { DEFAULT_RANK_WEIGHTS, lowerBound, parseTsvector, rankOrTerm } from '../../lib/pg-text.js';
 import { UserEntries } from './user-entries.js';
 
 /** Postings of one lexeme in one user's entry: row numbers and each row's `ts_rank` contribution. */
@@ -304,18 +304,6 @@ function append(e: Entry, row: IndexedRow, tsvector: string): number {
     list.splice(at, 0, row.id);
   }
   return doc.lex.length;
-}
-
-/** First index of `list` (sorted ascending) whose id is ≥ `id`. */
-function lowerBound(list: string[], id: string): number {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (list[mid] < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 function compareIds(a: string, b: string): number {

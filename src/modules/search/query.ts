@@ -26,6 +26,7 @@ import type { AppContext } from '../../context.js';
 import { STOPWORDS } from '../memory/embeddings.js';
 import { catalogGeneration, catalogVersion, catalogVocabulary, type TermGroup } from '../registry/catalog.js';
 import { editDistance, typoBudget } from './highlight.js';
+import { refreshOnce } from './refresh.js';
 import { searchStateOf, type Vocabulary } from './state.js';
 import { equivalentsOf, synonymsOf } from './synonyms.js';
 
@@ -88,24 +89,14 @@ export const VOCABULARY_COLD_WAIT_MS = 1000;
  */
 function refreshVocabulary(ctx: AppContext): Promise<void> {
   const state = searchStateOf(ctx);
-  state.vocabularyRefresh ??= (async () => {
-    for (;;) {
-      const generation = catalogGeneration(ctx);
-      const checkedAt = Date.now();
-      const version = await catalogVersion(ctx);
-      const cached = state.vocabulary;
-      if (cached && cached.version === version) {
-        cached.generation = generation;
-        cached.checkedAt = checkedAt;
-      } else state.vocabulary = await buildVocabulary(ctx, version, generation, checkedAt);
-      if (catalogGeneration(ctx) === generation) return;
-    }
-  })()
-    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'search vocabulary build failed'))
-    .finally(() => {
-      state.vocabularyRefresh = undefined;
-    });
-  return state.vocabularyRefresh;
+  return refreshOnce(ctx, 'vocabularyRefresh', 'search vocabulary build failed', async (generation, checkedAt) => {
+    const version = await catalogVersion(ctx);
+    const cached = state.vocabulary;
+    if (cached && cached.version === version) {
+      cached.generation = generation;
+      cached.checkedAt = checkedAt;
+    } else state.vocabulary = await buildVocabulary(ctx, version, generation, checkedAt);
+  });
 }
 
 /**

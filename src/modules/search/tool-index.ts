@@ -26,6 +26,7 @@ import type { AppContext } from '../../context.js';
 import { catalogFingerprints, catalogIndexRows, normalizeWords, type IndexServiceRow, type IndexToolRow } from '../registry/catalog-index.js';
 import { catalogGeneration, type RankedCandidate } from '../registry/catalog.js';
 import { parseTsvector, TrigramIndex, trigramText, weightALexemes } from '../../lib/pg-text.js';
+import { refreshOnce } from './refresh.js';
 import { searchStateOf, type IndexedService, type IndexedTool, type ToolIndex } from './state.js';
 
 export type { IndexedService, IndexedTool, ToolIndex };
@@ -129,42 +130,32 @@ function pages(ids: string[], fingerprints: Map<string, { tools: number }>): str
  */
 export function refreshToolIndex(ctx: AppContext): Promise<void> {
   const state = searchStateOf(ctx);
-  state.toolIndexRefresh ??= (async () => {
-    for (;;) {
-      const generation = catalogGeneration(ctx);
-      const checkedAt = Date.now();
-      const fingerprints = await catalogFingerprints(ctx);
-      const prev = state.toolIndex;
-      const changed = [...fingerprints].filter(([id, fp]) => prev?.fingerprints.get(id) !== fp.fingerprint).map(([id]) => id);
-      const removed = prev ? [...prev.services.keys()].filter((id) => !fingerprints.has(id)) : [];
-      if (prev && !changed.length && !removed.length) {
-        prev.generation = generation;
-        prev.checkedAt = checkedAt;
-      } else {
-        const services = new Map(prev?.services);
-        for (const id of [...removed, ...changed]) services.delete(id);
-        const words = new Map<string, string>();
-        const intern = (s: string) => words.get(s) ?? (words.set(s, s), s);
-        for (const page of pages(changed, fingerprints)) {
-          const rows = await catalogIndexRows(ctx, page);
-          for (const r of rows.services) services.set(r.id, serviceOf(r, intern));
-          for (const r of rows.tools) {
-            const s = services.get(r.service_id);
-            if (s) s.tools.push(toolOf(r, s, intern));
-          }
-          for (const r of rows.services) services.get(r.id)!.tools.sort((a, b) => (a.id < b.id ? -1 : 1));
-          await new Promise((resolve) => setImmediate(resolve));
+  return refreshOnce(ctx, 'toolIndexRefresh', 'search tool index refresh failed', async (generation, checkedAt) => {
+    const fingerprints = await catalogFingerprints(ctx);
+    const prev = state.toolIndex;
+    const changed = [...fingerprints].filter(([id, fp]) => prev?.fingerprints.get(id) !== fp.fingerprint).map(([id]) => id);
+    const removed = prev ? [...prev.services.keys()].filter((id) => !fingerprints.has(id)) : [];
+    if (prev && !changed.length && !removed.length) {
+      prev.generation = generation;
+      prev.checkedAt = checkedAt;
+    } else {
+      const services = new Map(prev?.services);
+      for (const id of [...removed, ...changed]) services.delete(id);
+      const words = new Map<string, string>();
+      const intern = (s: string) => words.get(s) ?? (words.set(s, s), s);
+      for (const page of pages(changed, fingerprints)) {
+        const rows = await catalogIndexRows(ctx, page);
+        for (const r of rows.services) services.set(r.id, serviceOf(r, intern));
+        for (const r of rows.tools) {
+          const s = services.get(r.service_id);
+          if (s) s.tools.push(toolOf(r, s, intern));
         }
-        state.toolIndex = derive(generation, checkedAt, new Map([...fingerprints].map(([id, fp]) => [id, fp.fingerprint])), services);
+        for (const r of rows.services) services.get(r.id)!.tools.sort((a, b) => (a.id < b.id ? -1 : 1));
+        await new Promise((resolve) => setImmediate(resolve));
       }
-      if (catalogGeneration(ctx) === generation) return;
+      state.toolIndex = derive(generation, checkedAt, new Map([...fingerprints].map(([id, fp]) => [id, fp.fingerprint])), services);
     }
-  })()
-    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'search tool index refresh failed'))
-    .finally(() => {
-      state.toolIndexRefresh = undefined;
-    });
-  return state.toolIndexRefresh;
+  });
 }
 
 /**
