@@ -152,8 +152,9 @@ export function markNeedsBackfill(ctx: AppContext): void {
  * Start-up: make the stored embedding space match the configured provider (DESIGN.md §3,
  * docs/decisions.md). The first start records provider/model/dimensions; the pgvector column is
  * resized to the configured dimensions while no vectors are stored. A different model or dimension
- * count with vectors stored is an error naming the fix, unless `MEMORY_REEMBED=on`, which re-embeds
- * every memory before the app starts.
+ * count with vectors stored is an error naming the fix, unless `MEMORY_REEMBED=on`, which clears
+ * every stored vector and has the background back-fill (backfill.ts) re-embed them after the app
+ * starts ({@link settleMemoryEmbeddings} waits for it).
  * @throws Error with a one-line explanation on a mismatch
  */
 export async function initMemory(ctx: AppContext): Promise<void> {
@@ -194,15 +195,13 @@ export async function initMemory(ctx: AppContext): Promise<void> {
         .insert(memorySettings)
         .values({ key: 'embedding', ...want })
         .onConflictDoUpdate({ target: memorySettings.key, set: { ...want, updatedAt: new Date() } });
-      if (stored > 0) ctx.log.warn({ stored, ...want }, 'memory embedding space changed: re-embedding every memory');
+      if (stored > 0) ctx.log.warn({ stored, ...want }, 'memory embedding space changed: re-embedding every memory in the background');
       return stored > 0;
     });
-    if (reembed) {
-      rt.vectors?.forget();
-      while ((await backfillEmbeddings(ctx, 10_000)) > 0) {
-        /* continue until every memory has a vector */
-      }
-    }
+    // Re-embedding runs in the background (the back-fill loop, kicked below): a large store takes
+    // minutes with the sentence encoder; meanwhile full text finds every memory and the vector arm
+    // covers the ones already filled.
+    if (reembed) rt.vectors?.forget();
     rt.markReady();
   } catch (err) {
     rt.markReady(err as Error);
@@ -226,23 +225,6 @@ async function earlierDefaultSpace(
   if (have) return have.provider === 'local' && (have.dimensions === 384 || have.dimensions === 512) ? { model: have.model, dimensions: have.dimensions } : null;
   const dims = colDims ?? Number((await execRows<{ d: number | null }>(tx, sql`select array_length(embedding, 1) as d from memories where embedding is not null limit 1`))[0]?.d);
   return dims === 384 || dims === 512 ? { model: 'local-hash-v1', dimensions: dims } : null;
-}
-
-/**
- * Give up to `max` memories without a vector their embedding (start-up re-embedding, tests), in
- * steps of {@link embedMissing}.
- * @returns how many are probably still missing (0 when the last step found fewer than it asked for)
- */
-export async function backfillEmbeddings(ctx: AppContext, max: number): Promise<number> {
-  const batch = Math.min(ctx.config.memory.embeddings.batchSize, 256);
-  let done = 0;
-  while (done < max) {
-    const asked = Math.min(batch, max - done);
-    const n = await embedMissing(ctx, asked);
-    if (n < asked) return 0;
-    done += n;
-  }
-  return 1;
 }
 
 /** Rows per back-fill UPDATE on PGlite: each row's HNSW insertion runs on this thread (~2–3 ms). */

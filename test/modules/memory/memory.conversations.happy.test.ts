@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
-import { backfillEmbeddings, embeddingProviderOf } from '../../../src/modules/memory/runtime.js';
+import { embeddingProviderOf, settleMemoryEmbeddings } from '../../../src/modules/memory/runtime.js';
 import { embeddingText } from '../../../src/modules/memory/turns.js';
 import { call, createUser, setupApp, testEnv, type TestUser } from '../../helpers/app.js';
 import { seedSession } from './helpers.js';
@@ -54,9 +54,7 @@ describe(`memory — conversation turns (${ctx.database.engine})`, () => {
     await check();
     // after an embedding failure the back-fill must embed the same text
     await ctx.db.execute(sql`update memories set embedding = null where user_id = ${u.userId}`);
-    while ((await backfillEmbeddings(ctx, 1000)) > 0) {
-      /* until none is missing */
-    }
+    await settleMemoryEmbeddings(ctx);
     await check();
   });
 

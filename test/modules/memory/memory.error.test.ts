@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AppContext } from '../../../src/context.js';
-import { initMemory } from '../../../src/modules/memory/runtime.js';
+import { initMemory, settleMemoryEmbeddings } from '../../../src/modules/memory/runtime.js';
 import { addMemory, searchMemories } from '../../../src/modules/memory/service.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { seedSession } from './helpers.js';
@@ -120,6 +120,10 @@ describe('memory — embedding space at start-up', () => {
     const next = with512(true);
     await initMemory(next);
     const actor = { accountId: u.userId, agentId: null };
+    // the app is up at once; the vectors come from the background back-fill, full text finds the rows meanwhile
+    const early = await searchMemories(next, actor, { q: 'flight Lisbon', mode: 'text' });
+    expect(early.data.map((m) => m.content)).toContain('Flight to Lisbon with TAP');
+    await settleMemoryEmbeddings(next);
     const hits = await searchMemories(next, actor, { q: 'flight Lisbon', mode: 'vector' });
     expect(hits.data[0].content).toBe('Flight to Lisbon with TAP');
     expect(hits.data[0].similarity).toBeGreaterThan(0.2);
