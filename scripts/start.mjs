@@ -128,12 +128,22 @@ async function build(esbuild, sources, stamp) {
     // Node reads the maps of every loaded file once source maps are enabled: without the sources
     // in them they are a third of the size (stack traces need only the mappings).
     sourcesContent: false,
+    // Without comments and indentation: V8 keeps every loaded script's source in its heap, as
+    // two-byte text when one character is beyond Latin-1 (a "—" in a comment is enough), which
+    // was ~8 MiB of an idle server's heap for the two largest files; stack traces still name the
+    // sources through the maps.
+    minifyWhitespace: true,
     logLevel: 'silent',
   });
   // esbuild turns a CommonJS module imported with import() into a chunk of `export default require_x()`:
   // its named exports would be undefined at run time, so such a chunk fails the build (tsx runs instead).
   for (const f of fs.readdirSync(tmp).filter((f) => f.endsWith('.js'))) {
-    if (/^export default require_\w+\(\);$/m.test(fs.readFileSync(path.join(tmp, f), 'utf8'))) {
+    const text = fs.readFileSync(path.join(tmp, f), 'utf8');
+    // esbuild escapes what it can; a character beyond Latin-1 left in a raw template or a regular
+    // expression doubles the size of the whole file's source in V8's heap (see minifyWhitespace).
+    const wide = /[^\x00-\xff]/.exec(text);
+    if (wide) process.stderr.write(`start: ${f} holds ${JSON.stringify(wide[0])} (beyond Latin-1): V8 keeps this file's source as two-byte text\n`);
+    if (/(^|[;}])export default require_\w+\(\);?$/m.test(text)) {
       throw new Error(`${f} is a CommonJS package imported with import(): add the package to EXTERNAL in scripts/start.mjs`);
     }
   }

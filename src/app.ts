@@ -42,6 +42,7 @@ import { rememberExecution } from './modules/memory/runtime.js';
 import { sessionRoutes } from './modules/sessions/routes.js';
 import { createExecutionLog } from './modules/sessions/usage.js';
 import { registryRoutes } from './modules/registry/routes.js';
+import { prepareRegistrationCheck } from './modules/registry/manifest.js';
 import { publishingRoutes } from './modules/publishing/routes.js';
 import { ownerServiceDetail } from './modules/publishing/service.js';
 import { subscriptionRoutes } from './modules/subscriptions/routes.js';
@@ -55,8 +56,9 @@ export interface BuiltApp {
   ctx: AppContext;
   /**
    * Prepare what start-up left for later — the embedded OpenID Provider (`modules/identity/idp.ts`),
-   * then response serialisers (`http/lazy-serializer.ts`) — in idle event-loop turns; `main.ts`
-   * calls it once listening. Without it, each is prepared on first use.
+   * the registration body's validator (`modules/registry/manifest.ts`), then response serialisers
+   * (`http/lazy-serializer.ts`) — in idle event-loop turns; `main.ts` calls it once listening.
+   * Without it, each is prepared on first use.
    */
   warm: () => Promise<void>;
 }
@@ -193,6 +195,7 @@ export async function buildApp(
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
   const deferred: Array<() => Promise<unknown>> = [];
   if (!config.auth.issuer) await app.register(idpRoutes, { ctx, identity, config, deferred });
+  deferred.push(async () => prepareRegistrationCheck());
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(browserSessionRoutes, { ctx, identity, login });

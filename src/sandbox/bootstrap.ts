@@ -103,7 +103,7 @@ if (!fn) {
 
 // Platform calls: a promise per call, settled by the host's reply. While an invocation runs with
 // no call pending, stdin is unref'd so a handler whose promise can never settle empties the event
-// loop ('beforeExit' → no_result) instead of hanging until its timeout.
+// loop ('beforeExit' -> no_result) instead of hanging until its timeout.
 const pending = new Map();
 let seq = 0;
 const holdLoop = () => { if (running && pending.size === 0) stdin.unref(); else stdin.ref(); };

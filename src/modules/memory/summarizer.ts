@@ -136,8 +136,8 @@ export function parseLlmSummary(text: string): { summary: string; key_points: st
     /* prose */
   }
   const lines = body.split('\n').map((l) => l.trim()).filter(Boolean);
-  const bullets = lines.filter((l) => /^[-*•]\s+/.test(l)).map((l) => l.replace(/^[-*•]\s+/, ''));
-  const prose = lines.filter((l) => !/^[-*•]\s+/.test(l)).join(' ');
+  const bullets = lines.filter((l) => /^[-*\u2022]\s+/.test(l)).map((l) => l.replace(/^[-*\u2022]\s+/, ''));
+  const prose = lines.filter((l) => !/^[-*\u2022]\s+/.test(l)).join(' ');
   if (!prose && bullets.length === 0) return null;
   return { summary: prose || bullets.join(' '), key_points: bullets.slice(0, MAX_KEY_POINTS) };
 }
