@@ -14,6 +14,33 @@ import { freePort } from '../helpers/net.js';
 import { startServerProcess as start } from '../helpers/server-process.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-e2e-'));
+
+/** Command lines of every live descendant of process `pid` (Linux /proc). */
+function descendants(pid: number): string[] {
+  const parent = new Map<number, number>();
+  for (const d of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  const out: string[] = [];
+  const walk = (p: number): void => {
+    for (const [child, pp] of parent) {
+      if (pp !== p) continue;
+      try {
+        out.push(fs.readFileSync(`/proc/${child}/cmdline`, 'utf8').replaceAll('\0', ' '));
+      } catch {
+        continue;
+      }
+      walk(child);
+    }
+  };
+  walk(pid);
+  return out;
+}
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
 describe('node --import tsx src/main.ts (npm start)', () => {
@@ -33,6 +60,10 @@ describe('node --import tsx src/main.ts (npm start)', () => {
     const first = start({ ...env, LOG_LEVEL: 'debug' }, { via: 'npm' });
     const ready = JSON.parse(await first.waitFor(/agent platform ready/));
     expect(ready.startup_ms).toBeGreaterThan(0);
+    // the server runs alone: the esbuild service that built dist/ (when it was stale) was stopped
+    const tree = descendants(first.child.pid!);
+    expect(tree.some((c) => /scripts\/start\.mjs/.test(c))).toBe(true);
+    expect(tree.filter((c) => /esbuild/.test(c))).toEqual([]);
 
     // a request (scrypt hashing takes a while) is in flight when SIGTERM reaches npm
     const creds = { email: 'persist@example.test', password: 'survives restarts' };
