@@ -71,6 +71,13 @@ export interface JwtResolver {
   name: string;
   accepts(unverifiedPayload: Record<string, unknown>): boolean;
   resolve(token: string, unverifiedPayload: Record<string, unknown>, opts: AuthenticateOptions): Promise<Principal>;
+  /**
+   * Optional synchronous answer for a token `resolve` accepted before: the principal when every
+   * check `resolve` makes (signature verified earlier, expiry, revocation, liveness) can be
+   * answered from this process's memory now and passes; `undefined` otherwise — then `resolve`
+   * runs and gives the answer (refusals included). Never throws.
+   */
+  resolveKnown?(token: string, payload: Record<string, unknown>, opts: AuthenticateOptions): Principal | undefined;
 }
 
 /** Where a credential is presented. */
@@ -86,6 +93,20 @@ export interface AuthenticateOptions {
 /** Resolves an API key (`apk_…`) to its user, or throws AppError `invalid_token`. */
 export type ApiKeyResolver = (key: string) => Promise<UserPrincipal>;
 
+/** A bearer JWT that verified once, and the resolver it goes to. */
+interface Routed {
+  token: string;
+  payload: Record<string, unknown>;
+  resolver: JwtResolver;
+}
+
+/**
+ * Characters at the end of a JWT (its signature) that key the routing cache. Hashing a whole
+ * ~800-character token for a map lookup cost ~2–4 µs per request (a fresh header string each
+ * time, issue 18); a hit is confirmed by comparing the whole token, so a shared tail only misses.
+ */
+const ROUTE_KEY_CHARS = 32;
+
 /** The place modules register how their credentials are verified. */
 export class AuthRegistry {
   private readonly jwtResolvers: JwtResolver[] = [];
@@ -96,9 +117,9 @@ export class AuthRegistry {
    * every use still goes through the resolver, which verifies (its own caches re-check expiry,
    * revocation and liveness). At most 10,000 tokens, least recently used first out (no time limit:
    * an expired token is refused by its resolver; lru-cache's per-get staleness check was ~1–2 % of
-   * an agent-memory GET).
+   * an agent-memory GET). Keyed by the token's last {@link ROUTE_KEY_CHARS} characters.
    */
-  private readonly routed = new LRUCache<string, { payload: Record<string, unknown>; resolver: JwtResolver }>({ max: 10_000 });
+  private readonly routed = new LRUCache<string, Routed>({ max: 10_000 });
 
   constructor(private readonly opts: { apiKeysEnabled: boolean }) {}
 
@@ -122,14 +143,35 @@ export class AuthRegistry {
     return m[1];
   }
 
+  /** The routing of `token` when it verified before. */
+  private routeOf(token: string): Routed | undefined {
+    const r = this.routed.get(token.slice(-ROUTE_KEY_CHARS));
+    return r !== undefined && r.token === token ? r : undefined;
+  }
+
+  /**
+   * The principal of a request whose credential is a known bearer JWT (`Authorization: Bearer
+   * <token>` exactly, no `X-API-Key`) that its resolver can accept from memory now
+   * ({@link JwtResolver.resolveKnown}); `undefined` in every other case (then
+   * {@link credentialOf} + {@link authenticate} give the answer). Never throws.
+   */
+  knownPrincipal(req: FastifyRequest, opts: AuthenticateOptions = {}): Principal | undefined {
+    const h = req.headers.authorization;
+    if (h === undefined || req.headers['x-api-key'] !== undefined || !h.startsWith('Bearer ')) return undefined;
+    const r = this.routed.get(h.slice(-ROUTE_KEY_CHARS));
+    // "Bearer " + the token itself (a verified JWT holds no whitespace): what credentialOf would return.
+    if (r === undefined || h.length !== r.token.length + 7 || !h.endsWith(r.token)) return undefined;
+    return r.resolver.resolveKnown?.(r.token, r.payload, opts);
+  }
+
   /** Verify a bearer credential. @throws AppError invalid_token | token_expired */
   async authenticate(credential: string, opts: AuthenticateOptions = {}): Promise<Principal> {
     if (credential.startsWith('apk_')) {
       if (!this.opts.apiKeysEnabled || !this.apiKeyResolver) throw new AppError('invalid_token', 'API-key authentication is disabled');
       return this.apiKeyResolver(credential);
     }
-    const known = this.routed.get(credential);
-    if (known) return known.resolver.resolve(credential, known.payload, opts);
+    const known = this.routeOf(credential);
+    if (known) return known.resolver.resolve(known.token, known.payload, opts);
     let payload: Record<string, unknown>;
     try {
       payload = decodeJwt(credential) as Record<string, unknown>;
@@ -140,7 +182,7 @@ export class AuthRegistry {
     if (!resolver) throw new AppError('invalid_token', 'Token was not issued for this API');
     const principal = await resolver.resolve(credential, payload, opts);
     // Routed again next time without decoding — only tokens that verified once are kept.
-    this.routed.set(credential, { payload: Object.freeze(payload), resolver });
+    this.routed.set(credential.slice(-ROUTE_KEY_CHARS), { token: credential, payload: Object.freeze(payload), resolver });
     return principal;
   }
 }
@@ -186,24 +228,39 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
     // The innermost scope's requirement is the one a request meets last, hence the effective one.
     route.schema = { ...route.schema, [AUTH_EXTENSION]: declaration } as typeof route.schema;
   });
-  scope.addHook('onRequest', async (req: FastifyRequest) => {
-    const cred = AuthRegistry.credentialOf(req);
-    if (!cred) throw new AppError('unauthenticated', 'This endpoint needs a bearer token or API key');
-    const p = await registry.authenticate(cred, { resource: opts.resource });
+  /** Admit `p` on `req`: the principal is set, then its kind and roles checked. Returns the refusal. */
+  const admit = (req: FastifyRequest, p: Principal): AppError | undefined => {
     req.principal = p;
     if (!kinds.includes(p.kind)) {
-      if (p.kind === 'user') throw new AppError('agent_token_required', 'This endpoint needs an agent access token (POST /auth/agent/token)');
-      throw new AppError('forbidden', 'This endpoint is for users, not agents');
+      if (p.kind === 'user') return new AppError('agent_token_required', 'This endpoint needs an agent access token (POST /auth/agent/token)');
+      return new AppError('forbidden', 'This endpoint is for users, not agents');
     }
-    if (opts.roles) checkRole(p, opts.roles);
+    if (opts.roles && !p.roles.some((r) => opts.roles!.includes(r))) return roleRefusal(opts.roles);
+    return undefined;
+  };
+  const authOpts: AuthenticateOptions = { resource: opts.resource };
+  // A callback hook: a token answered from memory costs no promise (issue 18); others verify async.
+  scope.addHook('onRequest', (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    const known = registry.knownPrincipal(req, authOpts);
+    if (known !== undefined) return done(admit(req, known));
+    let cred: string | null;
+    try {
+      cred = AuthRegistry.credentialOf(req);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (!cred) return done(new AppError('unauthenticated', 'This endpoint needs a bearer token or API key'));
+    registry.authenticate(cred, authOpts).then((p) => done(admit(req, p)), done);
   });
+}
+
+function roleRefusal(roles: Role[]): AppError {
+  return new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
 }
 
 /** @throws AppError insufficient_role unless `p` holds one of `roles`. */
 export function checkRole(p: Principal, roles: Role[]): void {
-  if (!p.roles.some((r) => roles.includes(r))) {
-    throw new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
-  }
+  if (!p.roles.some((r) => roles.includes(r))) throw roleRefusal(roles);
 }
 
 /** The principal of a request inside a {@link requireAuth} scope. */

@@ -126,6 +126,11 @@ export class SharedCache<V> {
     return v;
   }
 
+  /** The cached value of `key` when there is one (no load; `undefined` on a miss or without caching). */
+  peek(key: string): V | undefined {
+    return this.lru?.get(key)?.v;
+  }
+
   /**
    * Evict `key` (or everything, when `key` is null) here and on every other instance. Call it
    * after the write has committed. Never throws and never waits for an unreachable Redis: a failed

@@ -27,7 +27,7 @@ import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { requireScope } from '../agents/tokens.js';
 import { coveringGrant, liveGrants } from '../permissions/service.js';
 import type { AuditQuery, AuditSchema, EntrySchema } from './schemas.js';
-import { EXPIRED, RETURNING, UPSERT_SET, prepareAgentMemoryStatements, type AgentMemoryStatements, type EntryRow } from './statements.js';
+import { EXPIRED, RETURNING, UPSERT_SET, prepareAgentMemoryStatements, type AgentMemoryStatements, type EntryRow, type RawEntryRow } from './statements.js';
 
 /** An entry as the API shows it (`EntrySchema`; `version` is 1 on creation, +1 per write, and the entity tag). */
 export type EntryView = Static<typeof EntrySchema>;
@@ -80,6 +80,11 @@ function view(r: EntryRow): EntryView {
   return { key: r.key, value: r.value, version: r.version, updated_at: iso(r.updatedAt), expires_at: iso(r.expiresAt) };
 }
 
+/** {@link view} of a row of the hot statements (column names, timestamps as text). */
+function rawView(r: RawEntryRow): EntryView {
+  return { key: r.key, value: r.value, version: r.version, updated_at: iso(r.updated_at), expires_at: iso(r.expires_at) };
+}
+
 /**
  * Serialise a value and enforce the size limit. Both write paths (own memory and another agent's,
  * whichever face calls them: REST, MCP, the runtime's `context`) pass here, so a value `jsonb`
@@ -101,7 +106,7 @@ function serialise(ctx: AppContext, value: unknown): { json: string; bytes: numb
 
 /** One live entry. @throws AppError not_found (missing or expired; an expired entry is purged) */
 export async function getEntry(ctx: AppContext, agentId: string, key: string): Promise<EntryView> {
-  const [row] = await statements(ctx).get.execute({ agentId, key });
+  const [row] = await statements(ctx).get.run({ agentId, key });
   if (!row) throw notFound('Memory entry');
   if (row.expired) {
     ctx.db
@@ -113,7 +118,7 @@ export async function getEntry(ctx: AppContext, agentId: string, key: string): P
       );
     throw notFound('Memory entry');
   }
-  return view(row);
+  return rawView(row);
 }
 
 /** Key cursor: opaque base64url of the last key (keys may hold any character). */
@@ -193,10 +198,10 @@ export async function putEntry(
   }
 
   if (pre.ifNoneMatch === undefined && db === ctx.db) {
-    const [row] = await statements(ctx).upsert.execute({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
+    const [row] = await statements(ctx).upsert.run({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
     const created = row.version === 1;
     if (created) await enforceEntryCap(ctx, db, agentId, key);
-    return { entry: view(row), created };
+    return { entry: rawView(row), created };
   }
 
   let setWhere: SQL | undefined;

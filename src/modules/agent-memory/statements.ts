@@ -6,6 +6,7 @@
  */
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
+import { prepareRaw } from '../../db/prepared.js';
 import { agentMemory } from '../../db/schema/index.js';
 
 export const EXPIRED = sql`(${agentMemory.expiresAt} is not null and ${agentMemory.expiresAt} <= now())`;
@@ -30,9 +31,13 @@ export const UPSERT_SET = {
 
 export type EntryRow = { key: string; value: unknown; version: number; updatedAt: Date; expiresAt: Date | null };
 
+/** A row of the hot statements as the driver returns it (column names; timestamps as text). */
+export type RawEntryRow = { key: string; value: unknown; version: number; updated_at: string; expires_at: string | null };
+
 /**
  * The two hot statements, prepared once per database handle: the point read and the
- * unconditional upsert (no query building per request; named statements on PostgreSQL).
+ * unconditional upsert (no query building per request; named statements on PostgreSQL). Their
+ * rows come back as the driver gives them (no per-column mapping by the ORM; issue 18).
  */
 export function prepareAgentMemoryStatements(db: Db) {
   const agentId = sql.placeholder('agentId');
@@ -40,27 +45,30 @@ export function prepareAgentMemoryStatements(db: Db) {
   return {
     /** The handle these statements run on (a context copied with another database prepares its own). */
     db,
-    get: db
-      .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}` })
-      .from(agentMemory)
-      .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)))
-      .prepare('agent_memory_get'),
-    upsert: db
-      .insert(agentMemory)
-      .values({
-        agentId,
-        key,
-        value: sql`${sql.placeholder('json')}::jsonb`,
-        version: 1,
-        sizeBytes: sql.placeholder('bytes'),
-        expiresAt: sql`case when ${sql.placeholder('ttl')}::int is null then null else now() + make_interval(secs => ${sql.placeholder('ttl')}::int) end`,
-      })
-      .onConflictDoUpdate({ target: [agentMemory.agentId, agentMemory.key], set: UPSERT_SET })
-      .returning(RETURNING)
-      .prepare('agent_memory_upsert'),
+    get: prepareRaw<RawEntryRow & { expired: boolean }>(db, 'agent_memory_get', () =>
+      db
+        .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}`.as('expired') })
+        .from(agentMemory)
+        .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)))
+        .getSQL(),
+    ),
+    upsert: prepareRaw<RawEntryRow>(db, 'agent_memory_upsert', () =>
+      db
+        .insert(agentMemory)
+        .values({
+          agentId,
+          key,
+          value: sql`${sql.placeholder('json')}::jsonb`,
+          version: 1,
+          sizeBytes: sql.placeholder('bytes'),
+          expiresAt: sql`case when ${sql.placeholder('ttl')}::int is null then null else now() + make_interval(secs => ${sql.placeholder('ttl')}::int) end`,
+        })
+        .onConflictDoUpdate({ target: [agentMemory.agentId, agentMemory.key], set: UPSERT_SET })
+        .returning(RETURNING)
+        .getSQL(),
+    ),
   };
 }
 
 /** The prepared statements of one database handle. */
 export type AgentMemoryStatements = ReturnType<typeof prepareAgentMemoryStatements>;
-

@@ -4,6 +4,7 @@
  * without an import loop.
  */
 import type { CryptoKey, JWTPayload } from 'jose';
+import type { AgentPrincipal } from '../../http/auth.js';
 import type { SharedCache } from '../../lib/shared-cache.js';
 
 /**
@@ -15,6 +16,8 @@ export interface PlatformSigner {
   readonly platformIssuer: string;
   /** @throws AppError token_expired | invalid_token */
   verifyPlatformToken(token: string): Promise<JWTPayload>;
+  /** The claims of a token {@link verifyPlatformToken} accepted recently and would accept now, from memory; `undefined` otherwise. */
+  knownPlatformToken(token: string): JWTPayload | undefined;
   getUser(userId: string): Promise<{ roles: string[] }>;
 }
 
@@ -31,4 +34,12 @@ export interface AgentAuthState {
   signer: PlatformSigner;
   /** Liveness by agent id; evicted on every instance by `invalidateAgentAuth`. */
   cache: SharedCache<Liveness>;
+  /** Loads an agent's liveness fresh. @throws AppError invalid_token when the agent does not exist */
+  load: (agentId: string) => Promise<Liveness>;
+  /**
+   * The principal built from a token's verified claims (keyed by the signer's claims object, so
+   * it lives as long as the signer keeps the token verified), with the secret id it was issued
+   * with: requests with that token reuse it after the liveness check, instead of building one.
+   */
+  principals: WeakMap<JWTPayload, { principal: AgentPrincipal; sid: string }>;
 }

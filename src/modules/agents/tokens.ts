@@ -66,12 +66,18 @@ function stateOf(ctx: AppContext): AgentAuthState {
 export async function installAgentAuth(ctx: AppContext, signer: PlatformSigner): Promise<void> {
   if (ctx.agentAuth) return;
   const cache = SharedCache.of<Liveness>(ctx, { name: 'agents.liveness', max: 50_000, ttlMs: ctx.config.agents.authCacheMs });
-  ctx.agentAuth = { signer, cache };
+  const load = async (agentId: string): Promise<Liveness> => {
+    const loaded = await loadLiveness(ctx, agentId);
+    if (!loaded) throw new AppError('invalid_token', 'The agent of this token does not exist');
+    return loaded;
+  };
+  ctx.agentAuth = { signer, cache, load, principals: new WeakMap() };
   await cache.ready();
   ctx.auth.addJwtResolver({
     name: 'agent',
     accepts: (p) => typeof p.sub === 'string' && p.sub.startsWith('agt_'),
     resolve: (token) => resolveAgentToken(ctx, token),
+    resolveKnown: (token) => knownAgentToken(ctx, token),
   });
 }
 
@@ -120,29 +126,44 @@ export async function resolveAgentToken(ctx: AppContext, token: string): Promise
   if (typeof agentId !== 'string' || !agentId.startsWith('agt_') || typeof sid !== 'string' || typeof p.client_id !== 'string') {
     throw new AppError('invalid_token', 'Token is not an agent access token');
   }
-  const load = async () => {
-    const loaded = await loadLiveness(ctx, agentId);
-    if (!loaded) throw new AppError('invalid_token', 'The agent of this token does not exist');
-    return loaded;
-  };
-  let live = await state.cache.get(agentId, load);
+  let live = await state.cache.get(agentId, state.load);
   // A cached entry may only make an acceptance stale, never a refusal: a refusal from the cache
   // (e.g. a secret created or an agent re-enabled on another instance) is re-checked fresh.
   if (refusal(live, sid)) {
     state.cache.evictLocal(agentId);
-    live = await state.cache.get(agentId, load);
+    live = await state.cache.get(agentId, state.load);
   }
   const why = refusal(live, sid);
   if (why) throw new AppError('invalid_token', why);
-  return {
+  const known = state.principals.get(p);
+  if (known && known.principal.ownerId === live.ownerId) return known.principal;
+  // Frozen: later requests with the same token get this very object.
+  const principal: AgentPrincipal = Object.freeze({
     kind: 'agent',
     agentId,
     ownerId: live.ownerId,
-    roles: rolesOf(p.roles),
+    roles: Object.freeze(rolesOf(p.roles)) as Role[],
     clientId: p.client_id,
-    scope: typeof p.scope === 'string' ? p.scope.split(' ').filter(Boolean) : [],
+    scope: Object.freeze(typeof p.scope === 'string' ? p.scope.split(' ').filter(Boolean) : []) as string[],
     expiresAt: new Date((p.exp ?? 0) * 1000),
-  };
+  });
+  state.principals.set(p, { principal, sid });
+  return principal;
+}
+
+/**
+ * {@link resolveAgentToken} answered from memory: the principal of a token the signer verified
+ * recently and still accepts, whose agent's cached liveness accepts it now; `undefined` when any
+ * of these is not in memory or refuses (then {@link resolveAgentToken} decides). Never throws.
+ */
+export function knownAgentToken(ctx: AppContext, token: string): AgentPrincipal | undefined {
+  const state = ctx.agentAuth;
+  const p = state?.signer.knownPlatformToken(token);
+  const known = p && state!.principals.get(p);
+  if (!known) return undefined;
+  const live = state!.cache.peek(known.principal.agentId);
+  if (live === undefined || live.ownerId !== known.principal.ownerId || refusal(live, known.sid) !== null) return undefined;
+  return known.principal;
 }
 
 /**

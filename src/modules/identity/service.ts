@@ -333,6 +333,20 @@ export class IdentityService {
   }
 
   /**
+   * The claims of a platform token that verified within the last 5 minutes, is not expired and was
+   * issued for the API's audience (`AUTH_AUDIENCE`) — what {@link verifyPlatformToken} would accept
+   * without a resource, from memory; `undefined` otherwise (then call {@link verifyPlatformToken},
+   * which also gives the refusal). Never throws.
+   */
+  knownPlatformToken(token: string): JWTPayload | undefined {
+    const known = this.verifiedTokens.get(token);
+    if (known === undefined || !((known.exp ?? 0) * 1000 > Date.now())) return undefined;
+    const { aud } = known;
+    const api = this.ctx.config.auth.audience;
+    return aud === api || (Array.isArray(aud) && aud.includes(api)) ? known : undefined;
+  }
+
+  /**
    * Verify an access token signed by the platform, for `AUTH_AUDIENCE` or, when given, the
    * protected resource `resource` (RFC 8707 audience, e.g. `<PUBLIC_URL>/mcp`).
    * @throws AppError token_expired | invalid_token

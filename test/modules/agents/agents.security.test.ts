@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SignJWT, generateKeyPair } from 'jose';
 import { eq } from 'drizzle-orm';
 import { call, createUser, setupApp } from '../../helpers/app.js';
@@ -154,6 +154,28 @@ describe('agents — security', () => {
       const res = await app.inject({ method: 'GET', url: '/v2/memory', headers: { authorization: `Bearer ${token}` } });
       expect(res.statusCode).toBe(401);
       expect(res.json().code).toBe('invalid_token');
+    }
+  });
+
+  it('a token answered from memory still expires on time, and only its exact header form is', async () => {
+    const u = await createUser(app);
+    const a = await createAgent(app, u);
+    const t = await agentToken(app, a);
+    // Twice: the second request is answered from memory (auth fast path).
+    for (let i = 0; i < 2; i++) await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 200);
+    // Other spellings of the same credential take the full path and are accepted as before.
+    for (const authorization of [`bearer ${t.token}`, `Bearer  ${t.token} `, `BEARER\t${t.token}`]) {
+      await call(app, { method: 'GET', url: '/v2/memory', headers: { authorization } }, 200);
+    }
+    // X-API-Key wins over a known bearer token.
+    const { body: e0 } = await call(app, { method: 'GET', url: '/v2/memory', headers: { ...t.headers, 'x-api-key': 'apk_nope' } }, 401);
+    expect(e0.code).toBe('invalid_token');
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 2 * 3600_000 });
+    try {
+      const { body: e1 } = await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 401);
+      expect(e1.code).toBe('token_expired');
+    } finally {
+      vi.useRealTimers();
     }
   });
 

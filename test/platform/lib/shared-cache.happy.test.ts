@@ -32,6 +32,18 @@ describe('SharedCache', () => {
     expect(c.calls).toEqual(['a', 'a', 'b', 'a', 'b']);
   });
 
+  it('peek answers what get would without loading: nothing before a load, after an eviction, or without caching', async () => {
+    const cache = SharedCache.of<string>(fakeCtx(), { name: 'peek', max: 10, ttlMs: 60_000 });
+    expect(cache.peek('a')).toBeUndefined();
+    await cache.get('a', async () => 'one');
+    expect(cache.peek('a')).toBe('one');
+    cache.evictLocal('a');
+    expect(cache.peek('a')).toBeUndefined();
+    const none = SharedCache.of<string>(fakeCtx(), { name: 'off', max: 10, ttlMs: 0 });
+    await none.get('a', async () => 'one');
+    expect(none.peek('a')).toBeUndefined();
+  });
+
   it('returns the same cache for the same name and app, another for another app', () => {
     const ctx = fakeCtx();
     const a = SharedCache.of(ctx, { name: 'same', max: 1, ttlMs: 1000 });
