@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { MIGRATIONS_DIR, openEmbeddedDataDir, sharedBuffersOf } from './data-dir.js';
 import * as schema from './schema/index.js';
 
-export { DataDirLockedError, directoryBytes, lockDataDir, openEmbeddedDataDir, pgliteSharedBuffersFor } from './data-dir.js';
+export { DataDirLockedError, directoryBytes, lockDataDir, openEmbeddedDataDir, pgliteSharedBuffersFor, servedDatabaseBytes } from './data-dir.js';
 
 export type Schema = typeof schema;
 /** The drizzle database handle every service receives. Works identically on PGlite and pg. */
@@ -99,7 +99,7 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
   const client = await PGlite.create(dataDir ?? 'memory://', {
     extensions: { vector, pg_trgm },
     // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
-    // most of an idle embedded server's RSS, so a small database gets 32MB (pgliteSharedBuffersFor).
+    // most of an idle embedded server's RSS, so a small database gets 16MB (32MB in memory; pgliteSharedBuffersFor).
     postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
     ...(template ? { loadDataDir: template } : {}),
   });

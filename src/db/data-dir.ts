@@ -29,20 +29,46 @@ import type { Config } from '../config.js';
 export const MIGRATIONS_DIR = path.join(import.meta.dirname, 'migrations');
 
 /**
- * `shared_buffers` for an embedded PGlite whose databases (`base/` of its data directory; not the
- * WAL, which is never read through the buffers) hold `dataBytes` bytes (the `auto` default of
- * `PGLITE_SHARED_BUFFERS`): 1.25 × the data, so the whole database stays cached (a
+ * `shared_buffers` for an embedded PGlite whose served database holds `dataBytes` bytes (the `auto`
+ * default of `PGLITE_SHARED_BUFFERS`): 1.25 × the data, so the whole database stays cached (a
  * 100k-memory store is ~480 MB, its HNSW index ~200 MB — with fewer buffers than that, full-text
- * reads evict index pages and search slows 2–4×, bench/memory.ts), at least 32MB (a small or new
- * database: PGlite commits its buffers in WebAssembly memory, so they are idle RSS) and at most
+ * reads evict index pages and search slows 2–4×, bench/memory.ts), at least `floorMb` (a small or
+ * new database: PGlite commits its buffers in WebAssembly memory, so they are idle RSS) and at most
  * 1GB or a quarter of `totalMemBytes`. Sized once at start-up: a grown database gets more after a
  * restart.
+ * @param floorMb the least size, MB: {@link DATA_DIR_BUFFERS_FLOOR_MB} for a data directory, {@link MEMORY_BUFFERS_FLOOR_MB} in memory
  * @returns a PostgreSQL size in MB, e.g. `"600MB"`
  */
-export function pgliteSharedBuffersFor(dataBytes: number, totalMemBytes: number): string {
+export function pgliteSharedBuffersFor(dataBytes: number, totalMemBytes: number, floorMb = MEMORY_BUFFERS_FLOOR_MB): string {
   const MB = 1024 * 1024;
-  const cap = Math.max(32, Math.min(1024, Math.floor(totalMemBytes / 4 / MB)));
-  return `${Math.min(cap, Math.max(32, Math.ceil((dataBytes * 1.25) / MB)))}MB`;
+  const cap = Math.max(floorMb, Math.min(1024, Math.floor(totalMemBytes / 4 / MB)));
+  return `${Math.min(cap, Math.max(floorMb, Math.ceil((dataBytes * 1.25) / MB)))}MB`;
+}
+
+/**
+ * Least `shared_buffers` of an embedded data directory, MB: a new one serves ~10 MB, whose pages the
+ * operating system's cache also holds (PGlite reads real files); 16MB instead of 32MB is ~30 MiB
+ * less idle RSS (docs/decisions.md startup/buffers-16).
+ */
+export const DATA_DIR_BUFFERS_FLOOR_MB = 16;
+
+/** Least `shared_buffers` of an in-memory PGlite (tests, benchmarks), MB: its pages have no other home than its memory file system. */
+export const MEMORY_BUFFERS_FLOOR_MB = 32;
+
+/**
+ * Bytes of the databases PGlite serves under its data directory `dir`: `base/` without the
+ * templates (`template1` is OID 1 and `template0` OID 4 since PostgreSQL 15; ~14 MB that are never
+ * read while serving).
+ */
+export function servedDatabaseBytes(dir: string): number {
+  const base = path.join(dir, 'base');
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(base);
+  } catch {
+    return 0;
+  }
+  return entries.filter((oid) => oid !== '1' && oid !== '4').reduce((sum, oid) => sum + directoryBytes(path.join(base, oid)), 0);
 }
 
 /** Total size in bytes of the regular files under `dir` (recursively; 0 when it does not exist). */
@@ -64,7 +90,8 @@ export function directoryBytes(dir: string): number {
 
 /** `shared_buffers` for the embedded data directory `dir` (or in-memory PGlite when undefined) under `config`. */
 export function sharedBuffersOf(config: Config, dir: string | undefined): string {
-  return config.pgliteSharedBuffers === 'auto' ? pgliteSharedBuffersFor(dir ? directoryBytes(path.join(dir, 'base')) : 0, os.totalmem()) : config.pgliteSharedBuffers;
+  if (config.pgliteSharedBuffers !== 'auto') return config.pgliteSharedBuffers;
+  return dir ? pgliteSharedBuffersFor(servedDatabaseBytes(dir), os.totalmem(), DATA_DIR_BUFFERS_FLOOR_MB) : pgliteSharedBuffersFor(0, os.totalmem(), MEMORY_BUFFERS_FLOOR_MB);
 }
 
 /**

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { sql } from 'drizzle-orm';
-import { directoryBytes, execRows, openDatabase, pgliteSharedBuffersFor } from '../../../src/db/client.js';
+import { directoryBytes, execRows, openDatabase, pgliteSharedBuffersFor, servedDatabaseBytes } from '../../../src/db/client.js';
 import { MIGRATIONS_DIR, openDataDir, preparedKey } from '../../../src/db/data-dir.js';
 
 const MB = 1024 * 1024;
@@ -22,6 +22,24 @@ describe('PGlite shared buffers', () => {
     expect(pgliteSharedBuffersFor(5 * GB, 24 * GB)).toBe('1024MB');
     expect(pgliteSharedBuffersFor(478 * MB, 2 * GB)).toBe('512MB'); // a quarter of 2 GiB
     expect(pgliteSharedBuffersFor(478 * MB, 64 * MB)).toBe('32MB'); // never below the floor
+    // a data directory's floor is 16MB
+    expect(pgliteSharedBuffersFor(9 * MB, 24 * GB, 16)).toBe('16MB');
+    expect(pgliteSharedBuffersFor(20 * MB, 24 * GB, 16)).toBe('25MB');
+    expect(pgliteSharedBuffersFor(478 * MB, 64 * MB, 16)).toBe('16MB');
+  });
+
+  it('sizes from the served database, not the templates (base/1, base/4)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-served-'));
+    try {
+      for (const [oid, bytes] of [['1', 7 * MB], ['4', 7 * MB], ['5', 3 * MB], ['16384', MB]] as const) {
+        fs.mkdirSync(path.join(dir, 'base', oid), { recursive: true });
+        fs.writeFileSync(path.join(dir, 'base', oid, '1259'), Buffer.alloc(bytes));
+      }
+      expect(servedDatabaseBytes(dir)).toBe(4 * MB);
+      expect(servedDatabaseBytes(path.join(dir, 'missing'))).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('counts the bytes of every file below the data directory', () => {
@@ -43,10 +61,10 @@ describe('PGlite shared buffers', () => {
     expect(loadConfig({ NODE_ENV: 'test', PGLITE_SHARED_BUFFERS: '640MB' }).pgliteSharedBuffers).toBe('640MB');
     expect(() => loadConfig({ NODE_ENV: 'test', PGLITE_SHARED_BUFFERS: 'lots' })).toThrow(/PGLITE_SHARED_BUFFERS/);
   });
-  it('starts an on-disk PGlite with the size auto chose (a new database: 32MB) or the one configured', async () => {
+  it('starts an on-disk PGlite with the size auto chose (a new database: 16MB) or the one configured', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-buffers-'));
     try {
-      for (const [setting, expected] of [['auto', '32MB'], ['48MB', '48MB']]) {
+      for (const [setting, expected] of [['auto', '16MB'], ['48MB', '48MB']]) {
         const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting }));
         try {
           const [row] = await execRows<{ shared_buffers: string }>(database.db, sql`show shared_buffers`);
