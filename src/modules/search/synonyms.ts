@@ -104,3 +104,61 @@ function baseForms(word: string): string[] {
   }
   return out;
 }
+
+/**
+ * What a question asks for, by its form (issue 19 §1, "query handling of question forms"): an
+ * interrogative word names the kind of answer, which API operations name with a verb or a noun.
+ * `which …` / `what …` ask for a set of things (AIP-132 List); a yes/no question (the query opens
+ * with an auxiliary verb: "is", "does", "did", "can", …) asks for a check (a boolean operation,
+ * `check_…`, `…_exists`); `who` / `whom` / `whose` asks for people (users, members); `how many` /
+ * `how much` asks for a count. Each entry: the words that open or contain the form, and the words
+ * searched for it.
+ */
+export const QUESTION_FORMS: ReadonlyArray<{ form: string; at: 'start' | 'anywhere'; words: readonly string[] }> = [
+  { form: 'which', at: 'anywhere', words: ['list'] },
+  { form: 'what', at: 'start', words: ['list'] },
+  ...['is', 'are', 'was', 'were', 'does', 'do', 'did', 'can', 'has', 'have'].map((form) => ({ form, at: 'start' as const, words: ['check'] })),
+  ...['who', 'whom', 'whose'].map((form) => ({ form, at: 'anywhere' as const, words: ['users', 'people', 'members'] })),
+  { form: 'how many', at: 'anywhere', words: ['count', 'number', 'total'] },
+  { form: 'how much', at: 'anywhere', words: ['count', 'number', 'total'] },
+];
+
+/**
+ * Phrasal verbs (verb + particle, adjacent) and the API verb each means (their dictionary sense:
+ * "turn off" = make a device stop working = disable). The particle is a stop word and the verb
+ * alone ("turn", "get") misleads, so the pair is read as one word.
+ */
+export const PHRASAL_VERBS: ReadonlyMap<string, readonly string[]> = new Map([
+  ['turn off', ['disable']],
+  ['switch off', ['disable']],
+  ['turn on', ['enable']],
+  ['switch on', ['enable']],
+  ['get rid', ['delete', 'remove']],
+  ['set up', ['create', 'configure']],
+  ['look up', ['get', 'search']],
+  ['sign up', ['create', 'register']],
+]);
+
+/**
+ * The words a query's question form ({@link QUESTION_FORMS}) and its phrasal verbs
+ * ({@link PHRASAL_VERBS}) stand for, one group per form or verb found. `terms`: the query's words,
+ * lower case, in order, stop words included. Empty for a query without either.
+ */
+export function questionGroups(terms: readonly string[]): string[][] {
+  const out: string[][] = [];
+  const text = ` ${terms.join(' ')} `;
+  const seen = new Set<string>();
+  for (const { form, at, words } of QUESTION_FORMS) {
+    const found = at === 'start' ? text.startsWith(` ${form} `) : text.includes(` ${form} `);
+    const key = words.join(' ');
+    if (found && !seen.has(key)) {
+      seen.add(key);
+      out.push([...words]);
+    }
+  }
+  for (let i = 0; i + 1 < terms.length; i++) {
+    const verb = PHRASAL_VERBS.get(`${terms[i]} ${terms[i + 1]}`);
+    if (verb) out.push([...verb]);
+  }
+  return out;
+}

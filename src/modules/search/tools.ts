@@ -129,8 +129,10 @@ export type ToolSearchInput = Static<typeof ToolSearchQuery>;
 /**
  * Tools of published services and of the caller's own services, ranked: full-text relevance
  * (tool name > description > service name > service text) plus fuzzy name similarity, blended with
- * popularity; without `q`, filters only, most popular first. When no tool matches every term, tools
- * matching any term or its synonyms are returned (`relaxed`). With the semantic arm on (`SEARCH_SEMANTIC`) and a
+ * popularity; without `q`, filters only, most popular first. When no tool matches every term, or
+ * the query is a question ("which …", "did …", "who …", "how many …") or holds a phrasal verb
+ * ("turn off"), tools matching any term, its synonyms or what the question asks for are returned
+ * (`relaxed`). With the semantic arm on (`SEARCH_SEMANTIC`) and a
  * `q`, the full-text ranking (at least {@link SEMANTIC_K} deep) and the {@link SEMANTIC_K} nearest
  * tools by sentence vector (visible ones, same filters) are fused by weighted reciprocal rank
  * (`score` is then the fused score; `text_score` stays the full-text one, 0 for `semantic` hits).
@@ -145,7 +147,7 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const q = (input.q ?? '').trim();
   const account = accountOf(principal);
   const semantic = q && ctx.config.search.semantic ? semanticHits(ctx, account, q, input) : null;
-  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, expanded: undefined, dropped: [], corrected: {} };
+  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, expanded: undefined, dropped: [], corrected: {}, question: false };
   const terms = [...queryTerms(q), ...Object.values(plan.corrected).flat()];
   const popularity = (await toolPopularity(ctx)).byTool;
   // The full-text ranking from the top when the page lies in the re-ordered head (copies after
@@ -153,15 +155,13 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const windowed = !!q && (semantic !== null || offset < DISTINCT_DEPTH);
   const [from, size] = windowed ? [0, Math.max(offset + limit, DISTINCT_DEPTH, semantic ? SEMANTIC_K : 0)] : [offset, limit];
   const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(size, MAX_OFFSET - from) || 1, offset: from, popularity, groups: plan.groups };
-  let res = await rankedTools(ctx, account, base);
-  let relaxed = false;
-  // Relax to any term when no tool has every term in its text (name-similarity hits alone don't
-  // count), the words' synonyms added (`plan.expanded`).
-  const relax = plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1;
-  if (relax) {
-    res = await rankedTools(ctx, account, { ...base, mode: 'any', groups: plan.expanded });
-    relaxed = true;
-  }
+  // Relax to any term, the words' synonyms and the question's words added (`plan.expanded`): a
+  // question (on every page), or when no tool has every term in its text (name-similarity hits
+  // alone don't count; first page).
+  const relaxed = !!plan.groups && plan.groups.length > 1 && plan.question;
+  let res = await rankedTools(ctx, account, relaxed ? { ...base, mode: 'any', groups: plan.expanded } : base);
+  const relax = !relaxed && (plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1);
+  if (relax) res = await rankedTools(ctx, account, { ...base, mode: 'any', groups: plan.expanded });
   let ranked: RankedTool[] = res.hits;
   let found = res.found;
   if (semantic) {
@@ -194,7 +194,7 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
     query: q,
     found,
     fuzzy: res.fuzzy,
-    relaxed,
+    relaxed: relaxed || relax,
     corrected: plan.corrected,
     ignored: plan.dropped,
     took_ms: Math.round(performance.now() - started),

@@ -2,10 +2,11 @@
  * Plain-language tool search (issue 19 §1): the verbs people use for an API operation ("stop",
  * "write", "find", "newest") find operations named with the API's verbs (cancel, create, search,
  * latest) once no tool holds every typed word; a query whose words all match is not broadened;
- * abbreviations (repo ~ repository) match even when every word is required.
+ * abbreviations (repo ~ repository) match even when every word is required; a question's form
+ * ("is …" a check, "which …" a list) and its phrasal verbs ("turn off" ~ disable) count too.
  */
 import { describe, expect, it } from 'vitest';
-import { synonymsOf } from '../../../src/modules/search/synonyms.js';
+import { questionGroups, synonymsOf } from '../../../src/modules/search/synonyms.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { categoryService } from './fixtures.js';
 
@@ -68,5 +69,41 @@ describe('search — synonyms of API verbs', () => {
     const u = await createUser(app);
     expect(await names(u, 'repository stats', svc.category)).toMatchObject({ names: ['repo_stats'], relaxed: false });
     expect((await names(u, 'organization members', svc.category)).names[0]).toBe('org_members');
+  });
+
+  it('reads question forms and phrasal verbs: "which" a list, a yes/no question a check, "who" people, "how many" a count, "turn off" disable', () => {
+    expect(questionGroups(['which', 'files', 'changed'])).toEqual([['list']]);
+    expect(questionGroups(['did', 'the', 'tests', 'pass'])).toEqual([['check']]);
+    expect(questionGroups(['show', 'who', 'reviewed', 'it'])).toEqual([['users', 'people', 'members']]);
+    expect(questionGroups(['how', 'many', 'builds'])).toEqual([['count', 'number', 'total']]);
+    expect(questionGroups(['turn', 'off', 'the', 'schedule'])).toEqual([['disable']]);
+    // An auxiliary verb opens a yes/no question only at the start; "what" likewise.
+    expect(questionGroups(['list', 'builds', 'that', 'did', 'fail'])).toEqual([]);
+    expect(questionGroups(['get', 'what', 'changed'])).toEqual([]);
+    expect(questionGroups(['turn', 'the', 'schedule', 'off'])).toEqual([]);
+  });
+
+  it('searches a question relaxed with what it asks for: "is the schedule paused" finds the check, "turn off the schedule" the disable', async () => {
+    const owner = await createUser(app);
+    const svc = await categoryService(app, ctx, owner, {
+      prefix: 'sched',
+      description: 'Build schedules',
+      tools: [
+        { name: 'pause_schedule', description: 'Pause a build schedule until it is resumed' },
+        { name: 'check_schedule', description: 'Check whether a build schedule is paused' },
+        { name: 'disable_schedule', description: 'Disable a build schedule' },
+        { name: 'get_schedule', description: 'Get a build schedule and when it is its turn to run' },
+      ],
+    });
+    const u = await createUser(app);
+    // Every word is in pause_schedule (and its name): only the question form puts the check first.
+    expect(await names(u, 'is the schedule paused', svc.category)).toMatchObject({ names: expect.arrayContaining(['check_schedule']), relaxed: true });
+    expect((await names(u, 'is the schedule paused', svc.category)).names[0]).toBe('check_schedule');
+    // get_schedule holds both "turn" and "schedule"; the phrasal verb reads "turn off" as disable.
+    const off = await names(u, 'turn off the schedule', svc.category);
+    expect(off.relaxed).toBe(true);
+    expect(off.names[0]).toBe('disable_schedule');
+    // Not a question: every word matches, nothing is broadened.
+    expect(await names(u, 'pause schedule', svc.category)).toMatchObject({ relaxed: false });
   });
 });
