@@ -61,7 +61,7 @@ export const ToolSearchResult = Type.Object({
   query: Type.String(),
   found: Type.Integer({ description: 'matches in total (pages stop at 1000)' }),
   fuzzy: Type.Boolean({ description: 'typo-tolerant matching was available (pg_trgm)' }),
-  relaxed: Type.Boolean({ description: 'no tool matched every term, so tools matching any term are shown' }),
+  relaxed: Type.Boolean({ description: 'tools matching any term (or a synonym) are shown: no tool matched every term, or the query is a question or phrasal verb (searched this way on every page)' }),
   corrected: Type.Record(Type.String(), Type.Array(Type.String()), {
     description: 'typed words missing from the catalog → the catalog words also searched (1 typo from 4 letters, 2 from 8; a transposition is one)',
   }),

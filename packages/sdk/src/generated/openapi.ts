@@ -11172,7 +11172,7 @@ export interface operations {
                         found: number;
                         /** @description typo-tolerant matching was available (pg_trgm) */
                         fuzzy: boolean;
-                        /** @description no tool matched every term, so tools matching any term are shown */
+                        /** @description tools matching any term (or a synonym) are shown: no tool matched every term, or the query is a question or phrasal verb (searched this way on every page) */
                         relaxed: boolean;
                         /** @description typed words missing from the catalog → the catalog words also searched (1 typo from 4 letters, 2 from 8; a transposition is one) */
                         corrected: {
