@@ -8,10 +8,10 @@
  * minutes here). Then every question of the set is searched BENCH_ROUNDS (2) times: each stage of
  * the default path alone (the query's embedding in the worker, the query-terms statement, the
  * in-process text arm and vector arm, the fused candidates, the turn re-ranking with the index's
- * facts, the page's 10 rows read by id), the stages of the SQL statement (the path before the text
- * index, and PostgreSQL's), and the whole
- * `searchMemories` (what `GET /memory/search` runs) on each path, interleaved per question with the
- * order alternating. BENCH_SQL_PATH=1 adds the vector arm in SQL (HNSW). BENCH_DATABASE_URL:
+ * facts, the page's 10 rows read by id — and every fused candidate's, as the search did before),
+ * the stages of the SQL statement (the path before the text index, and PostgreSQL's), and the
+ * whole `searchMemories` (what `GET /memory/search` runs) on each path, interleaved per question
+ * with the order alternating. BENCH_SQL_PATH=1 adds the vector arm in SQL (HNSW). BENCH_DATABASE_URL:
  * PostgreSQL instead of in-memory PGlite (only the SQL paths exist there). Prints p50/p95 per stage
  * with the load average, then one JSON line (`{"bench":"memory-profile",…}`).
  */
@@ -25,7 +25,7 @@ import { loadConfig } from '../src/config.js';
 import { newId } from '../src/http/ids.js';
 import { embeddingProviderOf } from '../src/modules/memory/runtime.js';
 import { addMemory, searchMemories } from '../src/modules/memory/service.js';
-import { fusedCandidates, HNSW_INDEX, insertMemoryRows, queryTerms, SAFE_LEXEME, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
+import { CANDIDATE_COLUMNS, fusedCandidates, HNSW_INDEX, insertMemoryRows, queryTerms, SAFE_LEXEME, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
 import { inProcessCandidates, pageOf } from '../src/modules/memory/search-in-process.js';
 import { flatOrOperands } from '../src/modules/memory/text-index.js';
 import { rerankTurns, rowFacts } from '../src/modules/memory/turns.js';
@@ -154,8 +154,10 @@ async function main(): Promise<void> {
             const ranked = await time('rerank (index facts, neighbours)', () =>
               rerankTurns(ctx, ctx.db, userId, q.text, fused.hits, (c) => facts!.get(c.id)!, new Date(), (ids) => text.neighbours(userId, ids)),
             );
-            const ids = pageOf(ranked, 0, 10).top.map((c) => c.id);
-            await time('page rows (SQL, 10 by id)', () => ctx.db.execute(sql`select id, content, metadata, created_at, occurred_at from memories where id = any(${`{${ids.join(',')}}`}::text[]) and user_id = ${userId}`));
+            // the rows a search reads now (the page's) and before (every fused candidate's), same statement
+            const rows = (ids: string[]) => ctx.db.execute(sql`select m.id, ${CANDIDATE_COLUMNS} from memories m where m.id = any(${`{${ids.join(',')}}`}::text[]) and user_id = ${userId}`);
+            await time('page rows (SQL, 10 by id)', () => rows(pageOf(ranked, 0, 10).top.map((c) => c.id)));
+            await time("every candidate's rows (SQL, before)", () => rows(fused.hits.map((h) => h.id)));
           }
         }
         // stages of the SQL statement (the path before, and PostgreSQL's)

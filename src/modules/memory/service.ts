@@ -222,13 +222,13 @@ function poolSize(limit: number): number {
 export async function searchMemories(ctx: AppContext, actor: SessionActor, input: SearchInput): Promise<SearchResult> {
   const q = input.q.trim();
   if (!q) throw new AppError('validation_failed', 'q must not be empty', { errors: [{ in: 'query', pointer: '/q', message: 'must not be empty' }] });
+  // the query's embedding (in the encoder's worker) overlaps the pending writes' flush and the full-text arm
+  const pending = embedQuery(ctx, q);
+  pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
   await flushMemoryWrites(ctx);
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
   const mode = input.mode ?? 'hybrid';
-  // the query's embedding (in the encoder's worker) overlaps the full-text arm
-  const pending = embedQuery(ctx, q);
-  pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
   const where = filteredSql(actor, input);
   const pool = poolSize(limit);
   // both arms in process where they can be (PGlite: text-index.ts, vector-cache.ts): scope and agent filter only
