@@ -113,10 +113,11 @@ export function pageOf<T extends { distance: number | null }>(candidates: T[], t
  * text index's facts and neighbours, then `threshold` and `limit`), reading only the rows of the
  * page: by primary key under the caller's `where`. A row that is gone (deleted behind the indexes'
  * back, or outside `where`) leaves the candidates and the page is ranked again without it, so the
- * page holds only rows the caller may see, as many as the fused candidates allow. When the facts or
- * the distances are not in memory (a memory the index does not hold yet, or `text` mode before the
- * user's vectors are loaded), every candidate's row is read with its distance first (the SQL
- * distance), as the search did before. Null when the query is not a flat OR of lexemes (the SQL
+ * page holds only rows the caller may see, as many as the fused candidates allow; in hybrid mode a
+ * candidate the text index does not hold alive is dropped before ranking, as a missing row was.
+ * When the facts or the distances are not in memory (the user's index evicted meanwhile, or `text`
+ * mode before the user's vectors are loaded), every candidate's row is read with its distance first
+ * (the SQL distance), as the search did before. Null when the query is not a flat OR of lexemes (the SQL
  * statement answers then).
  */
 export async function searchInProcess(
@@ -139,7 +140,8 @@ export async function searchInProcess(
     const ranked = hybrid ? await rerankTurns(ctx, db, input.userId, input.query, rows, (c) => rowFacts(c.row), now, neighbours) : rows;
     return pageOf(ranked, input.threshold, input.limit);
   }
-  let live = fused.hits;
+  // (a vector of a memory deleted behind the vector cache's back, e.g. a replaced summary's, is not in the index)
+  let live = hybrid ? fused.hits.filter((h) => facts.has(h.id)) : fused.hits;
   const read = new Map<string, CandidateRow>();
   for (;;) {
     const ranked = hybrid ? await rerankTurns(ctx, db, input.userId, input.query, live, (c) => facts.get(c.id)!, now, neighbours) : live;

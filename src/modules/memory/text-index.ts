@@ -233,8 +233,10 @@ export class TextIndex extends UserEntries<Entry> {
   }
 
   /**
-   * The re-ranking's facts of `ids` (turns.ts {@link TurnFacts}) from a loaded entry of `userId`;
-   * null when the user has none loaded or one of `ids` is not in it (ask the rows instead).
+   * The re-ranking's facts of `ids` (turns.ts {@link TurnFacts}) from a loaded entry of `userId`,
+   * for the ids it holds alive: an id it does not hold, or holds deleted, is no memory of the user
+   * any more (every insert is appended to a loaded entry, and a search reloads an entry whose count
+   * differs from the table's); null when the user has no entry loaded (ask the rows instead).
    */
   facts(userId: string, ids: string[]): Map<string, TurnFacts> | null {
     const e = this.users.get(userId);
@@ -242,7 +244,7 @@ export class TextIndex extends UserEntries<Entry> {
     const out = new Map<string, TurnFacts>();
     for (const id of ids) {
       const r = e.rowOf.get(id);
-      if (r === undefined || !e.alive[r]) return null;
+      if (r === undefined || !e.alive[r]) continue;
       const timely = e.timely[r];
       out.set(id, { sessionId: e.sessionIds[r], speaker: e.speakers[r], at: e.times[r], mentionsTime: () => timely });
     }

@@ -224,9 +224,14 @@ describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid s
     const s = await seedSession(ctx, u.userId, { name: 'harvest notes' });
     await add(u, 'harvest planning meeting', { session_id: s });
     await call(app, { method: 'POST', url: `/memory/sessions/${s}/summarize`, headers: u.headers }, 200);
+    const first = (await search(u, 'harvest planning meeting')).map((h) => h.id); // the vectors are loaded now
     await call(app, { method: 'POST', url: `/memory/sessions/${s}/summarize`, headers: u.headers }, 200);
     const summaries = (await search(u, 'harvest planning meeting', 'text')).filter((h) => h.id !== sneaky);
     expect(await viaSql(() => search(u, 'harvest planning meeting', 'text'))).toEqual(await search(u, 'harvest planning meeting', 'text'));
+    // the replaced summary's memory is still among the loaded vectors: never a hit, and the same answer as SQL
+    const hybrid = await search(u, 'harvest planning meeting');
+    expect(hybrid.map((h) => h.id)).toEqual((await viaSql(() => search(u, 'harvest planning meeting'))).map((h) => h.id));
+    expect(first.filter((id) => !hybrid.some((h) => h.id === id))).toHaveLength(1);
     expect(summaries.length).toBeGreaterThan(1);
     await call(app, { method: 'DELETE', url: '/memory', headers: u.headers }, 200);
     expect(await search(u, 'harvest', 'text')).toEqual([]);
