@@ -117,8 +117,8 @@ export function pageOf<T extends { distance: number | null }>(candidates: T[], t
  * candidate the text index does not hold alive is dropped before ranking, as a missing row was.
  * When the facts or the distances are not in memory (the user's index evicted meanwhile, or `text`
  * mode before the user's vectors are loaded), every candidate's row is read with its distance first
- * (the SQL distance), as the search did before. Null when the query is not a flat OR of lexemes (the SQL
- * statement answers then).
+ * (the SQL distance), as the search did before. Null when the query is not a flat OR of lexemes
+ * (the SQL statement answers then).
  */
 export async function searchInProcess(
   ctx: AppContext,
