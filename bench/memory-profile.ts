@@ -7,10 +7,12 @@
  * the encoder's vectors of the variants are cached under data/bench/, embedding 10k texts takes
  * minutes here). Then every question of the set is searched BENCH_ROUNDS (2) times: each stage of
  * the default path alone (the query's embedding in the worker, the query-terms statement, the
- * in-process text arm and vector arm, the fused candidates with their rows, the turn re-ranking),
- * the stages of the SQL statement (the path before the text index, and PostgreSQL's), and the whole
- * `searchMemories` (what `GET /memory/search` runs) on each path, interleaved per question with the
- * order alternating. BENCH_SQL_PATH=1 adds the vector arm in SQL (HNSW). BENCH_DATABASE_URL:
+ * in-process text arm and vector arm, the fused candidates, the turn re-ranking with the index's
+ * facts, the page's 10 rows read by id — and every fused candidate's, as the search did before),
+ * the stages of the SQL statement (the path before the text index, and PostgreSQL's), the whole
+ * default search with the query's vector already in the query LRU (all but the embedding), and the
+ * whole `searchMemories` (what `GET /memory/search` runs) on each path, interleaved per question
+ * with the order alternating. BENCH_SQL_PATH=1 adds the vector arm in SQL (HNSW). BENCH_DATABASE_URL:
  * PostgreSQL instead of in-memory PGlite (only the SQL paths exist there). Prints p50/p95 per stage
  * with the load average, then one JSON line (`{"bench":"memory-profile",…}`).
  */
@@ -24,10 +26,10 @@ import { loadConfig } from '../src/config.js';
 import { newId } from '../src/http/ids.js';
 import { embeddingProviderOf } from '../src/modules/memory/runtime.js';
 import { addMemory, searchMemories } from '../src/modules/memory/service.js';
-import { fusedCandidates, HNSW_INDEX, insertMemoryRows, queryTerms, SAFE_LEXEME, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
-import { inProcessCandidates } from '../src/modules/memory/search-in-process.js';
+import { CANDIDATE_COLUMNS, fusedCandidates, HNSW_INDEX, insertMemoryRows, queryTerms, SAFE_LEXEME, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
+import { inProcessCandidates, pageOf } from '../src/modules/memory/search-in-process.js';
 import { flatOrOperands } from '../src/modules/memory/text-index.js';
-import { rerankTurns } from '../src/modules/memory/turns.js';
+import { rerankTurns, rowFacts } from '../src/modules/memory/turns.js';
 import { createSession } from '../src/modules/sessions/service.js';
 import { loadConversations, synthTurns } from './memory-conversations.js';
 
@@ -148,7 +150,16 @@ async function main(): Promise<void> {
           const fused = await time('in-process candidates', () =>
             inProcessCandidates(ctx, ctx.db, { userId, agentId: null, where, query: q.text, vector: Promise.resolve(vector), pool: 50, mode: 'hybrid', text, vectors: cache }),
           );
-          if (fused) await time('rerank (index neighbours)', () => rerankTurns(ctx, ctx.db, userId, q.text, fused, new Date(), (ids) => text.neighbours(userId, ids)));
+          if (fused) {
+            const facts = text.facts(userId, fused.hits.map((h) => h.id));
+            const ranked = await time('rerank (index facts, neighbours)', () =>
+              rerankTurns(ctx, ctx.db, userId, q.text, fused.hits, (c) => facts!.get(c.id)!, new Date(), (ids) => text.neighbours(userId, ids)),
+            );
+            // the rows a search reads now (the page's) and before (every fused candidate's), same statement
+            const rows = (ids: string[]) => ctx.db.execute(sql`select m.id, ${CANDIDATE_COLUMNS} from memories m where m.id = any(${`{${ids.join(',')}}`}::text[]) and user_id = ${userId}`);
+            await time('page rows (SQL, 10 by id)', () => rows(pageOf(ranked, 0, 10).top.map((c) => c.id)));
+            await time("every candidate's rows (SQL, before)", () => rows(fused.hits.map((h) => h.id)));
+          }
         }
         // stages of the SQL statement (the path before, and PostgreSQL's)
         await time('settings transaction', () => withSearchSettings(ctx, userId, async () => null));
@@ -157,8 +168,12 @@ async function main(): Promise<void> {
           await time('text arm (SQL)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'text' }));
           const vectorHits = cache ? await cache.nearest(tx, userId, vector, 50) : undefined;
           const fused = await time('fused statement (SQL text arm)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'hybrid', vectorHits }));
-          await time('rerank (SQL neighbours)', () => rerankTurns(ctx, tx, userId, q.text, fused));
+          await time('rerank (SQL neighbours)', () => rerankTurns(ctx, tx, userId, q.text, fused, (c) => rowFacts(c.row)));
         });
+        // the default path without the query's embedding (its vector from the query LRU): what a
+        // search costs besides the encoder, which the machine's load inflates most
+        rt.queryVectors.set(q.text, vector);
+        await time('searchMemories (default, query vector cached)', () => searchMemories(ctx, actor, { q: q.text, limit: 10 }));
         const order = turn++ % 2 ? [...paths].reverse() : paths;
         for (const [stage, on, off] of order) {
           on();

@@ -2,9 +2,10 @@
  * Hybrid memory search with both arms in process, on the embedded engine (issue 21): the full-text
  * arm from the user's inverted index (text-index.ts) and the vector arm from the user's vectors
  * (vector-cache.ts), fused by the same weighted reciprocal rank fusion as the SQL statement of
- * `fusedCandidates` (store.ts) — same formula, same ranks, same order — then the fused candidates'
- * rows read by primary key. Two statements instead of a transaction of three or four, and none reads
- * every matching memory.
+ * `fusedCandidates` (store.ts) — same formula, same ranks, same order — then re-ranked (turns.ts)
+ * with the facts the text index keeps of every memory (session, speaker, time, "mentions a time")
+ * and the distances of the loaded vectors, and only the rows of the page returned are read, by
+ * primary key under the caller's scope. None of the statements reads every matching memory.
  *
  * The query's embedding runs in the encoder's worker thread meanwhile: the caller passes it as a
  * promise, and the text arm (a statement for the term weights, then the index) runs before it is
@@ -15,8 +16,9 @@ import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { flatOrOperands, type TextHit, type TextIndex } from './text-index.js';
 import { CANDIDATE_COLUMNS, candidateRow, distance, queryTerms, SAFE_LEXEME, type CandidateRow, type SearchMode } from './store.js';
+import type { TurnFacts } from './turn-facts.js';
+import { rerankTurns, rowFacts } from './turns.js';
 import type { VectorCache } from './vector-cache.js';
-
 /** Input of {@link inProcessCandidates}. */
 export interface InProcessSearch {
   userId: string;
@@ -33,12 +35,21 @@ export interface InProcessSearch {
   vectors: VectorCache;
 }
 
+/** A fused candidate without its row: `fusedCandidates`'s fields but `row`. */
+export type FusedHit = Omit<CandidateRow, 'row'>;
+
 /**
  * The fused candidates of a search, best first, as `fusedCandidates` returns them (same scores,
- * ranks and order), computed in process; null when the query's full-text form is not a flat OR of
- * lexemes (then the SQL statement answers, text-index.ts).
+ * ranks and order, without the rows), computed in process, with the query's vector and whether the
+ * distances are known (from the loaded vectors; an id without a vector has distance null); null
+ * when the query's full-text form is not a flat OR of lexemes (then the SQL statement answers,
+ * text-index.ts).
  */
-export async function inProcessCandidates(ctx: AppContext, db: Db | Tx, input: InProcessSearch): Promise<CandidateRow[] | null> {
+export async function inProcessCandidates(
+  ctx: AppContext,
+  db: Db | Tx,
+  input: InProcessSearch,
+): Promise<{ hits: FusedHit[]; vector: Float32Array; distances: boolean } | null> {
   let textHits: TextHit[] = [];
   if (input.mode !== 'vector') {
     const qt = await queryTerms(db, input.userId, input.query);
@@ -64,23 +75,99 @@ export async function inProcessCandidates(ctx: AppContext, db: Db | Tx, input: I
       have.tr = t.r;
     } else fused.set(t.id, { score: s, vr: null, tr: t.r });
   }
-  if (fused.size === 0) return [];
-  const ids = [...fused.keys()];
+  const hits: FusedHit[] = [...fused].map(([id, f]) => ({ id, score: f.score, distance: null, vector_rank: f.vr, text_rank: f.tr }));
   // distances from the loaded vectors (reading 512-d vectors back from their TOAST table cost ~20 ms
-  // for a pool of 100 at load ~13, bench/memory-profile.ts); in SQL when the user's are not loaded
-  const known = input.vectors.distances(input.userId, vector, ids);
+  // for a pool of 100 at load ~13, bench/memory-profile.ts); left null when the user's are not loaded
+  const known = hits.length ? input.vectors.distances(input.userId, vector, hits.map((h) => h.id)) : new Map<string, number>();
+  if (known) for (const h of hits) h.distance = known.get(h.id) ?? null;
+  hits.sort(byScore);
+  return { hits, vector, distances: known !== null };
+}
+
+/** Best score first, ties by id descending (the fusion's order). */
+function byScore(a: { id: string; score: number }, b: { id: string; score: number }): number {
+  return b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}
+
+/** The cosine similarity shown for a distance: `1 − distance` clamped to 0..1; 0 without a vector. */
+export function similarityOf(d: number | null): number {
+  return d === null || Number.isNaN(d) ? 0 : Math.min(1, Math.max(0, 1 - d));
+}
+
+/** A page of a search: the best `limit` candidates at or above the threshold, and how many were below it. */
+export interface SearchPage<T> {
+  top: Array<T & { similarity: number }>;
+  /** Candidates dropped because their similarity was below the threshold. */
+  filteredCount: number;
+}
+
+/** Candidates (best first) with `similarity < threshold` dropped, then the first `limit`. */
+export function pageOf<T extends { distance: number | null }>(candidates: T[], threshold: number, limit: number): SearchPage<T> {
+  const withSim = candidates.map((c) => ({ ...c, similarity: similarityOf(c.distance) }));
+  const kept = withSim.filter((c) => c.similarity >= threshold);
+  return { top: kept.slice(0, limit), filteredCount: withSim.length - kept.length };
+}
+
+/**
+ * A whole search in process ({@link inProcessCandidates}, then in hybrid mode `rerankTurns` with the
+ * text index's facts and neighbours, then `threshold` and `limit`), reading only the rows of the
+ * page: by primary key under the caller's `where`. A row that is gone (deleted behind the indexes'
+ * back, or outside `where`) leaves the candidates and the page is ranked again without it, so the
+ * page holds only rows the caller may see, as many as the fused candidates allow; in hybrid mode a
+ * candidate the text index does not hold alive is dropped before ranking, as a missing row was.
+ * When the facts or the distances are not in memory (the user's index evicted meanwhile, or `text`
+ * mode before the user's vectors are loaded), every candidate's row is read with its distance first
+ * (the SQL distance), as the search did before. Null when the query is not a flat OR of lexemes
+ * (the SQL statement answers then).
+ */
+export async function searchInProcess(
+  ctx: AppContext,
+  db: Db | Tx,
+  input: InProcessSearch & { limit: number; threshold: number; now?: Date },
+): Promise<SearchPage<CandidateRow> | null> {
+  const fused = await inProcessCandidates(ctx, db, input);
+  if (!fused) return null;
+  const hybrid = input.mode === 'hybrid';
+  const now = input.now ?? new Date();
+  const neighbours = (ids: string[]) => input.text.neighbours(input.userId, ids);
+  const facts = hybrid ? input.text.facts(input.userId, fused.hits.map((h) => h.id)) : new Map<string, TurnFacts>();
+  if (!facts || !fused.distances) {
+    const all = await readRows(ctx, db, input.where, fused.hits.map((h) => h.id), fused.distances ? null : fused.vector);
+    const rows = fused.hits.flatMap((h) => {
+      const r = all.get(h.id);
+      return r ? [{ ...r, score: h.score, distance: fused.distances ? h.distance : r.distance, vector_rank: h.vector_rank, text_rank: h.text_rank }] : [];
+    });
+    const ranked = hybrid ? await rerankTurns(ctx, db, input.userId, input.query, rows, (c) => rowFacts(c.row), now, neighbours) : rows;
+    return pageOf(ranked, input.threshold, input.limit);
+  }
+  // (a vector of a memory deleted behind the vector cache's back, e.g. a replaced summary's, is not in the index)
+  let live = hybrid ? fused.hits.filter((h) => facts.has(h.id)) : fused.hits;
+  const read = new Map<string, CandidateRow>();
+  for (;;) {
+    const ranked = hybrid ? await rerankTurns(ctx, db, input.userId, input.query, live, (c) => facts.get(c.id)!, now, neighbours) : live;
+    const page = pageOf(ranked, input.threshold, input.limit);
+    const want = page.top.map((c) => c.id).filter((id) => !read.has(id));
+    for (const [id, r] of await readRows(ctx, db, input.where, want, null)) read.set(id, r);
+    const gone = new Set(want.filter((id) => !read.has(id)));
+    if (gone.size === 0) {
+      return { top: page.top.map((c) => ({ ...c, row: read.get(c.id)!.row })), filteredCount: page.filteredCount };
+    }
+    live = live.filter((h) => !gone.has(h.id));
+  }
+}
+
+/**
+ * The rows of `ids` that `where` admits, by primary key, with the SQL distance to `vector` when
+ * one is given (else null).
+ */
+async function readRows(ctx: AppContext, db: Db | Tx, where: SQL, ids: string[], vector: Float32Array | null): Promise<Map<string, CandidateRow>> {
+  if (ids.length === 0) return new Map();
   const rows = await execRows<Record<string, unknown>>(
     db,
-    sql`select m.id, ${known ? sql`null::float8` : distance(ctx, vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
-        from memories m where m.id = any(${idArray(ids)}::text[]) and ${input.where}`,
+    sql`select m.id, ${vector ? distance(ctx, vector, sql`m.embedding`) : sql`null::float8`} as distance, ${CANDIDATE_COLUMNS}
+        from memories m where m.id = any(${idArray(ids)}::text[]) and ${where}`,
   );
-  return rows
-    .map((r) => {
-      const f = fused.get(r.id as string)!;
-      const d = known ? known.get(r.id as string) ?? null : r.distance;
-      return candidateRow({ ...r, distance: d, score: f.score, vector_rank: f.vr, text_rank: f.tr });
-    })
-    .sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return new Map(rows.map((r) => [r.id as string, candidateRow({ ...r, score: 0, vector_rank: null, text_rank: null })]));
 }
 
 /**

@@ -21,8 +21,9 @@ import { getSessionFor } from '../sessions/service.js';
 import { fusedCandidates, insertMemoryRows, withSearchSettings, type CandidateRow, type NewMemoryRow, type SearchMode } from './store.js';
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
-import { inProcessCandidates } from './search-in-process.js';
-import { embeddingText, lastTurnOf, rerankTurns, sessionNeighbours, speakerOf } from './turns.js';
+import { pageOf, searchInProcess } from './search-in-process.js';
+import { speakerOf } from './turn-facts.js';
+import { embeddingText, lastTurnOf, rerankTurns, rowFacts, sessionNeighbours } from './turns.js';
 import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
 /** Input of `POST /memory`. */
@@ -221,13 +222,13 @@ function poolSize(limit: number): number {
 export async function searchMemories(ctx: AppContext, actor: SessionActor, input: SearchInput): Promise<SearchResult> {
   const q = input.q.trim();
   if (!q) throw new AppError('validation_failed', 'q must not be empty', { errors: [{ in: 'query', pointer: '/q', message: 'must not be empty' }] });
+  // the query's embedding (in the encoder's worker) overlaps the pending writes' flush and the full-text arm
+  const pending = embedQuery(ctx, q);
+  pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
   await flushMemoryWrites(ctx);
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
   const mode = input.mode ?? 'hybrid';
-  // the query's embedding (in the encoder's worker) overlaps the full-text arm
-  const pending = embedQuery(ctx, q);
-  pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
   const where = filteredSql(actor, input);
   const pool = poolSize(limit);
   // both arms in process where they can be (PGlite: text-index.ts, vector-cache.ts): scope and agent filter only
@@ -236,23 +237,22 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const scopeOnly = !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
   const local =
     rt?.text && rt.vectors && scopeOnly
-      ? await inProcessCandidates(ctx, ctx.db, { userId: actor.accountId, agentId: agent, where, query: q, vector: pending, pool, mode, text: rt.text, vectors: rt.vectors })
+      ? await searchInProcess(ctx, ctx.db, { userId: actor.accountId, agentId: agent, where, query: q, vector: pending, pool, mode, text: rt.text, vectors: rt.vectors, limit, threshold })
       : null;
   const vector = await pending;
-  const candidates = local
-    ? mode === 'hybrid'
-      ? await rerankTurns(ctx, ctx.db, actor.accountId, q, local, new Date(), (ids) => rt!.text!.neighbours(actor.accountId, ids))
-      : local
-    : await withSearchSettings(ctx, actor.accountId, async (tx) => {
+  const { top, filteredCount } =
+    local ??
+    pageOf(
+      await withSearchSettings(ctx, actor.accountId, async (tx) => {
         // the vector arm in process where it can be (vector-cache.ts)
         const cache = scopeOnly && mode !== 'text' ? rt?.vectors : null;
         const vectorHits = cache ? await cache.nearest(tx, actor.accountId, vector, pool, agent) : undefined;
         const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
-        return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused) : fused;
-      });
-  const withSim = candidates.map((c) => ({ ...c, similarity: c.distance === null || Number.isNaN(c.distance) ? 0 : Math.min(1, Math.max(0, 1 - c.distance)) }));
-  const kept = withSim.filter((c) => c.similarity >= threshold);
-  const top = kept.slice(0, limit);
+        return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused, (c) => rowFacts(c.row)) : fused;
+      }),
+      threshold,
+      limit,
+    );
   const near = input.expand === 'neighbors' ? await sessionNeighbours(ctx.db, where, top.map((c) => c.id)) : null;
   const view = (r: CandidateRow['row'] | null) => (r ? memoryView(r) : null);
   return {
@@ -267,7 +267,7 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
     query: q,
     mode,
     threshold,
-    filtered_count: withSim.length - kept.length,
+    filtered_count: filteredCount,
     vector_index: ctx.database.hasVector ? 'hnsw' : 'exact',
   };
 }

@@ -98,7 +98,7 @@ export async function insertMemoryRows(
     const stored = new Map(inserted.map((r) => [r.id, r.tsv ?? '']));
     const kept = rows.map((r, i) => [r, vectors[i] ?? null] as const).filter(([r]) => stored.has(r.id));
     cache?.added(kept.map(([r]) => r), kept.map(([, v]) => v));
-    text?.added(kept.map(([r]) => r), kept.map(([r]) => stored.get(r.id)!));
+    text?.added(kept.map(([r]) => ({ ...r, createdAt: new Date(now) })), kept.map(([r]) => stored.get(r.id)!));
   }
   return inserted.map((r) => ({ id: r.id, created_at: r.created_at }));
 }

@@ -10,8 +10,10 @@
  * Why: on PGlite the SQL arm's cost is reading the tsvector of every memory that holds any query term
  * (thousands at 10k memories for a question with one common word), in WebAssembly on the request
  * thread; here the same answer costs one pass over the query terms' postings (docs/decisions.md
- * memory/text-index). The index also knows each memory's session, so the neighbouring turns of the
- * turn re-ranking (turns.ts) are read from it instead of a window query.
+ * memory/text-index). The index also knows each memory's session, speaker, time (`occurred_at`, else
+ * `created_at`) and whether its content mentions a time, so the turn re-ranking (turns.ts) reads its
+ * neighbouring turns and every fact it weighs from here, and a search reads only the rows it returns
+ * (search-in-process.ts).
  *
  * Only on PGlite, for the same reason as vector-cache.ts: its data directory belongs to this process,
  * so every insert goes through `insertMemoryRows` (which appends here) and every delete through this
@@ -28,6 +30,8 @@
 import { sql } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { DEFAULT_RANK_WEIGHTS, lowerBound, parseTsvector, rankOrTerm } from '../../lib/pg-text.js';
+import { mentionsTime } from './time.js';
+import { speakerOf, type TurnFacts } from './turn-facts.js';
 import { UserEntries } from './user-entries.js';
 
 /** Postings of one lexeme in one user's entry: row numbers and each row's `ts_rank` contribution. */
@@ -41,6 +45,10 @@ interface Entry {
   ids: string[];
   agentIds: Array<string | null>;
   sessionIds: Array<string | null>;
+  /** {@link TurnFacts} of each row: speaker, time (ms), whether the content mentions a time. */
+  speakers: Array<string | null>;
+  times: number[];
+  timely: boolean[];
   alive: boolean[];
   rowOf: Map<string, number>;
   postings: Map<string, Postings>;
@@ -79,6 +87,10 @@ export interface IndexedRow {
   userId: string;
   agentId: string | null;
   sessionId: string | null;
+  content: string;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  occurredAt?: Date | null;
 }
 
 /**
@@ -220,6 +232,25 @@ export class TextIndex extends UserEntries<Entry> {
     return out;
   }
 
+  /**
+   * The re-ranking's facts of `ids` (turns.ts {@link TurnFacts}) from a loaded entry of `userId`,
+   * for the ids it holds alive: an id it does not hold, or holds deleted, is no memory of the user
+   * any more (every insert is appended to a loaded entry, and a search reloads an entry whose count
+   * differs from the table's); null when the user has no entry loaded (ask the rows instead).
+   */
+  facts(userId: string, ids: string[]): Map<string, TurnFacts> | null {
+    const e = this.users.get(userId);
+    if (!e || e.loading) return null;
+    const out = new Map<string, TurnFacts>();
+    for (const id of ids) {
+      const r = e.rowOf.get(id);
+      if (r === undefined || !e.alive[r]) continue;
+      const timely = e.timely[r];
+      out.set(id, { sessionId: e.sessionIds[r], speaker: e.speakers[r], at: e.times[r], mentionsTime: () => timely });
+    }
+    return out;
+  }
+
   /** Inserted rows with their `content_tsv` text: appended to loaded users' entries. */
   added(rows: IndexedRow[], tsvectors: string[]): void {
     rows.forEach((row, i) => {
@@ -256,7 +287,7 @@ export class TextIndex extends UserEntries<Entry> {
   }
 
   protected empty(): Entry {
-    return { ids: [], agentIds: [], sessionIds: [], alive: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
+    return { ids: [], agentIds: [], sessionIds: [], speakers: [], times: [], timely: [], alive: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
   }
 
   protected sizeOf(e: Entry): number {
@@ -264,11 +295,16 @@ export class TextIndex extends UserEntries<Entry> {
   }
 
   protected async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
-    const rows = await execRows<{ id: string; agent_id: string | null; session_id: string | null; t: string }>(
+    const rows = await execRows<{ id: string; agent_id: string | null; session_id: string | null; t: string; content: string; metadata: unknown; created_at: Date | string; occurred_at: Date | string | null }>(
       db,
-      sql`select id, agent_id, session_id, content_tsv::text as t from memories where user_id = ${userId} order by id`,
+      sql`select id, agent_id, session_id, content_tsv::text as t, content, metadata, created_at, occurred_at from memories where user_id = ${userId} order by id`,
     );
-    for (const r of rows) append(e, { id: r.id, userId, agentId: r.agent_id, sessionId: r.session_id }, r.t);
+    const date = (v: Date | string) => (v instanceof Date ? v : new Date(v));
+    for (const r of rows) {
+      const metadata = (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata ?? {}) as Record<string, unknown>;
+      const row = { id: r.id, userId, agentId: r.agent_id, sessionId: r.session_id, content: r.content, metadata, createdAt: date(r.created_at), occurredAt: r.occurred_at === null ? null : date(r.occurred_at) };
+      append(e, row, r.t);
+    }
     return e;
   }
 }
@@ -286,6 +322,9 @@ function append(e: Entry, row: IndexedRow, tsvector: string): number {
   e.ids.push(row.id);
   e.agentIds.push(row.agentId);
   e.sessionIds.push(row.sessionId);
+  e.speakers.push(speakerOf(row.metadata));
+  e.times.push((row.occurredAt ?? row.createdAt).getTime());
+  e.timely.push(mentionsTime(row.content));
   e.alive.push(true);
   e.rowOf.set(row.id, r);
   e.count++;

@@ -49,11 +49,13 @@ function isMonthMay(text: string, index: number, after: string): boolean {
   return word === 'May' && !sentenceStart;
 }
 
+/** A month name or abbreviation, with "last"/"next"/"this" before it and a year after it, when present (`matchAll` copies it: no shared state). */
+const MONTH_MENTION = new RegExp(`\\b(?:(last|next|this)\\s+)?${MONTH_RE}\\b\\.?(?:\\s+(?:\\d{1,2}(?:st|nd|rd|th)?,?\\s+)?(\\d{4})\\b)?`, 'gi');
+
 /** Month mentions of `text` (0-based month, optional 4-digit year, the matched words, whether "last" or "next" preceded it). */
 function monthMentions(text: string): Array<{ month: number; year: number | null; words: string; cue: 'last' | 'next' | 'this' | null }> {
   const out: Array<{ month: number; year: number | null; words: string; cue: 'last' | 'next' | 'this' | null }> = [];
-  const re = new RegExp(`\\b(?:(last|next|this)\\s+)?${MONTH_RE}\\b\\.?(?:\\s+(?:\\d{1,2}(?:st|nd|rd|th)?,?\\s+)?(\\d{4})\\b)?`, 'gi');
-  for (const m of text.matchAll(re)) {
+  for (const m of text.matchAll(MONTH_MENTION)) {
     const name = m[2].toLowerCase();
     const at = m.index! + (m[1] ? m[0].toLowerCase().indexOf(name, m[1].length) : 0);
     if (name === 'may' && !isMonthMay(text, at, text.slice(at + 3))) continue;
@@ -67,26 +69,28 @@ function monthMentions(text: string): Array<{ month: number; year: number | null
   return out;
 }
 
+/** The other time expressions {@link mentionsTime} looks for (no `g` flag: `test` keeps no state). */
+const TIME_MENTION = new RegExp(
+  [
+    `\\b(yesterday|today|tonight|tomorrow|this\\s+(morning|afternoon|evening|weekend)|last\\s+night)\\b`,
+    `\\b(last|next|this|coming|past)\\s+(week|weekend|month|year|summer|winter|spring|autumn|fall|${WEEKDAYS.join('|')})\\b`,
+    `\\b(on|by|until|since|every|this|next|last)\\s+(${WEEKDAYS.join('|')})s?\\b`,
+    `\\b(${WEEKDAYS.join('|')})\\b`,
+    `\\b(in|within|after|for)\\s+(a|an|\\d+|${[...NUMBER_WORDS.keys()].join('|')})\\s+(days?|weeks?|months?|years?)\\b`,
+    `\\b(\\d+|${[...NUMBER_WORDS.keys()].join('|')})\\s+(days?|weeks?|months?|years?)\\s+ago\\b`,
+    `\\b(19|20)\\d{2}\\b`,
+    `\\b\\d{1,2}(st|nd|rd|th)\\b`,
+    `\\b(first|second|third|fourth|fifth|tenth|twentieth|thirtieth|(twenty|thirty)-(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth))\\s+of\\b`,
+    `\\bthe\\s+(twenty|thirty)-(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)\\b`,
+    `\\b(at|by|around)\\s+\\d{1,2}(:\\d{2})?\\s*(am|pm|o'clock)?\\b`,
+    `\\b(christmas|new year'?s?|easter|halloween|thanksgiving)\\b`,
+  ].join('|'),
+  'i',
+);
+
 /** Does `text` say when something happens or happened (a date, month, weekday, "yesterday", "next week", "in two days", a clock time…)? */
 export function mentionsTime(text: string): boolean {
-  if (monthMentions(text).length > 0) return true;
-  return new RegExp(
-    [
-      `\\b(yesterday|today|tonight|tomorrow|this\\s+(morning|afternoon|evening|weekend)|last\\s+night)\\b`,
-      `\\b(last|next|this|coming|past)\\s+(week|weekend|month|year|summer|winter|spring|autumn|fall|${WEEKDAYS.join('|')})\\b`,
-      `\\b(on|by|until|since|every|this|next|last)\\s+(${WEEKDAYS.join('|')})s?\\b`,
-      `\\b(${WEEKDAYS.join('|')})\\b`,
-      `\\b(in|within|after|for)\\s+(a|an|\\d+|${[...NUMBER_WORDS.keys()].join('|')})\\s+(days?|weeks?|months?|years?)\\b`,
-      `\\b(\\d+|${[...NUMBER_WORDS.keys()].join('|')})\\s+(days?|weeks?|months?|years?)\\s+ago\\b`,
-      `\\b(19|20)\\d{2}\\b`,
-      `\\b\\d{1,2}(st|nd|rd|th)\\b`,
-      `\\b(first|second|third|fourth|fifth|tenth|twentieth|thirtieth|(twenty|thirty)-(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth))\\s+of\\b`,
-      `\\bthe\\s+(twenty|thirty)-(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)\\b`,
-      `\\b(at|by|around)\\s+\\d{1,2}(:\\d{2})?\\s*(am|pm|o'clock)?\\b`,
-      `\\b(christmas|new year'?s?|easter|halloween|thanksgiving)\\b`,
-    ].join('|'),
-    'i',
-  ).test(text);
+  return monthMentions(text).length > 0 || TIME_MENTION.test(text);
 }
 
 const DAY = 86_400_000;

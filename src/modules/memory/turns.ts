@@ -23,15 +23,10 @@ import { execRows, type Db, type Tx } from '../../db/client.js';
 import { tokenize } from './embeddings.js';
 import { asksWhen, mentionsTime, timeRange, type TimeRange } from './time.js';
 import { CANDIDATE_COLUMNS, candidateRow, type CandidateRow } from './store.js';
+import { speakerOf, type TurnFacts } from './turn-facts.js';
 
 /** Longest previous turn kept in an embedding input, characters (a sentence encoder reads sentences). */
 const MAX_PREVIOUS_CHARS = 600;
-
-/** The speaker of a memory (`metadata.speaker`, trimmed), or null when it is not a conversation turn. */
-export function speakerOf(metadata: Record<string, unknown> | null | undefined): string | null {
-  const s = metadata?.speaker;
-  return typeof s === 'string' && s.trim() ? s.trim() : null;
-}
 
 /**
  * The text a memory is embedded from: `"<speaker>: <previous> <content>"` for a turn (previous = the
@@ -54,11 +49,21 @@ export async function lastTurnOf(db: Db | Tx, userId: string, sessionId: string)
   return row?.content ?? null;
 }
 
-/** A fused candidate as {@link rerankTurns} needs it. */
+/** A fused candidate's stored memory, as {@link rowFacts} reads it. */
 export interface RankedTurn {
   id: string;
   score: number;
   row: { sessionId: string | null; metadata: Record<string, unknown>; content: string; createdAt: Date; occurredAt?: Date | null };
+}
+
+/** {@link TurnFacts} of a stored memory (`mentionsTime` evaluated when asked). */
+export function rowFacts(row: RankedTurn['row']): TurnFacts {
+  return {
+    sessionId: row.sessionId,
+    speaker: speakerOf(row.metadata),
+    at: (row.occurredAt ?? row.createdAt).getTime(),
+    mentionsTime: () => mentionsTime(row.content),
+  };
 }
 
 /**
@@ -66,52 +71,55 @@ export interface RankedTurn {
  * mentions a time, and again when the memory happened (`occurred_at`, else `created_at`) inside
  * the period the query names (time.ts); else 1.
  */
-function timeFactor(c: RankedTurn, when: boolean, range: TimeRange | null, boost: number): number {
-  let f = 1;
-  if (when && mentionsTime(c.row.content)) f *= 1 + boost;
-  if (range) {
-    const t = (c.row.occurredAt ?? c.row.createdAt).getTime();
-    if (t >= range.from.getTime() && t < range.to.getTime()) f *= 1 + boost;
-  }
-  return f;
+function timeFactor(f: TurnFacts, when: boolean, range: TimeRange | null, boost: number): number {
+  let x = 1;
+  if (when && f.mentionsTime()) x *= 1 + boost;
+  if (range && f.at >= range.from.getTime() && f.at < range.to.getTime()) x *= 1 + boost;
+  return x;
 }
 
 /**
  * Re-score hybrid candidates that are conversation turns (see the module comment): speaker boost,
  * then `score += neighbourWeight × max(score of the previous, next turn)` with the neighbours'
  * boosted scores (0 for a neighbour that is not a candidate); sorted best first, ties by id
- * descending as in the fusion. Neighbours are the adjacent memories of the same session by id
- * (time) order, read with one query over the candidates' sessions (`memories_user_session_idx`).
- * Candidates that are not turns keep their score. Pure re-ordering: no candidate is added or removed.
+ * descending as in the fusion. `facts` tells each candidate's session, speaker and time
+ * ({@link rowFacts} for a candidate with its row). Neighbours are the adjacent memories of the same
+ * session by id (time) order: from `neighbours` (the in-process index) when it answers, else read
+ * with one query over the candidates' sessions (`memories_user_session_idx`). Candidates that are
+ * not turns keep their score. Pure re-ordering: no candidate is added or removed.
  */
-export async function rerankTurns<T extends RankedTurn>(
+export async function rerankTurns<T extends { id: string; score: number }>(
   ctx: AppContext,
   db: Db | Tx,
   userId: string,
   query: string,
   candidates: T[],
+  facts: (c: T) => TurnFacts,
   now = new Date(),
   /** Neighbours from the in-process index (text-index.ts `neighbours`); null → the window query. */
   neighbours?: (ids: string[]) => Map<string, { prev: string | null; next: string | null }> | null,
 ): Promise<T[]> {
   const { speakerBoost, neighbourWeight, timeBoost } = ctx.config.memory.fusion;
-  const turns = candidates.filter((c) => speakerOf(c.row.metadata));
+  const known = candidates.map(facts);
+  const turns = candidates.filter((_, i) => known[i].speaker !== null);
   const when = timeBoost > 0 && asksWhen(query);
   const range = timeBoost > 0 ? timeRange(query, now) : null;
   if ((turns.length === 0 || (speakerBoost === 0 && neighbourWeight === 0)) && !when && !range) return candidates;
   const words = new Set(tokenize(query));
   const boosted = new Map<string, number>();
-  for (const c of candidates) {
-    const speaker = speakerOf(c.row.metadata);
-    const named = speaker !== null && tokenize(speaker).every((w) => words.has(w));
-    boosted.set(c.id, (named ? c.score * (1 + speakerBoost) : c.score) * timeFactor(c, when, range, timeBoost));
-  }
+  const sessionOf = new Map<string, string>();
+  candidates.forEach((c, i) => {
+    const f = known[i];
+    const named = f.speaker !== null && tokenize(f.speaker).every((w) => words.has(w));
+    boosted.set(c.id, (named ? c.score * (1 + speakerBoost) : c.score) * timeFactor(f, when, range, timeBoost));
+    if (f.speaker !== null && f.sessionId !== null) sessionOf.set(c.id, f.sessionId);
+  });
   const final = new Map(boosted);
-  const sessions = [...new Set(turns.map((c) => c.row.sessionId).filter((s): s is string => s !== null))];
+  const sessions = [...new Set(sessionOf.values())];
   if (neighbourWeight > 0 && sessions.length > 0) {
     const ids = turns.map((c) => c.id);
-    const known = neighbours?.(ids);
-    const rows = known ? [...known].map(([id, n]) => ({ id, ...n })) : await execRows<{ id: string; prev: string | null; next: string | null }>(
+    const near = neighbours?.(ids);
+    const rows = near ? [...near].map(([id, n]) => ({ id, ...n })) : await execRows<{ id: string; prev: string | null; next: string | null }>(
       db,
       sql`select id, prev, next from (
             select id, lag(id) over w as prev, lead(id) over w as next from memories
@@ -120,8 +128,8 @@ export async function rerankTurns<T extends RankedTurn>(
           ) x where id in (${sql.join(ids.map((i) => sql`${i}`), sql`, `)})`,
     );
     for (const r of rows) {
-      const near = Math.max(r.prev ? boosted.get(r.prev) ?? 0 : 0, r.next ? boosted.get(r.next) ?? 0 : 0);
-      final.set(r.id, boosted.get(r.id)! + neighbourWeight * near);
+      const nb = Math.max(r.prev ? boosted.get(r.prev) ?? 0 : 0, r.next ? boosted.get(r.next) ?? 0 : 0);
+      final.set(r.id, boosted.get(r.id)! + neighbourWeight * nb);
     }
   }
   return candidates

@@ -1,0 +1,25 @@
+/**
+ * What the turn re-ranking of memory search (turns.ts `rerankTurns`) reads of a memory, in a file
+ * that imports nothing, so the in-process text index (text-index.ts), which keeps these facts for
+ * every memory of a searching user, can name them without an import loop through `context.ts`.
+ */
+
+/** The speaker of a memory (`metadata.speaker`, trimmed), or null when it is not a conversation turn. */
+export function speakerOf(metadata: Record<string, unknown> | null | undefined): string | null {
+  const s = metadata?.speaker;
+  return typeof s === 'string' && s.trim() ? s.trim() : null;
+}
+
+/**
+ * A candidate as the re-ranking weighs it: from its row (turns.ts `rowFacts`) or from the in-process
+ * text index (`TextIndex.facts`), which keeps them for every memory, so ranking reads no row.
+ */
+export interface TurnFacts {
+  sessionId: string | null;
+  /** {@link speakerOf} its metadata: null when it is not a conversation turn. */
+  speaker: string | null;
+  /** When it happened: `occurred_at`, else `created_at`, in milliseconds since the Unix epoch. */
+  at: number;
+  /** Whether its content mentions a time (time.ts `mentionsTime`); asked only for a "when" question. */
+  mentionsTime(): boolean;
+}
