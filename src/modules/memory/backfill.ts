@@ -8,15 +8,11 @@
  *
  * When it runs: after each batch it watches the event loop for {@link BackfillOptions.probeMs}
  * (100 ms); if the main thread was busy less than {@link BackfillOptions.idleUtilization} (25 %) of
- * that window AND no memories were stored during it ({@link EmbeddingBackfill.kick}: the writer
- * stores a batch every ≤ 50 ms while executions are being served), the next batch of
- * {@link BackfillOptions.batch} (32) memories is embedded; otherwise it waits, except that at least {@link BackfillOptions.minBatch} (16) memories are embedded every
+ * that window, the next batch of {@link BackfillOptions.batch} (32) memories is embedded; otherwise it
+ * waits, except that at least {@link BackfillOptions.minBatch} (16) memories are embedded every
  * {@link BackfillOptions.minEveryMs} (5 s), so a process that is never idle still catches up at a
  * bounded cost (~16 sentences per 5 s, a few % of one core). The probe window is measured while no
- * batch of its own runs, so its own work does not count as load. Why not the event loop alone: a
- * request that waits on the database or the upstream leaves the loop idle, so one connection
- * executing tools back to back (or many on a machine whose CPU is taken) looked idle, and the
- * encoder then took a core from the requests it was meant to yield to (issue 18 §1).
+ * batch of its own runs, so its own work does not count as load.
  *
  * Steps never overlap (one loop per app; {@link EmbeddingBackfill.settle} waits for the step in
  * flight). Failures (the provider down) are logged once per outage and retried at the minimum rate.
@@ -54,8 +50,6 @@ export class EmbeddingBackfill {
   private stepping: Promise<number> | null = null;
   /** When the last step ended (or the loop was created), `performance.now()` ms. */
   private lastStep = performance.now();
-  /** When {@link kick} was last called, `performance.now()` ms. */
-  private lastKick = -Infinity;
   private failing = false;
   private readonly batch: number;
   private readonly minBatch: number;
@@ -80,15 +74,10 @@ export class EmbeddingBackfill {
     return this.wanted || this.stepping !== null;
   }
 
-  /**
-   * Memories without a vector may exist — typically the writer just stored a batch of execution
-   * memories: start the loop if it is not running. A probe window during which this is called does
-   * not count as idle (executions are being served). O(1); never throws.
-   */
+  /** Memories without a vector may exist: start the loop if it is not running. O(1); never throws. */
   kick(): void {
     if (this.stopped) return;
     this.wanted = true;
-    this.lastKick = performance.now();
     this.loop ??= this.run().finally(() => {
       this.loop = null;
       if (this.wanted && !this.stopped) this.kick();
@@ -116,10 +105,9 @@ export class EmbeddingBackfill {
   private async run(): Promise<void> {
     while (this.wanted && !this.stopped) {
       const before = performance.eventLoopUtilization();
-      const probeStart = performance.now();
       await new Promise<void>((resolve) => setTimeout(resolve, this.probeMs).unref());
       if (this.stopped) return;
-      const idle = performance.eventLoopUtilization(before).utilization < this.idle && this.lastKick < probeStart;
+      const idle = performance.eventLoopUtilization(before).utilization < this.idle;
       // a failing provider is retried at the minimum rate only
       if ((!idle || this.failing) && performance.now() - this.lastStep < this.minEveryMs) continue;
       const max = idle ? this.batch : this.minBatch;
