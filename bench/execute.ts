@@ -23,8 +23,11 @@
  * Env: BENCH_SECONDS (10 per run), BENCH_CONNECTIONS (16), BENCH_DATABASE_URL (PostgreSQL instead
  * of in-memory PGlite), BENCH_REDIS_URL, BENCH_LOG_LEVEL (warn), BENCH_UPSTREAM_DELAY_MS (0: the
  * upstream answers at once; e.g. 10 for an upstream with a real API's latency), BENCH_ONLY (`execute`:
- * skip the baselines, to profile the execute path alone with BENCH_PROFILE=<dir>),
+ * skip the baselines and do not wait for the embeddings), BENCH_PROFILE=<dir> (a CPU profile of the
+ * platform's main thread over each execute run: `execute-latency.cpuprofile`, `execute-throughput.cpuprofile`),
  * BENCH_EMBEDDINGS_PROVIDER (unset: the platform's default embedder; `local`), BENCH_DRAIN_TIMEOUT_S (600).
+ * CPU per request is reported for the whole platform process (every thread, so the encoder's worker
+ * embedding memories in the background counts) and for its main thread alone (event-loop busy time).
  *
  * Automatic memories (issue 18 §1): each execution stores one memory without a vector; the platform
  * embeds them in the background when it has time. After the warm-up and after each execute run the
@@ -36,6 +39,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
+import { performance as perf } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -136,10 +140,31 @@ if (role === 'platform') {
   const session = await call('POST', '/v1/agents', user, { name: 'bench' });
   // The driver asks for this process's CPU time around each run (CPU per request is steadier than
   // requests/s on a shared machine).
-  process.on('message', (m: { cpu?: number; backlog?: number }) => {
+  // BENCH_PROFILE=<dir>: a CPU profile of this process's main thread over each measured execute run
+  // (inspector, started and stopped by the driver), not over the set-up and the baselines.
+  const inspector = process.env.BENCH_PROFILE ? new (await import('node:inspector')).Session() : null;
+  inspector?.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) => inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+  if (inspector) await post('Profiler.enable');
+  process.on('message', (m: { cpu?: number; backlog?: number; profile?: { id: number; start?: boolean; name?: string } }) => {
     if (m.cpu !== undefined) {
       const u = process.cpuUsage();
-      process.send!({ cpuReply: m.cpu, us: u.user + u.system });
+      // main-thread busy time (event-loop utilisation), apart from the encoder's worker thread
+      const elu = perf.eventLoopUtilization();
+      process.send!({ cpuReply: m.cpu, us: u.user + u.system, mainUs: Math.round(elu.active * 1000) });
+    }
+    if (m.profile && inspector) {
+      const { id, start, name } = m.profile;
+      void (async () => {
+        if (start) await post('Profiler.start');
+        else {
+          const { profile } = await post('Profiler.stop');
+          fs.mkdirSync(process.env.BENCH_PROFILE!, { recursive: true });
+          fs.writeFileSync(path.join(process.env.BENCH_PROFILE!, `${name}.cpuprofile`), JSON.stringify(profile));
+        }
+        process.send!({ profileReply: id });
+      })();
     }
     // The automatic memories' backlog (queued in the writer, stored without a vector) and, for the
     // bench user's session, executions recorded vs execution memories stored vs those with a vector.
@@ -168,14 +193,14 @@ interface Run {
   p99: number;
   non2xx: number;
   errors: number;
-  /** CPU time (user + system) of the platform process per request, µs (0 for `direct`). */
+  /** CPU time (user + system) of the platform process per request, µs (0 for `direct`): all threads, the encoder's worker included. */
   cpu_us?: number;
+  /** Busy time of the platform's main thread (event loop) per request, µs. */
+  main_us?: number;
 }
 
 function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
-  // BENCH_PROFILE=<dir>: CPU-profile the platform process (written when it exits).
-  const prof = args[0] === 'platform' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = fork(SELF, args, { execArgv: [...process.execArgv, ...prof], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(SELF, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.once('message', (msg) => resolve({ child, msg }));
@@ -264,7 +289,7 @@ if (!role) {
   const skipped: Run = { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 };
   let asked = 0;
   /** Ask the platform child over IPC (`{[kind]: id}` → `{[kind + 'Reply']: id, …}`). */
-  const ask = <T>(kind: 'cpu' | 'backlog') =>
+  const ask = <T>(kind: 'cpu' | 'backlog' | 'profile', payload?: object) =>
     new Promise<T>((resolve) => {
       const id = ++asked;
       const on = (m: Record<string, unknown>) => {
@@ -273,9 +298,9 @@ if (!role) {
         resolve(m as T);
       };
       pl.child.on('message', on);
-      pl.child.send({ [kind]: id });
+      pl.child.send({ [kind]: payload ? { id, ...payload } : id });
     });
-  const platformCpu = async () => (await ask<{ us: number }>('cpu')).us;
+  const platformCpu = async () => ask<{ us: number; mainUs: number }>('cpu');
   interface Backlog {
     queued: number;
     unembedded: number;
@@ -304,15 +329,20 @@ if (!role) {
     console.log(`  memory backlog after ${phase}: ${atStop.queued} queued + ${atStop.unembedded} without a vector; ${done ? 'drained' : 'NOT drained'} in ${r.drain_s} s (executions ${b.executions}, memories ${b.memories}, embedded ${b.embedded})`);
     return r;
   };
-  /** `run` with the platform's CPU per request (µs) over it. */
-  const measured = async (run: () => Promise<Run>, seconds: number): Promise<Run> => {
+  /** `run` with the platform's CPU per request (µs) over it; `profile`: the name of its CPU profile (BENCH_PROFILE). */
+  const measured = async (run: () => Promise<Run>, seconds: number, profile?: string): Promise<Run> => {
+    if (profile && process.env.BENCH_PROFILE) await ask('profile', { start: true });
     const before = await platformCpu();
     const r = await run();
-    const used = (await platformCpu()) - before;
-    return { ...r, cpu_us: Math.round(used / Math.max(1, r.rps * seconds)) };
+    const after = await platformCpu();
+    if (profile && process.env.BENCH_PROFILE) await ask('profile', { name: profile });
+    const n = Math.max(1, r.rps * seconds);
+    return { ...r, cpu_us: Math.round((after.us - before.us) / n), main_us: Math.round((after.mainUs - before.mainUs) / n) };
   };
-  const seq = async (o: Parameters<typeof sequential>[0], baseline: boolean) => (only && baseline ? skipped : measured(() => sequential(o, SECONDS), SECONDS));
-  const tp = async (o: autocannon.Options, baseline: boolean) => (only && baseline ? skipped : measured(() => cannon({ ...o, connections: CONNECTIONS, duration: SECONDS }), SECONDS));
+  const seq = async (o: Parameters<typeof sequential>[0], baseline: boolean) =>
+    only && baseline ? skipped : measured(() => sequential(o, SECONDS), SECONDS, baseline ? undefined : 'execute-latency');
+  const tp = async (o: autocannon.Options, baseline: boolean) =>
+    only && baseline ? skipped : measured(() => cannon({ ...o, connections: CONNECTIONS, duration: SECONDS }), SECONDS, baseline ? undefined : 'execute-throughput');
   drains.push(await drained('warm-up'));
   const lat = { direct: await seq(direct, true), bare: await seq(bare, true), forwarder: await seq(forward, true), platform: await seq(via, false) };
   drains.push(await drained('latency run'));
@@ -321,7 +351,7 @@ if (!role) {
   const last = drains[drains.length - 1].final;
 
   const row = (name: string, r: Run) =>
-    `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   platform CPU ${String(r.cpu_us ?? 0).padStart(5)} µs/req   non-2xx ${r.non2xx}  errors ${r.errors}`;
+    `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2).padStart(7)} ms   p99 ${r.p99.toFixed(2).padStart(7)} ms   platform CPU ${String(r.cpu_us ?? 0).padStart(5)} µs/req (main thread ${String(r.main_us ?? 0).padStart(5)})   non-2xx ${r.non2xx}  errors ${r.errors}`;
   const addedP50 = lat.platform.p50 - lat.direct.p50;
   const ratio = tput.platform.rps / tput.direct.rps;
   const addedP50Fwd = lat.platform.p50 - lat.forwarder.p50;

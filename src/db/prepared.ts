@@ -2,13 +2,15 @@
  * Named prepared statements for hot raw SQL (issue 18): a statement written with drizzle's `sql`
  * template and `sql.placeholder(name)` for its parameters, compiled to text once, and run by name.
  * On PostgreSQL (node-postgres) each pooled connection parses and plans it once and later runs only
- * bind + execute (no per-call parse/plan, no per-call query building in this process); on PGlite the
- * name is ignored and the text is sent as is (the engine has no plan cache to gain from).
+ * bind + execute (no per-call parse/plan, no per-call query building in this process); on PGlite it
+ * is parsed once per instance under its name too and each run is one Bind + Execute
+ * (pglite-prepared.ts: PGlite's own `query` parses and plans every statement again).
  * Statement names must be unique per app (node-postgres refuses one name for two texts).
  */
-import type { SQL } from 'drizzle-orm';
+import { fillPlaceholders, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from './client.js';
+import { isPGlite, PGliteNamedStatement } from './pglite-prepared.js';
 
 const dialect = new PgDialect();
 
@@ -32,11 +34,16 @@ export function prepareRaw<T = Record<string, unknown>>(db: Db, name: string, bu
   if (!byName) preparedByDb.set(db, (byName = new Map()));
   const known = byName.get(name);
   if (known) return known as PreparedRaw<T>;
-  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(build()), undefined, name, false);
-  const created: PreparedRaw<T> = {
-    db,
-    run: async (values) => ((await prepared.execute(values)) as unknown as { rows: T[] }).rows,
-  };
+  const query = dialect.sqlToQuery(build());
+  const client = (db as unknown as { $client?: unknown }).$client;
+  let created: PreparedRaw<T>;
+  if (isPGlite(client)) {
+    const statement = new PGliteNamedStatement<T>(client, name, query.sql);
+    created = { db, run: (values) => statement.run(fillPlaceholders(query.params, values)) };
+  } else {
+    const prepared = db._.session.prepareQuery(query, undefined, name, false);
+    created = { db, run: async (values) => ((await prepared.execute(values)) as unknown as { rows: T[] }).rows };
+  }
   byName.set(name, created as PreparedRaw<unknown>);
   return created;
 }
