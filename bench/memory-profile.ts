@@ -29,7 +29,8 @@ import { addMemory, searchMemories } from '../src/modules/memory/service.js';
 import { CANDIDATE_COLUMNS, fusedCandidates, HNSW_INDEX, insertMemoryRows, queryTerms, SAFE_LEXEME, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
 import { inProcessCandidates, pageOf } from '../src/modules/memory/search-in-process.js';
 import { flatOrOperands } from '../src/modules/memory/text-index.js';
-import { rerankTurns, rowFacts } from '../src/modules/memory/turns.js';
+import { rowFacts } from '../src/modules/memory/turn-facts.js';
+import { rerankTurns } from '../src/modules/memory/turns.js';
 import { createSession } from '../src/modules/sessions/service.js';
 import { loadConversations, synthTurns } from './memory-conversations.js';
 

@@ -185,3 +185,16 @@ export async function execRows<T = Record<string, unknown>>(db: Db | Tx, query: 
   const res = (await db.execute(query)) as unknown as { rows: T[] };
   return res.rows;
 }
+
+/**
+ * A `timestamptz` column of a raw row ({@link execRows}) as a `Date`: node-postgres parses it,
+ * PGlite's raw rows may carry PostgreSQL's text.
+ */
+export function rawTimestamp(v: Date | string): Date {
+  return v instanceof Date ? v : new Date(v);
+}
+
+/** A `jsonb` object column of a raw row ({@link execRows}): parsed when it came as text; `{}` for SQL null. */
+export function rawJsonObject(v: unknown): Record<string, unknown> {
+  return (typeof v === 'string' ? JSON.parse(v) : v ?? {}) as Record<string, unknown>;
+}

@@ -235,8 +235,7 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
       if (p.kind === 'user') return new AppError('agent_token_required', 'This endpoint needs an agent access token (POST /auth/agent/token)');
       return new AppError('forbidden', 'This endpoint is for users, not agents');
     }
-    if (opts.roles && !p.roles.some((r) => opts.roles!.includes(r))) return roleRefusal(opts.roles);
-    return undefined;
+    return opts.roles ? roleRefusal(p, opts.roles) : undefined;
   };
   const authOpts: AuthenticateOptions = { resource: opts.resource };
   // A callback hook: a token answered from memory costs no promise (issue 18); others verify async.
@@ -254,13 +253,15 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
   });
 }
 
-function roleRefusal(roles: Role[]): AppError {
-  return new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
+/** The insufficient_role refusal unless `p` holds one of `roles`; undefined when it does. */
+function roleRefusal(p: Principal, roles: Role[]): AppError | undefined {
+  return p.roles.some((r) => roles.includes(r)) ? undefined : new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
 }
 
 /** @throws AppError insufficient_role unless `p` holds one of `roles`. */
 export function checkRole(p: Principal, roles: Role[]): void {
-  if (!p.roles.some((r) => roles.includes(r))) throw roleRefusal(roles);
+  const refusal = roleRefusal(p, roles);
+  if (refusal) throw refusal;
 }
 
 /** The principal of a request inside a {@link requireAuth} scope. */

@@ -76,13 +76,10 @@ function statements(ctx: AppContext): AgentMemoryStatements {
   return ctx.agentMemoryStatements;
 }
 
-function view(r: EntryRow): EntryView {
-  return { key: r.key, value: r.value, version: r.version, updated_at: iso(r.updatedAt), expires_at: iso(r.expiresAt) };
-}
-
-/** {@link view} of a row of the hot statements (column names, timestamps as text). */
-function rawView(r: RawEntryRow): EntryView {
-  return { key: r.key, value: r.value, version: r.version, updated_at: iso(r.updated_at), expires_at: iso(r.expires_at) };
+/** The API view of an entry: a row mapped by drizzle, or a hot statement's row as the driver gives it (column names, timestamps as text). */
+function view(r: EntryRow | RawEntryRow): EntryView {
+  const raw = 'updated_at' in r;
+  return { key: r.key, value: r.value, version: r.version, updated_at: iso(raw ? r.updated_at : r.updatedAt), expires_at: iso(raw ? r.expires_at : r.expiresAt) };
 }
 
 /**
@@ -118,7 +115,7 @@ export async function getEntry(ctx: AppContext, agentId: string, key: string): P
       );
     throw notFound('Memory entry');
   }
-  return rawView(row);
+  return view(row);
 }
 
 /** Key cursor: opaque base64url of the last key (keys may hold any character). */
@@ -201,7 +198,7 @@ export async function putEntry(
     const [row] = await statements(ctx).upsert.run({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
     const created = row.version === 1;
     if (created) await enforceEntryCap(ctx, db, agentId, key);
-    return { entry: rawView(row), created };
+    return { entry: view(row), created };
   }
 
   let setWhere: SQL | undefined;

@@ -341,9 +341,7 @@ export class IdentityService {
   knownPlatformToken(token: string): JWTPayload | undefined {
     const known = this.verifiedTokens.get(token);
     if (known === undefined || !((known.exp ?? 0) * 1000 > Date.now())) return undefined;
-    const { aud } = known;
-    const api = this.ctx.config.auth.audience;
-    return aud === api || (Array.isArray(aud) && aud.includes(api)) ? known : undefined;
+    return audienceMatches(known.aud, this.audiencesFor(undefined)) ? known : undefined;
   }
 
   /**

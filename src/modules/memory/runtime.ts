@@ -6,7 +6,7 @@
  */
 import { eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
-import { execRows } from '../../db/client.js';
+import { execRows, rawJsonObject } from '../../db/client.js';
 import { memorySettings } from '../../db/schema/index.js';
 import { newId } from '../../http/ids.js';
 import type { ExecutionRecorded } from '../../events.js';
@@ -250,8 +250,7 @@ export async function embedMissing(ctx: AppContext, max: number): Promise<number
         from memories m where m.embedding is null order by m.id desc limit ${max}::int`,
   );
   if (rows.length === 0) return 0;
-  const meta = (m: unknown) => (typeof m === 'string' ? JSON.parse(m) : m) as Record<string, unknown>;
-  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, meta(r.metadata), r.previous)));
+  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, rawJsonObject(r.metadata), r.previous)));
   const step = ctx.database.engine === 'pglite' ? PGLITE_BACKFILL_ROWS_PER_STATEMENT : rows.length;
   for (let at = 0; at < rows.length; at += step) {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));

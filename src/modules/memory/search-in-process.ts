@@ -16,8 +16,8 @@ import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { flatOrOperands, type TextHit, type TextIndex } from './text-index.js';
 import { CANDIDATE_COLUMNS, candidateRow, distance, queryTerms, SAFE_LEXEME, type CandidateRow, type SearchMode } from './store.js';
-import type { TurnFacts } from './turn-facts.js';
-import { rerankTurns, rowFacts } from './turns.js';
+import { rowFacts, type TurnFacts } from './turn-facts.js';
+import { rerankTurns } from './turns.js';
 import type { VectorCache } from './vector-cache.js';
 /** Input of {@link inProcessCandidates}. */
 export interface InProcessSearch {

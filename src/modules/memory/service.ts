@@ -22,8 +22,8 @@ import { fusedCandidates, insertMemoryRows, withSearchSettings, type CandidateRo
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
 import { pageOf, searchInProcess } from './search-in-process.js';
-import { speakerOf } from './turn-facts.js';
-import { embeddingText, lastTurnOf, rerankTurns, rowFacts, sessionNeighbours } from './turns.js';
+import { rowFacts, speakerOf } from './turn-facts.js';
+import { embeddingText, lastTurnOf, rerankTurns, sessionNeighbours } from './turns.js';
 import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
 /** Input of `POST /memory`. */

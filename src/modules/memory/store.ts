@@ -13,7 +13,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
-import { execRows, type Db, type Tx } from '../../db/client.js';
+import { execRows, rawJsonObject, rawTimestamp, type Db, type Tx } from '../../db/client.js';
 import type { NewMemoryRow } from './state.js';
 
 export type { NewMemoryRow } from './state.js';
@@ -330,9 +330,9 @@ export function candidateRow(r: Record<string, unknown>): CandidateRow {
       executionId: (r.execution_id as string | null) ?? null,
       source: r.source as string,
       content: r.content as string,
-      metadata: (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata ?? {}) as Record<string, unknown>,
-      createdAt: r.created_at instanceof Date ? r.created_at : new Date(r.created_at as string),
-      occurredAt: r.occurred_at === null || r.occurred_at === undefined ? null : r.occurred_at instanceof Date ? r.occurred_at : new Date(r.occurred_at as string),
+      metadata: rawJsonObject(r.metadata),
+      createdAt: rawTimestamp(r.created_at as Date | string),
+      occurredAt: r.occurred_at === null || r.occurred_at === undefined ? null : rawTimestamp(r.occurred_at as Date | string),
     },
   };
 }

@@ -28,10 +28,9 @@
  * `TEXT_INDEX_MAX_POSTINGS`; nothing is held before a user's first search.
  */
 import { sql } from 'drizzle-orm';
-import { execRows, type Db, type Tx } from '../../db/client.js';
+import { execRows, rawJsonObject, rawTimestamp, type Db, type Tx } from '../../db/client.js';
 import { DEFAULT_RANK_WEIGHTS, lowerBound, parseTsvector, rankOrTerm } from '../../lib/pg-text.js';
-import { mentionsTime } from './time.js';
-import { speakerOf, type TurnFacts } from './turn-facts.js';
+import { rowFacts, type TurnFacts, type TurnSource } from './turn-facts.js';
 import { UserEntries } from './user-entries.js';
 
 /** Postings of one lexeme in one user's entry: row numbers and each row's `ts_rank` contribution. */
@@ -82,15 +81,10 @@ export interface TextHit {
 }
 
 /** A memory row as {@link TextIndex.added} needs it. */
-export interface IndexedRow {
+export interface IndexedRow extends TurnSource {
   id: string;
   userId: string;
   agentId: string | null;
-  sessionId: string | null;
-  content: string;
-  metadata: Record<string, unknown>;
-  createdAt: Date;
-  occurredAt?: Date | null;
 }
 
 /**
@@ -299,10 +293,8 @@ export class TextIndex extends UserEntries<Entry> {
       db,
       sql`select id, agent_id, session_id, content_tsv::text as t, content, metadata, created_at, occurred_at from memories where user_id = ${userId} order by id`,
     );
-    const date = (v: Date | string) => (v instanceof Date ? v : new Date(v));
     for (const r of rows) {
-      const metadata = (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata ?? {}) as Record<string, unknown>;
-      const row = { id: r.id, userId, agentId: r.agent_id, sessionId: r.session_id, content: r.content, metadata, createdAt: date(r.created_at), occurredAt: r.occurred_at === null ? null : date(r.occurred_at) };
+      const row = { id: r.id, userId, agentId: r.agent_id, sessionId: r.session_id, content: r.content, metadata: rawJsonObject(r.metadata), createdAt: rawTimestamp(r.created_at), occurredAt: r.occurred_at === null ? null : rawTimestamp(r.occurred_at) };
       append(e, row, r.t);
     }
     return e;
@@ -322,9 +314,10 @@ function append(e: Entry, row: IndexedRow, tsvector: string): number {
   e.ids.push(row.id);
   e.agentIds.push(row.agentId);
   e.sessionIds.push(row.sessionId);
-  e.speakers.push(speakerOf(row.metadata));
-  e.times.push((row.occurredAt ?? row.createdAt).getTime());
-  e.timely.push(mentionsTime(row.content));
+  const facts = rowFacts(row);
+  e.speakers.push(facts.speaker);
+  e.times.push(facts.at);
+  e.timely.push(facts.mentionsTime());
   e.alive.push(true);
   e.rowOf.set(row.id, r);
   e.count++;

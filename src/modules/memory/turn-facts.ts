@@ -1,8 +1,10 @@
 /**
- * What the turn re-ranking of memory search (turns.ts `rerankTurns`) reads of a memory, in a file
- * that imports nothing, so the in-process text index (text-index.ts), which keeps these facts for
- * every memory of a searching user, can name them without an import loop through `context.ts`.
+ * What the turn re-ranking of memory search (turns.ts `rerankTurns`) reads of a memory, and the one
+ * derivation of it from a stored memory ({@link rowFacts}), in a file that imports only time.ts (a
+ * leaf), so the in-process text index (text-index.ts), which keeps these facts for every memory of a
+ * searching user, uses them without an import loop through `context.ts`.
  */
+import { mentionsTime } from './time.js';
 
 /** The speaker of a memory (`metadata.speaker`, trimmed), or null when it is not a conversation turn. */
 export function speakerOf(metadata: Record<string, unknown> | null | undefined): string | null {
@@ -11,7 +13,7 @@ export function speakerOf(metadata: Record<string, unknown> | null | undefined):
 }
 
 /**
- * A candidate as the re-ranking weighs it: from its row (turns.ts `rowFacts`) or from the in-process
+ * A candidate as the re-ranking weighs it: from its row ({@link rowFacts}) or from the in-process
  * text index (`TextIndex.facts`), which keeps them for every memory, so ranking reads no row.
  */
 export interface TurnFacts {
@@ -22,4 +24,23 @@ export interface TurnFacts {
   at: number;
   /** Whether its content mentions a time (time.ts `mentionsTime`); asked only for a "when" question. */
   mentionsTime(): boolean;
+}
+
+/** The parts of a stored memory its {@link TurnFacts} come from. */
+export interface TurnSource {
+  sessionId: string | null;
+  metadata: Record<string, unknown>;
+  content: string;
+  createdAt: Date;
+  occurredAt?: Date | null;
+}
+
+/** {@link TurnFacts} of a stored memory (`mentionsTime` evaluated when asked). */
+export function rowFacts(row: TurnSource): TurnFacts {
+  return {
+    sessionId: row.sessionId,
+    speaker: speakerOf(row.metadata),
+    at: (row.occurredAt ?? row.createdAt).getTime(),
+    mentionsTime: () => mentionsTime(row.content),
+  };
 }

@@ -21,7 +21,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { tokenize } from './embeddings.js';
-import { asksWhen, mentionsTime, timeRange, type TimeRange } from './time.js';
+import { asksWhen, timeRange, type TimeRange } from './time.js';
 import { CANDIDATE_COLUMNS, candidateRow, type CandidateRow } from './store.js';
 import { speakerOf, type TurnFacts } from './turn-facts.js';
 
@@ -49,23 +49,6 @@ export async function lastTurnOf(db: Db | Tx, userId: string, sessionId: string)
   return row?.content ?? null;
 }
 
-/** A fused candidate's stored memory, as {@link rowFacts} reads it. */
-export interface RankedTurn {
-  id: string;
-  score: number;
-  row: { sessionId: string | null; metadata: Record<string, unknown>; content: string; createdAt: Date; occurredAt?: Date | null };
-}
-
-/** {@link TurnFacts} of a stored memory (`mentionsTime` evaluated when asked). */
-export function rowFacts(row: RankedTurn['row']): TurnFacts {
-  return {
-    sessionId: row.sessionId,
-    speaker: speakerOf(row.metadata),
-    at: (row.occurredAt ?? row.createdAt).getTime(),
-    mentionsTime: () => mentionsTime(row.content),
-  };
-}
-
 /**
  * The time factor of a candidate: 1 + `timeBoost` when the query asks "when …" and the memory
  * mentions a time, and again when the memory happened (`occurred_at`, else `created_at`) inside
@@ -83,7 +66,7 @@ function timeFactor(f: TurnFacts, when: boolean, range: TimeRange | null, boost:
  * then `score += neighbourWeight × max(score of the previous, next turn)` with the neighbours'
  * boosted scores (0 for a neighbour that is not a candidate); sorted best first, ties by id
  * descending as in the fusion. `facts` tells each candidate's session, speaker and time
- * ({@link rowFacts} for a candidate with its row). Neighbours are the adjacent memories of the same
+ * (turn-facts.ts `rowFacts` for a candidate with its row). Neighbours are the adjacent memories of the same
  * session by id (time) order: from `neighbours` (the in-process index) when it answers, else read
  * with one query over the candidates' sessions (`memories_user_session_idx`). Candidates that are
  * not turns keep their score. Pure re-ordering: no candidate is added or removed.

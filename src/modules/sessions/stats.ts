@@ -11,7 +11,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
-import { idFloor } from '../../http/ids.js';
+import { idFloor, iso } from '../../http/ids.js';
 import type { SessionActor } from '../../http/auth.js';
 
 function num(v: unknown): number {
@@ -139,7 +139,7 @@ export async function searchSessionsByName(
       status: String(r.status),
       agent_id: (r.agent_id as string | null) ?? null,
       execution_count: num(r.execution_count),
-      created_at: (r.created_at instanceof Date ? r.created_at : new Date(String(r.created_at))).toISOString(),
+      created_at: iso(r.created_at as Date | string),
       leading: Boolean(r.is_leading),
     })),
   };

@@ -12,7 +12,8 @@ import { embeddingProviderOf } from '../../../src/modules/memory/runtime.js';
 import { fusedCandidates, queryTerms, SAFE_LEXEME, withSearchSettings } from '../../../src/modules/memory/store.js';
 import { parseTsvector } from '../../../src/lib/pg-text.js';
 import { flatOrOperands, postingContribution, TextIndex } from '../../../src/modules/memory/text-index.js';
-import { rerankTurns, rowFacts } from '../../../src/modules/memory/turns.js';
+import { rowFacts } from '../../../src/modules/memory/turn-facts.js';
+import { rerankTurns } from '../../../src/modules/memory/turns.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { seedSession } from './helpers.js';
 
