@@ -90,7 +90,8 @@ describe('search — synonyms of API verbs', () => {
       description: 'Build schedules',
       tools: [
         { name: 'pause_schedule', description: 'Pause a build schedule until it is resumed' },
-        { name: 'check_schedule', description: 'Check whether a build schedule is paused' },
+        // (not "whether": on a shared database search.typos expects "wether" to correct to "weather" alone)
+        { name: 'check_schedule', description: 'Check if a build schedule is paused' },
         { name: 'disable_schedule', description: 'Disable a build schedule' },
         { name: 'get_schedule', description: 'Get a build schedule and when it is its turn to run' },
       ],
