@@ -25,7 +25,7 @@
  * upstream answers at once; e.g. 10 for an upstream with a real API's latency), BENCH_ONLY (`execute`:
  * skip the baselines and do not wait for the embeddings), BENCH_PROFILE=<dir> (a CPU profile of the
  * platform's main thread over each execute run: `execute-latency.cpuprofile`, `execute-throughput.cpuprofile`),
- * BENCH_EMBEDDINGS_PROVIDER (unset: the platform's default embedder; `local`), BENCH_DRAIN_TIMEOUT_S (600).
+ * BENCH_EMBEDDINGS_PROVIDER (unset: the platform's default embedder; `local`), BENCH_DRAIN_TIMEOUT_S (600), BENCH_PLATFORM_NODE_FLAGS (Node flags of the platform child only, e.g. `--max-semi-space-size=2`).
  * CPU per request is reported for the whole platform process (every thread, so the encoder's worker
  * embedding memories in the background counts) and for its main thread alone (event-loop busy time).
  *
@@ -199,8 +199,14 @@ interface Run {
   main_us?: number;
 }
 
+/**
+ * Fork this script as `args[0]` (`upstream` or `platform`). BENCH_PLATFORM_NODE_FLAGS (space-separated
+ * Node/V8 flags, e.g. `--max-semi-space-size=2`) are added to the platform child's only, to measure
+ * what a flag of `npm start` costs the execute path without changing the upstream or the load generator.
+ */
 function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
-  const child = fork(SELF, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const extra = args[0] === 'platform' ? (process.env.BENCH_PLATFORM_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean) : [];
+  const child = fork(SELF, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [...process.execArgv, ...extra] });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.once('message', (msg) => resolve({ child, msg }));
@@ -381,6 +387,7 @@ if (!role) {
       latency: { direct: lat.direct, bare_route: lat.bare, forwarder: lat.forwarder, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)), added_p50_vs_forwarder_ms: Number(addedP50Fwd.toFixed(3)) },
       throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, forwarder: tput.forwarder, platform: tput.platform, ratio: Number(ratio.toFixed(3)), ratio_vs_forwarder: Number(ratioFwd.toFixed(3)), cpu_ratio_vs_forwarder: Number(cpuRatio.toFixed(3)) },
       embeddings: process.env.BENCH_EMBEDDINGS_PROVIDER ?? 'default',
+      platform_node_flags: process.env.BENCH_PLATFORM_NODE_FLAGS ?? '',
       memory_backlog: drains,
       memories_missing: last.executions - last.memories,
     }),
