@@ -132,11 +132,13 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
   const startedAt = execs[0]?.createdAt ?? session.createdAt;
   const endedAt = session.closedAt ?? execs[execs.length - 1]?.createdAt ?? null;
   const memoryId = newId('mem');
+  let replaced: string | null = null;
   const row = await ctx.db.transaction(async (tx) => {
     const [old] = await tx.select({ memoryId: sessionSummaries.memoryId }).from(sessionSummaries).where(eq(sessionSummaries.sessionId, sessionId));
     if (old?.memoryId) {
       await tx.delete(memories).where(and(eq(memories.id, old.memoryId), eq(memories.userId, actor.accountId)));
       ctx.memory?.text?.removed(actor.accountId, [old.memoryId]); // (a rollback is caught by the index's count check)
+      replaced = old.memoryId;
     }
     await insertMemoryRows(
       ctx,
@@ -181,5 +183,7 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
       .returning();
     return r;
   });
+  // the replaced summary's vector leaves the in-process vector arm once the delete is committed
+  if (replaced) ctx.memory?.vectors?.removed(actor.accountId, [replaced]);
   return summaryView(row);
 }

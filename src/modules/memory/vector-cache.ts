@@ -137,6 +137,35 @@ export class VectorCache extends UserEntries<Entry> {
     this.evict();
   }
 
+  /**
+   * Rows deleted from `userId`'s memories (e.g. a session summary replaced): each leaves a loaded
+   * entry at once (the last row moves into its place), so it no longer takes a slot of the vector
+   * arm's pool. An entry still loading is marked stale; ids not held are ignored.
+   */
+  removed(userId: string, ids: string[]): void {
+    const e = this.users.get(userId);
+    if (!e) return;
+    if (e.loading) {
+      e.stale = true;
+      return;
+    }
+    const dims = this.dimensions;
+    for (const id of ids) {
+      const at = e.rowOf.get(id);
+      if (at === undefined) continue;
+      const last = e.ids.length - 1;
+      if (at !== last) {
+        e.matrix.data.copyWithin(at * dims, last * dims, (last + 1) * dims);
+        e.ids[at] = e.ids[last];
+        e.agentIds[at] = e.agentIds[last];
+        e.rowOf.set(e.ids[at], at);
+      }
+      e.ids.pop();
+      e.agentIds.pop();
+      e.rowOf.delete(id);
+    }
+  }
+
   protected empty(): Entry {
     return { ids: [], rowOf: new Map(), agentIds: [], matrix: new ScanMatrix(this.dimensions, 0), stale: false, loading: null };
   }

@@ -56,6 +56,12 @@ describe('VectorCache', () => {
     const v = e.embedOne('flight Lisbon tomorrow');
     cache.added([{ id: 'mem_new', userId: 'usr_1', agentId: null }], [v]);
     expect((await cache.nearest(db, 'usr_1', v, 1))[0]).toEqual({ id: 'mem_new', distance: expect.closeTo(0, 5) });
+    // a removed row leaves at once; the last row takes its place and keeps its own vector and agent
+    cache.removed('usr_1', ['mem_new', 'mem_0', 'mem_unknown']);
+    const left = (await cache.nearest(db, 'usr_1', sparse, 20)).map((h) => h.id);
+    expect(left).toEqual(brute(sparse).filter((id) => id !== 'mem_0'));
+    expect((await cache.nearest(db, 'usr_1', sparse, 20, 'agt_1')).map((h) => h.id)).toEqual(brute(sparse, 'agt_1'));
+    cache.added([{ id: 'mem_new', userId: 'usr_1', agentId: null }], [v]);
     cache.forget('usr_1');
     expect((await cache.nearest(db, 'usr_1', v, 1))[0].id).not.toBe('mem_new'); // reloaded from the (fake) table
   });
