@@ -9,14 +9,17 @@
  *
  * To be fair under a noisy machine the two targets alternate: BENCH_ROUNDS rounds of
  * BENCH_SECONDS each (order swapped every round); requests/s is the mean over rounds, p99 the
- * median of the rounds' p99s.
+ * median of the rounds' p99s. Each round also gives a paired ratio (service/bare of that round,
+ * the two runs back to back); `ratio_median` and `cpu_ratio_median` are the medians of those —
+ * a burst of load on the machine moves one round's pair, not the verdict.
  *
  * Prints a table and one JSON line: requests/s and p99 latency of each, and the ratio
  * service/bare (goal ≥ 0.80, issue 18), and this process's CPU time per request of each (`cpu_us`, median of the
  * rounds; autocannon's share included) with `cpu_ratio` = bare/service, which a loaded machine
- * disturbs much less than requests/s. Env: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (10),
+ * disturbs much less than requests/s. Env: BENCH_SECONDS (3), BENCH_ROUNDS (5), BENCH_CONNECTIONS (10),
  * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL,
- * BENCH_OPS (`get,put`).
+ * BENCH_OPS (`get,put`), BENCH_PROFILE=<dir> (a CPU profile of this process over each measured run:
+ * `<op>-<service|bare>-<round>.cpuprofile`; autocannon's share is in it too).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -27,8 +30,8 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { prepareAgentMemoryStatements } from '../src/modules/agent-memory/statements.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const KEYS = Number(process.env.BENCH_KEYS ?? 100);
 
@@ -81,12 +84,33 @@ const bareBase = `http://127.0.0.1:${(bare.server.address() as { port: number })
 
 interface Result {
   rps: number;
+  /** Requests answered in the run. */
+  requests: number;
   p50: number;
   p99: number;
   errors: number;
   non2xx: number;
   /** CPU time (user + system) of this process per request, µs — autocannon's share included (the same for both targets). */
   cpu_us: number;
+}
+
+// BENCH_PROFILE=<dir>: the inspector profiles this process over each measured run.
+const inspector = process.env.BENCH_PROFILE ? new (await import('node:inspector')).Session() : null;
+inspector?.connect();
+const post = (method: string, params?: object) =>
+  new Promise<any>((resolve, reject) => inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+if (inspector) await post('Profiler.enable');
+
+/** `work` under the profiler, its profile written as `<name>.cpuprofile` (just `work` without BENCH_PROFILE). */
+async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  if (!inspector) return work();
+  await post('Profiler.start');
+  const out = await work();
+  const { profile } = await post('Profiler.stop');
+  fs.mkdirSync(process.env.BENCH_PROFILE!, { recursive: true });
+  fs.writeFileSync(path.join(process.env.BENCH_PROFILE!, `${name}.cpuprofile`), JSON.stringify(profile));
+  fs.writeFileSync(path.join(process.env.BENCH_PROFILE!, `${name}.json`), JSON.stringify(out));
+  return out;
 }
 
 async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => string, headers: Record<string, string>, body?: string, seconds = SECONDS): Promise<Result> {
@@ -106,7 +130,7 @@ async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => st
     ],
   });
   const used = process.cpuUsage(cpu);
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpu_us: Math.round((used.user + used.system) / Math.max(1, r.requests.total)) };
+  return { rps: Math.round(r.requests.average), requests: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpu_us: Math.round((used.user + used.system) / Math.max(1, r.requests.total)) };
 }
 
 try {
@@ -127,36 +151,46 @@ try {
   type Target = { url: string; path: (k: number) => string; headers: Record<string, string> };
   const service: Target = { url: base, path: svcPath, headers: auth };
   const bareT: Target = { url: bareBase, path: barePath, headers: {} };
-  async function compare(method: 'GET' | 'PUT'): Promise<{ service: Result; bare: Result }> {
+  const round2 = (x: number) => Math.round(x * 100) / 100;
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((x, y) => x - y);
+    const mid = Math.floor(s.length / 2);
+    return s.length % 2 === 1 ? s[mid] : round2((s[mid - 1] + s[mid]) / 2);
+  };
+  type Compared = { service: Result; bare: Result; ratio_median: number; cpu_ratio_median: number; ratios: number[] };
+  async function compare(method: 'GET' | 'PUT'): Promise<Compared> {
     const runs: { service: Result[]; bare: Result[] } = { service: [], bare: [] };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? (['service', 'bare'] as const) : (['bare', 'service'] as const);
       for (const which of order) {
         const t = which === 'service' ? service : bareT;
-        runs[which].push(await run(t.url, method, t.path, t.headers, method === 'PUT' ? body : undefined));
+        runs[which].push(await profiled(`${method.toLowerCase()}-${which}-${round}`, () => run(t.url, method, t.path, t.headers, method === 'PUT' ? body : undefined)));
       }
     }
-    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+    // Paired per round: service/bare of the two back-to-back runs.
+    const ratios = runs.service.map((s, i) => round2(s.rps / Math.max(1, runs.bare[i].rps)));
+    const cpuRatios = runs.service.map((s, i) => runs.bare[i].cpu_us / Math.max(1, s.cpu_us));
     const agg = (rs: Result[]): Result => ({
       rps: Math.round(rs.reduce((n, r) => n + r.rps, 0) / rs.length),
+      requests: rs.reduce((n, r) => n + r.requests, 0),
       p50: median(rs.map((r) => r.p50)),
       p99: median(rs.map((r) => r.p99)),
       errors: rs.reduce((n, r) => n + r.errors, 0),
       non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
       cpu_us: median(rs.map((r) => r.cpu_us)),
     });
-    return { service: agg(runs.service), bare: agg(runs.bare) };
+    return { service: agg(runs.service), bare: agg(runs.bare), ratio_median: median(ratios), cpu_ratio_median: round2(median(cpuRatios)), ratios };
   }
   // BENCH_OPS=get (or put): only that operation (to profile it alone); the other reads as empty.
   const ops = (process.env.BENCH_OPS ?? 'get,put').split(',');
-  const none: Result = { rps: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0 };
-  const skip = async () => ({ service: none, bare: none });
+  const none: Result = { rps: 0, requests: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0 };
+  const skip = async (): Promise<Compared> => ({ service: none, bare: none, ratio_median: 0, cpu_ratio_median: 0, ratios: [] });
   const results = { get: ops.includes('get') ? await compare('GET') : await skip(), put: ops.includes('put') ? await compare('PUT') : await skip() };
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
   // bare/service CPU per request: the throughput ratio a CPU-bound process would reach.
   const cpuRatio = (op: 'get' | 'put') => Math.round((results[op].bare.cpu_us / Math.max(1, results[op].service.cpu_us)) * 100) / 100;
   const rows = (['get', 'put'] as const).flatMap((op) => [
-    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service },
+    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service, ratio_median: results[op].ratio_median },
     { op: op.toUpperCase(), target: 'bare route', ...results[op].bare },
   ]);
   console.table(rows);
@@ -168,6 +202,7 @@ try {
       rounds: ROUNDS,
       get: { ...results.get, ratio: ratio('get'), cpu_ratio: cpuRatio('get') },
       put: { ...results.put, ratio: ratio('put'), cpu_ratio: cpuRatio('put') },
+      load: os.loadavg().map(round2),
       goal: 0.8,
     }),
   );
