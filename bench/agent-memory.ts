@@ -16,7 +16,7 @@
  * Prints a table and one JSON line: requests/s and p99 latency of each, and the ratio
  * service/bare (goal ≥ 0.80, issue 18), and this process's CPU time per request of each (`cpu_us`, median of the
  * rounds; autocannon's share included) with `cpu_ratio` = bare/service, which a loaded machine
- * disturbs much less than requests/s. Env: BENCH_SECONDS (3), BENCH_ROUNDS (5), BENCH_CONNECTIONS (10),
+ * disturbs much less than requests/s. Env: BENCH_SECONDS (2), BENCH_ROUNDS (7), BENCH_CONNECTIONS (10),
  * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL,
  * BENCH_OPS (`get,put`), BENCH_PROFILE=<dir> (a CPU profile of this process over each measured run:
  * `<op>-<service|bare>-<round>.cpuprofile`; autocannon's share is in it too).
@@ -30,8 +30,8 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { prepareAgentMemoryStatements } from '../src/modules/agent-memory/statements.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const KEYS = Number(process.env.BENCH_KEYS ?? 100);
 
