@@ -18,6 +18,8 @@ import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { cancelSubscription, changePlan, getQuotas, getSubscription } from '../../../src/modules/subscriptions/service.js';
 import { quotaHeaders } from '../../../src/modules/subscriptions/windows.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
+import { execute, expectHttp, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
+import { startToolUpstream } from '../../helpers/tool-upstream.js';
 
 const DAY = 1000;
 const { app, ctx, config } = await setupApp({ QUOTA_FREE_DAY: String(DAY), QUOTA_FREE_MONTH: '5000', QUOTA_PRO_DAY: '2000', QUOTA_PRO_MONTH: '10000' });
@@ -60,6 +62,35 @@ describe(`quota leases (${ctx.database.engine})`, () => {
     expect(leasesOf(ctx, s.userId)).toEqual([]);
     const r = await row(s.id);
     expect([r.dayUsed, r.monthUsed]).toEqual([n, n]);
+  });
+
+  it('through POST /v1/agents/:id/execute: X-Quota-Remaining counts down by one across leased and counted calls', async () => {
+    const base = await listen(app);
+    const upstream = await startToolUpstream();
+    const owner = await createUser(app);
+    const user = await createUser(app);
+    const svc = await registerService(base, owner, {
+      name: `quota-lease-${Date.now().toString(36)}`,
+      description: 'quota lease',
+      base_url: upstream.url,
+      tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
+    });
+    await publish(ctx, svc.id);
+    const sub = await subscribe(base, user, svc.id);
+    const sid = await newSession(base, user.headers);
+    const n = MAX_LEASE + 8;
+    for (let i = 1; i <= n; i++) {
+      const a = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
+      expect(a.status).toBe(200);
+      expect(a.headers.get('x-quota-remaining'), `call ${i}`).toBe(String(DAY - i));
+    }
+    expect(leasesOf(ctx, user.userId)).toHaveLength(1);
+    const { body: quotas } = await expectHttp(base, 'GET', `/subscriptions/${sub.id}/quotas`, 200, { headers: user.headers });
+    expect(quotas.windows.map((x: { used: number }) => x.used)).toEqual([n, n]);
+    const { body: view } = await expectHttp(base, 'GET', `/subscriptions/${sub.id}`, 200, { headers: user.headers });
+    expect(view.used).toEqual({ day: n, month: n });
+    expect(upstream.seenAt('/fast')).toHaveLength(n);
+    await upstream.close();
   });
 
   it('never grants more than the limit to concurrent and sequential callers, each remaining count once', async () => {
