@@ -45,6 +45,7 @@ import { registryRoutes } from './modules/registry/routes.js';
 import { prepareRegistrationCheck } from './modules/registry/manifest.js';
 import { publishingRoutes } from './modules/publishing/routes.js';
 import { ownerServiceDetail } from './modules/publishing/service.js';
+import { dropLeases } from './modules/subscriptions/lease.js';
 import { subscriptionRoutes } from './modules/subscriptions/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { analyticsRoutes } from './modules/analytics/routes.js';
@@ -162,6 +163,8 @@ export async function buildApp(
   ctx.onClose.push(() => ctx.executionLog.drain());
   // Module events: every recorded execution becomes an automatic memory (off the request path).
   ctx.events.on('execution.recorded', (e) => rememberExecution(ctx, e));
+  // A role change ends the account's quota leases (counted under the previous roles' plan).
+  ctx.events.on('account.roles_changed', (e) => void dropLeases(ctx, e.userId));
   if (config.redisUrl) {
     const { Redis } = await import('ioredis');
     ctx.redis = new Redis(config.redisUrl, redisClientOptions(config));

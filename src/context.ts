@@ -19,6 +19,7 @@ import type { SearchState } from './modules/search/state.js';
 import type { CacheBus } from './lib/shared-cache.js';
 import type { AgentAuthState } from './modules/agents/auth-state.js';
 import type { AnalyticsRuntime } from './modules/analytics/state.js';
+import type { QuotaRuntime } from './modules/subscriptions/state.js';
 
 export interface AppContext {
   config: Config;
@@ -62,4 +63,10 @@ export interface AppContext {
   agentAuth?: AgentAuthState;
   /** This app's analytics recorders (`analytics/state.ts`), created by `startAnalytics` (the analytics routes call it). */
   analytics?: AnalyticsRuntime;
+  /**
+   * The quota counter's batching queues and leases (`subscriptions/state.ts`), created on first use
+   * by `subscriptions/lease.ts`; its leases are given back at close. A copy of a context with another
+   * database needs its own (`undefined`).
+   */
+  quota?: QuotaRuntime;
 }

@@ -38,9 +38,19 @@ export interface ExecutionRecord extends Omit<ExecutionRecorded, 'executionId' |
   at?: Date;
 }
 
+/**
+ * The stored roles of an account changed (emitted by the identity module after the change is
+ * committed; the subscriptions module ends the account's quota leases, whose units were counted
+ * under the previous roles' plan).
+ */
+export interface AccountRolesChanged {
+  userId: string;
+}
+
 /** Every event name with its payload. */
 export interface PlatformEvents {
   'execution.recorded': ExecutionRecorded;
+  'account.roles_changed': AccountRolesChanged;
 }
 
 type Listener<T> = (payload: T) => void;

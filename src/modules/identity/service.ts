@@ -222,9 +222,11 @@ export class IdentityService {
     return u;
   }
 
+  /** After a change of `u`'s roles: forget the cached user and tell the other modules. */
   private forget(u: UserRow): void {
     this.subjectCache.delete(u.subject);
     this.userCache.delete(u.id);
+    this.ctx.events.emit('account.roles_changed', { userId: u.id });
   }
 
   /**

@@ -31,7 +31,9 @@ import { callHttpTool, callMcpTool, failedCall } from '../../upstream/tool-call.
 import { isAgentSubscribed } from '../agents/service.js';
 import { grantAfterUnauthorized, withCallerGrant } from '../connections/grant.js';
 import { resolveExecutableTool } from '../registry/executable.js';
-import { consumeQuota, hasActiveSubscription, quotaHeaders, type QuotaState } from '../subscriptions/service.js';
+import { consumeQuota } from '../subscriptions/quota.js';
+import { hasActiveSubscription } from '../subscriptions/service.js';
+import { quotaHeaders, type QuotaState } from '../subscriptions/windows.js';
 import type { ExecuteBody, ExecuteResultSchema } from './schemas.js';
 import { sessionState } from './service.js';
 import { recordExecution, type ExecutionRecord } from './usage.js';

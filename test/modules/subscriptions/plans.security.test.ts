@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
-import { consumeQuota, plansFor } from '../../../src/modules/subscriptions/service.js';
+import { plansFor } from '../../../src/modules/subscriptions/plans.js';
+import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { makeService } from './helpers.js';
 

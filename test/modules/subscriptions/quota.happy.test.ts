@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { subscriptions } from '../../../src/db/schema/index.js';
 import { newId } from '../../../src/http/ids.js';
 import { AppError } from '../../../src/http/errors.js';
-import { consumeQuota, quotaHeaders, tightestWindow, windowsAt } from '../../../src/modules/subscriptions/service.js';
+import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
+import { quotaHeaders, tightestWindow, windowsAt } from '../../../src/modules/subscriptions/windows.js';
 import { createUser, setupApp } from '../../helpers/app.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '10', QUOTA_FREE_MONTH: '25', QUOTA_PRO_DAY: '3', QUOTA_ENTERPRISE_DAY: 'unlimited' });

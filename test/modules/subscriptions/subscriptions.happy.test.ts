@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { windowsAt } from '../../../src/modules/subscriptions/service.js';
+import { windowsAt } from '../../../src/modules/subscriptions/windows.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { makeService } from './helpers.js';
 
