@@ -5,7 +5,9 @@
  * limiter, schema validation, ETag handling) serving `GET` and `PUT /v2/memory/:key`, against a
  * bare Fastify route doing the same single-row read / upsert (the service's own prepared statements, same
  * `Db` handle) with no auth, validation or limits. autocannon drives both over loopback, one
- * after the other, with the same connections and duration; keys rotate over a preloaded set.
+ * after the other, with the same connections, duration and request headers (the agent's bearer
+ * token too, which the bare route ignores: autocannon runs in this process, so only the server's
+ * work may differ between the two); keys rotate over a preloaded set.
  *
  * To be fair under a noisy machine the two targets alternate: BENCH_ROUNDS rounds of
  * BENCH_SECONDS each (order swapped every round); requests/s is the mean over rounds, p99 the
@@ -146,11 +148,14 @@ try {
   const barePath = (k: number) => `/bare/${agent.id}/bench-${k}`;
   // Warm both (JIT, connection pools, caches).
   await run(base, 'GET', svcPath, auth, undefined, 2);
-  await run(bareBase, 'GET', barePath, {}, undefined, 2);
+  await run(bareBase, 'GET', barePath, auth, undefined, 2);
 
   type Target = { url: string; path: (k: number) => string; headers: Record<string, string> };
   const service: Target = { url: base, path: svcPath, headers: auth };
-  const bareT: Target = { url: bareBase, path: barePath, headers: {} };
+  // The same request headers as the service's (the bare route ignores the bearer token): autocannon
+  // runs in this process, and building and writing the token for one target only counted that
+  // load-generator work against the service (a profile diff of 2026-11-26: buildRequest, writeBuffer).
+  const bareT: Target = { url: bareBase, path: barePath, headers: auth };
   const round2 = (x: number) => Math.round(x * 100) / 100;
   const median = (xs: number[]) => {
     const s = [...xs].sort((x, y) => x - y);

@@ -171,6 +171,13 @@ export async function putEntry(
   db: Exec = ctx.db,
 ): Promise<{ entry: EntryView; created: boolean }> {
   const { json, bytes } = serialise(ctx, input.value);
+  // The common write (no precondition, the app's own handle): one prepared statement.
+  if (pre.ifMatch === undefined && pre.ifNoneMatch === undefined && db === ctx.db) {
+    const [row] = await statements(ctx).upsert.run({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
+    const created = row.version === 1;
+    if (created) await enforceEntryCap(ctx, db, agentId, key);
+    return { entry: view(row), created };
+  }
   const value = sql`${json}::jsonb`;
   const expiresAt = input.ttl_seconds ? sql`now() + make_interval(secs => ${input.ttl_seconds})` : null;
 
@@ -192,13 +199,6 @@ export async function putEntry(
       .returning(RETURNING);
     if (!row) throw new AppError('precondition_failed', 'If-Match does not match the current version of the entry (or the entry does not exist)');
     return { entry: view(row), created: false };
-  }
-
-  if (pre.ifNoneMatch === undefined && db === ctx.db) {
-    const [row] = await statements(ctx).upsert.run({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
-    const created = row.version === 1;
-    if (created) await enforceEntryCap(ctx, db, agentId, key);
-    return { entry: view(row), created };
   }
 
   let setWhere: SQL | undefined;
