@@ -16,14 +16,13 @@ import { and, desc, eq, sql } from 'drizzle-orm';
 import type { Static } from 'typebox';
 import type { Plan, Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
-import { execRows } from '../../db/client.js';
-import { subscriptions } from '../../db/schema/index.js';
+import { subscriptions, users } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import { dropLeases, settleReturns, unusedLeased } from './lease.js';
-import { assertPlanAllowed, effectivePlanSql, limitsOf } from './plans.js';
+import { assertPlanAllowed, effectivePlanFor, limitsOf } from './plans.js';
 import type { SubscriptionSchema } from './schemas.js';
 import { usedNow, windowStates, windowsAt, type QuotaWindowState, type Windows } from './windows.js';
 
@@ -33,13 +32,16 @@ export type SubscriptionView = Static<typeof SubscriptionSchema>;
 
 // ------------------------------------------------------------------ records
 
-function view(ctx: AppContext, r: SubscriptionRow, w: Windows = windowsAt()): SubscriptionView {
+/** The subscription record of `r` for an account holding `roles` (its effective plan and that plan's limits). */
+function view(ctx: AppContext, r: SubscriptionRow, roles: readonly Role[], w: Windows = windowsAt()): SubscriptionView {
+  const effective = effectivePlanFor(r.plan, roles);
   return {
     id: r.id,
     service_id: r.serviceId,
     plan: r.plan as Plan,
+    effective_plan: effective,
     status: r.status as SubscriptionView['status'],
-    quotas: limitsOf(ctx, r.plan),
+    quotas: limitsOf(ctx, effective),
     used: shownUsage(ctx, r, w),
     created_at: r.createdAt.toISOString(),
     updated_at: r.updatedAt.toISOString(),
@@ -55,6 +57,12 @@ function shownUsage(ctx: AppContext, r: SubscriptionRow, w: Windows): { day: num
   const used = usedNow(r, w);
   const unused = unusedLeased(ctx, r.id, w);
   return { day: Math.max(0, used.day - unused.day), month: Math.max(0, used.month - unused.month) };
+}
+
+/** The account's roles as stored (what the counting statement caps plans by), [] for an unknown account. */
+async function storedRoles(ctx: AppContext, userId: string): Promise<Role[]> {
+  const [u] = await ctx.db.select({ roles: users.roles }).from(users).where(eq(users.id, userId));
+  return (u?.roles ?? []) as Role[];
 }
 
 async function getRow(ctx: AppContext, userId: string, id: string): Promise<SubscriptionRow> {
@@ -91,7 +99,7 @@ export async function subscribe(ctx: AppContext, userId: string, roles: readonly
     .onConflictDoNothing()
     .returning();
   if (!row) throw new AppError('conflict', `Already subscribed to ${svc.name}; change the plan with PUT /subscriptions/:id`);
-  return view(ctx, row);
+  return view(ctx, row, await storedRoles(ctx, userId));
 }
 
 /** The user's subscriptions (all, or by `status`), newest first. */
@@ -107,13 +115,15 @@ export async function listSubscriptions(
     q.service_id ? eq(subscriptions.serviceId, q.service_id) : undefined,
   ]);
   const w = windowsAt();
-  return mapPage(rows, (r) => view(ctx, r, w));
+  const roles = await storedRoles(ctx, userId);
+  return mapPage(rows, (r) => view(ctx, r, roles, w));
 }
 
 /** One subscription of the user. @throws AppError not_found (also another user's) */
 export async function getSubscription(ctx: AppContext, userId: string, id: string): Promise<SubscriptionView> {
   await settleReturns(ctx, userId);
-  return view(ctx, await getRow(ctx, userId, id));
+  const [row, roles] = await Promise.all([getRow(ctx, userId, id), storedRoles(ctx, userId)]);
+  return view(ctx, row, roles);
 }
 
 /**
@@ -134,7 +144,7 @@ export async function changePlan(ctx: AppContext, userId: string, roles: readonl
     .returning();
   // A lease opened between the first drop and the update was counted under the old plan.
   await dropLeases(ctx, userId);
-  if (row) return view(ctx, row);
+  if (row) return view(ctx, row, await storedRoles(ctx, userId));
   throw new AppError('invalid_state', 'The subscription is canceled; subscribe again with POST /subscriptions');
 }
 
@@ -152,7 +162,7 @@ export async function cancelSubscription(ctx: AppContext, userId: string, id: st
     .where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId), eq(subscriptions.status, 'active')))
     .returning();
   await dropLeases(ctx, userId);
-  return view(ctx, row ?? (await getRow(ctx, userId, id)));
+  return view(ctx, row ?? (await getRow(ctx, userId, id)), await storedRoles(ctx, userId));
 }
 
 /** Ids of the services the user holds an active subscription to (newest subscription first). */
@@ -181,13 +191,7 @@ export async function getQuotas(ctx: AppContext, userId: string, id: string): Pr
   const row = await getRow(ctx, userId, id);
   const w = windowsAt();
   const used = shownUsage(ctx, row, w);
-  const plan = await effectivePlan(ctx, userId, row.plan as Plan);
+  // the stored roles and the ladder the counting statement uses (plans.ts), so the view and the count agree
+  const plan = effectivePlanFor(row.plan, await storedRoles(ctx, userId));
   return { plan, windows: windowStates(ctx, plan, used.day, used.month, w) };
-}
-
-/** The plan whose limits apply to `userId`'s subscription on `plan` now (see {@link effectivePlanSql}). */
-async function effectivePlan(ctx: AppContext, userId: string, plan: Plan): Promise<Plan> {
-  // The same SQL as the counting UPDATE, so the view and the count can never disagree.
-  const [u] = await execRows<{ plan: Plan }>(ctx.db, sql`select ${effectivePlanSql(sql`${plan}::text`, sql`roles`)} as plan from users where id = ${userId}`);
-  return u?.plan ?? 'free';
 }

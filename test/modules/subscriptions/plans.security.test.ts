@@ -4,7 +4,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/http/errors.js';
-import { plansFor } from '../../../src/modules/subscriptions/plans.js';
+import { sql } from 'drizzle-orm';
+import type { Plan, Role } from '../../../src/config.js';
+import { execRows } from '../../../src/db/client.js';
+import { PLAN_ORDER, effectivePlanFor, effectivePlanSql, plansFor } from '../../../src/modules/subscriptions/plans.js';
 import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { makeService } from './helpers.js';
@@ -104,11 +107,29 @@ describe('security: the plan follows the current role (demotion)', () => {
     const { body: q } = await call(app, { method: 'GET', url: `/subscriptions/${sub.id}/quotas`, headers: u.headers }, 200);
     expect(q.plan).toBe('free');
     expect(q.windows.find((w: { window: string }) => w.window === 'day')).toMatchObject({ limit: 5, used: 5, remaining: 0 });
+    // The subscription record says the same: the plan chosen, the plan that applies and its limits.
+    const { body: record } = await call(app, { method: 'GET', url: `/subscriptions/${sub.id}`, headers: u.headers }, 200);
+    expect(record).toMatchObject({ plan: 'pro', effective_plan: 'free', quotas: { day: 5, month: 50 }, used: { day: 5 } });
+    const { body: listed } = await call(app, { method: 'GET', url: '/subscriptions', headers: u.headers }, 200);
+    expect(listed.data.find((x: { id: string }) => x.id === sub.id)).toMatchObject({ plan: 'pro', effective_plan: 'free', quotas: { day: 5 } });
     // Promoted again: the pro plan (8 per day) applies again without resubscribing.
     await call(app, { method: 'PUT', url: `/admin/users/${u.userId}/roles`, headers: admin.headers, payload: { roles: ['user', 'pro'] } }, 200);
     const back = await consumeQuota(ctx, u.userId, svc.id);
     expect(back.plan).toBe('pro');
     expect(back.windows.find((w) => w.window === 'day')).toMatchObject({ limit: 8, used: 6 });
+    const { body: again } = await call(app, { method: 'GET', url: `/subscriptions/${sub.id}`, headers: u.headers }, 200);
+    expect(again).toMatchObject({ plan: 'pro', effective_plan: 'pro', quotas: { day: 8 } });
+  });
+
+  it('the record\'s effective plan (plans.ts, JavaScript) is the counting statement\'s (SQL) for every plan and role set', async () => {
+    const roleSets: Role[][] = [[], ['user'], ['user', 'pro'], ['pro'], ['enterprise'], ['admin'], ['user', 'pro', 'enterprise']];
+    for (const roles of roleSets) {
+      for (const plan of [...PLAN_ORDER, 'retired']) {
+        const [row] = await execRows<{ plan: string }>(ctx.db, sql`select ${effectivePlanSql(sql`${plan}::text`, sql`${`{${roles.join(',')}}`}::text[]`)} as plan`);
+        const sqlPlan = PLAN_ORDER.includes(row!.plan as Plan) ? row!.plan : 'free';
+        expect(effectivePlanFor(plan, roles), `${plan} with [${roles.join(', ')}]`).toBe(sqlPlan);
+      }
+    }
   });
 
   it('an enterprise subscriber demoted to pro is counted on pro', async () => {

@@ -7197,8 +7197,12 @@ export interface operations {
                         data: {
                             id: string;
                             service_id: string;
+                            /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                             plan: "free" | "pro" | "enterprise";
+                            /** @description the plan whose limits apply now: `plan` capped at the highest plan the account's roles allow (an account demoted from pro is counted on free; restoring the role restores the plan) */
+                            effective_plan: "free" | "pro" | "enterprise";
                             status: "active" | "canceled";
+                            /** @description calls allowed per UTC day and month by `effective_plan` (null = unlimited) */
                             quotas: {
                                 day: null | number;
                                 month: null | number;
@@ -7282,8 +7286,12 @@ export interface operations {
                     "application/json": {
                         id: string;
                         service_id: string;
+                        /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
+                        /** @description the plan whose limits apply now: `plan` capped at the highest plan the account's roles allow (an account demoted from pro is counted on free; restoring the role restores the plan) */
+                        effective_plan: "free" | "pro" | "enterprise";
                         status: "active" | "canceled";
+                        /** @description calls allowed per UTC day and month by `effective_plan` (null = unlimited) */
                         quotas: {
                             day: null | number;
                             month: null | number;
@@ -7435,8 +7443,12 @@ export interface operations {
                     "application/json": {
                         id: string;
                         service_id: string;
+                        /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
+                        /** @description the plan whose limits apply now: `plan` capped at the highest plan the account's roles allow (an account demoted from pro is counted on free; restoring the role restores the plan) */
+                        effective_plan: "free" | "pro" | "enterprise";
                         status: "active" | "canceled";
+                        /** @description calls allowed per UTC day and month by `effective_plan` (null = unlimited) */
                         quotas: {
                             day: null | number;
                             month: null | number;
@@ -7527,8 +7539,12 @@ export interface operations {
                     "application/json": {
                         id: string;
                         service_id: string;
+                        /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
+                        /** @description the plan whose limits apply now: `plan` capped at the highest plan the account's roles allow (an account demoted from pro is counted on free; restoring the role restores the plan) */
+                        effective_plan: "free" | "pro" | "enterprise";
                         status: "active" | "canceled";
+                        /** @description calls allowed per UTC day and month by `effective_plan` (null = unlimited) */
                         quotas: {
                             day: null | number;
                             month: null | number;
@@ -7622,8 +7638,12 @@ export interface operations {
                     "application/json": {
                         id: string;
                         service_id: string;
+                        /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
+                        /** @description the plan whose limits apply now: `plan` capped at the highest plan the account's roles allow (an account demoted from pro is counted on free; restoring the role restores the plan) */
+                        effective_plan: "free" | "pro" | "enterprise";
                         status: "active" | "canceled";
+                        /** @description calls allowed per UTC day and month by `effective_plan` (null = unlimited) */
                         quotas: {
                             day: null | number;
                             month: null | number;
