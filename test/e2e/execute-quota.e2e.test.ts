@@ -3,27 +3,15 @@
  * through (and reach the upstream), on PGlite, and on PostgreSQL when TEST_DATABASE_URL is set.
  */
 import { describe, expect, it } from 'vitest';
-import { createUser, setupApp } from '../helpers/app.js';
-import { execute, expectHttp, listen, newSession, publish, registerService, subscribe } from '../helpers/exec.js';
-import { startToolUpstream } from '../helpers/tool-upstream.js';
+import { setupApp } from '../helpers/app.js';
+import { execute, expectHttp, listen, subscribedFastTool } from '../helpers/exec.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '10', QUOTA_FREE_MONTH: '1000' });
 const base = await listen(app);
 
 describe(`execute — quota race (${ctx.database.engine})`, () => {
   it('lets exactly 10 of 50 parallel executions through a quota of 10', async () => {
-    const upstream = await startToolUpstream();
-    const owner = await createUser(app);
-    const user = await createUser(app);
-    const svc = await registerService(base, owner, {
-      name: `race-${Date.now().toString(36)}`,
-      description: 'race',
-      base_url: upstream.url,
-      tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
-    });
-    await publish(ctx, svc.id);
-    const sub = await subscribe(base, user, svc.id);
-    const sid = await newSession(base, user.headers);
+    const { upstream, user, svc, sub, sid } = await subscribedFastTool(app, ctx, base, 'race');
 
     const answers = await Promise.all(Array.from({ length: 50 }, () => execute(base, user.headers, sid, { service: svc.name, tool: 'fast' })));
     const ok = answers.filter((a) => a.status === 200);

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../src/context.js';
 import { setServiceStatus } from '../../src/modules/registry/service.js';
-import type { TestUser } from './app.js';
+import { createUser, type TestUser } from './app.js';
+import { startToolUpstream, type ToolUpstream } from './tool-upstream.js';
 
 /** Listen on an ephemeral loopback port; returns the base URL. */
 export async function listen(app: FastifyInstance): Promise<string> {
@@ -81,4 +82,35 @@ export async function newSession(base: string, headers: Record<string, string>, 
 /** `POST /v1/agents/:id/execute`. */
 export function execute(base: string, headers: Record<string, string>, sessionId: string, body: Record<string, unknown>): Promise<HttpAnswer> {
   return httpCall(base, 'POST', `/v1/agents/${sessionId}/execute`, { headers, body });
+}
+
+/** What {@link subscribedFastTool} sets up. */
+export interface SubscribedFastTool {
+  /** The loopback upstream behind the tool (the caller closes it). */
+  upstream: ToolUpstream;
+  user: TestUser;
+  svc: RegisteredService;
+  sub: { id: string };
+  /** A session of `user`. */
+  sid: string;
+}
+
+/**
+ * A published one-tool service (`fast`: `GET /fast` on a fresh loopback upstream) of a new owner,
+ * named `<prefix>-<time>`, a new user subscribed to it on the free plan, and a session of that user.
+ */
+export async function subscribedFastTool(app: FastifyInstance, ctx: AppContext, base: string, prefix: string): Promise<SubscribedFastTool> {
+  const upstream = await startToolUpstream();
+  const owner = await createUser(app);
+  const user = await createUser(app);
+  const svc = await registerService(base, owner, {
+    name: `${prefix}-${Date.now().toString(36)}`,
+    description: prefix,
+    base_url: upstream.url,
+    tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
+  });
+  await publish(ctx, svc.id);
+  const sub = await subscribe(base, user, svc.id);
+  const sid = await newSession(base, user.headers);
+  return { upstream, user, svc, sub, sid };
 }

@@ -108,11 +108,6 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
 export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { session_id?: string }): Promise<{ deleted: number; deleted_summaries: number }> {
   if (q.session_id) await getSessionFor(ctx, actor, q.session_id);
   await flushMemoryWrites(ctx);
-  const forget = () => {
-    ctx.memory?.vectors?.forget(actor.accountId);
-    ctx.memory?.text?.forget(actor.accountId);
-  };
-  forget();
   const result = await ctx.db.transaction(async (tx) => {
     const gone = await tx
       .delete(memories)
@@ -130,7 +125,9 @@ export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { 
       .returning({ id: sessionSummaries.id });
     return { deleted: gone.length, deleted_summaries: sums.length };
   });
-  forget(); // again: a search that reloaded the caches before the commit saw the deleted rows
+  // After the commit: a search meanwhile saw the rows, as the database still did; one loading now is not kept.
+  ctx.memory?.vectors?.forget(actor.accountId);
+  ctx.memory?.text?.forget(actor.accountId);
   return result;
 }
 

@@ -248,25 +248,16 @@ export class TextIndex extends UserEntries<Entry> {
   /** Inserted rows with their `content_tsv` text: appended to loaded users' entries. */
   added(rows: IndexedRow[], tsvectors: string[]): void {
     rows.forEach((row, i) => {
-      const e = this.users.get(row.userId);
-      if (!e) return;
-      if (e.loading) {
-        e.stale = true;
-        return;
-      }
-      this.used += append(e, row, tsvectors[i]);
+      const e = this.forWrite(row.userId);
+      if (e) this.used += append(e, row, tsvectors[i]);
     });
     this.evict();
   }
 
   /** Deleted rows of `userId` (e.g. a replaced session summary's memory). */
   removed(userId: string, ids: string[]): void {
-    const e = this.users.get(userId);
+    const e = this.forWrite(userId);
     if (!e) return;
-    if (e.loading) {
-      e.stale = true;
-      return;
-    }
     for (const id of ids) {
       const r = e.rowOf.get(id);
       if (r === undefined || !e.alive[r]) continue;

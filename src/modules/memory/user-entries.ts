@@ -38,6 +38,19 @@ export abstract class UserEntries<E extends UserEntry> {
     }
   }
 
+  /**
+   * `userId`'s entry for a write to follow (rows added or removed): the loaded entry, or undefined
+   * when none is held or it is still loading — then it is marked `stale` (not kept once loaded).
+   */
+  protected forWrite(userId: string): E | undefined {
+    const e = this.users.get(userId);
+    if (e?.loading) {
+      e.stale = true;
+      return undefined;
+    }
+    return e;
+  }
+
   protected drop(userId: string, e: E): void {
     this.used -= this.sizeOf(e);
     this.users.delete(userId);

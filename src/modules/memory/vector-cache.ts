@@ -112,13 +112,9 @@ export class VectorCache extends UserEntries<Entry> {
    */
   added(rows: Array<{ id: string; userId: string; agentId: string | null }>, vectors: Array<Float32Array | null>): void {
     rows.forEach((row, i) => {
-      const e = this.users.get(row.userId);
       const v = vectors[i];
+      const e = v ? this.forWrite(row.userId) : undefined;
       if (!e || !v) return;
-      if (e.loading) {
-        e.stale = true;
-        return;
-      }
       const at = e.rowOf.get(row.id);
       if (at !== undefined) {
         e.matrix.data.set(v, at * this.dimensions);
@@ -143,12 +139,8 @@ export class VectorCache extends UserEntries<Entry> {
    * arm's pool. An entry still loading is marked stale; ids not held are ignored.
    */
   removed(userId: string, ids: string[]): void {
-    const e = this.users.get(userId);
+    const e = this.forWrite(userId);
     if (!e) return;
-    if (e.loading) {
-      e.stale = true;
-      return;
-    }
     const dims = this.dimensions;
     for (const id of ids) {
       const at = e.rowOf.get(id);

@@ -55,19 +55,6 @@ export function assertPlanAllowed(plan: Plan, roles: readonly Role[]): void {
 }
 
 /**
- * The plan whose limits apply to a subscription on `plan` of an account holding `roles` (decision
- * "subscriptions/demotion"): `plan` capped at the highest plan the roles allow, the same rule as
- * {@link effectivePlanSql} (both read {@link ROLE_LADDER}); the stored plan is kept, so restoring a
- * role restores the quota. An unknown stored plan counts as the bottom plan.
- */
-export function effectivePlanFor(plan: string, roles: readonly Role[]): Plan {
-  const top = topPlanFor(roles);
-  const at = PLAN_ORDER.indexOf(plan as Plan);
-  if (at < 0) return BOTTOM_PLAN;
-  return at > PLAN_ORDER.indexOf(top) ? top : (plan as Plan);
-}
-
-/**
  * SQL of the plan whose limits apply (decision "subscriptions/demotion", docs/decisions.md): the
  * subscribed `plan`, capped by what the account's CURRENT `roles` allow ({@link plansFor}): a
  * user demoted from pro to user is counted on free, from enterprise to pro on pro. The stored plan

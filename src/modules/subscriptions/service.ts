@@ -16,13 +16,14 @@ import { and, desc, eq, sql } from 'drizzle-orm';
 import type { Static } from 'typebox';
 import type { Plan, Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
-import { subscriptions, users } from '../../db/schema/index.js';
+import { execRows } from '../../db/client.js';
+import { subscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import { dropLeases, settleReturns, unusedLeased } from './lease.js';
-import { assertPlanAllowed, effectivePlanFor, limitsOf } from './plans.js';
+import { BOTTOM_PLAN, PLAN_ORDER, assertPlanAllowed, effectivePlanSql, limitsOf, lit } from './plans.js';
 import type { SubscriptionSchema } from './schemas.js';
 import { usedNow, windowStates, windowsAt, type QuotaWindowState, type Windows } from './windows.js';
 
@@ -33,8 +34,8 @@ export type SubscriptionView = Static<typeof SubscriptionSchema>;
 // ------------------------------------------------------------------ records
 
 /** The subscription record of `r` for an account holding `roles` (its effective plan and that plan's limits). */
-function view(ctx: AppContext, r: SubscriptionRow, roles: readonly Role[], w: Windows = windowsAt()): SubscriptionView {
-  const effective = effectivePlanFor(r.plan, roles);
+function view(ctx: AppContext, r: SubscriptionRow, plans: EffectivePlans, w: Windows = windowsAt()): SubscriptionView {
+  const effective = effectiveOf(plans, r.plan);
   return {
     id: r.id,
     service_id: r.serviceId,
@@ -59,10 +60,23 @@ function shownUsage(ctx: AppContext, r: SubscriptionRow, w: Windows): { day: num
   return { day: Math.max(0, used.day - unused.day), month: Math.max(0, used.month - unused.month) };
 }
 
-/** The account's roles as stored (what the counting statement caps plans by), [] for an unknown account. */
-async function storedRoles(ctx: AppContext, userId: string): Promise<Role[]> {
-  const [u] = await ctx.db.select({ roles: users.roles }).from(users).where(eq(users.id, userId));
-  return (u?.roles ?? []) as Role[];
+/** For each plan, the plan whose limits apply to the account holding it now. */
+type EffectivePlans = Record<Plan, Plan>;
+
+/**
+ * {@link EffectivePlans} of `userId`: the counting statement's own rule ({@link effectivePlanSql},
+ * decision "subscriptions/demotion") over the account's stored roles, for every plan, in one query
+ * (every plan the bottom one for an unknown account).
+ */
+async function effectivePlans(ctx: AppContext, userId: string): Promise<EffectivePlans> {
+  const cols = PLAN_ORDER.map((pl) => sql`${effectivePlanSql(sql`${lit(pl)}::text`, sql`roles`)} as ${sql.identifier(pl)}`);
+  const [u] = await execRows<EffectivePlans>(ctx.db, sql`select ${sql.join(cols, sql`, `)} from users where id = ${userId}`);
+  return u ?? (Object.fromEntries(PLAN_ORDER.map((pl) => [pl, BOTTOM_PLAN])) as EffectivePlans);
+}
+
+/** The plan that applies to a subscription stored on `plan` (an unknown stored plan counts as the bottom one, as in the count). */
+function effectiveOf(plans: EffectivePlans, plan: string): Plan {
+  return plans[plan as Plan] ?? BOTTOM_PLAN;
 }
 
 async function getRow(ctx: AppContext, userId: string, id: string): Promise<SubscriptionRow> {
@@ -99,7 +113,7 @@ export async function subscribe(ctx: AppContext, userId: string, roles: readonly
     .onConflictDoNothing()
     .returning();
   if (!row) throw new AppError('conflict', `Already subscribed to ${svc.name}; change the plan with PUT /subscriptions/:id`);
-  return view(ctx, row, await storedRoles(ctx, userId));
+  return view(ctx, row, await effectivePlans(ctx, userId));
 }
 
 /** The user's subscriptions (all, or by `status`), newest first. */
@@ -115,15 +129,15 @@ export async function listSubscriptions(
     q.service_id ? eq(subscriptions.serviceId, q.service_id) : undefined,
   ]);
   const w = windowsAt();
-  const roles = await storedRoles(ctx, userId);
-  return mapPage(rows, (r) => view(ctx, r, roles, w));
+  const plans = await effectivePlans(ctx, userId);
+  return mapPage(rows, (r) => view(ctx, r, plans, w));
 }
 
 /** One subscription of the user. @throws AppError not_found (also another user's) */
 export async function getSubscription(ctx: AppContext, userId: string, id: string): Promise<SubscriptionView> {
   await settleReturns(ctx, userId);
-  const [row, roles] = await Promise.all([getRow(ctx, userId, id), storedRoles(ctx, userId)]);
-  return view(ctx, row, roles);
+  const [row, plans] = await Promise.all([getRow(ctx, userId, id), effectivePlans(ctx, userId)]);
+  return view(ctx, row, plans);
 }
 
 /**
@@ -144,7 +158,7 @@ export async function changePlan(ctx: AppContext, userId: string, roles: readonl
     .returning();
   // A lease opened between the first drop and the update was counted under the old plan.
   await dropLeases(ctx, userId);
-  if (row) return view(ctx, row, await storedRoles(ctx, userId));
+  if (row) return view(ctx, row, await effectivePlans(ctx, userId));
   throw new AppError('invalid_state', 'The subscription is canceled; subscribe again with POST /subscriptions');
 }
 
@@ -162,7 +176,7 @@ export async function cancelSubscription(ctx: AppContext, userId: string, id: st
     .where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId), eq(subscriptions.status, 'active')))
     .returning();
   await dropLeases(ctx, userId);
-  return view(ctx, row ?? (await getRow(ctx, userId, id)), await storedRoles(ctx, userId));
+  return view(ctx, row ?? (await getRow(ctx, userId, id)), await effectivePlans(ctx, userId));
 }
 
 /** Ids of the services the user holds an active subscription to (newest subscription first). */
@@ -188,10 +202,9 @@ export async function hasActiveSubscription(ctx: AppContext, userId: string, ser
 /** Quota windows of one subscription (`GET /subscriptions/:id/quotas`). @throws AppError not_found */
 export async function getQuotas(ctx: AppContext, userId: string, id: string): Promise<{ plan: Plan; windows: QuotaWindowState[] }> {
   await settleReturns(ctx, userId);
-  const row = await getRow(ctx, userId, id);
+  const [row, plans] = await Promise.all([getRow(ctx, userId, id), effectivePlans(ctx, userId)]);
   const w = windowsAt();
   const used = shownUsage(ctx, row, w);
-  // the stored roles and the ladder the counting statement uses (plans.ts), so the view and the count agree
-  const plan = effectivePlanFor(row.plan, await storedRoles(ctx, userId));
+  const plan = effectiveOf(plans, row.plan);
   return { plan, windows: windowStates(ctx, plan, used.day, used.month, w) };
 }

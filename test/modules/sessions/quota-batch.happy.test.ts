@@ -12,8 +12,7 @@ import { newId } from '../../../src/http/ids.js';
 import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { quotaHeaders } from '../../../src/modules/subscriptions/windows.js';
 import { createUser, setupApp } from '../../helpers/app.js';
-import { execute, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
-import { startToolUpstream } from '../../helpers/tool-upstream.js';
+import { execute, listen, subscribedFastTool } from '../../helpers/exec.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '7', QUOTA_FREE_MONTH: '12' });
 const base = await listen(app);
@@ -75,18 +74,7 @@ describe(`quota — concurrent calls counted together (${ctx.database.engine})`,
   });
 
   it('through POST /v1/agents/:id/execute: exactly the quota reaches the upstream and is recorded', async () => {
-    const upstream = await startToolUpstream();
-    const owner = await createUser(app);
-    const user = await createUser(app);
-    const svc = await registerService(base, owner, {
-      name: `quota-batch-${Date.now().toString(36)}`,
-      description: 'quota batch',
-      base_url: upstream.url,
-      tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
-    });
-    await publish(ctx, svc.id);
-    await subscribe(base, user, svc.id);
-    const sid = await newSession(base, user.headers);
+    const { upstream, user, svc, sid } = await subscribedFastTool(app, ctx, base, 'quota-batch');
     const answers = await Promise.all(Array.from({ length: 30 }, () => execute(base, user.headers, sid, { service: svc.name, tool: 'fast' })));
     const ok = answers.filter((x) => x.status === 200);
     expect(ok).toHaveLength(7);

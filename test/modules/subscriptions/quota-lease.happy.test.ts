@@ -18,8 +18,7 @@ import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { cancelSubscription, changePlan, getQuotas, getSubscription } from '../../../src/modules/subscriptions/service.js';
 import { quotaHeaders } from '../../../src/modules/subscriptions/windows.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
-import { execute, expectHttp, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
-import { startToolUpstream } from '../../helpers/tool-upstream.js';
+import { execute, expectHttp, listen, subscribedFastTool } from '../../helpers/exec.js';
 
 const DAY = 1000;
 const { app, ctx, config } = await setupApp({ QUOTA_FREE_DAY: String(DAY), QUOTA_FREE_MONTH: '5000', QUOTA_PRO_DAY: '2000', QUOTA_PRO_MONTH: '10000' });
@@ -66,18 +65,7 @@ describe(`quota leases (${ctx.database.engine})`, () => {
 
   it('through POST /v1/agents/:id/execute: X-Quota-Remaining counts down by one across leased and counted calls', async () => {
     const base = await listen(app);
-    const upstream = await startToolUpstream();
-    const owner = await createUser(app);
-    const user = await createUser(app);
-    const svc = await registerService(base, owner, {
-      name: `quota-lease-${Date.now().toString(36)}`,
-      description: 'quota lease',
-      base_url: upstream.url,
-      tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
-    });
-    await publish(ctx, svc.id);
-    const sub = await subscribe(base, user, svc.id);
-    const sid = await newSession(base, user.headers);
+    const { upstream, user, svc, sub, sid } = await subscribedFastTool(app, ctx, base, 'quota-lease');
     const n = MAX_LEASE + 8;
     for (let i = 1; i <= n; i++) {
       const a = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
