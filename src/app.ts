@@ -17,6 +17,7 @@ import { landingRoute } from './http/landing.js';
 import { LazySerializers } from './http/lazy-serializer.js';
 import { RequestLogController, lazyChildLoggerFactory, serializeRequest } from './http/logging.js';
 import { registerMetrics } from './http/metrics.js';
+import { registerResponseObservers } from './http/observers.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { registerValidation } from './http/validation.js';
 import { createJobQueue, redisClientOptions } from './jobs/queue.js';
@@ -141,6 +142,7 @@ export async function buildApp(
 
   // Platform plugins.
   registerErrorHandlers(app);
+  registerResponseObservers(app);
   const metrics = registerMetrics(app);
   const database = await (opts.database ?? openDatabase(config));
   const ctx: AppContext = {

@@ -28,8 +28,9 @@ interface Cell {
 }
 
 /**
- * Install the collection hook; returns the registry served at `/metrics` (prom-client: process
- * defaults, `http_requests_total`, `http_request_duration_seconds`). The hook only adds to a plain
+ * Install the collection observer (`app.observeResponses`, http/observers.ts, registered first);
+ * returns the registry served at `/metrics` (prom-client: process defaults, `http_requests_total`,
+ * `http_request_duration_seconds`). The observer only adds to a plain
  * cell per (method, route, status) — a map lookup and a few additions (issue 18: prom-client's
  * `inc`/`observe` build and hash a label object per call, ~3 % of an agent-memory GET); the cells
  * are read when `/metrics` is scraped. Bounded: routes are the registered patterns (or
@@ -85,23 +86,22 @@ export function registerMetrics(app: FastifyInstance): Metrics {
     },
   };
   registry.registerMetric(durations as unknown as Parameters<Registry['registerMetric']>[0]);
-  app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? 'unmatched';
-    const status = reply.statusCode;
-    const key = `${req.method} ${status} ${route}`;
+  app.observeResponses((r) => {
+    const route = r.route ?? 'unmatched';
+    const status = r.status;
+    const key = `${r.method} ${status} ${route}`;
     let c = cells.get(key);
     if (!c) {
-      c = { labels: { method: req.method, route, status: String(status) }, buckets: new Array<number>(BUCKETS.length).fill(0), sum: 0, count: 0, uncounted: 0 };
+      c = { labels: { method: r.method, route, status: String(status) }, buckets: new Array<number>(BUCKETS.length).fill(0), sum: 0, count: 0, uncounted: 0 };
       cells.set(key, c);
     }
-    const seconds = reply.elapsedTime / 1000;
+    const seconds = r.ms / 1000;
     let i = 0;
     while (i < BUCKETS.length && seconds > BUCKETS[i]) i++;
     if (i < BUCKETS.length) c.buckets[i]++;
     c.sum += seconds;
     c.count++;
     c.uncounted++;
-    done();
   });
   return { registry };
 }

@@ -3,7 +3,7 @@
  * `enterprise` or `admin`; `/analytics/system` and `/analytics/endpoints` need `admin`.
  *
  * The plugin is not encapsulated (fastify-plugin) because it also installs the app-wide
- * `onResponse` hook that feeds the realtime counters and the per-route aggregates; its routes
+ * observer of finished requests (http/observers.ts) that feeds the realtime counters and the per-route aggregates; its routes
  * are registered in their own guarded scopes.
  */
 import type { FastifyInstance } from 'fastify';
@@ -45,17 +45,10 @@ import {
 
 async function analytics(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const rt = startAnalytics(ctx);
-  app.addHook('onResponse', (req, reply, done) => {
-    const ms = reply.elapsedTime;
-    const status = reply.statusCode;
-    // One read of each per request: `routeOptions` builds an object per read, a clock read is not free either.
-    const options = req.routeOptions;
-    const route = options.url ?? UNMATCHED_ROUTE;
-    const operationId = (options.schema as { operationId?: string } | undefined)?.operationId ?? null;
-    const now = Date.now();
-    rt.endpoints.record(req.method, route, status, operationId, ms, now);
-    rt.realtime.record(req.principal ? accountOf(req.principal) : null, status, ms, now);
-    done();
+  // The app-wide observer of finished requests (http/observers.ts) feeds both aggregates.
+  app.observeResponses((r) => {
+    rt.endpoints.record(r.method, r.route ?? UNMATCHED_ROUTE, r.status, r.operationId, r.ms, r.now);
+    rt.realtime.record(r.principal ? accountOf(r.principal) : null, r.status, r.ms, r.now);
   });
 
   const op = operations(['analytics'], USER_SECURITY);
