@@ -4,12 +4,18 @@ FROM node:22-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends util-linux coreutils && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci runs the postinstall hook: without src/ yet it does nothing (it runs again below).
+COPY scripts/postinstall.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json ./
 COPY scripts/start.mjs ./scripts/
 COPY src ./src
-# The server bundle (dist/, what `npm start` runs), built now: /app is read-only to the server.
-RUN node scripts/start.mjs --build
+# Built now, as `npm install` does (scripts/postinstall.mjs; /app is read-only to the server): the
+# server bundle (dist/, what `npm start` runs) and the prepared embedded database a fresh DATA_DIR
+# is copied from (node_modules/.cache/agent-platform, ~40 MB), so a container's first start does
+# not run initdb. --strict: a failed step fails the build. PGlite writes some of its files 0600:
+# made readable, or the server (user node) could not copy them and would run initdb itself.
+RUN node scripts/postinstall.mjs --strict && chmod -R a+rX node_modules/.cache/agent-platform
 RUN mkdir -p /var/lib/agent-platform && chown node:node /var/lib/agent-platform
 USER node
 # MALLOC_ARENA_MAX and --max-semi-space-size=2: as `npm start` (package.json) — fewer glibc malloc arenas and a 2 MiB young generation semi-space, less idle RSS (docs/decisions.md startup/semi-space).

@@ -1,11 +1,16 @@
 /**
  * Start-up time and idle memory of `npm start` (the command of package.json's `start` script, run
  * in the tree measured) on this machine:
- * 1. `first-cold`: first open of a fresh DATA_DIR with an empty cache of prepared data directories
- *    (`PGLITE_TEMPLATE_DIR`: PGlite initialises a cluster and the migrations run),
+ * 1. `first-cold`: a machine's first start: an empty cache of prepared data directories
+ *    (`PGLITE_TEMPLATE_DIR`), then the tree's `postinstall` script as `npm install` runs it (when it
+ *    has one: it prepares that cache; its time is `install_ms`), then the first open of a fresh
+ *    DATA_DIR,
  * 2. `later`: a later open of the same DATA_DIR,
  * 3. `first`: first open of another fresh DATA_DIR, the prepared directory now in the cache (what
- *    every first open after the machine's first one does).
+ *    every first open after the machine's first one does),
+ * 4. `first-nocache`: first open of a fresh DATA_DIR with an empty cache and no install step
+ *    (`npm install --ignore-scripts`, a removed cache, a migration added since the install): PGlite
+ *    initialises a cluster and the migrations run before the open.
  * For each: `startup_ms` as logged by main.ts (from process start to listening) with its phases
  * (`modules_ms`, `database_ms`, `app_ms`) and the process's CPU time until then (`cpu_ms`, all
  * threads: what a loaded machine disturbs least) and the main thread's share of it (`main_cpu_ms`,
@@ -67,6 +72,25 @@ function startCommand(root: string): { args: string[]; env: Record<string, strin
   return { args: words.slice(node + 1), env };
 }
 
+/**
+ * Run the `postinstall` script of `root`'s package.json as npm does (`sh -c`, in `root`) with the
+ * cache of prepared data directories `templates`.
+ * @returns the ms it took, or undefined when the tree has no such script
+ * @throws Error when it exits non-zero
+ */
+async function installHook(root: string, templates: string): Promise<number | undefined> {
+  const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { postinstall?: string } };
+  if (!scripts.postinstall) return undefined;
+  const t = performance.now();
+  const child = spawn('sh', ['-c', scripts.postinstall], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, PGLITE_TEMPLATE_DIR: templates }, stdio: 'ignore' });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`the postinstall script of ${root} exited ${code}`);
+  return Math.round(performance.now() - t);
+}
+
 /** ms one GET of `url` took. @throws when it does not answer 200 */
 async function timedGet(url: string): Promise<number> {
   const t = performance.now();
@@ -83,7 +107,7 @@ interface Phases {
   cpu_ms?: number;
 }
 
-type Result = { startup_ms: number; main_cpu_ms: number; wall_ms: number; first_healthz_ms: number; first_readyz_ms: number; idle_rss_mib: number } & Phases;
+type Result = { startup_ms: number; main_cpu_ms: number; wall_ms: number; first_healthz_ms: number; first_readyz_ms: number; idle_rss_mib: number; install_ms?: number } & Phases;
 
 async function once(root: string, dataDir: string, templates: string): Promise<Result> {
   const port = await freePort();
@@ -121,11 +145,13 @@ for (let i = 0; i < RUNS; i++) {
   // Alternate which tree goes first, so neither always gets the quieter half of a round.
   for (const { tree, root } of i % 2 ? [...trees].reverse() : trees) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-startup-'));
-    const [data, again, templates] = ['data', 'again', 'templates'].map((d) => path.join(dir, d));
+    const [data, again, templates, bare, bareTemplates] = ['data', 'again', 'templates', 'bare', 'bare-templates'].map((d) => path.join(dir, d));
     try {
-      results.push({ tree, run: i + 1, open: 'first-cold', ...(await once(root, data, templates)) });
+      const install_ms = await installHook(root, templates);
+      results.push({ tree, run: i + 1, open: 'first-cold', ...(await once(root, data, templates)), ...(install_ms === undefined ? {} : { install_ms }) });
       results.push({ tree, run: i + 1, open: 'later', ...(await once(root, data, templates)) });
       results.push({ tree, run: i + 1, open: 'first', ...(await once(root, again, templates)) });
+      results.push({ tree, run: i + 1, open: 'first-nocache', ...(await once(root, bare, bareTemplates)) });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -133,10 +159,10 @@ for (let i = 0; i < RUNS; i++) {
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const summary = trees.flatMap(({ tree }) =>
-  ['first-cold', 'first', 'later'].map((open) => {
+  ['first-cold', 'first', 'later', 'first-nocache'].map((open) => {
     const rs = results.filter((r) => r.tree === tree && r.open === open);
     const med = (k: keyof Result) => (rs.every((r) => typeof r[k] === 'number') ? median(rs.map((r) => r[k] as number)) : null);
-    return { tree, open, startup_ms: med('startup_ms'), cpu_ms: med('cpu_ms'), main_cpu_ms: med('main_cpu_ms'), first_readyz_ms: med('first_readyz_ms'), idle_rss_mib: med('idle_rss_mib') };
+    return { tree, open, startup_ms: med('startup_ms'), cpu_ms: med('cpu_ms'), main_cpu_ms: med('main_cpu_ms'), first_readyz_ms: med('first_readyz_ms'), idle_rss_mib: med('idle_rss_mib'), install_ms: med('install_ms') };
   }),
 );
 console.table(results);

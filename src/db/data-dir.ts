@@ -11,7 +11,12 @@
  *   that hashes the PGlite and pgvector versions and every migration file, so a changed migration
  *   or engine never reuses an old one. Copying a closed cluster's files is a sound copy of it
  *   (PostgreSQL docs §25.2, file-system level backup with the server shut down).
- * - when no prepared directory exists yet, a short-lived helper process (`node -e`, plain
+ * - `npm install` / `npm ci` build it (package.json `postinstall`, scripts/postinstall.mjs →
+ *   {@link prepareTemplates}; the image builds it in its own step), so a machine's first start
+ *   copies it like any later first open: initdb alone is seconds of CPU (its post-bootstrap SQL,
+ *   not the migrations), more than a start may take.
+ * - when no prepared directory exists yet (install scripts skipped, the cache removed, a migration
+ *   or engine changed since the install), a short-lived helper process (`node -e`, plain
  *   JavaScript) builds it (initdb + migrations); its exit returns that memory to the system. The
  *   helper starts as early as `main.ts` can start it, so it runs on the second core while the main
  *   thread loads the application's modules.
@@ -209,10 +214,23 @@ export function preparedKey(migrationsDir = MIGRATIONS_DIR): string {
 }
 
 /**
+ * The prepared directory of the current code (its {@link preparedKey}) under the cache directory
+ * `templates`, built when missing — what `npm install` runs (scripts/postinstall.mjs), so that a
+ * machine's first start finds it. A no-op when it exists. The PGlite it is built with has a 16MB
+ * `shared_buffers` (PGlite rewrites `postgresql.conf` at every open: not a property of the copies).
+ * @returns its path
+ * @throws Error when it cannot be built (the helper's message) or `templates` is not writable
+ */
+export function prepareTemplates(templates: string): Promise<string> {
+  return preparedDir(templates, `${DATA_DIR_BUFFERS_FLOOR_MB}MB`);
+}
+
+/**
  * The prepared directory of the current key under `templates`, built by a helper process when
  * missing: into a temporary directory renamed into place when complete, so a directory under its
- * final name is always whole (a concurrent builder's rename wins, ours is dropped). Prepared
- * directories of other keys and stale temporary ones are removed whenever it is used.
+ * final name is always whole (a concurrent builder's rename wins, ours is dropped); one under its
+ * final name without `PG_VERSION` was damaged since and is replaced. Prepared directories of other
+ * keys and stale temporary ones are removed whenever it is used.
  * @returns its path
  * @throws Error when it cannot be built or the cache directory is not writable
  */
@@ -223,6 +241,8 @@ async function preparedDir(templates: string, sharedBuffers: string): Promise<st
     pruneTemplates(templates, name);
     return dir;
   }
+  // Only a whole directory is ever renamed to this name: one without PG_VERSION was damaged since.
+  fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(templates, { recursive: true });
   const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {

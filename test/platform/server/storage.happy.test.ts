@@ -65,7 +65,7 @@ describe('PGlite shared buffers', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-buffers-'));
     try {
       for (const [setting, expected] of [['auto', '16MB'], ['48MB', '48MB']]) {
-        const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting }));
+        const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting, PGLITE_TEMPLATE_DIR: path.join(dir, 'templates') }));
         try {
           const [row] = await execRows<{ shared_buffers: string }>(database.db, sql`show shared_buffers`);
           expect(row.shared_buffers).toBe(expected);
@@ -147,6 +147,27 @@ describe('first open from a prepared data directory', () => {
       } finally {
         await other.close();
       }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 180_000);
+
+  it('replaces a damaged prepared directory (no PG_VERSION) instead of initialising every fresh directory in place', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-prepared-'));
+    const templates = path.join(root, 'templates');
+    const warnings: string[] = [];
+    try {
+      const prepared = path.join(templates, `pglite-${preparedKey()}`);
+      fs.mkdirSync(path.join(prepared, 'base'), { recursive: true });
+      fs.writeFileSync(path.join(prepared, 'left-over'), '');
+      const dir = path.join(root, 'data', 'pglite');
+      const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg), templates);
+      await unlock();
+      expect(warnings).toEqual([]);
+      expect(fs.existsSync(path.join(prepared, 'PG_VERSION'))).toBe(true);
+      expect(fs.existsSync(path.join(prepared, 'left-over'))).toBe(false);
+      expect(fs.readdirSync(templates)).toEqual([path.basename(prepared)]);
+      expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }
