@@ -26,10 +26,10 @@ export interface MemoryConfig {
     batchSize: number;
     timeoutMs: number;
     /**
-     * Nice value (0–19, Linux `setpriority` of that thread only) of the sentence encoder's
-     * background worker (`EMBEDDINGS_WORKER_NICE`, default 19): the back-fill of stored vectors runs
-     * there and takes the CPU that serving requests leaves idle, while what a request waits for keeps
-     * a normal-priority worker; 0 = one worker for both (docs/decisions.md memory/encoder-nice).
+     * Nice value (0–19, Linux `setpriority` of that thread only) of the sentence encoder's worker
+     * thread (`EMBEDDINGS_WORKER_NICE`, default 10): the back-fill of stored memories' vectors then
+     * takes the CPU that serving requests leaves idle instead of competing with it; 0 = same
+     * priority as the request path (docs/decisions.md memory/encoder-nice).
      */
     workerNice: number;
   };
@@ -87,7 +87,7 @@ export function memoryConfig(env: Env): MemoryConfig {
       dimensions,
       batchSize: int(env, 'EMBEDDINGS_BATCH_SIZE', 64, 1, 2048),
       timeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 300_000),
-      workerNice: int(env, 'EMBEDDINGS_WORKER_NICE', 19, 0, 19),
+      workerNice: int(env, 'EMBEDDINGS_WORKER_NICE', 10, 0, 19),
     },
     reembedOnStart: bool(env, 'MEMORY_REEMBED', false),
     hnswEfSearch: int(env, 'MEMORY_HNSW_EF_SEARCH', 100, 1, 1000),

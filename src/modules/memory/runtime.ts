@@ -250,8 +250,7 @@ export async function embedMissing(ctx: AppContext, max: number): Promise<number
         from memories m where m.embedding is null order by m.id desc limit ${max}::int`,
   );
   if (rows.length === 0) return 0;
-  // Background work: on the encoder's low-priority worker (EMBEDDINGS_WORKER_NICE).
-  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, rawJsonObject(r.metadata), r.previous)), { background: true });
+  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, rawJsonObject(r.metadata), r.previous)));
   const step = ctx.database.engine === 'pglite' ? PGLITE_BACKFILL_ROWS_PER_STATEMENT : rows.length;
   for (let at = 0; at < rows.length; at += step) {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));

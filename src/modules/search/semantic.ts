@@ -152,7 +152,7 @@ export function refreshToolVectors(ctx: AppContext): Promise<void> {
         )).map((r) => [r.source_hash, vectorOf(r.vector)]),
       );
       const missing = batch.filter((h) => !known.has(h));
-      const vectors = await enc.embed(missing.map((h) => pending.get(h)!.text), { background: true });
+      const vectors = await enc.embed(missing.map((h) => pending.get(h)!.text));
       missing.forEach((h, j) => known.set(h, vectors[j]));
       await storeVectors(ctx, enc.model, batch.flatMap((h) => pending.get(h)!.ids.map((id) => ({ id, hash: h, vector: known.get(h)! }))));
     }

@@ -84,17 +84,15 @@ describe('sentence encoder', () => {
   });
 
   // In a process of its own: the worker is process-wide and may already run in this one.
-  it.runIf(process.platform === 'linux')('runs background work on a worker thread lowered alone to the niceness asked for, and what a request waits for at normal priority (EMBEDDINGS_WORKER_NICE)', () => {
+  it.runIf(process.platform === 'linux')('lowers its worker thread alone to the niceness asked for (EMBEDDINGS_WORKER_NICE)', () => {
     const script = `
       import fs from 'node:fs';
       import { createSentenceEncoder } from ${JSON.stringify(path.resolve('src/lib/sentence-encoder.ts'))};
       const nice = () => fs.readdirSync('/proc/self/task').map((t) => Number(fs.readFileSync('/proc/self/task/' + t + '/stat', 'utf8').split(') ')[1].split(' ')[16]));
       const enc = createSentenceEncoder({ niceness: 7 });
       const before = nice();
-      const [v] = await enc.embed(['the boat needs work'], { background: true });
-      const background = nice();
-      const [q] = await enc.embed(['is the boat ready?'], { query: true });
-      console.log(JSON.stringify({ before, background, after: nice(), length: v.length, q: q.length }));
+      const [v] = await enc.embed(['is the boat ready?']);
+      console.log(JSON.stringify({ before, after: nice(), length: v.length }));
       await enc.close();`;
     // a file, not `-e` with --input-type=module: the worker's eval'd CommonJS would inherit that flag
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ap-nice-')), 'nice.mjs');
@@ -102,14 +100,11 @@ describe('sentence encoder', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', file], { encoding: 'utf8', timeout: 120_000 });
     fs.rmSync(path.dirname(file), { recursive: true, force: true });
     expect(r.status, r.stderr).toBe(0);
-    const { before, background, after, length, q } = JSON.parse(r.stdout.trim().split('\n').pop()!) as { before: number[]; background: number[]; after: number[]; length: number; q: number };
-    expect([length, q]).toEqual([512, 512]);
+    const { before, after, length } = JSON.parse(r.stdout.trim().split('\n').pop()!) as { before: number[]; after: number[]; length: number };
+    expect(length).toBe(512);
     expect(before.every((n) => n === 0)).toBe(true);
-    // background work: one more thread, at 7; the main thread and the runtime's threads keep 0
-    expect(background.filter((n) => n === 7).length).toBe(1);
-    expect(background.filter((n) => n === 0).length).toBe(before.length);
-    // a query (what a request waits for) starts a normal-priority worker: one more thread at 0
-    expect(after.filter((n) => n === 7).length).toBe(1);
-    expect(after.filter((n) => n === 0).length).toBe(before.length + 1);
+    // the main thread and the runtime's threads keep their priority; exactly the encoder's threads run at 7
+    expect(after.filter((n) => n === 7).length).toBeGreaterThanOrEqual(1);
+    expect(after.filter((n) => n === 0).length).toBe(before.length);
   }, 120_000);
 });
