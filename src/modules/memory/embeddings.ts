@@ -299,10 +299,9 @@ export class SentenceEncoderEmbedder implements EmbeddingProvider {
   readonly dimensions = SENTENCE_ENCODER_DIMENSIONS;
   private readonly encoder: SentenceEncoder;
 
-  /** `niceness`: of the encoder's worker thread (`EMBEDDINGS_WORKER_NICE`). */
-  constructor(batchSize: number, niceness = 0) {
+  constructor(batchSize: number) {
     // chunks of 32 in the worker: a search query waits for at most one chunk of a write batch
-    this.encoder = createSentenceEncoder({ batchSize: Math.min(batchSize, 32), niceness });
+    this.encoder = createSentenceEncoder({ batchSize: Math.min(batchSize, 32) });
   }
 
   /** @throws AppError upstream_error when the model cannot be loaded or its worker fails */
@@ -322,6 +321,6 @@ export class SentenceEncoderEmbedder implements EmbeddingProvider {
 /** The provider selected by configuration (`EMBEDDINGS_URL` set → OpenAI-compatible; `EMBEDDINGS_PROVIDER`). */
 export function createEmbeddingProvider(cfg: MemoryConfig['embeddings']): EmbeddingProvider {
   if (cfg.provider === 'openai') return new OpenAIEmbedder(cfg);
-  if (cfg.provider === 'sentence-encoder') return new SentenceEncoderEmbedder(cfg.batchSize, cfg.workerNice);
+  if (cfg.provider === 'sentence-encoder') return new SentenceEncoderEmbedder(cfg.batchSize);
   return new LocalHashEmbedder(cfg.dimensions, cfg.model);
 }

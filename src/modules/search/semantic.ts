@@ -59,7 +59,7 @@ export function toolEmbeddingText(tool: { name: string; description: string }): 
 export function encoderOf(ctx: AppContext): SentenceEncoder {
   const state = searchStateOf(ctx);
   if (!state.encoder) {
-    const enc = createSentenceEncoder({ niceness: ctx.config.memory.embeddings.workerNice });
+    const enc = createSentenceEncoder();
     state.encoder = enc;
     ctx.onClose.push(() => enc.close());
   }

@@ -1,8 +1,4 @@
 /** The offline sentence encoder (src/lib/sentence-encoder.ts): Universal Sentence Encoder Lite in a worker thread. */
-import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSentenceEncoder, SENTENCE_ENCODER_DIMENSIONS, sentenceEncoderStats } from '../../../src/lib/sentence-encoder.js';
 
@@ -82,29 +78,4 @@ describe('sentence encoder', () => {
     await other.close();
     await expect(other.embed(['hello'])).rejects.toThrow(/closed/);
   });
-
-  // In a process of its own: the worker is process-wide and may already run in this one.
-  it.runIf(process.platform === 'linux')('lowers its worker thread alone to the niceness asked for (EMBEDDINGS_WORKER_NICE)', () => {
-    const script = `
-      import fs from 'node:fs';
-      import { createSentenceEncoder } from ${JSON.stringify(path.resolve('src/lib/sentence-encoder.ts'))};
-      const nice = () => fs.readdirSync('/proc/self/task').map((t) => Number(fs.readFileSync('/proc/self/task/' + t + '/stat', 'utf8').split(') ')[1].split(' ')[16]));
-      const enc = createSentenceEncoder({ niceness: 7 });
-      const before = nice();
-      const [v] = await enc.embed(['is the boat ready?']);
-      console.log(JSON.stringify({ before, after: nice(), length: v.length }));
-      await enc.close();`;
-    // a file, not `-e` with --input-type=module: the worker's eval'd CommonJS would inherit that flag
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ap-nice-')), 'nice.mjs');
-    fs.writeFileSync(file, script);
-    const r = spawnSync(process.execPath, ['--import', 'tsx', file], { encoding: 'utf8', timeout: 120_000 });
-    fs.rmSync(path.dirname(file), { recursive: true, force: true });
-    expect(r.status, r.stderr).toBe(0);
-    const { before, after, length } = JSON.parse(r.stdout.trim().split('\n').pop()!) as { before: number[]; after: number[]; length: number };
-    expect(length).toBe(512);
-    expect(before.every((n) => n === 0)).toBe(true);
-    // the main thread and the runtime's threads keep their priority; exactly the encoder's threads run at 7
-    expect(after.filter((n) => n === 7).length).toBeGreaterThanOrEqual(1);
-    expect(after.filter((n) => n === 0).length).toBe(before.length);
-  }, 120_000);
 });
