@@ -129,6 +129,24 @@ describe('first open from a prepared data directory', () => {
       // One prepared directory, no temporary leftovers.
       expect(fs.readdirSync(templates)).toEqual([`pglite-${key}`]);
       expect(fs.readdirSync(path.join(root, 'b')).sort()).toEqual(['pglite']);
+      // Every file of the template, with its mode and size (copied by cp in a child process, or fs.cp).
+      const tree = (dir: string) =>
+        (fs.readdirSync(dir, { recursive: true }) as string[]).sort().map((f) => {
+          const st = fs.statSync(path.join(dir, f));
+          return `${f} ${st.mode.toString(8)} ${st.isDirectory() ? '-' : st.size}`;
+        });
+      expect(tree(path.join(root, 'a', 'pglite'))).toEqual(tree(path.join(templates, `pglite-${key}`)));
+      // Without a cp to run, the same copy is made in-process.
+      const pathVar = process.env.PATH;
+      try {
+        process.env.PATH = '';
+        const unlock = await openDataDir(path.join(root, 'c', 'pglite'), () => '32MB', (msg) => warnings.push(msg), templates);
+        await unlock();
+      } finally {
+        process.env.PATH = pathVar;
+      }
+      expect(warnings).toEqual([]);
+      expect(tree(path.join(root, 'c', 'pglite'))).toEqual(tree(path.join(templates, `pglite-${key}`)));
 
       // The copy is a whole, migrated cluster that opens like any other and is not the template.
       const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
