@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
-import { execRows, openDatabase } from '../../../src/db/client.js';
+import { withDatabase } from '../../helpers/database.js';
+import { execRows } from '../../../src/db/client.js';
 import { MIGRATIONS_DIR, openDataDir, preparedKey } from '../../../src/db/data-dir.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
@@ -53,13 +53,10 @@ describe('npm install prepares the first start (postinstall)', () => {
 
       // What the install built holds every migration.
       const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
-      const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.join(root, 'data'), PGLITE_TEMPLATE_DIR: templates }));
-      try {
-        const [row] = await execRows<{ n: number }>(database.db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
-        expect(row.n).toBe(journal.entries.length);
-      } finally {
-        await database.close();
-      }
+      const [row] = await withDatabase({ DATA_DIR: path.join(root, 'data'), PGLITE_TEMPLATE_DIR: templates }, (db) =>
+        execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`),
+      );
+      expect(row.n).toBe(journal.entries.length);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }

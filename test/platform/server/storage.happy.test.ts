@@ -7,8 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
+import { withDatabase } from '../../helpers/database.js';
 import { sql } from 'drizzle-orm';
-import { directoryBytes, execRows, openDatabase, pgliteSharedBuffersFor, servedDatabaseBytes } from '../../../src/db/client.js';
+import { directoryBytes, execRows, pgliteSharedBuffersFor, servedDatabaseBytes } from '../../../src/db/client.js';
 import { MIGRATIONS_DIR, openDataDir, preparedKey } from '../../../src/db/data-dir.js';
 
 const MB = 1024 * 1024;
@@ -65,13 +66,10 @@ describe('PGlite shared buffers', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-buffers-'));
     try {
       for (const [setting, expected] of [['auto', '16MB'], ['48MB', '48MB']]) {
-        const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting, PGLITE_TEMPLATE_DIR: path.join(dir, 'templates') }));
-        try {
-          const [row] = await execRows<{ shared_buffers: string }>(database.db, sql`show shared_buffers`);
-          expect(row.shared_buffers).toBe(expected);
-        } finally {
-          await database.close();
-        }
+        const [row] = await withDatabase({ DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting, PGLITE_TEMPLATE_DIR: path.join(dir, 'templates') }, (db) =>
+          execRows<{ shared_buffers: string }>(db, sql`show shared_buffers`),
+        );
+        expect(row.shared_buffers).toBe(expected);
       }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -92,13 +90,8 @@ describe('first open of a fresh data directory', () => {
       expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
       await unlock();
       const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
-      const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.dirname(dir) }));
-      try {
-        const [row] = await execRows<{ n: number }>(database.db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
-        expect(row.n).toBe(journal.entries.length);
-      } finally {
-        await database.close();
-      }
+      const [row] = await withDatabase({ DATA_DIR: path.dirname(dir) }, (db) => execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`));
+      expect(row.n).toBe(journal.entries.length);
     } finally {
       fs.rmSync(path.dirname(dir), { recursive: true, force: true });
     }
@@ -150,21 +143,13 @@ describe('first open from a prepared data directory', () => {
 
       // The copy is a whole, migrated cluster that opens like any other and is not the template.
       const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
-      const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.join(root, 'b'), PGLITE_TEMPLATE_DIR: templates }));
-      try {
-        const [row] = await execRows<{ n: number }>(database.db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
-        expect(row.n).toBe(journal.entries.length);
-        await database.db.execute(sql`create table only_in_b (x int)`);
-      } finally {
-        await database.close();
-      }
-      const other = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.join(root, 'a'), PGLITE_TEMPLATE_DIR: templates }));
-      try {
-        const rows = await execRows(other.db, sql`select 1 from pg_class where relname = 'only_in_b'`);
-        expect(rows).toEqual([]);
-      } finally {
-        await other.close();
-      }
+      const [row] = await withDatabase({ DATA_DIR: path.join(root, 'b'), PGLITE_TEMPLATE_DIR: templates }, async (db) => {
+        await db.execute(sql`create table only_in_b (x int)`);
+        return execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
+      });
+      expect(row.n).toBe(journal.entries.length);
+      const rows = await withDatabase({ DATA_DIR: path.join(root, 'a'), PGLITE_TEMPLATE_DIR: templates }, (db) => execRows(db, sql`select 1 from pg_class where relname = 'only_in_b'`));
+      expect(rows).toEqual([]);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }
