@@ -162,11 +162,24 @@ export async function openDataDir(
 ): Promise<() => Promise<void>> {
   fs.mkdirSync(dataDir, { recursive: true });
   const unlock = await lockDataDir(dataDir);
-  if (fs.existsSync(path.join(dataDir, 'PG_VERSION'))) return unlock;
+  await initialise(dataDir, sharedBuffers, log, templates);
+  // The owner's alone, as PostgreSQL requires of a data directory (0700): PGlite creates most of
+  // its files 0666, so without this any local account could read or change the database.
+  try {
+    fs.chmodSync(dataDir, 0o700);
+  } catch (err) {
+    log?.(`could not make ${dataDir} private (mode 0700): ${(err as Error).message}`);
+  }
+  return unlock;
+}
+
+/** Initialise the locked `dataDir` when it holds no cluster yet (see {@link openDataDir}). */
+async function initialise(dataDir: string, sharedBuffers: (dir: string) => string, log?: (msg: string) => void, templates?: string): Promise<void> {
+  if (fs.existsSync(path.join(dataDir, 'PG_VERSION'))) return;
   if (templates && fs.readdirSync(dataDir).length === 0) {
     try {
       await copyPrepared(await preparedDir(templates, sharedBuffers(dataDir)), dataDir);
-      return unlock;
+      return;
     } catch (err) {
       log?.(`no prepared data directory (${(err as Error).message}): initialising this one`);
     }
@@ -176,11 +189,10 @@ export async function openDataDir(
   } catch (err) {
     log?.(`first open in a helper process failed, initialising in this process: ${(err as Error).message}`);
   }
-  return unlock;
 }
 
-/** Bump when what a prepared directory holds changes other than through the key's inputs. */
-const PREPARED_FORMAT = 1;
+/** Bump when what a prepared directory holds changes other than through the key's inputs (2: no file writable by group or others). */
+const PREPARED_FORMAT = 2;
 
 /** Version of the installed package `name` (from its package.json, found above its entry file). */
 function packageVersion(name: string): string {
@@ -247,6 +259,7 @@ async function preparedDir(templates: string, sharedBuffers: string): Promise<st
   const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     await initInHelper(tmp, sharedBuffers);
+    denyOthersWrite(tmp);
     try {
       fs.renameSync(tmp, dir);
     } catch (err) {
@@ -257,6 +270,20 @@ async function preparedDir(templates: string, sharedBuffers: string): Promise<st
   }
   pruneTemplates(templates, name);
   return dir;
+}
+
+/**
+ * Take write permission away from group and others on every file and directory under `dir`:
+ * PGlite creates most of a cluster's files 0666 (968 of 1,177 in a prepared directory), and a
+ * prepared directory is copied into every fresh data directory, so another local account must not be
+ * able to change it. Readable stays readable (the image's server user reads a root-built cache).
+ */
+function denyOthersWrite(dir: string): void {
+  for (const entry of ['', ...(fs.readdirSync(dir, { recursive: true }) as string[])]) {
+    const p = path.join(dir, entry);
+    const mode = fs.lstatSync(p).mode & 0o7777;
+    if (mode & 0o022) fs.chmodSync(p, mode & ~0o022);
+  }
 }
 
 /** Remove prepared directories of other keys, and temporary ones of builders that died over an hour ago (best effort). */

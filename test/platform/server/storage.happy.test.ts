@@ -129,6 +129,12 @@ describe('first open from a prepared data directory', () => {
           return `${f} ${st.mode.toString(8)} ${st.isDirectory() ? '-' : st.size}`;
         });
       expect(tree(path.join(root, 'a', 'pglite'))).toEqual(tree(path.join(templates, `pglite-${key}`)));
+      // Private: each data directory is its owner's alone (0700); nothing in the template that every
+      // fresh directory copies can be changed by group or others (PGlite creates most files 0666).
+      for (const name of ['a', 'b']) expect(fs.statSync(path.join(root, name, 'pglite')).mode & 0o777).toBe(0o700);
+      const template = path.join(templates, `pglite-${key}`);
+      const writable = ['', ...(fs.readdirSync(template, { recursive: true }) as string[])].filter((f) => fs.statSync(path.join(template, f)).mode & 0o022);
+      expect(writable).toEqual([]);
       // Without a cp to run, the same copy is made in-process.
       const pathVar = process.env.PATH;
       try {
