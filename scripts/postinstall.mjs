@@ -58,7 +58,9 @@ if (!fs.existsSync(path.join(root, 'src', 'main.ts'))) {
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
   if (bundle) process.stderr.write(`postinstall: could not build dist/ (${bundle}); npm start builds it\n`);
   if (prepared.error) process.stderr.write(`postinstall: could not prepare the embedded database (${prepared.error}); a fresh start builds it (slower)\n`);
-  const done = [bundle ? null : 'dist/', prepared.error ? null : prepared.dir ? `the embedded database template ${prepared.dir}` : null].filter(Boolean);
+  const done = [];
+  if (!bundle) done.push('dist/');
+  if (prepared.dir) done.push(`the embedded database template ${prepared.dir}`);
   process.stdout.write(`postinstall: ${done.length ? `prepared ${done.join(' and ')}` : 'nothing prepared'} in ${seconds} s\n`);
   if (process.argv.includes('--strict') && (bundle || prepared.error)) process.exitCode = 1;
 }

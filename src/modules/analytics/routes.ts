@@ -2,9 +2,9 @@
  * HTTP routes of analytics (spec group "Analytics"; DESIGN.md §6): users with role `pro`,
  * `enterprise` or `admin`; `/analytics/system` and `/analytics/endpoints` need `admin`.
  *
- * The plugin is not encapsulated (fastify-plugin) because it also installs the app-wide
- * observer of finished requests (http/observers.ts) that feeds the realtime counters and the per-route aggregates; its routes
- * are registered in their own guarded scopes.
+ * The plugin is not encapsulated (fastify-plugin) because it also adds the app-wide observer of
+ * finished requests (http/observers.ts) that feeds the realtime counters and the per-route
+ * aggregates; its routes are registered in their own guarded scopes.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
