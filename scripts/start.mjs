@@ -48,6 +48,7 @@ const EXTERNAL = [
   '@fastify/cookie',
   '@zxcvbn-ts/language-common',
   'tar',
+  'undici',
   'yaml',
   // Read files beside their own modules, or optional native parts:
   '@electric-sql/pglite',

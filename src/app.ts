@@ -58,8 +58,9 @@ export interface BuiltApp {
   ctx: AppContext;
   /**
    * Prepare what start-up left for later — the embedded OpenID Provider (`modules/identity/idp.ts`),
-   * the registration body's validator (`modules/registry/manifest.ts`), then response serialisers
-   * (`http/lazy-serializer.ts`) — in idle event-loop turns; `main.ts` calls it once listening.
+   * the registration body's validator (`modules/registry/manifest.ts`), response serialisers
+   * (`http/lazy-serializer.ts`), then undici (`upstream/pool.ts`) — in idle event-loop turns;
+   * `main.ts` calls it once listening.
    * Without it, each is prepared on first use.
    */
   warm: () => Promise<void>;
@@ -229,6 +230,9 @@ export async function buildApp(
   const warm = async () => {
     for (const prepare of deferred) await prepare().catch((err: unknown) => app.log.error({ err }, 'a deferred start-up step failed (retried on first use)'));
     await serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile'));
+    // Last: undici loads in one ~60 ms step (upstream/pool.ts), which the first requests after
+    // listening should not wait behind; the first upstream call loads it if it comes earlier.
+    await ctx.upstream.dispatcher().catch((err: unknown) => app.log.error({ err }, 'undici did not load (retried on first use)'));
   };
   return { app, ctx, warm };
 }

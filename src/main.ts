@@ -31,6 +31,11 @@ async function main(): Promise<void> {
   // The database opens — a fresh embedded data directory is prepared (db/data-dir.ts), PGlite's
   // WebAssembly compiles and boots, migrations are checked — while the main thread loads the app's
   // modules. Imported only after the configuration parsed, so a config error prints exactly one line.
+  if (!config.databaseUrl) {
+    // PGlite's WebAssembly compiles on V8's background threads from here on (db/pglite-wasm.ts).
+    const { pgliteWasmModule } = await import('./db/pglite-wasm.js');
+    void pgliteWasmModule();
+  }
   const { openEmbeddedDataDir } = await import('./db/data-dir.js');
   const dataDir = openEmbeddedDataDir(config);
   dataDir?.catch(() => undefined); // awaited (and reported) through the database's open

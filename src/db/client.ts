@@ -7,6 +7,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
 import { MIGRATIONS_DIR, openEmbeddedDataDir, sharedBuffersOf } from './data-dir.js';
+import { pgliteWasmModule } from './pglite-wasm.js';
 import * as schema from './schema/index.js';
 
 export { DataDirLockedError, directoryBytes, lockDataDir, openEmbeddedDataDir, pgliteSharedBuffersFor, servedDatabaseBytes } from './data-dir.js';
@@ -87,17 +88,22 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
     return database;
   }
 
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { vector } = await import('@electric-sql/pglite-pgvector');
-  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
-  const { drizzle } = await import('drizzle-orm/pglite');
+  // One event-loop wait for the four modules, not four in a row.
+  const [{ PGlite }, { vector }, { pg_trgm }, { drizzle }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite-pgvector'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('drizzle-orm/pglite'),
+  ]);
   const dataDir = config.databaseInMemory ? undefined : path.join(config.dataDir, 'pglite');
   const unlock = await (opening ?? openEmbeddedDataDir(config));
   const sharedBuffers = sharedBuffersOf(config, dataDir);
   // An in-memory database after the process's first starts as a copy of that one's migrated state.
   const template = dataDir ? undefined : await memoryTemplate?.catch(() => undefined);
+  const wasmModule = await pgliteWasmModule();
   const client = await PGlite.create(dataDir ?? 'memory://', {
     extensions: { vector, pg_trgm },
+    ...(wasmModule ? { pgliteWasmModule: wasmModule } : {}),
     // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
     // most of an idle embedded server's RSS, so a small database gets 16MB (32MB in memory; pgliteSharedBuffersFor).
     postgresqlconf: [`shared_buffers = ${sharedBuffers}`],

@@ -16,8 +16,15 @@ type AjvInstance = import('ajv').default;
 const Ajv = ((AjvModule as unknown as { default?: unknown }).default ?? AjvModule) as new (opts: object) => AjvInstance;
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: AjvInstance) => void;
 
+/**
+ * One of the two route validators. `validateSchema: false`: route schemas are this code base's
+ * own, checked against the meta-schema by `test/platform/server/route-schemas.test.ts` (and by
+ * ajv's strict mode when each compiles), not at every start — compiling the meta-schema in both
+ * instances was ~50–100 ms of a 2-core machine's start (issue 18). Schemas that users supply (a
+ * tool's `input_schema`) are validated by `upstream/arguments.ts`, which keeps the check.
+ */
 function makeAjv(coerce: boolean) {
-  const ajv = new Ajv({ coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: true, addUsedSchema: false });
+  const ajv = new Ajv({ coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: true, addUsedSchema: false, validateSchema: false });
   addFormats(ajv);
   return ajv;
 }

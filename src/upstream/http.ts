@@ -14,7 +14,7 @@
  */
 import { isIP } from 'node:net';
 import { Readable, Transform } from 'node:stream';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { AppContext } from '../context.js';
 import { AppError } from '../http/errors.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
@@ -108,12 +108,14 @@ async function dispatch(
     }
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(url, {
+      // What undici's `request(url, opts)` does with `opts.dispatcher`, without importing undici here.
+      res = await (await ctx.upstream.dispatcher()).request({
+        origin: url.origin,
+        path: url.pathname + url.search,
         method: method as Dispatcher.HttpMethod,
         headers,
         body,
         signal,
-        dispatcher: ctx.upstream.dispatcher(),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });

@@ -6,7 +6,7 @@
  */
 import dns from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 import type { Config } from '../config.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 
@@ -20,11 +20,15 @@ export class BlockedAddressError extends Error {
 
 const systemResolver: HostResolver = async (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
-/** The upstream connection pool of one app, created on first use and closed with the app. */
+/**
+ * The upstream connection pool of one app, created on first use and closed with the app. undici
+ * (~740 KB of JavaScript) is imported with it, not at start-up (issue 18: ~60 ms of a 2-core
+ * machine's start); `main.ts` warms it once the server listens.
+ */
 export class UpstreamPool {
   /** Used by every new connection's DNS lookup; replace it (tests) with {@link setResolver}. */
   private resolver: HostResolver = systemResolver;
-  private agent: Agent | null = null;
+  private agent: Promise<Agent> | null = null;
 
   constructor(private readonly config: Pick<Config, 'upstream'>) {}
 
@@ -38,21 +42,31 @@ export class UpstreamPool {
   /**
    * The undici dispatcher: keep-alive pool of up to 128 connections per origin, 10 s idle
    * keep-alive, connect timeout min(10 s, `UPSTREAM_TIMEOUT_MS`), every lookup address-checked.
+   * The first call imports undici; later calls resolve to the same Agent (a failed import is
+   * tried again by the next call).
    */
-  dispatcher(): Agent {
-    this.agent ??= new Agent({
-      connect: { lookup: this.guardedLookup(), timeout: Math.min(10_000, this.config.upstream.timeoutMs) },
-      keepAliveTimeout: 10_000,
-      connections: 128,
-    });
+  dispatcher(): Promise<Agent> {
+    this.agent ??= import('undici').then(
+      ({ Agent }) =>
+        new Agent({
+          connect: { lookup: this.guardedLookup(), timeout: Math.min(10_000, this.config.upstream.timeoutMs) },
+          keepAliveTimeout: 10_000,
+          connections: 128,
+        }),
+      (err: unknown) => {
+        this.agent = null;
+        throw err;
+      },
+    );
     return this.agent;
   }
 
   /** Close the pool: in-flight calls get 500 ms, then the sockets are destroyed. Idempotent. */
   async close(): Promise<void> {
-    const a = this.agent;
+    const pending = this.agent;
     this.agent = null;
-    if (!a) return;
+    if (!pending) return;
+    const a = await pending;
     await Promise.race([a.close(), new Promise((r) => setTimeout(r, 500).unref())]);
     await a.destroy().catch(() => undefined);
   }
