@@ -26,9 +26,37 @@ export function consoleStale() {
   return inputs.some((f) => fs.existsSync(f) && newest(f) > builtAt);
 }
 
-/** `vite build` of the console; NODE_ENV=production whatever the caller's (a test runner sets `test`, which would bundle React's development build). */
+/**
+ * `vite build` of the console; NODE_ENV=production whatever the caller's (a test runner sets
+ * `test`, which would bundle React's development build). It builds into a fresh directory and
+ * swaps it in for console/dist, so a reader (the server, a concurrent build: `npm install`'s hook
+ * and a test may both find the console stale) never sees half a build; when two builds race, the
+ * last swap wins and both leave a whole console/dist.
+ * @returns spawnSync's result of the build (`status` 0 on success)
+ */
 export function buildConsole(stdio = 'inherit') {
-  return spawnSync('npm', ['run', 'build', '--workspace', 'console'], { cwd: root, stdio, env: { ...process.env, NODE_ENV: 'production' } });
+  const dist = path.join(consoleDir, 'dist');
+  const tmp = path.join(consoleDir, `dist.tmp-${process.pid}`);
+  const old = path.join(consoleDir, `dist.old-${process.pid}`);
+  const r = spawnSync('npm', ['run', 'build', '--workspace', 'console', '--', '--outDir', tmp, '--emptyOutDir'], { cwd: root, stdio, env: { ...process.env, NODE_ENV: 'production' } });
+  try {
+    if (r.status !== 0) return r;
+    try {
+      fs.renameSync(dist, old);
+    } catch {
+      /* no console/dist yet, or another build moved it first */
+    }
+    try {
+      fs.renameSync(tmp, dist);
+    } catch (err) {
+      // Another build swapped its whole console/dist in between our two renames: keep that one.
+      if (!fs.existsSync(built)) throw err;
+    }
+    return r;
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(old, { recursive: true, force: true });
+  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

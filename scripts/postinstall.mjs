@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // `npm install` / `npm ci` run this after installing (package.json `postinstall`): it does now what
 // a machine's first `npm start` would otherwise do itself (issue 18: a first start must open in
-// < 2.5 s, and these two steps alone took longer):
+// < 2.5 s, and these steps alone took longer):
 // 1. the server bundle dist/ (`scripts/start.mjs --build`, ~1 s of esbuild; a no-op when current);
 // 2. the prepared embedded data directory (initdb + every migration) in the cache a fresh DATA_DIR
 //    is copied from (`PGLITE_TEMPLATE_DIR`, default node_modules/.cache/agent-platform; `off` skips
-//    it), built by src/db/data-dir.ts's `prepareTemplates`: ~3 s of CPU, most of it PGlite's initdb.
-// Both run side by side. It never fails the install: without sources (the image's `npm ci` runs
+//    it), built by src/db/data-dir.ts's `prepareTemplates`: ~3 s of CPU, most of it PGlite's initdb;
+// 3. the web console's console/dist (`scripts/ensure-console.mjs`, Vite; a no-op when current),
+//    which `npm start`'s prestart step otherwise built before the server even started.
+// All three run side by side. It never fails the install: without sources (the image's `npm ci` runs
 // before src/ is copied; the Dockerfile runs this script again afterwards) it does nothing, and
 // when a step fails it says so and `npm start` does that step itself, as it would have anyway.
 // `npm install --ignore-scripts` skips it with the same effect. `--strict` (the image build): a
@@ -30,6 +32,21 @@ function buildBundle() {
 }
 
 /**
+ * console/dist through `scripts/ensure-console.mjs` (what `npm start`'s prestart runs) in a child
+ * process. @returns null, or why it is still missing or stale
+ */
+function buildConsoleDist() {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(root, 'scripts', 'ensure-console.mjs')], { cwd: root, stdio: 'ignore' });
+    child.once('error', (err) => resolve(err.message));
+    child.once('exit', async () => {
+      const { consoleStale } = await import('./ensure-console.mjs');
+      resolve(consoleStale() ? 'the Vite build failed' : null);
+    });
+  });
+}
+
+/**
  * The prepared data directory under the cache `loadConfig` resolves (only PGLITE_TEMPLATE_DIR is
  * read from this environment: the install's other variables are not the server's).
  * @returns its path, or null when PGLITE_TEMPLATE_DIR=off
@@ -48,8 +65,10 @@ if (!fs.existsSync(path.join(root, 'src', 'main.ts'))) {
   process.stdout.write('postinstall: no sources yet (src/main.ts): nothing to prepare\n');
 } else {
   const t0 = performance.now();
-  const [bundle, prepared] = await Promise.all([
+  const [bundle, consoleBuild, prepared] = await Promise.all([
     buildBundle(),
+    // false: no console sources here (the image copies none).
+    fs.existsSync(path.join(root, 'console', 'package.json')) ? buildConsoleDist() : false,
     prepareDataDir().then(
       (dir) => ({ dir }),
       (err) => ({ error: String(err?.message ?? err).split('\n')[0] }),
@@ -57,10 +76,12 @@ if (!fs.existsSync(path.join(root, 'src', 'main.ts'))) {
   ]);
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
   if (bundle) process.stderr.write(`postinstall: could not build dist/ (${bundle}); npm start builds it\n`);
+  if (consoleBuild) process.stderr.write(`postinstall: could not build console/dist (${consoleBuild}); npm start builds it\n`);
   if (prepared.error) process.stderr.write(`postinstall: could not prepare the embedded database (${prepared.error}); a fresh start builds it (slower)\n`);
   const done = [];
   if (!bundle) done.push('dist/');
+  if (consoleBuild === null) done.push('console/dist');
   if (prepared.dir) done.push(`the embedded database template ${prepared.dir}`);
-  process.stdout.write(`postinstall: ${done.length ? `prepared ${done.join(' and ')}` : 'nothing prepared'} in ${seconds} s\n`);
-  if (process.argv.includes('--strict') && (bundle || prepared.error)) process.exitCode = 1;
+  process.stdout.write(`postinstall: ${done.length ? `prepared ${done.join(', ')}` : 'nothing prepared'} in ${seconds} s\n`);
+  if (process.argv.includes('--strict') && (bundle || consoleBuild || prepared.error)) process.exitCode = 1;
 }

@@ -193,15 +193,18 @@ function readStamp() {
 /** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
 async function main() {
   const sources = files(src);
-  const esbuild = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'))('esbuild');
-  const stamp = stampOf(sources, esbuild.version);
+  // The esbuild tsx uses. Its version comes from its package.json: loading esbuild's API (~20 ms
+  // of a start on a 2-core machine, issue 18) only when dist/ must be built.
+  const requireEsbuild = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'));
+  const { version } = JSON.parse(fs.readFileSync(requireEsbuild.resolve('esbuild/package.json'), 'utf8'));
+  const stamp = stampOf(sources, version);
   if (process.argv.includes('--build')) {
-    if (readStamp() !== stamp) await build(esbuild, sources, stamp);
+    if (readStamp() !== stamp) await build(requireEsbuild('esbuild'), sources, stamp);
     return;
   }
   if (readStamp() !== stamp) {
     try {
-      await build(esbuild, sources, stamp);
+      await build(requireEsbuild('esbuild'), sources, stamp);
     } catch (err) {
       process.stderr.write(`start: could not build dist/ (${err.message.split('\n')[0]}); running the sources through tsx\n`);
       const { register } = await import('tsx/esm/api');

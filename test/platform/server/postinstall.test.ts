@@ -1,7 +1,8 @@
 /**
  * `npm install`'s hook (package.json `postinstall` → scripts/postinstall.mjs): it builds the
- * prepared embedded data directory a machine's first start then only copies, does nothing without
- * sources (the image's `npm ci`), and never fails an install (`--strict`, the image build, does).
+ * prepared embedded data directory a machine's first start then only copies (and dist/ and the
+ * web console), does nothing without sources (the image's `npm ci`), and never fails an install
+ * (`--strict`, the image build, does).
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -38,7 +39,10 @@ describe('npm install prepares the first start (postinstall)', () => {
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
       const prepared = path.join(templates, `pglite-${preparedKey()}`);
-      expect(first.stdout).toContain(`prepared dist/ and the embedded database template ${prepared}`);
+      expect(first.stdout).toContain(`prepared dist/, console/dist, the embedded database template ${prepared}`);
+      // The web console too, which npm start's prestart step would otherwise build before the server starts.
+      const ensure = (await import(path.join(ROOT, 'scripts', 'ensure-console.mjs'))) as { consoleStale: () => boolean };
+      expect(ensure.consoleStale()).toBe(false);
       expect(fs.readdirSync(templates)).toEqual([path.basename(prepared)]);
       const built = fs.statSync(path.join(prepared, 'PG_VERSION')).ino;
 
@@ -86,13 +90,13 @@ describe('npm install prepares the first start (postinstall)', () => {
       const lenient = runHook({ PGLITE_TEMPLATE_DIR: path.join(blocked, 'templates') });
       expect(lenient.code).toBe(0);
       expect(lenient.stderr).toMatch(/^postinstall: could not prepare the embedded database \(.*\); a fresh start builds it/);
-      expect(lenient.stdout).toMatch(/^postinstall: prepared dist\/ in /);
+      expect(lenient.stdout).toMatch(/^postinstall: prepared dist\/, console\/dist in /);
       const strict = runHook({ PGLITE_TEMPLATE_DIR: path.join(blocked, 'templates') }, ['--strict']);
       expect(strict.code).toBe(1);
 
       const off = runHook({ PGLITE_TEMPLATE_DIR: 'off' }, ['--strict']);
       expect(off).toMatchObject({ code: 0, stderr: '' });
-      expect(off.stdout).toMatch(/^postinstall: prepared dist\/ in /);
+      expect(off.stdout).toMatch(/^postinstall: prepared dist\/, console\/dist in /);
       expect(fs.readdirSync(root)).toEqual(['not-a-dir']);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
