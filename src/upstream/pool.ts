@@ -23,7 +23,7 @@ const systemResolver: HostResolver = async (hostname) => dns.promises.lookup(hos
 /**
  * The upstream connection pool of one app, created on first use and closed with the app. undici
  * (~740 KB of JavaScript) is imported with it, not at start-up (issue 18: ~60 ms of a 2-core
- * machine's start); `main.ts` warms it once the server listens.
+ * machine's start); the app's `warm` (app.ts, run once the server listens) loads it early.
  */
 export class UpstreamPool {
   /** Used by every new connection's DNS lookup; replace it (tests) with {@link setResolver}. */
@@ -46,18 +46,20 @@ export class UpstreamPool {
    * tried again by the next call).
    */
   dispatcher(): Promise<Agent> {
-    this.agent ??= import('undici').then(
-      ({ Agent }) =>
-        new Agent({
-          connect: { lookup: this.guardedLookup(), timeout: Math.min(10_000, this.config.upstream.timeoutMs) },
-          keepAliveTimeout: 10_000,
-          connections: 128,
-        }),
-      (err: unknown) => {
-        this.agent = null;
-        throw err;
-      },
-    );
+    if (!this.agent) {
+      const loading = import('undici').then(
+        ({ Agent }) =>
+          new Agent({
+            connect: { lookup: this.guardedLookup(), timeout: Math.min(10_000, this.config.upstream.timeoutMs) },
+            keepAliveTimeout: 10_000,
+            connections: 128,
+          }),
+      );
+      loading.catch(() => {
+        if (this.agent === loading) this.agent = null;
+      });
+      this.agent = loading;
+    }
     return this.agent;
   }
 
@@ -65,8 +67,8 @@ export class UpstreamPool {
   async close(): Promise<void> {
     const pending = this.agent;
     this.agent = null;
-    if (!pending) return;
-    const a = await pending;
+    const a = await pending?.catch(() => null);
+    if (!a) return;
     await Promise.race([a.close(), new Promise((r) => setTimeout(r, 500).unref())]);
     await a.destroy().catch(() => undefined);
   }
