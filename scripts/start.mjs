@@ -54,6 +54,9 @@ const EXTERNAL = [
   '@electric-sql/pglite',
   '@electric-sql/pglite-pgvector',
   '@energetic-ai/*',
+  // Also required by @fastify/swagger-ui from node_modules: bundled, it (with glob, send, mime)
+  // was loaded twice at every start.
+  '@fastify/static',
   '@fastify/swagger',
   '@fastify/swagger-ui',
   'bullmq',
