@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm start` runs this first (prestart): build the console (console/dist) when it is missing or
-// older than any of its sources, so a fresh clone needs only `npm install && npm start`.
+// Build the web console (console/dist) when it is missing or older than any of its sources:
+// `npm install` (scripts/postinstall.mjs) and every `npm start` (scripts/start.mjs) call it, so a
+// fresh clone needs only `npm install && npm start`; `node scripts/ensure-console.mjs` does it by hand.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,12 +60,18 @@ export function buildConsole(stdio = 'inherit') {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  if (consoleStale()) {
-    process.stderr.write('console: building console/dist (missing or stale)…\n');
-    const r = buildConsole(['ignore', 'ignore', 'inherit']);
-    if (r.status !== 0) {
-      process.stderr.write('console: build failed; the API starts without it (/console answers 503)\n');
-    }
-  }
+/**
+ * Build console/dist when {@link consoleStale}, saying so on stderr. Never throws: when the build
+ * fails the API starts without the console (`/console` answers 503).
+ * @returns true when console/dist is current afterwards
+ */
+export function ensureConsole() {
+  if (!consoleStale()) return true;
+  process.stderr.write('console: building console/dist (missing or stale)…\n');
+  const r = buildConsole(['ignore', 'ignore', 'inherit']);
+  if (r.status === 0) return true;
+  process.stderr.write('console: build failed; the API starts without it (/console answers 503)\n');
+  return false;
 }
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) ensureConsole();

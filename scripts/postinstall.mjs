@@ -7,7 +7,7 @@
 //    is copied from (`PGLITE_TEMPLATE_DIR`, default node_modules/.cache/agent-platform; `off` skips
 //    it), built by src/db/data-dir.ts's `prepareTemplates`: ~3 s of CPU, most of it PGlite's initdb;
 // 3. the web console's console/dist (`scripts/ensure-console.mjs`, Vite; a no-op when current),
-//    which `npm start`'s prestart step otherwise built before the server even started.
+//    which the first `npm start` otherwise built before the server even started.
 // All three run side by side. It never fails the install: without sources (the image's `npm ci` runs
 // before src/ is copied; the Dockerfile runs this script again afterwards) it does nothing, and
 // when a step fails it says so and `npm start` does that step itself, as it would have anyway.
@@ -32,7 +32,7 @@ function buildBundle() {
 }
 
 /**
- * console/dist through `scripts/ensure-console.mjs` (what `npm start`'s prestart runs) in a child
+ * console/dist through `scripts/ensure-console.mjs` (what `npm start` also checks) in a child
  * process. @returns null, or why it is still missing or stale
  */
 function buildConsoleDist() {

@@ -195,6 +195,14 @@ function readStamp() {
 
 /** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
 async function main() {
+  if (!process.argv.includes('--build') && fs.existsSync(path.join(root, 'console', 'package.json'))) {
+    // The web console, when console/dist is missing or older than its sources (`npm install` built
+    // it). Here rather than in a `prestart` script, a node process of its own: from `npm start` to
+    // ready took ~0.7 s longer with it on a 2-core machine (issue 18). No console sources (the
+    // image): skipped.
+    const { ensureConsole } = await import('./ensure-console.mjs');
+    ensureConsole();
+  }
   const sources = files(src);
   // The esbuild tsx uses. Its version comes from its package.json: loading esbuild's API (~20 ms
   // of a start on a 2-core machine, issue 18) only when dist/ must be built.

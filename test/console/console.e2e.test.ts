@@ -36,7 +36,7 @@ const BUNDLE = path.join(SHOTS, 'agent.tgz');
 const haveBrowser = fs.existsSync(CHROMIUM);
 if (!haveBrowser && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium`);
 
-// Build the console before the app reads console/dist (npm start does the same through prestart).
+// Build the console before the app reads console/dist (npm start does the same, scripts/start.mjs).
 if (haveBrowser) {
   const ensure = await import(path.join(ROOT, 'scripts/ensure-console.mjs'));
   if (ensure.consoleStale()) {

@@ -24,7 +24,7 @@ export interface ServerProcess {
 /**
  * Spawn `node --import tsx src/main.ts` in the project root with `env` on top of a minimal
  * environment (PATH, HOME, NODE_ENV=test, LOG_LEVEL=info, HOST=127.0.0.1, EMBEDDINGS_PROVIDER=local). `via: 'npm'` starts
- * it as people do, `npm start` (without the `prestart` console build: `--ignore-scripts`), so
+ * it as people do, `npm start` (`--ignore-scripts`: no pre/post scripts of our own run), so
  * `child` is the npm process and signals go through npm and its `sh -c`.
  */
 export function startServerProcess(env: Record<string, string>, opts: { via?: 'node' | 'npm' } = {}): ServerProcess {

@@ -40,7 +40,7 @@ describe('npm install prepares the first start (postinstall)', () => {
       expect(first.code).toBe(0);
       const prepared = path.join(templates, `pglite-${preparedKey()}`);
       expect(first.stdout).toContain(`prepared dist/, console/dist, the embedded database template ${prepared}`);
-      // The web console too, which npm start's prestart step would otherwise build before the server starts.
+      // The web console too, which the first npm start would otherwise build before the server starts.
       const ensure = (await import(path.join(ROOT, 'scripts', 'ensure-console.mjs'))) as { consoleStale: () => boolean };
       expect(ensure.consoleStale()).toBe(false);
       expect(fs.readdirSync(templates)).toEqual([path.basename(prepared)]);
