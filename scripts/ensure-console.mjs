@@ -74,4 +74,5 @@ export function ensureConsole() {
   return false;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) ensureConsole();
+// By hand or from `npm install`'s hook: exit 1 when console/dist is still missing or stale.
+if (process.argv[1] === fileURLToPath(import.meta.url)) process.exitCode = ensureConsole() ? 0 : 1;

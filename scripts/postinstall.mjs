@@ -39,10 +39,7 @@ function buildConsoleDist() {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [path.join(root, 'scripts', 'ensure-console.mjs')], { cwd: root, stdio: 'ignore' });
     child.once('error', (err) => resolve(err.message));
-    child.once('exit', async () => {
-      const { consoleStale } = await import('./ensure-console.mjs');
-      resolve(consoleStale() ? 'the Vite build failed' : null);
-    });
+    child.once('exit', (code) => resolve(code === 0 ? null : 'the Vite build failed'));
   });
 }
 

@@ -195,7 +195,8 @@ function readStamp() {
 
 /** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
 async function main() {
-  if (!process.argv.includes('--build') && fs.existsSync(path.join(root, 'console', 'package.json'))) {
+  const buildOnly = process.argv.includes('--build');
+  if (!buildOnly && fs.existsSync(path.join(root, 'console', 'package.json'))) {
     // The web console, when console/dist is missing or older than its sources (`npm install` built
     // it). Here rather than in a `prestart` script, a node process of its own: from `npm start` to
     // ready took ~0.7 s longer with it on a 2-core machine (issue 18). No console sources (the
@@ -209,7 +210,7 @@ async function main() {
   const requireEsbuild = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'));
   const { version } = JSON.parse(fs.readFileSync(requireEsbuild.resolve('esbuild/package.json'), 'utf8'));
   const stamp = stampOf(sources, version);
-  if (process.argv.includes('--build')) {
+  if (buildOnly) {
     if (readStamp() !== stamp) await build(requireEsbuild('esbuild'), sources, stamp);
     return;
   }

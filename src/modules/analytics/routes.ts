@@ -2,12 +2,11 @@
  * HTTP routes of analytics (spec group "Analytics"; DESIGN.md §6): users with role `pro`,
  * `enterprise` or `admin`; `/analytics/system` and `/analytics/endpoints` need `admin`.
  *
- * The plugin is not encapsulated (fastify-plugin) because it also adds the app-wide observer of
- * finished requests (http/observers.ts) that feeds the realtime counters and the per-route
- * aggregates; its routes are registered in their own guarded scopes.
+ * The plugin also adds an observer of every finished request of the app (`app.observeResponses`,
+ * http/observers.ts: the decorator lives on the root instance, so an encapsulated plugin reaches
+ * every route) that feeds the realtime counters and the per-route aggregates.
  */
 import type { FastifyInstance } from 'fastify';
-import fp from 'fastify-plugin';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
@@ -43,7 +42,8 @@ import {
   userAnalytics,
 } from './service.js';
 
-async function analytics(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
+/** Analytics routes plus the app-wide request recorder. */
+export async function analyticsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const rt = startAnalytics(ctx);
   // The app-wide observer of finished requests (http/observers.ts) feeds both aggregates.
   app.observeResponses((r) => {
@@ -89,6 +89,3 @@ async function analytics(app: FastifyInstance, { ctx }: { ctx: AppContext }): Pr
       async (req) => endpointsAnalytics(ctx, resolvePeriod(req.query, '24h'), req.query));
   });
 }
-
-/** Analytics routes plus the app-wide request recorder. */
-export const analyticsRoutes = fp(analytics, { name: 'analytics', fastify: '5.x' });
