@@ -8,7 +8,7 @@ COPY package.json package-lock.json ./
 COPY scripts/postinstall.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY tsconfig.json ./
-COPY scripts/start.mjs ./scripts/
+COPY scripts/start.mjs scripts/bundle-loader.mjs ./scripts/
 COPY src ./src
 # Built now, as `npm install` does (scripts/postinstall.mjs; /app is read-only to the server): the
 # server bundle (dist/, what `npm start` runs) and the prepared embedded database a fresh DATA_DIR

@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 // `npm start`: run src/main.ts as plain JavaScript bundled by esbuild (the one tsx itself uses, with
-// the project's tsconfig) into `dist/main.js` plus chunks for what it imports lazily, rebuilt
-// when any file under src/, tsconfig.json or the installed packages changed since the last build.
+// the project's tsconfig) into one CommonJS file, `dist/main.cjs`, rebuilt when any file under
+// src/, tsconfig.json or the installed packages changed since the last build, and run by
+// `scripts/bundle-loader.mjs` with V8's code cache (compiled code of the previous start, kept in
+// `dist/main.cjs.cache`).
 // Issue 18: running the sources through the tsx loader cost ~40 % of the start-up time and ~65 MiB
 // of RSS (its hooks run in a second V8 isolate); one file per source still made Node resolve, read
-// and link ~1,800 modules (src and node_modules) — most of a later open's main-thread time.
+// and link ~1,800 modules (src and node_modules); an ES module bundle was parsed and compiled again
+// at every start (Node 20 has no compile cache for ES modules), and V8's code cache needs a script.
 // Packages that read their own files at run time (PGlite's WebAssembly, swagger-ui's assets, pino's
 // transport workers, BullMQ's scripts, …) stay outside the bundle (EXTERNAL) and load from
-// node_modules. `dist/` sits beside `src/` (same depth), non-TypeScript files are copied with the
-// same layout, and each source's `import.meta.url`/`import.meta.dirname` is rewritten to the path
-// its own file would have had in dist/, so paths the code computes from its own location
-// (console/dist, package.json, the migrations) stay right.
+// node_modules with require() (their CommonJS builds). `dist/` sits beside `src/` (same depth),
+// non-TypeScript files are copied with the same layout, and each source's
+// `import.meta.url`/`import.meta.dirname`/`import.meta.resolve` is rewritten to what its own file
+// would have had in dist/, so paths the code computes from its own location (console/dist,
+// package.json, the migrations) stay right.
 // If dist/ cannot be written (a read-only install), the sources run through tsx as before.
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -34,16 +38,16 @@ function files(dir, rel = '') {
 }
 
 /**
- * Packages left outside the bundle, loaded from node_modules: CommonJS packages loaded with
- * `import()`, packages that read files beside their own modules at run time (`__dirname`,
- * `import.meta.url`), have optional native parts, or are only loaded on demand and share a
- * dependency with one that is (ioredis with BullMQ). Every other
- * package the server imports is bundled: before adding a dependency that reads its own files,
- * add it here (a bundled `__dirname` is a ReferenceError; `import.meta.url` names dist/).
+ * Packages left outside the bundle, loaded from node_modules with require() (each has a CommonJS
+ * build; `engines` asks for Node >= 20.19, whose require() also loads ES modules): packages that
+ * read files beside their own modules at run time (`__dirname`, `import.meta.url`), have optional
+ * native parts, are large and only loaded on demand, or share a dependency with one that is
+ * (ioredis with BullMQ). Every other package the server imports is bundled: before adding a
+ * dependency that reads its own files, add it here (a bundled `import.meta.url` is empty).
  */
 const EXTERNAL = [
-  // CommonJS packages imported with import() (by the app or by a bundled package): esbuild's split
-  // chunks would give such an import only a `default` export, Node gives the named ones too.
+  // Loaded on demand (kept out of the cached script; outside the bundle since the ES module build,
+  // whose split chunks gave a CommonJS package imported with import() only a `default` export).
   '@apidevtools/swagger-parser',
   '@fastify/cookie',
   '@zxcvbn-ts/language-common',
@@ -89,7 +93,9 @@ function stampOf(sources, esbuildVersion) {
 /**
  * esbuild plugin: in each file under src/, `import.meta.url` and `import.meta.dirname` become the
  * URL and directory that file would have in dist/ (as if transpiled one file per source), computed
- * from the bundle's own location at run time, so the install can move.
+ * from the bundle's own location at run time (`__dirname`), so the install can move;
+ * `import.meta.resolve(specifier)` becomes the file URL `require.resolve` gives (the packages'
+ * CommonJS entries, which the bundle loads).
  */
 const sourceLocation = {
   name: 'source-location',
@@ -99,8 +105,10 @@ const sourceLocation = {
       const rel = path.relative(src, args.path).split(path.sep).join('/');
       const dir = path.posix.dirname(rel);
       const text = (await fs.promises.readFile(args.path, 'utf8'))
-        .replace(/\bimport\.meta\.dirname\b/g, dir === '.' ? 'import.meta.dirname' : `__startPath.join(import.meta.dirname, ${JSON.stringify(dir)})`)
-        .replace(/\bimport\.meta\.url\b/g, `new URL(${JSON.stringify(`./${rel.replace(/\.ts$/, '.js')}`)}, import.meta.url).href`);
+        .replace(/\bimport\.meta\.dirname\b/g, dir === '.' ? '__dirname' : `__startPath.join(__dirname, ${JSON.stringify(dir)})`)
+        .replace(/\bimport\.meta\.url\b/g, `__startUrl.pathToFileURL(__startPath.join(__dirname, ${JSON.stringify(rel.replace(/\.ts$/, '.js'))})).href`)
+        .replace(/\bimport\.meta\.resolve\(/g, '__startResolve(');
+      if (/\bimport\.meta\b/.test(text)) throw new Error(`${rel}: import.meta beyond url, dirname and resolve() has no equivalent in the CommonJS bundle`);
       return { contents: text, loader: 'ts' };
     });
   },
@@ -126,43 +134,37 @@ async function bundleInto(esbuild, sources, stamp) {
   await esbuild.build({
     entryPoints: { main: path.join(src, 'main.ts') },
     bundle: true,
-    // What is imported lazily (the OIDC provider, MCP, the PostgreSQL driver, …) becomes chunks
-    // loaded on first import: in one file, the packages those modules import from node_modules
-    // (pg, oidc-provider) would be imported at start-up. A chunk that is a CommonJS module imported
-    // with import() would lack named exports (see EXTERNAL): build() refuses such a bundle.
-    splitting: true,
-    outdir: tmp,
-    format: 'esm',
+    // One CommonJS script, which V8 can cache compiled (scripts/bundle-loader.mjs). What is
+    // imported lazily (the OIDC provider, MCP, …) stays lazy: esbuild wraps such a module in an
+    // init function run on first import, and its require() of external packages runs then.
+    outfile: path.join(tmp, 'main.cjs'),
+    format: 'cjs',
+    // import() becomes require() (external packages load their CommonJS builds): Node 20 gives
+    // code from V8's code cache no dynamic import() callback (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING).
+    supported: { 'dynamic-import': false },
     platform: 'node',
     target: `node${process.versions.node}`,
     tsconfig: path.join(root, 'tsconfig.json'),
     external: EXTERNAL,
     plugins: [sourceLocation],
-    // Bundled CommonJS packages call require() for Node built-ins and the external packages.
-    banner: { js: "import { createRequire as __startRequire } from 'node:module'; import __startPath from 'node:path'; const require = __startRequire(import.meta.url);" },
+    banner: {
+      js: "const __startPath = require('node:path'); const __startUrl = require('node:url'); const __startResolve = (s) => __startUrl.pathToFileURL(require.resolve(s)).href;",
+    },
+    // Stack traces name the TypeScript sources through the map (bundle-loader.mjs installs the
+    // mapping lazily); without the sources in it the map is a third of the size.
     sourcemap: true,
-    // Node reads the maps of every loaded file once source maps are enabled: without the sources
-    // in them they are a third of the size (stack traces need only the mappings).
     sourcesContent: false,
-    // Without comments and indentation: V8 keeps every loaded script's source in its heap, as
+    // Without comments and indentation: V8 keeps the loaded script's source in its heap, as
     // two-byte text when one character is beyond Latin-1 (a "—" in a comment is enough), which
     // was ~8 MiB of an idle server's heap for the two largest files; stack traces still name the
-    // sources through the maps.
+    // sources through the map.
     minifyWhitespace: true,
     logLevel: 'silent',
   });
-  // esbuild turns a CommonJS module imported with import() into a chunk of `export default require_x()`:
-  // its named exports would be undefined at run time, so such a chunk fails the build (tsx runs instead).
-  for (const f of fs.readdirSync(tmp).filter((f) => f.endsWith('.js'))) {
-    const text = fs.readFileSync(path.join(tmp, f), 'utf8');
-    // esbuild escapes what it can; a character beyond Latin-1 left in a raw template or a regular
-    // expression doubles the size of the whole file's source in V8's heap (see minifyWhitespace).
-    const wide = /[^\x00-\xff]/.exec(text);
-    if (wide) process.stderr.write(`start: ${f} holds ${JSON.stringify(wide[0])} (beyond Latin-1): V8 keeps this file's source as two-byte text\n`);
-    if (/(^|[;}])export default require_\w+\(\);?$/m.test(text)) {
-      throw new Error(`${f} is a CommonJS package imported with import(): add the package to EXTERNAL in scripts/start.mjs`);
-    }
-  }
+  // esbuild escapes what it can; a character beyond Latin-1 left in a raw template or a regular
+  // expression doubles the size of the whole file's source in V8's heap (see minifyWhitespace).
+  const wide = /[^\x00-\xff]/.exec(fs.readFileSync(path.join(tmp, 'main.cjs'), 'latin1'));
+  if (wide) process.stderr.write(`start: main.cjs holds ${JSON.stringify(wide[0])} (beyond Latin-1): V8 keeps its source as two-byte text\n`);
   for (const f of sources.filter((f) => !f.endsWith('.ts'))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
     fs.copyFileSync(path.join(src, f), path.join(tmp, f));
@@ -225,9 +227,8 @@ async function main() {
       return;
     }
   }
-  // Stack traces name the TypeScript sources, as they did under tsx.
-  process.setSourceMapsEnabled(true);
-  await import(pathToFileURL(path.join(dist, 'main.js')).href);
+  const { runBundle } = await import('./bundle-loader.mjs');
+  runBundle(path.join(dist, 'main.cjs'));
 }
 
 await main();

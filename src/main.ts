@@ -17,6 +17,20 @@ function phases(modulesMs: number, dbMs: number, builtMs: number): Record<string
   return { modules_ms: Math.round(modulesMs), database_ms: Math.round(dbMs), app_ms: Math.round(builtMs), cpu_ms: Math.round((cpu.user + cpu.system) / 1000) };
 }
 
+/**
+ * What `npm start`'s loader (scripts/bundle-loader.mjs) published: whether V8's code cache served
+ * this start (`used`, `rejected`, `none`) and how to write it. Absent when the sources run
+ * through tsx (tests, the CLI, the fallback).
+ */
+interface StartInfo {
+  codeCache: 'used' | 'rejected' | 'none';
+  saveCodeCache(): void;
+}
+
+function startInfo(): StartInfo | undefined {
+  return (globalThis as Record<symbol, StartInfo | undefined>)[Symbol.for('agent-platform.start')];
+}
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -57,9 +71,14 @@ async function main(): Promise<void> {
     app.log.info({ startup_ms: Math.round(performance.now()), role: 'worker' }, 'agent platform worker ready');
   } else {
     await app.listen({ port: config.port, host: config.host });
-    app.log.info({ startup_ms: Math.round(performance.now()), phases: phases(modulesMs, databaseMs, builtMs), url: config.publicUrl, role: config.processRole }, 'agent platform ready');
-    // What start-up deferred (response serialisers) compiles now, between requests.
-    void warm();
+    const start = startInfo();
+    app.log.info(
+      { startup_ms: Math.round(performance.now()), phases: phases(modulesMs, databaseMs, builtMs), ...(start ? { code_cache: start.codeCache } : {}), url: config.publicUrl, role: config.processRole },
+      'agent platform ready',
+    );
+    // What start-up deferred (response serialisers, …) compiles now, between requests; then the
+    // bundle's code cache is written when this start had none (scripts/bundle-loader.mjs).
+    void warm().then(() => start?.saveCodeCache());
   }
 
   let closing = false;

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/net.js';
-import { startServerProcess as start } from '../helpers/server-process.js';
+import { ROOT, startServerProcess as start } from '../helpers/server-process.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-e2e-'));
 
@@ -60,6 +60,12 @@ describe('node --import tsx src/main.ts (npm start)', () => {
     const first = start({ ...env, LOG_LEVEL: 'debug' }, { via: 'npm' });
     const ready = JSON.parse(await first.waitFor(/agent platform ready/));
     expect(ready.startup_ms).toBeGreaterThan(0);
+    // The bundle runs through scripts/bundle-loader.mjs: without a usable code cache this start
+    // writes one once warm, and the next start compiles from it.
+    expect(['none', 'used', 'rejected']).toContain(ready.code_cache);
+    const cache = path.join(ROOT, 'dist', 'main.cjs.cache');
+    for (let i = 0; i < 600 && !fs.existsSync(cache); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(fs.statSync(cache).size).toBeGreaterThan(100_000);
     // the server runs alone: the esbuild service that built dist/ (when it was stale) was stopped
     const tree = descendants(first.child.pid!);
     expect(tree.some((c) => /scripts\/start\.mjs/.test(c))).toBe(true);
@@ -87,7 +93,7 @@ describe('node --import tsx src/main.ts (npm start)', () => {
 
     // same DATA_DIR: the user is still there (SIGINT through npm this time)
     const second = start(env, { via: 'npm' });
-    await second.waitFor(/agent platform ready/);
+    expect(JSON.parse(await second.waitFor(/agent platform ready/))).toMatchObject({ code_cache: 'used' });
     const login = await fetch(`${second.base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
     expect(login.status).toBe(200);
     const { access_token } = (await login.json()) as { access_token: string };
