@@ -46,8 +46,8 @@ function files(dir, rel = '') {
  * dependency that reads its own files, add it here (a bundled `import.meta.url` is empty).
  */
 const EXTERNAL = [
-  // Loaded on demand (kept out of the cached script; outside the bundle since the ES module build,
-  // whose split chunks gave a CommonJS package imported with import() only a `default` export).
+  // CommonJS packages outside the bundle since the ES module build, whose split chunks gave one
+  // imported with import() only a `default` export (the CommonJS bundle could take them in).
   '@apidevtools/swagger-parser',
   '@fastify/cookie',
   '@zxcvbn-ts/language-common',
@@ -163,7 +163,7 @@ async function bundleInto(esbuild, sources, stamp) {
   });
   // esbuild escapes what it can; a character beyond Latin-1 left in a raw template or a regular
   // expression doubles the size of the whole file's source in V8's heap (see minifyWhitespace).
-  const wide = /[^\x00-\xff]/.exec(fs.readFileSync(path.join(tmp, 'main.cjs'), 'latin1'));
+  const wide = /[^\x00-\xff]/.exec(fs.readFileSync(path.join(tmp, 'main.cjs'), 'utf8'));
   if (wide) process.stderr.write(`start: main.cjs holds ${JSON.stringify(wide[0])} (beyond Latin-1): V8 keeps its source as two-byte text\n`);
   for (const f of sources.filter((f) => !f.endsWith('.ts'))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
