@@ -62,4 +62,15 @@ describe('rate limits', () => {
     expect(res[10].statusCode).toBe(429);
     expect((await burst(1, {}, '10.20.30.41', '/v1/auth/config'))[0].statusCode).toBe(200);
   });
+
+  // The global limit is a callback hook added per route (http/rate-limit.ts); a GET's HEAD twin is a
+  // route of its own and must count each request once, as the plugin's hook did.
+  it('counts a HEAD request once, in the same bucket as GET', async () => {
+    const p = await createUser(app, { roles: ['pro'] });
+    const get = await app.inject({ method: 'GET', url: '/v1/auth/me', headers: p.headers });
+    const head = await app.inject({ method: 'HEAD', url: '/v1/auth/me', headers: p.headers });
+    expect([get.statusCode, head.statusCode]).toEqual([200, 200]);
+    expect(Number(get.headers['ratelimit-remaining']) - Number(head.headers['ratelimit-remaining'])).toBe(1);
+    expect(head.headers['ratelimit-limit']).toBe('5');
+  });
 });
