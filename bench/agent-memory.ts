@@ -17,11 +17,13 @@
  *
  * Prints a table and one JSON line: requests/s and p99 latency of each, and the ratio
  * service/bare (goal ≥ 0.80, issue 18), and this process's CPU time per request of each (`cpu_us`, median of the
- * rounds; autocannon's share included) with `cpu_ratio` = bare/service, which a loaded machine
+ * rounds; autocannon's share included; `cpu_sys_us` its kernel part) with `cpu_ratio` = bare/service, which a loaded machine
  * disturbs much less than requests/s. Env: BENCH_SECONDS (2), BENCH_ROUNDS (7), BENCH_CONNECTIONS (10),
  * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL,
  * BENCH_OPS (`get,put`), BENCH_PROFILE=<dir> (a CPU profile of this process over each measured run:
- * `<op>-<service|bare>-<round>.cpuprofile`; autocannon's share is in it too).
+ * `<op>-<service|bare>-<round>.cpuprofile`; autocannon's share is in it too; V8's sampler counts wall-clock
+ * ticks, so on a loaded machine time the thread spent descheduled may land on the frame it resumed in, e.g.
+ * `writev`), BENCH_WINDOWS=<file> (each run's monotonic time window, to split an on-CPU `perf record -k mono`).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -94,6 +96,8 @@ interface Result {
   non2xx: number;
   /** CPU time (user + system) of this process per request, µs — autocannon's share included (the same for both targets). */
   cpu_us: number;
+  /** The system (kernel) part of `cpu_us`, µs: socket writes and reads, wake-ups of PostgreSQL's backends. */
+  cpu_sys_us: number;
 }
 
 // BENCH_PROFILE=<dir>: the inspector profiles this process over each measured run.
@@ -103,8 +107,18 @@ const post = (method: string, params?: object) =>
   new Promise<any>((resolve, reject) => inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
 if (inspector) await post('Profiler.enable');
 
-/** `work` under the profiler, its profile written as `<name>.cpuprofile` (just `work` without BENCH_PROFILE). */
-async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+/**
+ * `work` under the profiler, its profile written as `<name>.cpuprofile` (just `work` without BENCH_PROFILE).
+ * BENCH_WINDOWS=<file>: each run's `{ name, start_ns, end_ns, requests }` (CLOCK_MONOTONIC, as `perf record -k mono`
+ * stamps samples) is appended as a JSON line, so an on-CPU profile of the whole process can be split per run.
+ */
+async function profiled<T extends { requests: number }>(name: string, work: () => Promise<T>): Promise<T> {
+  if (process.env.BENCH_WINDOWS) {
+    const start = process.hrtime.bigint();
+    const out = await work();
+    fs.appendFileSync(process.env.BENCH_WINDOWS, `${JSON.stringify({ name, start_ns: String(start), end_ns: String(process.hrtime.bigint()), requests: out.requests })}\n`);
+    return out;
+  }
   if (!inspector) return work();
   await post('Profiler.start');
   const out = await work();
@@ -132,7 +146,7 @@ async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => st
     ],
   });
   const used = process.cpuUsage(cpu);
-  return { rps: Math.round(r.requests.average), requests: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpu_us: Math.round((used.user + used.system) / Math.max(1, r.requests.total)) };
+  return { rps: Math.round(r.requests.average), requests: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpu_us: Math.round((used.user + used.system) / Math.max(1, r.requests.total)), cpu_sys_us: Math.round(used.system / Math.max(1, r.requests.total)) };
 }
 
 try {
@@ -183,12 +197,13 @@ try {
       errors: rs.reduce((n, r) => n + r.errors, 0),
       non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
       cpu_us: median(rs.map((r) => r.cpu_us)),
+      cpu_sys_us: median(rs.map((r) => r.cpu_sys_us)),
     });
     return { service: agg(runs.service), bare: agg(runs.bare), ratio_median: median(ratios), cpu_ratio_median: round2(median(cpuRatios)), ratios };
   }
   // BENCH_OPS=get (or put): only that operation (to profile it alone); the other reads as empty.
   const ops = (process.env.BENCH_OPS ?? 'get,put').split(',');
-  const none: Result = { rps: 0, requests: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0 };
+  const none: Result = { rps: 0, requests: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0, cpu_sys_us: 0 };
   const skip = async (): Promise<Compared> => ({ service: none, bare: none, ratio_median: 0, cpu_ratio_median: 0, ratios: [] });
   const results = { get: ops.includes('get') ? await compare('GET') : await skip(), put: ops.includes('put') ? await compare('PUT') : await skip() };
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;

@@ -51,6 +51,28 @@ describe('agent memory — errors', () => {
     await call(app, { method: 'PUT', url: '/v2/memory/k', headers: { ...a.headers, 'content-type': 'application/json' }, payload: '{"value":' }, 400);
   });
 
+  // The app's preValidation walk of the body refuses these before the handler, with the value's
+  // pointer (its depth counts from the body: one level stricter than putEntry's own walk of the value).
+  it('400 for values jsonb cannot hold (U+0000, lone surrogate, too deep), nothing stored', async () => {
+    const a = await newAgent();
+    const headers = { ...a.headers, 'content-type': 'application/json' };
+    const nested = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    for (const [raw, pointer] of [
+      ['{"value":{"a":"x\\u0000y"}}', '/value/a'],
+      ['{"value":["ok","\\ud800"]}', '/value/1'],
+      [`{"value":${nested(64)}}`, `/value${'/0'.repeat(63)}`],
+    ] as const) {
+      const { body } = await call(app, { method: 'PUT', url: '/v2/memory/bad', headers, payload: raw }, 400);
+      expect(body.code).toBe('validation_failed');
+      expect(body.errors[0]).toMatchObject({ in: 'body', pointer });
+    }
+    await call(app, { method: 'GET', url: '/v2/memory/bad', headers: a.headers }, 404);
+    // One level less is stored and read back as sent.
+    await call(app, { method: 'PUT', url: '/v2/memory/bad', headers, payload: `{"value":${nested(63)}}` }, 201);
+    const { body } = await call(app, { method: 'GET', url: '/v2/memory/bad', headers: a.headers }, 200);
+    expect(JSON.stringify(body.value)).toBe(nested(63));
+  });
+
   it('404 for missing entries', async () => {
     const a = await newAgent();
     await call(app, { method: 'GET', url: '/v2/memory/nope', headers: a.headers }, 404);
