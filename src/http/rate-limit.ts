@@ -12,7 +12,7 @@
  */
 import { createRequire } from 'node:module';
 import rateLimit from '@fastify/rate-limit';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { AppContext } from '../context.js';
 import { accountOf } from './auth.js';
@@ -28,8 +28,6 @@ interface Store {
 }
 
 const require = createRequire(import.meta.url);
-/** How the plugin words a window in its 429 (`@lukeed/ms`, its own dependency). */
-const { format: formatMs } = require(require.resolve('@lukeed/ms', { paths: [require.resolve('@fastify/rate-limit')] })) as { format: (ms: number, long?: boolean) => string };
 const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key: string) => Store;
 const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => Store;
 
@@ -83,25 +81,11 @@ function unlimited(req: FastifyRequest): boolean {
   return !!req.principal?.roles.some((r) => r === 'enterprise' || r === 'admin');
 }
 
-/**
- * Register the limiter. Runs at preHandler, after the auth hooks of protected scopes.
- *
- * The plugin registers with `global: false` and this function adds the global limit to every route
- * without a `config.rateLimit` of its own (as `global: true` would, in the same place: last of the
- * route's preHandler hooks). A route with its own preHandler hooks gets the plugin's global hook
- * (`app.rateLimit()` with no options is exactly that hook), which stands aside when one of those
- * hooks was itself a limiter (`app.rateLimit({…})`, e.g. the identity routes' per-IP limit); every
- * other route gets {@link globalLimitHook}: the same key, allow list, limit, store, headers and 429,
- * with no promise per request (the plugin's async hook awaits six values and reads
- * `req.routeOptions`, which Fastify builds per read; on-CPU samples (`perf`) of `bench:agent-memory`:
- * the limiter 3.4 → 2.3 µs of a GET and 6.2 → 4.6 µs of a PUT, issue 18).
- */
+/** Register the limiter. Runs at preHandler, after the auth hooks of protected scopes. */
 export async function registerRateLimit(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const { rateLimit: rl } = ctx.config;
   const redis = ctx.redis;
   const state: FailoverState | undefined = redis ? { redis, log: ctx.log, degraded: false } : undefined;
-  // The plugin builds its store from this class once; the global hook counts in that same instance.
-  let store: Store | undefined;
   const failover = (shared: FailoverState) =>
     class extends FailoverStore {
       constructor(opts: { continueExceeding?: boolean; exponentialBackoff?: boolean }) {
@@ -110,97 +94,25 @@ export async function registerRateLimit(app: FastifyInstance, ctx: AppContext): 
         // Blocks leased from Redis (http/rate-lease.ts); the per-request store for window-moving options.
         const remote = ce || eb ? new RedisStore(ce, eb, shared.redis, rl.redisPrefix) : new LeasedRedisStore(shared.redis, rl.redisPrefix);
         super(shared, remote, new LocalStore(ce, eb));
-        store = this;
       }
     };
-  const storeClass = state
-    ? failover(state)
-    : // The plugin's own default without Redis (an in-process LRU of counters), kept as the instance.
-      function (opts: { continueExceeding?: boolean; exponentialBackoff?: boolean }) {
-        store = new LocalStore(!!opts.continueExceeding, !!opts.exponentialBackoff);
-        return store;
-      };
-  const limits: GlobalLimits = {
-    windowMs: rl.windowMs,
-    unlimited,
-    keyOf: (req) => (req.principal ? `a:${accountOf(req.principal)}` : `ip:${req.ip}`),
-    maxOf: (req) => {
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preHandler',
+    timeWindow: rl.windowMs,
+    enableDraftSpec: true,
+    ...(state ? { store: failover(state) } : {}),
+    allowList: (req) => unlimited(req),
+    keyGenerator: (req) => (req.principal ? `a:${accountOf(req.principal)}` : `ip:${req.ip}`),
+    max: (req) => {
       const p = req.principal;
       if (!p) return rl.anonymous;
       return p.roles.includes('pro') ? rl.pro : rl.user;
     },
-    refusal: (ctxRl) =>
-      new AppError('rate_limited', `Rate limit of ${ctxRl.max} requests per ${ctxRl.after} exceeded; retry with exponential backoff`, {
+    errorResponseBuilder: (_req, ctxRl) => {
+      return new AppError('rate_limited', `Rate limit of ${ctxRl.max} requests per ${ctxRl.after} exceeded; retry with exponential backoff`, {
         headers: { 'retry-after': String(Math.ceil(ctxRl.ttl / 1000)) },
-      }),
-  };
-  await app.register(rateLimit, {
-    global: false,
-    hook: 'preHandler',
-    timeWindow: rl.windowMs,
-    enableDraftSpec: true,
-    store: storeClass as never,
-    allowList: (req) => limits.unlimited(req),
-    keyGenerator: limits.keyOf,
-    max: limits.maxOf,
-    errorResponseBuilder: (_req, ctxRl) => limits.refusal(ctxRl),
+      });
+    },
   });
-  if (!store) throw new Error('rate limits: the plugin did not build its store');
-  const fast = globalLimitHook(store, limits);
-  const pluginHook = app.rateLimit();
-  app.addHook('onRoute', (route) => {
-    if ((route.config as { rateLimit?: unknown } | undefined)?.rateLimit != null) return; // the plugin's (own limits, or none)
-    const own = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
-    route.preHandler = [...own, own.length === 0 ? fast : pluginHook] as typeof route.preHandler;
-  });
-}
-
-/** What the global limit is made of: the same functions the plugin is given. */
-export interface GlobalLimits {
-  /** The window, ms. */
-  windowMs: number;
-  /** Whether the caller is on the allow list (no counting, no headers). */
-  unlimited: (req: FastifyRequest) => boolean;
-  /** The counter's key: the account, or the IP address of an anonymous caller. */
-  keyOf: (req: FastifyRequest) => string;
-  /** Requests allowed per window for this caller. */
-  maxOf: (req: FastifyRequest) => number;
-  /** The 429 (`after`: the window in words, as the plugin formats it). */
-  refusal: (ctxRl: { max: number; ttl: number; after: string }) => Error;
-}
-
-const LIMIT = 'ratelimit-limit';
-const REMAINING = 'ratelimit-remaining';
-const RESET = 'ratelimit-reset';
-
-/**
- * The plugin's global preHandler hook (`rateLimitRequestHandler` with `enableDraftSpec`, no ban,
- * no groups, `skipOnError` off) as a callback hook: count one request in `store`; under the limit
- * set `RateLimit-Limit`, `-Remaining` and `-Reset` (seconds, rounded up); over it set those (0
- * remaining) and `Retry-After` and fail with the 429. A store error fails the request, as there.
- */
-export function globalLimitHook(store: Store, limits: GlobalLimits) {
-  return (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
-    if (limits.unlimited(req)) return done();
-    const max = limits.maxOf(req);
-    store.incr(
-      limits.keyOf(req),
-      (err, res) => {
-        if (err || !res) return done(err ?? new Error('rate limits: the store answered nothing'));
-        const reset = Math.ceil(res.ttl / 1000);
-        reply.header(LIMIT, max);
-        if (res.current <= max) {
-          reply.header(REMAINING, max - res.current);
-          reply.header(RESET, reset);
-          return done();
-        }
-        reply.header(REMAINING, 0);
-        reply.header(RESET, reset);
-        reply.header('retry-after', reset);
-        done(limits.refusal({ max, ttl: res.ttl, after: formatMs(reset * 1000, true) }));
-      },
-      limits.windowMs,
-      max,
-    );
-  };
 }

@@ -63,8 +63,7 @@ describe('rate limits', () => {
     expect((await burst(1, {}, '10.20.30.41', '/v1/auth/config'))[0].statusCode).toBe(200);
   });
 
-  // The global limit is a callback hook added per route (http/rate-limit.ts); a GET's HEAD twin is a
-  // route of its own and must count each request once, as the plugin's hook did.
+  // A GET's HEAD twin is a route of its own: each request counts once, in the same bucket.
   it('counts a HEAD request once, in the same bucket as GET', async () => {
     const p = await createUser(app, { roles: ['pro'] });
     const get = await app.inject({ method: 'GET', url: '/v1/auth/me', headers: p.headers });
