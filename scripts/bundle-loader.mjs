@@ -6,9 +6,9 @@
 // V8 checks the cache against the source and its own flags and rejects one that does not match:
 // the start then compiles as without a cache and writes a new one. A read-only dist/ (the image's
 // /app) just runs without a cache.
-// Stack traces name the TypeScript sources: source-map-support maps their frames through
-// `dist/main.cjs.map`, read on the first stack trace that needs it (Node's own source maps do not
-// cover code compiled by `vm`, and reading the map at every start cost ~40 ms).
+// Stack traces name the TypeScript sources: source-map-support, loaded on the first stack trace
+// formatted, maps their frames through `dist/main.cjs.map` (Node's own source maps do not cover
+// code compiled by `vm`, and reading the maps at every start cost ~40 ms).
 import fs from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import path from 'node:path';
@@ -24,20 +24,39 @@ import vm from 'node:vm';
  */
 
 /**
+ * Map stack traces through `<file>.map` with source-map-support, loaded on the first stack trace
+ * that is formatted (most starts format none: requiring it, with its `source-map`, cost 6–9 ms of
+ * every start). Only the bundle has a map: other files are not read looking for one.
+ * @param {string} file absolute path of the bundle
+ */
+function mapStackTraces(file) {
+  const mapFile = `${file}.map`;
+  const install = () => {
+    Error.prepareStackTrace = undefined; // no recursion if the install itself fails
+    createRequire(import.meta.url)('source-map-support').install({
+      environment: 'node',
+      handleUncaughtExceptions: false,
+      overrideRetrieveSourceMap: true,
+      retrieveSourceMap: (source) => (source === file && fs.existsSync(mapFile) ? { url: mapFile, map: fs.readFileSync(mapFile, 'utf8') } : null),
+    });
+  };
+  Error.prepareStackTrace = (error, frames) => {
+    try {
+      install();
+    } catch {
+      /* unmapped traces, as V8 formats them */
+    }
+    return Error.prepareStackTrace ? Error.prepareStackTrace(error, frames) : `${error}\n${frames.map((f) => `    at ${f}`).join('\n')}`;
+  };
+}
+
+/**
  * Load and run `file` (a CommonJS bundle) with the code cache beside it (`<file>.cache`).
  * @param {string} file absolute path of the bundle
  * @returns {StartInfo} also published as `globalThis[Symbol.for('agent-platform.start')]`
  */
 export function runBundle(file) {
-  const require = createRequire(import.meta.url);
-  const mapFile = `${file}.map`;
-  require('source-map-support').install({
-    environment: 'node',
-    handleUncaughtExceptions: false,
-    // Only the bundle has a map: other files are not read looking for one.
-    overrideRetrieveSourceMap: true,
-    retrieveSourceMap: (source) => (source === file && fs.existsSync(mapFile) ? { url: mapFile, map: fs.readFileSync(mapFile, 'utf8') } : null),
-  });
+  mapStackTraces(file);
 
   const cacheFile = `${file}.cache`;
   let cachedData;
