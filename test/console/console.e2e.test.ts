@@ -38,11 +38,8 @@ if (!haveBrowser && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci
 
 // Build the console before the app reads console/dist (npm start does the same, scripts/start.mjs).
 if (haveBrowser) {
-  const ensure = await import(path.join(ROOT, 'scripts/ensure-console.mjs'));
-  if (ensure.consoleStale()) {
-    const r = ensure.buildConsole();
-    if (r.status !== 0) throw new Error('console build failed');
-  }
+  const { ensureConsole } = (await import(path.join(ROOT, 'scripts/ensure-console.mjs'))) as { ensureConsole: () => boolean };
+  if (!ensureConsole()) throw new Error('console build failed');
 }
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
