@@ -35,7 +35,7 @@ export function consoleStale() {
  * last swap wins and both leave a whole console/dist.
  * @returns spawnSync's result of the build (`status` 0 on success)
  */
-export function buildConsole(stdio = 'inherit') {
+function buildConsole(stdio) {
   const dist = path.join(consoleDir, 'dist');
   const tmp = path.join(consoleDir, `dist.tmp-${process.pid}`);
   const old = path.join(consoleDir, `dist.old-${process.pid}`);
