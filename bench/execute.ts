@@ -25,7 +25,9 @@
  * upstream answers at once; e.g. 10 for an upstream with a real API's latency), BENCH_ONLY (`execute`:
  * skip the baselines and do not wait for the embeddings), BENCH_PROFILE=<dir> (a CPU profile of the
  * platform's main thread over each execute run: `execute-latency.cpuprofile`, `execute-throughput.cpuprofile`),
- * BENCH_EMBEDDINGS_PROVIDER (unset: the platform's default embedder; `local`), BENCH_DRAIN_TIMEOUT_S (600), BENCH_PLATFORM_NODE_FLAGS (Node flags of the platform child only, e.g. `--max-semi-space-size=2`).
+ * BENCH_EMBEDDINGS_PROVIDER (unset: the platform's default embedder; `local`), BENCH_DRAIN_TIMEOUT_S (600), BENCH_PLATFORM_NODE_FLAGS (Node flags of the platform child only, e.g. `--max-semi-space-size=2`),
+ * BENCH_PGLITE_STORAGE (`memory`, the default: an in-memory PGlite on the platform's main thread; `disk`: an
+ * on-disk data directory, as `npm start` opens it — on its own thread, db/pglite-thread.ts — unless BENCH_PGLITE_THREAD=off).
  * CPU per request is reported for the whole platform process (every thread, so the encoder's worker
  * embedding memories in the background counts) and for its main thread alone (event-loop busy time).
  *
@@ -84,7 +86,8 @@ if (role === 'platform') {
     NODE_ENV: 'production',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     DATABASE_URL: process.env.BENCH_DATABASE_URL,
-    DATABASE_IN_MEMORY: 'on',
+    DATABASE_IN_MEMORY: process.env.BENCH_PGLITE_STORAGE === 'disk' ? 'off' : 'on',
+    PGLITE_THREAD: process.env.BENCH_PGLITE_THREAD,
     REDIS_URL: process.env.BENCH_REDIS_URL,
     // unset: the platform's default embedder (the sentence encoder); `local` for the A/B of issue 18 §1
     EMBEDDINGS_PROVIDER: process.env.BENCH_EMBEDDINGS_PROVIDER,
@@ -292,6 +295,8 @@ if (!role) {
   // BENCH_ONLY=execute: only the execute runs (to profile the execute path alone with BENCH_PROFILE);
   // the baselines then read as 0 and the ratios are meaningless.
   const only = process.env.BENCH_ONLY === 'execute';
+  // What PGlite ran as (BENCH_PGLITE_STORAGE, BENCH_PGLITE_THREAD): in memory on the main thread, or on disk on its own thread.
+  const pgliteStorage = process.env.BENCH_PGLITE_STORAGE !== 'disk' ? 'memory' : process.env.BENCH_PGLITE_THREAD === 'off' ? 'disk, main thread' : 'disk, own thread';
   const skipped: Run = { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 };
   let asked = 0;
   /** Ask the platform child over IPC (`{[kind]: id}` → `{[kind + 'Reply']: id, …}`). */
@@ -363,7 +368,7 @@ if (!role) {
   const addedP50Fwd = lat.platform.p50 - lat.forwarder.p50;
   const ratioFwd = tput.platform.rps / tput.forwarder.rps;
   const delay = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0);
-  console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}, upstream delay ${delay} ms`);
+  console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : `pglite (${pgliteStorage})`}, upstream delay ${delay} ms`);
   console.log(`latency, 1 connection, sequential requests (µs resolution)`);
   console.log(row('  direct GET /fast', lat.direct));
   console.log(row('  platform bare GET /healthz', lat.bare));
@@ -383,6 +388,7 @@ if (!role) {
       bench: 'execute',
       upstream_delay_ms: delay,
       database: process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite',
+      ...(process.env.BENCH_DATABASE_URL ? {} : { pglite_storage: pgliteStorage }),
       loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
       latency: { direct: lat.direct, bare_route: lat.bare, forwarder: lat.forwarder, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)), added_p50_vs_forwarder_ms: Number(addedP50Fwd.toFixed(3)) },
       throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, forwarder: tput.forwarder, platform: tput.platform, ratio: Number(ratio.toFixed(3)), ratio_vs_forwarder: Number(ratioFwd.toFixed(3)), cpu_ratio_vs_forwarder: Number(cpuRatio.toFixed(3)) },

@@ -68,6 +68,18 @@ export interface BuiltApp {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+/**
+ * A stand-in for what is not open yet (`ctx.database` and `ctx.db` while the modules that need
+ * nothing from the database register): any use throws, naming it, instead of a TypeError later.
+ */
+function notOpenYet<T extends object>(name: string): T {
+  return new Proxy({} as T, {
+    get(_t, key) {
+      throw new Error(`ctx.${name}.${String(key)} was used before the database opened (during module registration)`);
+    },
+  });
+}
+
 /** Version of the API contract (`info.version` of /openapi.json). */
 const API_VERSION = '1.0.0';
 
@@ -145,11 +157,16 @@ export async function buildApp(
   registerErrorHandlers(app);
   registerResponseObservers(app);
   const metrics = registerMetrics(app);
-  const database = await (opts.database ?? openDatabase(config));
+  // The database opens (in main.ts, beside loading this module; an embedded one on its own thread)
+  // while the modules that need nothing from it at registration register; `ctx.database` and
+  // `ctx.db` are set once it is open, before the modules that read it at registration (identity's
+  // signing keys, memory's embedding-space check) and long before the first request.
+  const opening = opts.database ?? openDatabase(config);
+  opening.catch(() => undefined); // awaited below: a failed open fails the build there
   const ctx: AppContext = {
     config,
-    database,
-    db: database.db,
+    database: notOpenYet<Database>('database'),
+    db: notOpenYet<Database['db']>('db'),
     auth: new AuthRegistry({ apiKeysEnabled: config.auth.apiKeys }),
     log: app.log,
     jobs: await createJobQueue(config, app.log),
@@ -180,24 +197,43 @@ export async function buildApp(
     idleSweep = setInterval(() => app.server.closeIdleConnections(), 50);
     idleSweep.unref();
   });
+  let database: Database | undefined;
   app.addHook('onClose', async () => {
     clearInterval(idleSweep);
     for (const fn of [...ctx.onClose].reverse()) await fn();
     ctx.redis?.disconnect();
-    await database.close();
+    await (database ?? (await opening.catch(() => undefined)))?.close();
   });
+  ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
+  await registerRateLimit(app, ctx);
 
+  // Modules that read nothing from the database at registration.
+  await app.register(healthRoutes, { ctx, metrics });
+  await app.register(consoleRoutes);
+  await app.register(agentMemoryRoutes, { ctx });
+  await app.register(permissionRoutes, { ctx });
+  await app.register(subscriptionRoutes, { ctx });
+  await app.register(sessionRoutes, { ctx });
+  await app.register(registryRoutes, { ctx, ownerServiceDetail });
+  await app.register(connectionRoutes, { ctx });
+  await app.register(searchRoutes, { ctx });
+  await app.register(analyticsRoutes, { ctx });
+  await app.register(mcpRoutes, { ctx });
+
+  database = await opening;
+  ctx.database = database;
+  ctx.db = database.db;
+  startConnectionStatePurge(ctx);
+  // Modules that read the database at registration, or register job handlers (a queue in Redis may
+  // hand them a job at once).
+  await app.register(deploymentRoutes, { ctx });
+  await app.register(publishingRoutes, { ctx });
   const identity = await IdentityService.create(ctx);
   ctx.auth.addJwtResolver({
     name: 'user',
     accepts: (p) => typeof p.sub === 'string' && !p.sub.startsWith('agt_'),
     resolve: (token, payload, opts) => identity.resolveAccessToken(token, payload.iss, opts.resource),
   });
-  ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
-  await registerRateLimit(app, ctx);
-
-  // Modules.
-  await app.register(healthRoutes, { ctx, metrics });
   // The pre-configured tenant under /idp, unless an external provider is configured (AUTH_ISSUER).
   const deferred: Array<() => Promise<unknown>> = [];
   if (!config.auth.issuer) await app.register(idpRoutes, { ctx, identity, config, deferred });
@@ -205,23 +241,10 @@ export async function buildApp(
   const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(browserSessionRoutes, { ctx, identity, login });
-  await app.register(consoleRoutes);
   await app.register(adminRoutes, { ctx, identity });
   await app.register(apiKeyRoutes, { ctx });
   await app.register(agentRoutes, { ctx, identity });
-  await app.register(agentMemoryRoutes, { ctx });
-  await app.register(permissionRoutes, { ctx });
-  await app.register(deploymentRoutes, { ctx });
   await app.register(memoryRoutes, { ctx });
-  await app.register(subscriptionRoutes, { ctx });
-  await app.register(sessionRoutes, { ctx });
-  await app.register(registryRoutes, { ctx, ownerServiceDetail });
-  await app.register(connectionRoutes, { ctx });
-  startConnectionStatePurge(ctx);
-  await app.register(publishingRoutes, { ctx });
-  await app.register(searchRoutes, { ctx });
-  await app.register(analyticsRoutes, { ctx });
-  await app.register(mcpRoutes, { ctx });
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   landingRoute(app, config, API_VERSION);

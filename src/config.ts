@@ -33,6 +33,8 @@ export interface Config {
   pgliteSharedBuffers: string;
   /** Cache of prepared PGlite data directories (db/data-dir.ts), `PGLITE_TEMPLATE_DIR`; null when `off`. */
   pgliteTemplateDir: string | null;
+  /** `PGLITE_THREAD` (default on): an on-disk PGlite runs on its own worker thread (db/pglite-thread.ts); off: on the main thread. */
+  pgliteThread: boolean;
   redisUrl?: string;
   /**
    * Longest time, in ms, an instance serves a cached registry lookup or session state (execution
@@ -301,6 +303,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseInMemory: bool(env, 'DATABASE_IN_MEMORY', false),
     pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', 'auto', true),
     pgliteTemplateDir: str(env, 'PGLITE_TEMPLATE_DIR') === 'off' ? null : path.resolve(str(env, 'PGLITE_TEMPLATE_DIR') ?? path.join(import.meta.dirname, '..', 'node_modules', '.cache', 'agent-platform')),
+    pgliteThread: bool(env, 'PGLITE_THREAD', true),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     cacheTtlMs: int(env, 'CACHE_TTL_MS', 5000, 0, 300_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),

@@ -43,19 +43,28 @@ async function main(): Promise<void> {
     throw err;
   }
   // The database opens — a fresh embedded data directory is prepared (db/data-dir.ts), PGlite's
-  // WebAssembly compiles and boots, migrations are checked — while the main thread loads the app's
-  // modules. Imported only after the configuration parsed, so a config error prints exactly one line.
-  if (!config.databaseUrl) {
-    // PGlite's WebAssembly compiles on V8's background threads from here on (db/pglite-wasm.ts).
+  // WebAssembly compiles and boots (on its own thread: db/pglite-thread.ts), migrations are checked —
+  // while the main thread loads the app's modules. Imported only after the configuration parsed, so
+  // a config error prints exactly one line.
+  if (!config.databaseUrl && !config.databaseInMemory && config.pgliteThread) {
+    // The database thread boots, loads PGlite and compiles its WebAssembly from here on.
+    const { startPGliteWorker } = await import('./db/pglite-worker.js');
+    startPGliteWorker();
+  } else if (!config.databaseUrl) {
+    // PGlite on this thread: its WebAssembly compiles on V8's background threads from here on (db/pglite-wasm.ts).
     const { pgliteWasmModule } = await import('./db/pglite-wasm.js');
     void pgliteWasmModule();
   }
-  const { openEmbeddedDataDir } = await import('./db/data-dir.js');
+  const { openEmbeddedDataDir, embeddedDataDirInitialised } = await import('./db/data-dir.js');
   const dataDir = openEmbeddedDataDir(config);
   dataDir?.catch(() => undefined); // awaited (and reported) through the database's open
   const { openDatabase } = await import('./db/client.js');
   const database = openDatabase(config, dataDir);
   database.catch(() => undefined); // awaited (and reported) by buildApp
+  // A directory opened before takes its lock in a few event-loop turns: taken before the app's
+  // modules load (~0.3-0.5 s of synchronous work on this thread), the database thread boots
+  // PostgreSQL meanwhile. A fresh directory's copy or initialisation is not waited for here.
+  if (dataDir && config.pgliteThread && embeddedDataDirInitialised(config)) await dataDir.catch(() => undefined);
   const { buildApp } = await import('./app.js');
   const modulesMs = performance.now();
   let databaseMs = NaN; // when the database's open resolved

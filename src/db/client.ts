@@ -3,10 +3,12 @@
  * drizzle `Db` type and one SQL dialect. See DESIGN.md §2–3.
  */
 import path from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type { Config } from '../config.js';
 import { MIGRATIONS_DIR, openEmbeddedDataDir, sharedBuffersOf } from './data-dir.js';
+import { openPGliteThread } from './pglite-thread.js';
 import { pgliteWasmModule } from './pglite-wasm.js';
 import * as schema from './schema/index.js';
 
@@ -88,28 +90,25 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
     return database;
   }
 
-  // One event-loop wait for the four modules, not four in a row.
-  const [{ PGlite }, { vector }, { pg_trgm }, { drizzle }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('@electric-sql/pglite-pgvector'),
-    import('@electric-sql/pglite/contrib/pg_trgm'),
-    import('drizzle-orm/pglite'),
-  ]);
   const dataDir = config.databaseInMemory ? undefined : path.join(config.dataDir, 'pglite');
-  const unlock = await (opening ?? openEmbeddedDataDir(config));
-  const sharedBuffers = sharedBuffersOf(config, dataDir);
-  // An in-memory database after the process's first starts as a copy of that one's migrated state.
-  const template = dataDir ? undefined : await memoryTemplate?.catch(() => undefined);
-  const wasmModule = await pgliteWasmModule();
-  const client = await PGlite.create(dataDir ?? 'memory://', {
-    extensions: { vector, pg_trgm },
-    ...(wasmModule ? { pgliteWasmModule: wasmModule } : {}),
-    // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
-    // most of an idle embedded server's RSS, so a small database gets 16MB (32MB in memory; pgliteSharedBuffersFor).
-    postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
-    ...(template ? { loadDataDir: template } : {}),
-  });
-  const db = drizzle({ client, schema }) as unknown as Db;
+  const dirOpening = opening ?? openEmbeddedDataDir(config);
+  let unlock: (() => Promise<void>) | undefined;
+  // On disk, PGlite runs on its own thread (db/pglite-thread.ts) unless PGLITE_THREAD=off; in memory
+  // (tests and benchmarks build many databases per process) it runs on this one.
+  const threaded = dataDir !== undefined && config.pgliteThread;
+  const [{ drizzle }, client] = await Promise.all([
+    import('drizzle-orm/pglite'),
+    threaded
+      ? // The thread starts now; the directory opens in it once locked and initialised here.
+        openPGliteThread(
+          (async () => {
+            unlock = await dirOpening;
+            return { dataDir, postgresqlconf: [`shared_buffers = ${sharedBuffersOf(config, dataDir)}`] };
+          })(),
+        )
+      : openInProcess(config, dataDir, dirOpening).then((opened) => ((unlock = opened.unlock), opened.client)),
+  ]);
+  const db = drizzle({ client: client as PGlite, schema }) as unknown as Db;
   const database: Database = {
     db,
     hotDb: db,
@@ -133,10 +132,41 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
   if (!dataDir && !memoryTemplate) {
     // Taken before the app writes anything (keys and secrets are made later, at start-up), so the
     // copies share only the schema — as the on-disk prepared directory (data-dir.ts) does.
-    memoryTemplate = client.dumpDataDir('none');
+    memoryTemplate = (client as PGlite).dumpDataDir('none');
     await memoryTemplate.catch(() => undefined);
   }
   return database;
+}
+
+/**
+ * PGlite on this thread, with the vector and pg_trgm extensions: the data directory `dirOpening`
+ * opens (`dataDir`), or an in-memory database started from {@link memoryTemplate} when there is one.
+ */
+async function openInProcess(
+  config: Config,
+  dataDir: string | undefined,
+  dirOpening: Promise<() => Promise<void>> | undefined,
+): Promise<{ client: PGlite; unlock?: () => Promise<void> }> {
+  // One event-loop wait for the three modules, not three in a row.
+  const [{ PGlite }, { vector }, { pg_trgm }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite-pgvector'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+  ]);
+  const unlock = await dirOpening;
+  const sharedBuffers = sharedBuffersOf(config, dataDir);
+  // An in-memory database after the process's first starts as a copy of that one's migrated state.
+  const template = dataDir ? undefined : await memoryTemplate?.catch(() => undefined);
+  const wasmModule = await pgliteWasmModule();
+  const client = await PGlite.create(dataDir ?? 'memory://', {
+    extensions: { vector, pg_trgm },
+    ...(wasmModule ? { pgliteWasmModule: wasmModule } : {}),
+    // PGlite keeps shared buffers inside its WebAssembly memory: the PostgreSQL default (128MB) is
+    // most of an idle embedded server's RSS, so a small database gets 16MB (32MB in memory; pgliteSharedBuffersFor).
+    postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
+    ...(template ? { loadDataDir: template } : {}),
+  });
+  return { client, unlock };
 }
 
 /**

@@ -111,6 +111,11 @@ export function openEmbeddedDataDir(config: Config): Promise<() => Promise<void>
   return openDataDir(path.join(config.dataDir, 'pglite'), (dir) => sharedBuffersOf(config, dir), (msg) => process.emitWarning(msg), config.pgliteTemplateDir ?? undefined);
 }
 
+/** True when the embedded data directory of `config` already holds a cluster (opened before: no copy or initialisation to wait for). */
+export function embeddedDataDirInitialised(config: Config): boolean {
+  return !config.databaseUrl && !config.databaseInMemory && fs.existsSync(path.join(config.dataDir, 'pglite', 'PG_VERSION'));
+}
+
 /** The embedded data directory is held by another process (a running server or CLI). */
 export class DataDirLockedError extends Error {
   constructor(readonly dataDir: string) {

@@ -13,6 +13,11 @@ import fs from 'node:fs/promises';
 
 let compiled: Promise<WebAssembly.Module | undefined> | undefined;
 
+/** `pglite.wasm` of the installed `@electric-sql/pglite` (beside its entry module). */
+export function pgliteWasmFile(): URL {
+  return new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'));
+}
+
 /**
  * The compiled `pglite.wasm` of the installed `@electric-sql/pglite` (beside its entry module),
  * memoised for the process. Never rejects: resolves to undefined when the file cannot be read or
@@ -21,8 +26,7 @@ let compiled: Promise<WebAssembly.Module | undefined> | undefined;
 export function pgliteWasmModule(): Promise<WebAssembly.Module | undefined> {
   compiled ??= (async () => {
     try {
-      const file = new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'));
-      return await WebAssembly.compile(await fs.readFile(file));
+      return await WebAssembly.compile(await fs.readFile(pgliteWasmFile()));
     } catch {
       return undefined;
     }

@@ -1,39 +1,49 @@
 /**
  * Named prepared statements (`db/prepared.ts`, and on PGlite `db/pglite-prepared.ts`): parameters
  * and rows read as through drizzle, errors keep their SQLSTATE, and on PGlite a run waits for a
- * transaction in progress instead of landing inside it. Runs on PGlite, or on PostgreSQL with
- * TEST_DATABASE_URL.
+ * transaction in progress instead of landing inside it. Runs on PGlite — in memory on this thread,
+ * and on disk on its own thread (db/pglite-thread.ts) — or on PostgreSQL with TEST_DATABASE_URL.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
-import { execRows, openDatabase } from '../../../src/db/client.js';
+import { execRows, openDatabase, type Database } from '../../../src/db/client.js';
 import { prepareRaw } from '../../../src/db/prepared.js';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-prepared-'));
-const database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, DATABASE_IN_MEMORY: 'on', DATABASE_URL: process.env.TEST_DATABASE_URL }));
-const table = `prepared_test_${process.pid}_${Date.now().toString(36)}`;
-await database.db.execute(sql.raw(`create table ${table} (id text primary key, n int not null, tags text[], doc jsonb, at timestamptz)`));
+const engines: Array<{ name: string; env: Record<string, string> }> = process.env.TEST_DATABASE_URL
+  ? [{ name: 'postgres', env: { DATABASE_URL: process.env.TEST_DATABASE_URL } }]
+  : [
+      { name: 'pglite in memory', env: { DATABASE_IN_MEMORY: 'on' } },
+      { name: 'pglite on disk, own thread', env: { DATABASE_IN_MEMORY: 'off', PGLITE_THREAD: 'on' } },
+    ];
 
-afterAll(async () => {
-  await database.db.execute(sql.raw(`drop table if exists ${table}`));
-  await database.close();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+describe.each(engines)('prepared statements ($name)', ({ env }) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-prepared-'));
+  let database!: Database;
+  const table = `prepared_test_${process.pid}_${Date.now().toString(36)}`;
+  beforeAll(async () => {
+    database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, ...env }));
+    await database.db.execute(sql.raw(`create table ${table} (id text primary key, n int not null, tags text[], doc jsonb, at timestamptz)`));
+  });
 
-const insert = () =>
-  prepareRaw<{ id: string; n: number; tags: string[] | null; doc: unknown; at: string | null; total: string }>(
-    database.db,
-    `test_insert_${table}`,
-    () => sql`insert into ${sql.raw(table)} (id, n, tags, doc, at)
-              values (${sql.placeholder('id')}, ${sql.placeholder('n')}::int, ${sql.placeholder('tags')}::text[], ${sql.placeholder('doc')}::jsonb, ${sql.placeholder('at')}::timestamptz)
-              returning id, n, tags, doc, at, (select count(*) from ${sql.raw(table)}) as total`,
-  );
+  afterAll(async () => {
+    await database?.db.execute(sql.raw(`drop table if exists ${table}`));
+    await database?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
-describe(`prepared statements (${database.engine})`, () => {
+  const insert = () =>
+    prepareRaw<{ id: string; n: number; tags: string[] | null; doc: unknown; at: string | null; total: string }>(
+      database.db,
+      `test_insert_${table}`,
+      () => sql`insert into ${sql.raw(table)} (id, n, tags, doc, at)
+                values (${sql.placeholder('id')}, ${sql.placeholder('n')}::int, ${sql.placeholder('tags')}::text[], ${sql.placeholder('doc')}::jsonb, ${sql.placeholder('at')}::timestamptz)
+                returning id, n, tags, doc, at, (select count(*) from ${sql.raw(table)}) as total`,
+    );
+
   it('binds text, integers, arrays, JSON and nulls, and reads rows as drizzle does', async () => {
     const a = await insert().run({ id: 'a', n: 7, tags: ['x', 'y, z', 'q"uote'], doc: JSON.stringify({ k: [1, 2] }), at: '2026-01-02T03:04:05.678Z' });
     expect(a).toHaveLength(1);

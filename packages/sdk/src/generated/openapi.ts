@@ -3,6 +3,1095 @@
  */
 
 export interface paths {
+    "/v2/memory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List own memory entries in key order (optionally under a prefix) */
+        get: operations["agentMemory.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/memory/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an entry (ETag = version; If-None-Match → 304) */
+        get: operations["agentMemory.get"];
+        /** Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency */
+        put: operations["agentMemory.put"];
+        post?: never;
+        /** Delete an entry (If-Match honoured) */
+        delete: operations["agentMemory.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/memory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read an agent's memory (other agents need a live grant; audited) */
+        get: operations["agentMemory.listOf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/memory/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Write one key of an agent's memory (other agents need a live write grant; audited) */
+        put: operations["agentMemory.putOf"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/memory/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself) */
+        get: operations["agentMemory.audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/permissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live grants on this agent's memory (who may access it) */
+        get: operations["permissions.list"];
+        put?: never;
+        /** Grant another agent (any account's) read or write access to this agent's memory */
+        post: operations["permissions.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live grants this agent holds (what it may access) */
+        get: operations["permissions.grants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/permissions/{permId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a grant (effective immediately) */
+        delete: operations["permissions.revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the user's subscriptions, newest first */
+        get: operations["subscriptions.list"];
+        put?: never;
+        /** Subscribe to a published service (plans by role: user → free, pro → up to pro, enterprise/admin → any) */
+        post: operations["subscriptions.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/services/ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Ids of the services the user is actively subscribed to */
+        get: operations["subscriptions.serviceIds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Subscription details */
+        get: operations["subscriptions.get"];
+        /** Change the plan of an active subscription (plans by role, as for subscribing) */
+        put: operations["subscriptions.update"];
+        post?: never;
+        /** Cancel a subscription (executions are refused from then on) */
+        delete: operations["subscriptions.cancel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/quotas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Quota windows of a subscription: limit, used, remaining, reset time */
+        get: operations["subscriptions.quotas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the caller's sessions, newest first */
+        get: operations["sessions.list"];
+        put?: never;
+        /** Create a session */
+        post: operations["sessions.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the caller's sessions, newest first */
+        get: operations["sessions.listAll"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Session details with its latest executions */
+        get: operations["sessions.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Session details with its latest executions */
+        get: operations["sessions.getById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Close a session (it then refuses new executions) */
+        post: operations["sessions.close"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{id}/execute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Execute a tool of a service in the session
+         * @description 200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window.
+         */
+        post: operations["sessions.execute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/owner/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the caller's services */
+        get: operations["registry.listOwn"];
+        put?: never;
+        /** Register an API service (native manifest, OpenAPI document or MCP server); the signing secret is shown once */
+        post: operations["registry.register"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/owner/services/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Service details: tools, status, checklist summary, report counts */
+        get: operations["registry.getOwn"];
+        put?: never;
+        post?: never;
+        /** Delete a service (a published one leaves the marketplace) */
+        delete: operations["registry.delete"];
+        options?: never;
+        head?: never;
+        /** Update a service (top-level fields; tools of a manifest-sourced service) */
+        patch: operations["registry.update"];
+        trace?: never;
+    };
+    "/owner/services/{id}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Re-read the tools from the MCP server or OpenAPI URL */
+        post: operations["registry.sync"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/owner/services/{id}/signing-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate the HMAC signing secret (the new one is shown once) */
+        post: operations["registry.rotateSigningSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List published services (filters: category, tag, q) */
+        get: operations["marketplace.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/{id}/manifest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Public manifest of a published service (or of the caller's own) */
+        get: operations["marketplace.manifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's connections, newest first */
+        get: operations["connections.list"];
+        put?: never;
+        /** Connect the caller's account (or one of its agents') at an oauth2 service: returns the upstream's authorization URL */
+        post: operations["connections.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One connection (never its tokens) */
+        get: operations["connections.get"];
+        put?: never;
+        post?: never;
+        /** Revoke the grant at the upstream (RFC 7009, when it can) and delete the connection */
+        delete: operations["connections.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The upstream's redirect after consent (authenticated by the single-use state, not by a token)
+         * @description Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. Without, answers the result as JSON (a failed authorization as a problem).
+         */
+        get: operations["connections.callback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Universal search: services and tools, plus the caller's own memories and sessions, grouped by type */
+        get: operations["search.universal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/search/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search tools (full text + typo tolerance, blended with popularity); filters: category, tag, service */
+        get: operations["search.tools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/search/popular": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Most-executed tools of published services over a window */
+        get: operations["search.popular"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/search/recommendations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Services recommended from what the caller uses, subscribes to and owns (each with a reason) */
+        get: operations["search.recommendations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/search/suggestions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Autocomplete: service names, tool names, categories and tags starting with q */
+        get: operations["search.suggestions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's usage: totals, success rate, latency, daily series, top tools and services, sessions, memories */
+        get: operations["analytics.user"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Usage per service: all users' calls of services the caller owns (aggregated), and the caller's own calls */
+        get: operations["analytics.services"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Usage per tool: the caller's calls (scope=mine) or all users' calls of owned tools (scope=owned) */
+        get: operations["analytics.tools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's sessions: counts by status, durations, executions per session, daily series */
+        get: operations["analytics.sessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/realtime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Last 1 and 5 minutes: requests, errors, latency, executions, active sessions */
+        get: operations["analytics.realtime"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/system": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Platform totals: users, services, executions, error rate, agents, deployments, memories, requests (admin) */
+        get: operations["analytics.system"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Per-route requests, errors and latency percentiles (admin) */
+        get: operations["analytics.endpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728) */
+        get: operations["mcp.resourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728) */
+        get: operations["mcp.resourceMetadataRoot"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Open the server-to-client stream (notifications/tools/list_changed)
+         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
+         */
+        get: operations["mcp.stream"];
+        put?: never;
+        /**
+         * Send an MCP message
+         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
+         */
+        post: operations["mcp.post"];
+        /**
+         * End an MCP session
+         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
+         */
+        delete: operations["mcp.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deploy agent code (multipart: a .tar.gz artifact); creates version N+1, prepared in the background */
+        post: operations["deployments.deploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/invoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true) */
+        post: operations["deployments.invoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Deployment history, newest first */
+        get: operations["deployments.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/deployments/rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make the previous good version active again (the current one becomes rolled_back) */
+        post: operations["deployments.rollback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/deployments/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop the active deployment (invocations then answer 409) */
+        post: operations["deployments.stop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/deployments/redeploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run the prepare step again on the current version (or the one named) */
+        post: operations["deployments.redeploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Invocations of the agent, newest first */
+        get: operations["deployments.executions.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/executions/{exeId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One invocation with input, output and logs */
+        get: operations["deployments.executions.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/executions/{exeId}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An invocation's log lines; ?follow=true streams them (SSE) until it ends
+         * @description Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })
+         */
+        get: operations["deployments.executions.logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log lines of the agent's recent invocations; ?follow=true tails its invocations as they run (SSE)
+         * @description Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })
+         */
+        get: operations["deployments.logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start the publish checklist (runs in the background) */
+        post: operations["publishing.publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{id}/publish/resubmit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Re-run the publish checklist of a rejected or unpublished service */
+        post: operations["publishing.resubmit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{id}/publish/verification-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Functional verification status: per-test results and checklist */
+        get: operations["publishing.verificationStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{id}/verify-domain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Get the domain token and methods; call again to check */
+        post: operations["publishing.verifyDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{id}/verification-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the functional verification test calls */
+        post: operations["publishing.setVerificationConfig"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{id}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Remove the service from the marketplace */
+        post: operations["publishing.unpublish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{serviceId}/tools/{toolId}/rename": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Rename a tool (the old name stays an alias for execution) */
+        patch: operations["publishing.renameTool"];
+        trace?: never;
+    };
+    "/owner/services/{id}/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reports on the caller’s service */
+        get: operations["publishing.listReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/owner/services/{id}/reports/{reportId}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resolve a report (a degraded tool recovers below the threshold) */
+        post: operations["publishing.resolveReport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report a broken tool or service (one open report per user per tool) */
+        post: operations["publishing.report"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/config": {
         parameters: {
             query?: never;
@@ -419,321 +1508,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/memory": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List own memory entries in key order (optionally under a prefix) */
-        get: operations["agentMemory.list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/memory/{key}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Get an entry (ETag = version; If-None-Match → 304) */
-        get: operations["agentMemory.get"];
-        /** Create (201) or replace (200) an entry; If-Match / If-None-Match: * for optimistic concurrency */
-        put: operations["agentMemory.put"];
-        post?: never;
-        /** Delete an entry (If-Match honoured) */
-        delete: operations["agentMemory.delete"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/memory": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Read an agent's memory (other agents need a live grant; audited) */
-        get: operations["agentMemory.listOf"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/memory/{key}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        /** Write one key of an agent's memory (other agents need a live write grant; audited) */
-        put: operations["agentMemory.putOf"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/memory/audit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Cross-agent reads and writes of this agent's memory, newest first (owner user or the agent itself) */
-        get: operations["agentMemory.audit"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/permissions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Live grants on this agent's memory (who may access it) */
-        get: operations["permissions.list"];
-        put?: never;
-        /** Grant another agent (any account's) read or write access to this agent's memory */
-        post: operations["permissions.create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/grants": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Live grants this agent holds (what it may access) */
-        get: operations["permissions.grants"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/permissions/{permId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Revoke a grant (effective immediately) */
-        delete: operations["permissions.revoke"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/deploy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Deploy agent code (multipart: a .tar.gz artifact); creates version N+1, prepared in the background */
-        post: operations["deployments.deploy"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/invoke": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Invoke the active version: 200 with the finished run, or 202 with a queued run (?async=true or "async": true) */
-        post: operations["deployments.invoke"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/deployments": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Deployment history, newest first */
-        get: operations["deployments.list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/deployments/rollback": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Make the previous good version active again (the current one becomes rolled_back) */
-        post: operations["deployments.rollback"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/deployments/stop": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Stop the active deployment (invocations then answer 409) */
-        post: operations["deployments.stop"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/deployments/redeploy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Run the prepare step again on the current version (or the one named) */
-        post: operations["deployments.redeploy"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/executions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Invocations of the agent, newest first */
-        get: operations["deployments.executions.list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/executions/{exeId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One invocation with input, output and logs */
-        get: operations["deployments.executions.get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/executions/{exeId}/logs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * An invocation's log lines; ?follow=true streams them (SSE) until it ends
-         * @description Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })
-         */
-        get: operations["deployments.executions.logs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v2/agents/{id}/logs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Log lines of the agent's recent invocations; ?follow=true tails its invocations as they run (SSE)
-         * @description Lines as JSON; with ?follow=true a text/event-stream of `log` events (data: a line with its invocation_id) and `end` events (data: { invocation_id, status })
-         */
-        get: operations["deployments.logs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/memory": {
         parameters: {
             query?: never;
@@ -872,780 +1646,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/subscriptions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the user's subscriptions, newest first */
-        get: operations["subscriptions.list"];
-        put?: never;
-        /** Subscribe to a published service (plans by role: user → free, pro → up to pro, enterprise/admin → any) */
-        post: operations["subscriptions.create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/subscriptions/services/ids": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Ids of the services the user is actively subscribed to */
-        get: operations["subscriptions.serviceIds"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/subscriptions/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Subscription details */
-        get: operations["subscriptions.get"];
-        /** Change the plan of an active subscription (plans by role, as for subscribing) */
-        put: operations["subscriptions.update"];
-        post?: never;
-        /** Cancel a subscription (executions are refused from then on) */
-        delete: operations["subscriptions.cancel"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/subscriptions/{id}/quotas": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Quota windows of a subscription: limit, used, remaining, reset time */
-        get: operations["subscriptions.quotas"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/agents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the caller's sessions, newest first */
-        get: operations["sessions.list"];
-        put?: never;
-        /** Create a session */
-        post: operations["sessions.create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sessions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the caller's sessions, newest first */
-        get: operations["sessions.listAll"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/agents/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Session details with its latest executions */
-        get: operations["sessions.get"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sessions/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Session details with its latest executions */
-        get: operations["sessions.getById"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/sessions/{id}/close": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Close a session (it then refuses new executions) */
-        post: operations["sessions.close"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/agents/{id}/execute": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Execute a tool of a service in the session
-         * @description 200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window.
-         */
-        post: operations["sessions.execute"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/owner/services": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List the caller's services */
-        get: operations["registry.listOwn"];
-        put?: never;
-        /** Register an API service (native manifest, OpenAPI document or MCP server); the signing secret is shown once */
-        post: operations["registry.register"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/owner/services/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Service details: tools, status, checklist summary, report counts */
-        get: operations["registry.getOwn"];
-        put?: never;
-        post?: never;
-        /** Delete a service (a published one leaves the marketplace) */
-        delete: operations["registry.delete"];
-        options?: never;
-        head?: never;
-        /** Update a service (top-level fields; tools of a manifest-sourced service) */
-        patch: operations["registry.update"];
-        trace?: never;
-    };
-    "/owner/services/{id}/sync": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Re-read the tools from the MCP server or OpenAPI URL */
-        post: operations["registry.sync"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/owner/services/{id}/signing-secret": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Rotate the HMAC signing secret (the new one is shown once) */
-        post: operations["registry.rotateSigningSecret"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/services": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** List published services (filters: category, tag, q) */
-        get: operations["marketplace.list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/services/{id}/manifest": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Public manifest of a published service (or of the caller's own) */
-        get: operations["marketplace.manifest"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/connections": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The caller's connections, newest first */
-        get: operations["connections.list"];
-        put?: never;
-        /** Connect the caller's account (or one of its agents') at an oauth2 service: returns the upstream's authorization URL */
-        post: operations["connections.create"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/connections/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One connection (never its tokens) */
-        get: operations["connections.get"];
-        put?: never;
-        post?: never;
-        /** Revoke the grant at the upstream (RFC 7009, when it can) and delete the connection */
-        delete: operations["connections.delete"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/connections/callback": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The upstream's redirect after consent (authenticated by the single-use state, not by a token)
-         * @description Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. Without, answers the result as JSON (a failed authorization as a problem).
-         */
-        get: operations["connections.callback"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{id}/publish": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Start the publish checklist (runs in the background) */
-        post: operations["publishing.publish"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{id}/publish/resubmit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Re-run the publish checklist of a rejected or unpublished service */
-        post: operations["publishing.resubmit"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{id}/publish/verification-status": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Functional verification status: per-test results and checklist */
-        get: operations["publishing.verificationStatus"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{id}/verify-domain": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Get the domain token and methods; call again to check */
-        post: operations["publishing.verifyDomain"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{id}/verification-config": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Set the functional verification test calls */
-        post: operations["publishing.setVerificationConfig"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{id}/unpublish": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Remove the service from the marketplace */
-        post: operations["publishing.unpublish"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{serviceId}/tools/{toolId}/rename": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        /** Rename a tool (the old name stays an alias for execution) */
-        patch: operations["publishing.renameTool"];
-        trace?: never;
-    };
-    "/owner/services/{id}/reports": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Reports on the caller’s service */
-        get: operations["publishing.listReports"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/owner/services/{id}/reports/{reportId}/resolve": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Resolve a report (a degraded tool recovers below the threshold) */
-        post: operations["publishing.resolveReport"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/services/{id}/report": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Report a broken tool or service (one open report per user per tool) */
-        post: operations["publishing.report"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/search": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Universal search: services and tools, plus the caller's own memories and sessions, grouped by type */
-        get: operations["search.universal"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/search/tools": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Search tools (full text + typo tolerance, blended with popularity); filters: category, tag, service */
-        get: operations["search.tools"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/search/popular": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Most-executed tools of published services over a window */
-        get: operations["search.popular"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/search/recommendations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Services recommended from what the caller uses, subscribes to and owns (each with a reason) */
-        get: operations["search.recommendations"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/search/suggestions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Autocomplete: service names, tool names, categories and tags starting with q */
-        get: operations["search.suggestions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/analytics/user": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The caller's usage: totals, success rate, latency, daily series, top tools and services, sessions, memories */
-        get: operations["analytics.user"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/analytics/services": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Usage per service: all users' calls of services the caller owns (aggregated), and the caller's own calls */
-        get: operations["analytics.services"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/analytics/tools": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Usage per tool: the caller's calls (scope=mine) or all users' calls of owned tools (scope=owned) */
-        get: operations["analytics.tools"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/analytics/sessions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The caller's sessions: counts by status, durations, executions per session, daily series */
-        get: operations["analytics.sessions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/analytics/realtime": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Last 1 and 5 minutes: requests, errors, latency, executions, active sessions */
-        get: operations["analytics.realtime"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/analytics/system": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Platform totals: users, services, executions, error rate, agents, deployments, memories, requests (admin) */
-        get: operations["analytics.system"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/analytics/endpoints": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Per-route requests, errors and latency percentiles (admin) */
-        get: operations["analytics.endpoints"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/.well-known/oauth-protected-resource/mcp": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728) */
-        get: operations["mcp.resourceMetadata"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/.well-known/oauth-protected-resource": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728) */
-        get: operations["mcp.resourceMetadataRoot"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/mcp": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Open the server-to-client stream (notifications/tools/list_changed)
-         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
-         */
-        get: operations["mcp.stream"];
-        put?: never;
-        /**
-         * Send an MCP message
-         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
-         */
-        post: operations["mcp.post"];
-        /**
-         * End an MCP session
-         * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
-         */
-        delete: operations["mcp.delete"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1675,2281 +1675,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    "auth.config": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description host of the identity provider */
-                        domain: string;
-                        clientId: string;
-                        audience: string;
-                        scope: string;
-                        issuer: string;
-                        authorization_endpoint?: string;
-                        token_endpoint?: string;
-                        jwks_uri?: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.info": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description host of the identity provider */
-                        domain: string;
-                        clientId: string;
-                        audience: string;
-                        scope: string;
-                        issuer: string;
-                        authorization_endpoint?: string;
-                        token_endpoint?: string;
-                        jwks_uri?: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.startLogin": {
-        parameters: {
-            query: {
-                /** @description the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI) */
-                redirect_uri: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description authorization URL at the identity provider (`<issuer>/authorize?…`) */
-                        auth_url: string;
-                        /** @description opaque anti-forgery value; single use, valid 10 minutes */
-                        state: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.callback": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description authorization code from the redirect */
-                    code: string;
-                    /** @description the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI) */
-                    redirect_uri: string;
-                    /** @description the state of GET /v1/auth/login (returned on the redirect too) */
-                    state: string;
-                    /** @description the `iss` parameter of the redirect (RFC 9207), when present */
-                    iss?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        expires_in: number;
-                        refresh_token?: string;
-                        id_token?: string;
-                        scope?: string;
-                        user_id?: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.register": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** Format: email */
-                    email: string;
-                    password: string;
-                    name?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        user_id: string;
-                        email: null | string;
-                        name: null | string;
-                        picture: null | string;
-                        roles: ("user" | "pro" | "enterprise" | "admin")[];
-                        preferences: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        subscription: {
-                            tier: string;
-                            valid_until: null | string;
-                        };
-                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
-                        test: boolean;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.login": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** Format: email */
-                    email: string;
-                    password: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        expires_in: number;
-                        refresh_token: string;
-                        id_token: string;
-                        scope?: string;
-                        user_id?: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.test": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** Format: email */
-                    email?: string;
-                    name?: string;
-                    roles?: ("user" | "pro" | "enterprise" | "admin")[];
-                    expires_in?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        expires_in: number;
-                        refresh_token: string;
-                        id_token: string;
-                        scope?: string;
-                        user_id?: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.refresh": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    refresh_token: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        expires_in: number;
-                        refresh_token?: string;
-                        id_token?: string;
-                        scope?: string;
-                        user_id?: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.validate": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        valid: boolean;
-                        user_id?: string;
-                        email?: null | string;
-                        roles?: string[];
-                        /** Format: date-time */
-                        expires_at?: string;
-                        /** @description why the token is not valid: token_expired | invalid_token */
-                        code?: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.me": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        user_id: string;
-                        email: null | string;
-                        name: null | string;
-                        picture: null | string;
-                        roles: ("user" | "pro" | "enterprise" | "admin")[];
-                        preferences: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        subscription: {
-                            tier: string;
-                            valid_until: null | string;
-                        };
-                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
-                        test: boolean;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.profile": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        user_id: string;
-                        email: null | string;
-                        name: null | string;
-                        picture: null | string;
-                        roles: ("user" | "pro" | "enterprise" | "admin")[];
-                        preferences: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        subscription: {
-                            tier: string;
-                            valid_until: null | string;
-                        };
-                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
-                        test: boolean;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.updateProfile": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name?: string;
-                    /** Format: uri */
-                    picture?: string;
-                    preferences?: {
-                        theme?: string;
-                        notifications?: boolean;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        user_id: string;
-                        email: null | string;
-                        name: null | string;
-                        picture: null | string;
-                        roles: ("user" | "pro" | "enterprise" | "admin")[];
-                        preferences: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        subscription: {
-                            tier: string;
-                            valid_until: null | string;
-                        };
-                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
-                        test: boolean;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.session.create": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description authorization code from the redirect */
-                    code: string;
-                    /** @description the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI) */
-                    redirect_uri: string;
-                    /** @description the state of GET /v1/auth/login (returned on the redirect too) */
-                    state: string;
-                    /** @description the `iss` parameter of the redirect (RFC 9207), when present */
-                    iss?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        expires_in: number;
-                        id_token?: string;
-                        scope?: string;
-                        user_id: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.session.delete": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "auth.session.refresh": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        expires_in: number;
-                        id_token?: string;
-                        scope?: string;
-                        user_id: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "admin.setUserRoles": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description the user as the API shows it (`user_id`: `<provider>|<id>`, e.g. `agent-platform|usr_…`, URL-encoded as `agent-platform%7Cusr_…`) or the bare platform id (`usr_…`) */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description the complete new role list (replaces the old one) */
-                    roles: ("user" | "pro" | "enterprise" | "admin")[];
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        user_id: string;
-                        email: null | string;
-                        name: null | string;
-                        picture: null | string;
-                        roles: ("user" | "pro" | "enterprise" | "admin")[];
-                        preferences: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        subscription: {
-                            tier: string;
-                            valid_until: null | string;
-                        };
-                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
-                        test: boolean;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "apiKeys.list": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            id: string;
-                            name: string;
-                            /** @description first characters of the key, to tell keys apart */
-                            prefix: string;
-                            last_used_at: null | string;
-                            expires_at: null | string;
-                            /** Format: date-time */
-                            created_at: string;
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "apiKeys.create": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name: string;
-                    /** Format: date-time */
-                    expires_at?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        /** @description first characters of the key, to tell keys apart */
-                        prefix: string;
-                        last_used_at: null | string;
-                        expires_at: null | string;
-                        /** Format: date-time */
-                        created_at: string;
-                    } & {
-                        /** @description the secret; shown only in this answer */
-                        key: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "apiKeys.revoke": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.token": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/x-www-form-urlencoded": null | {
-                    /** @description must be "client_credentials" */
-                    grant_type?: unknown;
-                    /** @description space-delimited: memory:read memory:write permissions:manage tools:execute (default: all) */
-                    scope?: unknown;
-                    /** @description client_secret_post only */
-                    client_id?: unknown;
-                    /** @description client_secret_post only */
-                    client_secret?: unknown;
-                };
-                "application/json": null | {
-                    /** @description must be "client_credentials" */
-                    grant_type?: unknown;
-                    /** @description space-delimited: memory:read memory:write permissions:manage tools:execute (default: all) */
-                    scope?: unknown;
-                    /** @description client_secret_post only */
-                    client_id?: unknown;
-                    /** @description client_secret_post only */
-                    client_secret?: unknown;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        expires_in: number;
-                        scope: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: string;
-                        error_description: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: string;
-                        error_description: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: string;
-                        error_description: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: string;
-                        error_description: string;
-                    };
-                };
-            };
-        };
-    };
-    "agents.list": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-                include_deleted?: boolean;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            id: string;
-                            name: string;
-                            description: null | string;
-                            client_id: string;
-                            status: "active" | "disabled" | "deleted";
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
-                            secrets: {
-                                /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
-                                id: string;
-                                /** Format: date-time */
-                                created_at: string;
-                                last_used_at: null | string;
-                                /** @description null while it is the current secret; set when a rotation gave it a grace period */
-                                expires_at: null | string;
-                            }[];
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            deleted_at: null | string;
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.create": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name: string;
-                    description?: null | string;
-                    /** @description free-form JSON object, at most 16 KiB */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        description: null | string;
-                        client_id: string;
-                        status: "active" | "disabled" | "deleted";
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
-                        secrets: {
-                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
-                            id: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            last_used_at: null | string;
-                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
-                            expires_at: null | string;
-                        }[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        deleted_at: null | string;
-                    } & {
-                        /** @description shown only in this answer; stored as a scrypt hash */
-                        client_secret: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.get": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        description: null | string;
-                        client_id: string;
-                        status: "active" | "disabled" | "deleted";
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
-                        secrets: {
-                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
-                            id: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            last_used_at: null | string;
-                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
-                            expires_at: null | string;
-                        }[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        deleted_at: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.delete": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.update": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name?: string;
-                    description?: null | string;
-                    /** @description free-form JSON object, at most 16 KiB */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                    status?: "active" | "disabled";
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        description: null | string;
-                        client_id: string;
-                        status: "active" | "disabled" | "deleted";
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
-                        secrets: {
-                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
-                            id: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            last_used_at: null | string;
-                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
-                            expires_at: null | string;
-                        }[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        deleted_at: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.rotateSecret": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": null | {
-                    /** @description how long older secrets (and their tokens) keep working; default 0 */
-                    grace_period_seconds?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        description: null | string;
-                        client_id: string;
-                        status: "active" | "disabled" | "deleted";
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
-                        secrets: {
-                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
-                            id: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            last_used_at: null | string;
-                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
-                            expires_at: null | string;
-                        }[];
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        deleted_at: null | string;
-                    } & {
-                        /** @description shown only in this answer; stored as a scrypt hash */
-                        client_secret: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.tools.subscribe": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description service name (or id) */
-                    service: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        /** @description service name */
-                        service: string;
-                        /** Format: date-time */
-                        subscribed_at: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        /** @description service name */
-                        service: string;
-                        /** Format: date-time */
-                        subscribed_at: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.tools.unsubscribe": {
-        parameters: {
-            query?: {
-                service?: string;
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": null | {
-                    service: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "agents.tools.list": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            service_id: string;
-                            /** @description service name */
-                            service: string;
-                            /** Format: date-time */
-                            subscribed_at: string;
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     "agentMemory.list": {
         parameters: {
             query?: {
@@ -4928,2233 +2653,6 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.deploy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "multipart/form-data": {
-                    /**
-                     * Format: binary
-                     * @description gzip-compressed tar archive (.tar.gz / .tgz); the first file part if none is named "artifact"
-                     */
-                    artifact: string;
-                    /** @description module to load, relative path; default package.json "main", else index.js / index.mjs / index.cjs */
-                    entrypoint?: string;
-                    /** @description JSON object of environment variables (string values), stored encrypted */
-                    env?: string;
-                    /** @description JSON array of egress patterns ("api.example.com", "*.example.org:443"); overrides "egress" of agent.json in the bundle; default: none (no network) */
-                    egress?: string;
-                    description?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description dep_… */
-                        id: string;
-                        agent_id: string;
-                        /** @description 1, 2, … per agent */
-                        version: number;
-                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
-                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
-                        /** @description module loaded by the sandbox, relative to the artifact root */
-                        entrypoint: string;
-                        description: null | string;
-                        artifact: {
-                            sha256: string;
-                            size_bytes: number;
-                            /** @description entries in the archive */
-                            files: number;
-                            unpacked_bytes: number;
-                        };
-                        /** @description names of the environment variables (values are never returned) */
-                        env_keys: string[];
-                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
-                        egress: string[];
-                        failure_reason: null | string;
-                        created_by: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        prepared_at: null | string;
-                        activated_at: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.invoke": {
-        parameters: {
-            query?: {
-                async?: boolean;
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description any JSON; the handler receives it as its first argument */
-                    input?: unknown;
-                    /** @description wall-clock limit of the run (process start included), ms; at most SANDBOX_MAX_TIMEOUT_MS */
-                    timeout_ms?: number;
-                    /** @description queue the run and answer 202 at once (same as ?async=true) */
-                    async?: boolean;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description inv_… */
-                        id: string;
-                        agent_id: string;
-                        deployment_id: string;
-                        version: number;
-                        status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
-                        async: boolean;
-                        error: null | {
-                            /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
-                            code: string;
-                            message: string;
-                            name?: string;
-                            stack?: string;
-                            permission?: string;
-                            resource?: string;
-                        };
-                        timeout_ms: number;
-                        duration_ms: null | number;
-                        cold: null | boolean;
-                        /** Format: date-time */
-                        created_at: string;
-                        started_at: null | string;
-                        finished_at: null | string;
-                        input: unknown;
-                        output: unknown;
-                        logs: {
-                            /** Format: date-time */
-                            ts: string;
-                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
-                            stream: "stdout" | "stderr" | "platform";
-                            message: string;
-                            level?: "info" | "warn" | "error";
-                            fields?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        logs_truncated: boolean;
-                        /** @description platform calls the handler made, in order (at most 200 kept) */
-                        calls: {
-                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
-                            op: string;
-                            /** @description service/tool, memory key, or query */
-                            target?: string;
-                            status: "ok" | "error";
-                            /** @description the problem code of a refused or failed call */
-                            error?: string;
-                            /** @description exe_… of a tool execution (in the session of the invocation) */
-                            execution_id?: string;
-                            duration_ms: number;
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description inv_… */
-                        id: string;
-                        agent_id: string;
-                        deployment_id: string;
-                        version: number;
-                        status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
-                        async: boolean;
-                        error: null | {
-                            /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
-                            code: string;
-                            message: string;
-                            name?: string;
-                            stack?: string;
-                            permission?: string;
-                            resource?: string;
-                        };
-                        timeout_ms: number;
-                        duration_ms: null | number;
-                        cold: null | boolean;
-                        /** Format: date-time */
-                        created_at: string;
-                        started_at: null | string;
-                        finished_at: null | string;
-                        input: unknown;
-                        output: unknown;
-                        logs: {
-                            /** Format: date-time */
-                            ts: string;
-                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
-                            stream: "stdout" | "stderr" | "platform";
-                            message: string;
-                            level?: "info" | "warn" | "error";
-                            fields?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        logs_truncated: boolean;
-                        /** @description platform calls the handler made, in order (at most 200 kept) */
-                        calls: {
-                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
-                            op: string;
-                            /** @description service/tool, memory key, or query */
-                            target?: string;
-                            status: "ok" | "error";
-                            /** @description the problem code of a refused or failed call */
-                            error?: string;
-                            /** @description exe_… of a tool execution (in the session of the invocation) */
-                            execution_id?: string;
-                            duration_ms: number;
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.list": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description dep_… */
-                            id: string;
-                            agent_id: string;
-                            /** @description 1, 2, … per agent */
-                            version: number;
-                            /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
-                            status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
-                            /** @description module loaded by the sandbox, relative to the artifact root */
-                            entrypoint: string;
-                            description: null | string;
-                            artifact: {
-                                sha256: string;
-                                size_bytes: number;
-                                /** @description entries in the archive */
-                                files: number;
-                                unpacked_bytes: number;
-                            };
-                            /** @description names of the environment variables (values are never returned) */
-                            env_keys: string[];
-                            /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
-                            egress: string[];
-                            failure_reason: null | string;
-                            created_by: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            prepared_at: null | string;
-                            activated_at: null | string;
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.rollback": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description version to make active; default: the newest earlier good version */
-                    version?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description dep_… */
-                        id: string;
-                        agent_id: string;
-                        /** @description 1, 2, … per agent */
-                        version: number;
-                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
-                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
-                        /** @description module loaded by the sandbox, relative to the artifact root */
-                        entrypoint: string;
-                        description: null | string;
-                        artifact: {
-                            sha256: string;
-                            size_bytes: number;
-                            /** @description entries in the archive */
-                            files: number;
-                            unpacked_bytes: number;
-                        };
-                        /** @description names of the environment variables (values are never returned) */
-                        env_keys: string[];
-                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
-                        egress: string[];
-                        failure_reason: null | string;
-                        created_by: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        prepared_at: null | string;
-                        activated_at: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.stop": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description dep_… */
-                        id: string;
-                        agent_id: string;
-                        /** @description 1, 2, … per agent */
-                        version: number;
-                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
-                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
-                        /** @description module loaded by the sandbox, relative to the artifact root */
-                        entrypoint: string;
-                        description: null | string;
-                        artifact: {
-                            sha256: string;
-                            size_bytes: number;
-                            /** @description entries in the archive */
-                            files: number;
-                            unpacked_bytes: number;
-                        };
-                        /** @description names of the environment variables (values are never returned) */
-                        env_keys: string[];
-                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
-                        egress: string[];
-                        failure_reason: null | string;
-                        created_by: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        prepared_at: null | string;
-                        activated_at: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.redeploy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description version to prepare again; default: the current version */
-                    version?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description dep_… */
-                        id: string;
-                        agent_id: string;
-                        /** @description 1, 2, … per agent */
-                        version: number;
-                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
-                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
-                        /** @description module loaded by the sandbox, relative to the artifact root */
-                        entrypoint: string;
-                        description: null | string;
-                        artifact: {
-                            sha256: string;
-                            size_bytes: number;
-                            /** @description entries in the archive */
-                            files: number;
-                            unpacked_bytes: number;
-                        };
-                        /** @description names of the environment variables (values are never returned) */
-                        env_keys: string[];
-                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
-                        egress: string[];
-                        failure_reason: null | string;
-                        created_by: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        prepared_at: null | string;
-                        activated_at: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.executions.list": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            /** @description inv_… */
-                            id: string;
-                            agent_id: string;
-                            deployment_id: string;
-                            version: number;
-                            status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
-                            async: boolean;
-                            error: null | {
-                                /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
-                                code: string;
-                                message: string;
-                                name?: string;
-                                stack?: string;
-                                permission?: string;
-                                resource?: string;
-                            };
-                            timeout_ms: number;
-                            duration_ms: null | number;
-                            cold: null | boolean;
-                            /** Format: date-time */
-                            created_at: string;
-                            started_at: null | string;
-                            finished_at: null | string;
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.executions.get": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-                exeId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description inv_… */
-                        id: string;
-                        agent_id: string;
-                        deployment_id: string;
-                        version: number;
-                        status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
-                        async: boolean;
-                        error: null | {
-                            /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
-                            code: string;
-                            message: string;
-                            name?: string;
-                            stack?: string;
-                            permission?: string;
-                            resource?: string;
-                        };
-                        timeout_ms: number;
-                        duration_ms: null | number;
-                        cold: null | boolean;
-                        /** Format: date-time */
-                        created_at: string;
-                        started_at: null | string;
-                        finished_at: null | string;
-                        input: unknown;
-                        output: unknown;
-                        logs: {
-                            /** Format: date-time */
-                            ts: string;
-                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
-                            stream: "stdout" | "stderr" | "platform";
-                            message: string;
-                            level?: "info" | "warn" | "error";
-                            fields?: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        logs_truncated: boolean;
-                        /** @description platform calls the handler made, in order (at most 200 kept) */
-                        calls: {
-                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
-                            op: string;
-                            /** @description service/tool, memory key, or query */
-                            target?: string;
-                            status: "ok" | "error";
-                            /** @description the problem code of a refused or failed call */
-                            error?: string;
-                            /** @description exe_… of a tool execution (in the session of the invocation) */
-                            execution_id?: string;
-                            duration_ms: number;
-                            /** Format: date-time */
-                            at: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.executions.logs": {
-        parameters: {
-            query?: {
-                /** @description true: stream the lines as Server-Sent Events (text/event-stream) until the invocation ends */
-                follow?: boolean;
-            };
-            header?: never;
-            path: {
-                id: string;
-                exeId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: ({
-                            /** Format: date-time */
-                            ts: string;
-                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
-                            stream: "stdout" | "stderr" | "platform";
-                            message: string;
-                            level?: "info" | "warn" | "error";
-                            fields?: {
-                                [key: string]: unknown;
-                            };
-                        } & {
-                            invocation_id: string;
-                        })[];
-                        logs_truncated: boolean;
-                    };
-                    "text/event-stream": {
-                        data: ({
-                            /** Format: date-time */
-                            ts: string;
-                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
-                            stream: "stdout" | "stderr" | "platform";
-                            message: string;
-                            level?: "info" | "warn" | "error";
-                            fields?: {
-                                [key: string]: unknown;
-                            };
-                        } & {
-                            invocation_id: string;
-                        })[];
-                        logs_truncated: boolean;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "deployments.logs": {
-        parameters: {
-            query?: {
-                /** @description true: stream the lines as Server-Sent Events (text/event-stream) until the invocation ends */
-                follow?: boolean;
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: ({
-                            /** Format: date-time */
-                            ts: string;
-                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
-                            stream: "stdout" | "stderr" | "platform";
-                            message: string;
-                            level?: "info" | "warn" | "error";
-                            fields?: {
-                                [key: string]: unknown;
-                            };
-                        } & {
-                            invocation_id: string;
-                        })[];
-                        logs_truncated: boolean;
-                    };
-                    "text/event-stream": {
-                        data: ({
-                            /** Format: date-time */
-                            ts: string;
-                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
-                            stream: "stdout" | "stderr" | "platform";
-                            message: string;
-                            level?: "info" | "warn" | "error";
-                            fields?: {
-                                [key: string]: unknown;
-                            };
-                        } & {
-                            invocation_id: string;
-                        })[];
-                        logs_truncated: boolean;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                    "text/event-stream": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.list": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-                session_id?: string;
-                agent_id?: string;
-                /** @description created at or after */
-                since?: string;
-                /** @description created at or before */
-                until?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            id: string;
-                            content: string;
-                            source: "explicit" | "execution" | "summary";
-                            session_id: null | string;
-                            agent_id: null | string;
-                            service_id: null | string;
-                            tool_id: null | string;
-                            execution_id: null | string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description when what it records happened (created_at unless given on POST /memory)
-                             */
-                            occurred_at: string;
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.create": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description at most 16 KiB (UTF-8); more → 413 */
-                    content: string;
-                    session_id?: string;
-                    agent_id?: string;
-                    /** @description any JSON object, at most 8 KiB */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                    /**
-                     * Format: date-time
-                     * @description RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it
-                     */
-                    occurred_at?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        content: string;
-                        source: "explicit" | "execution" | "summary";
-                        session_id: null | string;
-                        agent_id: null | string;
-                        service_id: null | string;
-                        tool_id: null | string;
-                        execution_id: null | string;
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description when what it records happened (created_at unless given on POST /memory)
-                         */
-                        occurred_at: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.deleteAll": {
-        parameters: {
-            query?: {
-                session_id?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @description memories deleted */
-                        deleted: number;
-                        /** @description session summaries deleted */
-                        deleted_summaries: number;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.listPaginated": {
-        parameters: {
-            query?: {
-                page?: number;
-                page_size?: number;
-                session_id?: string;
-                agent_id?: string;
-                /** @description created at or after */
-                since?: string;
-                /** @description created at or before */
-                until?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            id: string;
-                            content: string;
-                            source: "explicit" | "execution" | "summary";
-                            session_id: null | string;
-                            agent_id: null | string;
-                            service_id: null | string;
-                            tool_id: null | string;
-                            execution_id: null | string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description when what it records happened (created_at unless given on POST /memory)
-                             */
-                            occurred_at: string;
-                        }[];
-                        page: number;
-                        page_size: number;
-                        total: number;
-                        total_pages: number;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.search": {
-        parameters: {
-            query: {
-                /** @description what to look for (free text) */
-                q: string;
-                /** @description minimum cosine similarity of a hit */
-                threshold?: number;
-                limit?: number;
-                session_id?: string;
-                agent_id?: string;
-                /** @description retrieval arms: both fused (default), vector only, full text only */
-                mode?: "hybrid" | "vector" | "text";
-                /** @description `neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context) */
-                expand?: "neighbors";
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: ({
-                            id: string;
-                            content: string;
-                            source: "explicit" | "execution" | "summary";
-                            session_id: null | string;
-                            agent_id: null | string;
-                            service_id: null | string;
-                            tool_id: null | string;
-                            execution_id: null | string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description when what it records happened (created_at unless given on POST /memory)
-                             */
-                            occurred_at: string;
-                        } & {
-                            /** @description reciprocal-rank-fusion score (higher is better) */
-                            score: number;
-                            /** @description cosine similarity to the query, 0..1 */
-                            similarity: number;
-                            vector_rank: null | number;
-                            text_rank: null | number;
-                            /** @description with `expand=neighbors`: the memories before and after this one in its session, among those the search could return (null: none, or no session) */
-                            neighbors?: {
-                                previous: null | {
-                                    id: string;
-                                    content: string;
-                                    source: "explicit" | "execution" | "summary";
-                                    session_id: null | string;
-                                    agent_id: null | string;
-                                    service_id: null | string;
-                                    tool_id: null | string;
-                                    execution_id: null | string;
-                                    metadata: {
-                                        [key: string]: unknown;
-                                    };
-                                    /** Format: date-time */
-                                    created_at: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description when what it records happened (created_at unless given on POST /memory)
-                                     */
-                                    occurred_at: string;
-                                };
-                                next: null | {
-                                    id: string;
-                                    content: string;
-                                    source: "explicit" | "execution" | "summary";
-                                    session_id: null | string;
-                                    agent_id: null | string;
-                                    service_id: null | string;
-                                    tool_id: null | string;
-                                    execution_id: null | string;
-                                    metadata: {
-                                        [key: string]: unknown;
-                                    };
-                                    /** Format: date-time */
-                                    created_at: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description when what it records happened (created_at unless given on POST /memory)
-                                     */
-                                    occurred_at: string;
-                                };
-                            };
-                        })[];
-                        query: string;
-                        mode: string;
-                        threshold: number;
-                        /** @description candidates dropped because their similarity was below threshold */
-                        filtered_count: number;
-                        vector_index: "hnsw" | "exact";
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.agentContext": {
-        parameters: {
-            query?: {
-                /** @description what the agent is about to do; omitted → the newest memories */
-                q?: string;
-                agent_id?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        agent_id: null | string;
-                        query: null | string;
-                        relevant_memories: ({
-                            id: string;
-                            content: string;
-                            source: "explicit" | "execution" | "summary";
-                            session_id: null | string;
-                            agent_id: null | string;
-                            service_id: null | string;
-                            tool_id: null | string;
-                            execution_id: null | string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description when what it records happened (created_at unless given on POST /memory)
-                             */
-                            occurred_at: string;
-                        } & {
-                            score?: number;
-                            similarity?: number;
-                        })[];
-                        recent_sessions: {
-                            id: string;
-                            name: null | string;
-                            agent_id: null | string;
-                            status: string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            execution_count: number;
-                            last_activity_at: null | string;
-                            closed_at: null | string;
-                            /** Format: date-time */
-                            created_at: string;
-                            summary: null | {
-                                id: string;
-                                session_id: string;
-                                agent_id: null | string;
-                                summary: string;
-                                key_points: string[];
-                                tools_used: {
-                                    service_id: string;
-                                    tool_id: string;
-                                    tool_name: string;
-                                    calls: number;
-                                    succeeded: number;
-                                    failed: number;
-                                }[];
-                                execution_count: number;
-                                started_at: null | string;
-                                ended_at: null | string;
-                                /** Format: date-time */
-                                generated_at: string;
-                                generator: "extractive" | "llm";
-                                model: null | string;
-                                memory_id: null | string;
-                            };
-                        }[];
-                        frequent_tools: {
-                            service_id: string;
-                            tool_id: string;
-                            tool_name: string;
-                            calls: number;
-                            successes: number;
-                            failures: number;
-                            /** @description successes / calls, 0..1 */
-                            success_rate: number;
-                            avg_duration_ms: number;
-                        }[];
-                        stats: {
-                            total_memories: number;
-                            by_source: {
-                                explicit: number;
-                                execution: number;
-                                summary: number;
-                            };
-                            sessions_with_memories: number;
-                            summaries: number;
-                            oldest_at: null | string;
-                            newest_at: null | string;
-                            storage_bytes: number;
-                            embedding: {
-                                provider: string;
-                                model: string;
-                                dimensions: number;
-                            };
-                            vector_search: "pgvector_hnsw" | "exact_real_array";
-                        };
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.sessionSummary": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        session_id: string;
-                        agent_id: null | string;
-                        summary: string;
-                        key_points: string[];
-                        tools_used: {
-                            service_id: string;
-                            tool_id: string;
-                            tool_name: string;
-                            calls: number;
-                            succeeded: number;
-                            failed: number;
-                        }[];
-                        execution_count: number;
-                        started_at: null | string;
-                        ended_at: null | string;
-                        /** Format: date-time */
-                        generated_at: string;
-                        generator: "extractive" | "llm";
-                        model: null | string;
-                        memory_id: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.sessionTimeline": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            type: "execution" | "memory" | "summary";
-                            id: string;
-                            /** Format: date-time */
-                            at: string;
-                            execution?: {
-                                service_id: string;
-                                tool_id: string;
-                                tool_name: string;
-                                status: string;
-                                http_status: null | number;
-                                duration_ms: number;
-                                error: null | {
-                                    code: string;
-                                    message: string;
-                                };
-                                memory: null | string;
-                            };
-                            memory?: {
-                                source: string;
-                                content: string;
-                                metadata: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                            summary?: {
-                                summary: string;
-                                key_points: string[];
-                                generator: string;
-                            };
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.summarizeSession": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        session_id: string;
-                        agent_id: null | string;
-                        summary: string;
-                        key_points: string[];
-                        tools_used: {
-                            service_id: string;
-                            tool_id: string;
-                            tool_name: string;
-                            calls: number;
-                            succeeded: number;
-                            failed: number;
-                        }[];
-                        execution_count: number;
-                        started_at: null | string;
-                        ended_at: null | string;
-                        /** Format: date-time */
-                        generated_at: string;
-                        generator: "extractive" | "llm";
-                        model: null | string;
-                        memory_id: null | string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "memory.stats": {
-        parameters: {
-            query?: {
-                agent_id?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        total_memories: number;
-                        by_source: {
-                            explicit: number;
-                            execution: number;
-                            summary: number;
-                        };
-                        sessions_with_memories: number;
-                        summaries: number;
-                        oldest_at: null | string;
-                        newest_at: null | string;
-                        storage_bytes: number;
-                        embedding: {
-                            provider: string;
-                            model: string;
-                            dimensions: number;
-                        };
-                        vector_search: "pgvector_hnsw" | "exact_real_array";
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9990,970 +5488,6 @@ export interface operations {
             };
         };
     };
-    "publishing.publish": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        /** @description service status */
-                        status: string;
-                        verification: {
-                            state: "not_started" | "pending" | "running" | "passed" | "failed";
-                            started_at: null | string;
-                            finished_at: null | string;
-                            tests: {
-                                tool: string;
-                                status: "passed" | "failed";
-                                http_status: null | number;
-                                latency_ms: null | number;
-                                error: null | string;
-                            }[];
-                        };
-                        checklist: {
-                            manifest_valid: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            domain_verified: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            functional_verification: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                        };
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.resubmit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        /** @description service status */
-                        status: string;
-                        verification: {
-                            state: "not_started" | "pending" | "running" | "passed" | "failed";
-                            started_at: null | string;
-                            finished_at: null | string;
-                            tests: {
-                                tool: string;
-                                status: "passed" | "failed";
-                                http_status: null | number;
-                                latency_ms: null | number;
-                                error: null | string;
-                            }[];
-                        };
-                        checklist: {
-                            manifest_valid: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            domain_verified: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            functional_verification: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                        };
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.verificationStatus": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        /** @description service status */
-                        status: string;
-                        verification: {
-                            state: "not_started" | "pending" | "running" | "passed" | "failed";
-                            started_at: null | string;
-                            finished_at: null | string;
-                            tests: {
-                                tool: string;
-                                status: "passed" | "failed";
-                                http_status: null | number;
-                                latency_ms: null | number;
-                                error: null | string;
-                            }[];
-                        };
-                        checklist: {
-                            manifest_valid: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            domain_verified: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            functional_verification: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                        };
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.verifyDomain": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        host: string;
-                        status: "pending" | "verified" | "failed";
-                        token: string;
-                        methods: {
-                            type: "dns" | "http";
-                            record_type?: string;
-                            name?: string;
-                            value?: string;
-                            url?: string;
-                            content?: string;
-                        }[];
-                        method: null | string;
-                        verified_at: null | string;
-                        detail: string;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.setVerificationConfig": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    tests: {
-                        /** @description tool name, former name or id */
-                        tool: string;
-                        /** @default {} */
-                        arguments: {
-                            [key: string]: unknown;
-                        };
-                        expect?: {
-                            status?: number;
-                            /** @description JSON Schema (2020-12) the response body must match */
-                            json_schema?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    }[];
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        tests: {
-                            /** @description tool name, former name or id */
-                            tool: string;
-                            /** @default {} */
-                            arguments: {
-                                [key: string]: unknown;
-                            };
-                            expect?: {
-                                status?: number;
-                                /** @description JSON Schema (2020-12) the response body must match */
-                                json_schema?: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        }[];
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.unpublish": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        service_id: string;
-                        /** @description service status */
-                        status: string;
-                        verification: {
-                            state: "not_started" | "pending" | "running" | "passed" | "failed";
-                            started_at: null | string;
-                            finished_at: null | string;
-                            tests: {
-                                tool: string;
-                                status: "passed" | "failed";
-                                http_status: null | number;
-                                latency_ms: null | number;
-                                error: null | string;
-                            }[];
-                        };
-                        checklist: {
-                            manifest_valid: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            domain_verified: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                            functional_verification: {
-                                status: "passed" | "failed" | "pending";
-                                detail: string;
-                                checked_at: null | string;
-                            };
-                        };
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.renameTool": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                serviceId: string;
-                toolId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        /** @description former names, still accepted for execution */
-                        aliases: string[];
-                        description: string;
-                        /** @description HTTP method, or MCP for tools of an MCP server */
-                        method: string;
-                        path: string;
-                        /** @description JSON Schema (2020-12) object */
-                        input_schema: {
-                            [key: string]: unknown;
-                        };
-                        output_schema: null | {
-                            [key: string]: unknown;
-                        };
-                        status: "active" | "degraded";
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.listReports": {
-        parameters: {
-            query?: {
-                limit?: number;
-                cursor?: string;
-                status?: "open" | "resolved";
-            };
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            id: string;
-                            service_id: string;
-                            tool_id: null | string;
-                            reason: "broken" | "wrong_output" | "security" | "other";
-                            details: null | string;
-                            status: "open" | "resolved";
-                            /** Format: date-time */
-                            created_at: string;
-                            resolved_at: null | string;
-                        }[];
-                        next_cursor: string | null;
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.resolveReport": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-                reportId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        service_id: string;
-                        tool_id: null | string;
-                        reason: "broken" | "wrong_output" | "security" | "other";
-                        details: null | string;
-                        status: "open" | "resolved";
-                        /** Format: date-time */
-                        created_at: string;
-                        resolved_at: null | string;
-                        tool_status: null | ("active" | "degraded");
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    "publishing.report": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description tool id or name; absent → the whole service */
-                    tool_id?: string;
-                    reason: "broken" | "wrong_output" | "security" | "other";
-                    details?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        service_id: string;
-                        tool_id: null | string;
-                        reason: "broken" | "wrong_output" | "security" | "other";
-                        details: null | string;
-                        status: "open" | "resolved";
-                        /** Format: date-time */
-                        created_at: string;
-                        resolved_at: null | string;
-                        tool_status: null | ("active" | "degraded");
-                    };
-                };
-            };
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     "search.universal": {
         parameters: {
             query: {
@@ -12602,6 +7136,5472 @@ export interface operations {
                         };
                         id: null;
                     };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description gzip-compressed tar archive (.tar.gz / .tgz); the first file part if none is named "artifact"
+                     */
+                    artifact: string;
+                    /** @description module to load, relative path; default package.json "main", else index.js / index.mjs / index.cjs */
+                    entrypoint?: string;
+                    /** @description JSON object of environment variables (string values), stored encrypted */
+                    env?: string;
+                    /** @description JSON array of egress patterns ("api.example.com", "*.example.org:443"); overrides "egress" of agent.json in the bundle; default: none (no network) */
+                    egress?: string;
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description dep_… */
+                        id: string;
+                        agent_id: string;
+                        /** @description 1, 2, … per agent */
+                        version: number;
+                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
+                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
+                        /** @description module loaded by the sandbox, relative to the artifact root */
+                        entrypoint: string;
+                        description: null | string;
+                        artifact: {
+                            sha256: string;
+                            size_bytes: number;
+                            /** @description entries in the archive */
+                            files: number;
+                            unpacked_bytes: number;
+                        };
+                        /** @description names of the environment variables (values are never returned) */
+                        env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
+                        failure_reason: null | string;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        prepared_at: null | string;
+                        activated_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.invoke": {
+        parameters: {
+            query?: {
+                async?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description any JSON; the handler receives it as its first argument */
+                    input?: unknown;
+                    /** @description wall-clock limit of the run (process start included), ms; at most SANDBOX_MAX_TIMEOUT_MS */
+                    timeout_ms?: number;
+                    /** @description queue the run and answer 202 at once (same as ?async=true) */
+                    async?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description inv_… */
+                        id: string;
+                        agent_id: string;
+                        deployment_id: string;
+                        version: number;
+                        status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
+                        async: boolean;
+                        error: null | {
+                            /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
+                            code: string;
+                            message: string;
+                            name?: string;
+                            stack?: string;
+                            permission?: string;
+                            resource?: string;
+                        };
+                        timeout_ms: number;
+                        duration_ms: null | number;
+                        cold: null | boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                        started_at: null | string;
+                        finished_at: null | string;
+                        input: unknown;
+                        output: unknown;
+                        logs: {
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        logs_truncated: boolean;
+                        /** @description platform calls the handler made, in order (at most 200 kept) */
+                        calls: {
+                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
+                            op: string;
+                            /** @description service/tool, memory key, or query */
+                            target?: string;
+                            status: "ok" | "error";
+                            /** @description the problem code of a refused or failed call */
+                            error?: string;
+                            /** @description exe_… of a tool execution (in the session of the invocation) */
+                            execution_id?: string;
+                            duration_ms: number;
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description inv_… */
+                        id: string;
+                        agent_id: string;
+                        deployment_id: string;
+                        version: number;
+                        status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
+                        async: boolean;
+                        error: null | {
+                            /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
+                            code: string;
+                            message: string;
+                            name?: string;
+                            stack?: string;
+                            permission?: string;
+                            resource?: string;
+                        };
+                        timeout_ms: number;
+                        duration_ms: null | number;
+                        cold: null | boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                        started_at: null | string;
+                        finished_at: null | string;
+                        input: unknown;
+                        output: unknown;
+                        logs: {
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        logs_truncated: boolean;
+                        /** @description platform calls the handler made, in order (at most 200 kept) */
+                        calls: {
+                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
+                            op: string;
+                            /** @description service/tool, memory key, or query */
+                            target?: string;
+                            status: "ok" | "error";
+                            /** @description the problem code of a refused or failed call */
+                            error?: string;
+                            /** @description exe_… of a tool execution (in the session of the invocation) */
+                            execution_id?: string;
+                            duration_ms: number;
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description dep_… */
+                            id: string;
+                            agent_id: string;
+                            /** @description 1, 2, … per agent */
+                            version: number;
+                            /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
+                            status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
+                            /** @description module loaded by the sandbox, relative to the artifact root */
+                            entrypoint: string;
+                            description: null | string;
+                            artifact: {
+                                sha256: string;
+                                size_bytes: number;
+                                /** @description entries in the archive */
+                                files: number;
+                                unpacked_bytes: number;
+                            };
+                            /** @description names of the environment variables (values are never returned) */
+                            env_keys: string[];
+                            /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                            egress: string[];
+                            failure_reason: null | string;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            prepared_at: null | string;
+                            activated_at: null | string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.rollback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description version to make active; default: the newest earlier good version */
+                    version?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description dep_… */
+                        id: string;
+                        agent_id: string;
+                        /** @description 1, 2, … per agent */
+                        version: number;
+                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
+                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
+                        /** @description module loaded by the sandbox, relative to the artifact root */
+                        entrypoint: string;
+                        description: null | string;
+                        artifact: {
+                            sha256: string;
+                            size_bytes: number;
+                            /** @description entries in the archive */
+                            files: number;
+                            unpacked_bytes: number;
+                        };
+                        /** @description names of the environment variables (values are never returned) */
+                        env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
+                        failure_reason: null | string;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        prepared_at: null | string;
+                        activated_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description dep_… */
+                        id: string;
+                        agent_id: string;
+                        /** @description 1, 2, … per agent */
+                        version: number;
+                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
+                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
+                        /** @description module loaded by the sandbox, relative to the artifact root */
+                        entrypoint: string;
+                        description: null | string;
+                        artifact: {
+                            sha256: string;
+                            size_bytes: number;
+                            /** @description entries in the archive */
+                            files: number;
+                            unpacked_bytes: number;
+                        };
+                        /** @description names of the environment variables (values are never returned) */
+                        env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
+                        failure_reason: null | string;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        prepared_at: null | string;
+                        activated_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.redeploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description version to prepare again; default: the current version */
+                    version?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description dep_… */
+                        id: string;
+                        agent_id: string;
+                        /** @description 1, 2, … per agent */
+                        version: number;
+                        /** @description preparing → active | failed; active → superseded (a newer version became active) | stopped | rolled_back */
+                        status: "preparing" | "active" | "failed" | "superseded" | "stopped" | "rolled_back";
+                        /** @description module loaded by the sandbox, relative to the artifact root */
+                        entrypoint: string;
+                        description: null | string;
+                        artifact: {
+                            sha256: string;
+                            size_bytes: number;
+                            /** @description entries in the archive */
+                            files: number;
+                            unpacked_bytes: number;
+                        };
+                        /** @description names of the environment variables (values are never returned) */
+                        env_keys: string[];
+                        /** @description egress allow-list: hosts the code may reach through the platform proxy ("host", "*.domain", optional ":port"; without a port 80 and 443); empty: no network */
+                        egress: string[];
+                        failure_reason: null | string;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        prepared_at: null | string;
+                        activated_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.executions.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description inv_… */
+                            id: string;
+                            agent_id: string;
+                            deployment_id: string;
+                            version: number;
+                            status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
+                            async: boolean;
+                            error: null | {
+                                /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
+                                code: string;
+                                message: string;
+                                name?: string;
+                                stack?: string;
+                                permission?: string;
+                                resource?: string;
+                            };
+                            timeout_ms: number;
+                            duration_ms: null | number;
+                            cold: null | boolean;
+                            /** Format: date-time */
+                            created_at: string;
+                            started_at: null | string;
+                            finished_at: null | string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.executions.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                exeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description inv_… */
+                        id: string;
+                        agent_id: string;
+                        deployment_id: string;
+                        version: number;
+                        status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
+                        async: boolean;
+                        error: null | {
+                            /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
+                            code: string;
+                            message: string;
+                            name?: string;
+                            stack?: string;
+                            permission?: string;
+                            resource?: string;
+                        };
+                        timeout_ms: number;
+                        duration_ms: null | number;
+                        cold: null | boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                        started_at: null | string;
+                        finished_at: null | string;
+                        input: unknown;
+                        output: unknown;
+                        logs: {
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        logs_truncated: boolean;
+                        /** @description platform calls the handler made, in order (at most 200 kept) */
+                        calls: {
+                            /** @description tools.execute, tools.search, memory.get|put|delete|list|read, userMemory.search|add */
+                            op: string;
+                            /** @description service/tool, memory key, or query */
+                            target?: string;
+                            status: "ok" | "error";
+                            /** @description the problem code of a refused or failed call */
+                            error?: string;
+                            /** @description exe_… of a tool execution (in the session of the invocation) */
+                            execution_id?: string;
+                            duration_ms: number;
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.executions.logs": {
+        parameters: {
+            query?: {
+                /** @description true: stream the lines as Server-Sent Events (text/event-stream) until the invocation ends */
+                follow?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+                exeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                    "text/event-stream": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "deployments.logs": {
+        parameters: {
+            query?: {
+                /** @description true: stream the lines as Server-Sent Events (text/event-stream) until the invocation ends */
+                follow?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                    "text/event-stream": {
+                        data: ({
+                            /** Format: date-time */
+                            ts: string;
+                            /** @description platform: a context.log line, or an event of the platform (a refused egress attempt, …) */
+                            stream: "stdout" | "stderr" | "platform";
+                            message: string;
+                            level?: "info" | "warn" | "error";
+                            fields?: {
+                                [key: string]: unknown;
+                            };
+                        } & {
+                            invocation_id: string;
+                        })[];
+                        logs_truncated: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                    "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        /** @description service status */
+                        status: string;
+                        verification: {
+                            state: "not_started" | "pending" | "running" | "passed" | "failed";
+                            started_at: null | string;
+                            finished_at: null | string;
+                            tests: {
+                                tool: string;
+                                status: "passed" | "failed";
+                                http_status: null | number;
+                                latency_ms: null | number;
+                                error: null | string;
+                            }[];
+                        };
+                        checklist: {
+                            manifest_valid: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            domain_verified: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            functional_verification: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.resubmit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        /** @description service status */
+                        status: string;
+                        verification: {
+                            state: "not_started" | "pending" | "running" | "passed" | "failed";
+                            started_at: null | string;
+                            finished_at: null | string;
+                            tests: {
+                                tool: string;
+                                status: "passed" | "failed";
+                                http_status: null | number;
+                                latency_ms: null | number;
+                                error: null | string;
+                            }[];
+                        };
+                        checklist: {
+                            manifest_valid: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            domain_verified: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            functional_verification: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.verificationStatus": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        /** @description service status */
+                        status: string;
+                        verification: {
+                            state: "not_started" | "pending" | "running" | "passed" | "failed";
+                            started_at: null | string;
+                            finished_at: null | string;
+                            tests: {
+                                tool: string;
+                                status: "passed" | "failed";
+                                http_status: null | number;
+                                latency_ms: null | number;
+                                error: null | string;
+                            }[];
+                        };
+                        checklist: {
+                            manifest_valid: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            domain_verified: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            functional_verification: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.verifyDomain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        host: string;
+                        status: "pending" | "verified" | "failed";
+                        token: string;
+                        methods: {
+                            type: "dns" | "http";
+                            record_type?: string;
+                            name?: string;
+                            value?: string;
+                            url?: string;
+                            content?: string;
+                        }[];
+                        method: null | string;
+                        verified_at: null | string;
+                        detail: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.setVerificationConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    tests: {
+                        /** @description tool name, former name or id */
+                        tool: string;
+                        /** @default {} */
+                        arguments: {
+                            [key: string]: unknown;
+                        };
+                        expect?: {
+                            status?: number;
+                            /** @description JSON Schema (2020-12) the response body must match */
+                            json_schema?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        tests: {
+                            /** @description tool name, former name or id */
+                            tool: string;
+                            /** @default {} */
+                            arguments: {
+                                [key: string]: unknown;
+                            };
+                            expect?: {
+                                status?: number;
+                                /** @description JSON Schema (2020-12) the response body must match */
+                                json_schema?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        /** @description service status */
+                        status: string;
+                        verification: {
+                            state: "not_started" | "pending" | "running" | "passed" | "failed";
+                            started_at: null | string;
+                            finished_at: null | string;
+                            tests: {
+                                tool: string;
+                                status: "passed" | "failed";
+                                http_status: null | number;
+                                latency_ms: null | number;
+                                error: null | string;
+                            }[];
+                        };
+                        checklist: {
+                            manifest_valid: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            domain_verified: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                            functional_verification: {
+                                status: "passed" | "failed" | "pending";
+                                detail: string;
+                                checked_at: null | string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.renameTool": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                serviceId: string;
+                toolId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @description former names, still accepted for execution */
+                        aliases: string[];
+                        description: string;
+                        /** @description HTTP method, or MCP for tools of an MCP server */
+                        method: string;
+                        path: string;
+                        /** @description JSON Schema (2020-12) object */
+                        input_schema: {
+                            [key: string]: unknown;
+                        };
+                        output_schema: null | {
+                            [key: string]: unknown;
+                        };
+                        status: "active" | "degraded";
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.listReports": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                status?: "open" | "resolved";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            service_id: string;
+                            tool_id: null | string;
+                            reason: "broken" | "wrong_output" | "security" | "other";
+                            details: null | string;
+                            status: "open" | "resolved";
+                            /** Format: date-time */
+                            created_at: string;
+                            resolved_at: null | string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.resolveReport": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                reportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        service_id: string;
+                        tool_id: null | string;
+                        reason: "broken" | "wrong_output" | "security" | "other";
+                        details: null | string;
+                        status: "open" | "resolved";
+                        /** Format: date-time */
+                        created_at: string;
+                        resolved_at: null | string;
+                        tool_status: null | ("active" | "degraded");
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "publishing.report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description tool id or name; absent → the whole service */
+                    tool_id?: string;
+                    reason: "broken" | "wrong_output" | "security" | "other";
+                    details?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        service_id: string;
+                        tool_id: null | string;
+                        reason: "broken" | "wrong_output" | "security" | "other";
+                        details: null | string;
+                        status: "open" | "resolved";
+                        /** Format: date-time */
+                        created_at: string;
+                        resolved_at: null | string;
+                        tool_status: null | ("active" | "degraded");
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description host of the identity provider */
+                        domain: string;
+                        clientId: string;
+                        audience: string;
+                        scope: string;
+                        issuer: string;
+                        authorization_endpoint?: string;
+                        token_endpoint?: string;
+                        jwks_uri?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description host of the identity provider */
+                        domain: string;
+                        clientId: string;
+                        audience: string;
+                        scope: string;
+                        issuer: string;
+                        authorization_endpoint?: string;
+                        token_endpoint?: string;
+                        jwks_uri?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.startLogin": {
+        parameters: {
+            query: {
+                /** @description the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI) */
+                redirect_uri: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description authorization URL at the identity provider (`<issuer>/authorize?…`) */
+                        auth_url: string;
+                        /** @description opaque anti-forgery value; single use, valid 10 minutes */
+                        state: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description authorization code from the redirect */
+                    code: string;
+                    /** @description the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI) */
+                    redirect_uri: string;
+                    /** @description the state of GET /v1/auth/login (returned on the redirect too) */
+                    state: string;
+                    /** @description the `iss` parameter of the redirect (RFC 9207), when present */
+                    iss?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        refresh_token?: string;
+                        id_token?: string;
+                        scope?: string;
+                        user_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    password: string;
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        email: null | string;
+                        name: null | string;
+                        picture: null | string;
+                        roles: ("user" | "pro" | "enterprise" | "admin")[];
+                        preferences: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        subscription: {
+                            tier: string;
+                            valid_until: null | string;
+                        };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        refresh_token: string;
+                        id_token: string;
+                        scope?: string;
+                        user_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email?: string;
+                    name?: string;
+                    roles?: ("user" | "pro" | "enterprise" | "admin")[];
+                    expires_in?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        refresh_token: string;
+                        id_token: string;
+                        scope?: string;
+                        user_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    refresh_token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        refresh_token?: string;
+                        id_token?: string;
+                        scope?: string;
+                        user_id?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        valid: boolean;
+                        user_id?: string;
+                        email?: null | string;
+                        roles?: string[];
+                        /** Format: date-time */
+                        expires_at?: string;
+                        /** @description why the token is not valid: token_expired | invalid_token */
+                        code?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        email: null | string;
+                        name: null | string;
+                        picture: null | string;
+                        roles: ("user" | "pro" | "enterprise" | "admin")[];
+                        preferences: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        subscription: {
+                            tier: string;
+                            valid_until: null | string;
+                        };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        email: null | string;
+                        name: null | string;
+                        picture: null | string;
+                        roles: ("user" | "pro" | "enterprise" | "admin")[];
+                        preferences: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        subscription: {
+                            tier: string;
+                            valid_until: null | string;
+                        };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.updateProfile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    /** Format: uri */
+                    picture?: string;
+                    preferences?: {
+                        theme?: string;
+                        notifications?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        email: null | string;
+                        name: null | string;
+                        picture: null | string;
+                        roles: ("user" | "pro" | "enterprise" | "admin")[];
+                        preferences: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        subscription: {
+                            tier: string;
+                            valid_until: null | string;
+                        };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.session.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description authorization code from the redirect */
+                    code: string;
+                    /** @description the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI) */
+                    redirect_uri: string;
+                    /** @description the state of GET /v1/auth/login (returned on the redirect too) */
+                    state: string;
+                    /** @description the `iss` parameter of the redirect (RFC 9207), when present */
+                    iss?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        id_token?: string;
+                        scope?: string;
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.session.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "auth.session.refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        id_token?: string;
+                        scope?: string;
+                        user_id: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "admin.setUserRoles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user as the API shows it (`user_id`: `<provider>|<id>`, e.g. `agent-platform|usr_…`, URL-encoded as `agent-platform%7Cusr_…`) or the bare platform id (`usr_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the complete new role list (replaces the old one) */
+                    roles: ("user" | "pro" | "enterprise" | "admin")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        email: null | string;
+                        name: null | string;
+                        picture: null | string;
+                        roles: ("user" | "pro" | "enterprise" | "admin")[];
+                        preferences: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        subscription: {
+                            tier: string;
+                            valid_until: null | string;
+                        };
+                        /** @description true for accounts created by POST /auth/test (test tokens are issued for these only) */
+                        test: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "apiKeys.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @description first characters of the key, to tell keys apart */
+                            prefix: string;
+                            last_used_at: null | string;
+                            expires_at: null | string;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "apiKeys.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** Format: date-time */
+                    expires_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @description first characters of the key, to tell keys apart */
+                        prefix: string;
+                        last_used_at: null | string;
+                        expires_at: null | string;
+                        /** Format: date-time */
+                        created_at: string;
+                    } & {
+                        /** @description the secret; shown only in this answer */
+                        key: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "apiKeys.revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": null | {
+                    /** @description must be "client_credentials" */
+                    grant_type?: unknown;
+                    /** @description space-delimited: memory:read memory:write permissions:manage tools:execute (default: all) */
+                    scope?: unknown;
+                    /** @description client_secret_post only */
+                    client_id?: unknown;
+                    /** @description client_secret_post only */
+                    client_secret?: unknown;
+                };
+                "application/json": null | {
+                    /** @description must be "client_credentials" */
+                    grant_type?: unknown;
+                    /** @description space-delimited: memory:read memory:write permissions:manage tools:execute (default: all) */
+                    scope?: unknown;
+                    /** @description client_secret_post only */
+                    client_id?: unknown;
+                    /** @description client_secret_post only */
+                    client_secret?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        scope: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+        };
+    };
+    "agents.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            description: null | string;
+                            client_id: string;
+                            status: "active" | "disabled" | "deleted";
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
+                            secrets: {
+                                /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
+                                id: string;
+                                /** Format: date-time */
+                                created_at: string;
+                                last_used_at: null | string;
+                                /** @description null while it is the current secret; set when a rotation gave it a grace period */
+                                expires_at: null | string;
+                            }[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            deleted_at: null | string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    description?: null | string;
+                    /** @description free-form JSON object, at most 16 KiB */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: null | string;
+                        client_id: string;
+                        status: "active" | "disabled" | "deleted";
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
+                        secrets: {
+                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
+                            id: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
+                            expires_at: null | string;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: null | string;
+                    } & {
+                        /** @description shown only in this answer; stored as a scrypt hash */
+                        client_secret: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: null | string;
+                        client_id: string;
+                        status: "active" | "disabled" | "deleted";
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
+                        secrets: {
+                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
+                            id: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
+                            expires_at: null | string;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    description?: null | string;
+                    /** @description free-form JSON object, at most 16 KiB */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    status?: "active" | "disabled";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: null | string;
+                        client_id: string;
+                        status: "active" | "disabled" | "deleted";
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
+                        secrets: {
+                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
+                            id: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
+                            expires_at: null | string;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.rotateSecret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": null | {
+                    /** @description how long older secrets (and their tokens) keep working; default 0 */
+                    grace_period_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: null | string;
+                        client_id: string;
+                        status: "active" | "disabled" | "deleted";
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /** @description live client secrets, newest first: two during a rotation grace period (never the secret itself) */
+                        secrets: {
+                            /** @description secret id (`sec_…`), also the `sid` claim of tokens issued with it */
+                            id: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            last_used_at: null | string;
+                            /** @description null while it is the current secret; set when a rotation gave it a grace period */
+                            expires_at: null | string;
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: null | string;
+                    } & {
+                        /** @description shown only in this answer; stored as a scrypt hash */
+                        client_secret: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.tools.subscribe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description service name (or id) */
+                    service: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        /** @description service name */
+                        service: string;
+                        /** Format: date-time */
+                        subscribed_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        service_id: string;
+                        /** @description service name */
+                        service: string;
+                        /** Format: date-time */
+                        subscribed_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.tools.unsubscribe": {
+        parameters: {
+            query?: {
+                service?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": null | {
+                    service: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.tools.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            service_id: string;
+                            /** @description service name */
+                            service: string;
+                            /** Format: date-time */
+                            subscribed_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                session_id?: string;
+                agent_id?: string;
+                /** @description created at or after */
+                since?: string;
+                /** @description created at or before */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            content: string;
+                            source: "explicit" | "execution" | "summary";
+                            session_id: null | string;
+                            agent_id: null | string;
+                            service_id: null | string;
+                            tool_id: null | string;
+                            execution_id: null | string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description at most 16 KiB (UTF-8); more → 413 */
+                    content: string;
+                    session_id?: string;
+                    agent_id?: string;
+                    /** @description any JSON object, at most 8 KiB */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it
+                     */
+                    occurred_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        content: string;
+                        source: "explicit" | "execution" | "summary";
+                        session_id: null | string;
+                        agent_id: null | string;
+                        service_id: null | string;
+                        tool_id: null | string;
+                        execution_id: null | string;
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description when what it records happened (created_at unless given on POST /memory)
+                         */
+                        occurred_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.deleteAll": {
+        parameters: {
+            query?: {
+                session_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description memories deleted */
+                        deleted: number;
+                        /** @description session summaries deleted */
+                        deleted_summaries: number;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.listPaginated": {
+        parameters: {
+            query?: {
+                page?: number;
+                page_size?: number;
+                session_id?: string;
+                agent_id?: string;
+                /** @description created at or after */
+                since?: string;
+                /** @description created at or before */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            content: string;
+                            source: "explicit" | "execution" | "summary";
+                            session_id: null | string;
+                            agent_id: null | string;
+                            service_id: null | string;
+                            tool_id: null | string;
+                            execution_id: null | string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
+                        }[];
+                        page: number;
+                        page_size: number;
+                        total: number;
+                        total_pages: number;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.search": {
+        parameters: {
+            query: {
+                /** @description what to look for (free text) */
+                q: string;
+                /** @description minimum cosine similarity of a hit */
+                threshold?: number;
+                limit?: number;
+                session_id?: string;
+                agent_id?: string;
+                /** @description retrieval arms: both fused (default), vector only, full text only */
+                mode?: "hybrid" | "vector" | "text";
+                /** @description `neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context) */
+                expand?: "neighbors";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: ({
+                            id: string;
+                            content: string;
+                            source: "explicit" | "execution" | "summary";
+                            session_id: null | string;
+                            agent_id: null | string;
+                            service_id: null | string;
+                            tool_id: null | string;
+                            execution_id: null | string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
+                        } & {
+                            /** @description reciprocal-rank-fusion score (higher is better) */
+                            score: number;
+                            /** @description cosine similarity to the query, 0..1 */
+                            similarity: number;
+                            vector_rank: null | number;
+                            text_rank: null | number;
+                            /** @description with `expand=neighbors`: the memories before and after this one in its session, among those the search could return (null: none, or no session) */
+                            neighbors?: {
+                                previous: null | {
+                                    id: string;
+                                    content: string;
+                                    source: "explicit" | "execution" | "summary";
+                                    session_id: null | string;
+                                    agent_id: null | string;
+                                    service_id: null | string;
+                                    tool_id: null | string;
+                                    execution_id: null | string;
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description when what it records happened (created_at unless given on POST /memory)
+                                     */
+                                    occurred_at: string;
+                                };
+                                next: null | {
+                                    id: string;
+                                    content: string;
+                                    source: "explicit" | "execution" | "summary";
+                                    session_id: null | string;
+                                    agent_id: null | string;
+                                    service_id: null | string;
+                                    tool_id: null | string;
+                                    execution_id: null | string;
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** Format: date-time */
+                                    created_at: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description when what it records happened (created_at unless given on POST /memory)
+                                     */
+                                    occurred_at: string;
+                                };
+                            };
+                        })[];
+                        query: string;
+                        mode: string;
+                        threshold: number;
+                        /** @description candidates dropped because their similarity was below threshold */
+                        filtered_count: number;
+                        vector_index: "hnsw" | "exact";
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.agentContext": {
+        parameters: {
+            query?: {
+                /** @description what the agent is about to do; omitted → the newest memories */
+                q?: string;
+                agent_id?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agent_id: null | string;
+                        query: null | string;
+                        relevant_memories: ({
+                            id: string;
+                            content: string;
+                            source: "explicit" | "execution" | "summary";
+                            session_id: null | string;
+                            agent_id: null | string;
+                            service_id: null | string;
+                            tool_id: null | string;
+                            execution_id: null | string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description when what it records happened (created_at unless given on POST /memory)
+                             */
+                            occurred_at: string;
+                        } & {
+                            score?: number;
+                            similarity?: number;
+                        })[];
+                        recent_sessions: {
+                            id: string;
+                            name: null | string;
+                            agent_id: null | string;
+                            status: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            execution_count: number;
+                            last_activity_at: null | string;
+                            closed_at: null | string;
+                            /** Format: date-time */
+                            created_at: string;
+                            summary: null | {
+                                id: string;
+                                session_id: string;
+                                agent_id: null | string;
+                                summary: string;
+                                key_points: string[];
+                                tools_used: {
+                                    service_id: string;
+                                    tool_id: string;
+                                    tool_name: string;
+                                    calls: number;
+                                    succeeded: number;
+                                    failed: number;
+                                }[];
+                                execution_count: number;
+                                started_at: null | string;
+                                ended_at: null | string;
+                                /** Format: date-time */
+                                generated_at: string;
+                                generator: "extractive" | "llm";
+                                model: null | string;
+                                memory_id: null | string;
+                            };
+                        }[];
+                        frequent_tools: {
+                            service_id: string;
+                            tool_id: string;
+                            tool_name: string;
+                            calls: number;
+                            successes: number;
+                            failures: number;
+                            /** @description successes / calls, 0..1 */
+                            success_rate: number;
+                            avg_duration_ms: number;
+                        }[];
+                        stats: {
+                            total_memories: number;
+                            by_source: {
+                                explicit: number;
+                                execution: number;
+                                summary: number;
+                            };
+                            sessions_with_memories: number;
+                            summaries: number;
+                            oldest_at: null | string;
+                            newest_at: null | string;
+                            storage_bytes: number;
+                            embedding: {
+                                provider: string;
+                                model: string;
+                                dimensions: number;
+                            };
+                            vector_search: "pgvector_hnsw" | "exact_real_array";
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.sessionSummary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        session_id: string;
+                        agent_id: null | string;
+                        summary: string;
+                        key_points: string[];
+                        tools_used: {
+                            service_id: string;
+                            tool_id: string;
+                            tool_name: string;
+                            calls: number;
+                            succeeded: number;
+                            failed: number;
+                        }[];
+                        execution_count: number;
+                        started_at: null | string;
+                        ended_at: null | string;
+                        /** Format: date-time */
+                        generated_at: string;
+                        generator: "extractive" | "llm";
+                        model: null | string;
+                        memory_id: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.sessionTimeline": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            type: "execution" | "memory" | "summary";
+                            id: string;
+                            /** Format: date-time */
+                            at: string;
+                            execution?: {
+                                service_id: string;
+                                tool_id: string;
+                                tool_name: string;
+                                status: string;
+                                http_status: null | number;
+                                duration_ms: number;
+                                error: null | {
+                                    code: string;
+                                    message: string;
+                                };
+                                memory: null | string;
+                            };
+                            memory?: {
+                                source: string;
+                                content: string;
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                            summary?: {
+                                summary: string;
+                                key_points: string[];
+                                generator: string;
+                            };
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.summarizeSession": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        session_id: string;
+                        agent_id: null | string;
+                        summary: string;
+                        key_points: string[];
+                        tools_used: {
+                            service_id: string;
+                            tool_id: string;
+                            tool_name: string;
+                            calls: number;
+                            succeeded: number;
+                            failed: number;
+                        }[];
+                        execution_count: number;
+                        started_at: null | string;
+                        ended_at: null | string;
+                        /** Format: date-time */
+                        generated_at: string;
+                        generator: "extractive" | "llm";
+                        model: null | string;
+                        memory_id: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "memory.stats": {
+        parameters: {
+            query?: {
+                agent_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        total_memories: number;
+                        by_source: {
+                            explicit: number;
+                            execution: number;
+                            summary: number;
+                        };
+                        sessions_with_memories: number;
+                        summaries: number;
+                        oldest_at: null | string;
+                        newest_at: null | string;
+                        storage_bytes: number;
+                        embedding: {
+                            provider: string;
+                            model: string;
+                            dimensions: number;
+                        };
+                        vector_search: "pgvector_hnsw" | "exact_real_array";
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
             /** @description Default Response */
