@@ -29,6 +29,8 @@ const { serialize } = protocol;
 const { vector } = require(workerData.vector);
 const { pg_trgm } = require(workerData.trgm);
 let db = null;
+// One protocol message to the backend; its answer's messages (PGlite throws DatabaseError on ErrorResponse).
+const run = (msg) => db.execProtocolStream(msg, { syncToFs: false });
 const fail = (err) => {
   const fields = {};
   for (const k of Object.keys(err || {})) { const v = err[k]; if (v === undefined || typeof v !== 'object' && typeof v !== 'function') fields[k] = v; }
@@ -44,7 +46,6 @@ const ops = {
   // Bind with the parameters serialised by the described types, Describe, Execute, Sync) in one
   // call: the answer's messages are parsed on the caller's side, with its parsers.
   async query(m) {
-    const run = (msg) => db.execProtocolStream(msg, { syncToFs: false });
     const out = [];
     try {
       out.push(...(await run(serialize.parse({ text: m.text, types: m.paramTypes }))));
@@ -58,7 +59,6 @@ const ops = {
   },
   // A simple-protocol script (several statements, no parameters), as PGlite's exec() sends it.
   async exec(m) {
-    const run = (msg) => db.execProtocolStream(msg, { syncToFs: false });
     const out = [];
     try {
       out.push(...(await run(serialize.query(m.text))));
