@@ -8,11 +8,13 @@
  * `worker_threads` worker: its boot overlaps the app's start on the other core, and statements
  * execute there while the main thread goes on with other requests.
  *
- * {@link PGliteThread} is the main thread's handle: PGlite's own client class (`BasePGlite`, the
- * base of `PGlite`, which turns `query`/`exec`/`transaction` into wire-protocol messages and parses
- * the answers, with the instance's type serializers and parsers) whose protocol calls are sent to
- * the worker. drizzle's PGlite driver and the named prepared statements (db/pglite-prepared.ts) use
- * it as they use a `PGlite`. Its query and transaction mutexes are held here, by the one client,
+ * {@link PGliteThread} is the main thread's handle, a subclass of PGlite's own client class
+ * (`BasePGlite`, the base of `PGlite`, with the instance's type serializers and parsers): `query`,
+ * `exec` and `transaction` send each statement's whole protocol exchange to the worker in one
+ * message (parameters serialised there by the described types) and parse the answer's messages
+ * here with `parse.parseResults`; its other protocol calls (`execProtocol`, used by
+ * db/pglite-prepared.ts, and `describeQuery`) are sent as they are. drizzle's PGlite driver and the
+ * named prepared statements use it as they use a `PGlite`. Its query and transaction mutexes are held here, by the one client,
  * so a statement's messages never interleave with another's and nothing lands inside another
  * caller's transaction, exactly as in-process.
  *
@@ -22,7 +24,8 @@
  * answers 503.
  *
  * Not supported through the thread (unused by the service): LISTEN/NOTIFY callbacks, `onNotice`,
- * `COPY` through `/dev/blob`, `dumpDataDir`.
+ * `COPY` through `/dev/blob`, `dumpDataDir`, `sql` inside a transaction. Cost: one message round
+ * trip per statement (~50 µs on a 2-core VM; docs/decisions.md pglite/own-thread).
  */
 import type { Worker } from 'node:worker_threads';
 import { Mutex, PGlite, messages as pgMessages, parse, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite';
