@@ -197,12 +197,11 @@ export async function buildApp(
     idleSweep = setInterval(() => app.server.closeIdleConnections(), 50);
     idleSweep.unref();
   });
-  let database: Database | undefined;
   app.addHook('onClose', async () => {
     clearInterval(idleSweep);
     for (const fn of [...ctx.onClose].reverse()) await fn();
     ctx.redis?.disconnect();
-    await (database ?? (await opening.catch(() => undefined)))?.close();
+    await (await opening.catch(() => undefined))?.close();
   });
   ctx.auth.setApiKeyResolver((key) => resolveApiKey(ctx, key));
   await registerRateLimit(app, ctx);
@@ -220,7 +219,7 @@ export async function buildApp(
   await app.register(analyticsRoutes, { ctx });
   await app.register(mcpRoutes, { ctx });
 
-  database = await opening;
+  const database = await opening;
   ctx.database = database;
   ctx.db = database.db;
   startConnectionStatePurge(ctx);

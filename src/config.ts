@@ -33,7 +33,7 @@ export interface Config {
   pgliteSharedBuffers: string;
   /** Cache of prepared PGlite data directories (db/data-dir.ts), `PGLITE_TEMPLATE_DIR`; null when `off`. */
   pgliteTemplateDir: string | null;
-  /** `PGLITE_THREAD` (default on): an on-disk PGlite runs on its own worker thread (db/pglite-thread.ts); off: on the main thread. */
+  /** True when the database is an on-disk PGlite run on its own worker thread (db/pglite-thread.ts): `PGLITE_THREAD` (default on), no `DATABASE_URL`, not in memory. */
   pgliteThread: boolean;
   redisUrl?: string;
   /**
@@ -293,17 +293,19 @@ export function loadConfig(env: Env = process.env): Config {
   if (secretsKey !== undefined && Buffer.from(secretsKey, 'base64').length !== 32) {
     fail('SECRETS_KEY', 'a base64-encoded 32-byte key', '<redacted>');
   }
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres', 'postgresql']);
+  const databaseInMemory = bool(env, 'DATABASE_IN_MEMORY', false);
   return {
     nodeEnv,
     port,
     host,
     publicUrl,
     dataDir: path.resolve(str(env, 'DATA_DIR', './data')!),
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
-    databaseInMemory: bool(env, 'DATABASE_IN_MEMORY', false),
+    databaseUrl,
+    databaseInMemory,
     pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', 'auto', true),
     pgliteTemplateDir: str(env, 'PGLITE_TEMPLATE_DIR') === 'off' ? null : path.resolve(str(env, 'PGLITE_TEMPLATE_DIR') ?? path.join(import.meta.dirname, '..', 'node_modules', '.cache', 'agent-platform')),
-    pgliteThread: bool(env, 'PGLITE_THREAD', true),
+    pgliteThread: bool(env, 'PGLITE_THREAD', true) && !databaseUrl && !databaseInMemory,
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     cacheTtlMs: int(env, 'CACHE_TTL_MS', 5000, 0, 300_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),

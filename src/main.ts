@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   // WebAssembly compiles and boots (on its own thread: db/pglite-thread.ts), migrations are checked —
   // while the main thread loads the app's modules. Imported only after the configuration parsed, so
   // a config error prints exactly one line.
-  if (!config.databaseUrl && !config.databaseInMemory && config.pgliteThread) {
+  if (config.pgliteThread) {
     // The database thread boots, loads PGlite and compiles its WebAssembly from here on.
     const { startPGliteWorker } = await import('./db/pglite-worker.js');
     startPGliteWorker();

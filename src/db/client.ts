@@ -92,22 +92,17 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
 
   const dataDir = config.databaseInMemory ? undefined : path.join(config.dataDir, 'pglite');
   const dirOpening = opening ?? openEmbeddedDataDir(config);
-  let unlock: (() => Promise<void>) | undefined;
   // On disk, PGlite runs on its own thread (db/pglite-thread.ts) unless PGLITE_THREAD=off; in memory
   // (tests and benchmarks build many databases per process) it runs on this one.
-  const threaded = dataDir !== undefined && config.pgliteThread;
   const [{ drizzle }, client] = await Promise.all([
     import('drizzle-orm/pglite'),
-    threaded
+    dataDir && config.pgliteThread
       ? // The thread starts now; the directory opens in it once locked and initialised here.
-        openPGliteThread(
-          (async () => {
-            unlock = await dirOpening;
-            return { dataDir, postgresqlconf: [`shared_buffers = ${sharedBuffersOf(config, dataDir)}`] };
-          })(),
-        )
-      : openInProcess(config, dataDir, dirOpening).then((opened) => ((unlock = opened.unlock), opened.client)),
+        openPGliteThread(dirOpening!.then(() => ({ dataDir, postgresqlconf: [`shared_buffers = ${sharedBuffersOf(config, dataDir)}`] })))
+      : openInProcess(config, dataDir, dirOpening),
   ]);
+  // Resolved by now (both opens waited for it): the lock's release.
+  const unlock = await dirOpening;
   const db = drizzle({ client: client as PGlite, schema }) as unknown as Db;
   const database: Database = {
     db,
@@ -146,14 +141,14 @@ async function openInProcess(
   config: Config,
   dataDir: string | undefined,
   dirOpening: Promise<() => Promise<void>> | undefined,
-): Promise<{ client: PGlite; unlock?: () => Promise<void> }> {
+): Promise<PGlite> {
   // One event-loop wait for the three modules, not three in a row.
   const [{ PGlite }, { vector }, { pg_trgm }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite-pgvector'),
     import('@electric-sql/pglite/contrib/pg_trgm'),
   ]);
-  const unlock = await dirOpening;
+  await dirOpening;
   const sharedBuffers = sharedBuffersOf(config, dataDir);
   // An in-memory database after the process's first starts as a copy of that one's migrated state.
   const template = dataDir ? undefined : await memoryTemplate?.catch(() => undefined);
@@ -166,7 +161,7 @@ async function openInProcess(
     postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
     ...(template ? { loadDataDir: template } : {}),
   });
-  return { client, unlock };
+  return client;
 }
 
 /**

@@ -45,7 +45,6 @@ export interface PGliteThreadOptions {
  */
 export type PGliteThreadOpening = Promise<PGliteThreadOptions>;
 
-
 /** The members of PGlite's `BasePGlite` this module relies on (the class itself is not exported by name). */
 interface BasePGliteClass {
   new (): Pick<PGlite, 'sql' | 'describeQuery' | 'refreshArrayTypes' | 'runExclusive'> & {
@@ -109,7 +108,7 @@ export class PGliteThread extends BasePGlite {
   }
 
   /**
-   * Start a worker, then open the directory `opening` names in it.
+   * Take the worker started ahead (or start one), then open the directory `opening` names in it.
    * @throws what `opening` rejects with, or the worker's error when PGlite cannot open the directory (the worker is ended either way)
    */
   static async open(opening: PGliteThreadOpening): Promise<PGliteThread> {

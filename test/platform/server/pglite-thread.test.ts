@@ -95,7 +95,7 @@ describe.skipIf(!!process.env.TEST_DATABASE_URL)('PGlite on its own thread', () 
     }
   });
 
-  it('fails the open of a directory PGlite cannot use, and ends the thread', async () => {
+  it('fails the open of a directory PGlite cannot use with an error instead of hanging', async () => {
     const file = path.join(root, 'not-a-dir');
     fs.writeFileSync(file, 'x');
     await expect(openPGliteThread({ dataDir: file, postgresqlconf: [] })).rejects.toThrow();
