@@ -22,8 +22,9 @@ export interface WriteBatcherOptions<T> {
    * Yield one event-loop turn (`setImmediate`) before taking a batch, so the requests whose I/O is
    * ready can add their items first (default true). Needed on an engine that runs statements
    * synchronously on this thread (PGlite): without the turn no batch would hold more than one item.
+   * A function is asked before each batch (the engine may be known only once the database is open).
    */
-  gather?: boolean;
+  gather?: boolean | (() => boolean);
   /**
    * Longest the first item of a batch waits for companions before the batch is taken, ms (default 0:
    * only the `gather` turn). A batch that fills up (`maxBatch`) is taken at once, and so is every
@@ -44,7 +45,7 @@ export class WriteBatcher<T> {
   private waiting: Array<Waiting<T>> = [];
   private running: Promise<void> | null = null;
   private readonly maxBatch: number;
-  private readonly gather: boolean;
+  private readonly gather: boolean | (() => boolean);
   private readonly delayMs: number;
   /** Ends the current `delayMs` wait early (set while one runs). */
   private wake: (() => void) | null = null;
@@ -101,7 +102,7 @@ export class WriteBatcher<T> {
     try {
       while (this.waiting.length > 0) {
         if (this.delayMs > 0 && this.draining === 0 && this.waiting.length < this.maxBatch) await this.pause();
-        if (this.gather) await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.gather === true || (this.gather !== false && this.gather())) await new Promise<void>((resolve) => setImmediate(resolve));
         await this.commit(this.waiting.splice(0, this.maxBatch));
       }
     } finally {

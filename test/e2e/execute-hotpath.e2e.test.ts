@@ -2,9 +2,12 @@
  * The execution hot path's caches and group commit, end to end: every write that matters to an
  * execution (rename, unpublish, signing-secret rotation, session close) is seen by the very next
  * execution although lookups are cached; parallel executions are all recorded with exact session
- * and usage counters; a record that cannot be stored fails alone; U+0000 in upstream JSON is stored.
+ * and usage counters (the same ones whether records are written one by one or together); a record
+ * that cannot be stored fails alone; U+0000 in upstream JSON is stored.
  */
+import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
+import { execRows } from '../../src/db/client.js';
 import { newId } from '../../src/http/ids.js';
 import { recordExecution, usageTotals, type ExecutionRecord } from '../../src/modules/sessions/usage.js';
 import { createUser, setupApp } from '../helpers/app.js';
@@ -100,6 +103,38 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
     expect(s.execution_count).toBe(2);
     expect((await usageTotals(ctx, { userId: user.userId, serviceId: svc.id })).calls).toBe(2);
+  });
+
+  it('stores the same rows and counters whether records are written one by one or together', async () => {
+    const { user, svc, sid } = await setup();
+    const other = await newSession(base, user.headers);
+    const t0 = Date.UTC(2026, 10, 29, 9, 0, 0);
+    const records = (sessionId: string): ExecutionRecord[] =>
+      [
+        { status: 'succeeded' as const, httpStatus: 200, output: { ok: true, n: 1 }, error: null, durationMs: 3.4 },
+        { status: 'failed' as const, httpStatus: 503, output: { retry: true }, error: { code: 'upstream_status', message: 'Upstream answered HTTP 503' }, durationMs: 12 },
+        { status: 'failed' as const, httpStatus: null, output: null, error: { code: 'upstream_timeout', message: 'timed out' }, durationMs: 100 },
+        { status: 'succeeded' as const, httpStatus: 200, output: [1, 'two'], error: null, durationMs: 0 },
+      ].map((o, i) => ({ id: newId('exe'), sessionId, userId: user.userId, agentId: null, serviceId: svc.id, toolId: svc.tools[0].id, toolName: i === 3 ? 'fast-renamed' : 'fast', arguments: { i }, at: new Date(t0 + i * 1000), ...o }));
+    const day = { since: '2026-11-29', until: '2026-11-29' };
+
+    for (const r of records(sid)) await recordExecution(ctx, r); // a batch of one each
+    const one = await usageTotals(ctx, { userId: user.userId, serviceId: svc.id, ...day });
+    await Promise.all(records(other).map((r) => recordExecution(ctx, r))); // together: batches of more than one
+    const both = await usageTotals(ctx, { userId: user.userId, serviceId: svc.id, ...day });
+
+    expect(one).toEqual({ calls: 4, successes: 2, failures: 2, total_duration_ms: 115, avg_duration_ms: 29 });
+    expect(both).toEqual({ calls: 8, successes: 4, failures: 4, total_duration_ms: 230, avg_duration_ms: 29 });
+    const rows = async (sessionId: string) =>
+      execRows(ctx.db, sql`select tool_name, arguments, status, http_status, output, error, duration_ms, created_at from executions where session_id = ${sessionId} order by created_at`);
+    expect(await rows(sid)).toHaveLength(4);
+    expect(await rows(other)).toEqual(await rows(sid));
+    const counters = async (sessionId: string) => (await execRows(ctx.db, sql`select execution_count, last_activity_at from sessions where id = ${sessionId}`))[0];
+    expect(await counters(sid)).toEqual({ execution_count: 4, last_activity_at: expect.anything() });
+    expect(new Date(String((await counters(sid)).last_activity_at)).getTime()).toBe(t0 + 3000);
+    expect(await counters(other)).toEqual(await counters(sid));
+    const [usage] = await execRows(ctx.db, sql`select tool_name, calls from tool_usage where user_id = ${user.userId} and service_id = ${svc.id} and day = '2026-11-29'`);
+    expect(usage).toEqual({ tool_name: 'fast-renamed', calls: 8 });
   });
 
   it("finds an execution's automatic memory right after the answer (writes are batched, readers drain first)", async () => {

@@ -31,6 +31,19 @@ describe('WriteBatcher', () => {
     expect(writes).toEqual([['a', 'b'], ['c']]);
   });
 
+  it('gather as a function is asked before each batch: without the turn the first item goes alone', async () => {
+    const writes: string[][] = [];
+    let gather = false;
+    let asked = 0;
+    const b = new WriteBatcher<string>({ write: async (items) => void writes.push(items), gather: () => (asked++, gather) });
+    await Promise.all(['a', 'b', 'c'].map((x) => b.add(x)));
+    expect(writes).toEqual([['a'], ['b', 'c']]);
+    gather = true;
+    await Promise.all(['d', 'e'].map((x) => b.add(x)));
+    expect(writes.slice(2)).toEqual([['d', 'e']]);
+    expect(asked).toBe(3);
+  });
+
   it('settles a promise only when its own item is written: a bad item fails alone', async () => {
     const stored: number[] = [];
     const b = new WriteBatcher<number>({
