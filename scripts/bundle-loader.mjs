@@ -6,9 +6,10 @@
 // V8 checks the cache against the source and its own flags and rejects one that does not match:
 // the start then compiles as without a cache and writes a new one. A read-only dist/ (the image's
 // /app) just runs without a cache.
-// Stack traces name the TypeScript sources: source-map-support, loaded on the first stack trace
-// formatted, maps their frames through `dist/main.cjs.map` (Node's own source maps do not cover
-// code compiled by `vm`, and reading the maps at every start cost ~40 ms).
+// Stack traces name the TypeScript sources: on the first stack trace formatted, `dist/main.cjs.map`
+// is read and decoded with @jridgewell/trace-mapping, and each frame in the bundle gets its source
+// position (Node's own source maps do not cover code compiled by `vm`, and reading the map at every
+// start cost ~40 ms).
 import fs from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import path from 'node:path';
@@ -23,30 +24,63 @@ import vm from 'node:vm';
  * @typedef {{ codeCache: 'used' | 'rejected' | 'none', saveCodeCache(): void }} StartInfo
  */
 
+/** How long a decoded map is kept after the last trace that used it, ms (it holds ~50 MiB for this bundle's). */
+const MAP_KEPT_MS = 60_000;
+
 /**
- * Map stack traces through `<file>.map` with source-map-support, loaded on the first stack trace
- * that is formatted (most starts format none: requiring it, with its `source-map`, cost 6–9 ms of
- * every start). Only the bundle has a map: other files are not read looking for one.
+ * Map the stack traces of `file` (the bundle) to the sources through `<file>.map`, read and decoded
+ * with @jridgewell/trace-mapping when a trace first needs it (most starts format none), and let go
+ * {@link MAP_KEPT_MS} after the last trace that used it (decoded, this bundle's map holds ~50 MiB;
+ * errors come in bursts). Each frame is V8's own text with the bundle's `file:line:column` replaced
+ * by the source's, so every other part of a frame (`async`, `new`, method names, eval origins)
+ * reads as V8 writes it; frames of other files, and positions the map does not cover, are left as
+ * they are. Issue 18: source-map-support (with `source-map` 0.6) took 0.45–0.53 s here, and ~1.3 s
+ * on a slower day, to decode this map at the first error logged; trace-mapping takes 0.12–0.16 s.
  * @param {string} file absolute path of the bundle
+ * @param {number} [keptMs] how long the decoded map outlives its last use, ms
  */
-function mapStackTraces(file) {
-  const mapFile = `${file}.map`;
-  const install = () => {
-    Error.prepareStackTrace = undefined; // no recursion if the install itself fails
-    createRequire(import.meta.url)('source-map-support').install({
-      environment: 'node',
-      handleUncaughtExceptions: false,
-      overrideRetrieveSourceMap: true,
-      retrieveSourceMap: (source) => (source === file && fs.existsSync(mapFile) ? { url: mapFile, map: fs.readFileSync(mapFile, 'utf8') } : null),
-    });
-  };
-  Error.prepareStackTrace = (error, frames) => {
+export function mapStackTraces(file, keptMs = MAP_KEPT_MS) {
+  /** @type {((line: number, column: number) => string | null) | null} */
+  let locate = null;
+  let release = null;
+  const load = () => {
     try {
-      install();
+      const { TraceMap, originalPositionFor } = createRequire(import.meta.url)('@jridgewell/trace-mapping');
+      const mapFile = `${file}.map`;
+      const map = new TraceMap(fs.readFileSync(mapFile, 'utf8'), mapFile);
+      return (line, column) => {
+        const p = originalPositionFor(map, { line, column: column - 1 });
+        return p.source === null || p.line === null ? null : `${p.source}:${p.line}:${p.column + 1}`;
+      };
     } catch {
-      /* unmapped traces, as V8 formats them */
+      return () => null; // no map (or an unreadable one): traces as V8 writes them
     }
-    return Error.prepareStackTrace ? Error.prepareStackTrace(error, frames) : `${error}\n${frames.map((f) => `    at ${f}`).join('\n')}`;
+  };
+  const mapped = (line, column) => {
+    locate ??= load();
+    clearTimeout(release);
+    release = setTimeout(() => (locate = null), keptMs);
+    release.unref();
+    return locate(line, column);
+  };
+  const frame = (site) => {
+    const text = String(site);
+    if (site.getFileName() !== file) return text;
+    const line = site.getLineNumber();
+    const column = site.getColumnNumber();
+    const at = `${file}:${line}:${column}`;
+    const i = text.lastIndexOf(at);
+    const source = i < 0 ? null : mapped(line, column);
+    return source === null ? text : text.slice(0, i) + source + text.slice(i + at.length);
+  };
+  Error.prepareStackTrace = (error, sites) => {
+    let head;
+    try {
+      head = Error.prototype.toString.call(error);
+    } catch {
+      head = '<error>';
+    }
+    return head + sites.map((site) => `\n    at ${frame(site)}`).join('');
   };
 }
 

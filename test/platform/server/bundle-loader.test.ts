@@ -23,16 +23,17 @@ function spawnStart(saves: number) {
     import { runBundle } from ${JSON.stringify(LOADER)};
     const info = runBundle(${JSON.stringify(bundle)});
     for (let i = 0; i < ${saves}; i++) info.saveCodeCache();
-    process.stdout.write(JSON.stringify({ codeCache: info.codeCache, stack: globalThis.bundleStack(), answer: globalThis.bundleAnswer }));`;
+    const asyncStack = await globalThis.bundleAsyncStack();
+    process.stdout.write(JSON.stringify({ codeCache: info.codeCache, stack: globalThis.bundleStack(), asyncStack, answer: globalThis.bundleAnswer }));`;
   return spawnSync(process.execPath, ['--input-type=module', '-e', program], { encoding: 'utf8' });
 }
 
 /** {@link spawnStart} that must succeed silently; `save` asks once for the cache. */
-function start(save: boolean): { codeCache: string; stack: string; answer: number } {
+function start(save: boolean): { codeCache: string; stack: string; asyncStack: string; answer: number } {
   const r = spawnStart(save ? 1 : 0);
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
-  return JSON.parse(r.stdout) as { codeCache: string; stack: string; answer: number };
+  return JSON.parse(r.stdout) as { codeCache: string; stack: string; asyncStack: string; answer: number };
 }
 
 beforeAll(async () => {
@@ -53,6 +54,20 @@ beforeAll(async () => {
       '  } catch (err) {',
       '    return (err as Error).stack ?? "";',
       '  }',
+      '};',
+      'class Widget {',
+      '  async spin(): Promise<never> {',
+      '    await new Promise((r) => setImmediate(r));',
+      "    throw new TypeError('async and a method');",
+      '  }',
+      '}',
+      'g.bundleAsyncStack = async (): Promise<string> => {',
+      '  try {',
+      '    await new Widget().spin();',
+      '  } catch (err) {',
+      '    return (err as Error).stack ?? "";',
+      '  }',
+      '  return "";',
       '};',
       '',
     ].join('\n'),
@@ -88,9 +103,22 @@ describe('bundle-loader: V8 code cache and source-mapped stacks', () => {
   });
 
   it('names the TypeScript source and line in stack traces', () => {
-    const { stack } = start(false);
+    const { stack, asyncStack } = start(false);
     expect(stack).toMatch(/^Error: from the source\n\s+at thrower \(.*src[/\\]program\.ts:2:9\)/);
     expect(stack).not.toMatch(/main\.cjs/);
+    // V8's own text around the position: the method's class, `async`, frames of other files.
+    expect(asyncStack).toMatch(/^TypeError: async and a method\n\s+at Widget\.spin \(.*src[/\\]program\.ts:16:11\)\n\s+at async g\.bundleAsyncStack \(.*src[/\\]program\.ts:21:5\)/);
+    expect(asyncStack).not.toMatch(/main\.cjs/);
+  });
+
+  it('leaves the bundle positions as V8 writes them when the map is missing', () => {
+    fs.renameSync(`${bundle}.map`, `${bundle}.map.away`);
+    try {
+      const { stack } = start(false);
+      expect(stack).toMatch(/^Error: from the source\n\s+at thrower \(.*main\.cjs:\d+:\d+\)/);
+    } finally {
+      fs.renameSync(`${bundle}.map.away`, `${bundle}.map`);
+    }
   });
 
   it('says once on stderr when the cache cannot be written, and the start still runs', () => {
