@@ -68,6 +68,7 @@ const USAGE_CONFLICT = sql.raw(`on conflict on constraint tool_usage_key do upda
         tool_name = excluded.tool_name,
         updated_at = excluded.updated_at`);
 
+/** The columns of `tool_usage` that the statements insert. */
 const USAGE_COLUMNS = sql.raw('day, user_id, agent_id, service_id, tool_id, tool_name, calls, successes, failures, total_duration_ms, updated_at');
 
 /**
