@@ -35,7 +35,7 @@ const MAP_KEPT_MS = 60_000;
  * by the source's, so every other part of a frame (`async`, `new`, method names, eval origins)
  * reads as V8 writes it; frames of other files, and positions the map does not cover, are left as
  * they are. Issue 18: source-map-support (with `source-map` 0.6) took 0.45–0.53 s here, and ~1.3 s
- * on a slower day, to decode this map at the first error logged; trace-mapping takes 0.12–0.16 s.
+ * on a slower day, to decode this map at the first error logged; trace-mapping takes 0.12–0.18 s.
  * @param {string} file absolute path of the bundle
  * @param {number} [keptMs] how long the decoded map outlives its last use, ms
  */
