@@ -56,12 +56,10 @@ export function mapStackTraces(file, keptMs = MAP_KEPT_MS) {
       return () => null; // no map (or an unreadable one): traces as V8 writes them
     }
   };
+  let used = false;
   const mapped = (line, column) => {
-    locate ??= load();
-    clearTimeout(release);
-    release = setTimeout(() => (locate = null), keptMs);
-    release.unref();
-    return locate(line, column);
+    used = true;
+    return (locate ??= load())(line, column);
   };
   const frame = (site) => {
     const text = String(site);
@@ -80,7 +78,15 @@ export function mapStackTraces(file, keptMs = MAP_KEPT_MS) {
     } catch {
       head = '<error>';
     }
-    return head + sites.map((site) => `\n    at ${frame(site)}`).join('');
+    used = false;
+    const text = head + sites.map((site) => `\n    at ${frame(site)}`).join('');
+    if (used) {
+      // Kept while traces keep coming: one timer per trace that used the map, not per frame.
+      clearTimeout(release);
+      release = setTimeout(() => (locate = null), keptMs);
+      release.unref();
+    }
+    return text;
   };
 }
 
