@@ -17,135 +17,43 @@
  * passes axe-core with no serious or critical violation; screenshots go to test-results/console-*.png.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { call, createUser, setupApp, type TestUser } from '../helpers/app.js';
-import { freePort } from '../helpers/net.js';
-import { startOAuthUpstream, type OAuthUpstream } from '../helpers/oauth-upstream.js';
-import { startJsonApi, startMcpServer, startOpenApiServer } from '../helpers/upstreams.js';
+import { call, createUser } from '../helpers/app.js';
 import { tarball } from '../modules/deployments/fixtures.js';
 import { registerNotesService, setExpiry, storedConnection, type ConnectionsFixture } from '../modules/connections/fixture.js';
+import { startConsoleEnvironment, type ConsoleEnvironment } from './environment.js';
+import { SHOTS, consoleUi, haveBrowser } from './ui.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const SHOTS = path.join(ROOT, 'test-results');
 /** The agent's bundle, written by the deploy test. */
 const BUNDLE = path.join(SHOTS, 'agent.tgz');
-const haveBrowser = fs.existsSync(CHROMIUM);
-if (!haveBrowser && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium`);
-
-// Build the console before the app reads console/dist (npm start does the same, scripts/start.mjs).
-if (haveBrowser) {
-  const { ensureConsole } = (await import(path.join(ROOT, 'scripts/ensure-console.mjs'))) as { ensureConsole: () => boolean };
-  if (!ensureConsole()) throw new Error('console build failed');
-}
-const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /** The agent's code: two log lines (stdout, then stderr after a pause), then its answer. */
 const HANDLER = "export async function handler(input) { console.log('started for ' + input.name); await new Promise((r) => setTimeout(r, 300)); console.error('almost done for ' + input.name); return { hello: input.name }; }\n";
 
 describe.skipIf(!haveBrowser)('web console in chromium', () => {
-  let launching: Promise<Browser> | undefined;
-  let browser: Browser;
+  let env: ConsoleEnvironment | undefined;
   let page: Page;
   let base: string;
-  let built: Awaited<ReturnType<typeof setupApp>>;
-  let admin: TestUser;
+  let built: ConsoleEnvironment['built'];
   const creds = { email: `console-${Date.now().toString(36)}@example.test`, password: 'correct horse battery staple' };
-  const s = {
-    upstream: null as Awaited<ReturnType<typeof startJsonApi>> | null,
-    openapi: null as Awaited<ReturnType<typeof startOpenApiServer>> | null,
-    mcp: null as Awaited<ReturnType<typeof startMcpServer>> | null,
-    oauth: null as OAuthUpstream | null,
-    userPath: '',
-    apiKey: '',
-    weather: '',
-    notes: '',
-  };
+  /** What the tests hand on to the next ones. */
+  const s = { apiKey: '', weather: '', notes: '' };
 
   beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    // The browser starts while the app builds.
-    launching = chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
-    built = await setupApp({ PUBLIC_URL: base, PORT: String(port) });
-    await built.app.listen({ port, host: '127.0.0.1' });
-    [s.upstream, s.oauth, s.openapi, s.mcp] = await Promise.all([startJsonApi(), startOAuthUpstream({ redirectUri: `${base}/connections/callback` }), startOpenApiServer(), startMcpServer()]);
-    // A pro user of the tenant (registered with a password, promoted by an admin).
-    const { body: user } = await call(built.app, { method: 'POST', url: '/auth/register', payload: { ...creds, name: 'Console User' } }, 201);
-    admin = await createUser(built.app, { roles: ['admin'] });
-    s.userPath = `/admin/users/${encodeURIComponent(user.user_id.split('|').pop())}/roles`;
-    fs.mkdirSync(SHOTS, { recursive: true });
-    browser = await launching;
-    // A context of its own: a second tab of the same session opens in it later.
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    page.setDefaultTimeout(15_000);
-    if (process.env.CONSOLE_DEBUG) page.on('response', (r) => r.status() >= 400 && console.log('RESP', r.request().method(), r.url(), r.status()));
+    env = await startConsoleEnvironment(creds);
+    ({ page, base, built } = env);
   }, 180_000);
-  afterAll(async () => {
-    // Closed even when the set-up failed after the launch.
-    await (await launching?.catch(() => undefined))?.close();
-    await s.upstream?.close();
-    await s.oauth?.close();
-    await s.openapi?.close();
-    await s.mcp?.close();
-  });
+  afterAll(() => env?.close());
 
   afterEach(async (ctx) => {
     if (ctx.task.result?.state === 'fail' && page) await page.screenshot({ path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`), fullPage: true }).catch(() => undefined);
   });
 
-  /** The user's roles, set by the admin. */
-  const setRoles = (roles: string[]) => call(built.app, { method: 'PUT', url: s.userPath, headers: admin.headers, payload: { roles } }, 200);
+  const setRoles = (roles: string[]) => env!.setRoles(roles);
 
-  /** axe-core in the page: no serious or critical violation; then a screenshot. */
-  async function check(name: string): Promise<void> {
-    // Evaluated over the DevTools protocol: the console's CSP (script-src 'self') refuses inline tags, as it should. Once per document.
-    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
-    const violations = await page.evaluate(async () => {
-      const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-      return r.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n: any) => `${n.target.join(' ')}: ${n.any?.[0]?.message ?? ''}`).join('; ')})`);
-    });
-    // No hover highlight where the last click was (the pointer goes first: scrolling under it would hover what comes beneath).
-    await page.mouse.move(0, 0);
-    // From the top: a full-page shot draws the fixed header where the page is scrolled to.
-    await page.evaluate(() => window.scrollTo(0, 0));
-    await page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), fullPage: true });
-    expect(violations, `accessibility of ${name}`).toEqual([]);
-  }
-
-  /** Go to a page of the console with the keyboard (focus its link in the navigation, Enter). */
-  const nav = async (label: string) => {
-    await page.getByRole('navigation').getByRole('link', { name: label, exact: true }).focus();
-    await page.keyboard.press('Enter');
-    await page.getByRole('heading', { level: 2, name: label, exact: true }).waitFor(); // every page's title is its link's
-  };
-  /** The tenant's sign-in form when it asks (its own session may still be open after a sign-out of the console). */
-  const tenantSignIn = async () => {
-    await Promise.race([page.locator('#email').waitFor(), page.getByTestId('whoami').waitFor()]);
-    if (await page.locator('#email').isVisible()) {
-      await page.locator('#email').fill(creds.email);
-      await page.locator('#password').fill(creds.password);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-    }
-    await page.getByTestId('whoami').waitFor();
-  };
-  const tab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
-  const text = (testId: string) => page.getByTestId(testId).textContent().catch(() => '');
-  /** The field labelled exactly `label` (Mantine's comboboxes also label their listbox, which comes later in the page). */
-  const field = (label: string) => page.getByLabel(label, { exact: true }).first();
-  /** Choose `option` of the Mantine Select labelled `label`. */
-  const choose = async (label: string, option: string | RegExp) => {
-    await page.getByRole('combobox', { name: label, exact: true }).click();
-    await page.getByRole('option', { name: option }).first().click();
-  };
-  /** Close a drawer (Escape) and wait for it to go. */
-  const closeDrawer = async () => {
-    await page.keyboard.press('Escape');
-    await page.getByRole('dialog').waitFor({ state: 'detached' });
-  };
+  const { check, nav, tenantSignIn, tab, text, field, choose, closeDrawer } = consoleUi(() => page, creds);
 
   it('signs in through the 5-step flow, with the refresh token only in an HttpOnly cookie', async () => {
     await page.goto(`${base}/console/`);
@@ -212,7 +120,7 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
   }, 90_000);
 
   it('registers and publishes a service, then runs its tool from the try-it form and reports it', async () => {
-    const upstream = s.upstream!;
+    const upstream = env!.upstream;
     s.weather = `weather-${Date.now().toString(36)}`;
     await nav('My services');
     // A manifest the platform refuses: its problem detail and the failing fields are shown.
@@ -300,13 +208,13 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     const suffix = Date.now().toString(36);
     await page.getByText('OpenAPI URL', { exact: true }).click();
     await field('Name').fill(`pets-${suffix}`);
-    await field('OpenAPI document URL').fill(`${s.openapi!.url}/openapi.json`);
+    await field('OpenAPI document URL').fill(`${env!.openapi.url}/openapi.json`);
     await page.getByRole('button', { name: 'Register', exact: true }).click();
     await page.getByRole('button', { name: `Manage pets-${suffix}` }).waitFor();
     await page.getByText(/^list_?pets$/i).waitFor(); // the tools table of the new service
     await page.getByText('MCP server URL', { exact: true }).click();
     await field('Name').fill(`calc-${suffix}`);
-    await field('MCP endpoint URL (Streamable HTTP)').fill(s.mcp!.mcpUrl);
+    await field('MCP endpoint URL (Streamable HTTP)').fill(env!.mcp.mcpUrl);
     await page.getByRole('button', { name: 'Register', exact: true }).click();
     await page.getByRole('button', { name: `Manage calc-${suffix}` }).waitFor();
     await page.getByText('explode', { exact: true }).waitFor();
@@ -460,7 +368,7 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
   }, 90_000);
 
   it('connects an account at an OAuth upstream, runs its tool, shows the expired connection and disconnects', async () => {
-    const up = s.oauth!;
+    const up = env!.oauth;
     const f: ConnectionsFixture = { app: built.app, ctx: built.ctx, up, callbackUri: `${base}/connections/callback` };
     const notes = await registerNotesService(f, await createUser(built.app));
     const account = `ada-${Date.now().toString(36)}@notes.test`;
