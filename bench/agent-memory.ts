@@ -13,12 +13,16 @@
  * BENCH_SECONDS each (order swapped every round); requests/s is the mean over rounds, p99 the
  * median of the rounds' p99s. Each round also gives a paired ratio (service/bare of that round,
  * the two runs back to back); `ratio_median` and `cpu_ratio_median` are the medians of those —
- * a burst of load on the machine moves one round's pair, not the verdict.
+ * a burst of load on the machine moves one round's pair, not the verdict. `ratio_interval` is the
+ * distribution-free interval of that median (`bench/lib/median-interval.ts`; with the default 11
+ * rounds the 2nd and 10th ratios, coverage 98.8 %) and `verdict` what it says of the goal: `met`
+ * or `not met` when the whole interval is on one side of 0.80, `undecided` when this run's spread
+ * cannot tell.
  *
  * Prints a table and one JSON line: requests/s and p99 latency of each, and the ratio
  * service/bare (goal ≥ 0.80, issue 18), and this process's CPU time per request of each (`cpu_us`, median of the
  * rounds; autocannon's share included; `cpu_sys_us` its kernel part) with `cpu_ratio` = bare/service, which a loaded machine
- * disturbs much less than requests/s. Env: BENCH_SECONDS (2), BENCH_ROUNDS (7), BENCH_CONNECTIONS (10),
+ * disturbs much less than requests/s. Env: BENCH_SECONDS (2), BENCH_ROUNDS (11), BENCH_CONNECTIONS (10),
  * BENCH_KEYS (100), BENCH_DATABASE_URL (PostgreSQL instead of in-memory PGlite), BENCH_REDIS_URL,
  * BENCH_OPS (`get,put`), BENCH_PROFILE=<dir> (a CPU profile of this process over each measured run:
  * `<op>-<service|bare>-<round>.cpuprofile`; autocannon's share is in it too; V8's sampler counts wall-clock
@@ -33,9 +37,12 @@ import Fastify from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { prepareAgentMemoryStatements } from '../src/modules/agent-memory/statements.js';
+import { medianInterval, verdict, type MedianInterval } from './lib/median-interval.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 11);
+/** Issue 18's goal for both ratios (service/bare requests per second). */
+const GOAL = 0.8;
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const KEYS = Number(process.env.BENCH_KEYS ?? 100);
 
@@ -176,7 +183,16 @@ try {
     const mid = Math.floor(s.length / 2);
     return s.length % 2 === 1 ? s[mid] : round2((s[mid - 1] + s[mid]) / 2);
   };
-  type Compared = { service: Result; bare: Result; ratio_median: number; cpu_ratio_median: number; ratios: number[] };
+  type Compared = {
+    service: Result;
+    bare: Result;
+    ratio_median: number;
+    cpu_ratio_median: number;
+    ratios: number[];
+    /** The order-statistic interval of the paired ratios' median (bench/lib/median-interval.ts) and what it says of the goal. */
+    ratio_interval: Omit<MedianInterval, 'median' | 'n'> | null;
+    verdict: ReturnType<typeof verdict> | null;
+  };
   async function compare(method: 'GET' | 'PUT'): Promise<Compared> {
     const runs: { service: Result[]; bare: Result[] } = { service: [], bare: [] };
     for (let round = 0; round < ROUNDS; round++) {
@@ -199,18 +215,34 @@ try {
       cpu_us: median(rs.map((r) => r.cpu_us)),
       cpu_sys_us: median(rs.map((r) => r.cpu_sys_us)),
     });
-    return { service: agg(runs.service), bare: agg(runs.bare), ratio_median: median(ratios), cpu_ratio_median: round2(median(cpuRatios)), ratios };
+    const interval = medianInterval(ratios);
+    return {
+      service: agg(runs.service),
+      bare: agg(runs.bare),
+      ratio_median: median(ratios),
+      cpu_ratio_median: round2(median(cpuRatios)),
+      ratios,
+      ratio_interval: { low: interval.low, high: interval.high, coverage: Math.round(interval.coverage * 1000) / 1000 },
+      verdict: verdict(interval, GOAL),
+    };
   }
   // BENCH_OPS=get (or put): only that operation (to profile it alone); the other reads as empty.
   const ops = (process.env.BENCH_OPS ?? 'get,put').split(',');
   const none: Result = { rps: 0, requests: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0, cpu_sys_us: 0 };
-  const skip = async (): Promise<Compared> => ({ service: none, bare: none, ratio_median: 0, cpu_ratio_median: 0, ratios: [] });
+  const skip = async (): Promise<Compared> => ({ service: none, bare: none, ratio_median: 0, cpu_ratio_median: 0, ratios: [], ratio_interval: null, verdict: null });
   const results = { get: ops.includes('get') ? await compare('GET') : await skip(), put: ops.includes('put') ? await compare('PUT') : await skip() };
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
   // bare/service CPU per request: the throughput ratio a CPU-bound process would reach.
   const cpuRatio = (op: 'get' | 'put') => Math.round((results[op].bare.cpu_us / Math.max(1, results[op].service.cpu_us)) * 100) / 100;
   const rows = (['get', 'put'] as const).flatMap((op) => [
-    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service, ratio_median: results[op].ratio_median },
+    {
+      op: op.toUpperCase(),
+      target: 'service /v2/memory/:key',
+      ...results[op].service,
+      ratio_median: results[op].ratio_median,
+      interval: results[op].ratio_interval ? `${results[op].ratio_interval!.low}–${results[op].ratio_interval!.high} (${Math.round(results[op].ratio_interval!.coverage * 1000) / 10} %)` : '',
+      verdict: results[op].verdict ?? '',
+    },
     { op: op.toUpperCase(), target: 'bare route', ...results[op].bare },
   ]);
   console.table(rows);
@@ -223,7 +255,7 @@ try {
       get: { ...results.get, ratio: ratio('get'), cpu_ratio: cpuRatio('get') },
       put: { ...results.put, ratio: ratio('put'), cpu_ratio: cpuRatio('put') },
       load: os.loadavg().map(round2),
-      goal: 0.8,
+      goal: GOAL,
     }),
   );
 } finally {
