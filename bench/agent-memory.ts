@@ -234,15 +234,10 @@ try {
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
   // bare/service CPU per request: the throughput ratio a CPU-bound process would reach.
   const cpuRatio = (op: 'get' | 'put') => Math.round((results[op].bare.cpu_us / Math.max(1, results[op].service.cpu_us)) * 100) / 100;
+  /** `low–high (coverage %)` of an operation's ratio interval, for the table. */
+  const shown = (iv: Compared['ratio_interval']) => (iv ? `${iv.low}–${iv.high} (${Math.round(iv.coverage * 1000) / 10} %)` : '');
   const rows = (['get', 'put'] as const).flatMap((op) => [
-    {
-      op: op.toUpperCase(),
-      target: 'service /v2/memory/:key',
-      ...results[op].service,
-      ratio_median: results[op].ratio_median,
-      interval: results[op].ratio_interval ? `${results[op].ratio_interval!.low}–${results[op].ratio_interval!.high} (${Math.round(results[op].ratio_interval!.coverage * 1000) / 10} %)` : '',
-      verdict: results[op].verdict ?? '',
-    },
+    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service, ratio_median: results[op].ratio_median, interval: shown(results[op].ratio_interval), verdict: results[op].verdict ?? '' },
     { op: op.toUpperCase(), target: 'bare route', ...results[op].bare },
   ]);
   console.table(rows);
