@@ -37,7 +37,7 @@ import Fastify from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { prepareAgentMemoryStatements } from '../src/modules/agent-memory/statements.js';
-import { medianInterval, verdict, type MedianInterval } from './lib/median-interval.js';
+import { median, medianInterval, verdict, type MedianInterval } from './lib/median-interval.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 11);
@@ -178,11 +178,6 @@ try {
   // load-generator work against the service (a profile diff of 2026-11-26: buildRequest, writeBuffer).
   const bareT: Target = { url: bareBase, path: barePath, headers: auth };
   const round2 = (x: number) => Math.round(x * 100) / 100;
-  const median = (xs: number[]) => {
-    const s = [...xs].sort((x, y) => x - y);
-    const mid = Math.floor(s.length / 2);
-    return s.length % 2 === 1 ? s[mid] : round2((s[mid - 1] + s[mid]) / 2);
-  };
   type Compared = {
     service: Result;
     bare: Result;
@@ -208,18 +203,18 @@ try {
     const agg = (rs: Result[]): Result => ({
       rps: Math.round(rs.reduce((n, r) => n + r.rps, 0) / rs.length),
       requests: rs.reduce((n, r) => n + r.requests, 0),
-      p50: median(rs.map((r) => r.p50)),
-      p99: median(rs.map((r) => r.p99)),
+      p50: round2(median(rs.map((r) => r.p50))),
+      p99: round2(median(rs.map((r) => r.p99))),
       errors: rs.reduce((n, r) => n + r.errors, 0),
       non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
-      cpu_us: median(rs.map((r) => r.cpu_us)),
-      cpu_sys_us: median(rs.map((r) => r.cpu_sys_us)),
+      cpu_us: round2(median(rs.map((r) => r.cpu_us))),
+      cpu_sys_us: round2(median(rs.map((r) => r.cpu_sys_us))),
     });
     const interval = medianInterval(ratios);
     return {
       service: agg(runs.service),
       bare: agg(runs.bare),
-      ratio_median: median(ratios),
+      ratio_median: round2(interval.median),
       cpu_ratio_median: round2(median(cpuRatios)),
       ratios,
       ratio_interval: { low: interval.low, high: interval.high, coverage: Math.round(interval.coverage * 1000) / 1000 },

@@ -28,6 +28,17 @@ function binomialHalfCdf(n: number, k: number): number {
   return sum / 2 ** n;
 }
 
+/** The median of ascending `s` (the mean of the middle two for an even count). */
+function medianOfSorted(s: readonly number[]): number {
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** The sample median of `xs` (the mean of the middle two for an even count); NaN for none. */
+export function median(xs: readonly number[]): number {
+  return medianOfSorted([...xs].sort((a, b) => a - b));
+}
+
 /**
  * The narrowest order-statistic interval of `xs`' median with coverage ≥ `level` (default 0.95);
  * with fewer than 6 values no interval reaches 0.95 and [min, max] is given with its own coverage.
@@ -37,11 +48,9 @@ export function medianInterval(xs: readonly number[], level = 0.95): MedianInter
   const n = xs.length;
   if (n === 0) throw new RangeError('medianInterval of no values');
   const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(n / 2);
-  const median = n % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
   let k = 1;
   while (k + 1 <= Math.ceil(n / 2) && 1 - 2 * binomialHalfCdf(n, k) >= level) k++;
-  return { low: s[k - 1], high: s[n - k], coverage: 1 - 2 * binomialHalfCdf(n, k - 1), median, n };
+  return { low: s[k - 1], high: s[n - k], coverage: 1 - 2 * binomialHalfCdf(n, k - 1), median: medianOfSorted(s), n };
 }
 
 /** `met` when the whole interval is at or above `goal`, `not met` when it is below, else `undecided`. */

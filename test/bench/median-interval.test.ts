@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { medianInterval, verdict } from '../../bench/lib/median-interval.js';
+import { median, medianInterval, verdict } from '../../bench/lib/median-interval.js';
 
 describe('medianInterval (order-statistic interval of a median)', () => {
   it('gives [min, max] for 7 values, with its exact coverage 1 − 2/2^7', () => {
@@ -22,6 +22,11 @@ describe('medianInterval (order-statistic interval of a median)', () => {
     expect(r).toMatchObject({ low: 1, high: 4, median: 2.5 });
     expect(r.coverage).toBeCloseTo(1 - 2 / 16, 12);
     expect(() => medianInterval([])).toThrow(RangeError);
+  });
+
+  it('gives the sample median the bench reports beside the interval', () => {
+    expect(median([0.9, 0.7, 0.8])).toBe(0.8);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
   });
 
   it('decides a goal only when the whole interval is on one side of it', () => {
