@@ -13,9 +13,13 @@
  */
 
 /** How a {@link WriteBatcher} writes and how large its batches get. */
-export interface WriteBatcherOptions<T> {
-  /** Writes `items` (1..maxBatch, arrival order) all-or-nothing; rejects when none was written. */
-  write: (items: T[]) => Promise<void>;
+export interface WriteBatcherOptions<T, R = void> {
+  /**
+   * Writes `items` (1..maxBatch, arrival order) all-or-nothing; rejects when none was written.
+   * Resolves with one result per item, in the items' order, when the writer has results (`R`,
+   * e.g. the rows a `RETURNING` gave back), or with nothing when `R` is `void`.
+   */
+  write: (items: T[]) => Promise<R[] | void>;
   /** Most items one `write` carries (default 256). */
   maxBatch?: number;
   /**
@@ -34,15 +38,18 @@ export interface WriteBatcherOptions<T> {
   delayMs?: number;
 }
 
-interface Waiting<T> {
+interface Waiting<T, R> {
   item: T;
-  resolve: () => void;
+  resolve: (result: R) => void;
   reject: (err: unknown) => void;
 }
 
-/** A group-commit queue of items of type `T` (one per purpose and per app, held on `AppContext`). */
-export class WriteBatcher<T> {
-  private waiting: Array<Waiting<T>> = [];
+/**
+ * A group-commit queue of items of type `T` (one per purpose and per app, held on `AppContext`);
+ * `R` is what each item's write gives back to its caller (void for plain inserts).
+ */
+export class WriteBatcher<T, R = void> {
+  private waiting: Array<Waiting<T, R>> = [];
   private running: Promise<void> | null = null;
   private readonly maxBatch: number;
   private readonly gather: boolean | (() => boolean);
@@ -52,7 +59,7 @@ export class WriteBatcher<T> {
   /** Drains in progress: no `delayMs` wait while > 0. */
   private draining = 0;
 
-  constructor(private readonly opts: WriteBatcherOptions<T>) {
+  constructor(private readonly opts: WriteBatcherOptions<T, R>) {
     this.maxBatch = Math.max(1, opts.maxBatch ?? 256);
     this.gather = opts.gather ?? true;
     this.delayMs = Math.max(0, opts.delayMs ?? 0);
@@ -63,9 +70,12 @@ export class WriteBatcher<T> {
     return this.waiting.length;
   }
 
-  /** Queue `item`. Resolves once a `write` that carried it succeeded; rejects with that item's own write error. */
-  add(item: T): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /**
+   * Queue `item`. Resolves once a `write` that carried it succeeded, with that item's result (`R`);
+   * rejects with that item's own write error.
+   */
+  add(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
       if (!this.running) this.running = this.run();
       else if (this.waiting.length >= this.maxBatch) this.wake?.();
@@ -110,10 +120,10 @@ export class WriteBatcher<T> {
     }
   }
 
-  private async commit(batch: Array<Waiting<T>>): Promise<void> {
+  private async commit(batch: Array<Waiting<T, R>>): Promise<void> {
     try {
-      await this.opts.write(batch.map((w) => w.item));
-      for (const w of batch) w.resolve();
+      const results = await this.opts.write(batch.map((w) => w.item));
+      for (let i = 0; i < batch.length; i++) batch[i].resolve((results ? results[i] : undefined) as R);
     } catch (err) {
       if (batch.length === 1) {
         batch[0].reject(err);

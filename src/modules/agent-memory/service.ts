@@ -103,7 +103,7 @@ function serialise(ctx: AppContext, value: unknown): { json: string; bytes: numb
 
 /** One live entry. @throws AppError not_found (missing or expired; an expired entry is purged) */
 export async function getEntry(ctx: AppContext, agentId: string, key: string): Promise<EntryView> {
-  const [row] = await statements(ctx).get.run({ agentId, key });
+  const row = await statements(ctx).reader.load({ agentId, key });
   if (!row) throw notFound('Memory entry');
   if (row.expired) {
     ctx.db
@@ -171,9 +171,9 @@ export async function putEntry(
   db: Exec = ctx.db,
 ): Promise<{ entry: EntryView; created: boolean }> {
   const { json, bytes } = serialise(ctx, input.value);
-  // The common write (no precondition, the app's own handle): one prepared statement.
+  // The common write (no precondition, the app's own handle): one prepared statement, shared with the writes that arrive with it (coalesce.ts).
   if (pre.ifMatch === undefined && pre.ifNoneMatch === undefined && db === ctx.db) {
-    const [row] = await statements(ctx).upsert.run({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
+    const row = await statements(ctx).writer.write({ agentId, key, json, bytes, ttl: input.ttl_seconds ?? null });
     const created = row.version === 1;
     if (created) await enforceEntryCap(ctx, db, agentId, key);
     return { entry: view(row), created };

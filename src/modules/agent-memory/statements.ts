@@ -1,12 +1,14 @@
 /**
  * The agent key/value memory's hot statements (`GET`/`PUT /v2/memory/:key`), prepared once per app
- * and held on `AppContext.agentMemoryStatements`: the point read and the unconditional upsert,
- * with no query building per request (named prepared statements on PostgreSQL). No `AppContext`
+ * and held on `AppContext.agentMemoryStatements`: the point read and the unconditional upsert
+ * (coalesced across concurrent requests, `coalesce.ts`), with no query building per request (named
+ * prepared statements on PostgreSQL). No `AppContext`
  * import here, so `context.ts` can name {@link AgentMemoryStatements} without an import loop.
  */
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { prepareRaw } from '../../db/prepared.js';
+import { createEntryReader, createEntryWriter, type ReadRow } from './coalesce.js';
 import { agentMemory } from '../../db/schema/index.js';
 
 export const EXPIRED = sql`(${agentMemory.expiresAt} is not null and ${agentMemory.expiresAt} <= now())`;
@@ -35,22 +37,31 @@ export type EntryRow = { key: string; value: unknown; version: number; updatedAt
 export type RawEntryRow = { key: string; value: unknown; version: number; updated_at: string; expires_at: string | null };
 
 /**
- * The two hot statements, prepared once per database handle: the point read and the
- * unconditional upsert (no query building per request; named statements on PostgreSQL). Their
- * rows come back as the driver gives them (no per-column mapping by the ORM; issue 18).
+ * The hot statements, prepared once per database handle: the point read and the unconditional
+ * upsert, each in a single-row form and an `unnest` form that carries the entries of several
+ * requests (`coalesce.ts`), and the coalescers that choose between them — `reader.load(ref)` and
+ * `writer.write(entry)`. No query building per request; named statements on PostgreSQL. Rows come
+ * back as the driver gives them (no per-column mapping by the ORM; issue 18).
  */
 export function prepareAgentMemoryStatements(db: Db) {
   const agentId = sql.placeholder('agentId');
   const key = sql.placeholder('key');
-  return {
+  const statements = {
     /** The handle these statements run on (a context copied with another database prepares its own). */
     db,
-    get: prepareRaw<RawEntryRow & { expired: boolean }>(db, 'agent_memory_get', () =>
+    get: prepareRaw<ReadRow>(db, 'agent_memory_get', () =>
       db
         .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}`.as('expired') })
         .from(agentMemory)
         .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)))
         .getSQL(),
+    ),
+    /** `get` for several entries: `agentIds[i]`, `keys[i]` name one; rows (only of entries that exist) in no particular order. */
+    getMany: prepareRaw<ReadRow & { agent_id: string }>(db, 'agent_memory_get_many', () =>
+      sql`select ${agentMemory.agentId} as agent_id, ${agentMemory.key}, ${agentMemory.value}, ${agentMemory.version},
+                 ${agentMemory.updatedAt} as updated_at, ${agentMemory.expiresAt} as expires_at, ${EXPIRED} as expired
+          from ${agentMemory} join unnest(${sql.placeholder('agentIds')}::text[], ${sql.placeholder('keys')}::text[]) as q(agent_id, key)
+            on ${agentMemory.agentId} = q.agent_id and ${agentMemory.key} = q.key`,
     ),
     upsert: prepareRaw<RawEntryRow>(db, 'agent_memory_upsert', () =>
       db
@@ -67,8 +78,25 @@ export function prepareAgentMemoryStatements(db: Db) {
         .returning(RETURNING)
         .getSQL(),
     ),
+    /**
+     * `upsert` for several entries: parallel arrays, one element per entry, the (agent, key) pairs
+     * distinct (one statement cannot update a row twice); rows in no particular order.
+     */
+    upsertMany: prepareRaw<RawEntryRow & { agent_id: string }>(db, 'agent_memory_upsert_many', () =>
+      db
+        .insert(agentMemory)
+        .select(
+          sql`select q.agent_id, q.key, q.json::jsonb, 1, q.bytes, now(), now(), case when q.ttl is null then null else now() + make_interval(secs => q.ttl) end
+              from unnest(${sql.placeholder('agentIds')}::text[], ${sql.placeholder('keys')}::text[], ${sql.placeholder('jsons')}::text[],
+                          ${sql.placeholder('bytes')}::int[], ${sql.placeholder('ttls')}::int[]) as q(agent_id, key, json, bytes, ttl)`,
+        )
+        .onConflictDoUpdate({ target: [agentMemory.agentId, agentMemory.key], set: UPSERT_SET })
+        .returning({ agent_id: agentMemory.agentId, ...RETURNING })
+        .getSQL(),
+    ),
   };
+  return { ...statements, reader: createEntryReader(statements), writer: createEntryWriter(statements) };
 }
 
-/** The prepared statements of one database handle. */
+/** The prepared statements of one database handle and their coalescers. */
 export type AgentMemoryStatements = ReturnType<typeof prepareAgentMemoryStatements>;

@@ -84,4 +84,20 @@ describe('WriteBatcher', () => {
     expect(performance.now() - t).toBeLessThan(1_000);
     expect(writes).toEqual([[1, 2, 3], [4, 5]]);
   });
+
+  it('hands each caller its own item\'s result, also after a failed batch is retried item by item', async () => {
+    const writes: number[][] = [];
+    const b = new WriteBatcher<number, string>({
+      write: async (items) => {
+        writes.push(items);
+        if (items.includes(13) && items.length > 1) throw new Error('batch refused');
+        if (items[0] === 13) throw new Error('13 refused');
+        return items.map((n) => `row ${n}`);
+      },
+    });
+    const results = await Promise.allSettled([1, 13, 2].map((n) => b.add(n)));
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['row 1', '13 refused', 'row 2']);
+    expect(writes).toEqual([[1, 13, 2], [1], [13], [2]]);
+    expect(await b.add(7)).toBe('row 7');
+  });
 });
