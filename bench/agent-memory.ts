@@ -3,8 +3,10 @@
  *
  * One process, one database: the full service (agent JWT verification + liveness check, rate
  * limiter, schema validation, ETag handling) serving `GET` and `PUT /v2/memory/:key`, against a
- * bare Fastify route doing the same single-row read / upsert (the service's own prepared statements, same
- * `Db` handle) with no auth, validation or limits. autocannon drives both over loopback, one
+ * bare Fastify route doing the same single-row read / upsert, one statement per request (the service's own
+ * single-row prepared statements, same `Db` handle) with no auth, validation or limits. The service
+ * coalesces the statements of concurrent requests (agent-memory/coalesce.ts); `statements_per_request`
+ * says how many it ran per answered request (1 = no coalescing; BENCH_CONNECTIONS=1 shows the stack alone). autocannon drives both over loopback, one
  * after the other, with the same connections, duration and request headers (the agent's bearer
  * token too, which the bare route ignores: autocannon runs in this process, so only the server's
  * work may differ between the two); keys rotate over a preloaded set.
@@ -72,11 +74,20 @@ async function json(method: string, url: string, headers: Record<string, string>
   return res.status === 204 ? null : res.json();
 }
 
-// The bare comparison: the same single-row statements as the service — its own prepared
-// statements (agent-memory/statements.ts, named on PostgreSQL) — and nothing else, so the ratio
-// measures what the service adds around the read (auth, limits, validation, ETags, metrics), not
-// a difference in how the statement is sent.
+// The bare comparison: the service's own single-row prepared statements (agent-memory/statements.ts,
+// named on PostgreSQL), one per request — the plain way to serve the route — and nothing else. The
+// service runs the same statements, or their `unnest` forms for the requests that arrive together.
 const bareStatements = prepareAgentMemoryStatements(ctx.db);
+// Statements run while the service is measured (the bare route's are not counted).
+let counting = false;
+let statementsRun = 0;
+for (const st of [bareStatements.get, bareStatements.getMany, bareStatements.upsert, bareStatements.upsertMany]) {
+  const run = st.run.bind(st);
+  st.run = (values) => {
+    if (counting) statementsRun++;
+    return run(values);
+  };
+}
 const bare = Fastify({ logger: false });
 bare.get<{ Params: { agent: string; key: string } }>('/bare/:agent/:key', async (req, reply) => {
   const [row] = await bareStatements.get.run({ agentId: req.params.agent, key: req.params.key });
@@ -187,6 +198,8 @@ try {
     /** The order-statistic interval of the paired ratios' median (bench/lib/median-interval.ts) and what it says of the goal. */
     ratio_interval: Omit<MedianInterval, 'median' | 'n'> | null;
     verdict: ReturnType<typeof verdict> | null;
+    /** Statements the service ran per answered request (below 1: requests shared statements, agent-memory/coalesce.ts). */
+    statements_per_request: number;
   };
   async function compare(method: 'GET' | 'PUT'): Promise<Compared> {
     const runs: { service: Result[]; bare: Result[] } = { service: [], bare: [] };
@@ -194,9 +207,13 @@ try {
       const order = round % 2 === 0 ? (['service', 'bare'] as const) : (['bare', 'service'] as const);
       for (const which of order) {
         const t = which === 'service' ? service : bareT;
+        counting = which === 'service';
         runs[which].push(await profiled(`${method.toLowerCase()}-${which}-${round}`, () => run(t.url, method, t.path, t.headers, method === 'PUT' ? body : undefined)));
+        counting = false;
       }
     }
+    const statements = statementsRun;
+    statementsRun = 0;
     // Paired per round: service/bare of the two back-to-back runs.
     const ratios = runs.service.map((s, i) => round2(s.rps / Math.max(1, runs.bare[i].rps)));
     const cpuRatios = runs.service.map((s, i) => runs.bare[i].cpu_us / Math.max(1, s.cpu_us));
@@ -219,12 +236,13 @@ try {
       ratios,
       ratio_interval: { low: interval.low, high: interval.high, coverage: Math.round(interval.coverage * 1000) / 1000 },
       verdict: verdict(interval, GOAL),
+      statements_per_request: round2(statements / Math.max(1, runs.service.reduce((n, r) => n + r.requests, 0))),
     };
   }
   // BENCH_OPS=get (or put): only that operation (to profile it alone); the other reads as empty.
   const ops = (process.env.BENCH_OPS ?? 'get,put').split(',');
   const none: Result = { rps: 0, requests: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0, cpu_sys_us: 0 };
-  const skip = async (): Promise<Compared> => ({ service: none, bare: none, ratio_median: 0, cpu_ratio_median: 0, ratios: [], ratio_interval: null, verdict: null });
+  const skip = async (): Promise<Compared> => ({ service: none, bare: none, ratio_median: 0, cpu_ratio_median: 0, ratios: [], ratio_interval: null, verdict: null, statements_per_request: 0 });
   const results = { get: ops.includes('get') ? await compare('GET') : await skip(), put: ops.includes('put') ? await compare('PUT') : await skip() };
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
   // bare/service CPU per request: the throughput ratio a CPU-bound process would reach.
@@ -232,7 +250,7 @@ try {
   /** `low–high (coverage %)` of an operation's ratio interval, for the table. */
   const shown = (iv: Compared['ratio_interval']) => (iv ? `${iv.low}–${iv.high} (${Math.round(iv.coverage * 1000) / 10} %)` : '');
   const rows = (['get', 'put'] as const).flatMap((op) => [
-    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service, ratio_median: results[op].ratio_median, interval: shown(results[op].ratio_interval), verdict: results[op].verdict ?? '' },
+    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service, ratio_median: results[op].ratio_median, interval: shown(results[op].ratio_interval), verdict: results[op].verdict ?? '', stmts_per_req: results[op].statements_per_request },
     { op: op.toUpperCase(), target: 'bare route', ...results[op].bare },
   ]);
   console.table(rows);
