@@ -45,7 +45,9 @@ export interface CoalescedStatements {
 }
 
 /** Most entries one statement carries. */
-const MAX_BATCH = 256;
+const MAX_BATCH = 64;
+/** Most value bytes one write statement carries (a value may be 256 KiB; one statement stays a few MiB). */
+const MAX_STATEMENT_BYTES = 4 * 1024 * 1024;
 
 /** A map key of (agent, key): U+0000 cannot occur in either (PostgreSQL `text` cannot hold it). */
 const idOf = (agentId: string, key: string): string => `${agentId}\u0000${key}`;
@@ -79,16 +81,35 @@ export function createEntryReader(st: CoalescedStatements): DataLoader<EntryRef,
   );
 }
 
-/** Split writes into rounds of distinct (agent, key), each write in the first round after every earlier write of its key. */
+/**
+ * Split writes (indices into `writes`) into statements run one after the other: each holds distinct
+ * (agent, key) — a write goes after every earlier write of its key — and at most
+ * {@link MAX_STATEMENT_BYTES} of values (a larger single value goes alone).
+ */
 function rounds(writes: EntryWrite[]): number[][] {
-  const out: number[][] = [];
+  const byKey: number[][] = [];
   const roundOf = new Map<string, number>();
   writes.forEach((w, i) => {
     const id = idOf(w.agentId, w.key);
     const r = (roundOf.get(id) ?? -1) + 1;
     roundOf.set(id, r);
-    (out[r] ??= []).push(i);
+    (byKey[r] ??= []).push(i);
   });
+  const out: number[][] = [];
+  for (const round of byKey) {
+    let chunk: number[] = [];
+    let bytes = 0;
+    for (const i of round) {
+      if (chunk.length > 0 && bytes + writes[i].bytes > MAX_STATEMENT_BYTES) {
+        out.push(chunk);
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(i);
+      bytes += writes[i].bytes;
+    }
+    out.push(chunk);
+  }
   return out;
 }
 

@@ -110,4 +110,18 @@ describe('agent memory — coalesced statements', () => {
     expect(reads.slice(0, 3).map((r) => r.status === 'fulfilled' && r.value.value)).toEqual(keys);
     expect(reads[3].status).toBe('rejected');
   });
+
+  it('large values are split so one statement carries at most 4 MiB, and every write lands', async () => {
+    const a = await newAgent();
+    const spies = spyStatements();
+    const big = (i: number) => `${i}:`.padEnd(250 * 1024, 'v');
+    const n = 24; // 6 MiB of values
+    const written = await Promise.all(Array.from({ length: n }, (_, i) => putEntry(ctx, a.id, `big-${i}`, { value: big(i) })));
+    expect(written.map((w) => w.entry.version)).toEqual(Array(n).fill(1));
+    const sizes = spies.upsertMany.mock.calls.map(([v]) => (v.bytes as number[]).reduce((x, y) => x + y, 0));
+    expect(sizes.length + spies.upsert.mock.calls.length).toBeGreaterThan(1);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(4 * 1024 * 1024);
+    const read = await Promise.all(Array.from({ length: n }, (_, i) => getEntry(ctx, a.id, `big-${i}`)));
+    read.forEach((e, i) => expect(e.value).toBe(big(i)));
+  });
 });
