@@ -18,7 +18,9 @@
 import DataLoader from 'dataloader';
 import type { PreparedRaw } from '../../db/prepared.js';
 import { WriteBatcher } from '../../lib/batcher.js';
-import type { RawEntryRow } from './statements.js';
+
+/** A row of the hot statements as the driver returns it (column names; timestamps as text). */
+export type RawEntryRow = { key: string; value: unknown; version: number; updated_at: string; expires_at: string | null };
 
 /** One entry of one agent. */
 export interface EntryRef {
@@ -133,7 +135,6 @@ async function upsertDistinct(st: CoalescedStatements, writes: EntryWrite[]): Pr
     return row;
   });
 }
-
 
 /**
  * Write a batch: its rounds one after the other, each in one statement; a round whose statement

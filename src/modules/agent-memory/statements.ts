@@ -2,14 +2,16 @@
  * The agent key/value memory's hot statements (`GET`/`PUT /v2/memory/:key`), prepared once per app
  * and held on `AppContext.agentMemoryStatements`: the point read and the unconditional upsert
  * (coalesced across concurrent requests, `coalesce.ts`), with no query building per request (named
- * prepared statements on PostgreSQL). No `AppContext`
- * import here, so `context.ts` can name {@link AgentMemoryStatements} without an import loop.
+ * prepared statements on PostgreSQL). No `AppContext` import here, so `context.ts` can name
+ * {@link AgentMemoryStatements} without an import loop.
  */
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { prepareRaw } from '../../db/prepared.js';
-import { createEntryReader, createEntryWriter, type ReadRow } from './coalesce.js';
 import { agentMemory } from '../../db/schema/index.js';
+import { createEntryReader, createEntryWriter, type RawEntryRow, type ReadRow } from './coalesce.js';
+
+export type { RawEntryRow } from './coalesce.js';
 
 export const EXPIRED = sql`(${agentMemory.expiresAt} is not null and ${agentMemory.expiresAt} <= now())`;
 
@@ -33,8 +35,6 @@ export const UPSERT_SET = {
 
 export type EntryRow = { key: string; value: unknown; version: number; updatedAt: Date; expiresAt: Date | null };
 
-/** A row of the hot statements as the driver returns it (column names; timestamps as text). */
-export type RawEntryRow = { key: string; value: unknown; version: number; updated_at: string; expires_at: string | null };
 
 /**
  * The hot statements, prepared once per database handle: the point read and the unconditional
