@@ -20,6 +20,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const src = path.join(root, 'src');
@@ -196,7 +197,25 @@ function readStamp() {
 }
 
 /** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
+/**
+ * Start the embedded database's worker thread (src/db/pglite-worker.cjs) now, before the console
+ * check, the build check and the bundle's ~0.3 s of reading and compiling, when the environment asks
+ * for the default database — an on-disk PGlite on its own thread: no `DATABASE_URL`, not
+ * `DATABASE_IN_MEMORY`, `PGLITE_THREAD` not off (src/config.ts). `main.ts` adopts it
+ * (`Symbol.for('agent-platform.pglite-worker')`) or ends it when the configuration says otherwise.
+ */
+function startDatabaseThread() {
+  const env = process.env;
+  const on = (v) => ['on', 'true', '1', 'yes'].includes(v ?? '');
+  const off = (v) => ['off', 'false', '0', 'no'].includes(v ?? '');
+  if (env.DATABASE_URL || on(env.DATABASE_IN_MEMORY) || off(env.PGLITE_THREAD) || process.argv.includes('--build')) return;
+  const file = path.join(src, 'db', 'pglite-worker.cjs');
+  if (!fs.existsSync(file)) return;
+  globalThis[Symbol.for('agent-platform.pglite-worker')] = new Worker(file);
+}
+
 async function main() {
+  startDatabaseThread();
   const buildOnly = process.argv.includes('--build');
   if (!buildOnly && fs.existsSync(path.join(root, 'console', 'package.json'))) {
     // The web console, when console/dist is missing or older than its sources (`npm install` built

@@ -46,14 +46,18 @@ async function main(): Promise<void> {
   // WebAssembly compiles and boots (on its own thread: db/pglite-thread.ts), migrations are checked —
   // while the main thread loads the app's modules. Imported only after the configuration parsed, so
   // a config error prints exactly one line.
+  const { startPGliteWorker, discardEarlyPGliteWorker } = await import('./db/pglite-worker.js');
   if (config.pgliteThread) {
-    // The database thread boots, loads PGlite and compiles its WebAssembly from here on.
-    const { startPGliteWorker } = await import('./db/pglite-worker.js');
+    // The database thread boots, loads PGlite and compiles its WebAssembly from here on (or has
+    // since `npm start`'s script started it, before the bundle loaded).
     startPGliteWorker();
-  } else if (!config.databaseUrl) {
-    // PGlite on this thread: its WebAssembly compiles on V8's background threads from here on (db/pglite-wasm.ts).
-    const { pgliteWasmModule } = await import('./db/pglite-wasm.js');
-    void pgliteWasmModule();
+  } else {
+    discardEarlyPGliteWorker();
+    if (!config.databaseUrl) {
+      // PGlite on this thread: its WebAssembly compiles on V8's background threads from here on (db/pglite-wasm.ts).
+      const { pgliteWasmModule } = await import('./db/pglite-wasm.js');
+      void pgliteWasmModule();
+    }
   }
   const { openEmbeddedDataDir, embeddedDataDirInitialised } = await import('./db/data-dir.js');
   const dataDir = openEmbeddedDataDir(config);
