@@ -196,7 +196,6 @@ function readStamp() {
   }
 }
 
-/** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
 /**
  * Start the embedded database's worker thread (src/db/pglite-worker.cjs) now, before the console
  * check, the build check and the bundle's ~0.3 s of reading and compiling, when the environment asks
@@ -214,6 +213,7 @@ function startDatabaseThread() {
   globalThis[Symbol.for('agent-platform.pglite-worker')] = new Worker(file);
 }
 
+/** `--build`: build dist/ when stale and exit (an image build, before the sources become read-only). */
 async function main() {
   startDatabaseThread();
   const buildOnly = process.argv.includes('--build');
