@@ -21,7 +21,10 @@
  *
  * With BENCH_BASELINE_ROOT=<another checkout> (e.g. `git archive <commit>` with node_modules linked),
  * every run measures that tree too, interleaved with this one (first and later open of each),
- * and the summary compares medians from the same run.
+ * and the summary compares medians from the same run. Caution (2026-11-29): a checkout whose
+ * `node_modules` is a symlink to this tree's loaded its modules ~0.35 s slower (`modules_ms`) than
+ * this tree with the same code, so such a pair overstates this tree's lead; compare two checkouts set
+ * up the same way, or switch the change on and off within one tree.
  *
  *   npm run bench:startup            # RUNS=3 IDLE_MS=5000 by default
  */
