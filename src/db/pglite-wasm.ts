@@ -14,7 +14,7 @@ import fs from 'node:fs/promises';
 let compiled: Promise<WebAssembly.Module | undefined> | undefined;
 
 /** `pglite.wasm` of the installed `@electric-sql/pglite` (beside its entry module). */
-export function pgliteWasmFile(): URL {
+function pgliteWasmFile(): URL {
   return new URL('./pglite.wasm', import.meta.resolve('@electric-sql/pglite'));
 }
 

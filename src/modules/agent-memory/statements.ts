@@ -33,6 +33,9 @@ export const UPSERT_SET = {
   createdAt: sql`case when ${EXPIRED} then now() else ${agentMemory.createdAt} end`,
 };
 
+/** What a point read returns: the entry and whether it has expired (database clock). */
+const READ = { ...RETURNING, expired: sql<boolean>`${EXPIRED}`.as('expired') };
+
 export type EntryRow = { key: string; value: unknown; version: number; updatedAt: Date; expiresAt: Date | null };
 
 
@@ -51,17 +54,21 @@ export function prepareAgentMemoryStatements(db: Db) {
     db,
     get: prepareRaw<ReadRow>(db, 'agent_memory_get', () =>
       db
-        .select({ ...RETURNING, expired: sql<boolean>`${EXPIRED}`.as('expired') })
+        .select(READ)
         .from(agentMemory)
         .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key)))
         .getSQL(),
     ),
     /** `get` for several entries: `agentIds[i]`, `keys[i]` name one; rows (only of entries that exist) in no particular order. */
     getMany: prepareRaw<ReadRow & { agent_id: string }>(db, 'agent_memory_get_many', () =>
-      sql`select ${agentMemory.agentId} as agent_id, ${agentMemory.key}, ${agentMemory.value}, ${agentMemory.version},
-                 ${agentMemory.updatedAt} as updated_at, ${agentMemory.expiresAt} as expires_at, ${EXPIRED} as expired
-          from ${agentMemory} join unnest(${sql.placeholder('agentIds')}::text[], ${sql.placeholder('keys')}::text[]) as q(agent_id, key)
-            on ${agentMemory.agentId} = q.agent_id and ${agentMemory.key} = q.key`,
+      db
+        .select({ agent_id: agentMemory.agentId, ...READ })
+        .from(agentMemory)
+        .innerJoin(
+          sql`unnest(${sql.placeholder('agentIds')}::text[], ${sql.placeholder('keys')}::text[]) as q(agent_id, key)`,
+          sql`${agentMemory.agentId} = q.agent_id and ${agentMemory.key} = q.key`,
+        )
+        .getSQL(),
     ),
     upsert: prepareRaw<RawEntryRow>(db, 'agent_memory_upsert', () =>
       db

@@ -35,7 +35,7 @@ afterEach(() => vi.restoreAllMocks());
 const AWKWARD = ['a,b', '"quoted"', '{braces}', 'back\\slash', 'NULL', 'with space', 'ünïcødé 😀', 'k'.repeat(256)];
 
 describe('agent memory — coalesced statements', () => {
-  it('answers concurrent GETs of several agents from one statement, each with its own entry, 404 for missing ones', async () => {
+  it('answers concurrent GETs of several agents from fewer statements than requests, each with its own entry, 404 for missing ones', async () => {
     const agents = [await newAgent(), await newAgent(), await newAgent()];
     for (const [n, a] of agents.entries()) {
       for (const key of AWKWARD) await call(app, { method: 'PUT', url: `/v2/memory/${encodeURIComponent(key)}`, headers: a.headers, payload: { value: { agent: n, key } } }, 201);
