@@ -125,6 +125,10 @@ export async function buildApp(
   // A callback hook, not an async one: no promise and microtask per request (issue 18).
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    // A credentialed request's answer belongs to its principal: no cache may store it unless its
+    // route says otherwise (RFC 9111 §5.2.2.5; §3.5 keeps `Authorization` answers out of shared
+    // caches, but not `X-API-Key` ones). docs/decisions.md http/no-store.
+    if (req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined) reply.header('cache-control', 'no-store');
     done();
   });
 
