@@ -78,7 +78,9 @@ async function json(method: string, url: string, headers: Record<string, string>
 // named on PostgreSQL), one per request — the plain way to serve the route — and nothing else. The
 // service runs the same statements, or their `unnest` forms for the requests that arrive together.
 const bareStatements = prepareAgentMemoryStatements(ctx.db);
-// Statements run while the service is measured (the bare route's are not counted).
+// Statements run while the service is measured (the bare route's are not counted). `prepareRaw`
+// hands out one object per database handle and statement name, so these are the very objects the
+// service's coalescers run: wrapping their `run` counts the service's statements.
 let counting = false;
 let statementsRun = 0;
 for (const st of [bareStatements.get, bareStatements.getMany, bareStatements.upsert, bareStatements.upsertMany]) {

@@ -38,7 +38,6 @@ const READ = { ...RETURNING, expired: sql<boolean>`${EXPIRED}`.as('expired') };
 
 export type EntryRow = { key: string; value: unknown; version: number; updatedAt: Date; expiresAt: Date | null };
 
-
 /**
  * The hot statements, prepared once per database handle: the point read and the unconditional
  * upsert, each in a single-row form and an `unnest` form that carries the entries of several
