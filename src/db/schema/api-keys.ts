@@ -13,6 +13,8 @@ export const apiKeys = pgTable('api_keys', {
   keyHash: text('key_hash').notNull(),
   lastUsedAt: tz('last_used_at'),
   expiresAt: tz('expires_at'),
+  /** What the key may do (credential scope vocabulary, `http/auth.ts`); null = every scope (keys made before scopes existed). */
+  scopes: text('scopes').array(),
   revokedAt: tz('revoked_at'),
   createdAt: createdAt(),
 }, (t) => [uniqueIndex('api_keys_hash_key').on(t.keyHash), index('api_keys_user_idx').on(t.userId, t.id)]);
