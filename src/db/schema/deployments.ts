@@ -82,7 +82,11 @@ export const agentInvocations = pgTable('agent_invocations', {
   cold: boolean('cold'),
   timeoutMs: integer('timeout_ms').notNull(),
   durationMs: integer('duration_ms'),
+  /** CPU time (user + system) of the environment's processes during the invocation, ms, read from /proc by the host; null until it ran or where /proc is unavailable. */
+  cpuMs: integer('cpu_ms'),
   createdBy: text('created_by').notNull(),
+  /** What started it: `api` | `schedule` | `trigger` | `a2a`. */
+  trigger: text('trigger').notNull().default('api'),
   createdAt: createdAt(),
   startedAt: tz('started_at'),
   finishedAt: tz('finished_at'),
