@@ -21,11 +21,9 @@ import {
   VerificationConfigBody,
   VerificationConfigSchema,
 } from './schemas.js';
+import { listServiceReports, reportService, resolveReport } from './reports.js';
 import {
-  listServiceReports,
   registerPublishingJobs,
-  reportService,
-  resolveReport,
   setVerificationConfig,
   startPublish,
   unpublish,
