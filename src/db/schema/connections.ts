@@ -47,6 +47,10 @@ export const connectionStates = pgTable('connection_states', {
   /** AES-GCM blob of the PKCE code verifier (RFC 7636); null when the service disables PKCE. */
   codeVerifier: text('code_verifier'),
   returnTo: text('return_to'),
+  /** AES-GCM blob of the upstream's authorization URL (it carries the state), handed only to the browser that binds the flow. */
+  authorizationUrl: text('authorization_url'),
+  /** SHA-256 of the browser-binding cookie set when the user's signed-in browser took the flow; null = not bound yet (RFC 6749 §10.12). */
+  bindingHash: text('binding_hash'),
   consumedAt: tz('consumed_at'),
   expiresAt: tz('expires_at').notNull(),
   createdAt: createdAt(),
