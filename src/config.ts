@@ -219,6 +219,8 @@ export interface Config {
     concurrency: number;
     /** `auto`: isolate the network (`unshare --net`) when this host allows it; `isolated`: require it; `allowed`: never isolate. */
     network: 'auto' | 'isolated' | 'allowed';
+    /** File-system wall of deployed code: `bwrap` (default; bubblewrap: only the artifact, the Node runtime and a private /tmp are visible; refuses to start where bwrap cannot run) or `off` (Node's permission model alone: host Unix sockets stay reachable). */
+    isolation: 'bwrap' | 'off';
     /** Unprivileged uid:gid the runs switch to when the server runs as root (`auto`: 65534:65534 if it can read SANDBOX_DIR); null = never switch. */
     user: { uid: number; gid: number } | 'auto' | null;
     /** Whole-process memory limit of each sandbox process (RLIMIT_DATA: heap, Buffers, native memory), MiB; 0 = none. Default `2 × memoryMb + 64`. */
@@ -411,6 +413,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxOutputBytes: int(env, 'SANDBOX_MAX_OUTPUT_BYTES', 1024 * 1024, 16, 64 * 1024 * 1024),
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),
       network: oneOf(env, 'SANDBOX_NETWORK', ['auto', 'isolated', 'allowed'] as const, 'auto'),
+      isolation: oneOf(env, 'SANDBOX_ISOLATION', ['bwrap', 'off'] as const, 'bwrap'),
       user: sandboxUser(env),
     },
   };
