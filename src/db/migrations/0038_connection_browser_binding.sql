@@ -3,5 +3,6 @@
 -- authorization URL (encrypted: it carries the state) until the user's signed-in browser takes the
 -- flow, and the SHA-256 of the binding cookie it then set; the callback requires that cookie.
 -- Nullable: a state created before this migration has neither and must be started again.
-ALTER TABLE "connection_states" ADD COLUMN IF NOT EXISTS "authorization_url" text;
-ALTER TABLE "connection_states" ADD COLUMN IF NOT EXISTS "binding_hash" text;
+ALTER TABLE "connection_states"
+  ADD COLUMN IF NOT EXISTS "authorization_url" text,
+  ADD COLUMN IF NOT EXISTS "binding_hash" text;
