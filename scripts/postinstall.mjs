@@ -7,14 +7,18 @@
 //    is copied from (`PGLITE_TEMPLATE_DIR`, default node_modules/.cache/agent-platform; `off` skips
 //    it), built by src/db/data-dir.ts's `prepareTemplates`: ~3 s of CPU, most of it PGlite's initdb;
 // 3. the web console's console/dist (`scripts/ensure-console.mjs`, Vite; a no-op when current),
-//    which the first `npm start` otherwise built before the server even started.
-// All three run side by side. It never fails the install: without sources (the image's `npm ci` runs
+//    which the first `npm start` otherwise built before the server even started;
+// 4. the SDK and the CLI (`tsc -b packages/sdk packages/cli`, incremental), so `npx agent-platform`
+//    runs at once on a fresh clone (its committed launcher, packages/cli/bin/agent-platform.js,
+//    would otherwise compile them on first use).
+// All four run side by side. It never fails the install: without sources (the image's `npm ci` runs
 // before src/ is copied; the Dockerfile runs this script again afterwards) it does nothing, and
 // when a step fails it says so and `npm start` does that step itself, as it would have anyway.
 // `npm install --ignore-scripts` skips it with the same effect. `--strict` (the image build): a
 // failed step exits 1.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -43,6 +47,23 @@ function buildConsoleDist() {
   });
 }
 
+/** `tsc -b packages/sdk packages/cli` in a child process. @returns null, or why it failed */
+function buildPackages() {
+  return new Promise((resolve) => {
+    let tsc;
+    try {
+      tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    } catch {
+      return resolve('typescript is not installed');
+    }
+    const child = spawn(process.execPath, [tsc, '-b', 'packages/sdk', 'packages/cli'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.on('data', (d) => void (stdout += d.toString()));
+    child.once('error', (err) => resolve(err.message));
+    child.once('exit', (code) => resolve(code === 0 ? null : stdout.trim().split('\n')[0] || `tsc exited with ${code}`));
+  });
+}
+
 /**
  * The prepared data directory under the cache `loadConfig` resolves (only PGLITE_TEMPLATE_DIR is
  * read from this environment: the install's other variables are not the server's).
@@ -62,7 +83,7 @@ if (!fs.existsSync(path.join(root, 'src', 'main.ts'))) {
   process.stdout.write('postinstall: no sources yet (src/main.ts): nothing to prepare\n');
 } else {
   const t0 = performance.now();
-  const [bundle, consoleBuild, prepared] = await Promise.all([
+  const [bundle, consoleBuild, prepared, packages] = await Promise.all([
     buildBundle(),
     // false: no console sources here (the image copies none).
     fs.existsSync(path.join(root, 'console', 'package.json')) ? buildConsoleDist() : false,
@@ -70,15 +91,19 @@ if (!fs.existsSync(path.join(root, 'src', 'main.ts'))) {
       (dir) => ({ dir }),
       (err) => ({ error: String(err?.message ?? err).split('\n')[0] }),
     ),
+    // false: no workspace packages here (the image copies none).
+    fs.existsSync(path.join(root, 'packages', 'cli', 'tsconfig.json')) ? buildPackages() : false,
   ]);
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
   if (bundle) process.stderr.write(`postinstall: could not build dist/ (${bundle}); npm start builds it\n`);
   if (consoleBuild) process.stderr.write(`postinstall: could not build console/dist (${consoleBuild}); npm start builds it\n`);
+  if (packages) process.stderr.write(`postinstall: could not build the SDK and CLI (${packages}); \`npm run build:packages\` builds them\n`);
   if (prepared.error) process.stderr.write(`postinstall: could not prepare the embedded database (${prepared.error}); a fresh start builds it (slower)\n`);
   const done = [];
   if (!bundle) done.push('dist/');
   if (consoleBuild === null) done.push('console/dist');
+  if (packages === null) done.push('packages/sdk and packages/cli');
   if (prepared.dir) done.push(`the embedded database template ${prepared.dir}`);
   process.stdout.write(`postinstall: ${done.length ? `prepared ${done.join(', ')}` : 'nothing prepared'} in ${seconds} s\n`);
-  if (process.argv.includes('--strict') && (bundle || consoleBuild || prepared.error)) process.exitCode = 1;
+  if (process.argv.includes('--strict') && (bundle || consoleBuild || prepared.error || packages)) process.exitCode = 1;
 }
