@@ -12,6 +12,15 @@ import { LRUCache } from 'lru-cache';
 import type { Role } from '../config.js';
 import { AppError } from './errors.js';
 
+/**
+ * What a credential may do, one word per kind of operation (RFC 6749 §3.3 scope tokens). Agent
+ * tokens carry a subset of the first four (`agents/tokens.ts` AGENT_SCOPES); API keys carry any
+ * subset of all six; a user's own access token carries every scope. Operations outside this
+ * vocabulary (catalog, subscriptions, connections, deployments…) are not narrowed by scopes.
+ */
+export const CREDENTIAL_SCOPES = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute', 'agents:manage', 'api_keys:manage'] as const;
+export type Scope = (typeof CREDENTIAL_SCOPES)[number];
+
 /** A signed-in user (by OAuth/OIDC access token or by API key). */
 export interface UserPrincipal {
   kind: 'user';
@@ -22,8 +31,12 @@ export interface UserPrincipal {
   email: string | null;
   roles: Role[];
   via: 'token' | 'api_key';
-  /** Access-token expiry (absent for API keys). */
+  /** Access-token or API-key expiry (absent for a key that never expires). */
   expiresAt?: Date;
+  /** The API key (`key_…`) when `via` is `api_key`. */
+  keyId?: string;
+  /** The key's scopes; absent = every scope (user access tokens, keys made before scopes existed). */
+  scopes?: ReadonlySet<Scope>;
 }
 
 /** An agent authenticated with the client_credentials grant (RFC 6749 §4.4). */
@@ -36,7 +49,13 @@ export interface AgentPrincipal {
   /** The owner's roles (rate limits and quotas follow the account). */
   roles: Role[];
   clientId: string;
+  /** The token's `scope` claim as granted (space-split). */
   scope: string[];
+  /**
+   * The same scopes as a set: what {@link requireScope} looks up (verified tokens always carry it);
+   * absent on a principal the host builds itself, where `scope` decides.
+   */
+  scopes?: ReadonlySet<Scope>;
   expiresAt?: Date;
 }
 
@@ -258,6 +277,26 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
 /** The insufficient_role refusal unless `p` holds one of `roles`; undefined when it does. */
 function roleRefusal(p: Principal, roles: Role[]): AppError | undefined {
   return p.roles.some((r) => roles.includes(r)) ? undefined : new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
+}
+
+/** True when `p` may do what `scope` names (a set lookup: this runs on every execution). */
+export function hasScope(p: Principal, scope: Scope): boolean {
+  if (p.scopes !== undefined) return p.scopes.has(scope);
+  return p.kind === 'user' || p.scope.includes(scope);
+}
+
+/**
+ * Require `scope` of the credential behind `p` (agent token or API key; a user's own access token
+ * holds every scope). The one check every face reaches through the service it calls.
+ * @throws AppError insufficient_scope (403, RFC 6750 §3.1), with `WWW-Authenticate` naming the scope
+ */
+export function requireScope(p: Principal, scope: Scope): void {
+  if (hasScope(p, scope)) return;
+  const how = p.kind === 'agent' ? 'request a token with it (POST /auth/agent/token)' : 'use a key that has it (POST /api-keys with "scopes")';
+  throw new AppError('insufficient_scope', `This request needs the "${scope}" scope; ${how}`, {
+    headers: { 'www-authenticate': `Bearer realm="agent-platform", error="insufficient_scope", scope="${scope}"` },
+    extra: { required_scope: scope },
+  });
 }
 
 /** @throws AppError insufficient_role unless `p` holds one of `roles`. */

@@ -11,22 +11,9 @@ import type { AppContext } from '../../context.js';
 import { agentOf, principalOf, requireAuth } from '../../http/auth.js';
 import { authScope, noContent, operations } from '../../http/operations.js';
 import { BEARER_SECURITY, IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
-import { requireScope } from '../agents/tokens.js';
 import { AgentKeyParams, AuditQuery, AuditSchema, ConditionalHeaders, EntrySchema, KeyParams, ListEntriesQuery, PutEntryBody } from './schemas.js';
-import {
-  deleteEntry,
-  etagOf,
-  getEntry,
-  listAudit,
-  listEntries,
-  parseTagCondition,
-  purgeExpiredEntries,
-  putEntry,
-  readAgentMemory,
-  writeAgentMemory,
-  type EntryView,
-  type Preconditions,
-} from './service.js';
+import { deleteAgentMemory, getAgentMemory, listAgentMemory, listAudit, putAgentMemory } from './access.js';
+import { etagOf, parseTagCondition, purgeExpiredEntries, type EntryView, type Preconditions } from './service.js';
 
 function preconditions(headers: { 'if-match'?: string; 'if-none-match'?: string }): Preconditions {
   return { ifMatch: parseTagCondition(headers['if-match'], 'If-Match'), ifNoneMatch: parseTagCondition(headers['if-none-match'], 'If-None-Match') };
@@ -67,8 +54,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       op('agentMemory.list', 'List own memory entries in key order (optionally under a prefix)', { querystring: ListEntriesQuery, response: { 200: ListOf(EntrySchema), ...errorResponses(403) } }),
       async (req) => {
         const agent = agentOf(req);
-        requireScope(agent, 'memory:read');
-        return listEntries(ctx, agent.agentId, req.query);
+        return listAgentMemory(ctx, agent, agent.agentId, req.query);
       },
     );
     r.get('/v2/memory/:key',
@@ -79,8 +65,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       }),
       async (req, reply) => {
         const agent = agentOf(req);
-        requireScope(agent, 'memory:read');
-        const entry = await getEntry(ctx, agent.agentId, req.params.key);
+        const entry = await getAgentMemory(ctx, agent, agent.agentId, req.params.key);
         reply.header('etag', etagOf(entry.version));
         const inm = parseTagCondition(req.headers['if-none-match'], 'If-None-Match');
         if (inm === '*' || inm?.includes(entry.version)) return reply.code(304).send(null);
@@ -94,8 +79,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       },
       async (req, reply) => {
         const agent = agentOf(req);
-        requireScope(agent, 'memory:write');
-        const res = await putEntry(ctx, agent.agentId, req.params.key, req.body, preconditions(req.headers));
+        const res = await putAgentMemory(ctx, agent, agent.agentId, req.params.key, req.body, preconditions(req.headers));
         return sendWritten(reply, `/v2/memory/${encodeURIComponent(req.params.key)}`, res);
       },
     );
@@ -103,8 +87,7 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
       op('agentMemory.delete', 'Delete an entry (If-Match honoured)', { params: KeyParams, headers: ConditionalHeaders, response: { 204: Type.Null(), ...errorResponses(403, 404, 412) } }),
       async (req, reply) => {
         const agent = agentOf(req);
-        requireScope(agent, 'memory:write');
-        return noContent(reply, deleteEntry(ctx, agent.agentId, req.params.key, preconditions(req.headers)));
+        return noContent(reply, deleteAgentMemory(ctx, agent, agent.agentId, req.params.key, preconditions(req.headers)));
       },
     );
   });
@@ -117,14 +100,14 @@ export async function agentMemoryRoutes(app: FastifyInstance, { ctx }: { ctx: Ap
     const op = operations(tags, USER_SECURITY);
     r.get('/v2/agents/:id/memory',
       op('agentMemory.listOf', "Read an agent's memory (other agents need a live grant; audited)", agentListSchemas(ListEntriesQuery, EntrySchema)),
-      async (req) => readAgentMemory(ctx, principalOf(req), req.params.id, req.query));
+      async (req) => listAgentMemory(ctx, principalOf(req), req.params.id, req.query));
     r.put('/v2/agents/:id/memory/:key',
       {
         bodyLimit,
         ...op('agentMemory.putOf', "Write one key of an agent's memory (other agents need a live write grant; audited)", putSchemas(AgentKeyParams, 404)),
       },
       async (req, reply) => {
-        const res = await writeAgentMemory(ctx, principalOf(req), req.params.id, req.params.key, req.body, preconditions(req.headers));
+        const res = await putAgentMemory(ctx, principalOf(req), req.params.id, req.params.key, req.body, preconditions(req.headers));
         return sendWritten(reply, `/v2/agents/${req.params.id}/memory/${encodeURIComponent(req.params.key)}`, res);
       },
     );

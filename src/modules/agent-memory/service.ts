@@ -11,6 +11,10 @@
  *   Expired entries are invisible (all time comparisons use the database clock), deleted lazily
  *   when read and by a periodic purge.
  * - Cross-agent reads and writes need a live grant (permissions module) and are audited.
+ *
+ * The functions here take an agent id and check nobody: they are the storage of the principal-
+ * checked functions in `access.ts`, the only ones a face (REST, MCP, the deployed-agent broker)
+ * calls.
  */
 import { UNSTORABLE_MESSAGE, findUnstorable } from '../../lib/nul.js';
 import { and, asc, eq, gt, inArray, isNull, not, or, sql, type SQL } from 'drizzle-orm';
@@ -19,13 +23,9 @@ import type { AppContext } from '../../context.js';
 import type { Db, Tx } from '../../db/client.js';
 import { execRows } from '../../db/client.js';
 import { agentMemory, agentMemoryAudit } from '../../db/schema/index.js';
-import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { iso, newId } from '../../http/ids.js';
 import { encodeCursor, mapPage, selectPage, toPage, type Page } from '../../http/pagination.js';
-import { findAgent, getAgentForAccount } from '../agents/service.js';
-import { requireScope } from '../agents/tokens.js';
-import { coveringGrant, liveGrants } from '../permissions/service.js';
 import type { AuditQuery, AuditSchema, EntrySchema } from './schemas.js';
 import { EXPIRED, RETURNING, UPSERT_SET, prepareAgentMemoryStatements, type AgentMemoryStatements, type EntryRow, type RawEntryRow } from './statements.js';
 
@@ -101,7 +101,11 @@ function serialise(ctx: AppContext, value: unknown): { json: string; bytes: numb
 
 // ------------------------------------------------------------------------- own memory
 
-/** One live entry. @throws AppError not_found (missing or expired; an expired entry is purged) */
+/**
+ * One live entry of `agentId` — no access check: faces call `access.ts` ({@link getAgentMemory}
+ * there), which checks the principal and then reads through this.
+ * @throws AppError not_found (missing or expired; an expired entry is purged)
+ */
 export async function getEntry(ctx: AppContext, agentId: string, key: string): Promise<EntryView> {
   const row = await statements(ctx).reader.load({ agentId, key });
   if (!row) throw notFound('Memory entry');
@@ -264,12 +268,13 @@ export async function purgeExpiredEntries(ctx: AppContext, batch = 1000): Promis
   return rows.length;
 }
 
-// ------------------------------------------------------------------------- another agent's memory
+// ------------------------------------------------------------------------- audit of cross-agent access
 
 /** One cross-agent access, as listed by the owner (`AuditSchema`). */
 export type AuditView = Static<typeof AuditSchema>;
 
-async function audit(
+/** Record one cross-agent access (or refusal) of `owner`'s memory by agent `actor`, on `db` (a transaction when the write commits with it). */
+export async function recordAudit(
   db: Exec,
   e: { owner: string; actor: string; action: 'read' | 'write'; outcome: 'allowed' | 'denied'; key?: string | null; prefix?: string | null; keys?: string[]; permissionId?: string | null },
 ): Promise<void> {
@@ -286,99 +291,8 @@ async function audit(
   });
 }
 
-function permissionRequired(access: 'read' | 'write', what: string): AppError {
-  return new AppError('permission_required', `No live ${access} grant of this agent's memory covers ${what}; ask its owner for one (POST /v2/agents/:id/permissions)`);
-}
-
-/**
- * Read agent `targetId`'s memory (`GET /v2/agents/:id/memory`). The owner user and the agent
- * itself read everything; another agent needs a live grant (read or write) and sees only keys
- * its grants cover; every such read (and refusal) is audited.
- * @throws AppError not_found | permission_required | insufficient_scope
- */
-export async function readAgentMemory(
-  ctx: AppContext,
-  principal: Principal,
-  targetId: string,
-  q: { prefix?: string; limit?: number; cursor?: string },
-): Promise<Page<EntryView>> {
-  if (principal.kind === 'user') {
-    await getAgentForAccount(ctx, principal.userId, targetId);
-    return listEntries(ctx, targetId, q);
-  }
-  requireScope(principal, 'memory:read');
-  if (principal.agentId === targetId) return listEntries(ctx, targetId, q);
-  if (!(await findAgent(ctx, targetId))) throw notFound('Agent');
-  const grants = await liveGrants(ctx, targetId, principal.agentId, 'read');
-  const qp = q.prefix ?? '';
-  // Grants that can cover some key under the requested prefix.
-  const useful = grants.filter((g) => !g.keyPrefix || g.keyPrefix.startsWith(qp) || qp.startsWith(g.keyPrefix));
-  if (useful.length === 0) {
-    await audit(ctx.db, { owner: targetId, actor: principal.agentId, action: 'read', outcome: 'denied', prefix: q.prefix ?? null });
-    throw permissionRequired('read', q.prefix ? `keys under "${q.prefix}"` : 'any key');
-  }
-  const allowed = useful.some((g) => !g.keyPrefix || qp.startsWith(g.keyPrefix)) ? null : useful.map((g) => g.keyPrefix!);
-  const page = await listEntries(ctx, targetId, q, allowed);
-  await audit(ctx.db, {
-    owner: targetId,
-    actor: principal.agentId,
-    action: 'read',
-    outcome: 'allowed',
-    prefix: q.prefix ?? null,
-    keys: page.data.map((e) => e.key),
-    permissionId: useful.length === 1 ? useful[0].id : null,
-  });
-  return page;
-}
-
-/**
- * Write one key of agent `targetId`'s memory (`PUT /v2/agents/:id/memory/:key`). The owner user
- * and the agent itself always may; another agent needs a live `write` grant covering the key.
- * The write and its audit record commit together; refusals are audited too.
- * @throws AppError not_found | permission_required | insufficient_scope | the errors of {@link putEntry}
- */
-export async function writeAgentMemory(
-  ctx: AppContext,
-  principal: Principal,
-  targetId: string,
-  key: string,
-  input: { value: unknown; ttl_seconds?: number },
-  pre: Preconditions = {},
-): Promise<{ entry: EntryView; created: boolean }> {
-  if (principal.kind === 'user') {
-    await getAgentForAccount(ctx, principal.userId, targetId);
-    return putEntry(ctx, targetId, key, input, pre);
-  }
-  requireScope(principal, 'memory:write');
-  if (principal.agentId === targetId) return putEntry(ctx, targetId, key, input, pre);
-  if (!(await findAgent(ctx, targetId))) throw notFound('Agent');
-  const grant = await coveringGrant(ctx, targetId, principal.agentId, 'write', key);
-  if (!grant) {
-    await audit(ctx.db, { owner: targetId, actor: principal.agentId, action: 'write', outcome: 'denied', key });
-    throw permissionRequired('write', `the key "${key}"`);
-  }
-  return ctx.db.transaction(async (tx) => {
-    const res = await putEntry(ctx, targetId, key, input, pre, tx);
-    await audit(tx, { owner: targetId, actor: principal.agentId, action: 'write', outcome: 'allowed', key, permissionId: grant.id });
-    return res;
-  });
-}
-
-/**
- * Cross-agent accesses of `targetId`'s memory, newest first; for its owner user or the agent
- * itself (`memory:read`). @throws AppError not_found | insufficient_scope
- */
-export async function listAudit(
-  ctx: AppContext,
-  principal: Principal,
-  targetId: string,
-  q: Static<typeof AuditQuery>,
-): Promise<Page<AuditView>> {
-  if (principal.kind === 'user') await getAgentForAccount(ctx, principal.userId, targetId);
-  else {
-    if (principal.agentId !== targetId) throw notFound('Agent');
-    requireScope(principal, 'memory:read');
-  }
+/** Cross-agent accesses of `targetId`'s memory, newest first (no access check: see `access.ts`). */
+export async function auditPage(ctx: AppContext, targetId: string, q: Static<typeof AuditQuery>): Promise<Page<AuditView>> {
   const page = await selectPage(ctx.db, agentMemoryAudit, q, [
     eq(agentMemoryAudit.ownerAgentId, targetId),
     q.actor_agent_id ? eq(agentMemoryAudit.actorAgentId, q.actor_agent_id) : undefined,

@@ -22,7 +22,7 @@ import type { Role } from '../../config.js';
 import { ROLES } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { agentSecrets, agents } from '../../db/schema/index.js';
-import type { AgentPrincipal, Principal } from '../../http/auth.js';
+import type { AgentPrincipal, Scope } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { DUMMY_HASH, verifyPassword } from '../identity/passwords.js';
@@ -31,9 +31,19 @@ import type { TokenResponseSchema } from './schemas.js';
 
 export type { PlatformSigner } from './auth-state.js';
 
-/** Scopes an agent token can carry. The default (no `scope` parameter) is all of them. */
-export const AGENT_SCOPES = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'] as const;
+/** Scopes an agent token can carry (a subset of `CREDENTIAL_SCOPES`). The default (no `scope` parameter) is all of them. */
+export const AGENT_SCOPES = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'] as const satisfies readonly Scope[];
 export type AgentScope = (typeof AGENT_SCOPES)[number];
+
+/**
+ * The agent scopes among `granted` as the set an {@link AgentPrincipal} carries (words outside
+ * {@link AGENT_SCOPES} are dropped: a token never holds key or agent management).
+ */
+export function agentScopeSet(granted: Iterable<string>): ReadonlySet<Scope> {
+  const set = new Set<Scope>();
+  for (const s of granted) if ((AGENT_SCOPES as readonly string[]).includes(s)) set.add(s as Scope);
+  return set;
+}
 
 /** RFC 6749 §5.2 error codes used by the token endpoint. */
 export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'rate_limited';
@@ -137,6 +147,7 @@ export async function resolveAgentToken(ctx: AppContext, token: string): Promise
   if (why) throw new AppError('invalid_token', why);
   const known = state.principals.get(p);
   if (known && known.principal.ownerId === live.ownerId) return known.principal;
+  const granted = typeof p.scope === 'string' ? p.scope.split(' ').filter(Boolean) : [];
   // Frozen: later requests with the same token get this very object.
   const principal: AgentPrincipal = Object.freeze({
     kind: 'agent',
@@ -144,7 +155,8 @@ export async function resolveAgentToken(ctx: AppContext, token: string): Promise
     ownerId: live.ownerId,
     roles: Object.freeze(rolesOf(p.roles)) as Role[],
     clientId: p.client_id,
-    scope: Object.freeze(typeof p.scope === 'string' ? p.scope.split(' ').filter(Boolean) : []) as string[],
+    scope: Object.freeze(granted) as string[],
+    scopes: agentScopeSet(granted),
     expiresAt: new Date((p.exp ?? 0) * 1000),
   });
   state.principals.set(p, { principal, sid });
@@ -222,16 +234,4 @@ export async function issueAgentToken(
 export function secretIdOf(secret: string): string | null {
   const m = /^ags_([0-9a-z]{26})[A-Za-z0-9_-]{43}$/.exec(secret);
   return m ? `sec_${m[1]}` : null;
-}
-
-/**
- * Require `scope` on an agent principal (user principals pass: scopes limit agent tokens only).
- * @throws AppError insufficient_scope (403, RFC 6750 §3.1)
- */
-export function requireScope(p: Principal, scope: AgentScope): void {
-  if (p.kind === 'agent' && !p.scope.includes(scope)) {
-    throw new AppError('insufficient_scope', `This request needs the "${scope}" scope; request a token with it`, {
-      headers: { 'www-authenticate': `Bearer realm="agent-platform", error="insufficient_scope", scope="${scope}"` },
-    });
-  }
 }

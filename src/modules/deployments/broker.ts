@@ -7,9 +7,12 @@
  * unchanged.
  *
  * Identity: for each invocation the host mints an agent principal (the agent, its owner's roles,
- * scopes `tools:execute memory:read memory:write`, expiring at the invocation's deadline). It never
- * leaves this process — not in the sandbox's environment, not in any message to it: the sandbox
- * names an operation and its arguments, nothing else.
+ * the agent scopes — narrowed to the invoking credential's when an agent token or a scoped API key
+ * started the invocation, so deployed code never does more than its invoker may —, expiring at the
+ * invocation's deadline). It never leaves this process — not in the sandbox's environment, not in
+ * any message to it: the sandbox names an operation and its arguments, nothing else. This file
+ * checks nothing about that principal: every operation is one call of the service function the
+ * HTTP route calls (`executeTool`, `agent-memory/access.ts`…), which checks scopes and grants.
  *
  * Limits per invocation: calls end at the deadline (the identity expires with it), at most
  * {@link MAX_CALLS} calls and {@link MAX_IN_FLIGHT} at once; tool quotas are the owner's as over HTTP.
@@ -22,12 +25,13 @@ import type { Static, TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { users } from '../../db/schema/index.js';
 import type { Role } from '../../config.js';
-import type { AgentPrincipal } from '../../http/auth.js';
+import type { AgentPrincipal, Scope } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import type { Broker } from '../../sandbox/runner.js';
-import { deleteEntry, etagOf, getEntry, listEntries, parseTagCondition, putEntry, readAgentMemory } from '../agent-memory/service.js';
+import { deleteAgentMemory, getAgentMemory, listAgentMemory, putAgentMemory } from '../agent-memory/access.js';
+import { etagOf, parseTagCondition } from '../agent-memory/service.js';
 import { ListEntriesQuery, PutEntryBody } from '../agent-memory/schemas.js';
-import { rolesOf, requireScope } from '../agents/tokens.js';
+import { AGENT_SCOPES, agentScopeSet, rolesOf } from '../agents/tokens.js';
 import { AddMemoryBody, SearchQuery } from '../memory/schemas.js';
 import { addMemory, searchMemories } from '../memory/service.js';
 import { ToolSearchQuery } from '../search/schemas.js';
@@ -79,8 +83,9 @@ function valid<T>(v: { Check(x: unknown): boolean }, args: unknown, what: string
  * or the agent's own token, which carries its owner's roles); absent (a queued invocation run by
  * a job), they are read from the owner's row.
  */
-async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, roles?: Role[]): Promise<Identity> {
+async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, roles?: Role[], scopes?: ReadonlySet<Scope>): Promise<Identity> {
   const owner = roles ? { roles } : (await ctx.db.select({ roles: users.roles }).from(users).where(eq(users.id, inv.ownerId)))[0];
+  const granted = scopes ? AGENT_SCOPES.filter((s) => scopes.has(s)) : [...AGENT_SCOPES];
   return {
     invocationId: inv.id,
     expiresAt,
@@ -90,7 +95,8 @@ async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string;
       ownerId: inv.ownerId,
       roles: rolesOf(owner?.roles ?? []),
       clientId: `invocation:${inv.id}`,
-      scope: ['memory:read', 'memory:write', 'tools:execute'],
+      scope: granted,
+      scopes: agentScopeSet(granted),
       expiresAt: new Date(expiresAt),
     },
   };
@@ -99,9 +105,11 @@ async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string;
 /**
  * The broker of invocation `inv`, valid until `expiresAt` (its deadline, ms since the epoch);
  * `calls` receives the record of each call. The identity is minted on the first call, with
- * `ownerRoles` when the invoking credential carried the owner's roles (see {@link mintIdentity}).
+ * `ownerRoles` when the invoking credential carried the owner's roles (see {@link mintIdentity}),
+ * and at most `invokerScopes` (the invoking principal's `scopes`: an agent token's or a scoped API
+ * key's; absent = every agent scope, as for the owner's own token or a queued invocation).
  */
-export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, calls: CallRecord[], ownerRoles?: Role[]): Broker {
+export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, calls: CallRecord[], ownerRoles?: Role[], invokerScopes?: ReadonlySet<Scope>): Broker {
   let count = 0;
   let inFlight = 0;
   let session: Promise<string> | null = null;
@@ -111,15 +119,14 @@ export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; o
   const sessionOf = () => (session ??= createSession(ctx, actor, { name: `invocation ${inv.id}`, metadata: { invocation_id: inv.id } }).then((s) => s.id));
 
   const dispatch = async (op: string, args: unknown, rec: CallRecord): Promise<unknown> => {
-    const id = await (minted ??= mintIdentity(ctx, inv, expiresAt, ownerRoles));
+    const id = await (minted ??= mintIdentity(ctx, inv, expiresAt, ownerRoles, invokerScopes));
     const p = id.principal;
     switch (op) {
       case 'tools.execute': {
-        requireScope(p, 'tools:execute');
         const a = valid<{ service: string; tool: string; arguments?: Record<string, unknown>; timeout_ms?: number }>(validators.execute, args, 'tools.execute');
         rec.target = `${a.service}/${a.tool}`.slice(0, 200);
         const remaining = id.expiresAt - Date.now();
-        const { result } = await executeTool(ctx, actor, await sessionOf(), { ...a, timeout_ms: Math.max(100, Math.min(a.timeout_ms ?? remaining, remaining)) });
+        const { result } = await executeTool(ctx, p, sessionOf, { ...a, timeout_ms: Math.max(100, Math.min(a.timeout_ms ?? remaining, remaining)) });
         rec.execution_id = result.execution_id;
         return result;
       }
@@ -129,39 +136,32 @@ export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; o
         return searchTools(ctx, p, a);
       }
       case 'memory.get': {
-        requireScope(p, 'memory:read');
         const a = valid<{ key: string }>(validators.key, args, 'memory.get');
         rec.target = a.key.slice(0, 100);
-        return withEtag(await getEntry(ctx, p.agentId, a.key));
+        return withEtag(await getAgentMemory(ctx, p, p.agentId, a.key));
       }
       case 'memory.put': {
-        requireScope(p, 'memory:write');
         const a = valid<{ key: string; value: unknown; ttl_seconds?: number; if_match?: string; if_none_match?: string }>(validators.put, args, 'memory.put');
         rec.target = a.key.slice(0, 100);
         const ifNoneMatch = parseTagCondition(a.if_none_match, 'If-None-Match');
-        const r = await putEntry(ctx, p.agentId, a.key, { value: a.value, ttl_seconds: a.ttl_seconds }, { ifMatch: parseTagCondition(a.if_match, 'If-Match'), ifNoneMatch });
+        const r = await putAgentMemory(ctx, p, p.agentId, a.key, { value: a.value, ttl_seconds: a.ttl_seconds }, { ifMatch: parseTagCondition(a.if_match, 'If-Match'), ifNoneMatch });
         return { ...withEtag(r.entry), created: r.created };
       }
       case 'memory.delete': {
-        requireScope(p, 'memory:write');
         const a = valid<{ key: string; if_match?: string }>(validators.key, args, 'memory.delete');
         rec.target = a.key.slice(0, 100);
-        await deleteEntry(ctx, p.agentId, a.key, { ifMatch: parseTagCondition(a.if_match, 'If-Match') });
+        await deleteAgentMemory(ctx, p, p.agentId, a.key, { ifMatch: parseTagCondition(a.if_match, 'If-Match') });
         return { deleted: true };
       }
       case 'memory.list': {
-        requireScope(p, 'memory:read');
         const a = valid<{ prefix?: string; limit?: number; cursor?: string }>(validators.list, args, 'memory.list');
-        return listEntries(ctx, p.agentId, a);
+        return listAgentMemory(ctx, p, p.agentId, a);
       }
       case 'memory.read': {
         const a = valid<{ agentId: string; key: string }>(validators.read, args, 'memory.read');
         rec.target = `${a.agentId}/${a.key}`.slice(0, 200);
-        // The grant-checked, audited read of the HTTP route, narrowed to one key.
-        const page = await readAgentMemory(ctx, p, a.agentId, { prefix: a.key, limit: 1 });
-        const hit = page.data.find((e) => e.key === a.key);
-        if (!hit) throw new AppError('not_found', 'Memory entry not found');
-        return withEtag(hit);
+        // Another agent's key: the grant-checked, audited read of every face.
+        return withEtag(await getAgentMemory(ctx, p, a.agentId, a.key));
       }
       case 'userMemory.search': {
         const a = valid<{ q: string; threshold?: number; limit?: number }>(validators.userSearch, renameQuery(args), 'userMemory.search');

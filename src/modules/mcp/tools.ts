@@ -1,6 +1,7 @@
 /**
  * The platform's MCP tools. Each one calls the same service function as the REST route it
- * mirrors, so roles, scopes, subscriptions, quotas and grants apply exactly as over REST:
+ * mirrors, and that function checks the principal (scopes, roles, grants, subscriptions, quotas):
+ * a tool here only adapts arguments and results, so it cannot apply a rule differently:
  *
  * | tool | REST equivalent |
  * |---|---|
@@ -14,8 +15,7 @@ import type { Static, TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
 import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { requireScope } from '../agents/tokens.js';
-import { deleteEntry, getEntry, readAgentMemory, writeAgentMemory } from '../agent-memory/service.js';
+import { deleteAgentMemory, getAgentMemory, listAgentMemory, putAgentMemory } from '../agent-memory/access.js';
 import { addMemory, searchMemories } from '../memory/service.js';
 import { getPublicManifest } from '../registry/service.js';
 import { searchTools } from '../search/service.js';
@@ -118,7 +118,6 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     inputSchema: ExecuteToolArgs,
     annotations: { readOnlyHint: false, openWorldHint: true },
     async run(ctx, call, args) {
-      requireScope(call.principal, 'tools:execute');
       return runTool(ctx, call, args);
     },
   }),
@@ -152,16 +151,7 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     agentsOnly: true,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(ctx, call, args) {
-      const self = agentId(call);
-      if (!args.agent_id || args.agent_id === self) {
-        requireScope(call.principal, 'memory:read');
-        return { value: { ...(await getEntry(ctx, self, args.key)) } };
-      }
-      // Grantee path: the same grant check and audit as GET /v2/agents/:id/memory.
-      const page = await readAgentMemory(ctx, call.principal, args.agent_id, { prefix: args.key, limit: 1 });
-      const entry = page.data[0];
-      if (!entry || entry.key !== args.key) throw notFound('Memory entry');
-      return { value: { ...entry } };
+      return { value: { ...(await getAgentMemory(ctx, call.principal, args.agent_id ?? agentId(call), args.key)) } };
     },
   }),
   tool({
@@ -172,7 +162,7 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     agentsOnly: true,
     annotations: { readOnlyHint: false, idempotentHint: true, openWorldHint: false },
     async run(ctx, call, args) {
-      const { entry, created } = await writeAgentMemory(ctx, call.principal, args.agent_id ?? agentId(call), args.key, { value: args.value, ttl_seconds: args.ttl_seconds });
+      const { entry, created } = await putAgentMemory(ctx, call.principal, args.agent_id ?? agentId(call), args.key, { value: args.value, ttl_seconds: args.ttl_seconds });
       return { value: { ...entry, created } };
     },
   }),
@@ -184,8 +174,7 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     agentsOnly: true,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     async run(ctx, call, args) {
-      requireScope(call.principal, 'memory:write');
-      await deleteEntry(ctx, agentId(call), args.key);
+      await deleteAgentMemory(ctx, call.principal, agentId(call), args.key);
       return { value: { key: args.key, deleted: true } };
     },
   }),
@@ -198,7 +187,7 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(ctx, call, args) {
       const { agent_id, ...q } = args;
-      const page = await readAgentMemory(ctx, call.principal, agent_id ?? agentId(call), q);
+      const page = await listAgentMemory(ctx, call.principal, agent_id ?? agentId(call), q);
       return { value: { entries: page.data, next_cursor: page.next_cursor } };
     },
   }),
@@ -211,10 +200,10 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
  */
 export async function runTool(ctx: AppContext, call: McpCall, args: { service: string; tool: string; arguments?: Record<string, unknown>; session_id?: string }): Promise<ToolOutcome> {
   let sessionId = args.session_id;
-  if (!sessionId) {
+  const session = async (): Promise<string> => {
     if (!call.session) throw new AppError('validation_failed', 'session_id is required when the client has no MCP session (Mcp-Session-Id)', { errors: [{ pointer: '/session_id', message: 'is required' }] });
-    sessionId = await platformSessionOf(ctx, call.actor, call.session);
-  }
-  const { result } = await executeTool(ctx, call.actor, sessionId, { service: args.service, tool: args.tool, arguments: args.arguments });
+    return (sessionId = await platformSessionOf(ctx, call.actor, call.session));
+  };
+  const { result } = await executeTool(ctx, call.principal, sessionId ?? session, { service: args.service, tool: args.tool, arguments: args.arguments });
   return { value: { ...result, session_id: sessionId }, isError: result.status === 'failed' };
 }

@@ -11,12 +11,11 @@ import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentPermissions } from '../../db/schema/index.js';
 import { revokeLive } from '../../db/revoke.js';
-import type { Principal } from '../../http/auth.js';
+import { requireScope, type Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { findAgent, getAgentForAccount } from '../agents/service.js';
-import { requireScope } from '../agents/tokens.js';
 import type { Static } from 'typebox';
 import type { PermissionSchema } from './schemas.js';
 
@@ -37,16 +36,14 @@ function live() {
 }
 
 /**
- * Check that `principal` manages agent `agentId`: its owner user, or the agent itself (which then
- * needs the `permissions:manage` scope). @throws AppError not_found | insufficient_scope
+ * Check that `principal` manages agent `agentId`: the credential holds `permissions:manage` (an
+ * agent token or API key that lacks it is refused first), and it is the agent's owner user or the
+ * agent itself. @throws AppError insufficient_scope | not_found
  */
 export async function assertManages(ctx: AppContext, principal: Principal, agentId: string): Promise<void> {
-  if (principal.kind === 'user') {
-    await getAgentForAccount(ctx, principal.userId, agentId);
-    return;
-  }
-  if (principal.agentId !== agentId) throw notFound('Agent');
   requireScope(principal, 'permissions:manage');
+  if (principal.kind === 'user') await getAgentForAccount(ctx, principal.userId, agentId);
+  else if (principal.agentId !== agentId) throw notFound('Agent');
 }
 
 /**

@@ -2,6 +2,9 @@
  * Executing a tool in a session (`POST /v1/agents/:id/execute`, issue 4 §2).
  *
  * Hot path, in order (each step's failure answers before anything later happens):
+ *  0. the credential's `tools:execute` scope (agent token or API key; a set lookup) → 403
+ *     `insufficient_scope`: checked here, not by the faces, so REST, the MCP meta tool, the MCP
+ *     exposed tools and the deployed-agent runtime cannot differ;
  *  1. the session (visible to the actor, 404; active, 409 `session_closed`);
  *  2. service + tool through the registry (`resolveExecutableTool`, decrypted upstream credential
  *     and signing secret); visibility: own services in any state, other services only when
@@ -24,7 +27,7 @@ import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { AppError, type FieldError } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
-import type { SessionActor } from '../../http/auth.js';
+import { actorOf, requireScope, type Principal, type SessionActor } from '../../http/auth.js';
 import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { buildHttpRequest } from '../../upstream/request.js';
 import { callHttpTool, callMcpTool, failedCall } from '../../upstream/tool-call.js';
@@ -44,6 +47,13 @@ export type ExecuteInput = Static<typeof ExecuteBody>;
 /** The 200 answer (`ExecuteResultSchema`). `http_status` only for HTTP tools; `error` only when `status` is `failed`. */
 export type ExecuteResult = Static<typeof ExecuteResultSchema>;
 
+/**
+ * The session an execution is recorded in: its id, or a function that gives one (creating the
+ * session on first use, as the MCP and runtime faces do) — called only after the scope check, so a
+ * caller without `tools:execute` creates nothing.
+ */
+export type SessionRef = string | (() => Promise<string>);
+
 /** What the route sends: the body plus the `X-Quota-*` headers (empty when no quota applies). */
 export interface ExecuteAnswer {
   result: ExecuteResult;
@@ -51,18 +61,23 @@ export interface ExecuteAnswer {
 }
 
 /**
- * THE execute entry point: run one tool execution for `actor` in session `sessionId`. Every face —
- * REST (`sessions/routes.ts`), MCP, the agent runtime — calls this and nothing else; it needs only
- * `ctx`, the caller's {@link SessionActor} (`actorOf(principal)` from `http/auth.ts`), an active
- * session id and `{ service, tool, arguments?, timeout_ms? }` (service by id or name, tool by name,
- * former name or id). It checks visibility, arguments, subscription and quota, calls the upstream
- * (`src/upstream/tool-call.ts`), records the execution and emits `execution.recorded`.
+ * THE execute entry point: run one tool execution for `principal` in session `sessionId`. Every
+ * face — REST (`sessions/routes.ts`), the MCP `execute_tool` and exposed `<service>__<tool>`
+ * tools, the deployed-agent runtime's broker — calls this and nothing else, with the caller's
+ * principal as authenticated (a user, an API key or an agent token; the broker's per-invocation
+ * agent identity), an active session ({@link SessionRef}) and `{ service, tool, arguments?, timeout_ms? }` (service
+ * by id or name, tool by name, former name or id). It checks the credential's scope, visibility,
+ * arguments, subscription and quota, calls the upstream (`src/upstream/tool-call.ts`), records the
+ * execution and emits `execution.recorded`. The principal acts as `actorOf(principal)`.
  * @returns the result body and the `X-Quota-*` headers to send (empty for the owner's own services)
- * @throws AppError not_found (session, service or tool), session_closed, validation_failed,
- *         not_subscribed, quota_exceeded, upstream_blocked / upstream_error (502),
+ * @throws AppError insufficient_scope (403), not_found (session, service or tool), session_closed,
+ *         validation_failed, not_subscribed, quota_exceeded, upstream_blocked / upstream_error (502),
  *         upstream_timeout (504) — the last three after recording, with `execution_id` in the problem
  */
-export async function executeTool(ctx: AppContext, actor: SessionActor, sessionId: string, input: ExecuteInput): Promise<ExecuteAnswer> {
+export async function executeTool(ctx: AppContext, principal: Principal, sessionRef: SessionRef, input: ExecuteInput): Promise<ExecuteAnswer> {
+  requireScope(principal, 'tools:execute');
+  const actor = actorOf(principal);
+  const sessionId = typeof sessionRef === 'string' ? sessionRef : await sessionRef();
   // Independent lookups: run them together (parallel on PostgreSQL, one event-loop turn less on PGlite).
   const [session, resolved] = await Promise.all([sessionState(ctx, actor, sessionId), resolveExecutableTool(ctx, input.service, input.tool)]);
   if (session.status !== 'active') throw new AppError('session_closed', 'The session is closed; create a new session to execute tools');

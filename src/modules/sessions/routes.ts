@@ -9,7 +9,6 @@ import type { AppContext } from '../../context.js';
 import { actorOf, principalOf } from '../../http/auth.js';
 import { authScope, created } from '../../http/operations.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
-import { requireScope } from '../agents/tokens.js';
 import { executeTool } from './execute.js';
 import { CreateSessionBody, ExecuteBody, ExecuteResultSchema, SessionDetailsSchema, SessionListQuery, SessionSchema } from './schemas.js';
 import { closeSession, createSession, getSessionDetails, listSessions } from './service.js';
@@ -57,9 +56,7 @@ export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
       response: { 200: ExecuteResultSchema, ...errorResponses(403, 404, 409, 502, 504) },
     }),
     async (req, reply) => {
-      const principal = principalOf(req);
-      requireScope(principal, 'tools:execute');
-      const { result, headers } = await executeTool(ctx, actorOf(principal), req.params.id, req.body);
+      const { result, headers } = await executeTool(ctx, principalOf(req), req.params.id, req.body);
       reply.headers(headers);
       return result;
     },
