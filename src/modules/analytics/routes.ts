@@ -33,7 +33,6 @@ import {
 import {
   endpointsAnalytics,
   realtimeAnalytics,
-  resolvePeriod,
   servicesAnalytics,
   sessionsAnalytics,
   startAnalytics,
@@ -41,6 +40,7 @@ import {
   toolsAnalytics,
   userAnalytics,
 } from './service.js';
+import { resolvePeriod } from './period.js';
 
 /** Analytics routes plus the app-wide request recorder. */
 export async function analyticsRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
