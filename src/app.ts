@@ -41,6 +41,7 @@ import { consoleRoutes } from './modules/console/routes.js';
 import { memoryRoutes } from './modules/memory/routes.js';
 import { rememberExecution } from './modules/memory/runtime.js';
 import { sessionRoutes } from './modules/sessions/routes.js';
+import { toolExportRoutes } from './modules/tool-export/routes.js';
 import { createExecutionLog } from './modules/sessions/usage.js';
 import { registryRoutes } from './modules/registry/routes.js';
 import { prepareRegistrationCheck } from './modules/registry/manifest.js';
@@ -217,6 +218,7 @@ export async function buildApp(
   await app.register(permissionRoutes, { ctx });
   await app.register(subscriptionRoutes, { ctx });
   await app.register(sessionRoutes, { ctx });
+  await app.register(toolExportRoutes, { ctx });
   await app.register(registryRoutes, { ctx, ownerServiceDetail });
   await app.register(connectionRoutes, { ctx });
   await app.register(searchRoutes, { ctx });
