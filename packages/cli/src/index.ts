@@ -12,6 +12,9 @@ import { authCommands } from './commands/auth.js';
 import { keyCommands } from './commands/keys.js';
 import { memoryCommands } from './commands/memory.js';
 import { serviceCommands } from './commands/services.js';
+import { subscriptionCommands } from './commands/subscriptions.js';
+import { connectionCommands } from './commands/connections.js';
+import { toolCommands } from './commands/tools.js';
 
 const program = new Command('agent-platform')
   .description('Developer CLI of the Agent Platform API')
@@ -24,7 +27,10 @@ const program = new Command('agent-platform')
 authCommands(program);
 keyCommands(program);
 serviceCommands(program);
+subscriptionCommands(program);
+toolCommands(program);
 agentCommands(program);
+connectionCommands(program);
 memoryCommands(program);
 
 try {

@@ -18,6 +18,7 @@ import { ConnectionsResource } from './resources/connections.js';
 import { PublishingResource, SearchResource, ServicesResource, SessionsResource, SubscriptionsResource } from './resources/catalog.js';
 import { AdminResource, ApiKeysResource, AuthResource } from './resources/identity.js';
 import { AgentMemoryResource, MemoryResource } from './resources/memory.js';
+import { ToolsResource } from './resources/tools.js';
 import { jwtExpiry, MemoryTokenStorage, type TokenStorage } from './tokens.js';
 import { createTransport, DEFAULT_RETRY, type RetryOptions } from './transport.js';
 
@@ -86,6 +87,8 @@ export class AgentPlatform {
   readonly deployments: DeploymentsResource;
   readonly analytics: AnalyticsResource;
   readonly connections: ConnectionsResource;
+  /** Subscribed tools as OpenAI / Anthropic / Gemini function definitions, and running the model's tool calls. */
+  readonly tools: ToolsResource;
 
   constructor(options: AgentPlatformOptions = {}) {
     const env = options.env ?? processEnv();
@@ -129,5 +132,6 @@ export class AgentPlatform {
     this.deployments = new DeploymentsResource(core);
     this.analytics = new AnalyticsResource(core);
     this.connections = new ConnectionsResource(core);
+    this.tools = new ToolsResource(core);
   }
 }

@@ -1,4 +1,4 @@
-/** `agents create|list|rotate-secret|deploy|invoke|logs`: agent identities and their deployed code. */
+/** `agents create|list|rotate-secret|subscribe|unsubscribe|tools|deploy|invoke|logs`: agent identities, their tool subscriptions and their deployed code. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
@@ -63,6 +63,33 @@ export function agentCommands(program: Command): void {
     });
 
   agents
+    .command('subscribe <id> <service>')
+    .description('Let the agent call the tools of a service (your account must be subscribed to it or own it)')
+    .action(async (id: string, service: string, _o, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const sub = await client(g).agents.subscribeTools(id, { service });
+      output(g, sub, (v) => `Agent ${id} may now call the tools of ${v.service}.`);
+    });
+
+  agents
+    .command('unsubscribe <id> <service>')
+    .description("Take a service's tools away from the agent")
+    .action(async (id: string, service: string, _o, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      await client(g).agents.unsubscribeTools(id, service);
+      output(g, { agent_id: id, service, unsubscribed: true }, (v) => `Agent ${v.agent_id} no longer calls ${v.service}.`);
+    });
+
+  agents
+    .command('tools <id>')
+    .description('List the services whose tools the agent may call')
+    .action(async (id: string, _o, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const all = await client(g).agents.tools(id, { limit: 100 }).toArray();
+      output(g, all, (v) => table(v, ['service_id', 'service', 'subscribed_at']));
+    });
+
+  agents
     .command('deploy <id> <path>')
     .description('Deploy a directory (packed with tar) or a .tar.gz, then wait until it is active or failed')
     .option('--env-file <file>', 'environment variables (KEY=value lines), stored encrypted')
@@ -81,9 +108,11 @@ export function agentCommands(program: Command): void {
       const artifact = stat.isDirectory() ? await packDirectory(target) : fs.readFileSync(target);
       const env = o.envFile ? readEnvFile(o.envFile) : undefined;
       const sdk = client(g);
+      // The artifact is packed above and the SDK reports the size of the whole request body before
+      // its first byte, so the bar starts with its real total and never changes it.
       const bar = !g.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'Uploading [{bar}] {percentage}% {value}/{total} bytes', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
-      bar?.start(artifact.length, 0);
-      if (!g.json) process.stderr.write(bar ? '' : `Uploading ${artifact.length} bytes (${stat.isDirectory() ? `packed from ${target}` : path.basename(target)})…\n`);
+      let started = false;
+      if (!g.json && !bar) process.stderr.write(`Uploading ${artifact.length} bytes (${stat.isDirectory() ? `packed from ${target}` : path.basename(target)})…\n`);
       let dep = await sdk.deployments
         .deploy(id, {
           artifact,
@@ -92,11 +121,12 @@ export function agentCommands(program: Command): void {
           ...(o.entrypoint ? { entrypoint: o.entrypoint } : {}),
           ...(o.description ? { description: o.description } : {}),
           onUploadProgress: (sent, total) => {
-            bar?.setTotal(total);
-            bar?.update(sent);
+            if (!started) bar?.start(total, sent);
+            else bar?.update(sent);
+            started = true;
           },
         })
-        .finally(() => bar?.stop());
+        .finally(() => started && bar?.stop());
       if (!g.json) process.stderr.write(`Uploaded: deployment ${dep.id} v${dep.version}, preparing…\n`);
       const deadline = Date.now() + Number(o.timeout) * 1000;
       while (o.wait && dep.status === 'preparing') {

@@ -1,5 +1,5 @@
 /**
- * `login` (the spec's 5-step flow with a loopback redirect, RFC 8252 §7.3), `logout`, `whoami`.
+ * `signup`, `login` (the spec's 5-step flow with a loopback redirect, RFC 8252 §7.3), `logout`, `whoami`.
  * The redirect listener binds 127.0.0.1 on a free port, accepts one `/callback` carrying the
  * `state` it was given, and closes.
  */
@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgentPlatform } from '@agent-platform/sdk';
 import type { Command } from 'commander';
+import { isCancel, password } from '@clack/prompts';
 import open from 'open';
 import { apiUrl, client, CliError, EXIT, output, type GlobalOptions } from '../context.js';
 import { CredentialsFile } from '../store.js';
@@ -58,7 +59,34 @@ async function loopback(port: number, state: () => string, timeoutMs: number): P
   };
 }
 
+/** The password from standard input (`--password-stdin`, one line) or a hidden prompt on a terminal. */
+async function readPassword(fromStdin: boolean): Promise<string> {
+  if (fromStdin) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  }
+  if (!process.stdin.isTTY) throw new CliError('No terminal to ask for the password: pipe it with --password-stdin', EXIT.usage);
+  const answer = await password({ message: 'Password (8 characters or more)', validate: (v) => (v && v.length >= 8 ? undefined : 'at least 8 characters') });
+  if (isCancel(answer)) throw new CliError('Canceled', EXIT.usage);
+  return answer;
+}
+
 export function authCommands(program: Command): void {
+  program
+    .command('signup')
+    .description('Create an account with an e-mail and a password (then `agent-platform login`)')
+    .requiredOption('--email <email>', 'your e-mail address')
+    .option('--name <name>', 'your name')
+    .option('--password-stdin', 'read the password from standard input instead of asking')
+    .action(async (o: { email: string; name?: string; passwordStdin?: boolean }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const pw = await readPassword(!!o.passwordStdin);
+      const sdk = new AgentPlatform({ baseUrl: apiUrl(g), env: {}, headers: { 'user-agent': 'agent-platform-cli/0.1.0' } });
+      const profile = await sdk.auth.register({ email: o.email, password: pw, ...(o.name ? { name: o.name } : {}) });
+      output(g, profile, (v) => `Created the account ${v.email ?? o.email}. Sign in with \`agent-platform login\`.`);
+    });
+
   program
     .command('login')
     .description('Sign in through the browser (OAuth 2.0 authorization code + PKCE, loopback redirect)')

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { spinner } from '@clack/prompts';
 import { parse as parseYaml } from 'yaml';
-import { client, CliError, EXIT, output, table, type GlobalOptions } from '../context.js';
+import { client, CliError, EXIT, output, parseJsonFlag, table, type GlobalOptions } from '../context.js';
 
 /** The registration body for `file`: an OpenAPI document (`openapi` key, JSON or YAML) or a platform manifest. */
 export function registrationBody(file: string, overrides: { name?: string; baseUrl?: string }): Record<string, unknown> {
@@ -56,6 +56,43 @@ export function serviceCommands(program: Command): void {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const all = await client(g).services.listOwn({ limit: 100 }).toArray();
       output(g, all, (v) => table(v, ['id', 'name', 'status', 'tool_count', 'updated_at']));
+    });
+
+  services
+    .command('verify-domain <id>')
+    .description("Prove you control the service's host: the first call issues a token, serve it (HTTP or DNS) and run it again")
+    .action(async (id: string, _o, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const v = await client(g).publishing.verifyDomain(id);
+      output(g, v, (d) => {
+        if (d.status === 'verified') return `${d.host}: verified${d.method ? ` (${d.method})` : ''}.`;
+        const ways = d.methods.map((m) => (m.type === 'http' ? `  - HTTP: serve ${JSON.stringify(m.content ?? d.token)} at ${m.url}` : `  - DNS: ${m.record_type ?? 'TXT'} record ${m.name} = ${JSON.stringify(m.value ?? d.token)}`));
+        return `${d.host}: ${d.status}${d.detail ? ` — ${d.detail}` : ''}\nPublish one of these, then run \`agent-platform services verify-domain ${id}\` again:\n${ways.join('\n')}`;
+      });
+      if (v.status === 'failed') process.exitCode = EXIT.failure;
+    });
+
+  services
+    .command('verification-config <id>')
+    .description('Set the test calls the publish checklist runs (JSON array of {tool, arguments, expect?}), or show them')
+    .option('--tests <json>', 'the tests, e.g. \'[{"tool":"get_weather","arguments":{"city":"Oslo"}}]\'')
+    .option('--file <file>', 'read the tests from a JSON file')
+    .action(async (id: string, o: { tests?: string; file?: string }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      if (!o.tests && !o.file) throw new CliError('Give --tests <json> or --file <file>', EXIT.usage);
+      if (o.tests && o.file) throw new CliError('Give either --tests or --file, not both', EXIT.usage);
+      let text = o.tests ?? '';
+      if (o.file) {
+        try {
+          text = fs.readFileSync(o.file, 'utf8');
+        } catch (err) {
+          throw new CliError(`Cannot read ${o.file}: ${(err as Error).message}`, EXIT.usage);
+        }
+      }
+      const tests = parseJsonFlag(o.file ? o.file : '--tests', text);
+      if (!Array.isArray(tests)) throw new CliError('The tests must be a JSON array of {tool, arguments, expect?}', EXIT.usage);
+      const saved = await client(g).publishing.setVerificationConfig(id, { tests: tests as never });
+      output(g, saved, (v) => `Saved ${v.tests.length} test(s) for ${v.service_id}: ${v.tests.map((t) => t.tool).join(', ')}. Run \`agent-platform services publish ${id} --watch\`.`);
     });
 
   services

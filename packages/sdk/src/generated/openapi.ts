@@ -319,6 +319,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's subscribed tools as function definitions for a model API */
+        get: operations["tools.export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tools/call": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a model's tool call (OpenAI, Anthropic or Gemini shape) and answer the result message for the model
+         * @description The same execution as POST /v1/agents/{id}/execute (scope, subscription, quota, upstream, recording). Without `session_id` the call is recorded in a new session, whose id is in the answer. Quota headers as for execute.
+         */
+        post: operations["tools.call"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/owner/services": {
         parameters: {
             query?: never;
@@ -434,8 +471,28 @@ export interface paths {
         /** The caller's connections, newest first */
         get: operations["connections.list"];
         put?: never;
-        /** Connect the caller's account (or one of its agents') at an oauth2 service: returns the upstream's authorization URL */
+        /** Connect the caller's account (or one of its agents') at an oauth2 service: returns the platform URL where the caller consents */
         post: operations["connections.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take a connection flow in this browser: the upstream's consent URL, and the flow's binding cookie (only the user who started the flow)
+         * @description Called by the page at `authorization_url` (the console) with the signed-in user's credential. Sets an HttpOnly, SameSite=Lax cookie that the callback requires, so the flow can only be finished in this browser. Another user's flow answers 404 and changes nothing.
+         */
+        post: operations["connections.authorize"];
         delete?: never;
         options?: never;
         head?: never;
@@ -468,8 +525,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The upstream's redirect after consent (authenticated by the single-use state, not by a token)
-         * @description Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. Without, answers the result as JSON (a failed authorization as a problem).
+         * The upstream's redirect after consent (authenticated by the single-use state and the browser's binding cookie, not by a token)
+         * @description Refused (403 connection_not_bound) unless the browser carries the binding cookie of the flow (set by POST /connections/authorize). Exchanges the code and stores the tokens. With `return_to`, answers 303 to it with `connection_id` and `status`, or `error` and `error_description`. Without, answers the result as JSON (a failed authorization as a problem).
          */
         get: operations["connections.callback"];
         put?: never;
@@ -922,6 +979,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/agents/{id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's schedules, newest first */
+        get: operations["schedules.list"];
+        put?: never;
+        /** Create a cron schedule that invokes the active deployment (async, trigger "schedule") on every tick */
+        post: operations["schedules.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schedule with its next run times */
+        get: operations["schedules.get"];
+        put?: never;
+        post?: never;
+        /** Delete a schedule */
+        delete: operations["schedules.delete"];
+        options?: never;
+        head?: never;
+        /** Change a schedule; enabled=false pauses it, true resumes it from the next tick */
+        patch: operations["schedules.update"];
+        trace?: never;
+    };
+    "/v2/agents/{id}/schedules/{scheduleId}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The schedule's recent ticks, newest first: started (with the invocation), skipped, waiting or failed */
+        get: operations["schedules.runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/services/{id}/publish": {
         parameters: {
             query?: never;
@@ -1339,7 +1450,7 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Replace a user's roles (admin only) */
+        /** Replace a user's roles (admin only; taking admin away from the only admin → 409 last_admin) */
         put: operations["admin.setUserRoles"];
         post?: never;
         delete?: never;
@@ -1358,7 +1469,7 @@ export interface paths {
         /** List the user's API keys */
         get: operations["apiKeys.list"];
         put?: never;
-        /** Create an API key (the key is shown once) */
+        /** Create an API key (the key is shown once); never broader than the creating credential */
         post: operations["apiKeys.create"];
         delete?: never;
         options?: never;
@@ -3932,6 +4043,250 @@ export interface operations {
             };
         };
     };
+    "tools.export": {
+        parameters: {
+            query: {
+                /** @description openai (Chat Completions `tools`), openai-responses (Responses API `tools`), anthropic (Messages `tools`), gemini (`config.tools`) */
+                format: "openai" | "openai-responses" | "anthropic" | "gemini";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description openai (Chat Completions `tools`), openai-responses (Responses API `tools`), anthropic (Messages `tools`), gemini (`config.tools`) */
+                        format: "openai" | "openai-responses" | "anthropic" | "gemini";
+                        /** @description pass as the provider's `tools` (Gemini: `config.tools`) as is */
+                        tools: ({
+                            /** @enum {string} */
+                            type: "function";
+                            function: {
+                                /** @description function name: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, unique, stable; reversed by POST /v1/tools/call */
+                                name: string;
+                                description: string;
+                                /** @description JSON Schema of the arguments, reduced to what the provider accepts */
+                                parameters: {
+                                    [key: string]: unknown;
+                                };
+                                /** @description false when strict mode cannot express the schema */
+                                strict: boolean;
+                            };
+                        } | {
+                            /** @enum {string} */
+                            type: "function";
+                            /** @description function name: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, unique, stable; reversed by POST /v1/tools/call */
+                            name: string;
+                            description: string;
+                            /** @description JSON Schema of the arguments, reduced to what the provider accepts */
+                            parameters: {
+                                [key: string]: unknown;
+                            };
+                            strict: boolean;
+                        } | {
+                            /** @description function name: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, unique, stable; reversed by POST /v1/tools/call */
+                            name: string;
+                            description: string;
+                            /** @description JSON Schema with an object root */
+                            input_schema: {
+                                /** @enum {string} */
+                                type: "object";
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            functionDeclarations: {
+                                /** @description function name: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, unique, stable; reversed by POST /v1/tools/call */
+                                name: string;
+                                description: string;
+                                /** @description JSON Schema of the arguments, reduced to what the provider accepts */
+                                parameters?: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                        })[];
+                        /** @description which service and tool each function name calls */
+                        functions: {
+                            /** @description function name: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, unique, stable; reversed by POST /v1/tools/call */
+                            name: string;
+                            service: string;
+                            tool: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "tools.call": {
+        parameters: {
+            query?: {
+                /** @description record the call in this session (`ses_…`); default: a new session, returned in `session_id` */
+                session_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The tool call the model made, as its API returned it: OpenAI `{id, type: "function", function: {name, arguments}}` or `{type: "function_call", call_id, name, arguments}`, Anthropic `{type: "tool_use", id, name, input}`, Gemini `{functionCall: {name, args, id?}}` or `{name, args}` */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description openai (Chat Completions `tools`), openai-responses (Responses API `tools`), anthropic (Messages `tools`), gemini (`config.tools`) */
+                        format: "openai" | "openai-responses" | "anthropic" | "gemini";
+                        /** @description function name: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, unique, stable; reversed by POST /v1/tools/call */
+                        name: string;
+                        service: string;
+                        tool: string;
+                        session_id: string;
+                        result: {
+                            execution_id: string;
+                            status: "succeeded" | "failed";
+                            /** @description upstream HTTP status (HTTP tools) */
+                            http_status?: number;
+                            /** @description upstream JSON body, or text when the body is not JSON */
+                            output: unknown;
+                            error?: {
+                                code: string;
+                                message: string;
+                            };
+                            duration_ms: number;
+                        };
+                        /** @description the result for the model in the call's format: OpenAI `{role: "tool", …}`, Responses `{type: "function_call_output", …}`, Anthropic `{type: "tool_result", …}`, Gemini `{functionResponse: …}` */
+                        message: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "registry.listOwn": {
         parameters: {
             query?: {
@@ -5170,7 +5525,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         connection_id: string;
-                        /** @description the upstream's consent page; open it in the user's browser */
+                        /** @description the platform's page that starts the consent: open it in a browser signed in to the platform as the caller (sign in there first if needed); it binds that browser to this flow and goes on to the upstream's consent page. Anyone else who opens it is refused */
                         authorization_url: string;
                         /** @description single-use, bound to the caller and this connection */
                         state: string;
@@ -5229,6 +5584,87 @@ export interface operations {
             };
             /** @description Default Response */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "connections.authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the `state` of the flow (the `state` query parameter of `authorization_url`) */
+                    state: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        connection_id: string;
+                        /** @description the upstream's consent page: send this browser (the one that made this request, which now holds the flow's binding cookie) there */
+                        authorization_url: string;
+                        /**
+                         * Format: date-time
+                         * @description the flow is good until then
+                         */
+                        expires_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5443,6 +5879,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7339,6 +7784,7 @@ export interface operations {
                         };
                         timeout_ms: number;
                         duration_ms: null | number;
+                        cpu_ms: null | number;
                         cold: null | boolean;
                         /** Format: date-time */
                         created_at: string;
@@ -7401,6 +7847,7 @@ export interface operations {
                         };
                         timeout_ms: number;
                         duration_ms: null | number;
+                        cpu_ms: null | number;
                         cold: null | boolean;
                         /** Format: date-time */
                         created_at: string;
@@ -7978,6 +8425,7 @@ export interface operations {
                             };
                             timeout_ms: number;
                             duration_ms: null | number;
+                            cpu_ms: null | number;
                             cold: null | boolean;
                             /** Format: date-time */
                             created_at: string;
@@ -8072,6 +8520,7 @@ export interface operations {
                         };
                         timeout_ms: number;
                         duration_ms: null | number;
+                        cpu_ms: null | number;
                         cold: null | boolean;
                         /** Format: date-time */
                         created_at: string;
@@ -8365,6 +8814,526 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Problem"];
                     "text/event-stream": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "schedules.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            agent_id: string;
+                            name: null | string;
+                            cron: string;
+                            timezone: string;
+                            /** @description JSON passed to the handler on every run */
+                            input: unknown;
+                            /** @description false: paused (no ticks) */
+                            enabled: boolean;
+                            /** @description a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting) */
+                            overlap: "skip" | "queue";
+                            /** @description the next 5 ticks (empty while paused) */
+                            next_runs: string[];
+                            last_run_at: null | string;
+                            last_invocation_id: null | string;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "schedules.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description cron expression: 5 fields, or 6 with seconds first (croner syntax: ranges, steps, lists, L, W, #, nicknames like @hourly) */
+                    cron: string;
+                    /** @description IANA time zone the expression is read in (default UTC) */
+                    timezone?: string;
+                    input?: unknown;
+                    name?: string;
+                    enabled?: boolean;
+                    /** @description a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting) */
+                    overlap?: "skip" | "queue";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        agent_id: string;
+                        name: null | string;
+                        cron: string;
+                        timezone: string;
+                        /** @description JSON passed to the handler on every run */
+                        input: unknown;
+                        /** @description false: paused (no ticks) */
+                        enabled: boolean;
+                        /** @description a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting) */
+                        overlap: "skip" | "queue";
+                        /** @description the next 5 ticks (empty while paused) */
+                        next_runs: string[];
+                        last_run_at: null | string;
+                        last_invocation_id: null | string;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "schedules.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        agent_id: string;
+                        name: null | string;
+                        cron: string;
+                        timezone: string;
+                        /** @description JSON passed to the handler on every run */
+                        input: unknown;
+                        /** @description false: paused (no ticks) */
+                        enabled: boolean;
+                        /** @description a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting) */
+                        overlap: "skip" | "queue";
+                        /** @description the next 5 ticks (empty while paused) */
+                        next_runs: string[];
+                        last_run_at: null | string;
+                        last_invocation_id: null | string;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "schedules.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "schedules.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description cron expression: 5 fields, or 6 with seconds first (croner syntax: ranges, steps, lists, L, W, #, nicknames like @hourly) */
+                    cron?: string;
+                    /** @description IANA time zone the expression is read in (default UTC) */
+                    timezone?: string;
+                    input?: unknown;
+                    name?: null | string;
+                    enabled?: boolean;
+                    /** @description a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting) */
+                    overlap?: "skip" | "queue";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        agent_id: string;
+                        name: null | string;
+                        cron: string;
+                        timezone: string;
+                        /** @description JSON passed to the handler on every run */
+                        input: unknown;
+                        /** @description false: paused (no ticks) */
+                        enabled: boolean;
+                        /** @description a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting) */
+                        overlap: "skip" | "queue";
+                        /** @description the next 5 ticks (empty while paused) */
+                        next_runs: string[];
+                        last_run_at: null | string;
+                        last_invocation_id: null | string;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "schedules.runs": {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            tick_at: string;
+                            status: "waiting" | "starting" | "started" | "skipped" | "failed";
+                            invocation_id: null | string;
+                            error: null | {
+                                code: string;
+                                message: string;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10130,7 +11099,10 @@ export interface operations {
             content: {
                 "application/json": {
                     name?: string;
-                    /** Format: uri */
+                    /**
+                     * Format: uri
+                     * @description an http or https URL
+                     */
                     picture?: string;
                     preferences?: {
                         theme?: string;
@@ -10501,6 +11473,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -10535,7 +11516,10 @@ export interface operations {
                             name: string;
                             /** @description first characters of the key, to tell keys apart */
                             prefix: string;
+                            /** @description what the key may do; a key created without `scopes` has every scope */
+                            scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage")[];
                             last_used_at: null | string;
+                            /** @description after this instant the key answers 401 token_expired; null = never */
                             expires_at: null | string;
                             /** Format: date-time */
                             created_at: string;
@@ -10595,6 +11579,8 @@ export interface operations {
                     name: string;
                     /** Format: date-time */
                     expires_at?: string;
+                    /** @description default: the creating credential's scopes (every scope for a user's own token); an API key may only give a subset of its own (403 exceeds_credential) */
+                    scopes?: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage")[];
                 };
             };
         };
@@ -10610,7 +11596,10 @@ export interface operations {
                         name: string;
                         /** @description first characters of the key, to tell keys apart */
                         prefix: string;
+                        /** @description what the key may do; a key created without `scopes` has every scope */
+                        scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage")[];
                         last_used_at: null | string;
+                        /** @description after this instant the key answers 401 token_expired; null = never */
                         expires_at: null | string;
                         /** Format: date-time */
                         created_at: string;
@@ -11619,6 +12608,8 @@ export interface operations {
                 since?: string;
                 /** @description created at or before */
                 until?: string;
+                /** @description kinds to return, separated by commas (`note`, `execution`, `summary`), or `all`; default `note,summary` (executions only on request) */
+                kind?: string;
             };
             header?: never;
             path?: never;
@@ -11637,6 +12628,8 @@ export interface operations {
                             id: string;
                             content: string;
                             source: "explicit" | "execution" | "summary";
+                            /** @description what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary` */
+                            kind: "note" | "execution" | "summary";
                             session_id: null | string;
                             agent_id: null | string;
                             service_id: null | string;
@@ -11709,6 +12702,11 @@ export interface operations {
                      * @description RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it
                      */
                     occurred_at?: string;
+                    /**
+                     * @description `note` (default) or `summary`; `execution` memories are written by tool executions only
+                     * @default note
+                     */
+                    kind?: "note" | "summary";
                 };
             };
         };
@@ -11723,6 +12721,8 @@ export interface operations {
                         id: string;
                         content: string;
                         source: "explicit" | "execution" | "summary";
+                        /** @description what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary` */
+                        kind: "note" | "execution" | "summary";
                         session_id: null | string;
                         agent_id: null | string;
                         service_id: null | string;
@@ -11889,6 +12889,8 @@ export interface operations {
                 since?: string;
                 /** @description created at or before */
                 until?: string;
+                /** @description kinds to return, separated by commas (`note`, `execution`, `summary`), or `all`; default `note,summary` (executions only on request) */
+                kind?: string;
             };
             header?: never;
             path?: never;
@@ -11907,6 +12909,8 @@ export interface operations {
                             id: string;
                             content: string;
                             source: "explicit" | "execution" | "summary";
+                            /** @description what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary` */
+                            kind: "note" | "execution" | "summary";
                             session_id: null | string;
                             agent_id: null | string;
                             service_id: null | string;
@@ -11973,6 +12977,8 @@ export interface operations {
                 mode?: "hybrid" | "vector" | "text";
                 /** @description `neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context) */
                 expand?: "neighbors";
+                /** @description kinds to return, separated by commas (`note`, `execution`, `summary`), or `all`; default `note,summary` (executions only on request) */
+                kind?: string;
             };
             header?: never;
             path?: never;
@@ -11991,6 +12997,8 @@ export interface operations {
                             id: string;
                             content: string;
                             source: "explicit" | "execution" | "summary";
+                            /** @description what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary` */
+                            kind: "note" | "execution" | "summary";
                             session_id: null | string;
                             agent_id: null | string;
                             service_id: null | string;
@@ -12007,9 +13015,9 @@ export interface operations {
                              */
                             occurred_at: string;
                         } & {
-                            /** @description reciprocal-rank-fusion score (higher is better) */
+                            /** @description relevance, 0..1 (higher is better; the order of the results): text match, similarity, time and neighbouring memories */
                             score: number;
-                            /** @description cosine similarity to the query, 0..1 */
+                            /** @description cosine similarity of its embedding to the query, 0..1 */
                             similarity: number;
                             vector_rank: null | number;
                             text_rank: null | number;
@@ -12019,6 +13027,8 @@ export interface operations {
                                     id: string;
                                     content: string;
                                     source: "explicit" | "execution" | "summary";
+                                    /** @description what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary` */
+                                    kind: "note" | "execution" | "summary";
                                     session_id: null | string;
                                     agent_id: null | string;
                                     service_id: null | string;
@@ -12039,6 +13049,8 @@ export interface operations {
                                     id: string;
                                     content: string;
                                     source: "explicit" | "execution" | "summary";
+                                    /** @description what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary` */
+                                    kind: "note" | "execution" | "summary";
                                     session_id: null | string;
                                     agent_id: null | string;
                                     service_id: null | string;
@@ -12140,6 +13152,8 @@ export interface operations {
                             id: string;
                             content: string;
                             source: "explicit" | "execution" | "summary";
+                            /** @description what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary` */
+                            kind: "note" | "execution" | "summary";
                             session_id: null | string;
                             agent_id: null | string;
                             service_id: null | string;

@@ -69,7 +69,11 @@ export interface DeployInput {
   /** Environment variables of the agent's code (stored encrypted; values never returned). */
   env?: Record<string, string>;
   description?: string;
-  /** Called as bytes leave: `sent` and `total` in bytes (streams the body; Node and HTTP/2 browsers). */
+  /**
+   * Called as bytes leave: `sent` and `total` in bytes of the whole request body (the multipart
+   * encoding of the artifact and fields, known before the first byte is sent: the first call is
+   * `(0, total)`, the last `(total, total)`); streams the body (Node and HTTP/2 browsers).
+   */
   onUploadProgress?: (sent: number, total: number) => void;
 }
 
@@ -91,6 +95,7 @@ export class DeploymentsResource {
       const encoded = new Response(form);
       const bytes = new Uint8Array(await encoded.arrayBuffer());
       const report = input.onUploadProgress;
+      report(0, bytes.length);
       let sent = 0;
       const body = new ReadableStream<Uint8Array>({
         pull(ctl) {
