@@ -21,6 +21,7 @@ export const CODES = {
   invalid_credentials: [401, 'Invalid credentials'],
   insufficient_role: [403, 'Insufficient role'],
   forbidden: [403, 'Forbidden'],
+  connection_not_bound: [403, 'Authorization not started in this browser'],
   not_subscribed: [403, 'Not subscribed'],
   permission_required: [403, 'Permission required'],
   agent_token_required: [403, 'Agent token required'],

@@ -1,7 +1,14 @@
 /**
  * Connected accounts (docs/connections.md): the caller's OAuth 2.0 grants at services whose
- * manifest says `auth.type: oauth2`. Connect → the upstream's consent page → the platform's
- * callback → back here with `?connection_id=…&status=active` (or `error`, `error_description`).
+ * manifest says `auth.type: oauth2`. Connect → take the flow in this browser
+ * (`POST /connections/authorize`: only the user who started it; it sets the binding cookie the
+ * callback requires) → the upstream's consent page → the platform's callback → back here with
+ * `?connection_id=…&status=active` (or `error`, `error_description`).
+ *
+ * This page is also the `authorization_url` that `POST /connections` answers to the SDK, the CLI
+ * and agents (`/console/connections?state=…`): opened in a browser, it takes that flow the same
+ * way once the person is signed in (a sign-in first comes back here: the state waits in
+ * sessionStorage), and says so when the link was made by another account.
  */
 import { Alert, Autocomplete, Badge, Button, Group, Stack, Table, Text, Title } from '@mantine/core';
 import { useEffect, useState } from 'react';
@@ -13,10 +20,33 @@ type Connection = Item<'connections.list'>;
 
 const STATUS_COLOR: Record<Connection['status'], string> = { active: 'green', pending: 'gray', expired: 'orange', error: 'red', revoked: 'gray' };
 
+/** sessionStorage key of a flow opened from a link (`?state=`) that waits for the sign-in. */
+const PENDING_KEY = 'ap.connections.pending-state';
+
+// Runs when the console loads, before the sign-in gate: a link's state survives the sign-in round trip.
+if (typeof window !== 'undefined' && window.location.pathname === '/console/connections') {
+  const state = new URLSearchParams(window.location.search).get('state');
+  if (state) sessionStorage.setItem(PENDING_KEY, state);
+}
+
+/** Take the flow of `state` in this browser (binding cookie) and go to the upstream's consent page. */
+async function takeFlow(state: string): Promise<void> {
+  const taken = await client.connections.authorize({ state });
+  window.location.assign(taken.authorization_url);
+}
+
 /** Start (or renew) the connection of the caller's account — or of agent `agentId` — at `service`, and go to the upstream's consent page. */
 export async function connectAccount(service: string, agentId?: string): Promise<void> {
   const started = await client.connections.create({ service, return_to: connectionsReturnUri(), ...(agentId ? { agent_id: agentId } : {}) });
-  window.location.assign(started.authorization_url);
+  await takeFlow(started.state);
+}
+
+/** A refused link, in words: another account's flow answers 404; a used or expired one 400. */
+function linkProblem(e: unknown): Error {
+  const status = (e as { status?: number }).status;
+  if (status === 404) return new Error('This connection link was made by another account (or does not exist). Nothing was connected. Start the connection from your own account.');
+  if (status === 400) return new Error(`This connection link can no longer be used: ${(e as { detail?: string }).detail ?? 'it expired or was used'}. Start the connection again.`);
+  return e as Error;
 }
 
 export function ConnectionsPage() {
@@ -32,7 +62,23 @@ export function ConnectionsPage() {
   const [service, setService] = useState('');
   const [returned, setReturned] = useState<{ status: string; id: string | null; error: string | null } | null>(null);
   const [revoked, setRevoked] = useState<string | null>(null);
-  const { error, act } = useAction();
+  const { error, setError, act } = useAction();
+  const [taking, setTaking] = useState(false);
+
+  // Opened from an authorization_url (directly, or back from the sign-in): take that flow here.
+  useEffect(() => {
+    const state = sessionStorage.getItem(PENDING_KEY);
+    if (!state) return;
+    sessionStorage.removeItem(PENDING_KEY);
+    if (new URLSearchParams(location.search).has('state')) navigate('/connections', { replace: true });
+    setTaking(true);
+    takeFlow(state).catch((e: unknown) => {
+      setTaking(false);
+      setError(linkProblem(e));
+    });
+    // Once per page load: the pending state is taken (and removed) the first time.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
 
   // Back from the upstream: keep what the callback said, then drop it from the address bar.
   useEffect(() => {
@@ -65,6 +111,11 @@ export function ConnectionsPage() {
             Connection {returned.id} is {returned.status}.
           </Alert>
         )
+      ) : null}
+      {taking ? (
+        <Alert color="blue" title="Connecting" role="status" data-testid="connect-taking">
+          Going to the provider to connect your account…
+        </Alert>
       ) : null}
       {revoked ? (
         <Alert color="blue" title="Disconnected" role="status">

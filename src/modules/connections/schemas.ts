@@ -17,9 +17,25 @@ export type CreateConnectionInput = Static<typeof CreateConnectionBody>;
 
 export const CreatedConnectionSchema = Type.Object({
   connection_id: Type.String(),
-  authorization_url: Type.String({ description: "the upstream's consent page; open it in the user's browser" }),
+  authorization_url: Type.String({
+    description:
+      "the platform's page that starts the consent: open it in a browser signed in to the platform as the caller (sign in there first if needed); " +
+      "it binds that browser to this flow and goes on to the upstream's consent page. Anyone else who opens it is refused",
+  }),
   state: Type.String({ description: 'single-use, bound to the caller and this connection' }),
   expires_at: Type.String({ format: 'date-time', description: 'the state (and so authorization_url) is good until then' }),
+});
+
+/** `POST /connections/authorize` */
+export const AuthorizeConnectionBody = Type.Object(
+  { state: Type.String({ minLength: 1, maxLength: 500, description: 'the `state` of the flow (the `state` query parameter of `authorization_url`)' }) },
+  { additionalProperties: false },
+);
+
+export const AuthorizedConnectionSchema = Type.Object({
+  connection_id: Type.String(),
+  authorization_url: Type.String({ description: "the upstream's consent page: send this browser (the one that made this request, which now holds the flow's binding cookie) there" }),
+  expires_at: Type.String({ format: 'date-time', description: 'the flow is good until then' }),
 });
 
 export const ConnectionStatus = Type.Union([Type.Literal('pending'), Type.Literal('active'), Type.Literal('expired'), Type.Literal('revoked'), Type.Literal('error')]);

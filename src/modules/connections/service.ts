@@ -7,11 +7,15 @@
  *    time; an existing one is reused, so reconnecting keeps its id), a single-use `state` stored
  *    hashed and bound to the user and the connection (10 minutes), a PKCE verifier (encrypted), and
  *    the upstream's authorization URL with `redirect_uri` = `PUBLIC_URL/connections/callback`.
- * 2. The user consents at the upstream, which redirects the browser to the callback.
- * 3. {@link completeConnection} — `GET /connections/callback`: the state is consumed (single use;
- *    it is the callback's only authentication: whoever holds it finishes the flow of the user who
- *    started it, for that user's connection only), the code is exchanged with `openid-client`
- *    (state and RFC 9207 `iss` checked), tokens are stored AES-256-GCM encrypted, status `active`.
+ * 2. The user opens the answer's `authorization_url` — the platform's page, not the upstream's — in
+ *    a browser signed in to the platform as themselves; it takes the flow (`binding.ts`: binding
+ *    cookie) and goes on to the upstream, where the user consents; the upstream redirects the
+ *    browser to the callback.
+ * 3. {@link completeConnection} — `GET /connections/callback`: the browser must carry the flow's
+ *    binding cookie (a link opened by anyone else is refused and nothing is stored), the state is
+ *    consumed (single use, bound to the user and connection), the code is exchanged with
+ *    `openid-client` (state and RFC 9207 `iss` checked), tokens are stored AES-256-GCM encrypted,
+ *    status `active`.
  *
  * Execution uses the connection through `grant.ts`.
  */
@@ -29,6 +33,7 @@ import { consoleConnectionsUri, redirectUriProblem } from '../identity/redirect-
 import { oauth2ClientOf } from '../registry/oauth2.js';
 import { getServiceSummary, type ServiceRow } from '../registry/executable.js';
 import { getServiceRow } from '../registry/service.js';
+import { checkBinding } from './binding.js';
 import type { CallbackInput, ConnectionView, CreateConnectionInput } from './schemas.js';
 
 export type ConnectionRow = typeof connections.$inferSelect;
@@ -39,6 +44,15 @@ export const CONNECTION_STATE_TTL_MS = 10 * 60_000;
 /** The platform's redirect URI for every upstream (register it at the upstream's client). */
 export function connectionCallbackUri(ctx: AppContext): string {
   return `${ctx.config.publicUrl.replace(/\/+$/, '')}/connections/callback`;
+}
+
+/**
+ * The platform page (the console's connections page, `?state=`) a user opens to take a flow: it
+ * needs the platform browser session of the user who started it, then binds that browser and goes
+ * to the upstream's consent page.
+ */
+export function browserAuthorizationUri(ctx: AppContext, state: string): string {
+  return `${consoleConnectionsUri(ctx.config.publicUrl.replace(/\/+$/, ''))}?${new URLSearchParams({ state })}`;
 }
 
 /** Map an authorization-server failure to the platform's error. */
@@ -63,7 +77,10 @@ async function connectableService(ctx: AppContext, accountId: string, ref: strin
 
 /**
  * A fresh authorization request for `connection`: single-use state (bound to the user and the
- * connection), PKCE when the service uses it, the upstream's authorization URL.
+ * connection), PKCE when the service uses it, and the upstream's authorization URL, kept
+ * (encrypted) until the user's signed-in browser takes the flow (`binding.ts`). The answer's
+ * `authorization_url` is the platform's page that does that ({@link browserAuthorizationUri}),
+ * never the upstream's: whoever else opens it is refused.
  * @throws AppError upstream_error when the upstream's metadata cannot be discovered
  */
 export async function beginAuthorization(
@@ -79,16 +96,17 @@ export async function beginAuthorization(
   const state = newState();
   const pkce = client.settings.pkce ? await newPkce() : null;
   const expiresAt = new Date(Date.now() + CONNECTION_STATE_TTL_MS);
+  const upstreamUrl = authorizationUrl(config, client.settings, { redirectUri: connectionCallbackUri(ctx), state, codeChallenge: pkce?.challenge ?? null });
   await ctx.db.insert(connectionStates).values({
     stateHash: hashSecret(state),
     connectionId,
     userId,
     codeVerifier: pkce ? encryptSecret(ctx, pkce.verifier) : null,
     returnTo,
+    authorizationUrl: encryptSecret(ctx, upstreamUrl),
     expiresAt,
   });
-  const url = authorizationUrl(config, client.settings, { redirectUri: connectionCallbackUri(ctx), state, codeChallenge: pkce?.challenge ?? null });
-  return { authorization_url: url, state, expires_at: expiresAt.toISOString() };
+  return { authorization_url: browserAuthorizationUri(ctx, state), state, expires_at: expiresAt.toISOString() };
 }
 
 /** The connection row of (user, service, agent | own), created `pending` when missing. */
@@ -127,15 +145,21 @@ export interface CallbackOutcome {
   service: string;
   status: ConnectionView['status'];
   returnTo: string | null;
+  /** The binding cookie to clear (the flow is over). */
+  bindingCookie: string | null;
   /** Set when the authorization failed (also sent to `returnTo` as `error`/`error_description`). */
   error?: AppError;
 }
 
 /**
- * `GET /connections/callback`: consume the state, exchange the code, store the tokens.
- * @throws AppError invalid_connection_state (unknown, used or expired state — nothing to redirect to)
+ * `GET /connections/callback`: check that this browser took the flow (its binding cookie,
+ * `binding.ts`), consume the state, exchange the code, store the tokens.
+ * @param cookies the request's cookies
+ * @throws AppError connection_not_bound (403: not the browser of the user who started it; nothing
+ *   is exchanged or stored, the state is spent), invalid_connection_state (unknown, used or expired state)
  */
-export async function completeConnection(ctx: AppContext, input: CallbackInput): Promise<CallbackOutcome> {
+export async function completeConnection(ctx: AppContext, input: CallbackInput, cookies: Record<string, string | undefined>): Promise<CallbackOutcome> {
+  const bindingCookie = await checkBinding(ctx, input.state, cookies);
   const state = await consumeState(ctx.db, connectionStates, input.state, { code: 'invalid_connection_state', restart: 'start again with POST /connections' });
   const [connection] = await ctx.db
     .select()
@@ -145,7 +169,7 @@ export async function completeConnection(ctx: AppContext, input: CallbackInput):
   if (!connection) throw new AppError('invalid_connection_state', 'the connection of this state was deleted; start again with POST /connections');
   const service = await getServiceRow(ctx, connection.serviceId);
   const client = oauth2ClientOf(ctx, service);
-  const base = { connectionId: connection.id, service: service.name, returnTo: state.returnTo };
+  const base = { connectionId: connection.id, service: service.name, returnTo: state.returnTo, bindingCookie };
   if (!client) return fail(ctx, connection, base, new AppError('invalid_state', `Service "${service.name}" no longer uses oauth2 auth`));
 
   const callbackUrl = new URL(connectionCallbackUri(ctx));

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { connectionStates } from '../../../src/db/schema/index.js';
 import { call, createUser } from '../../helpers/app.js';
 import { connectionBrowser } from '../../helpers/oauth-upstream.js';
-import { RETURN_TO, connect, executeNotes, newSession, registerNotesService, setExpiry, setupConnections, storedConnection } from './fixture.js';
+import { RETURN_TO, connect, executeNotes, newSession, registerNotesService, setExpiry, setupConnections, storedConnection, upstreamUrlFor } from './fixture.js';
 
 const f = await setupConnections();
 const account = () => `u-${randomBytes(4).toString('hex')}@notes.test`;
@@ -29,15 +29,16 @@ describe('connections: errors', () => {
     const p = res.json();
     expect(p).toMatchObject({ code: 'connection_required', service: svc.name, connection_id: started.connection_id, connection_status: 'expired', connect: { method: 'POST', path: '/connections' } });
     expect(p.execution_id).toBeUndefined();
+    // The reconnect URL is the platform's page, like POST /connections' (the agent cannot take it: only the signed-in user).
     const reconnect = new URL(p.authorization_url);
-    expect(reconnect.origin).toBe(f.up.issuer);
+    expect(reconnect.origin + reconnect.pathname).toBe(`${f.ctx.config.publicUrl}/console/connections`);
     const { body: c } = await call(f.app, { method: 'GET', url: `/connections/${started.connection_id}`, headers: user.headers }, 200);
     expect(c.status).toBe('expired');
     expect(c.last_error).toMatch(/grant/i);
 
     // The user opens the reconnect URL: no return_to, so the callback answers JSON.
     const browser = connectionBrowser(f.app, f.up);
-    let next = p.authorization_url as string;
+    let next = await upstreamUrlFor(f, browser, user, p.authorization_url);
     let answer = await browser.request('GET', next);
     for (let i = 0; i < 10 && !(answer.status === 200 && answer.body.startsWith('{')); i++) {
       const form = /<form method="post" action="([^"]+)"/.exec(answer.body);
@@ -95,7 +96,7 @@ describe('connections: errors', () => {
     const { body: started } = await call(f.app, { method: 'POST', url: '/connections', headers: user.headers, payload: { service: svc.name, return_to: RETURN_TO } }, 201);
     const browser = connectionBrowser(f.app, f.up);
     // Stop at the redirect to the platform's callback, then deliver it twice.
-    let next = started.authorization_url as string;
+    let next = await upstreamUrlFor(f, browser, user, started.authorization_url);
     let callbackUrl: string | undefined;
     for (let i = 0; i < 10 && !callbackUrl; i++) {
       const answer = await browser.request(next.includes('/login') ? 'POST' : 'GET', next, next.includes('/login') ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=replay%40notes.test&password=x' } : {});
@@ -107,9 +108,13 @@ describe('connections: errors', () => {
     const first = await browser.request('GET', callbackUrl!);
     expect(first.status).toBe(303);
     expect(new URL(String(first.headers.location)).searchParams.get('status')).toBe('active');
-    const replay = await f.app.inject({ method: 'GET', url: callbackUrl!.slice(callbackUrl!.indexOf('/connections/callback')) });
-    expect(replay.statusCode).toBe(400);
-    expect(replay.json().code).toBe('invalid_connection_state');
+    // The same browser (its binding cookie was cleared by the first), then a bare replay.
+    const again = await browser.request('GET', callbackUrl!);
+    const bare = await f.app.inject({ method: 'GET', url: callbackUrl!.slice(callbackUrl!.indexOf('/connections/callback')) });
+    for (const replay of [{ status: again.status, body: again.body }, { status: bare.statusCode, body: bare.body }]) {
+      expect(replay.status).toBe(400);
+      expect(JSON.parse(replay.body).code).toBe('invalid_connection_state');
+    }
   });
 
   it('unknown and expired states are refused', async () => {
@@ -129,9 +134,19 @@ describe('connections: errors', () => {
   it('refused consent and a foreign iss (RFC 9207) go back to return_to as errors; the connection is error', async () => {
     const user = await createUser(f.app);
     const svc = await registerNotesService(f, user);
-    const start = () => call(f.app, { method: 'POST', url: '/connections', headers: user.headers, payload: { service: svc.name, return_to: RETURN_TO } }, 201).then((r) => r.body);
+    // Each flow taken by the user's browser (binding cookie), whose callback then says what went wrong.
+    const browser = connectionBrowser(f.app, f.up);
+    const start = async () => {
+      const { body } = await call(f.app, { method: 'POST', url: '/connections', headers: user.headers, payload: { service: svc.name, return_to: RETURN_TO } }, 201);
+      await upstreamUrlFor(f, browser, user, body.authorization_url);
+      return body;
+    };
+    const callback = async (query: string) => {
+      const res = await browser.request('GET', `${f.callbackUri}?${query}`);
+      return { statusCode: res.status, headers: res.headers };
+    };
     const s1 = await start();
-    const denied = await f.app.inject({ method: 'GET', url: `/connections/callback?state=${s1.state}&error=access_denied&error_description=no&iss=${encodeURIComponent(f.up.issuer)}` });
+    const denied = await callback(`state=${s1.state}&error=access_denied&error_description=no&iss=${encodeURIComponent(f.up.issuer)}`);
     expect(denied.statusCode).toBe(303);
     const back = new URL(String(denied.headers.location));
     expect(back.origin + back.pathname).toBe(RETURN_TO);
@@ -141,7 +156,7 @@ describe('connections: errors', () => {
 
     const s2 = await start();
     const refreshesBefore = f.up.refreshes();
-    const mixup = await f.app.inject({ method: 'GET', url: `/connections/callback?state=${s2.state}&code=abc&iss=${encodeURIComponent('https://evil.example')}` });
+    const mixup = await callback(`state=${s2.state}&code=abc&iss=${encodeURIComponent('https://evil.example')}`);
     expect(mixup.statusCode).toBe(303);
     expect(new URL(String(mixup.headers.location)).searchParams.get('error_description')).toMatch(/iss/);
     expect(f.up.refreshes()).toBe(refreshesBefore);

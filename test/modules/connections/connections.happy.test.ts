@@ -17,9 +17,11 @@ describe('connections', () => {
     const owner = await createUser(f.app);
     const svc = await registerNotesService(f, owner);
     const who = account();
-    const { started } = await connect(f, owner, svc.name, who);
+    const { started, upstreamUrl } = await connect(f, owner, svc.name, who);
 
-    const authUrl = new URL(started.authorization_url);
+    // The answer's URL is the platform's page; the browser that took the flow got the upstream's.
+    expect(started.authorization_url).toBe(`${f.ctx.config.publicUrl}/console/connections?state=${started.state}`);
+    const authUrl = new URL(upstreamUrl);
     expect(authUrl.origin).toBe(f.up.issuer);
     expect(authUrl.searchParams.get('redirect_uri')).toBe(f.callbackUri);
     expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');

@@ -1,7 +1,7 @@
 /**
  * Connected accounts (issue 15), security: other accounts' connections are not found, agents and
  * anonymous callers cannot manage connections, the callback is bound to the user who started the
- * flow (whoever delivers it), and no secret (client secret, code, state, tokens) appears in an
+ * flow and to the browser that took it, and no secret (client secret, code, state, tokens) appears in an
  * answer or a log line.
  */
 import fs from 'node:fs';
@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { call, createUser } from '../../helpers/app.js';
 import { agentToken, createAgent } from '../../helpers/agents.js';
 import { connectionBrowser } from '../../helpers/oauth-upstream.js';
-import { RETURN_TO, connect, executeNotes, newSession, registerNotesService, setExpiry, setupConnections, storedConnection } from './fixture.js';
+import { RETURN_TO, connect, executeNotes, newSession, registerNotesService, setExpiry, setupConnections, storedConnection, takeInBrowser, upstreamUrlFor } from './fixture.js';
 
 /**
  * Everything pino writes to fd 1 while this file runs (LOG_LEVEL trace), kept here instead of
@@ -72,19 +72,22 @@ describe('connections: security', () => {
     await call(f.app, { method: 'POST', url: '/connections', payload: { service: svc.name } }, 401);
   });
 
-  it('the callback completes the flow of the user who started it, whoever delivers it', async () => {
+  it("only the browser that took the flow finishes it: another user's browser carrying it is refused (test/security/connections-callback has the attack)", async () => {
     const [alice, mallory] = [await createUser(f.app), await createUser(f.app)];
     const svc = await registerNotesService(f, alice);
     await call(f.app, { method: 'POST', url: '/subscriptions', headers: mallory.headers, payload: { service_id: svc.id, plan: 'free' } }, 201);
-    const who = account();
     const { body: started } = await call(f.app, { method: 'POST', url: '/connections', headers: alice.headers, payload: { service: svc.name, return_to: RETURN_TO } }, 201);
-    // Mallory's browser (with Mallory's token on every request) carries Alice's flow through.
-    const browser = connectionBrowser(f.app, f.up);
-    const send = browser.request.bind(browser);
-    browser.request = (method, url, opts = {}) => send(method, url, { ...opts, headers: { ...opts.headers, ...mallory.headers } });
-    await browser.login(started.authorization_url, RETURN_TO, { email: who, password: 'x' });
+    // Mallory's browser (Mallory's token on every request) cannot take Alice's flow…
+    const mallorys = connectionBrowser(f.app, f.up);
+    expect((await takeInBrowser(f, mallorys, mallory, started.authorization_url)).status).toBe(404);
+    // …nor finish it once Alice's browser took it.
+    const upstreamUrl = await upstreamUrlFor(f, connectionBrowser(f.app, f.up), alice, started.authorization_url);
+    const send = mallorys.request.bind(mallorys);
+    mallorys.request = (method, url, opts = {}) => send(method, url, { ...opts, headers: { ...opts.headers, ...mallory.headers } });
+    await expect(mallorys.login(upstreamUrl, RETURN_TO, { email: account(), password: 'x' })).rejects.toThrow(/unexpected 403.*connection_not_bound/);
     const { body: aliceList } = await call(f.app, { method: 'GET', url: '/connections', headers: alice.headers }, 200);
-    expect(aliceList.data.map((c: { id: string; status: string }) => [c.id, c.status])).toEqual([[started.connection_id, 'active']]);
+    expect(aliceList.data.map((c: { id: string; status: string }) => [c.id, c.status])).toEqual([[started.connection_id, 'pending']]);
+    expect((await storedConnection(f, started.connection_id)).accessToken).toBeNull();
     const { body: malloryList } = await call(f.app, { method: 'GET', url: '/connections', headers: mallory.headers }, 200);
     expect(malloryList.data).toEqual([]);
     const res = await executeNotes(f.app, mallory.headers, await newSession(f.app, mallory.headers), svc.name);

@@ -12,6 +12,7 @@ import { connections } from '../../../src/db/schema/index.js';
 import { decryptSecret } from '../../../src/lib/secrets.js';
 import { setServiceStatus } from '../../../src/modules/registry/service.js';
 import { call, setupApp, type TestUser } from '../../helpers/app.js';
+import type { Browser } from '../../helpers/browser.js';
 import { connectionBrowser, startOAuthUpstream, type OAuthUpstream } from '../../helpers/oauth-upstream.js';
 
 export const RETURN_TO = 'http://127.0.0.1:7999/connected';
@@ -55,13 +56,37 @@ export async function registerNotesService(f: ConnectionsFixture, owner: TestUse
   return { id: body.id, name };
 }
 
-/** `POST /connections` and the browser's trip through the upstream's consent form; returns where the browser landed. */
+/**
+ * What the console does at `authorization_url` (the platform's connections page with `?state=`) in
+ * a browser signed in as `user`: `POST /connections/authorize` with the user's credential from that
+ * browser (its cookie jar gets the flow's binding cookie). Returns the answer (status and body).
+ */
+export async function takeInBrowser(f: ConnectionsFixture, browser: Browser, user: TestUser, authorizationUrl: string) {
+  const page = new URL(authorizationUrl);
+  expect(`${page.origin}${page.pathname}`).toBe(`${f.ctx.config.publicUrl}/console/connections`);
+  const res = await browser.request('POST', `${f.ctx.config.publicUrl}/connections/authorize`, {
+    headers: { ...user.headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ state: page.searchParams.get('state') }),
+  });
+  return { status: res.status, body: JSON.parse(res.body), setCookie: res.headers['set-cookie'] };
+}
+
+/** {@link takeInBrowser}, which must succeed: the upstream's consent URL. */
+export async function upstreamUrlFor(f: ConnectionsFixture, browser: Browser, user: TestUser, authorizationUrl: string): Promise<string> {
+  const taken = await takeInBrowser(f, browser, user, authorizationUrl);
+  expect(taken.status, JSON.stringify(taken.body)).toBe(200);
+  return taken.body.authorization_url;
+}
+
+/** `POST /connections` and the user's browser's trip through the platform's page and the upstream's consent form; returns where the browser landed. */
 export async function connect(f: ConnectionsFixture, user: TestUser, service: string, upstreamAccount: string, extra: Record<string, unknown> = {}) {
   const { body: started } = await call(f.app, { method: 'POST', url: '/connections', headers: user.headers, payload: { service, return_to: RETURN_TO, ...extra } }, 201);
-  const landed = await connectionBrowser(f.app, f.up).login(started.authorization_url, RETURN_TO, { email: upstreamAccount, password: 'x' });
+  const browser = connectionBrowser(f.app, f.up);
+  const upstreamUrl = await upstreamUrlFor(f, browser, user, started.authorization_url);
+  const landed = await browser.login(upstreamUrl, RETURN_TO, { email: upstreamAccount, password: 'x' });
   expect(landed.searchParams.get('connection_id')).toBe(started.connection_id);
   expect(landed.searchParams.get('status')).toBe('active');
-  return { started, landed };
+  return { started, landed, upstreamUrl };
 }
 
 /** A new session of the caller (user or agent headers). */
