@@ -49,7 +49,8 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const KEYS = Number(process.env.BENCH_KEYS ?? 100);
 
 const config = loadConfig({
-  NODE_ENV: 'production',
+  // not production: it refuses test tokens; development runs the same code (only NODE_ENV=test differs)
+  NODE_ENV: 'development',
   LOG_LEVEL: 'silent',
   DATABASE_URL: process.env.BENCH_DATABASE_URL,
   DATABASE_IN_MEMORY: 'on',

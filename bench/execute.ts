@@ -83,7 +83,8 @@ if (role === 'platform') {
   const { execRows } = await import('../src/db/client.js');
   const { sql } = await import('drizzle-orm');
   const config = loadConfig({
-    NODE_ENV: 'production',
+    // not production: it refuses test tokens; development runs the same code (only NODE_ENV=test differs)
+    NODE_ENV: 'development',
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
     DATABASE_URL: process.env.BENCH_DATABASE_URL,
     DATABASE_IN_MEMORY: process.env.BENCH_PGLITE_STORAGE === 'disk' ? 'off' : 'on',

@@ -126,6 +126,9 @@ export async function buildApp(
   // A callback hook, not an async one: no promise and microtask per request (issue 18).
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    // No answer is content-sniffed into another type (a JSON or text body rendered as HTML); set on
+    // the raw response so hijacked answers (/idp, MCP streams) carry it too.
+    reply.raw.setHeader('x-content-type-options', 'nosniff');
     // A credentialed request's answer belongs to its principal: no cache may store it unless its
     // route says otherwise (RFC 9111 §5.2.2.5; §3.5 keeps `Authorization` answers out of shared
     // caches, but not `X-API-Key` ones). docs/decisions.md http/no-store.

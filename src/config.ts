@@ -84,10 +84,10 @@ export interface Config {
     testTokens: boolean;
     /**
      * Why the start-up log must warn about `/auth/test` (enabled where it is reachable from other
-     * hosts, or in production); undefined → no warning.
+     * hosts); undefined → no warning. Production refuses to start with it on.
      */
     testTokensWarning?: string;
-    /** Test tokens may carry `pro`/`enterprise`/`admin` (`AUTH_TEST_ROLES=on`, needs `AUTH_TEST_TOKENS=on`). */
+    /** Test tokens may carry `pro`/`enterprise`/`admin` (`AUTH_TEST_ROLES=on`, needs `AUTH_TEST_TOKENS=on`; never with `NODE_ENV=production`). */
     testRoles: boolean;
     /** Sign-in attempts (`/auth/login`, the `/idp` form) per email address per `attemptWindowMs`. */
     attemptsPerAccount: number;
@@ -260,7 +260,6 @@ export function testTokensDefault(nodeEnv: Config['nodeEnv'], host: string): boo
 }
 
 function testTokensWarning(nodeEnv: Config['nodeEnv'], host: string): string | undefined {
-  if (nodeEnv === 'production') return 'POST /auth/test is enabled in production (AUTH_TEST_TOKENS=on): anyone who reaches the API can mint test accounts';
   if (nodeEnv === 'development' && !isLoopbackHost(host)) return `POST /auth/test is enabled while listening on ${host} (AUTH_TEST_TOKENS=on): other hosts can mint test accounts`;
   return undefined;
 }
@@ -277,6 +276,9 @@ export function loadConfig(env: Env = process.env): Config {
   const testTokens = explicitTestTokens ?? testTokensDefault(nodeEnv, host);
   const testRoles = bool(env, 'AUTH_TEST_ROLES', false);
   if (testRoles && explicitTestTokens !== true) fail('AUTH_TEST_ROLES', 'off unless AUTH_TEST_TOKENS=on (elevated test roles need both switches)', 'on');
+  // Anyone who reaches POST /auth/test gets a token; with test roles, an admin one. Production never serves it.
+  if (nodeEnv === 'production' && testRoles) fail('AUTH_TEST_ROLES', 'off with NODE_ENV=production (anyone could mint an admin token)', 'on');
+  if (nodeEnv === 'production' && testTokens) fail('AUTH_TEST_TOKENS', 'off with NODE_ENV=production (anyone could mint test accounts)', 'on');
   const publicUrl = url(env, 'PUBLIC_URL', ['http', 'https'], `http://localhost:${port}`)!;
   const issuer = url(env, 'AUTH_ISSUER', ['http', 'https']);
   if (issuer && !str(env, 'AUTH_CLIENT_ID')) fail('AUTH_CLIENT_ID', 'set when AUTH_ISSUER is set', '');

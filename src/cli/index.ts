@@ -72,8 +72,9 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     }
     return 0;
   } catch (e) {
-    if (e instanceof AppError && e.code === 'not_found') {
-      err(`no user with email ${email}`);
+    if (e instanceof AppError) {
+      // not_found, or last_admin: the CLI refuses to demote the only admin as the API does
+      err(e.code === 'not_found' ? `no user with email ${email}` : e.message);
       return 1;
     }
     throw e;

@@ -27,8 +27,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import lockfile from 'proper-lockfile';
 import type { Config } from '../config.js';
+import { lockDataDir } from './data-dir-lock.js';
+
+export { DataDirLockedError, lockDataDir } from './data-dir-lock.js';
 
 /** Where the SQL migrations live (`src/db/migrations`, journal in `meta/`). */
 export const MIGRATIONS_DIR = path.join(import.meta.dirname, 'migrations');
@@ -114,41 +116,6 @@ export function openEmbeddedDataDir(config: Config): Promise<() => Promise<void>
 /** True when the embedded data directory of `config` already holds a cluster (opened before: no copy or initialisation to wait for). */
 export function embeddedDataDirInitialised(config: Config): boolean {
   return !config.databaseUrl && !config.databaseInMemory && fs.existsSync(path.join(config.dataDir, 'pglite', 'PG_VERSION'));
-}
-
-/** The embedded data directory is held by another process (a running server or CLI). */
-export class DataDirLockedError extends Error {
-  constructor(readonly dataDir: string) {
-    super(
-      `the embedded database ${dataDir} is in use by another process (a running server or CLI): ` +
-        'stop it first, or change roles through the running server (PUT /admin/users/{id}/roles)',
-    );
-    this.name = 'DataDirLockedError';
-  }
-}
-
-/**
- * Take the exclusive lock of an embedded data directory (`proper-lockfile`: an atomic `mkdir` of
- * `<dir>.lock`, refreshed every 5 s and taken over when a crashed holder left it 30 s stale), so
- * two processes never write one PGlite store (PGlite has no multi-process locking of its own).
- * @returns the release function (also run at process exit)
- * @throws DataDirLockedError when another live process holds it
- */
-export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  try {
-    return await lockfile.lock(dataDir, {
-      stale: 30_000,
-      update: 5_000,
-      realpath: false,
-      onCompromised: (err) => {
-        // Another process took the lock over (ours went stale: the event loop was blocked > 30 s).
-        process.emitWarning(`embedded data directory lock lost: ${err.message}`);
-      },
-    });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOCKED') throw new DataDirLockedError(dataDir);
-    throw err;
-  }
 }
 
 /**

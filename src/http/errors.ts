@@ -8,6 +8,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 export const CODES = {
   validation_failed: [400, 'Validation failed'],
   bad_request: [400, 'Bad request'],
+  upstream_blocked: [400, 'Upstream address not allowed'],
   invalid_artifact: [400, 'Invalid artifact'],
   invalid_login_state: [400, 'Unknown, used or expired login state'],
   invalid_connection_state: [400, 'Unknown, used or expired connection state'],
@@ -33,6 +34,7 @@ export const CODES = {
   session_closed: [409, 'Session closed'],
   connection_required: [409, 'Connection required'],
   limit_reached: [409, 'Limit reached'],
+  last_admin: [409, 'Last admin'],
   memory_entry_limit: [409, 'Agent memory entry limit reached'],
   precondition_failed: [412, 'Precondition failed'],
   payload_too_large: [413, 'Payload too large'],
@@ -41,7 +43,6 @@ export const CODES = {
   quota_exceeded: [429, 'Quota exceeded'],
   internal_error: [500, 'Internal server error'],
   upstream_error: [502, 'Upstream error'],
-  upstream_blocked: [502, 'Upstream address not allowed'],
   service_unavailable: [503, 'Service unavailable'],
   upstream_timeout: [504, 'Upstream timeout'],
 } as const satisfies Record<string, readonly [number, string]>;

@@ -1,11 +1,13 @@
 /**
- * Request logging without secrets: the query parameters that carry OAuth 2.0 credentials or
- * single-use values (RFC 6749 `code`, `state`; RFC 6750 §2.3 `access_token`; …) are replaced in
- * logged URLs — the connections callback (`GET /connections/callback?code=…&state=…`) is reached
- * by a browser redirect, so its credentials travel in the query string.
+ * Request logging without secrets: the values of query parameters whose names carry a secret
+ * (`lib/secret-names.ts`: `api_key`, `key`, `password`, `access_token` (RFC 6750 §2.3), …) and of
+ * the OAuth 2.0 authorization response's single-use `code` and `state` (RFC 6749 §4.1.2) are
+ * replaced in logged URLs — the connections callback (`GET /connections/callback?code=…&state=…`)
+ * is reached by a browser redirect, so its credentials travel in the query string.
  */
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { FastifyChildLoggerFactory } from 'fastify/types/logger.js';
+import { isSecretName } from '../lib/secret-names.js';
 
 /** pino's level values (unknown custom levels count as enabled). */
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
@@ -25,10 +27,24 @@ function enabled(log: FastifyBaseLogger, level: 'debug' | 'info' | 'error'): boo
   return levelValOf(log) <= LEVELS[level];
 }
 
-/** Query parameters whose values never reach the logs. */
-const SECRET_PARAMS = /^(?:code|state|access_token|refresh_token|id_token|client_secret|code_verifier|token)$/i;
+/** The authorization response's single-use values (RFC 6749 §4.1.2): credentials, though not by name. */
+const OAUTH_RESPONSE_PARAMS = /^(?:code|state)$/i;
 
-/** `url` (path + query) with the values of {@link SECRET_PARAMS} replaced by `[redacted]`. */
+/** Whether the value of the query parameter `name` (decoded) stays out of the logs. */
+function isSecretParam(name: string): boolean {
+  return OAUTH_RESPONSE_PARAMS.test(name) || isSecretName(name);
+}
+
+/** The decoded form of a query parameter name (`+` is a space); the raw name when it is malformed. */
+function decodeName(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '));
+  } catch {
+    return name;
+  }
+}
+
+/** `url` (path + query) with the values of secret parameters ({@link isSecretParam}) replaced by `[redacted]`. */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
@@ -38,7 +54,7 @@ export function redactUrl(url: string): string {
     .map((pair) => {
       const eq = pair.indexOf('=');
       const name = eq < 0 ? pair : pair.slice(0, eq);
-      return eq >= 0 && SECRET_PARAMS.test(decodeURIComponent(name.replace(/\+/g, ' '))) ? `${name}=[redacted]` : pair;
+      return eq >= 0 && isSecretParam(decodeName(name)) ? `${name}=[redacted]` : pair;
     });
   return `${url.slice(0, q)}?${params.join('&')}`;
 }

@@ -43,7 +43,7 @@ describe('execute — SSRF with loopback upstreams off', () => {
   it('refuses a localhost base_url before sending anything', async () => {
     const before = upstream.seen.length;
     const { a, sid, owner } = await blocked(`http://localhost:${upstream.port}`);
-    expect(a.status).toBe(502);
+    expect(a.status).toBe(400);
     expect(a.body.code).toBe('upstream_blocked');
     expect(a.body.detail).toMatch(/loopback/);
     expect(upstream.seen.length).toBe(before);
@@ -55,7 +55,7 @@ describe('execute — SSRF with loopback upstreams off', () => {
   it('refuses a host name that resolves to 127.0.0.1, and 127.0.0.1 literals already at registration', async () => {
     const before = upstream.seen.length;
     const named = await blocked(`http://loopback.example.test:${upstream.port}`);
-    expect(named.a.status).toBe(502);
+    expect(named.a.status).toBe(400);
     expect(named.a.body.code).toBe('upstream_blocked');
     expect(named.a.body.detail).toMatch(/resolves to a loopback address/);
     const owner = await createUser(app);
@@ -73,7 +73,7 @@ describe('execute — SSRF on redirect hops', () => {
   it('refuses a redirect to the cloud metadata address (even with loopback admitted)', async () => {
     const before = upstream.seen.length;
     const { a } = await blocked(upstream.url, 'redirect', { to: 'http://169.254.169.254/latest/meta-data/' }, second);
-    expect(a.status).toBe(502);
+    expect(a.status).toBe(400);
     expect(a.body.code).toBe('upstream_blocked');
     expect(a.body.detail).toMatch(/link_local.*redirect/);
     expect(upstream.seen.slice(before).map((r) => r.url)).toEqual(['/redirect?to=http%3A%2F%2F169.254.169.254%2Flatest%2Fmeta-data%2F']);
@@ -90,7 +90,7 @@ describe('execute — SSRF on redirect hops', () => {
     second.ctx.config.upstream.allowLoopback = false;
     const before = upstream.seen.length;
     const { a } = await blocked(hop, 'redirect', { to: target }, second);
-    expect(a.status).toBe(502);
+    expect(a.status).toBe(400);
     expect(a.body.code).toBe('upstream_blocked');
     expect(a.body.detail).toMatch(/loopback.*redirect/);
     expect(upstream.seen.slice(before).map((r) => r.url)).toEqual([`/redirect?to=${encodeURIComponent(target)}`]);

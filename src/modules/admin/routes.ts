@@ -1,6 +1,7 @@
 /**
  * Platform administration (role `admin` only; others get 403 `insufficient_role`): change a
- * user's roles. The CLI (`npm run cli -- users set-role`) does the same from a shell.
+ * user's roles (never leaving the platform without an admin). The CLI (`npm run cli -- users
+ * set-role`) does the same from a shell.
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -16,7 +17,7 @@ export async function adminRoutes(app: FastifyInstance, { ctx, identity }: { ctx
   requireAuth(app, ctx.auth, { principals: ['user'], roles: ['admin'] });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   r.put('/admin/users/:id/roles',
-    operations(['admin'], USER_SECURITY)('admin.setUserRoles', "Replace a user's roles (admin only)", { params: UserIdParams, body: SetRolesBody, response: { 200: ProfileSchema, ...errorResponses(403, 404) } }),
+    operations(['admin'], USER_SECURITY)('admin.setUserRoles', "Replace a user's roles (admin only; taking admin away from the only admin → 409 last_admin)", { params: UserIdParams, body: SetRolesBody, response: { 200: ProfileSchema, ...errorResponses(403, 404, 409) } }),
     async (req) => {
       const u = await identity.setRolesById(req.params.id, req.body.roles);
       req.log.info({ admin: userOf(req).userId, user: u.id, roles: u.roles }, 'roles changed');

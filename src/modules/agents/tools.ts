@@ -24,7 +24,8 @@ function toolView(r: typeof agentToolSubscriptions.$inferSelect): AgentToolView 
 /**
  * Subscribe the agent to a service (by name or id). The owner must hold an active subscription to
  * the service or own it. Idempotent: `created` is false when it was already subscribed.
- * @throws AppError not_found (agent or service) | not_subscribed (owner neither subscribed nor owner)
+ * @throws AppError not_found (agent, or a service unknown or not visible to the owner: another
+ *   account's unpublished one) | not_subscribed (a published service the owner neither subscribes to nor owns)
  */
 export async function subscribeAgentTool(
   ctx: AppContext,
@@ -36,6 +37,9 @@ export async function subscribeAgentTool(
   const svc = await getServiceSummary(ctx, serviceRef);
   if (!svc) throw notFound('Service');
   if (svc.ownerId !== accountId && !(await hasActiveSubscription(ctx, accountId, svc.id))) {
+    // Another account's unpublished service does not exist for this account (as in the catalog):
+    // 404 like an unknown name, never a 403 that confirms the name.
+    if (svc.status !== 'published') throw notFound('Service');
     throw new AppError('not_subscribed', `Subscribe to "${svc.name}" first (POST /subscriptions); an agent may use only services its owner subscribes to or owns`);
   }
   const [inserted] = await ctx.db

@@ -12,6 +12,7 @@ import { MCP_SCOPE, mcpResourceServerInfo, registrationSettings } from './idp-mc
 import { errorPage, PAGE_HEADERS } from './idp-pages.js';
 import { IDP_PREFIX, IDP_ROUTES, OIDC_SCOPES, resourceIndicatorFor } from './idp-endpoints.js';
 import { loadOrCreateSecret } from './keys.js';
+import { webPicture } from './picture.js';
 import { consoleRedirectUri, isRedirectUriAllowed } from './redirect-uris.js';
 import type { IdentityService } from './service.js';
 
@@ -114,7 +115,7 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
           email: u.email ?? undefined,
           email_verified: false,
           name: u.name ?? undefined,
-          picture: u.picture ?? undefined,
+          picture: webPicture(u.picture),
           updated_at: Math.floor(u.updatedAt.getTime() / 1000),
         }),
       };

@@ -1,6 +1,7 @@
 /** TypeBox schemas of the identity routes (spec: "Identity provider configuration" … "Profile update"). */
 import { Type } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.js';
+import { PICTURE_MAX_LENGTH, PICTURE_PATTERN } from './picture.js';
 
 const RoleSchema = Type.Union([Type.Literal('user'), Type.Literal('pro'), Type.Literal('enterprise'), Type.Literal('admin')]);
 
@@ -94,7 +95,7 @@ export const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength:
 export const ProfileUpdateBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    picture: Type.Optional(Type.String({ format: 'uri', maxLength: 2048 })),
+    picture: Type.Optional(Type.String({ format: 'uri', pattern: PICTURE_PATTERN, maxLength: PICTURE_MAX_LENGTH, description: 'an http or https URL' })),
     preferences: Type.Optional(
       Type.Object(
         { theme: Type.Optional(Type.String({ maxLength: 50 })), notifications: Type.Optional(Type.Boolean()) },

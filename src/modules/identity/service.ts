@@ -6,7 +6,7 @@
  * issuer `<PUBLIC_URL>/idp` (the embedded OpenID Provider) and audience `AUTH_AUDIENCE`.
  */
 import { randomBytes } from 'node:crypto';
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Role } from '../../config.js';
@@ -18,6 +18,8 @@ import type { UserPrincipal } from '../../http/auth.js';
 import { hashSecret, newId, newSecret } from '../../http/ids.js';
 import { loadKeySet, type KeySet } from './keys.js';
 import { assertAcceptablePassword, DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js';
+import { assertReservedTestEmail } from './test-accounts.js';
+import { assertWebPicture, webPicture } from './picture.js';
 import type { Static } from 'typebox';
 import type { ProfileSchema } from './schemas.js';
 
@@ -179,7 +181,7 @@ export class IdentityService {
     return u;
   }
 
-  /** Get or create the user of an external-provider subject (just-in-time provisioning). */
+  /** Get or create the user of an external-provider subject (just-in-time provisioning; a `picture` claim that is not an http/https URL is dropped). */
   async upsertExternalUser(subject: string, claims: { email?: string; name?: string; picture?: string }): Promise<UserRow> {
     const cached = this.subjectCache.get(subject);
     if (cached) return cached;
@@ -187,7 +189,7 @@ export class IdentityService {
     if (!u) {
       [u] = await this.ctx.db
         .insert(users)
-        .values({ id: newId('usr'), subject, email: claims.email?.toLowerCase() ?? null, name: claims.name ?? null, picture: claims.picture ?? null, roles: ['user'] })
+        .values({ id: newId('usr'), subject, email: claims.email?.toLowerCase() ?? null, name: claims.name ?? null, picture: webPicture(claims.picture) ?? null, roles: ['user'] })
         .onConflictDoNothing()
         .returning();
       if (!u) [u] = await this.ctx.db.select().from(users).where(eq(users.subject, subject));
@@ -197,26 +199,41 @@ export class IdentityService {
     return u;
   }
 
-  /** Replace the roles of the user with this email (CLI `users set-role`). @throws AppError not_found */
+  /** Replace the roles of the user with this email (CLI `users set-role`). @throws AppError not_found | last_admin */
   async setRoles(email: string, roles: Role[]): Promise<UserRow> {
-    const [u] = await this.ctx.db
-      .update(users)
-      .set({ roles: [...new Set(roles)], updatedAt: new Date() })
-      .where(sql`lower(${users.email}) = ${email.trim().toLowerCase()}`)
-      .returning();
-    if (!u) throw notFound('User');
-    this.forget(u);
-    return u;
+    return this.replaceRoles(sql`lower(${users.email}) = ${email.trim().toLowerCase()}`, roles);
   }
 
   /**
    * Replace the roles of a user (`PUT /admin/users/:id/roles`), named by the `user_id` the API shows
    * (`<provider>|<id>`, e.g. `agent-platform|usr_…`) or by the bare platform id (`usr_…`).
-   * @throws AppError not_found
+   * @throws AppError not_found | last_admin (see {@link replaceRoles})
    */
   async setRolesById(userRef: string, roles: Role[]): Promise<UserRow> {
-    const which = userRef.includes('|') ? eq(users.subject, userRef) : eq(users.id, userRef);
-    const [u] = await this.ctx.db.update(users).set({ roles: [...new Set(roles)], updatedAt: new Date() }).where(which).returning();
+    return this.replaceRoles(userRef.includes('|') ? eq(users.subject, userRef) : eq(users.id, userRef), roles);
+  }
+
+  /**
+   * Replace the roles of the user `which` selects. Taking `admin` away from the only user who holds
+   * it is refused: nobody could change roles through the API afterwards. The admin rows are locked
+   * (`FOR UPDATE`) before they are counted, so two admins demoting each other at once cannot both
+   * succeed: the second waits for the first and then counts what is left.
+   * @throws AppError not_found | last_admin (409)
+   */
+  private async replaceRoles(which: SQL, roles: Role[]): Promise<UserRow> {
+    const next = [...new Set(roles)];
+    const u = await this.ctx.db.transaction(async (tx) => {
+      const [target] = await tx.select({ id: users.id, roles: users.roles }).from(users).where(which).limit(1);
+      if (!target) throw notFound('User');
+      if (target.roles.includes('admin') && !next.includes('admin')) {
+        const admins = await tx.select({ id: users.id }).from(users).where(sql`'admin' = any(${users.roles})`).for('update');
+        if (!admins.some((a) => a.id !== target.id)) {
+          throw new AppError('last_admin', 'This user is the only admin: make another user admin first (PUT /admin/users/{id}/roles), then change these roles');
+        }
+      }
+      const [row] = await tx.update(users).set({ roles: next, updatedAt: new Date() }).where(eq(users.id, target.id)).returning();
+      return row;
+    });
     if (!u) throw notFound('User');
     this.forget(u);
     return u;
@@ -251,13 +268,16 @@ export class IdentityService {
     return toProfile(effectiveRoles ? { ...u, roles: effectiveRoles } : u);
   }
 
-  /** Update name and merge preferences (unknown keys kept). */
+  /**
+   * Update name and picture, and merge preferences (unknown keys kept).
+   * @throws AppError validation_failed (picture not an http/https URL), not_found
+   */
   async updateProfile(userId: string, input: { name?: string; picture?: string; preferences?: Record<string, unknown> }): Promise<Profile> {
     const [u] = await this.ctx.db
       .update(users)
       .set({
         ...(input.name !== undefined ? { name: input.name } : {}),
-        ...(input.picture !== undefined ? { picture: input.picture } : {}),
+        ...(input.picture !== undefined ? { picture: assertWebPicture(input.picture) } : {}),
         ...(input.preferences ? { preferences: sql`${users.preferences} || ${JSON.stringify(input.preferences)}::jsonb` } : {}),
         updatedAt: new Date(),
       })
@@ -284,7 +304,7 @@ export class IdentityService {
       .setExpirationTime(now + expiresIn)
       .setJti(randomBytes(12).toString('base64url'))
       .sign(this.keys.signingKey);
-    const idToken = await new SignJWT({ email: user.email ?? undefined, name: user.name ?? undefined, picture: user.picture ?? undefined })
+    const idToken = await new SignJWT({ email: user.email ?? undefined, name: user.name ?? undefined, picture: webPicture(user.picture) })
       .setProtectedHeader({ alg: 'RS256', kid: this.keys.signingKid, typ: 'JWT' })
       .setIssuer(this.platformIssuer)
       .setAudience(cfg.clientId)
@@ -424,8 +444,11 @@ export class IdentityService {
    * Create (or reuse) a test user and issue a token set (`POST /auth/test`, issue 11). Only
    * accounts this endpoint created (`users.test`) are ever reused: the email of any other account
    * — registered, external-provider or listed in `ADMIN_EMAILS` — answers 409, so a test token can
-   * never act as a real user. Roles other than `user` need `AUTH_TEST_ROLES=on`.
-   * @throws AppError forbidden (elevated roles not enabled), conflict (email of a non-test account)
+   * never act as a real user; and only addresses in reserved test domains (`test-accounts.ts`), so
+   * a test account never squats an address a person may register later. Roles other than `user`
+   * need `AUTH_TEST_ROLES=on`.
+   * @throws AppError forbidden (elevated roles not enabled), validation_failed (email outside the
+   *   reserved domains), conflict (email of a non-test account)
    */
   async testToken(input: { email?: string; name?: string; roles?: Role[]; expires_in?: number }): Promise<TokenSet & { user_id: string }> {
     const cfg = this.ctx.config.auth;
@@ -434,6 +457,7 @@ export class IdentityService {
       throw new AppError('forbidden', 'Test tokens carry the role "user" only; elevated roles need AUTH_TEST_TOKENS=on and AUTH_TEST_ROLES=on');
     }
     const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).trim().toLowerCase();
+    assertReservedTestEmail(email);
     const taken = () => new AppError('conflict', 'This email belongs to an account that was not created by POST /auth/test; test tokens are issued for test accounts only');
     if (cfg.adminEmails.includes(email)) throw taken();
     let user = await this.findUserByEmail(email);
@@ -464,7 +488,8 @@ export function toProfile(u: UserRow): Profile {
     user_id: u.subject,
     email: u.email,
     name: u.name,
-    picture: u.picture,
+    // A picture stored before only http/https were accepted is not shown.
+    picture: webPicture(u.picture) ?? null,
     roles: u.roles as Role[],
     preferences: u.preferences,
     created_at: u.createdAt.toISOString(),

@@ -19,6 +19,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import { AppError } from '../../http/errors.js';
+import { webPicture } from './picture.js';
 import type { IdentityService, UserRow } from './service.js';
 
 /** Claims of each OIDC scope this tenant releases (OIDC Core §5.4, the subset the users table holds). */
@@ -37,7 +38,7 @@ export function userinfoClaims(user: Pick<UserRow, 'id' | 'email' | 'name' | 'pi
     email: user.email,
     email_verified: user.email ? false : null,
     name: user.name,
-    picture: user.picture,
+    picture: webPicture(user.picture) ?? null,
     updated_at: Math.floor(user.updatedAt.getTime() / 1000),
   };
   const out: Record<string, string | number | boolean> = { sub: user.id };

@@ -8,9 +8,8 @@
  * a memory.
  */
 import type { ExecutionRecorded } from '../../events.js';
-
-/** Keys whose values are never written into a memory. */
-const SECRET_KEY = /pass(word|wd|phrase)?|secret|token|api[-_]?key|apikey|auth|credential|cookie|private[-_]?key|signature|otp|pin$|ssn|cvv|card[-_]?number/i;
+// Keys whose values are never written into a memory: the rule that keeps them out of the logs too.
+import { isSecretName } from '../../lib/secret-names.js';
 
 const MAX_ARGS = 6;
 const MAX_VALUE_CHARS = 80;
@@ -44,7 +43,7 @@ function renderFields(o: Record<string, unknown>, maxFields: number, maxValue = 
   const parts: string[] = [];
   for (const [k, v] of Object.entries(o)) {
     if (parts.length >= maxFields) break;
-    if (k === skip || SECRET_KEY.test(k)) continue;
+    if (k === skip || isSecretName(k)) continue;
     const r = typeof v === 'object' && v !== null && !Array.isArray(v) ? null : renderValue(v, maxValue);
     if (r !== null) parts.push(`${k.replace(/[_-]+/g, ' ')} ${r}`);
   }
@@ -87,7 +86,7 @@ export function describeArguments(args: Record<string, unknown>): string {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(args ?? {})) {
     if (parts.length >= MAX_ARGS) break;
-    if (SECRET_KEY.test(k)) continue;
+    if (isSecretName(k)) continue;
     const r = renderValue(v);
     if (r !== null) parts.push(`${k.replace(/[_-]+/g, ' ')} ${r}`);
   }

@@ -4,13 +4,13 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { execRows } from '../../../src/db/client.js';
 import { Browser, injectSend } from '../../helpers/browser.js';
-import { call, createUser, setupApp } from '../../helpers/app.js';
+import { loadConfig } from '../../../src/config.js';
+import { call, createUser, setupApp, testEnv } from '../../helpers/app.js';
 
 const { app, ctx } = await setupApp({ PUBLIC_URL: 'http://localhost:3000' });
 const LISTED = 'https://console.example.test/callback';
-const [prod, prodWithTestTokens, strict] = await Promise.all([
+const [prod, strict] = await Promise.all([
   setupApp({ NODE_ENV: 'production', AUTH_TEST_TOKENS: undefined, AUTH_TEST_ROLES: undefined }),
-  setupApp({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on' }),
   setupApp({ AUTH_REDIRECT_URIS: LISTED }),
 ]);
 const REDIRECT = 'http://127.0.0.1:8765/callback';
@@ -178,9 +178,8 @@ describe('/auth/test outside development', () => {
     expect(body.code).toBe('not_found');
   });
 
-  it('is on in production with AUTH_TEST_TOKENS=on', async () => {
-    const { body } = await call(prodWithTestTokens.app, { method: 'POST', url: '/auth/test', payload: { roles: ['pro'] } }, 200);
-    expect(body.token_type).toBe('Bearer');
+  it('AUTH_TEST_TOKENS=on in production is refused at start (anyone could mint accounts)', () => {
+    expect(() => loadConfig(testEnv({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on', AUTH_TEST_ROLES: undefined }))).toThrow(/AUTH_TEST_TOKENS must be off with NODE_ENV=production/);
   });
 });
 

@@ -103,9 +103,9 @@ describe('registry — secrets and SSRF at registration', () => {
   });
 
   it('refuses to fetch an OpenAPI document or list an MCP server on a blocked address', async () => {
-    const a = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { openapi_url: 'http://169.254.169.254/openapi.json' } }, 502);
+    const a = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { openapi_url: 'http://169.254.169.254/openapi.json' } }, 400);
     expect(a.body.code).toBe('upstream_blocked');
-    const b = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { mcp_url: 'http://10.0.0.1/mcp' } }, 502);
+    const b = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { mcp_url: 'http://10.0.0.1/mcp' } }, 400);
     expect(b.body.code).toBe('upstream_blocked');
   });
 
@@ -127,9 +127,9 @@ describe('registry — loopback upstreams with ALLOW_LOOPBACK_UPSTREAMS off', as
     const a = await call(strict.app, { method: 'POST', url: '/owner/services', headers: user.headers, payload: manifest({ base_url: 'http://127.0.0.1:9' }) }, 400);
     expect(a.body.errors[0]).toMatchObject({ pointer: '/base_url' });
     const before = mcp.seen.length;
-    const b = await call(strict.app, { method: 'POST', url: '/owner/services', headers: user.headers, payload: { mcp_url: mcp.mcpUrl } }, 502);
+    const b = await call(strict.app, { method: 'POST', url: '/owner/services', headers: user.headers, payload: { mcp_url: mcp.mcpUrl } }, 400);
     expect(b.body.code).toBe('upstream_blocked');
-    const c = await call(strict.app, { method: 'POST', url: '/owner/services', headers: user.headers, payload: { openapi_url: `http://localhost:${api.port}/openapi.json` } }, 502);
+    const c = await call(strict.app, { method: 'POST', url: '/owner/services', headers: user.headers, payload: { openapi_url: `http://localhost:${api.port}/openapi.json` } }, 400);
     expect(c.body.code).toBe('upstream_blocked');
     expect(mcp.seen.length).toBe(before);
   });

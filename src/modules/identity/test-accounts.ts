@@ -1,0 +1,32 @@
+/**
+ * Where the accounts of `POST /auth/test` may live: the domains reserved for testing and
+ * documentation (RFC 2606 §2–3, RFC 6761 §6.2–6.5), which no real person can receive mail at. A
+ * test account anywhere else would squat a real address: its owner's registration would answer 409.
+ */
+import { AppError } from '../../http/errors.js';
+
+/** Top-level domains reserved by RFC 2606 §2 (and RFC 6761 §6.2–6.5). */
+const RESERVED_TLDS = new Set(['test', 'example', 'invalid', 'localhost']);
+/** Second-level domains reserved by RFC 2606 §3. */
+const RESERVED_DOMAINS = new Set(['example.com', 'example.net', 'example.org']);
+
+/**
+ * True when the domain of `email` (`local@domain`, any case, an optional final dot) is, or is a
+ * subdomain of, a reserved one: `*.test`, `*.example`, `*.invalid`, `*.localhost`,
+ * `example.com`, `example.net`, `example.org`.
+ */
+export function isReservedTestEmail(email: string): boolean {
+  const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase().replace(/\.$/, '');
+  const labels = domain.split('.');
+  return RESERVED_TLDS.has(labels[labels.length - 1]) || RESERVED_DOMAINS.has(labels.slice(-2).join('.'));
+}
+
+/**
+ * @throws AppError validation_failed (400, pointer `/email`) when `email` is not in a reserved domain
+ */
+export function assertReservedTestEmail(email: string): void {
+  if (isReservedTestEmail(email)) return;
+  throw new AppError('validation_failed', 'Test accounts live in domains reserved for testing only (RFC 2606): *.test, *.example, *.invalid, *.localhost, example.com, example.net or example.org; register real addresses with POST /auth/register', {
+    errors: [{ in: 'body', pointer: '/email', message: 'must be in a domain reserved for testing (e.g. name@example.test)' }],
+  });
+}
