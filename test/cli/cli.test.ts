@@ -4,22 +4,18 @@
  * XDG_CONFIG_HOME, API keys, env-only use, services, deploy a directory, invoke, logs, memory,
  * `--json`, and exit codes. `beforeAll` builds the packages (`tsc -b`, incremental).
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentPlatform } from '../../packages/sdk/src/index.js';
-import { Browser, fetchSend } from '../helpers/browser.js';
 import { startTestServer } from '../helpers/server.js';
 import { startJsonApi } from '../helpers/upstreams.js';
 import { weatherManifest } from '../modules/publishing/helpers.js';
 import { HANDLERS } from '../modules/deployments/fixtures.js';
+import { buildPackages, cliRunner, ROOT, type Run } from './run.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const BIN = path.join(ROOT, 'packages/cli/dist/index.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-cli-'));
 const server = await startTestServer();
 const api = await startJsonApi();
@@ -29,58 +25,16 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-beforeAll(async () => {
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  await promisify(execFile)(process.execPath, [tsc, '-b', 'packages/sdk', 'packages/cli'], { cwd: ROOT });
-}, 300_000);
+beforeAll(buildPackages, 300_000);
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run the CLI with only PATH, HOME, XDG_CONFIG_HOME and the given env (no inherited credentials). */
-function cli(args: string[], env: Record<string, string> = {}, onStderr?: (text: string) => void): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH!, HOME: tmp, XDG_CONFIG_HOME: path.join(tmp, 'config'), AGENT_PLATFORM_URL: server.base, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      onStderr?.(stderr);
-    });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function json(args: string[], env: Record<string, string> = {}): Promise<any> {
-  const r = await cli([...args, '--json'], env);
-  if (r.code !== 0) throw new Error(`agent-platform ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
+const { cli, json, login } = cliRunner(tmp, server.base);
 
 const creds = { email: `cli-${Date.now()}@example.test`, password: 'a long enough password' };
 
 describe('agent-platform login / whoami / logout', () => {
   it('signs in through the browser on a loopback redirect and stores the tokens 0600', async () => {
     await fetch(`${server.base}/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
-    let delivered: Promise<Response> | undefined;
-    const run = cli(['login', '--no-browser', '--json'], {}, (stderr) => {
-      const url = /https?:\/\/\S+\/idp\/\S+/.exec(stderr)?.[0];
-      if (!url || delivered) return;
-      const redirectUri = new URL(url).searchParams.get('redirect_uri')!;
-      expect(redirectUri).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
-      delivered = new Browser(fetchSend(server.base)).login(url, redirectUri, creds).then((final) => fetch(final));
-    });
-    const r = await run;
-    expect(r.code, r.stderr).toBe(0);
-    expect((await delivered!).status).toBe(200);
-    const out = JSON.parse(r.stdout);
+    const out = await login(creds);
     expect(out).toMatchObject({ url: server.base, email: creds.email });
     const file = path.join(tmp, 'config', 'agent-platform', 'credentials.json');
     expect(out.credentials_file).toBe(file);
@@ -110,16 +64,14 @@ describe('agent-platform login / whoami / logout', () => {
     const svc = await json(['services', 'register', manifestFile]);
     expect(svc.tools.map((t: { name: string }) => t.name)).toContain('get_weather');
     expect((await json(['services', 'list'])).map((s: { id: string }) => s.id)).toContain(svc.id);
-    // Domain verification is a step outside the CLI here: done through the SDK with the stored login.
-    const stored = JSON.parse(fs.readFileSync(path.join(tmp, 'config', 'agent-platform', 'credentials.json'), 'utf8')).servers[server.base];
-    const sdk = new AgentPlatform({ baseUrl: server.base, env: {}, accessToken: stored.accessToken });
-    api.verificationToken = (await sdk.publishing.verifyDomain(svc.id)).token;
-    await sdk.publishing.verifyDomain(svc.id);
+    // Domain verification: the first call issues the token, the upstream serves it, the second verifies.
+    api.verificationToken = (await json(['services', 'verify-domain', svc.id])).token;
+    expect((await json(['services', 'verify-domain', svc.id])).status).toBe('verified');
     // Without a config every tool is tried, and `broken` always fails: the checklist fails, exit 1.
     const failed = await cli(['services', 'publish', svc.id, '--watch', '--interval', '100']);
     expect(failed.code, failed.stderr).toBe(1);
     expect(failed.stdout).toMatch(/verification failed\n[\s\S]*✖ functional verification: failed/);
-    await sdk.publishing.setVerificationConfig(svc.id, { tests: [{ tool: 'get_weather', arguments: { city: 'Oslo' } }] });
+    expect((await json(['services', 'verification-config', svc.id, '--tests', '[{"tool":"get_weather","arguments":{"city":"Oslo"}}]'])).tests).toHaveLength(1);
     const done = await json(['services', 'publish', svc.id, '--watch', '--interval', '100']);
     expect(done.status).toBe('published');
     expect(done.verification.state).toBe('passed');
