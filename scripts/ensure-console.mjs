@@ -19,11 +19,11 @@ function newest(p) {
   return t;
 }
 
-/** True when console/dist is missing or older than console/{src,index.html,vite.config.ts,package.json} or the SDK sources it bundles. */
+/** True when console/dist is missing or older than console/{src,public,index.html,vite.config.ts,package.json} or the SDK sources it bundles. */
 export function consoleStale() {
   if (!fs.existsSync(built)) return true;
   const builtAt = fs.statSync(built).mtimeMs;
-  const inputs = ['src', 'index.html', 'vite.config.ts', 'package.json'].map((f) => path.join(consoleDir, f)).concat(path.join(root, 'packages', 'sdk', 'src'));
+  const inputs = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((f) => path.join(consoleDir, f)).concat(path.join(root, 'packages', 'sdk', 'src'));
   return inputs.some((f) => fs.existsSync(f) && newest(f) > builtAt);
 }
 

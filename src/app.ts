@@ -216,7 +216,7 @@ export async function buildApp(
 
   // Modules that read nothing from the database at registration.
   await app.register(healthRoutes, { ctx, metrics });
-  await app.register(consoleRoutes);
+  await app.register(consoleRoutes, { publicUrl: ctx.config.publicUrl });
   await app.register(agentMemoryRoutes, { ctx });
   await app.register(permissionRoutes, { ctx });
   await app.register(subscriptionRoutes, { ctx });

@@ -83,7 +83,9 @@ async function main(): Promise<void> {
     await app.ready();
     app.log.info({ startup_ms: Math.round(performance.now()), role: 'worker' }, 'agent platform worker ready');
   } else {
-    await app.listen({ port: config.port, host: config.host });
+    // Fastify names each address it listens on; the line points at the public URL, the one origin
+    // the browser session accepts (the console redirects other loopback origins to it).
+    await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Server listening at ${address}; open ${config.publicUrl}/console/ (PUBLIC_URL)` });
     const start = startInfo();
     app.log.info(
       { startup_ms: Math.round(performance.now()), phases: phases(modulesMs, databaseMs, builtMs), ...(start ? { code_cache: start.codeCache } : {}), url: config.publicUrl, role: config.processRole },

@@ -39,14 +39,14 @@ function Gate() {
   const location = useLocation();
   if (auth.status === 'loading') {
     return (
-      <Center h="100vh">
+      <Center component="main" h="100vh">
         <Loader aria-label="Loading" />
       </Center>
     );
   }
   if (auth.status !== 'signed-in') {
     return (
-      <Center h="100vh">
+      <Center component="main" h="100vh">
         <Stack align="center" maw={420}>
           <Title order={1}>Agent Platform</Title>
           <Text c="dimmed" ta="center">
@@ -75,13 +75,21 @@ function Shell() {
   // On a phone the navigation covers the page: it closes once a page is chosen.
   // eslint-disable-next-line react-hooks/exhaustive-deps
   useEffect(() => close(), [location.pathname]);
+  // The tab's title names the page (what a screen reader announces, what a bookmark is called).
+  const page = NAV.find((n) => location.pathname.startsWith(n.to))?.label;
+  useEffect(() => {
+    document.title = page ? `${page} · Agent Platform console` : 'Agent Platform console';
+  }, [page]);
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between">
           <Group>
             <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Toggle navigation" />
-            <Text fw={700}>Agent Platform</Text>
+            {/* The document's one h1 (each page's own title is an h2 under it). */}
+            <Title order={1} size="h4">
+              Agent Platform
+            </Title>
           </Group>
           <Group>
             <Text size="sm" data-testid="whoami" visibleFrom="sm">
@@ -98,21 +106,20 @@ function Shell() {
           <NavLink key={n.to} component={Link} to={n.to} label={n.label} active={location.pathname.startsWith(n.to)} />
         ))}
       </AppShell.Navbar>
+      {/* AppShell.Main is the page's one <main> landmark. */}
       <AppShell.Main>
-        <main>
-          <Routes>
-            <Route path="/" element={<Navigate to="/marketplace" replace />} />
-            <Route path="/marketplace" element={<MarketplacePage />} />
-            <Route path="/services" element={<ServicesPage />} />
-            <Route path="/subscriptions" element={<SubscriptionsPage />} />
-            <Route path="/api-keys" element={<ApiKeysPage />} />
-            <Route path="/connections" element={<ConnectionsPage />} />
-            <Route path="/agents" element={<AgentsPage />} />
-            <Route path="/memory" element={<MemoryPage />} />
-            <Route path="/analytics" element={<AnalyticsPage />} />
-            <Route path="*" element={<Text>No such page.</Text>} />
-          </Routes>
-        </main>
+        <Routes>
+          <Route path="/" element={<Navigate to="/marketplace" replace />} />
+          <Route path="/marketplace" element={<MarketplacePage />} />
+          <Route path="/services" element={<ServicesPage />} />
+          <Route path="/subscriptions" element={<SubscriptionsPage />} />
+          <Route path="/api-keys" element={<ApiKeysPage />} />
+          <Route path="/connections" element={<ConnectionsPage />} />
+          <Route path="/agents" element={<AgentsPage />} />
+          <Route path="/memory" element={<MemoryPage />} />
+          <Route path="/analytics" element={<AnalyticsPage />} />
+          <Route path="*" element={<Text>No such page.</Text>} />
+        </Routes>
       </AppShell.Main>
     </AppShell>
   );

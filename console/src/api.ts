@@ -28,6 +28,19 @@ function sessionEnded(): void {
 }
 
 /**
+ * Whether this browser has signed in to the console and not signed out since: a hint in
+ * localStorage (no secret: the value is `1`), so a first visit shows the sign-in page without
+ * asking the platform to renew a session that cannot exist (a 401 in the browser's console on
+ * every first load). The session itself is the HttpOnly cookie, which JavaScript cannot see; a
+ * hint that outlived it (the cookie expired or was revoked elsewhere) costs one refused renewal.
+ */
+const SESSION_HINT = 'console.signed-in';
+const hint = {
+  get: () => localStorage.getItem(SESSION_HINT) === '1',
+  set: (on: boolean) => (on ? localStorage.setItem(SESSION_HINT, '1') : localStorage.removeItem(SESSION_HINT)),
+};
+
+/**
  * The access token's only home: this page's memory (spec "Authentication" 8). The SDK empties it
  * when the platform refuses a renewal (a 4xx from `POST /v1/auth/session/refresh`): the session is over.
  */
@@ -41,6 +54,7 @@ class SessionTokens implements TokenStorage {
   set(tokens: TokenSet | null): void {
     const had = this.tokens !== null;
     this.tokens = tokens;
+    if (had && !tokens) hint.set(false);
     if (had && !tokens && !this.signingOut) sessionEnded();
   }
 }
@@ -70,6 +84,7 @@ export async function signOut(): Promise<void> {
     await client.auth.endSession();
   } finally {
     tokens.signingOut = false;
+    hint.set(false);
     tabs?.postMessage('signed-out');
   }
 }
@@ -93,6 +108,7 @@ export async function startSignIn(returnPath = '/'): Promise<void> {
 /** Step 5 for a browser: the platform exchanges the code and sets the session cookie; the SDK keeps the access token. */
 export async function completeSignIn(code: string, state: string, iss: string | null): Promise<void> {
   await client.auth.startSession({ code, state, redirect_uri: callbackUri(), ...(iss ? { iss } : {}) });
+  hint.set(true);
 }
 
 /** The console route to land on after sign-in (once), `/` by default. */
@@ -102,13 +118,20 @@ export function takeReturnPath(): string {
   return path && path !== '/callback' ? path : '/';
 }
 
-/** Restore the session from the cookie on page load: false when there is none (or it was revoked). */
+/**
+ * Restore the session from the cookie on page load: false when there is none (or it was revoked).
+ * Without the sign-in hint nothing is asked: there is no session to restore.
+ */
 export async function restoreSession(): Promise<boolean> {
+  if (!hint.get()) return false;
   try {
     await client.auth.refresh();
     return true;
   } catch (e) {
-    if (e instanceof AgentPlatformError && (e.status === 401 || e.status === 403)) return false;
+    if (e instanceof AgentPlatformError && (e.status === 401 || e.status === 403)) {
+      hint.set(false);
+      return false;
+    }
     throw e;
   }
 }

@@ -27,13 +27,20 @@ export interface ConsoleEnvironment {
   oauth: OAuthUpstream;
   /** Set the console user's roles, as the admin (`PUT /admin/users/:id/roles`). */
   setRoles(roles: string[]): Promise<unknown>;
+  /**
+   * What the browser's console printed as errors (a failed request is one: "Failed to load
+   * resource: … 404 …") and uncaught page errors, each as `text @ url`, since the last call; the
+   * list is emptied.
+   */
+  takeConsoleErrors(): string[];
   /** Close the browser and the upstreams (the app closes itself after the file: `setupApp`). */
   close(): Promise<void>;
 }
 
 /**
  * Build the console when its sources changed (`scripts/ensure-console.mjs`), then start it all for the user `creds` (registered here with a password, name "Console User"). The
- * browser launches while the app builds. On a failure what started is closed before the error is
+ * browser launches while the app builds; the page's console errors are collected from its first
+ * load on (`takeConsoleErrors`). On a failure what started is closed before the error is
  * thrown. `CONSOLE_DEBUG=1` logs every answer ≥ 400 the page receives.
  */
 export async function startConsoleEnvironment(creds: { email: string; password: string }): Promise<ConsoleEnvironment> {
@@ -58,11 +65,21 @@ export async function startConsoleEnvironment(creds: { email: string; password: 
     const userPath = `/admin/users/${encodeURIComponent(user.user_id.split('|').pop())}/roles`;
     fs.mkdirSync(SHOTS, { recursive: true });
     // A context of its own: a second tab of the same session opens in it later.
-    const page = await (await (await launching).newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    const context = await (await launching).newContext({ viewport: { width: 1280, height: 900 } });
+    let consoleErrors: string[] = [];
+    // Every page of the context (a second tab opens later), from its first load on.
+    context.on('console', (m) => m.type() === 'error' && consoleErrors.push(`${m.text()} @ ${m.location().url}`));
+    context.on('weberror', (e) => consoleErrors.push(`uncaught: ${e.error().message} @ ${e.page()?.url() ?? ''}`));
+    const takeConsoleErrors = () => {
+      const taken = consoleErrors;
+      consoleErrors = [];
+      return taken;
+    };
+    const page = await context.newPage();
     page.setDefaultTimeout(15_000);
     if (process.env.CONSOLE_DEBUG) page.on('response', (r) => r.status() >= 400 && console.log('RESP', r.request().method(), r.url(), r.status()));
     const setRoles = (roles: string[]) => call(built.app, { method: 'PUT', url: userPath, headers: admin.headers, payload: { roles } }, 200);
-    return { base, built, page, upstream, openapi, mcp, oauth, setRoles, close };
+    return { base, built, page, upstream, openapi, mcp, oauth, setRoles, takeConsoleErrors, close };
   } catch (err) {
     await close();
     throw err;

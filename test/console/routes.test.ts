@@ -2,7 +2,8 @@
  * How the platform serves the console (src/modules/console/routes.ts), without a browser: cache
  * headers (immutable hashed assets, revalidated index.html), the Content-Security-Policy, client
  * routes answered with index.html, a missing asset as a 404 problem, a missing build as a 503
- * problem naming the command.
+ * problem naming the command, the favicon, and the redirect of a page load on another loopback
+ * origin to the public one.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,11 +16,11 @@ import { consoleRoutes } from '../../src/modules/console/routes.js';
 /** Routes registered, as `METHOD url`. */
 const routes: string[] = [];
 
-async function serve(dist: string): Promise<FastifyInstance> {
+async function serve(dist: string, publicUrl?: string): Promise<FastifyInstance> {
   const app = Fastify();
   registerErrorHandlers(app);
   app.addHook('onRoute', (r) => void routes.push(`${[r.method].flat().join(',')} ${r.url}`));
-  await app.register(consoleRoutes, { dist });
+  await app.register(consoleRoutes, { dist, publicUrl });
   await app.ready();
   return app;
 }
@@ -32,6 +33,7 @@ describe('console routes', () => {
     fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html><div id="root"></div><script type="module" src="/console/assets/index-abc123.js"></script>');
     fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.js'), 'console.log("console")');
     fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.css'), 'body{}');
+    fs.writeFileSync(path.join(dir, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
     // Next to assets/, not in it: never served.
     fs.writeFileSync(path.join(dir, 'package.json'), '{"dependencies":{}}');
     app = await serve(dir);
@@ -66,6 +68,44 @@ describe('console routes', () => {
     const bare = await app.inject({ url: '/console' });
     expect(bare.statusCode).toBe(301);
     expect(bare.headers.location).toBe('/console/');
+  });
+
+  it('serves the favicon at /console/favicon.svg and at /favicon.ico, where browsers look by themselves', async () => {
+    for (const url of ['/console/favicon.svg', '/favicon.ico']) {
+      const res = await app.inject({ url });
+      expect(res.statusCode, url).toBe(200);
+      expect(res.headers['content-type'], url).toBe('image/svg+xml');
+      expect(res.body).toContain('<svg');
+    }
+  });
+
+  it('redirects a page load on another loopback origin to the public one, and nothing else', async () => {
+    const pub = await serve(dir, 'http://localhost:3000');
+    try {
+      for (const [host, url, location] of [
+        ['127.0.0.1:3000', '/console/agents?x=1', 'http://localhost:3000/console/agents?x=1'],
+        ['[::1]:3000', '/console/', 'http://localhost:3000/console/'],
+        ['localhost:4000', '/console', 'http://localhost:3000/console/'],
+      ]) {
+        const res = await pub.inject({ url, headers: { host } });
+        expect(res.statusCode, host).toBe(307);
+        expect(res.headers.location, host).toBe(location);
+        expect(res.headers['cache-control']).toBe('no-store');
+      }
+      // The public origin itself, a non-loopback Host (a proxy's), and assets are served as they are.
+      for (const [host, url] of [['localhost:3000', '/console/agents'], ['platform.example.com', '/console/agents'], ['127.0.0.1:3000', '/console/assets/index-abc123.js']]) {
+        expect((await pub.inject({ url, headers: { host } })).statusCode, `${host}${url}`).toBe(200);
+      }
+    } finally {
+      await pub.close();
+    }
+    // A public URL that is not loopback (behind a proxy) never redirects: a proxy that rewrites Host cannot loop.
+    const proxied = await serve(dir, 'https://platform.example.com');
+    try {
+      expect((await proxied.inject({ url: '/console/', headers: { host: '127.0.0.1:3000' } })).statusCode).toBe(200);
+    } finally {
+      await proxied.close();
+    }
   });
 
   it('answers a missing asset with a 404 problem, not index.html', async () => {

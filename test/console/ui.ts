@@ -29,14 +29,14 @@ const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-co
  * `creds` are the user's, for the tenant's sign-in form.
  */
 export function consoleUi(page: () => Page, creds: { email: string; password: string }) {
-  /** axe-core in the page: no serious or critical violation; then a screenshot `console-<name>.png`. */
+  /** axe-core in the page: no moderate, serious or critical violation; then a screenshot `console-<name>.png`. */
   async function check(name: string): Promise<void> {
     const p = page();
     // Evaluated over the DevTools protocol: the console's CSP (script-src 'self') refuses inline tags, as it should. Once per document.
     if (!(await p.evaluate(() => 'axe' in window))) await p.evaluate(axeSource);
     const violations = await p.evaluate(async () => {
       const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-      return r.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n: any) => `${n.target.join(' ')}: ${n.any?.[0]?.message ?? ''}`).join('; ')})`);
+      return r.violations.filter((v: any) => ['moderate', 'serious', 'critical'].includes(v.impact)).map((v: any) => `${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n: any) => `${n.target.join(' ')}: ${n.any?.[0]?.message ?? ''}`).join('; ')})`);
     });
     // No hover highlight where the last click was (the pointer goes first: scrolling under it would hover what comes beneath).
     await p.mouse.move(0, 0);

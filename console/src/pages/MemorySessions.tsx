@@ -28,23 +28,28 @@ export function MemorySessions() {
   );
 }
 
+/** Most timeline events the page reads (pages of 100). */
+const TIMELINE_MAX = 300;
+
 function SessionDetail({ sessionId }: { sessionId: string }) {
-  // No summary yet is a 404: shown as an empty state with the button that builds one.
-  const summary = useLoad(
-    () =>
-      client.memory.sessionSummary(sessionId).then(
-        (s) => ({ s }),
-        (e) => (e instanceof AgentPlatformError && e.status === 404 ? { s: null } : Promise.reject(e)),
-      ),
-    [sessionId],
-  );
-  const timeline = useLoad(() => all(client.memory.sessionTimeline(sessionId, { limit: 100 }), 300), [sessionId]);
+  const timeline = useLoad(() => all(client.memory.sessionTimeline(sessionId, { limit: 100 }), TIMELINE_MAX), [sessionId]);
+  const events = timeline.data;
+  // The summary is asked for only when the timeline shows one (or was cut short): "no summary yet"
+  // is a 404 of `GET /memory/sessions/{id}`, which a browser logs as an error, and it is shown as
+  // an empty state with the button that builds one.
+  const summary = useLoad(async () => {
+    if (!events) return new Promise<never>(() => undefined); // settles when the timeline has loaded (a new run)
+    if (events.length < TIMELINE_MAX && !events.some((e) => e.type === 'summary')) return { s: null };
+    return client.memory.sessionSummary(sessionId).then(
+      (s) => ({ s }),
+      (e) => (e instanceof AgentPlatformError && e.status === 404 ? { s: null } : Promise.reject(e)),
+    );
+  }, [sessionId, events]);
   const { error, act } = useAction();
   const summarize = () =>
     act(async () => {
       await client.memory.summarizeSession(sessionId);
-      summary.reload();
-      timeline.reload();
+      timeline.reload(); // the summary follows the new timeline
     });
   return (
     <Stack>

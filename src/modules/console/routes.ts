@@ -5,13 +5,18 @@
  * - every other path under `/console/` answers `index.html` (client-side routes), revalidated on
  *   each load (`no-cache`) and locked down by a Content-Security-Policy (same-origin scripts and
  *   API calls only, no framing).
+ * - the favicon (`/console/favicon.svg`, also answered at `/favicon.ico`, where browsers look first);
+ * - a page load on a loopback origin other than the public one (`http://127.0.0.1:3000` when
+ *   `PUBLIC_URL` is `http://localhost:3000`) is redirected (307) to the same path on the public
+ *   origin: the browser session only accepts that origin, so signing in from the other would fail.
  * The build (`npm run build`, or `npm start` when it is missing or stale) lives in `console/dist`;
  * without it `/console` answers a 503 problem naming the command.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isLoopbackHost } from '../../config.js';
 import { AppError } from '../../http/errors.js';
 
 /** Where `vite build` writes the console. */
@@ -30,11 +35,33 @@ const CSP = [
 ].join('; ');
 
 /**
- * Register `/console` (redirect), `/console/` and `/console/*` (the app's `index.html`) and
- * `/console/assets/*` (the build's files) when `dist` (default {@link CONSOLE_DIST}) holds a build;
- * otherwise `/console` and `/console/*` answer 503 `service_unavailable`.
+ * The public origin to send a console page load to, or null to serve it here: only when both the
+ * public URL and the request's `Host` are loopback addresses (a developer's machine) and the
+ * origins differ. Behind a proxy (a public URL on another host) nothing is redirected, so a proxy
+ * that does not forward `Host` cannot cause a redirect loop.
  */
-export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string } = {}): Promise<void> {
+export function canonicalOrigin(publicUrl: string | undefined, req: Pick<FastifyRequest, 'host' | 'protocol'>): string | null {
+  if (!publicUrl) return null;
+  const pub = new URL(publicUrl);
+  if (!isLoopbackHost(pub.hostname)) return null;
+  let here: URL;
+  try {
+    here = new URL(`${req.protocol}://${req.host}`);
+  } catch {
+    return null; // a malformed Host: served as is
+  }
+  if (!isLoopbackHost(here.hostname) || here.origin === pub.origin) return null;
+  return pub.origin;
+}
+
+/**
+ * Register `/console` (redirect), `/console/` and `/console/*` (the app's `index.html`),
+ * `/console/assets/*` (the build's files) and the favicon (`/console/favicon.svg`, `/favicon.ico`)
+ * when `dist` (default {@link CONSOLE_DIST}) holds a build; otherwise `/console` and `/console/*`
+ * answer 503 `service_unavailable`. `publicUrl` (`PUBLIC_URL`) is the canonical origin that page
+ * loads on another loopback origin are redirected to ({@link canonicalOrigin}).
+ */
+export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string; publicUrl?: string } = {}): Promise<void> {
   const dist = opts.dist ?? CONSOLE_DIST;
   const indexFile = path.join(dist, 'index.html');
   const hidden = { schema: { hide: true } };
@@ -58,15 +85,31 @@ export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string 
     maxAge: '365d',
     schemaHide: true,
   });
-  const sendIndex = async (_req: unknown, reply: import('fastify').FastifyReply) =>
-    reply
+  const favicon = path.join(dist, 'favicon.svg');
+  if (fs.existsSync(favicon)) {
+    const icon = fs.readFileSync(favicon);
+    const sendIcon = async (_req: FastifyRequest, reply: FastifyReply) => reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(icon);
+    app.get('/console/favicon.svg', hidden, sendIcon);
+    app.get('/favicon.ico', hidden, sendIcon);
+  }
+  /** Redirect to the canonical origin when there is one ({@link canonicalOrigin}); true when it did. */
+  const toCanonical = (req: FastifyRequest, reply: FastifyReply, url = req.url) => {
+    const origin = canonicalOrigin(opts.publicUrl, req);
+    if (!origin) return false;
+    void reply.header('cache-control', 'no-store').redirect(`${origin}${url}`, 307);
+    return true;
+  };
+  const sendIndex = async (req: FastifyRequest, reply: FastifyReply) => {
+    if (toCanonical(req, reply)) return reply;
+    return reply
       .type('text/html; charset=utf-8')
       .header('cache-control', 'no-cache')
       .header('content-security-policy', CSP)
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'no-referrer')
       .send(index);
-  app.get('/console', hidden, (_req, reply) => reply.redirect('/console/', 301));
+  };
+  app.get('/console', hidden, (req, reply) => (toCanonical(req, reply, '/console/') ? reply : reply.redirect('/console/', 301)));
   app.get('/console/', hidden, sendIndex);
   app.get('/console/*', hidden, sendIndex);
 }
