@@ -18,7 +18,7 @@ COPY src ./src
 RUN node scripts/postinstall.mjs --strict && chmod -R a+rX node_modules/.cache/agent-platform
 RUN mkdir -p /var/lib/agent-platform && chown node:node /var/lib/agent-platform
 USER node
-# MALLOC_ARENA_MAX, --max-semi-space-size=2 and the two WebAssembly tiering flags: as `npm start` (package.json) — fewer glibc malloc arenas and a 2 MiB young generation semi-space, less idle RSS (docs/decisions.md startup/semi-space); PGlite's WebAssembly optimised later and on one thread, less start-up CPU (startup/wasm-tiering).
+# MALLOC_ARENA_MAX, --max-semi-space-size=2 and the two WebAssembly tiering flags: as `npm start` (package.json) — fewer glibc malloc arenas and a 2 MiB young generation semi-space, less idle RSS (docs/adr/0280-startup-semi-space-npm-start-and-the-image.md); PGlite's WebAssembly optimised later and on one thread, less start-up CPU (startup/wasm-tiering).
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/var/lib/agent-platform MALLOC_ARENA_MAX=2
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"

@@ -14,7 +14,7 @@
  *
  * The synthetic scale corpus (`synth`) varies ~30% of each labelled memory's words within its topic
  * (v2; the cache directory is named after it): the v1 corpus, 300 near-copies of each sentence,
- * measured HNSW on near-ties more than on a user's memories (docs/decisions.md).
+ * measured HNSW on near-ties more than on a user's memories (docs/adr/0134-bench-memory-scale-corpus-v2-each-synthetic-memory-swaps-30.md).
  *
  * Environment: BENCH_ID_ORDERS (random id orders of the quality set, default 10), BENCH_SCALE_N, BENCH_PG_N, BENCH_QUERIES (default 200; at most 50 on the exact path),
  * BENCH_PG_URL, BENCH_SKIP_SCALE=1, BENCH_EF (hnsw.ef_search values, 0 = the service's default from the user's memory count; default 0,100,200,400,800,1000), BENCH_SHARED_BUFFERS (PGlite `shared_buffers` of the scale run;
@@ -196,7 +196,7 @@ for (const m of data.memories) TOPIC_WORDS.set(m.topic, [...new Set([...(TOPIC_W
  * 100k are not near-copies of one sentence), and some extra context (a phrase, a few words of the
  * labelled set's vocabulary, a reference code). Before, only numbers, cities and the extras
  * varied: 300 near-copies per sentence, whose nearest neighbours differ by ~1e-3 in distance —
- * an HNSW stress test more than a user's memory (docs/decisions.md).
+ * an HNSW stress test more than a user's memory (docs/adr/0134-bench-memory-scale-corpus-v2-each-synthetic-memory-swaps-30.md).
  */
 function synth(n: number): string[] {
   let s = 12345;

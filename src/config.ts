@@ -140,7 +140,7 @@ export interface Config {
     /** Tool search ranks over an in-process index of the catalog, SQL reading only the page (`SEARCH_INDEX`, on). */
     index: boolean;
     /**
-     * Semantic arm of tool search (`SEARCH_SEMANTIC`, off: no measured gain yet, see docs/decisions.md): tool and query
+     * Semantic arm of tool search (`SEARCH_SEMANTIC`, off: no measured gain yet, see docs/adr/0253-search-semantic-fusion-the-semantic-arm-fuses-with.md): tool and query
      * vectors from the local sentence encoder, fused with the full-text ranking by weighted reciprocal
      * rank (`SEARCH_SEMANTIC_WEIGHT`, 0–10, default 0.25; the full-text arm weighs 1).
      */

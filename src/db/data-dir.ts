@@ -55,7 +55,7 @@ export function pgliteSharedBuffersFor(dataBytes: number, totalMemBytes: number,
 /**
  * Least `shared_buffers` of an embedded data directory, MB: a new one serves ~10 MB, whose pages the
  * operating system's cache also holds (PGlite reads real files); 16MB instead of 32MB is ~30 MiB
- * less idle RSS (docs/decisions.md startup/buffers-16).
+ * less idle RSS (docs/adr/0274-startup-buffers-16-pglite-shared-buffers-auto-sizes.md).
  */
 export const DATA_DIR_BUFFERS_FLOOR_MB = 16;
 

@@ -25,7 +25,7 @@
  *
  * Not supported through the thread (unused by the service): LISTEN/NOTIFY callbacks, `onNotice`,
  * `COPY` through `/dev/blob`, `dumpDataDir`, `sql` inside a transaction. Cost: one message round
- * trip per statement (~50 µs on a 2-core VM; docs/decisions.md pglite/own-thread).
+ * trip per statement (~50 µs on a 2-core VM; docs/adr/0294-pglite-own-thread-an-on-disk-pglite-runs.md).
  */
 import type { Worker } from 'node:worker_threads';
 import { Mutex, PGlite, messages as pgMessages, parse, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite';

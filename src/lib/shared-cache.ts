@@ -6,7 +6,7 @@
  * once and, when `REDIS_URL` is set, the eviction is published on one Redis pub/sub channel so
  * every other instance deletes it too (one subscriber connection per app, shared by all caches).
  * Without Redis (one embedded instance, or several instances on one PostgreSQL without Redis) the
- * TTL bounds how long another instance can serve a stale entry (docs/decisions.md).
+ * TTL bounds how long another instance can serve a stale entry (docs/adr/0126-execute-caches-the-execution-path-reads-the.md).
  *
  * A load that races an invalidation never re-inserts the value it read before the write: every
  * invalidation bumps a generation, and a loaded value is cached only when the generation it

@@ -5,7 +5,7 @@
  * the middle of them, then started again on the same database. A ledger keeps every write that
  * was answered 2xx; after the restart every one of them is read back.
  *
- * The contract (docs/decisions.md, "durability"): a 2xx means committed — agent-memory entries,
+ * The contract (docs/adr/0207-durability-a-2xx-means-committed.md): a 2xx means committed — agent-memory entries,
  * explicit memories and execution records are in PostgreSQL before the answer is sent. The one
  * thing an acknowledged request may lose is the *automatic* memory of an execution (written behind
  * the answer by the memory module's batching writer, at most its flush delay later): the test

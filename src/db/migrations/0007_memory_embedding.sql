@@ -2,7 +2,7 @@
 -- `vector` extension is installed (PGlite, managed PostgreSQL), a `real[]` column searched exactly
 -- with `memory_cosine_distance` where it is not (Debian's PostgreSQL 15). The column is created for
 -- the default 384 dimensions; the memory module resizes it at start-up to EMBEDDINGS_DIMENSIONS
--- while no vectors are stored (and refuses to start on a mismatch otherwise, see docs/decisions.md).
+-- while no vectors are stored (and refuses to start on a mismatch otherwise, see docs/adr/0096-memory-dimensions-the-configured-embedding-space.md).
 -- Stored vectors are always L2-normalised, so cosine distance = 1 - dot product.
 DO $$
 BEGIN

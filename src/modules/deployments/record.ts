@@ -12,7 +12,7 @@
  * `SANDBOX_RECORD_DEFER_MS` that never ended. A record whose INSERT fails is logged and lost (the
  * answer was sent). Handler output, error and logs are stored through {@link storable} (U+0000 and
  * lone surrogates become U+FFFD, which `jsonb` can hold), so one odd output cannot fail a batch.
- * See docs/decisions.md.
+ * See docs/adr/0201-deployments-record-a-synchronous-invocation-s-record.md and docs/adr/0239-deployments-record-write-behind-a-short-synchronous-invocation-s.md.
  */
 import { eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';

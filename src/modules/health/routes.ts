@@ -1,7 +1,7 @@
 /**
  * Operational routes: liveness, readiness, Prometheus metrics. Unauthenticated and not rate limited.
  * Left out of /openapi.json (`hide`): they are for probes and scrapers, not API clients or the SDK,
- * and never answer a 4xx (docs/decisions.md).
+ * and never answer a 4xx (docs/adr/0146-openapi-lint-openapi-json-is-kept-clean.md).
  */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

@@ -13,7 +13,7 @@
  * notifications, batches, every error — still goes through the SDK transport (transport.ts).
  * Reason: that transport works on Web `Request`/`Response` objects, and building them and reading
  * the body back cost more CPU per `execute_tool` call than the rest of the MCP layer together
- * (`npm run bench:mcp`, see docs/decisions.md "mcp/direct").
+ * (`npm run bench:mcp`, see docs/adr/0250-mcp-direct-a-post-mcp-carrying-one.md).
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';

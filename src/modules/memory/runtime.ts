@@ -150,7 +150,7 @@ export function markNeedsBackfill(ctx: AppContext): void {
 
 /**
  * Start-up: make the stored embedding space match the configured provider (DESIGN.md §3,
- * docs/decisions.md). The first start records provider/model/dimensions; the pgvector column is
+ * docs/adr/0096-memory-dimensions-the-configured-embedding-space.md). The first start records provider/model/dimensions; the pgvector column is
  * resized to the configured dimensions while no vectors are stored. A different model or dimension
  * count with vectors stored is an error naming the fix, unless `MEMORY_REEMBED=on`, which clears
  * every stored vector and has the background back-fill (backfill.ts) re-embed them after the app

@@ -5,7 +5,7 @@
  *
  * Scoping: every function takes a {@link SessionActor} — the account (`accountOf(principal)`) and,
  * for an agent principal, the agent. Users see all memories of their account; an agent sees only
- * the memories that carry its own `agent_id` (docs/decisions.md), exactly as the sessions module
+ * the memories that carry its own `agent_id` (docs/adr/0097-memory-agents-agent-principals-act-for-their.md), exactly as the sessions module
  * shows an agent only its own sessions. Another account's session is "not found".
  */
 import { and, count, desc, eq, lt, sql } from 'drizzle-orm';

@@ -9,7 +9,7 @@
  *
  * Why: on PGlite the SQL arm's cost is reading the tsvector of every memory that holds any query term
  * (thousands at 10k memories for a question with one common word), in WebAssembly on the request
- * thread; here the same answer costs one pass over the query terms' postings (docs/decisions.md
+ * thread; here the same answer costs one pass over the query terms' postings (docs/adr/0257-memory-text-index-on-pglite-the-full-text.md
  * memory/text-index). The index also knows each memory's session, speaker, time (`occurred_at`, else
  * `created_at`) and whether its content mentions a time, so the turn re-ranking (turns.ts) reads its
  * neighbouring turns and every fact it weighs from here, and a search reads only the rows it returns

@@ -5,7 +5,7 @@
  *
  * Registry data comes only through the registry's catalog functions (`registry/catalog.ts`), usage
  * through the sessions module's counter readers, memories through `searchMemories`.
- * Decisions (docs/decisions.md): offset cursors over score-ordered results (max 1000, Algolia's
+ * Decisions (docs/adr/0111-search-pagination-score-ordered-results-page-with.md and the other search records in docs/adr/): offset cursors over score-ordered results (max 1000, Algolia's
  * `paginationLimitedTo`), popularity = log-normalised calls over SEARCH_POPULARITY_DAYS cached for
  * SEARCH_POPULARITY_CACHE_MS, windows rounded to whole UTC days.
  */

@@ -1,5 +1,5 @@
 /**
- * Quota leases (decision "subscriptions/quota-lease", docs/decisions.md): when one account calls
+ * Quota leases (docs/adr/0281-subscriptions-quota-lease-a-key-of-the-quota.md): when one account calls
  * one service often on this instance, the counting statement (`quota.ts`) counts a few units more
  * than the calls it was run for, while the quota has plenty left, and this instance hands them to
  * the next calls of that key without a database round trip. A lease ends when idle for

@@ -1,7 +1,7 @@
 /**
  * Plans and the role ladder of the subscriptions module: which plans a role may use, the limits of
  * a plan, and the SQL of the plan that applies to a subscription now (decision
- * "subscriptions/demotion", docs/decisions.md).
+ * "subscriptions/demotion", docs/adr/0208-subscriptions-demotion-the-limits-of-a-subscription.md).
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Plan, Role } from '../../config.js';
@@ -55,7 +55,7 @@ export function assertPlanAllowed(plan: Plan, roles: readonly Role[]): void {
 }
 
 /**
- * SQL of the plan whose limits apply (decision "subscriptions/demotion", docs/decisions.md): the
+ * SQL of the plan whose limits apply (docs/adr/0208-subscriptions-demotion-the-limits-of-a-subscription.md): the
  * subscribed `plan`, capped by what the account's CURRENT `roles` allow ({@link plansFor}): a
  * user demoted from pro to user is counted on free, from enterprise to pro on pro. The stored plan
  * is kept, so restoring the role restores the quota. `plan` and `roles` are SQL expressions (text, text[]).

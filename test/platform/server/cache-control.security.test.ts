@@ -1,5 +1,5 @@
 /**
- * The default cache policy of credentialed answers (docs/decisions.md http/no-store): an answer to a
+ * The default cache policy of credentialed answers (docs/adr/0299-http-no-store-every-answer-to-a-request.md): an answer to a
  * request carrying `Authorization` or `X-API-Key` is `Cache-Control: no-store` unless its route sets
  * its own, so no shared cache in front of the service can hand one principal's data to another
  * (RFC 9111 §3.5 only covers `Authorization`).
