@@ -53,7 +53,8 @@ function grantOf(ctx: AppContext, t: ExecutableTool, client: OAuth2Client, row: 
 
 /**
  * The 409 `connection_required` problem: how to connect (no connection), or a fresh authorization
- * URL bound to the account that reconnects the existing one.
+ * URL that reconnects the existing one — the platform's page, which only the account's user can
+ * take in their signed-in browser (an agent passes it on to its owner).
  */
 async function connectionRequired(ctx: AppContext, actor: GrantActor, t: ExecutableTool, client: OAuth2Client, row: ConnectionRow | null): Promise<AppError> {
   const connect = { method: 'POST', path: '/connections', body: { service: t.service.name, ...(row?.agentId ? { agent_id: row.agentId } : {}) } };
