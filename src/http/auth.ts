@@ -299,6 +299,20 @@ export function requireScope(p: Principal, scope: Scope): void {
   });
 }
 
+/**
+ * Refuse to mint, with `p`'s authority, a credential (an API key, an agent's client secret) that
+ * could do more than `p`: every scope in `scopes` must be one `p` holds (a user's own token holds
+ * every scope). `what` names the credential in the message.
+ * @throws AppError exceeds_credential (403) naming the scopes `p` lacks
+ */
+export function requireWithin(p: Principal, scopes: Iterable<Scope>, what: string): void {
+  const missing = [...scopes].filter((s) => !hasScope(p, s));
+  if (missing.length === 0) return;
+  throw new AppError('exceeds_credential', `This credential cannot create ${what} with scopes it does not hold itself: ${missing.join(', ')}`, {
+    extra: { missing_scopes: missing },
+  });
+}
+
 /** @throws AppError insufficient_role unless `p` holds one of `roles`. */
 export function checkRole(p: Principal, roles: Role[]): void {
   const refusal = roleRefusal(p, roles);

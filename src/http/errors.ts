@@ -27,6 +27,7 @@ export const CODES = {
   permission_required: [403, 'Permission required'],
   agent_token_required: [403, 'Agent token required'],
   insufficient_scope: [403, 'Insufficient scope'],
+  exceeds_credential: [403, 'Broader than the credential'],
   not_found: [404, 'Not found'],
   method_not_allowed: [405, 'Method not allowed'],
   conflict: [409, 'Conflict'],

@@ -53,19 +53,19 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
 
   r.post('/v2/agents',
     op('agents.create', 'Create an agent; the answer carries client_secret once', { body: CreateAgentBody, response: { 201: AgentWithSecretSchema, ...errorResponses(403) } }),
-    async (req, reply) => created(reply, createAgent(ctx, userOf(req).userId, req.body), { noStore: true }));
+    async (req, reply) => created(reply, createAgent(ctx, userOf(req), req.body), { noStore: true }));
   r.get('/v2/agents',
     op('agents.list', "List the account's agents", { querystring: ListAgentsQuery, response: { 200: ListOf(AgentSchema), ...errorResponses(403) } }),
-    async (req) => listAgents(ctx, userOf(req).userId, req.query));
+    async (req) => listAgents(ctx, userOf(req), req.query));
   r.get('/v2/agents/:id',
     op('agents.get', 'Agent details (live secrets listed without the secret)', { params: IdParams, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
-    async (req) => getAgent(ctx, userOf(req).userId, req.params.id));
+    async (req) => getAgent(ctx, userOf(req), req.params.id));
   r.patch('/v2/agents/:id',
     op('agents.update', 'Update name, description, metadata or status (active | disabled)', { params: IdParams, body: UpdateAgentBody, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
-    async (req) => updateAgent(ctx, userOf(req).userId, req.params.id, req.body));
+    async (req) => updateAgent(ctx, userOf(req), req.params.id, req.body));
   r.delete('/v2/agents/:id',
     op('agents.delete', 'Soft delete an agent (its tokens stop working; memory is kept)', { params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
-    async (req, reply) => noContent(reply, deleteAgent(ctx, userOf(req).userId, req.params.id)));
+    async (req, reply) => noContent(reply, deleteAgent(ctx, userOf(req), req.params.id)));
   r.post('/v2/agents/:id/rotate-secret',
     op('agents.rotateSecret', 'Issue a new client secret; older secrets end now or after grace_period_seconds', {
       params: IdParams,
@@ -74,7 +74,7 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
     }),
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
-      return rotateSecret(ctx, userOf(req).userId, req.params.id, req.body?.grace_period_seconds ?? 0);
+      return rotateSecret(ctx, userOf(req), req.params.id, req.body?.grace_period_seconds ?? 0);
     },
   );
 

@@ -2,20 +2,22 @@
  * Agents (spec "Agents (v2)", issue 6 §1): agent identities owned by an account, their client
  * secrets (scrypt hashes, rotation with an optional grace period) and their tool subscriptions.
  *
- * Every function takes the owning account id and answers `not_found` for agents of other
- * accounts and for deleted agents (soft delete: they disappear from lookups).
+ * Every function answers `not_found` for agents of other accounts and for deleted agents (soft
+ * delete: they disappear from lookups). The management functions take the owner's principal and
+ * check its credential first ({@link assertManagesAgents}).
  * Token issuance and verification live in `tokens.ts`.
  */
 import { randomBytes } from 'node:crypto';
 import { and, eq, gt, inArray, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentSecrets, agentToolSubscriptions, agents } from '../../db/schema/index.js';
+import { requireScope, requireWithin, type UserPrincipal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { iso, newId, newSecret } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { hashPassword } from '../identity/passwords.js';
-import { invalidateAgentAuth, loadLiveness } from './tokens.js';
+import { AGENT_SCOPES, invalidateAgentAuth, loadLiveness } from './tokens.js';
 import type { Static } from 'typebox';
 import type { AgentSchema, SecretSchema } from './schemas.js';
 
@@ -181,15 +183,29 @@ async function ownedRow(ctx: AppContext, accountId: string, agentId: string): Pr
 // ------------------------------------------------------------------------- agents
 
 /**
+ * The credential check of agent management: `agents:manage` (API keys may lack it; a user's own
+ * token holds it); with `mints` (creating an agent, rotating its secret: whoever holds the new
+ * client secret can request a token with every agent scope), also every agent scope, so a key
+ * never creates an agent broader than itself.
+ * @throws AppError insufficient_scope | exceeds_credential
+ */
+export function assertManagesAgents(owner: UserPrincipal, mints = false): void {
+  requireScope(owner, 'agents:manage');
+  if (mints) requireWithin(owner, AGENT_SCOPES, 'an agent (its tokens may carry every agent scope)');
+}
+
+/**
  * Create an agent of `accountId` with its first client secret. The answer is the only time
  * `client_secret` is shown (it is stored as a scrypt hash).
  * @throws AppError validation_failed (metadata too large)
  */
 export async function createAgent(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   input: { name: string; description?: string | null; metadata?: Record<string, unknown> },
 ): Promise<AgentView & { client_secret: string }> {
+  assertManagesAgents(owner, true);
+  const accountId = owner.userId;
   checkMetadata(input.metadata);
   const id = newId('agt');
   const sid = newId('sec');
@@ -209,17 +225,20 @@ export async function createAgent(
 /** The account's agents, newest first; deleted ones only with `include_deleted`. */
 export async function listAgents(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   q: { limit?: number; cursor?: string; include_deleted?: boolean },
 ): Promise<Page<AgentView>> {
+  assertManagesAgents(owner);
+  const accountId = owner.userId;
   const rows = await selectPage(ctx.db, agents, q, [eq(agents.ownerId, accountId), q.include_deleted ? undefined : ne(agents.status, 'deleted')]);
   const secrets = await secretsOf(ctx, rows.data.map((r) => r.id));
   return mapPage(rows, (r) => view(r, secrets));
 }
 
 /** One agent of the account. @throws AppError not_found (other accounts' and deleted agents too) */
-export async function getAgent(ctx: AppContext, accountId: string, agentId: string): Promise<AgentView> {
-  const row = await ownedRow(ctx, accountId, agentId);
+export async function getAgent(ctx: AppContext, owner: UserPrincipal, agentId: string): Promise<AgentView> {
+  assertManagesAgents(owner);
+  const row = await ownedRow(ctx, owner.userId, agentId);
   return view(row, await secretsOf(ctx, [row.id]));
 }
 
@@ -230,10 +249,12 @@ export async function getAgent(ctx: AppContext, accountId: string, agentId: stri
  */
 export async function updateAgent(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   agentId: string,
   input: { name?: string; description?: string | null; metadata?: Record<string, unknown>; status?: 'active' | 'disabled' },
 ): Promise<AgentView> {
+  assertManagesAgents(owner);
+  const accountId = owner.userId;
   checkMetadata(input.metadata);
   const [row] = await ctx.db
     .update(agents)
@@ -255,7 +276,9 @@ export async function updateAgent(
  * Soft delete: status `deleted`, `deleted_at` set, every secret removed (tokens stop working at
  * once); memory, grants' history and deployments are kept. @throws AppError not_found
  */
-export async function deleteAgent(ctx: AppContext, accountId: string, agentId: string): Promise<void> {
+export async function deleteAgent(ctx: AppContext, owner: UserPrincipal, agentId: string): Promise<void> {
+  assertManagesAgents(owner);
+  const accountId = owner.userId;
   const now = new Date();
   const found = await ctx.db.transaction(async (tx) => {
     const [row] = await tx
@@ -279,10 +302,12 @@ export async function deleteAgent(ctx: AppContext, accountId: string, agentId: s
  */
 export async function rotateSecret(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   agentId: string,
   graceSeconds = 0,
 ): Promise<AgentView & { client_secret: string }> {
+  assertManagesAgents(owner, true);
+  const accountId = owner.userId;
   if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
     throw new AppError('validation_failed', `grace_period_seconds must be an integer from 0 to ${MAX_GRACE_SECONDS}`, {
       errors: [{ in: 'body', pointer: '/grace_period_seconds', message: `must be from 0 to ${MAX_GRACE_SECONDS}` }],

@@ -13,11 +13,11 @@ export async function apiKeyRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
 
   r.get('/api-keys',
     op('apiKeys.list', "List the user's API keys", { querystring: PageQuery, response: { 200: ListOf(ApiKeySchema), ...errorResponses(403) } }),
-    async (req) => listApiKeys(ctx, userOf(req).userId, req.query));
+    async (req) => listApiKeys(ctx, userOf(req), req.query));
   r.post('/api-keys',
-    op('apiKeys.create', 'Create an API key (the key is shown once)', { body: CreateApiKeyBody, response: { 201: CreatedApiKeySchema, ...errorResponses(403) } }),
-    async (req, reply) => created(reply, createApiKey(ctx, userOf(req).userId, req.body), { noStore: true }));
+    op('apiKeys.create', 'Create an API key (the key is shown once); never broader than the creating credential', { body: CreateApiKeyBody, response: { 201: CreatedApiKeySchema, ...errorResponses(403) } }),
+    async (req, reply) => created(reply, createApiKey(ctx, userOf(req), req.body), { noStore: true }));
   r.delete('/api-keys/:id',
     op('apiKeys.revoke', 'Revoke an API key', { params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
-    async (req, reply) => noContent(reply, revokeApiKey(ctx, userOf(req).userId, req.params.id)));
+    async (req, reply) => noContent(reply, revokeApiKey(ctx, userOf(req), req.params.id)));
 }

@@ -7,7 +7,10 @@ const { app } = await setupApp();
 describe('api keys — errors', () => {
   it.each([
     ['a missing name', {}, '/name'],
-    ['an unknown field', { name: 'x', scopes: ['all'] }, '/scopes'],
+    ['an unknown field', { name: 'x', owner: 'me' }, '/owner'],
+    ['an unknown scope', { name: 'x', scopes: ['all'] }, '/scopes/0'],
+    ['a repeated scope', { name: 'x', scopes: ['tools:execute', 'tools:execute'] }, '/scopes'],
+    ['scopes that are not a list', { name: 'x', scopes: 'tools:execute' }, '/scopes'],
     ['a wrong type', { name: 7 }, '/name'],
     ['a malformed expiry', { name: 'x', expires_at: 'tomorrow' }, '/expires_at'],
     ['an expiry in the past', { name: 'x', expires_at: '2020-01-01T00:00:00Z' }, '/expires_at'],

@@ -15,7 +15,8 @@ describe('api keys — happy paths', () => {
 
     const { body: list } = await call(app, { method: 'GET', url: '/api-keys', headers: u.headers }, 200);
     expect(list.data).toHaveLength(1);
-    expect(list.data[0]).toEqual({ id: created.id, name: 'laptop', prefix: created.prefix, last_used_at: null, expires_at: null, created_at: created.created_at });
+    const every = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute', 'agents:manage', 'api_keys:manage'];
+    expect(list.data[0]).toEqual({ id: created.id, name: 'laptop', prefix: created.prefix, scopes: every, last_used_at: null, expires_at: null, created_at: created.created_at });
     expect(JSON.stringify(list)).not.toContain(created.key);
 
     const { body: viaHeader } = await call(app, { method: 'GET', url: '/v1/auth/me', headers: { 'x-api-key': created.key } }, 200);

@@ -11,11 +11,11 @@ async function keyOf(u: Awaited<ReturnType<typeof createUser>>, name = 'k') {
   return (await call(app, { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name } }, 201)).body as { id: string; key: string };
 }
 
-async function rejected(key: string, how: 'x-api-key' | 'bearer' = 'x-api-key') {
+async function rejected(key: string, how: 'x-api-key' | 'bearer' = 'x-api-key', code = 'invalid_token') {
   const headers = how === 'x-api-key' ? { 'x-api-key': key } : { authorization: `Bearer ${key}` };
   const res = await app.inject({ method: 'GET', url: '/v1/auth/me', headers });
   expect(res.statusCode).toBe(401);
-  expect(res.json().code).toBe('invalid_token');
+  expect(res.json().code).toBe(code);
   expect(res.headers['www-authenticate']).toMatch(/^Bearer /);
 }
 
@@ -39,11 +39,12 @@ describe('api keys — security', () => {
     await rejected(k.key, 'bearer');
   });
 
-  it('an expired key → 401', async () => {
+  it('an expired key → 401 token_expired (as an expired access token)', async () => {
     const u = await createUser(app);
     const k = await keyOf(u);
     await ctx.db.update(apiKeys).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(apiKeys.id, k.id));
-    await rejected(k.key);
+    await rejected(k.key, 'x-api-key', 'token_expired');
+    await rejected(k.key, 'bearer', 'token_expired');
   });
 
   it('an unknown or mangled key → 401', async () => {
