@@ -41,8 +41,8 @@ export function cliRunner(home: string, baseUrl: string) {
       if (stdin !== undefined) child.stdin!.end(stdin);
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => {
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => {
         stderr += d.toString();
         onStderr?.(stderr);
       });

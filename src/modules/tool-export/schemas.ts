@@ -4,7 +4,7 @@ import { ExecuteResultSchema } from '../sessions/schemas.js';
 import { FORMATS } from './calls.js';
 
 const Format = Type.Union(
-  FORMATS.map((f) => Type.Literal(f)),
+  [Type.Literal(FORMATS[0]), Type.Literal(FORMATS[1]), Type.Literal(FORMATS[2]), Type.Literal(FORMATS[3])],
   { description: 'openai (Chat Completions `tools`), openai-responses (Responses API `tools`), anthropic (Messages `tools`), gemini (`config.tools`)' },
 );
 const Name = Type.String({ description: 'function name: `^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`, unique, stable; reversed by POST /v1/tools/call' });

@@ -94,7 +94,7 @@ describe('POST /v1/tools/call', () => {
   it('runs Responses, Anthropic and Gemini calls in a given session and answers each in its own shape', async () => {
     const { user, service } = await subscribedUser(app, ctx, api);
     const { body: s } = await call(app, { method: 'POST', url: '/v1/agents', headers: user.headers, payload: { name: 'chat' } }, 201);
-    const run = async (payload: unknown) => (await call(app, { method: 'POST', url: `/v1/tools/call?session_id=${s.id}`, headers: user.headers, payload }, 200)).body;
+    const run = async (payload: object) => (await call(app, { method: 'POST', url: `/v1/tools/call?session_id=${s.id}`, headers: user.headers, payload }, 200)).body;
     const echo = `${service.name}__echo`;
 
     const responses = await run({ type: 'function_call', id: 'fc_1', call_id: 'call_r1', name: echo, arguments: '{"message":"hi","count":2}' });
