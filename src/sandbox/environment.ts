@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { cpuTimeMs, freezeGroup, groupMembers, thawGroup } from './freezer.js';
 import type { SandboxChild, SpawnRequest } from './spawner.js';
 
 /** One captured line of output. */
@@ -50,6 +51,12 @@ export interface SandboxResult {
   durationMs: number;
   /** True when the run started a new environment (a cold start). */
   cold: boolean;
+  /**
+   * CPU time (user + system) the environment's processes used from the start of the invocation
+   * until it was frozen again, ms (10 ms resolution; module load excluded), read by the host from
+   * `/proc` (see `freezer.ts`); null when it could not be read (no `/proc`, no process).
+   */
+  cpuMs: number | null;
 }
 
 /**
@@ -78,6 +85,10 @@ export interface EnvironmentSpec {
   maxOutputBytes: number;
   /** Called with the environment as soon as it exists (before its module loads). */
   onCreate?: (env: Environment) => void;
+  /** Freeze the process group between invocations (see `freezer.ts`). */
+  freeze?: boolean;
+  /** The group leader is the backstop (`timeout`): it keeps running while the rest is frozen. */
+  backstop?: boolean;
   /** Starts the process (the sandbox's fork server, see `spawner.ts`); absent or resolving null: `child_process.spawn` in this process. Rejects: cannot start. */
   spawn?: (req: SpawnRequest) => Promise<SandboxChild | null>;
 }
@@ -92,7 +103,7 @@ interface Current {
   logBytes: number;
   truncated: boolean;
   hooks: InvokeHooks;
-  finish: (r: Omit<SandboxResult, 'logs' | 'logsTruncated' | 'cold' | 'durationMs'>) => void;
+  finish: (r: Omit<SandboxResult, 'logs' | 'logsTruncated' | 'cold' | 'durationMs' | 'cpuMs'>) => void;
 }
 
 type Msg = { t?: string; id?: number; op?: string; args?: unknown; status?: string; output_json?: string; error?: SandboxError; level?: string; message?: unknown; fields?: unknown; export?: string };
@@ -158,7 +169,11 @@ export class Environment {
     e.onReady = null;
     e.current = null;
     const out = { logs: cur.logs, logsTruncated: cur.truncated };
-    if (ready.t === 'ready') return { env: e, ...out };
+    if (ready.t === 'ready') {
+      // Frozen until its first invocation: code run at module load (timers, loops) waits too.
+      e.freeze();
+      return { env: e, ...out };
+    }
     e.kill();
     if (ready.t === 'timeout') return { error: { code: 'timeout', message: `loading the module exceeded the timeout of ${timeoutMs} ms` }, status: 'timed_out', ...out };
     if (ready.t === 'load_failed' && 'error' in ready && ready.error) return { error: e.clean(ready.error), status: 'failed', ...out };
@@ -332,6 +347,8 @@ export class Environment {
   async invoke(input: unknown, context: Record<string, unknown>, timeoutMs: number, hooks: InvokeHooks, preLogs?: { logs: LogEntry[]; logsTruncated: boolean }): Promise<Omit<SandboxResult, 'cold'>> {
     this.busy = true;
     this.uses++;
+    const cpuBefore = this.cpu();
+    this.thaw();
     const started = performance.now();
     const deadline = Date.now() + timeoutMs;
     const cur: Current = { logs: [], logBytes: 0, truncated: false, hooks, finish: () => {} };
@@ -369,7 +386,39 @@ export class Environment {
     this.busy = false;
     this.lastUsed = Date.now();
     if (outcome.error && ['timeout', 'out_of_memory', 'crashed', 'uncaught_exception', 'unhandled_rejection', 'output_too_large'].includes(outcome.error.code)) this.kill();
-    return { ...outcome, logs: cur.logs, logsTruncated: cur.truncated, durationMs: Math.round(performance.now() - started) };
+    else this.freeze();
+    const cpuAfter = this.dead ? this.lastCpu : this.cpu();
+    const cpuMs = cpuBefore !== null && cpuAfter !== null ? Math.max(0, Math.round(cpuAfter - cpuBefore)) : null;
+    return { ...outcome, logs: cur.logs, logsTruncated: cur.truncated, durationMs: Math.round(performance.now() - started), cpuMs };
+  }
+
+  /** Processes of the environment's group (found once, see `groupMembers`). */
+  private members: number[] | null = null;
+  /** CPU time of the group when it was killed, ms (its `/proc` entries are gone afterwards). */
+  private lastCpu: number | null = null;
+  /** True while stopped between invocations. */
+  frozen = false;
+
+  /** CPU time of the environment's processes so far, ms; null when unknown. */
+  private cpu(): number | null {
+    const pid = this.child?.pid;
+    if (!pid || this.dead) return null;
+    this.members ??= groupMembers(pid);
+    return cpuTimeMs(this.members);
+  }
+
+  /** Stop the environment's processes until {@link thaw} (when the spec asks for it). */
+  private freeze(): void {
+    const pid = this.child?.pid;
+    if (!this.spec.freeze || !pid || this.dead || this.frozen) return;
+    this.frozen = freezeGroup(pid, this.spec.backstop === true);
+  }
+
+  private thaw(): void {
+    const pid = this.child?.pid;
+    if (!this.frozen || !pid) return;
+    this.frozen = false;
+    thawGroup(pid);
   }
 
   /** Why the process ended without a result (heap exhaustion is recognised on stderr). */
@@ -395,6 +444,7 @@ export class Environment {
 
   /** SIGKILL the whole process group (falls back to the child alone); marks the environment dead. */
   kill(): void {
+    if (!this.dead && this.members) this.lastCpu = this.cpu();
     this.dead = true;
     const child = this.child;
     if (!child) return;

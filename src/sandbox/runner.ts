@@ -3,43 +3,43 @@
  * each an execution environment (see `environment.ts`) reused between invocations of the same
  * deployment version (AWS Lambda's model: "warm" invocations skip process start and module load).
  *
- * Isolation (every environment; nothing shared between environments):
- * - Node's permission model (`--experimental-permission`, Node ≥ 20): the file system is readable
- *   only inside the unpacked artifact directory and writable nowhere; child processes, worker
- *   threads, native add-ons and WASI are refused (no `--allow-*` flag for them).
+ * Isolation (every environment; nothing shared between environments; command lines: `command.ts`):
+ * - File system (SANDBOX_ISOLATION=bwrap, the default; `isolation.ts`): bubblewrap starts the
+ *   process tree in new user, mount, PID, IPC, UTS and network namespaces with a root that holds
+ *   only the Node runtime and the artifact (read-only, at `/app`) and a private `/tmp`: no host
+ *   path, so no host Unix socket, is reachable. The sandbox refuses to start where bwrap cannot run.
+ * - Node's permission model (`--experimental-permission`, Node ≥ 20), a second wall: the file
+ *   system is readable only in the artifact (and `/tmp` when sealed), writable only in the sealed
+ *   `/tmp`; child processes, worker threads, native add-ons and WASI are refused.
  * - Memory: `--max-old-space-size` caps the V8 heap and `RLIMIT_DATA` (util-linux `prlimit`) caps
  *   the whole process's private writable memory — Buffers, ArrayBuffers and native allocations
- *   included — at {@link SandboxOptions.processMemoryMb}. (cgroup v2 `memory.max` is not usable on
- *   this host: cgroups are v1 and owned by the host's supervisor; `RLIMIT_AS` would need gigabytes
- *   of headroom for V8's address-space reservations.) An allocation beyond it fails, the
+ *   included — at {@link SandboxOptions.processMemoryMb}. An allocation beyond it fails, the
  *   invocation ends `out_of_memory` and the environment is discarded.
  * - Time: a per-invocation timer SIGKILLs the process group; coreutils `timeout` (when present)
  *   kills a one-off process 2 s after its deadline and a pooled one at the end of its lifetime
- *   (`WARM_MAX_AGE_MS`), should this process have died.
+ *   (`WARM_MAX_AGE_MS`), should this process have died. Between invocations the environment is
+ *   frozen (SIGSTOP, `freezer.ts`): work left running by a handler gets no CPU; each invocation's
+ *   CPU time is read from `/proc`.
  * - When the server runs as root, environments run as an unprivileged user (65534, "nobody", by
  *   default) — a second wall should the permission model ever be bypassed.
  * - A minimal environment: the deployment's own variables plus `NODE_ENV`, `TZ`, `LANG` — none
  *   of the platform's (no database URL, no keys, no agent credential).
- * - Network: when the host allows it (root, or unprivileged user namespaces), the process starts
- *   in an empty network namespace (`unshare --net`): no interface but a down loopback, so no
- *   traffic at all — not to the internet, not to the platform or its database on localhost.
- *   Otherwise (`SANDBOX_NETWORK=auto` on a host without namespaces, or `allowed`), deployed code
- *   HAS network access. {@link Sandbox.networkIsolated} tells which.
- * - Egress: a run with `egress` patterns gets a host proxy per environment (`egress.ts`); its
- *   namespace's loopback is brought up (iproute2 `ip`, then `setpriv` drops to the sandbox user) for
- *   the in-sandbox relay to that proxy — still no interface to anywhere else.
+ * - Network: sealed, or unsealed where the host allows it (`unshare --net`), the process starts in
+ *   an empty network namespace: no interface but loopback, so no traffic to the internet, the
+ *   platform or its database on localhost. Otherwise (`SANDBOX_NETWORK=auto` on an unsealed host
+ *   without namespaces, or `allowed`), deployed code HAS network access ({@link Sandbox.networkIsolated}).
+ * - Egress: a run with `egress` patterns gets a host proxy per environment (`egress.ts`), whose
+ *   Unix socket is the one host path bound into its sandbox, for the in-sandbox relay.
  *
  * Warm pool: runs that carry a `key` (one deployment version) reuse an idle environment of that
  * key; at most `warm.perVersion` environments per key and `warm.total` in all are kept, idle ones
  * are killed after `warm.idleMs`, and an environment that timed out, crashed or ran out of memory
  * is discarded. {@link Sandbox.drain} retires a version's environments (rollback, stop, redeploy).
  */
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { BOOTSTRAP_SOURCE } from './bootstrap.js';
+import { CommandLine } from './command.js';
 import { EgressProxy, type EgressEvent, type EgressResolver } from './egress.js';
-import { copyUndici, findBinary, probeNetworkIsolation } from './host.js';
 import { Spares } from './spares.js';
 import { Spawner, type SandboxChild, type SpawnRequest } from './spawner.js';
 import { Environment, type Broker, type EnvironmentSpec, type LogEntry, type SandboxResult } from './environment.js';
@@ -84,6 +84,8 @@ export interface SandboxOptions {
   maxOutputBytes: number;
   concurrency: number;
   network: 'auto' | 'isolated' | 'allowed';
+  /** File-system wall: `bwrap` (default; `isolation.ts`) or `off` (Node's permission model alone). */
+  isolation?: 'bwrap' | 'off';
   /** Node binary (default: the current one). */
   nodePath?: string;
   /**
@@ -111,78 +113,42 @@ export const WARM_MAX_AGE_MS = 30 * 60_000;
 /** Longest a provisioned environment may take to load its module, ms. */
 const SPARE_LOAD_TIMEOUT_MS = 30_000;
 
-/** coreutils `timeout`, used as a backstop that kills a run even if this process dies. */
-let timeoutBin: string | null | undefined;
-
 /** Runs handler calls in child processes; holds the concurrency limit. One per app. */
 export class Sandbox {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
-  private readonly prefix: string[];
-  /** True when runs start in an empty network namespace (no network at all). */
-  readonly networkIsolated: boolean;
-  /** The uid/gid runs switch to (null: same user as this process). */
-  readonly runAs: { uid: number; gid: number } | null = null;
-  /** Why runs do not switch to an unprivileged user although this process is root (for a log line). */
-  readonly runAsNote: string | null = null;
+  /** The walls and the command line of environments (`command.ts`). */
+  private readonly cmd: CommandLine;
 
+  /** @throws Error when a required wall is unavailable (see {@link CommandLine}) */
   constructor(private readonly opts: SandboxOptions) {
-    const probe = opts.network === 'allowed' ? null : probeNetworkIsolation();
-    if (opts.network === 'isolated' && !probe) {
-      throw new Error('SANDBOX_NETWORK=isolated but this host cannot create network namespaces (unshare --net failed)');
-    }
-    this.networkIsolated = !!probe;
-    const wanted = opts.user === 'auto' ? { uid: 65534, gid: 65534 } : (opts.user ?? null);
-    if (wanted && process.getuid?.() === 0) {
-      if (this.canRead(probe, wanted)) this.runAs = wanted;
-      else if (opts.user === 'auto') this.runAsNote = `uid ${wanted.uid} cannot read ${opts.readableDir}: sandboxed code runs as root (make the path traversable, or set SANDBOX_USER)`;
-      else throw new Error(`SANDBOX_USER=${wanted.uid}:${wanted.gid} cannot read ${opts.readableDir}`);
-    }
-    const ids = this.runAs && probe ? ['-S', String(this.runAs.uid), '-G', String(this.runAs.gid)] : [];
-    this.prefix = probe ? [probe.bin, ...probe.flags, ...ids, '--'] : [];
-    this.egressPrefix = probe ? this.loopbackPrefix(probe) : [];
+    this.cmd = new CommandLine(opts);
     this.spares = opts.provisioned === false ? null : new Spares({ max: opts.warm?.total || 16, idleMs: opts.warm?.idleMs ?? 300_000 });
   }
 
-  /**
-   * Prefix of an environment with egress: the same empty network namespace, with its loopback
-   * interface up (iproute2 `ip`, before dropping to the unprivileged user with util-linux
-   * `setpriv`) so the in-sandbox relay can listen on 127.0.0.1. Null when a tool is missing.
-   */
-  private loopbackPrefix(probe: { bin: string; flags: string[] }): string[] | null {
-    const ip = findBinary('ip');
-    const sh = findBinary('sh');
-    const setpriv = this.runAs ? findBinary('setpriv') : null;
-    if (!ip || !sh || (this.runAs && !setpriv)) return null;
-    const drop = this.runAs ? [setpriv!, `--reuid=${this.runAs.uid}`, `--regid=${this.runAs.gid}`, '--clear-groups', '--'] : [];
-    return [probe.bin, ...probe.flags, '--', sh, '-c', `${ip} link set lo up && exec "$@"`, 'sh', ...drop];
+  /** True when runs start in an empty network namespace (no network at all). */
+  get networkIsolated(): boolean {
+    return this.cmd.networkIsolated;
   }
 
-  /** Prefix for environments with egress (see {@link loopbackPrefix}); [] without network isolation; null: egress unavailable. */
-  private readonly egressPrefix: string[] | null;
+  /** True when runs are sealed off the host's file system (bubblewrap). */
+  get sealed(): boolean {
+    return this.cmd.sealed;
+  }
 
-  private undici: { dir: string; entry: string } | null = null;
+  /** The uid/gid runs switch to (null: same user as this process). */
+  get runAs(): { uid: number; gid: number } | null {
+    return this.cmd.runAs;
+  }
 
-  /** The platform's `undici`, readable by the sandbox user (see {@link copyUndici}). */
-  private undiciCopy(): { dir: string; entry: string } {
-    return (this.undici ??= copyUndici(this.opts.readableDir));
+  /** Why runs do not switch to an unprivileged user although this process is root (for a log line). */
+  get runAsNote(): string | null {
+    return this.cmd.runAsNote;
   }
 
   /** True when deployments with `egress` can reach their allowed hosts through the host proxy. */
   get egressAvailable(): boolean {
-    return !!this.opts.egress && this.egressPrefix !== null;
-  }
-
-  /** Can `user` (entered the same way runs are) read and traverse `readableDir`? */
-  private canRead(probe: { bin: string; flags: string[] } | null, user: { uid: number; gid: number }): boolean {
-    const dir = this.opts.readableDir;
-    if (!dir) return true;
-    const node = this.opts.nodePath ?? process.execPath;
-    const code = `require('fs').accessSync(${JSON.stringify(dir)}, require('fs').constants.R_OK | require('fs').constants.X_OK)`;
-    const r = probe
-      ? spawnSync(probe.bin, [...probe.flags, '-S', String(user.uid), '-G', String(user.gid), '--', node, '-e', code], { timeout: 5000, stdio: 'ignore', env: {} })
-      : spawnSync(node, ['-e', code], { timeout: 5000, stdio: 'ignore', uid: user.uid, gid: user.gid, env: {} });
-    return r.status === 0;
+    return !!this.opts.egress && this.cmd.egressReady;
   }
 
   /** Provisioned environments (null: off). */
@@ -302,14 +268,14 @@ export class Sandbox {
     if (!st.env) {
       if (pooled) this.unreserve(r.key!);
       for (const l of st.logs) r.onLog?.(l);
-      return { status: st.status, output: null, error: st.error, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true };
+      return { status: st.status, output: null, error: st.error, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true, cpuMs: null };
     }
     const env = st.env;
     this.envs.add(env);
     void env.closed.then(() => this.envs.delete(env));
     if (r.mode === 'load') {
       env.kill();
-      return { status: 'succeeded', output: null, error: null, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true };
+      return { status: 'succeeded', output: null, error: null, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true, cpuMs: null };
     }
     if (pooled) this.adopt(r.key!, env);
     const remaining = Math.max(1, r.timeoutMs - Math.round(performance.now() - started));
@@ -430,54 +396,28 @@ export class Sandbox {
 
   /** Command line and limits of a new environment for `r` (`pooled`: its backstop is the pool lifetime). */
   private specOf(r: SandboxRun, pooled: boolean, proxy: EgressProxy | null): EnvironmentSpec {
-    const node = this.opts.nodePath ?? process.execPath;
-    const undici = proxy ? this.undiciCopy() : null;
-    const nodeArgs = [
-      '--experimental-permission',
-      `--allow-fs-read=${r.root}`,
-      ...(undici ? [`--allow-fs-read=${undici.dir}`] : []),
-      '--disable-warning=ExperimentalWarning',
-      `--max-old-space-size=${this.opts.memoryMb}`,
-      '--input-type=module',
-      '-e',
-      BOOTSTRAP_SOURCE,
-      r.root,
-      r.entrypoint,
-      String(this.opts.maxOutputBytes),
-      ...(proxy && undici ? [proxy.socketPath, undici.entry] : []),
-    ];
-    if (timeoutBin === undefined) timeoutBin = findBinary('timeout');
-    if (prlimitBin === undefined) prlimitBin = findBinary('prlimit');
-    // Backstop: `timeout` kills the process even if this one has died meanwhile.
-    const life = pooled ? Math.ceil(WARM_MAX_AGE_MS / 1000) : Math.ceil(r.timeoutMs / 1000) + 2;
-    const backstop = timeoutBin ? [timeoutBin, '-s', 'KILL', `${life}s`] : [];
-    const limitMb = this.processMemoryMb;
-    const rlimit = prlimitBin && limitMb > 0 ? [prlimitBin, `--data=${limitMb * 1024 * 1024}`, '--'] : [];
-    // Without unshare (which switches user itself after creating the namespace), spawn as the user directly.
-    const ids = this.runAs && !this.networkIsolated ? { uid: this.runAs.uid, gid: this.runAs.gid } : {};
+    const c = this.cmd.build(r, pooled, WARM_MAX_AGE_MS, proxy?.socketPath ?? null);
+    const limitMb = this.cmd.processMemoryMb;
     return {
-      argv: [...backstop, ...rlimit, ...(proxy ? this.egressPrefix! : this.prefix), node, ...nodeArgs],
+      argv: c.argv,
       cwd: r.root,
       env: { ...(r.env ?? {}), NODE_ENV: 'production', TZ: 'UTC', LANG: 'C.UTF-8' },
-      ids,
+      ids: c.ids,
       root: r.root,
       memoryMb: limitMb || this.opts.memoryMb,
       spawn: this.opts.forkServer === false ? undefined : this.spawnVia,
       maxLogBytes: this.opts.maxLogBytes,
       maxOutputBytes: this.opts.maxOutputBytes,
+      freeze: true,
+      backstop: c.backstop,
     };
   }
 
   /** The whole-process memory limit in force, MiB (0: none — `prlimit` missing or disabled). */
   get processMemoryMb(): number {
-    if (prlimitBin === undefined) prlimitBin = findBinary('prlimit');
-    if (!prlimitBin) return 0;
-    return this.opts.processMemoryMb ?? this.opts.memoryMb * 2 + 64;
+    return this.cmd.processMemoryMb;
   }
 }
-
-/** util-linux `prlimit`, used to set RLIMIT_DATA on the sandbox process. */
-let prlimitBin: string | null | undefined;
 
 /** The line an egress refusal leaves in the invocation's logs. */
 function egressMessage(e: EgressEvent): string {

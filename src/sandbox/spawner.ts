@@ -30,6 +30,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { processStartTicks } from './freezer.js';
 
 /** What {@link Environment} uses of a started process (a subset of Node's `ChildProcess`). */
 export interface SandboxChild extends EventEmitter {
@@ -175,7 +176,7 @@ export class Spawner {
 
   /** Listen on a new private socket. Rejects when unix sockets are unavailable. */
   static async start(): Promise<Spawner> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-spawn-'));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ap-spawn-${process.pid}-${processStartTicks(process.pid) ?? 0}-`));
     fs.chmodSync(dir, 0o700);
     const server = net.createServer();
     const sp = new Spawner(dir, server);
@@ -316,4 +317,67 @@ export class Spawner {
     s.on('error', () => {});
     s.on('readable', onReadable);
   }
+}
+
+/** Name of a spawn directory: `ap-spawn-<owner pid>-<owner start ticks>-<random>` (older servers: `ap-spawn-<random>`). */
+const SPAWN_DIR = /^ap-spawn-(?:(\d+)-(\d+)-)?[A-Za-z0-9]{6}$/;
+
+/** A legacy directory (no owner in its name) younger than this may belong to a server still starting, ms. */
+const LEGACY_GRACE_MS = 60_000;
+
+/** Is the process `pid` that started at `ticks` (`0`: unknown) still running? */
+function ownerAlive(pid: number, ticks: string): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+  }
+  const now = processStartTicks(pid);
+  return ticks === '0' || now === null || now === ticks;
+}
+
+/** Does anything listen on the unix socket `sock`? (`false` only for a refused connection or a missing socket.) */
+function listening(sock: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = net.connect(sock, () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.on('error', (e: NodeJS.ErrnoException) => resolve(!(e.code === 'ECONNREFUSED' || e.code === 'ENOENT')));
+  });
+}
+
+/**
+ * Remove the spawn directories in `tmp` (default `os.tmpdir()`) left by servers that died without
+ * closing their spawner (`kill -9`, a crash). A directory is removed only when it is this user's
+ * and its owner is gone: the pid in its name no longer runs, or runs but started at another time
+ * (pid reuse); for a directory of an older server (no pid in its name), when nothing listens on its
+ * socket and it is older than a minute. A live server's directory is never touched.
+ * @returns the removed directories
+ */
+export async function sweepSpawnDirs(tmp: string = os.tmpdir()): Promise<string[]> {
+  let names: string[];
+  try {
+    names = fs.readdirSync(tmp);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = SPAWN_DIR.exec(name);
+    if (!m) continue;
+    const dir = path.join(tmp, name);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(dir);
+    } catch {
+      continue;
+    }
+    if (!st.isDirectory() || st.uid !== process.getuid?.()) continue;
+    const dead = m[1] ? !ownerAlive(Number(m[1]), m[2]) : Date.now() - st.mtimeMs > LEGACY_GRACE_MS && !(await listening(path.join(dir, 's')));
+    if (!dead) continue;
+    fs.rmSync(dir, { recursive: true, force: true });
+    removed.push(dir);
+  }
+  return removed;
 }

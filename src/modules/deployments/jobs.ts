@@ -2,15 +2,24 @@
 import { and, eq, lt } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentInvocations, deployments } from '../../db/schema/index.js';
+import { sweepSpawnDirs } from '../../sandbox/spawner.js';
 import { runQueuedInvocation } from './invocations.js';
-import { INVOKE_JOB, PREPARE_JOB, STALE_MARGIN_MS } from './runtime.js';
+import { INVOKE_JOB, PREPARE_JOB, sandboxOf, STALE_MARGIN_MS } from './runtime.js';
 import { prepareDeployment } from './service.js';
 
 /**
  * Register this module's job handlers on `ctx.jobs` (call once per app, API and worker processes
  * alike) and recover work interrupted by a restart (in the background; failures are logged).
+ * Creates the sandbox now, so a host that cannot raise a required wall refuses at start, and
+ * removes spawn directories left by a server that was killed.
+ * @throws Error when a required wall of the sandbox is unavailable (see `sandboxOf`)
  */
 export function registerDeploymentJobs(ctx: AppContext): void {
+  sandboxOf(ctx);
+  sweepSpawnDirs().then(
+    (dirs) => dirs.length && ctx.log.info({ dirs }, 'sandbox: removed spawn directories of dead servers'),
+    (err: unknown) => ctx.log.warn({ err }, 'sandbox: sweeping spawn directories failed'),
+  );
   ctx.jobs.register<{ deploymentId: string; activate: 'always' | 'if_newest' }>(PREPARE_JOB, (p) => prepareDeployment(ctx, p.deploymentId, p.activate));
   ctx.jobs.register<{ invocationId: string }>(INVOKE_JOB, (p) => runQueuedInvocation(ctx, p.invocationId));
   if (ctx.config.processRole !== 'api') {

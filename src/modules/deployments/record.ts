@@ -97,7 +97,7 @@ export function deferredRecord(ctx: AppContext, values: InvocationInsert & { id:
   if (deferMs === 0) void insertRunning();
   const timer = deferMs > 0 ? setTimeout(insertRunning, deferMs) : null;
   timer?.unref();
-  const row = { logs: [], logsTruncated: false, calls: [], output: null, error: null, durationMs: null, cold: null, finishedAt: null, ...values } as InvocationRow;
+  const row = { logs: [], logsTruncated: false, calls: [], output: null, error: null, durationMs: null, cpuMs: null, cold: null, finishedAt: null, ...values } as InvocationRow;
   return {
     row,
     finish: async (outcome) => {

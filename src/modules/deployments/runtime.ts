@@ -23,7 +23,10 @@ export const STALE_MARGIN_MS = 60_000;
 
 const unpacking = new Map<string, Promise<string>>();
 
-/** The app's sandbox, `ctx.sandbox` (created on first use; probes network isolation once). */
+/**
+ * The app's sandbox, `ctx.sandbox` (created at start by `registerDeploymentJobs`; probes the host once).
+ * @throws Error when a required wall is unavailable (SANDBOX_ISOLATION=bwrap without a working bwrap, …)
+ */
 export function sandboxOf(ctx: AppContext): Sandbox {
   let s = ctx.sandbox;
   if (!s) {
@@ -36,6 +39,7 @@ export function sandboxOf(ctx: AppContext): Sandbox {
       maxOutputBytes: c.maxOutputBytes,
       concurrency: c.concurrency,
       network: c.network,
+      isolation: c.isolation,
       user: c.user,
       readableDir: fs.realpathSync(c.dir),
       warm: c.warmPerVersion > 0 && c.warmTotal > 0 ? { perVersion: c.warmPerVersion, total: c.warmTotal, idleMs: c.warmIdleMs } : undefined,
@@ -45,10 +49,11 @@ export function sandboxOf(ctx: AppContext): Sandbox {
       provisioned: c.provisioned,
     });
     if (!s.egressAvailable) ctx.log.warn('sandbox: egress proxy unavailable (iproute2 ip, sh or setpriv missing): deployments with egress have no network');
+    if (!s.sealed) ctx.log.warn('sandbox: SANDBOX_ISOLATION=off: deployed code is confined by Node\'s permission model alone and can reach the host\'s Unix sockets');
     if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
     if (s.runAsNote) ctx.log.warn(`sandbox: ${s.runAsNote}`);
     if (c.processMemoryMb > 0 && s.processMemoryMb === 0) ctx.log.warn('sandbox: prlimit not found: only the V8 heap of sandbox processes is limited');
-    ctx.log.info({ network_isolated: s.networkIsolated, run_as: s.runAs, process_memory_mb: s.processMemoryMb, warm_per_version: c.warmPerVersion, warm_total: c.warmTotal }, 'sandbox ready');
+    ctx.log.info({ sealed: s.sealed, network_isolated: s.networkIsolated, run_as: s.runAs, process_memory_mb: s.processMemoryMb, warm_per_version: c.warmPerVersion, warm_total: c.warmTotal }, 'sandbox ready');
     const sandbox = s;
     ctx.onClose.push(() => sandbox.killAll());
     ctx.sandbox = s;

@@ -103,6 +103,7 @@ const invocationFields = {
   error: Nullable(InvocationError),
   timeout_ms: Type.Integer(),
   duration_ms: Nullable(Type.Integer({ description: 'cold start: process start + module load + handler; warm: the handler alone, ms' })),
+  cpu_ms: Nullable(Type.Integer({ description: 'CPU time (user + system) of the execution environment during the invocation, ms (10 ms resolution; module load excluded), measured by the host; null until it ran or when unavailable' })),
   cold: Nullable(Type.Boolean({ description: 'true when the invocation started a new execution environment; null until it ran' })),
   created_at: Timestamp,
   started_at: Nullable(Timestamp),

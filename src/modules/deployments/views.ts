@@ -45,6 +45,7 @@ export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'l
     error: (r.error as SandboxError | null) ?? null,
     timeout_ms: r.timeoutMs,
     duration_ms: r.durationMs,
+    cpu_ms: r.cpuMs,
     cold: r.cold,
     created_at: iso(r.createdAt),
     started_at: iso(r.startedAt),

@@ -7,6 +7,10 @@ import { HANDLERS, agentToken, createAgent, deploy, deployReady, rawTarball, tar
 
 const dataDir = tempDir();
 const { app, config } = await setupApp({ DATA_DIR: dataDir });
+/** Sealed by bubblewrap (SANDBOX_ISOLATION=bwrap, the default): `/tmp` is the sandbox's own, so host paths below it are absent there. */
+const sealed = config.sandbox.isolation === 'bwrap';
+/** How a read or write of host path `p` is refused: by the permission model, or — below /tmp of a sealed sandbox, where the model admits the private tmpfs — by the path not existing there. */
+const refused = (p: string, permission: string) => (sealed && p.startsWith('/tmp/') ? { ok: false, code: 'ENOENT', permission: null } : { ok: false, code: 'ERR_ACCESS_DENIED', permission });
 
 const PROBE = `import fs from 'node:fs';
 export default async function (input) {
@@ -44,7 +48,7 @@ describe('deployments — sandbox isolation', () => {
     for (const p of ['/etc/passwd', path.join(dataDir, 'secrets.key'), config.sandbox.dir, path.resolve('package.json'), path.join(config.sandbox.dir, d.artifact.sha256, '..')]) {
       const r = await run({ op: p === config.sandbox.dir ? 'list' : 'read', path: p });
       expect(r.status, p).toBe('succeeded');
-      expect(r.output, p).toEqual({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'FileSystemRead' });
+      expect(r.output, p).toEqual(refused(p, 'FileSystemRead'));
     }
     // An uncaught permission error surfaces as failed / permission_denied.
     const u = await createUser(app);
@@ -56,7 +60,9 @@ describe('deployments — sandbox isolation', () => {
 
   it('cannot write files, spawn processes or start workers', async () => {
     const { run } = await probeAgent();
-    expect((await run({ op: 'write', path: path.join(dataDir, 'x') })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'FileSystemWrite' });
+    expect((await run({ op: 'write', path: path.join(dataDir, 'x') })).output).toMatchObject(refused(dataDir, 'FileSystemWrite'));
+    expect((await run({ op: 'write', path: '/etc/x' })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'FileSystemWrite' });
+    expect((await run({ op: 'write', path: 'x' })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'FileSystemWrite' });
     expect((await run({ op: 'spawn' })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'ChildProcess' });
     expect((await run({ op: 'worker' })).output).toMatchObject({ ok: false, code: 'ERR_ACCESS_DENIED', permission: 'WorkerThreads' });
   });
@@ -70,7 +76,8 @@ describe('deployments — sandbox isolation', () => {
     process.env.AP_TEST_SECRET_SHOULD_NOT_LEAK = 'leak';
     const { run } = await probeAgent();
     const r = await run({ op: 'env' });
-    expect(r.output).toEqual(['LANG', 'NODE_ENV', 'TZ']);
+    // bwrap sets PWD to the working directory, /app.
+    expect(r.output).toEqual(sealed ? ['LANG', 'NODE_ENV', 'PWD', 'TZ'] : ['LANG', 'NODE_ENV', 'TZ']);
   });
 
   it.skipIf(!probeNetworkIsolation())('has no network when the host supports namespaces (not even the platform on loopback)', async () => {

@@ -149,3 +149,32 @@ export const HANDLERS = {
 export default async function (input) { return fs.readFileSync(input.path, 'utf8'); }
 `,
 };
+
+/**
+ * Host pids of the sandbox processes whose environment holds `NAME=value` (a marker variable the
+ * test deployed with): every process of the environment's tree inherits it. Reads `/proc/<pid>/environ`.
+ */
+export function processesWithEnv(name: string, value: string): number[] {
+  const needle = `\0${name}=${value}\0`;
+  const out: number[] = [];
+  for (const n of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      if (`\0${fs.readFileSync(`/proc/${n}/environ`, 'latin1')}`.includes(needle)) out.push(Number(n));
+    } catch {
+      /* gone, or not ours */
+    }
+  }
+  return out;
+}
+
+/** utime + stime of `pid` in clock ticks (fields 14 and 15 of /proc/<pid>/stat), null when gone. */
+export function cpuTicks(pid: number): number | null {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  } catch {
+    return null;
+  }
+}

@@ -64,6 +64,7 @@ export default async function (input, context) {
 `;
 
 let app: FastifyInstance;
+let sealed = false;
 let base: string;
 let u: TestUser;
 let agentId: string;
@@ -71,7 +72,9 @@ let upstream: ToolUpstream;
 let svc: { id: string; name: string };
 
 beforeAll(async () => {
-  ({ app } = await setupApp());
+  let config;
+  ({ app, config } = await setupApp());
+  sealed = config.sandbox.isolation === 'bwrap';
   base = await listen(app);
   u = await createUser(app);
   upstream = await startToolUpstream();
@@ -236,7 +239,8 @@ describe('agent runtime security', () => {
     const seen = JSON.stringify(inv.output);
     expect(inv.output.raw.join('')).toContain('"t":"reply"');
     for (const secret of [/eyJ[\w-]+\.[\w-]+/, /bearer/i, /invocation:inv_/, /client_?id/i, /scope/i, /tools:execute/, new RegExp(u.userId), new RegExp(u.token.slice(0, 40))]) expect(seen).not.toMatch(secret);
-    expect(Object.keys(inv.output.env).sort()).toEqual(['LANG', 'NODE_ENV', 'TZ']);
+    // bwrap (SANDBOX_ISOLATION=bwrap, the default) sets PWD to the working directory, /app.
+    expect(Object.keys(inv.output.env).sort()).toEqual(sealed ? ['LANG', 'NODE_ENV', 'PWD', 'TZ'] : ['LANG', 'NODE_ENV', 'TZ']);
   });
 
   it("another account gets 404 on the agent's log routes, streamed or not", async () => {

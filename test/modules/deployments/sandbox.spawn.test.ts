@@ -11,10 +11,12 @@ fs.writeFileSync(
   path.join(root, 'index.mjs'),
   `let count = 0;
 const loadedAt = Date.now();
+// A new process each load (its pid is 2 in every sandbox's own PID namespace, so not the pid).
+const instance = Math.random();
 console.log('module loaded');
 export default async function () {
   count++;
-  return { count, loadedAt, pid: process.pid };
+  return { count, loadedAt, pid: instance };
 }
 `,
 );

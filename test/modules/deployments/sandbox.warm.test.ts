@@ -60,7 +60,14 @@ describe('warm environments', () => {
     const late = await run({ op: 'throw-later' }, 'crash');
     expect(late.status).toBe('succeeded');
     await new Promise((r) => setTimeout(r, 200));
-    const after = await run({}, 'crash');
+    // The environment is frozen as soon as the result is in: a throw that had not happened by then
+    // happens when it is thawed, failing the next invocation (as on AWS Lambda); either way the
+    // environment is discarded.
+    let after = await run({}, 'crash');
+    if (after.status === 'failed') {
+      expect(after.error?.code).toBe('uncaught_exception');
+      after = await run({}, 'crash');
+    }
     expect(after).toMatchObject({ status: 'succeeded', cold: true, output: { count: 1 } });
   });
 
