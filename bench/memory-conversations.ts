@@ -229,7 +229,7 @@ async function fill(run: Run, turns: Turn[], vectors: (texts: string[]) => Promi
     const chunk = texts.slice(i, i + 500);
     const rows: NewMemoryRow[] = chunk.map((content, j) => ({
       id: newId('mem'), userId: run.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
-      source: 'explicit', content, metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam', conversation: `synthetic-${Math.floor((i + j) / 16)}` },
+      source: 'explicit', kind: 'note', content, metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam', conversation: `synthetic-${Math.floor((i + j) / 16)}` },
     }));
     await insertMemoryRows(run.ctx, run.ctx.db, rows, await vectors(chunk));
   }

@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < texts.length; i += 500) {
       const rows: NewMemoryRow[] = texts.slice(i, i + 500).map((content, j) => ({
         id: newId('mem'), userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
-        source: 'explicit', content, metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam' },
+        source: 'explicit', kind: 'note', content, metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam' },
       }));
       await insertMemoryRows(ctx, ctx.db, rows, vectors.slice(i, i + 500));
     }

@@ -78,7 +78,7 @@ async function load(ctx: AppContext, userId: string, contents: string[], batch =
     const rows: NewMemoryRow[] = chunk.map((content) => {
       const id = newId('mem');
       ids.push(id);
-      return { id, userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', content, metadata: {} };
+      return { id, userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', kind: 'note', content, metadata: {} };
     });
     await insertMemoryRows(ctx, ctx.db, rows, await emb.embed(chunk));
     onProgress?.(i + chunk.length);

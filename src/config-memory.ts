@@ -37,21 +37,21 @@ export interface MemoryConfig {
   /** Upper bound of the memory-count-sized `hnsw.ef_search` (`MEMORY_HNSW_EF_SEARCH_MAX`, 1000). */
   hnswEfSearchMax: number;
   /**
-   * Reciprocal rank fusion of hybrid search: score = Σ weight / (k + rank). The vector arm weighs 0.2
-   * with the lexical local embedder (chosen on half of the labelled set, see bench/memory.ts) and 1
-   * with a semantic model (3 with the sentence encoder: bench/memory-conversations.ts, dev half).
-   * Then, in hybrid mode, conversation turns (memories with `metadata.speaker`): a turn whose speaker
-   * the query names has its score × (1 + `speakerBoost`), and each turn adds `neighbourWeight` × the
-   * larger score of its previous/next turn in the same session (`MEMORY_SPEAKER_BOOST`,
-   * `MEMORY_NEIGHBOUR_WEIGHT`, 0.5 each; 0 turns them off). `timeBoost`: memory/time.ts (`MEMORY_TIME_BOOST`).
+   * Ranking of memory search (modules/memory/ranking.ts): relevance = (text / best text +
+   * `vectorWeight` × similarity) / (1 + `vectorWeight`) (`MEMORY_VECTOR_WEIGHT`: 2 with the sentence
+   * encoder, 0.5 with the local embedder, 1 with an OpenAI-compatible model); in hybrid mode a "when"
+   * question or a named period scales the memories that do not match it by 1 / (1 + `timeBoost`)
+   * (`MEMORY_TIME_BOOST`, 0.5), and each memory adds `neighbourWeight` × its better neighbouring
+   * memory's relevance (`MEMORY_NEIGHBOUR_WEIGHT`, 0.5). Chosen on real conversations,
+   * leave-one-conversation-out (bench/memory-locomo.ts); 0 turns a part off.
    */
-  fusion: { k: number; vectorWeight: number; textWeight: number; speakerBoost: number; neighbourWeight: number; timeBoost: number; localVectorWeight: number };
+  fusion: { vectorWeight: number; neighbourWeight: number; timeBoost: number; localVectorWeight: number };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
 }
 
 /** Default fusion weight of the vector arm per embedder (`MEMORY_VECTOR_WEIGHT` overrides all). */
-const VECTOR_WEIGHT = { local: 0.2, 'sentence-encoder': 3, openai: 1 } as const;
+const VECTOR_WEIGHT = { local: 0.5, 'sentence-encoder': 2, openai: 1 } as const;
 
 /** Parse the memory settings from `env`. @throws ConfigError naming the first bad variable. */
 export function memoryConfig(env: Env): MemoryConfig {
@@ -85,11 +85,8 @@ export function memoryConfig(env: Env): MemoryConfig {
     hnswEfSearch: int(env, 'MEMORY_HNSW_EF_SEARCH', 100, 1, 1000),
     hnswEfSearchMax: int(env, 'MEMORY_HNSW_EF_SEARCH_MAX', 1000, 1, 1000),
     fusion: {
-      k: int(env, 'MEMORY_RRF_K', 60, 1, 1000),
       vectorWeight: vectorWeight ?? VECTOR_WEIGHT[provider],
       localVectorWeight: vectorWeight ?? VECTOR_WEIGHT.local,
-      textWeight: ratio(env, 'MEMORY_TEXT_WEIGHT', 1),
-      speakerBoost: ratio(env, 'MEMORY_SPEAKER_BOOST', 0.5),
       neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),
       timeBoost: ratio(env, 'MEMORY_TIME_BOOST', 0.5),
     },

@@ -29,6 +29,8 @@ export const memories = pgTable('memories', {
   executionId: text('execution_id'),
   /** `explicit` | `execution` | `summary` */
   source: text('source').notNull(),
+  /** `note` | `execution` | `summary` (migration 0041): what it is; search and list default to notes and summaries. */
+  kind: text('kind').$type<'note' | 'execution' | 'summary'>().notNull().default('note'),
   content: text('content').notNull(),
   metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
   /** English full-text document of `content` (stemmed), maintained by PostgreSQL. */
@@ -40,6 +42,7 @@ export const memories = pgTable('memories', {
   index('memories_user_idx').on(t.userId, t.id),
   index('memories_user_session_idx').on(t.userId, t.sessionId, t.id),
   index('memories_user_agent_idx').on(t.userId, t.agentId, t.id),
+  index('memories_user_kind_idx').on(t.userId, t.kind, t.id),
   uniqueIndex('memories_execution_key').on(t.executionId),
   index('memories_tsv_idx').using('gin', t.contentTsv),
 ]);

@@ -54,6 +54,7 @@ function executionMemoryRow(e: ExecutionRecorded): NewMemoryRow {
     toolId: e.toolId,
     executionId: e.executionId,
     source: 'execution',
+    kind: 'execution',
     content: describeExecution(e),
     metadata: { service_name: e.serviceName, tool_name: e.toolName, status: e.status, http_status: e.httpStatus, duration_ms: Math.round(e.durationMs) },
   };
@@ -240,12 +241,14 @@ const PGLITE_BACKFILL_ROWS_PER_STATEMENT = 4;
  */
 export async function embedMissing(ctx: AppContext, max: number): Promise<number> {
   const rt = runtimeOf(ctx);
-  // a conversation turn is embedded with its speaker and the session's previous memory (turns.ts)
-  const rows = await execRows<{ id: string; user_id: string; agent_id: string | null; content: string; metadata: unknown; previous: string | null }>(
+  // a note is embedded with the note before it in its stream (turns.ts)
+  const rows = await execRows<{ id: string; user_id: string; agent_id: string | null; kind: string; content: string; metadata: unknown; previous: string | null }>(
     ctx.db,
-    sql`select m.id, m.user_id, m.agent_id, m.content, m.metadata,
-               case when m.session_id is not null and m.metadata->>'speaker' is not null then
-                 (select p.content from memories p where p.user_id = m.user_id and p.session_id = m.session_id and p.id < m.id order by p.id desc limit 1)
+    sql`select m.id, m.user_id, m.agent_id, m.kind, m.content, m.metadata,
+               case when m.kind = 'note' then
+                 (select case when p.kind = 'note' then p.content end from memories p
+                  where p.user_id = m.user_id and (case when m.session_id is null then p.session_id is null else p.session_id = m.session_id end)
+                    and p.id < m.id order by p.id desc limit 1)
                end as previous
         from memories m where m.embedding is null order by m.id desc limit ${max}::int`,
   );
@@ -264,7 +267,7 @@ export async function embedMissing(ctx: AppContext, max: number): Promise<number
     if (rt.vectors && filled.length > 0) {
       const done = new Set(filled.map((f) => f.id));
       const kept = part.map((r, i) => [r, vectors[at + i]] as const).filter(([r]) => done.has(r.id));
-      rt.vectors.added(kept.map(([r]) => ({ id: r.id, userId: r.user_id, agentId: r.agent_id })), kept.map(([, v]) => v));
+      rt.vectors.added(kept.map(([r]) => ({ id: r.id, userId: r.user_id, agentId: r.agent_id, kind: r.kind })), kept.map(([, v]) => v));
     }
   }
   return rows.length;

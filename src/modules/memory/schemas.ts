@@ -1,15 +1,20 @@
 /** TypeBox schemas of the memory routes (spec group "Memory"). */
 import { Type } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.js';
+import { KIND_FILTER_PATTERN } from './kinds.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const Metadata = Type.Record(Type.String(), Type.Unknown());
 const Source = Type.Union([Type.Literal('explicit'), Type.Literal('execution'), Type.Literal('summary')]);
+const Kind = Type.Union([Type.Literal('note'), Type.Literal('execution'), Type.Literal('summary')], {
+  description: "what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary`",
+});
 
 export const MemorySchema = Type.Object({
   id: Type.String(),
   content: Type.String(),
   source: Source,
+  kind: Kind,
   session_id: Nullable(Type.String()),
   agent_id: Nullable(Type.String()),
   service_id: Nullable(Type.String()),
@@ -29,6 +34,7 @@ export const AddMemoryBody = Type.Object(
     occurred_at: Type.Optional(
       Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it' }),
     ),
+    kind: Type.Optional(Type.Union([Type.Literal('note'), Type.Literal('summary')], { default: 'note', description: '`note` (default) or `summary`; `execution` memories are written by tool executions only' })),
   },
   { additionalProperties: false },
 );
@@ -38,6 +44,9 @@ const Filters = {
   agent_id: Type.Optional(Id),
   since: Type.Optional(Type.String({ format: 'date-time', description: 'created at or after' })),
   until: Type.Optional(Type.String({ format: 'date-time', description: 'created at or before' })),
+  kind: Type.Optional(
+    Type.String({ pattern: KIND_FILTER_PATTERN, maxLength: 40, description: 'kinds to return, separated by commas (`note`, `execution`, `summary`), or `all`; default `note,summary` (executions only on request)' }),
+  ),
 };
 
 export const ListMemoryQuery = Type.Object({
@@ -70,13 +79,14 @@ export const SearchQuery = Type.Object({
     Type.Union([Type.Literal('hybrid'), Type.Literal('vector'), Type.Literal('text')], { default: 'hybrid', description: 'retrieval arms: both fused (default), vector only, full text only' }),
   ),
   expand: Type.Optional(Type.Literal('neighbors', { description: "`neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context)" })),
+  kind: Filters.kind,
 });
 
 export const SearchHitSchema = Type.Intersect([
   MemorySchema,
   Type.Object({
-    score: Type.Number({ description: 'reciprocal-rank-fusion score (higher is better)' }),
-    similarity: Type.Number({ description: 'cosine similarity to the query, 0..1' }),
+    score: Type.Number({ minimum: 0, maximum: 1, description: 'relevance, 0..1 (higher is better; the order of the results): text match, similarity, time and neighbouring memories' }),
+    similarity: Type.Number({ minimum: 0, maximum: 1, description: 'cosine similarity of its embedding to the query, 0..1' }),
     vector_rank: Nullable(Type.Integer()),
     text_rank: Nullable(Type.Integer()),
     neighbors: Type.Optional(

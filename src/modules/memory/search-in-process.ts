@@ -1,11 +1,12 @@
 /**
- * Hybrid memory search with both arms in process, on the embedded engine (issue 21): the full-text
- * arm from the user's inverted index (text-index.ts) and the vector arm from the user's vectors
- * (vector-cache.ts), fused by the same weighted reciprocal rank fusion as the SQL statement of
- * `fusedCandidates` (store.ts) — same formula, same ranks, same order — then re-ranked (turns.ts)
- * with the facts the text index keeps of every memory (session, speaker, time, "mentions a time")
- * and the distances of the loaded vectors, and only the rows of the page returned are read, by
- * primary key under the caller's scope. None of the statements reads every matching memory.
+ * Memory search with both arms in process, on the embedded engine: the full-text arm from the
+ * user's inverted index (text-index.ts) and the vector arm from the user's vectors (vector-cache.ts),
+ * each arm's candidates as `fusedCandidates` (store.ts) returns them in SQL — the same Σ IDF text
+ * scores, the same ranks — then ranked (ranking.ts) with the facts the text index keeps of every
+ * memory (time, "mentions a time", neighbours) and the distances of the loaded vectors; a
+ * neighbour that is not a candidate is scored from the same indexes. Only the rows of the page
+ * returned are read, by primary key under the caller's scope. None of the statements reads every
+ * matching memory.
  *
  * The query's embedding runs in the encoder's worker thread meanwhile: the caller passes it as a
  * promise, and the text arm (a statement for the term weights, then the index) runs before it is
@@ -14,16 +15,21 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
-import { flatOrOperands, type TextHit, type TextIndex } from './text-index.js';
+import { flatOrOperands, type TextHit, type TextIndex, type TextTerm } from './text-index.js';
 import { CANDIDATE_COLUMNS, candidateRow, distance, queryTerms, SAFE_LEXEME, type CandidateRow, type SearchMode } from './store.js';
 import { rowFacts, type TurnFacts } from './turn-facts.js';
-import { rerankTurns } from './turns.js';
+import { rankCandidates, similarityOf, type NeighbourScores } from './ranking.js';
 import type { VectorCache } from './vector-cache.js';
+
+export { similarityOf };
+
 /** Input of {@link inProcessCandidates}. */
 export interface InProcessSearch {
   userId: string;
   /** Only memories of this agent (the agent principal's own id, or the `agent_id` filter). */
   agentId: string | null;
+  /** Only memories of these kinds (kinds.ts `kindMask`). */
+  kinds: number;
   /** The caller's scope and filters over `memories` (filteredSql): checked again on every row read. */
   where: SQL;
   query: string;
@@ -35,13 +41,13 @@ export interface InProcessSearch {
   vectors: VectorCache;
 }
 
-/** A fused candidate without its row: `fusedCandidates`'s fields but `row`. */
+/** A candidate without its row: `fusedCandidates`'s fields but `row`. */
 export type FusedHit = Omit<CandidateRow, 'row'>;
 
 /**
- * The fused candidates of a search, best first, as `fusedCandidates` returns them (same scores,
- * ranks and order, without the rows), computed in process, with the query's vector and whether the
- * distances are known (from the loaded vectors; an id without a vector has distance null); null
+ * The candidates of a search as `fusedCandidates` returns them (same text scores, ranks and order,
+ * without the rows), computed in process, with the query's vector, its weighted terms and whether
+ * the distances are known (from the loaded vectors; an id without a vector has distance null); null
  * when the query's full-text form is not a flat OR of lexemes (then the SQL statement answers,
  * text-index.ts).
  */
@@ -49,49 +55,40 @@ export async function inProcessCandidates(
   ctx: AppContext,
   db: Db | Tx,
   input: InProcessSearch,
-): Promise<{ hits: FusedHit[]; vector: Float32Array; distances: boolean } | null> {
+): Promise<{ hits: FusedHit[]; vector: Float32Array; distances: boolean; terms: TextTerm[] } | null> {
   let textHits: TextHit[] = [];
+  let terms: TextTerm[] = [];
   if (input.mode !== 'vector') {
     const qt = await queryTerms(db, input.userId, input.query);
     const items = flatOrOperands(qt.tsquery);
     if (items === null) return null;
     // the weights as the SQL arm inlines them: 6-decimal literals, unsafe lexemes left out
-    const terms = qt.terms.filter((w) => SAFE_LEXEME.test(w.lexeme)).map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
-    textHits = await input.text.search(db, input.userId, { terms, items, pool: input.pool, agentId: input.agentId, expectedCount: qt.docs });
+    terms = qt.terms.filter((w) => SAFE_LEXEME.test(w.lexeme)).map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
+    textHits = await input.text.search(db, input.userId, { terms, items, pool: input.pool, agentId: input.agentId, expectedCount: qt.docs, kinds: input.kinds });
   }
   const vector = await input.vector;
-  const vectorHits = input.mode === 'text' ? [] : await input.vectors.nearest(db, input.userId, vector, input.pool, input.agentId);
-  // weighted reciprocal rank fusion, as the SQL: vector weight / (k + rank), text weight / (k + rank),
-  // where the text rank is the shared (fractional) rank of equal Σ IDF in hybrid mode
-  const FUSION = ctx.config.memory.fusion;
-  const vectorWeight = ctx.memory?.vectorWeight ?? FUSION.vectorWeight;
-  const fused = new Map<string, { score: number; vr: number | null; tr: number | null }>();
-  vectorHits.forEach((h, i) => fused.set(h.id, { score: vectorWeight / (FUSION.k + i + 1), vr: i + 1, tr: null }));
+  const vectorHits = input.mode === 'text' ? [] : await input.vectors.nearest(db, input.userId, vector, input.pool, input.agentId, input.kinds);
+  const merged = new Map<string, FusedHit>();
+  vectorHits.forEach((h, i) => merged.set(h.id, { id: h.id, score: 0, distance: null, vector_rank: i + 1, text_rank: null }));
   for (const t of textHits) {
-    const s = FUSION.textWeight / (FUSION.k + (input.mode === 'hybrid' ? t.fr : t.r));
-    const have = fused.get(t.id);
+    const have = merged.get(t.id);
     if (have) {
-      have.score += s;
-      have.tr = t.r;
-    } else fused.set(t.id, { score: s, vr: null, tr: t.r });
+      have.score = t.bm / 1e6;
+      have.text_rank = t.r;
+    } else merged.set(t.id, { id: t.id, score: t.bm / 1e6, distance: null, vector_rank: null, text_rank: t.r });
   }
-  const hits: FusedHit[] = [...fused].map(([id, f]) => ({ id, score: f.score, distance: null, vector_rank: f.vr, text_rank: f.tr }));
+  const hits = [...merged.values()];
   // distances from the loaded vectors (reading 512-d vectors back from their TOAST table cost ~20 ms
   // for a pool of 100 at load ~13, bench/memory-profile.ts); left null when the user's are not loaded
   const known = hits.length ? input.vectors.distances(input.userId, vector, hits.map((h) => h.id)) : new Map<string, number>();
   if (known) for (const h of hits) h.distance = known.get(h.id) ?? null;
   hits.sort(byScore);
-  return { hits, vector, distances: known !== null };
+  return { hits, vector, distances: known !== null, terms };
 }
 
-/** Best score first, ties by id descending (the fusion's order). */
-function byScore(a: { id: string; score: number }, b: { id: string; score: number }): number {
-  return b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-}
-
-/** The cosine similarity shown for a distance: `1 − distance` clamped to 0..1; 0 without a vector. */
-export function similarityOf(d: number | null): number {
-  return d === null || Number.isNaN(d) ? 0 : Math.min(1, Math.max(0, 1 - d));
+/** `fusedCandidates`'s order: text score descending, then the text arm's rank, then id descending. */
+function byScore(a: FusedHit, b: FusedHit): number {
+  return b.score - a.score || (a.text_rank ?? Infinity) - (b.text_rank ?? Infinity) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 }
 
 /** A page of a search: the best `limit` candidates at or above the threshold, and how many were below it. */
@@ -109,16 +106,15 @@ export function pageOf<T extends { distance: number | null }>(candidates: T[], t
 }
 
 /**
- * A whole search in process ({@link inProcessCandidates}, then in hybrid mode `rerankTurns` with the
- * text index's facts and neighbours, then `threshold` and `limit`), reading only the rows of the
- * page: by primary key under the caller's `where`. A row that is gone (deleted behind the indexes'
- * back, or outside `where`) leaves the candidates and the page is ranked again without it, so the
- * page holds only rows the caller may see, as many as the fused candidates allow; in hybrid mode a
- * candidate the text index does not hold alive is dropped before ranking, as a missing row was.
- * When the facts or the distances are not in memory (the user's index evicted meanwhile, or `text`
- * mode before the user's vectors are loaded), every candidate's row is read with its distance first
- * (the SQL distance), as the search did before. Null when the query is not a flat OR of lexemes
- * (the SQL statement answers then).
+ * A whole search in process ({@link inProcessCandidates}, then ranking.ts with the text index's
+ * facts and neighbours, then `threshold` and `limit`), reading only the rows of the page: by
+ * primary key under the caller's `where`. A row that is gone (deleted behind the indexes' back, or
+ * outside `where`) leaves the candidates and the page is ranked again without it, so the page holds
+ * only rows the caller may see, as many as the candidates allow; a candidate the text index does
+ * not hold alive is dropped before ranking, as a missing row was. When the facts or the distances
+ * are not in memory (the user's index evicted meanwhile, or `text` mode before the user's vectors
+ * are loaded), every candidate's row is read with its distance first (the SQL distance). Null when
+ * the query is not a flat OR of lexemes (the SQL statement answers then).
  */
 export async function searchInProcess(
   ctx: AppContext,
@@ -127,24 +123,30 @@ export async function searchInProcess(
 ): Promise<SearchPage<CandidateRow> | null> {
   const fused = await inProcessCandidates(ctx, db, input);
   if (!fused) return null;
-  const hybrid = input.mode === 'hybrid';
   const now = input.now ?? new Date();
   const neighbours = (ids: string[]) => input.text.neighbours(input.userId, ids);
+  const hybrid = input.mode === 'hybrid';
   const facts = hybrid ? input.text.facts(input.userId, fused.hits.map((h) => h.id)) : new Map<string, TurnFacts>();
+  const base = { mode: input.mode, now, neighbours, where: input.where };
   if (!facts || !fused.distances) {
     const all = await readRows(ctx, db, input.where, fused.hits.map((h) => h.id), fused.distances ? null : fused.vector);
     const rows = fused.hits.flatMap((h) => {
       const r = all.get(h.id);
       return r ? [{ ...r, score: h.score, distance: fused.distances ? h.distance : r.distance, vector_rank: h.vector_rank, text_rank: h.text_rank }] : [];
     });
-    const ranked = hybrid ? await rerankTurns(ctx, db, input.userId, input.query, rows, (c) => rowFacts(c.row), now, neighbours) : rows;
+    const ranked = await rankCandidates(ctx, db, input.userId, input.query, rows, { ...base, facts: (c) => rowFacts(c.row) });
     return pageOf(ranked, input.threshold, input.limit);
   }
+  const neighbourScores: NeighbourScores = (ids) => {
+    const scored = input.text.scoreRows(input.userId, fused.terms, ids, input.agentId);
+    const d = input.vectors.distances(input.userId, fused.vector, ids);
+    return new Map([...(scored ?? [])].map(([id, s]) => [id, { text: s.micro / 1e6, distance: d?.get(id) ?? null, facts: s.facts }]));
+  };
   // (a vector of a memory deleted behind the vector cache's back, e.g. a replaced summary's, is not in the index)
   let live = hybrid ? fused.hits.filter((h) => facts.has(h.id)) : fused.hits;
   const read = new Map<string, CandidateRow>();
   for (;;) {
-    const ranked = hybrid ? await rerankTurns(ctx, db, input.userId, input.query, live, (c) => facts.get(c.id)!, now, neighbours) : live;
+    const ranked = await rankCandidates(ctx, db, input.userId, input.query, live, { ...base, facts: (c) => facts.get(c.id)!, neighbourScores });
     const page = pageOf(ranked, input.threshold, input.limit);
     const want = page.top.map((c) => c.id).filter((id) => !read.has(id));
     for (const [id, r] of await readRows(ctx, db, input.where, want, null)) read.set(id, r);

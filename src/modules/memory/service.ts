@@ -22,8 +22,10 @@ import { fusedCandidates, insertMemoryRows, withSearchSettings, type CandidateRo
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
 import { pageOf, searchInProcess } from './search-in-process.js';
-import { rowFacts, speakerOf } from './turn-facts.js';
-import { embeddingText, lastTurnOf, rerankTurns, sessionNeighbours } from './turns.js';
+import { rowFacts } from './turn-facts.js';
+import { embeddingText, previousNoteOf, sessionNeighbours } from './turns.js';
+import { rankCandidates } from './ranking.js';
+import { kindMask, selectedKinds } from './kinds.js';
 import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
 
 /** Input of `POST /memory`. */
@@ -34,6 +36,8 @@ export interface AddMemoryInput {
   metadata?: Record<string, unknown>;
   /** RFC 3339 date-time with an offset: when what the memory records happened (default: now). */
   occurred_at?: string;
+  /** `note` (default) or `summary`; `execution` is the tool-execution hook's own (kinds.ts). */
+  kind?: 'note' | 'summary';
 }
 
 /** An RFC 3339 date-time (with its offset) as a Date. @throws AppError validation_failed otherwise */
@@ -81,7 +85,8 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
       throw new AppError('validation_failed', "agent_id does not match the session's agent", { errors: [{ in: 'body', pointer: '/agent_id', message: "differs from the session's agent" }] });
     }
   }
-  const previous = input.session_id !== undefined && speakerOf(metadata) ? await lastTurnOf(ctx.db, actor.accountId, input.session_id) : null;
+  const kind = input.kind ?? 'note';
+  const previous = kind === 'note' ? await previousNoteOf(ctx.db, actor.accountId, input.session_id ?? null) : null;
   const [vector] = await embeddingProviderOf(ctx).embed([embeddingText(input.content, metadata, previous)]);
   const row: NewMemoryRow = {
     id: newId('mem'),
@@ -92,6 +97,7 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
     toolId: null,
     executionId: null,
     source: 'explicit',
+    kind,
     content: input.content,
     metadata,
     occurredAt: occurred,
@@ -182,11 +188,13 @@ export interface SearchInput {
   mode?: SearchMode;
   /** `neighbors`: attach each hit's previous and next memory of its session. */
   expand?: 'neighbors';
+  /** `all` or kinds separated by commas; absent → notes and summaries (kinds.ts). */
+  kind?: string;
 }
 
-/** A search hit: the memory, its fused score and its cosine similarity. */
+/** A search hit: the memory, its relevance and its cosine similarity. */
 export interface SearchHit extends MemoryView {
-  /** Reciprocal-rank-fusion score (higher is better; comparable within one answer only). */
+  /** Relevance, 0..1 (higher is better; ranking.ts): text match, similarity, time and neighbours. */
   score: number;
   /** Cosine similarity of the memory to the query, clamped to 0..1 (0 for a memory without a vector). */
   similarity: number;
@@ -215,9 +223,9 @@ function poolSize(limit: number): number {
 }
 
 /**
- * Hybrid search over the caller's memories: the nearest vectors (cosine) and the best full-text
- * matches, fused by weighted reciprocal rank (`config.memory.fusion`), conversation turns re-scored
- * by speaker and neighbouring turns (hybrid mode, {@link rerankTurns}); then candidates with
+ * Hybrid search over the caller's memories (of the kinds asked; notes and summaries by default):
+ * the nearest vectors (cosine) and the best full-text matches, ranked by ranking.ts (normalised text
+ * score and similarity, time, neighbouring memories; `config.memory.fusion`); then candidates with
  * `similarity < threshold` are dropped (counted in `filtered_count`) and the best `limit` returned.
  * @throws AppError validation_failed (blank q), upstream_error (remote embedding provider)
  */
@@ -237,9 +245,10 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const rt = ctx.memory;
   const agent = actor.agentId ?? input.agent_id ?? null;
   const scopeOnly = !input.session_id && !(actor.agentId && input.agent_id && input.agent_id !== actor.agentId);
+  const kinds = kindMask(selectedKinds(input.kind));
   const local =
     rt?.text && rt.vectors && scopeOnly
-      ? await searchInProcess(ctx, ctx.db, { userId: actor.accountId, agentId: agent, where, query: q, vector: pending, pool, mode, text: rt.text, vectors: rt.vectors, limit, threshold })
+      ? await searchInProcess(ctx, ctx.db, { userId: actor.accountId, agentId: agent, kinds, where, query: q, vector: pending, pool, mode, text: rt.text, vectors: rt.vectors, limit, threshold })
       : null;
   const vector = await pending;
   const { top, filteredCount } =
@@ -248,9 +257,9 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
       await withSearchSettings(ctx, actor.accountId, async (tx) => {
         // the vector arm in process where it can be (vector-cache.ts)
         const cache = scopeOnly && mode !== 'text' ? rt?.vectors : null;
-        const vectorHits = cache ? await cache.nearest(tx, actor.accountId, vector, pool, agent) : undefined;
+        const vectorHits = cache ? await cache.nearest(tx, actor.accountId, vector, pool, agent, kinds) : undefined;
         const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
-        return mode === 'hybrid' ? rerankTurns(ctx, tx, actor.accountId, q, fused, (c) => rowFacts(c.row)) : fused;
+        return rankCandidates(ctx, tx, actor.accountId, q, fused, { mode, where, facts: (c) => rowFacts(c.row) });
       }),
       threshold,
       limit,
@@ -260,7 +269,7 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   return {
     data: top.map((c) => ({
       ...memoryView(c.row),
-      score: Number(c.score.toFixed(8)),
+      score: Number(c.score.toFixed(6)),
       similarity: Number(c.similarity.toFixed(6)),
       vector_rank: c.vector_rank,
       text_rank: c.text_rank,
@@ -294,7 +303,7 @@ export interface MemoryStats {
 /** Statistics of the caller's memories (optionally of one agent's). */
 export async function memoryStats(ctx: AppContext, actor: SessionActor, f: { agent_id?: string } = {}): Promise<MemoryStats> {
   await flushMemoryWrites(ctx);
-  const where = filteredSql(actor, f);
+  const where = filteredSql(actor, { ...f, kind: 'all' });
   const [[m], [s]] = await Promise.all([
     execRows<Record<string, unknown>>(
       ctx.db,

@@ -7,6 +7,7 @@ import type { EmbeddingBackfill } from './backfill.js';
 import type { EmbeddingProvider } from './embeddings.js';
 import type { TextIndex } from './text-index.js';
 import type { VectorCache } from './vector-cache.js';
+import type { MemoryKind } from './kinds.js';
 import type { LRUCache } from 'lru-cache';
 
 /** A memory row to insert (the id and timestamp are given by the caller). */
@@ -19,6 +20,8 @@ export interface NewMemoryRow {
   toolId: string | null;
   executionId: string | null;
   source: 'explicit' | 'execution' | 'summary';
+  /** What it is (kinds.ts): `execution` for the hook's, `summary` for summaries, else `note`. */
+  kind: MemoryKind;
   content: string;
   metadata: Record<string, unknown>;
   /** When what it records happened (null/absent: when it is stored). */

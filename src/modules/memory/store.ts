@@ -83,12 +83,12 @@ export async function insertMemoryRows(
   const now = new Date().toISOString();
   const values = rows.map(
     (r, i) =>
-      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz, ${r.occurredAt ? r.occurredAt.toISOString() : null}::timestamptz)`,
+      sql`(${r.id}, ${r.userId}, ${r.sessionId}, ${r.agentId}, ${r.serviceId}, ${r.toolId}, ${r.executionId}, ${r.source}, ${r.kind}, ${r.content}, ${JSON.stringify(r.metadata)}::jsonb, ${vectorParam(ctx, vectors[i] ?? null)}, ${now}::timestamptz, ${r.occurredAt ? r.occurredAt.toISOString() : null}::timestamptz)`,
   );
   const text = ctx.memory?.text;
   const inserted = await execRows<{ id: string; created_at: Date | string; tsv?: string }>(
     db,
-    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, content, metadata, embedding, created_at, occurred_at)
+    sql`insert into memories (id, user_id, session_id, agent_id, service_id, tool_id, execution_id, source, kind, content, metadata, embedding, created_at, occurred_at)
         values ${sql.join(values, sql`, `)}
         on conflict (execution_id) do nothing
         returning id, created_at${text ? sql`, content_tsv::text as tsv` : sql``}`,
@@ -221,10 +221,10 @@ export function maxScorePlan(terms: TermWeight[]): { essential: string[]; rest: 
 /**
  * Hybrid candidates in one statement: the `pool` nearest vectors and the `pool` best full-text
  * matches (by the summed IDF of the query terms they contain, {@link termWeights}; `ts_rank` breaks
- * ties; {@link maxScorePlan} skips common terms) under `where`, fused by weighted reciprocal rank
- * fusion (Cormack et al. 2009; score = Σ weight / (k + rank), `MEMORY_RRF_K`, `MEMORY_*_WEIGHT`; in
- * the fusion, memories tied on Σ IDF share their mean rank), best first. `where` must scope to the
- * caller (`user_id = …`). `vector_rank` / `text_rank` are each arm's own 1-based positions.
+ * ties; {@link maxScorePlan} skips common terms) under `where`, each with its text score (`score`:
+ * Σ IDF, 0 when the text arm did not return it) and cosine distance, ordered by text score (descending), the text arm's rank, then id
+ * (descending); ranking.ts ranks them. `where` must scope to the caller (`user_id = …`).
+ * `vector_rank` / `text_rank` are each arm's own 1-based positions.
  */
 export async function fusedCandidates(
   ctx: AppContext,
@@ -242,15 +242,13 @@ export async function fusedCandidates(
     vectorHits?: Array<{ id: string; distance: number }>;
   },
 ): Promise<CandidateRow[]> {
-  const FUSION = ctx.config.memory.fusion;
-  const vectorWeight = ctx.memory?.vectorWeight ?? FUSION.vectorWeight;
   const dist = distance(ctx, input.vector);
   const arms: SQL[] = [];
   const ctes: SQL[] = [];
   if (input.mode !== 'text' && input.vectorHits) {
     const hits = input.vectorHits.map((h, i) => sql`(${h.id}, ${i + 1}::bigint)`);
     ctes.push(hits.length ? sql`v as (select * from (values ${sql.join(hits, sql`, `)}) x(id, r))` : sql`v as (select null::text as id, null::bigint as r where false)`);
-    arms.push(sql`select id, ${vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
+    arms.push(sql`select id, 0::float8 as score, r as vr, null::bigint as tr from v`);
   } else if (input.mode !== 'text') {
     ctes.push(sql`v as (
       select id, row_number() over (order by d, id) as r from (
@@ -259,7 +257,7 @@ export async function fusedCandidates(
         order by d limit ${input.pool}::int
       ) s
     )`);
-    arms.push(sql`select id, ${vectorWeight}::float8 / (${FUSION.k}::int + r) as score, r as vr, null::bigint as tr from v`);
+    arms.push(sql`select id, 0::float8 as score, r as vr, null::bigint as tr from v`);
   }
   if (input.mode !== 'vector') {
     // Σ IDF of the query terms a memory contains (BM25's term weighting without TF saturation:
@@ -284,16 +282,8 @@ export async function fusedCandidates(
     const top = plan
       ? sql`select * from te where (select ok from tok) union all select * from (${scored(sql`tq.q`)}) a where not (select ok from tok)`
       : scored(sql`tq.q`);
-    // r: the arm's own order. fr: memories with the same Σ IDF share one rank, the mean of the
-    // positions they hold (fractional ranking), so in hybrid mode the vector arm — not the id order —
-    // decides among them: Σ IDF leaves most of a top 10 tied, and ts_rank rarely separates them.
-    ctes.push(sql`t as (
-      select id, row_number() over (order by bm desc, rk desc, id desc) as r,
-             rank() over (order by bm desc) + (count(*) over (partition by bm) - 1) / 2.0::float8 as fr
-      from (${top}) s
-    )`);
-    const fusedRank = input.mode === 'hybrid' ? sql`fr` : sql`r`;
-    arms.push(sql`select id, ${FUSION.textWeight}::float8 / (${FUSION.k}::int + ${fusedRank}) as score, null::bigint as vr, r as tr from t`);
+    ctes.push(sql`t as (select id, bm, row_number() over (order by bm desc, rk desc, id desc) as r from (${top}) s)`);
+    arms.push(sql`select id, bm::float8 as score, null::bigint as vr, r as tr from t`);
   }
   type Raw = Record<string, unknown> & { id: string; score: unknown; distance: unknown; vector_rank: unknown; text_rank: unknown };
   const rows = await execRows<Raw>(
@@ -303,13 +293,13 @@ export async function fusedCandidates(
         select f.id, f.score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, input.vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
         from f join memories m on m.id = f.id
         where ${input.where}
-        order by f.score desc, f.id desc`,
+        order by f.score desc, f.tr nulls last, f.id desc`,
   );
   return rows.map(candidateRow);
 }
 
 /** Columns of a candidate's memory, for a select over `memories m` ({@link candidateRow} reads them). */
-export const CANDIDATE_COLUMNS = sql`m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.content, m.metadata, m.created_at, m.occurred_at`;
+export const CANDIDATE_COLUMNS = sql`m.user_id, m.session_id, m.agent_id, m.service_id, m.tool_id, m.execution_id, m.source, m.kind, m.content, m.metadata, m.created_at, m.occurred_at`;
 
 /** A result row with `id, score, distance, vector_rank, text_rank` and {@link CANDIDATE_COLUMNS} as a candidate. */
 export function candidateRow(r: Record<string, unknown>): CandidateRow {
@@ -329,6 +319,7 @@ export function candidateRow(r: Record<string, unknown>): CandidateRow {
       toolId: (r.tool_id as string | null) ?? null,
       executionId: (r.execution_id as string | null) ?? null,
       source: r.source as string,
+      kind: (r.kind as NewMemoryRow['kind'] | undefined) ?? 'note',
       content: r.content as string,
       metadata: rawJsonObject(r.metadata),
       createdAt: rawTimestamp(r.created_at as Date | string),

@@ -153,6 +153,7 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
           toolId: null,
           executionId: null,
           source: 'summary',
+          kind: 'summary',
           content,
           metadata: { generator: built.generator, ...(built.model ? { model: built.model } : {}), execution_count: execs.length },
         },

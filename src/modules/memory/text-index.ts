@@ -32,6 +32,7 @@ import { execRows, rawJsonObject, rawTimestamp, type Db, type Tx } from '../../d
 import { DEFAULT_RANK_WEIGHTS, lowerBound, parseTsvector, rankOrTerm } from '../../lib/pg-text.js';
 import { rowFacts, type TurnFacts, type TurnSource } from './turn-facts.js';
 import { UserEntries } from './user-entries.js';
+import { kindCode } from './kinds.js';
 
 /** Postings of one lexeme in one user's entry: row numbers and each row's `ts_rank` contribution. */
 interface Postings {
@@ -49,9 +50,11 @@ interface Entry {
   times: number[];
   timely: boolean[];
   alive: boolean[];
+  /** {@link kindCode} of each row. */
+  kinds: number[];
   rowOf: Map<string, number>;
   postings: Map<string, Postings>;
-  /** Each session's memory ids in id order (neighbouring turns). */
+  /** Each stream's memory ids in id order ({@link streamOf}: neighbouring memories). */
   sessions: Map<string, string[]>;
   /** Live memories. */
   count: number;
@@ -85,7 +88,18 @@ export interface IndexedRow extends TurnSource {
   id: string;
   userId: string;
   agentId: string | null;
+  kind: string;
 }
+
+/**
+ * The stream of a memory, whose adjacent memories are its neighbours in ranking (ranking.ts): its
+ * session, or the memories without one; executions apart from the other kinds.
+ */
+function streamOf(sessionId: string | null, kind: number): string {
+  return `${kind === EXECUTION ? 'x' : 'n'}:${sessionId ?? ''}`;
+}
+
+const EXECUTION = kindCode('execution');
 
 /**
  * The `ts_rank` contribution of one lexeme's positions to a memory (`calc_rank_or`'s term with the
@@ -152,7 +166,7 @@ export class TextIndex extends UserEntries<Entry> {
   async search(
     db: Db | Tx,
     userId: string,
-    input: { terms: TextTerm[]; items: string[]; pool: number; agentId?: string | null; expectedCount: number },
+    input: { terms: TextTerm[]; items: string[]; pool: number; agentId?: string | null; expectedCount: number; kinds?: number },
   ): Promise<TextHit[]> {
     let e = await this.entry(db, userId);
     // a write may have landed since the count was read: ask again before reloading
@@ -189,9 +203,10 @@ export class TextIndex extends UserEntries<Entry> {
     }
     const size = items.length;
     const agent = input.agentId ?? null;
+    const kinds = input.kinds ?? ~0;
     const hits: Array<{ row: number; bm: number; rk: number }> = [];
     for (const r of touched) {
-      if (!e.alive[r] || (agent !== null && e.agentIds[r] !== agent)) continue;
+      if (!e.alive[r] || (agent !== null && e.agentIds[r] !== agent) || !(kinds & (1 << e.kinds[r]))) continue;
       hits.push({ row: r, bm: bm[r], rk: Math.fround(res[r] / size) });
     }
     hits.sort((a, b) => b.bm - a.bm || b.rk - a.rk || compareIds(e.ids[b.row], e.ids[a.row]));
@@ -208,8 +223,8 @@ export class TextIndex extends UserEntries<Entry> {
   }
 
   /**
-   * The memories before and after each of `ids` in its session (id order, all of the user's memories
-   * of that session), from a loaded entry; null when `userId` has none loaded (ask SQL instead).
+   * The memories before and after each of `ids` in its stream ({@link streamOf}: id order, all of the
+   * user's memories of that stream), from a loaded entry; null when `userId` has none loaded (ask SQL instead).
    */
   neighbours(userId: string, ids: string[]): Map<string, { prev: string | null; next: string | null }> | null {
     const e = this.users.get(userId);
@@ -217,11 +232,33 @@ export class TextIndex extends UserEntries<Entry> {
     const out = new Map<string, { prev: string | null; next: string | null }>();
     for (const id of ids) {
       const r = e.rowOf.get(id);
-      const s = r === undefined ? null : e.sessionIds[r];
-      if (r === undefined || !e.alive[r] || s === null) continue;
-      const list = e.sessions.get(s)!;
+      if (r === undefined || !e.alive[r]) continue;
+      const list = e.sessions.get(streamOf(e.sessionIds[r], e.kinds[r]))!;
       const at = lowerBound(list, id);
       out.set(id, { prev: at > 0 ? list[at - 1] : null, next: at + 1 < list.length ? list[at + 1] : null });
+    }
+    return out;
+  }
+
+  /**
+   * Σ IDF (in millionths, as {@link search} sums it) of `terms` in each of `ids` that the loaded
+   * entry of `userId` holds alive (of `agentId` when given), with its facts; null when none is
+   * loaded. For the neighbours a search ranks without their being candidates.
+   */
+  scoreRows(userId: string, terms: TextTerm[], ids: string[], agentId: string | null): Map<string, { micro: number; facts: TurnFacts }> | null {
+    const e = this.users.get(userId);
+    if (!e || e.loading) return null;
+    const facts = this.facts(userId, ids)!;
+    const out = new Map<string, { micro: number; facts: TurnFacts }>();
+    for (const id of ids) {
+      const r = e.rowOf.get(id);
+      if (r === undefined || !facts.has(id) || (agentId !== null && e.agentIds[r] !== agentId)) continue;
+      let micro = 0;
+      for (const t of terms) {
+        const p = e.postings.get(t.lexeme);
+        if (p && p.rows[lowerBoundNum(p.rows, r)] === r) micro += t.micro;
+      }
+      out.set(id, { micro, facts: facts.get(id)! });
     }
     return out;
   }
@@ -263,16 +300,13 @@ export class TextIndex extends UserEntries<Entry> {
       if (r === undefined || !e.alive[r]) continue;
       e.alive[r] = false;
       e.count--;
-      const s = e.sessionIds[r];
-      if (s !== null) {
-        const list = e.sessions.get(s)!;
-        list.splice(lowerBound(list, id), 1);
-      }
+      const list = e.sessions.get(streamOf(e.sessionIds[r], e.kinds[r]))!;
+      list.splice(lowerBound(list, id), 1);
     }
   }
 
   protected empty(): Entry {
-    return { ids: [], agentIds: [], sessionIds: [], speakers: [], times: [], timely: [], alive: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
+    return { ids: [], agentIds: [], sessionIds: [], speakers: [], times: [], timely: [], alive: [], kinds: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
   }
 
   protected sizeOf(e: Entry): number {
@@ -280,12 +314,12 @@ export class TextIndex extends UserEntries<Entry> {
   }
 
   protected async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
-    const rows = await execRows<{ id: string; agent_id: string | null; session_id: string | null; t: string; content: string; metadata: unknown; created_at: Date | string; occurred_at: Date | string | null }>(
+    const rows = await execRows<{ id: string; agent_id: string | null; session_id: string | null; kind: string; t: string; content: string; metadata: unknown; created_at: Date | string; occurred_at: Date | string | null }>(
       db,
-      sql`select id, agent_id, session_id, content_tsv::text as t, content, metadata, created_at, occurred_at from memories where user_id = ${userId} order by id`,
+      sql`select id, agent_id, session_id, kind, content_tsv::text as t, content, metadata, created_at, occurred_at from memories where user_id = ${userId} order by id`,
     );
     for (const r of rows) {
-      const row = { id: r.id, userId, agentId: r.agent_id, sessionId: r.session_id, content: r.content, metadata: rawJsonObject(r.metadata), createdAt: rawTimestamp(r.created_at), occurredAt: r.occurred_at === null ? null : rawTimestamp(r.occurred_at) };
+      const row = { id: r.id, userId, agentId: r.agent_id, kind: r.kind, sessionId: r.session_id, content: r.content, metadata: rawJsonObject(r.metadata), createdAt: rawTimestamp(r.created_at), occurredAt: r.occurred_at === null ? null : rawTimestamp(r.occurred_at) };
       append(e, row, r.t);
     }
     return e;
@@ -310,6 +344,7 @@ function append(e: Entry, row: IndexedRow, tsvector: string): number {
   e.times.push(facts.at);
   e.timely.push(facts.mentionsTime());
   e.alive.push(true);
+  e.kinds.push(kindCode(row.kind));
   e.rowOf.set(row.id, r);
   e.count++;
   const doc = parseTsvector(tsvector);
@@ -320,12 +355,10 @@ function append(e: Entry, row: IndexedRow, tsvector: string): number {
     p.contrib.push(postingContribution(doc.pos[i]));
   }
   e.size += doc.lex.length;
-  if (row.sessionId !== null) {
-    let list = e.sessions.get(row.sessionId);
-    if (!list) e.sessions.set(row.sessionId, (list = []));
-    const at = lowerBound(list, row.id);
-    list.splice(at, 0, row.id);
-  }
+  const stream = streamOf(row.sessionId, kindCode(row.kind));
+  let list = e.sessions.get(stream);
+  if (!list) e.sessions.set(stream, (list = []));
+  list.splice(lowerBound(list, row.id), 0, row.id);
   return doc.lex.length;
 }
 
@@ -336,4 +369,16 @@ function compareIds(a: string, b: string): number {
 /** PostgreSQL's order of tsquery operands (`tsCompareString`): bytewise on UTF-8, a prefix first. */
 function compareBytes(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** First position of `list` (ascending numbers) not below `x`. */
+function lowerBoundNum(list: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -4,7 +4,7 @@
  *
  * - {@link asksWhen}: the query asks for a time ("When did …", "What day …", "How long ago …").
  *   The turn that answers such a question usually says the time ("… in January", "… yesterday"),
- *   so memories that {@link mentionsTime} are boosted (`rerankTurns`).
+ *   so memories that {@link mentionsTime} rank higher (ranking.ts).
  * - {@link timeRange}: the period a time expression in the query names, resolved against `now`
  *   (UTC calendar days, weeks from Monday); memories whose `occurred_at` (else `created_at`) falls
  *   in it are boosted.

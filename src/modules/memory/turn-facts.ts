@@ -1,5 +1,5 @@
 /**
- * What the turn re-ranking of memory search (turns.ts `rerankTurns`) reads of a memory, and the one
+ * What the ranking of memory search (ranking.ts) reads of a memory, and the one
  * derivation of it from a stored memory ({@link rowFacts}), in a file that imports only time.ts (a
  * leaf), so the in-process text index (text-index.ts), which keeps these facts for every memory of a
  * searching user, uses them without an import loop through `context.ts`.

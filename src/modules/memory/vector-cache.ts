@@ -19,6 +19,7 @@ import { sql } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { dotAt, ScanMatrix } from './dense-scan.js';
 import { UserEntries } from './user-entries.js';
+import { kindCode } from './kinds.js';
 
 /** One user's vectors. */
 interface Entry {
@@ -26,6 +27,8 @@ interface Entry {
   /** Row of each id (a vector given again replaces the row's). */
   rowOf: Map<string, number>;
   agentIds: Array<string | null>;
+  /** {@link kindCode} of each row. */
+  kinds: number[];
   /** `ids.length` rows of `dimensions` components (capacity may exceed the rows in use). */
   matrix: ScanMatrix;
   /** Set when a write landed while the entry was loading: it is not kept. */
@@ -49,10 +52,11 @@ export class VectorCache extends UserEntries<Entry> {
   }
 
   /**
-   * The `k` memories of `userId` nearest to the unit vector `q` (optionally only those of `agentId`),
-   * nearest first, ties by id; loads the user's vectors on first use.
+   * The `k` memories of `userId` nearest to the unit vector `q` (optionally only those of `agentId`,
+   * and only of the kinds in the `kinds` bit mask, kinds.ts `kindMask`), nearest first, ties by id;
+   * loads the user's vectors on first use.
    */
-  async nearest(db: Db | Tx, userId: string, q: Float32Array, k: number, agentId?: string | null): Promise<VectorHit[]> {
+  async nearest(db: Db | Tx, userId: string, q: Float32Array, k: number, agentId?: string | null, kinds = ~0): Promise<VectorHit[]> {
     const e = await this.entry(db, userId);
     const dims = this.dimensions;
     const n = e.ids.length;
@@ -66,7 +70,7 @@ export class VectorCache extends UserEntries<Entry> {
     // dense query (the sentence encoder): every row's dot product in one SIMD scan (dense-scan.ts)
     const scores = sparse ? null : e.matrix.scan(q, n);
     for (let r = 0; r < n; r++) {
-      if (agentId && e.agentIds[r] !== agentId) continue;
+      if ((agentId && e.agentIds[r] !== agentId) || !(kinds & (1 << e.kinds[r]))) continue;
       let s = 0;
       if (scores) s = scores[r];
       else {
@@ -110,7 +114,7 @@ export class VectorCache extends UserEntries<Entry> {
    * Rows given a vector — inserted with one, or embedded later (a back-fill) — appended to loaded
    * users' entries; a row already held gets the new vector. Rows without a vector are skipped.
    */
-  added(rows: Array<{ id: string; userId: string; agentId: string | null }>, vectors: Array<Float32Array | null>): void {
+  added(rows: Array<{ id: string; userId: string; agentId: string | null; kind?: string }>, vectors: Array<Float32Array | null>): void {
     rows.forEach((row, i) => {
       const v = vectors[i];
       const e = v ? this.forWrite(row.userId) : undefined;
@@ -119,6 +123,7 @@ export class VectorCache extends UserEntries<Entry> {
       if (at !== undefined) {
         e.matrix.data.set(v, at * this.dimensions);
         e.agentIds[at] = row.agentId;
+        e.kinds[at] = kindCode(row.kind ?? 'note');
         return;
       }
       const n = e.ids.length;
@@ -129,6 +134,7 @@ export class VectorCache extends UserEntries<Entry> {
       e.rowOf.set(row.id, n);
       e.ids.push(row.id);
       e.agentIds.push(row.agentId);
+      e.kinds.push(kindCode(row.kind ?? 'note'));
     });
     this.evict();
   }
@@ -150,16 +156,18 @@ export class VectorCache extends UserEntries<Entry> {
         e.matrix.data.copyWithin(at * dims, last * dims, (last + 1) * dims);
         e.ids[at] = e.ids[last];
         e.agentIds[at] = e.agentIds[last];
+        e.kinds[at] = e.kinds[last];
         e.rowOf.set(e.ids[at], at);
       }
       e.ids.pop();
       e.agentIds.pop();
+      e.kinds.pop();
       e.rowOf.delete(id);
     }
   }
 
   protected empty(): Entry {
-    return { ids: [], rowOf: new Map(), agentIds: [], matrix: new ScanMatrix(this.dimensions, 0), stale: false, loading: null };
+    return { ids: [], rowOf: new Map(), agentIds: [], kinds: [], matrix: new ScanMatrix(this.dimensions, 0), stale: false, loading: null };
   }
 
   protected sizeOf(e: Entry): number {
@@ -167,9 +175,9 @@ export class VectorCache extends UserEntries<Entry> {
   }
 
   protected async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
-    const rows = await execRows<{ id: string; agent_id: string | null; e: string }>(
+    const rows = await execRows<{ id: string; agent_id: string | null; kind: string; e: string }>(
       db,
-      sql`select id, agent_id, embedding::text as e from memories where user_id = ${userId} and embedding is not null order by id`,
+      sql`select id, agent_id, kind, embedding::text as e from memories where user_id = ${userId} and embedding is not null order by id`,
     );
     const dims = this.dimensions;
     const scan = new ScanMatrix(dims, rows.length + 64);
@@ -184,6 +192,7 @@ export class VectorCache extends UserEntries<Entry> {
       e.rowOf.set(r.id, n);
       e.ids.push(r.id);
       e.agentIds.push(r.agent_id);
+      e.kinds.push(kindCode(r.kind));
       n++;
     }
     e.matrix = scan;

@@ -1,20 +1,23 @@
 /** How memories are shown and scoped (the caller's account, and for an agent its own agent id). */
-import { and, eq, gte, lte, sql, type SQL } from 'drizzle-orm';
+import { and, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import { memories } from '../../db/schema/index.js';
 import { type SessionActor } from '../../http/auth.js';
 import { iso } from '../../http/ids.js';
+import { MEMORY_KINDS, selectedKinds, type MemoryKind } from './kinds.js';
 
 
 export type MemoryRow = Pick<
   typeof memories.$inferSelect,
   'id' | 'userId' | 'sessionId' | 'agentId' | 'serviceId' | 'toolId' | 'executionId' | 'source' | 'content' | 'metadata' | 'createdAt'
-> & { occurredAt?: Date | null };
+> & { occurredAt?: Date | null; kind: string };
 
 /** A memory as the API shows it. */
 export interface MemoryView {
   id: string;
   content: string;
   source: 'explicit' | 'execution' | 'summary';
+  /** What it is: `note`, `execution` (the tool-execution hook's) or `summary` (kinds.ts). */
+  kind: MemoryKind;
   session_id: string | null;
   agent_id: string | null;
   service_id: string | null;
@@ -35,6 +38,7 @@ export const MEMORY_COLUMNS = {
   toolId: memories.toolId,
   executionId: memories.executionId,
   source: memories.source,
+  kind: memories.kind,
   content: memories.content,
   metadata: memories.metadata,
   createdAt: memories.createdAt,
@@ -46,6 +50,7 @@ export function memoryView(r: MemoryRow): MemoryView {
     id: r.id,
     content: r.content,
     source: r.source as MemoryView['source'],
+    kind: r.kind as MemoryKind,
     session_id: r.sessionId,
     agent_id: r.agentId,
     service_id: r.serviceId,
@@ -68,6 +73,8 @@ export interface MemoryFilter {
   agent_id?: string;
   since?: string;
   until?: string;
+  /** `?kind=`: `all` or kinds separated by commas; absent → notes and summaries (kinds.ts). */
+  kind?: string;
 }
 
 export function filtered(actor: SessionActor, f: MemoryFilter): SQL {
@@ -77,6 +84,7 @@ export function filtered(actor: SessionActor, f: MemoryFilter): SQL {
     f.agent_id ? eq(memories.agentId, f.agent_id) : undefined,
     f.since ? gte(memories.createdAt, new Date(f.since)) : undefined,
     f.until ? lte(memories.createdAt, new Date(f.until)) : undefined,
+    kindCondition(f.kind),
   )!;
 }
 
@@ -88,5 +96,13 @@ export function filteredSql(actor: SessionActor, f: MemoryFilter): SQL {
   if (f.agent_id) parts.push(sql`agent_id = ${f.agent_id}`);
   if (f.since) parts.push(sql`created_at >= ${new Date(f.since).toISOString()}::timestamptz`);
   if (f.until) parts.push(sql`created_at <= ${new Date(f.until).toISOString()}::timestamptz`);
+  const kinds = selectedKinds(f.kind);
+  if (kinds.length < MEMORY_KINDS.length) parts.push(sql`kind in (${sql.join(kinds.map((k) => sql`${k}`), sql`, `)})`);
   return sql.join(parts, sql` and `);
+}
+
+/** The kind condition of a filter (none when every kind is selected). */
+function kindCondition(filter: string | undefined): SQL | undefined {
+  const kinds = selectedKinds(filter);
+  return kinds.length < MEMORY_KINDS.length ? inArray(memories.kind, kinds) : undefined;
 }

@@ -1,7 +1,7 @@
 /**
- * Conversation turns (issue 21, src/modules/memory/turns.ts): memories with `metadata.speaker` are
- * embedded with their speaker and the session's previous memory, and hybrid search boosts turns of
- * the speaker the query names and adds a share of the neighbouring turns' scores.
+ * Conversations in memory (src/modules/memory/turns.ts, ranking.ts): a note is embedded with the
+ * note before it in its stream (its session, or the notes without one), and hybrid search adds a
+ * share of the better neighbouring memory's relevance; scores stay in 0..1.
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -24,32 +24,37 @@ async function search(u: TestUser, q: string, mode = 'hybrid'): Promise<Map<stri
   return new Map(body.data.map((h: Hit) => [h.id, h]));
 }
 
-/** Search with the speaker boost and neighbour weight set to `sb` / `nw` for the call. */
-async function searchWith(u: TestUser, q: string, sb: number, nw: number): Promise<Map<string, Hit>> {
+/** Search with the neighbour weight set to `nw` for the call. */
+async function searchWith(u: TestUser, q: string, nw: number): Promise<Map<string, Hit>> {
   const f = ctx.config.memory.fusion;
-  const saved = { speakerBoost: f.speakerBoost, neighbourWeight: f.neighbourWeight };
-  Object.assign(f, { speakerBoost: sb, neighbourWeight: nw });
+  const saved = f.neighbourWeight;
+  f.neighbourWeight = nw;
   try {
     return await search(u, q);
   } finally {
-    Object.assign(f, saved);
+    f.neighbourWeight = saved;
   }
 }
 
-describe(`memory — conversation turns (${ctx.database.engine})`, () => {
-  it('embeds a turn as "speaker: previous turn + turn", other memories as their content (also when back-filled)', async () => {
+describe(`memory — conversations (${ctx.database.engine})`, () => {
+  it('embeds a note as "previous note + note" in its stream, executions and summaries alone (also when back-filled)', async () => {
     const u = await createUser(app);
     const sid = await seedSession(ctx, u.userId);
     await turn(u, sid, 'Jonas', 'How did the race go?');
     const reply = await turn(u, sid, 'Maya', 'Just under my goal, my legs are dead.');
-    const note = await turn(u, undefined, null, 'Buy oat milk and coffee beans.');
+    const first = await turn(u, undefined, null, 'Buy oat milk and coffee beans.');
+    const second = await turn(u, undefined, null, 'Call the plumber about the leak.');
+    const summary = (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Week summary: groceries and repairs.', kind: 'summary' } }, 201)).body;
     const check = async () => {
       const ctxText = embeddingText('Just under my goal, my legs are dead.', { speaker: 'Maya' }, 'How did the race go?');
-      expect(ctxText).toBe('Maya: How did the race go? Just under my goal, my legs are dead.');
-      const hits = await search(u, ctxText, 'vector');
-      expect(hits.get(reply.id)!.similarity).toBeGreaterThan(0.9999);
-      expect((await search(u, 'Just under my goal, my legs are dead.', 'vector')).get(reply.id)!.similarity).toBeLessThan(0.999);
-      expect((await search(u, 'Buy oat milk and coffee beans.', 'vector')).get(note.id)!.similarity).toBeGreaterThan(0.9999);
+      expect(ctxText).toBe('How did the race go? Maya: Just under my goal, my legs are dead.');
+      expect((await search(u, ctxText, 'vector')).get(reply.id)!.similarity).toBeGreaterThan(0.9999);
+      expect((await search(u, 'Maya: Just under my goal, my legs are dead.', 'vector')).get(reply.id)!.similarity).toBeLessThan(0.999);
+      // the first note without a session has none before it; the second follows it (not the session's turns)
+      expect((await search(u, 'Buy oat milk and coffee beans.', 'vector')).get(first.id)!.similarity).toBeGreaterThan(0.9999);
+      const both = 'Buy oat milk and coffee beans. Call the plumber about the leak.';
+      expect((await search(u, both, 'vector')).get(second.id)!.similarity).toBeGreaterThan(0.9999);
+      expect((await search(u, 'Week summary: groceries and repairs.', 'vector')).get(summary.id)!.similarity).toBeGreaterThan(0.9999);
     };
     await check();
     // after an embedding failure the back-fill must embed the same text
@@ -58,22 +63,7 @@ describe(`memory — conversation turns (${ctx.database.engine})`, () => {
     await check();
   });
 
-  it('boosts the turns of the speaker the query names by (1 + MEMORY_SPEAKER_BOOST)', async () => {
-    const u = await createUser(app);
-    const sid = await seedSession(ctx, u.userId);
-    const maya = await turn(u, sid, 'Maya', 'I adopted a grey cat from the shelter.');
-    const jonas = await turn(u, sid, 'Jonas', 'We adopted a grey cat from the shelter too.');
-    const other = await turn(u, undefined, null, 'A grey cat sat on the shelter roof.');
-    const q = "Which cat did Maya's family adopt?";
-    const off = await searchWith(u, q, 0, 0);
-    const on = await searchWith(u, q, 0.5, 0);
-    expect(on.get(maya.id)!.score).toBeCloseTo(off.get(maya.id)!.score * 1.5, 7);
-    expect(on.get(jonas.id)!.score).toBeCloseTo(off.get(jonas.id)!.score, 7);
-    expect(on.get(other.id)!.score).toBeCloseTo(off.get(other.id)!.score, 7);
-    expect([...on.keys()][0]).toBe(maya.id);
-  });
-
-  it('adds MEMORY_NEIGHBOUR_WEIGHT × the better neighbouring turn of the same session', async () => {
+  it('adds MEMORY_NEIGHBOUR_WEIGHT × the better neighbouring memory of the same stream: (r + λ·max) / (1 + λ)', async () => {
     const u = await createUser(app);
     const s1 = await seedSession(ctx, u.userId);
     const s2 = await seedSession(ctx, u.userId);
@@ -82,15 +72,23 @@ describe(`memory — conversation turns (${ctx.database.engine})`, () => {
     const c = await turn(u, s1, 'Maya', 'Ha, of course he did.');
     const far = await turn(u, s2, 'Jonas', 'The triceratops toy broke yesterday.'); // other session: not a neighbour
     const q = 'dinosaur birthday cake';
-    const off = await searchWith(u, q, 0, 0);
-    const on = await searchWith(u, q, 0, 0.5);
+    const off = await searchWith(u, q, 0);
+    const on = await searchWith(u, q, 0.5);
     const s = (id: string) => off.get(id)?.score ?? 0;
-    expect(on.get(b.id)!.score).toBeCloseTo(s(b.id) + 0.5 * Math.max(s(a.id), s(c.id)), 7);
-    expect(on.get(a.id)!.score).toBeCloseTo(s(a.id) + 0.5 * s(b.id), 7);
-    expect(on.get(far.id)!.score).toBeCloseTo(s(far.id), 7);
-    // the reply to the matching question now outranks the other session's turn
-    const order = [...on.keys()];
-    expect(order.indexOf(b.id)).toBeLessThan(order.indexOf(far.id));
+    expect(on.get(b.id)!.score).toBeCloseTo((s(b.id) + 0.5 * Math.max(s(a.id), s(c.id))) / 1.5, 5);
+    expect(on.get(a.id)!.score).toBeCloseTo((s(a.id) + 0.5 * s(b.id)) / 1.5, 5);
+    expect(on.get(far.id)!.score).toBeCloseTo(s(far.id) / 1.5, 5);
+    for (const h of on.values()) expect(h.score).toBeGreaterThanOrEqual(0), expect(h.score).toBeLessThanOrEqual(1);
+  });
+
+  it('notes without a session are one stream: the reply to a matching note is lifted by it', async () => {
+    const u = await createUser(app);
+    const q = await turn(u, undefined, null, 'Caroline: Which dinosaur was on the birthday cake?');
+    const r = await turn(u, undefined, null, 'Melanie: A triceratops, because Tim insisted.');
+    await turn(u, undefined, null, 'Caroline: The weather was lovely at the lake.');
+    const off = await searchWith(u, 'dinosaur birthday cake', 0);
+    const on = await searchWith(u, 'dinosaur birthday cake', 0.5);
+    expect(on.get(r.id)!.score).toBeCloseTo(((off.get(r.id)?.score ?? 0) + 0.5 * off.get(q.id)!.score) / 1.5, 5);
   });
 
   it('expand=neighbors: each hit carries the memories before and after it in its session', async () => {
@@ -115,17 +113,18 @@ describe(`memory — conversation turns (${ctx.database.engine})`, () => {
     expect(plain.data.map((h: { id: string }) => h.id)).toEqual(body.data.map((h: { id: string }) => h.id));
   });
 
-  it('text and vector modes are not re-ranked', async () => {
+  it('text and vector modes have no neighbour or time factor', async () => {
     const u = await createUser(app);
     const sid = await seedSession(ctx, u.userId);
+    await turn(u, sid, 'Jonas', 'Where is my phone?');
     const m = await turn(u, sid, 'Maya', 'Pebble knocked my phone into the bath.');
-    const q = 'Maya phone bath';
     for (const mode of ['text', 'vector']) {
       const f = ctx.config.memory.fusion;
-      Object.assign(f, { speakerBoost: 0 });
-      const base = (await search(u, q, mode)).get(m.id)!.score;
-      Object.assign(f, { speakerBoost: 0.5 });
-      expect((await search(u, q, mode)).get(m.id)!.score).toBe(base);
+      const saved = { ...f };
+      Object.assign(f, { neighbourWeight: 0, timeBoost: 0 });
+      const base = (await search(u, 'when did the phone fall in the bath', mode)).get(m.id)!.score;
+      Object.assign(f, saved);
+      expect((await search(u, 'when did the phone fall in the bath', mode)).get(m.id)!.score).toBe(base);
     }
   });
 
@@ -134,10 +133,10 @@ describe(`memory — conversation turns (${ctx.database.engine})`, () => {
     expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder', EMBEDDINGS_DIMENSIONS: '384' }))).toThrow(/EMBEDDINGS_DIMENSIONS/);
     expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder', EMBEDDINGS_URL: 'http://127.0.0.1:9/v1' }))).toThrow(/EMBEDDINGS_PROVIDER/);
     expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'openai' }))).toThrow(/EMBEDDINGS_URL/);
-    expect(() => loadConfig(testEnv({ MEMORY_SPEAKER_BOOST: '-1' }))).toThrow(/MEMORY_SPEAKER_BOOST/);
+    expect(() => loadConfig(testEnv({ MEMORY_NEIGHBOUR_WEIGHT: '-1' }))).toThrow(/MEMORY_NEIGHBOUR_WEIGHT/);
     const c = loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder' }));
     expect(c.memory.embeddings).toMatchObject({ provider: 'sentence-encoder', model: 'universal-sentence-encoder-lite', dimensions: 512 });
-    expect(c.memory.fusion).toMatchObject({ vectorWeight: 3, speakerBoost: 0.5, neighbourWeight: 0.5 });
+    expect(c.memory.fusion).toEqual({ vectorWeight: 2, localVectorWeight: 0.5, neighbourWeight: 0.5, timeBoost: 0.5 });
     expect(embeddingProviderOf(ctx).provider).toBe('local');
   });
 });

@@ -24,7 +24,7 @@ describe('memory — default embedder', () => {
   it('is the sentence encoder when nothing is configured', () => {
     const c = loadConfig({ NODE_ENV: 'test' }).memory;
     expect(c.embeddings).toMatchObject({ provider: 'sentence-encoder', defaulted: true, model: 'universal-sentence-encoder-lite', dimensions: 512 });
-    expect(c.fusion).toMatchObject({ vectorWeight: 3, localVectorWeight: 0.2 });
+    expect(c.fusion).toMatchObject({ vectorWeight: 2, localVectorWeight: 0.5 });
     expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'sentence-encoder' }).memory.embeddings.defaulted).toBe(false);
     expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'local' }).memory.embeddings).toMatchObject({ provider: 'local', dimensions: 384, defaulted: false });
     expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_URL: 'http://127.0.0.1:9' }).memory.embeddings).toMatchObject({ provider: 'openai', defaulted: false });
@@ -44,7 +44,7 @@ describe('memory — default embedder', () => {
     const kept = restartWith({});
     await initMemory(kept);
     expect(embeddingProviderOf(kept)).toMatchObject({ provider: 'local', model: 'local-hash-v1', dimensions: 384 });
-    expect(kept.memory!.vectorWeight).toBe(0.2);
+    expect(kept.memory!.vectorWeight).toBe(0.5);
     const hits = await searchMemories(kept, actor, { q: 'flight Lisbon', mode: 'vector' });
     expect(hits.data[0].content).toBe('Flight to Lisbon with TAP');
     expect(hits.data[0].similarity).toBeGreaterThan(0.2);

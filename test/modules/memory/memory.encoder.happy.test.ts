@@ -20,7 +20,7 @@ describe('memory — sentence-encoder provider', () => {
     expect(body.data[0].similarity).toBeGreaterThan(body.data[1].similarity + 0.05);
     const { body: stats } = await call(app, { method: 'GET', url: '/memory/stats', headers: u.headers }, 200);
     expect(stats.embedding).toEqual({ provider: 'sentence-encoder', model: 'universal-sentence-encoder-lite', dimensions: 512 });
-    expect(ctx.config.memory.fusion.vectorWeight).toBe(3);
+    expect(ctx.config.memory.fusion.vectorWeight).toBe(2);
     expect(ctx.config.memory.embeddings.defaulted).toBe(true);
   }, 120_000);
 });

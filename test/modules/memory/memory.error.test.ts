@@ -35,6 +35,8 @@ describe('memory — bad input', () => {
     await bad({ content: 'ok', unknown: 1 }, '/unknown');
     await bad({ content: 'ok', metadata: 'not an object' }, '/metadata');
     await bad({ content: 'ok', session_id: '' }, '/session_id');
+    await bad({ content: 'ok', kind: 'execution' }, '/kind'); // executions are the hook's own
+    await bad({ content: 'ok', kind: 'diary' }, '/kind');
     const { body } = await call(app, { method: 'POST', url: '/memory', headers: { ...u.headers, 'content-type': 'application/json' }, payload: '{"content":' }, 400);
     expect(body.code).toBe('validation_failed');
   });
@@ -63,6 +65,10 @@ describe('memory — bad input', () => {
     await bad('/memory/search?q=x&limit=101');
     await bad('/memory/search?q=x&mode=semantic');
     await bad('/memory/search?q=x&expand=summary');
+    await bad('/memory/search?q=x&kind=diary');
+    await bad('/memory/search?q=x&kind=note,');
+    await bad('/memory?kind=executions');
+    await bad('/memory/paginated?kind=ALL');
     await bad(`/memory/search?q=${'x'.repeat(2001)}`);
     await bad('/memory/paginated?page_size=101');
     await bad('/memory/paginated?page=0');

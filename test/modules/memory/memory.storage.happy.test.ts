@@ -54,7 +54,7 @@ describe('memory storage paths', () => {
     const subset = data.memories.filter((_, i) => i % 3 === 0);
     const rows: NewMemoryRow[] = subset.map((m) => ({
       id: newId('mem'), userId: u.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
-      source: 'explicit', content: m.content, metadata: { ref: m.id },
+      source: 'explicit', kind: 'note', content: m.content, metadata: { ref: m.id },
     }));
     const vectors = await embeddingProviderOf(ctx).embed(rows.map((r) => r.content));
     for (let i = 0; i < rows.length; i += 100) {
@@ -86,7 +86,7 @@ describe('memory storage paths', () => {
     // long contents: rows well past the 2 KB at which PostgreSQL would compress the array by default
     const contents = data.memories.slice(0, 40).map((m, i) => `${m.content} ${data.memories[(i + 7) % data.memories.length].content.repeat(6)}`);
     const rows: NewMemoryRow[] = contents.map((content) => ({
-      id: newId('mem'), userId: u.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', content, metadata: {},
+      id: newId('mem'), userId: u.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', kind: 'note', content, metadata: {},
     }));
     const emb = embeddingProviderOf(exact);
     const vectors = await emb.embed(contents);
