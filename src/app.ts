@@ -30,6 +30,7 @@ import { agentRoutes } from './modules/agents/routes.js';
 import { agentMemoryRoutes } from './modules/agent-memory/routes.js';
 import { permissionRoutes } from './modules/permissions/routes.js';
 import { deploymentRoutes } from './modules/deployments/routes.js';
+import { scheduleRoutes } from './modules/schedules/routes.js';
 import { resolveApiKey } from './modules/api-keys/service.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
@@ -131,7 +132,7 @@ export async function buildApp(
     reply.raw.setHeader('x-content-type-options', 'nosniff');
     // A credentialed request's answer belongs to its principal: no cache may store it unless its
     // route says otherwise (RFC 9111 §5.2.2.5; §3.5 keeps `Authorization` answers out of shared
-    // caches, but not `X-API-Key` ones). docs/adr/0299-http-no-store-every-answer-to-a-request.md.
+    // caches, but not `X-API-Key` ones). docs/decisions.md http/no-store.
     if (req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined) reply.header('cache-control', 'no-store');
     done();
   });
@@ -146,7 +147,7 @@ export async function buildApp(
         title: 'Agent Platform API',
         version: API_VERSION,
         description: 'Tool discovery, sessions, memory and agent identities for AI agents.',
-        // No licence has been granted yet (no LICENSE file): all rights reserved.
+        // No licence has been granted yet (no LICENSE file): all rights reserved (docs/decisions.md).
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
       servers: [{ url: config.publicUrl }],
@@ -216,7 +217,7 @@ export async function buildApp(
 
   // Modules that read nothing from the database at registration.
   await app.register(healthRoutes, { ctx, metrics });
-  await app.register(consoleRoutes, { publicUrl: ctx.config.publicUrl });
+  await app.register(consoleRoutes);
   await app.register(agentMemoryRoutes, { ctx });
   await app.register(permissionRoutes, { ctx });
   await app.register(subscriptionRoutes, { ctx });
@@ -235,6 +236,7 @@ export async function buildApp(
   // Modules that read the database at registration, or register job handlers (a queue in Redis may
   // hand them a job at once).
   await app.register(deploymentRoutes, { ctx });
+  await app.register(scheduleRoutes, { ctx });
   await app.register(publishingRoutes, { ctx });
   const identity = await IdentityService.create(ctx);
   ctx.auth.addJwtResolver({

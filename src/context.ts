@@ -20,6 +20,7 @@ import type { CacheBus } from './lib/shared-cache.js';
 import type { AgentAuthState } from './modules/agents/auth-state.js';
 import type { AnalyticsRuntime } from './modules/analytics/state.js';
 import type { QuotaRuntime } from './modules/subscriptions/state.js';
+import type { RecurringScheduler } from './jobs/scheduler.js';
 
 export interface AppContext {
   config: Config;
@@ -69,4 +70,6 @@ export interface AppContext {
    * database needs its own (`undefined`).
    */
   quota?: QuotaRuntime;
+  /** The recurring scheduler of agent schedules (`jobs/scheduler.ts`), set by the schedules routes; closed with the app. */
+  scheduler?: RecurringScheduler;
 }

@@ -14,3 +14,4 @@ export * from './analytics.js';
 export * from './mcp.js';
 export * from './connections.js';
 export * from './search.js';
+export * from './schedules.js';

@@ -27,10 +27,11 @@ export type InvokeInput = Static<typeof InvokeBody>;
 /**
  * Invoke the active version. Synchronous: runs now and returns the finished record. Async:
  * records a `queued` invocation, enqueues `deployments.invoke` and returns it at once.
+ * `opts.trigger`: what started it, stored on the record (default `api`).
  * @throws AppError not_found; invalid_state (agent disabled, nothing active: never deployed,
  *   stopped, or still preparing); validation_failed (timeout_ms above SANDBOX_MAX_TIMEOUT_MS)
  */
-export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string, body: InvokeInput): Promise<InvocationView> {
+export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string, body: InvokeInput, opts: { trigger?: 'api' | 'schedule' | 'trigger' | 'a2a' } = {}): Promise<InvocationView> {
   // The scope check and the active version are read concurrently (one round trip of latency); the
   // scope error still comes first, so nothing about another account's agent is revealed.
   const [scoped, active] = await Promise.allSettled([agentInScope(ctx, p, agentId, { cached: true }), activeDeployment(ctx, agentId)]);
@@ -68,6 +69,7 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     input: body.input ?? null,
     timeoutMs,
     createdBy: principalId(p),
+    trigger: opts.trigger ?? 'api',
     createdAt: now,
     startedAt: async ? null : now,
   } satisfies typeof agentInvocations.$inferInsert;
@@ -104,7 +106,7 @@ async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentR
     });
   } catch (err) {
     ctx.log.error({ err, invocation_id: row.id }, 'sandbox failed to run');
-    r = { status: 'failed', output: null, error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' }, logs: [], logsTruncated: false, durationMs: 0, cold: false, cpuMs: null };
+    r = { status: 'failed', output: null, error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' }, logs: [], logsTruncated: false, durationMs: 0, cold: false };
   }
   const done = await record.finish({
       status: r.status,
@@ -115,11 +117,10 @@ async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentR
       calls,
       cold: r.cold,
       durationMs: r.durationMs,
-      cpuMs: r.cpuMs,
       finishedAt: new Date(),
   });
   publishEnd(done);
-  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs, cpu_ms: r.cpuMs, cold: r.cold, calls: calls.length }, 'agent invoked');
+  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs, cold: r.cold, calls: calls.length }, 'agent invoked');
   return done;
 }
 
