@@ -132,7 +132,7 @@ export async function buildApp(
     reply.raw.setHeader('x-content-type-options', 'nosniff');
     // A credentialed request's answer belongs to its principal: no cache may store it unless its
     // route says otherwise (RFC 9111 §5.2.2.5; §3.5 keeps `Authorization` answers out of shared
-    // caches, but not `X-API-Key` ones). docs/decisions.md http/no-store.
+    // caches, but not `X-API-Key` ones). docs/adr/0299-http-no-store-every-answer-to-a-request.md.
     if (req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined) reply.header('cache-control', 'no-store');
     done();
   });
@@ -147,7 +147,7 @@ export async function buildApp(
         title: 'Agent Platform API',
         version: API_VERSION,
         description: 'Tool discovery, sessions, memory and agent identities for AI agents.',
-        // No licence has been granted yet (no LICENSE file): all rights reserved (docs/decisions.md).
+        // No licence has been granted yet (no LICENSE file): all rights reserved.
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       },
       servers: [{ url: config.publicUrl }],
@@ -217,7 +217,7 @@ export async function buildApp(
 
   // Modules that read nothing from the database at registration.
   await app.register(healthRoutes, { ctx, metrics });
-  await app.register(consoleRoutes);
+  await app.register(consoleRoutes, { publicUrl: ctx.config.publicUrl });
   await app.register(agentMemoryRoutes, { ctx });
   await app.register(permissionRoutes, { ctx });
   await app.register(subscriptionRoutes, { ctx });

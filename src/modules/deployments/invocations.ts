@@ -106,7 +106,7 @@ async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentR
     });
   } catch (err) {
     ctx.log.error({ err, invocation_id: row.id }, 'sandbox failed to run');
-    r = { status: 'failed', output: null, error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' }, logs: [], logsTruncated: false, durationMs: 0, cold: false };
+    r = { status: 'failed', output: null, error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' }, logs: [], logsTruncated: false, durationMs: 0, cold: false, cpuMs: null };
   }
   const done = await record.finish({
       status: r.status,
@@ -117,10 +117,11 @@ async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentR
       calls,
       cold: r.cold,
       durationMs: r.durationMs,
+      cpuMs: r.cpuMs,
       finishedAt: new Date(),
   });
   publishEnd(done);
-  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs, cold: r.cold, calls: calls.length }, 'agent invoked');
+  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs, cpu_ms: r.cpuMs, cold: r.cold, calls: calls.length }, 'agent invoked');
   return done;
 }
 
