@@ -142,12 +142,17 @@ describe('agents, agentMemory, permissions, deployments', () => {
   it('deploys a tarball with upload progress, invokes it and reads its logs', async () => {
     const owner = await userClient(baseUrl);
     const agent = await owner.agents.create({ name: 'runner' });
-    const progress: number[] = [];
+    const progress: Array<[number, number]> = [];
     const artifact = await tarball({ 'index.mjs': HANDLERS.echo });
-    const dep = await owner.deployments.deploy(agent.id, { artifact, env: { GREETING: 'hi' }, onUploadProgress: (sent) => progress.push(sent) });
+    const dep = await owner.deployments.deploy(agent.id, { artifact, env: { GREETING: 'hi' }, onUploadProgress: (sent, total) => progress.push([sent, total]) });
     expect(dep.status).toBe('preparing');
     expect(dep.env_keys).toEqual(['GREETING']);
-    expect(progress.at(-1)).toBeGreaterThan(artifact.length);
+    // The total (the whole multipart body, more than the artifact) is known before the first byte and never changes.
+    const total = progress[0][1];
+    expect(progress[0]).toEqual([0, total]);
+    expect(total).toBeGreaterThan(artifact.length);
+    expect(progress.every(([, t]) => t === total)).toBe(true);
+    expect(progress.at(-1)).toEqual([total, total]);
     const ready = await until(async () => (await owner.deployments.list(agent.id).page()).data[0], (d) => d.status !== 'preparing');
     expect(ready.status).toBe('active');
 
