@@ -6,28 +6,14 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentPlatform } from '../../packages/sdk/src/index.js';
-import { startTestServer } from '../helpers/server.js';
-import { startJsonApi } from '../helpers/upstreams.js';
 import { weatherManifest } from '../modules/publishing/helpers.js';
 import { HANDLERS } from '../modules/deployments/fixtures.js';
-import { buildPackages, cliRunner, ROOT, type Run } from './run.js';
+import { cliTestSetup, ROOT, type Run } from './run.js';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-cli-'));
-const server = await startTestServer();
-const api = await startJsonApi();
-afterAll(async () => {
-  await api.close();
-  await server.stop();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
-
-beforeAll(buildPackages, 300_000);
-
-const { cli, json, login } = cliRunner(tmp, server.base);
+const { tmp, server, api, cli, json, login } = await cliTestSetup('ap-cli-');
 
 const creds = { email: `cli-${Date.now()}@example.test`, password: 'a long enough password' };
 

@@ -8,25 +8,12 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer } from '../helpers/server.js';
-import { startJsonApi } from '../helpers/upstreams.js';
+import { describe, expect, it } from 'vitest';
 import { weatherManifest } from '../modules/publishing/helpers.js';
-import { BIN, buildPackages, cliRunner } from './run.js';
+import { BIN, cliTestSetup } from './run.js';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-first-'));
-const server = await startTestServer();
-const api = await startJsonApi();
-afterAll(async () => {
-  await api.close();
-  await server.stop();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
-beforeAll(buildPackages, 300_000);
-
-const { cli, json, login } = cliRunner(tmp, server.base);
+const { tmp, server, api, cli, json, login } = await cliTestSetup('ap-first-');
 
 /** The agent's code: calls the subscribed tool through the runtime's `context.tools`, and logs. */
 const AGENT_CODE = `export default async function handler(input, context) {

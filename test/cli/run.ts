@@ -4,11 +4,15 @@
  * browser, and the packages built once (`tsc -b`, incremental).
  */
 import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { Browser, fetchSend } from '../helpers/browser.js';
+import { startTestServer } from '../helpers/server.js';
+import { startJsonApi } from '../helpers/upstreams.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The committed launcher npm links as the `agent-platform` bin (it runs packages/cli/dist). */
@@ -68,4 +72,21 @@ export function cliRunner(home: string, baseUrl: string) {
     return JSON.parse(r.stdout);
   };
   return { cli, json, login };
+}
+
+/**
+ * What a CLI test file needs: a temporary HOME, a server process, the JSON test upstream, the
+ * packages built before the tests and the {@link cliRunner}; all removed after the file.
+ */
+export async function cliTestSetup(prefix: string) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const server = await startTestServer();
+  const api = await startJsonApi();
+  afterAll(async () => {
+    await api.close();
+    await server.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+  beforeAll(buildPackages, 300_000);
+  return { tmp, server, api, ...cliRunner(tmp, server.base) };
 }
