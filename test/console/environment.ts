@@ -28,11 +28,16 @@ export interface ConsoleEnvironment {
   /** Set the console user's roles, as the admin (`PUT /admin/users/:id/roles`). */
   setRoles(roles: string[]): Promise<unknown>;
   /**
-   * What the browser's console printed as errors (a failed request is one: "Failed to load
-   * resource: … 404 …") and uncaught page errors, each as `text @ url`, since the last call; the
-   * list is emptied.
+   * Declare console errors the running test causes on purpose: each pattern is matched against
+   * `text @ url` ("Failed to load resource: the server responded with a status of 409 (Conflict) @ http://…").
    */
-  takeConsoleErrors(): string[];
+  expectConsoleErrors(...patterns: RegExp[]): void;
+  /**
+   * What the browser's console printed as errors (a failed request is one) and uncaught page
+   * errors since the last call, as `text @ url`, less those declared by `expectConsoleErrors`;
+   * both lists are emptied.
+   */
+  unexpectedConsoleErrors(): string[];
   /** Close the browser and the upstreams (the app closes itself after the file: `setupApp`). */
   close(): Promise<void>;
 }
@@ -40,7 +45,7 @@ export interface ConsoleEnvironment {
 /**
  * Build the console when its sources changed (`scripts/ensure-console.mjs`), then start it all for the user `creds` (registered here with a password, name "Console User"). The
  * browser launches while the app builds; the page's console errors are collected from its first
- * load on (`takeConsoleErrors`). On a failure what started is closed before the error is
+ * load on (`unexpectedConsoleErrors`). On a failure what started is closed before the error is
  * thrown. `CONSOLE_DEBUG=1` logs every answer ≥ 400 the page receives.
  */
 export async function startConsoleEnvironment(creds: { email: string; password: string }): Promise<ConsoleEnvironment> {
@@ -70,16 +75,18 @@ export async function startConsoleEnvironment(creds: { email: string; password: 
     // Every page of the context (a second tab opens later), from its first load on.
     context.on('console', (m) => m.type() === 'error' && consoleErrors.push(`${m.text()} @ ${m.location().url}`));
     context.on('weberror', (e) => consoleErrors.push(`uncaught: ${e.error().message} @ ${e.page()?.url() ?? ''}`));
-    const takeConsoleErrors = () => {
-      const taken = consoleErrors;
-      consoleErrors = [];
-      return taken;
+    let expected: RegExp[] = [];
+    const expectConsoleErrors = (...patterns: RegExp[]) => void expected.push(...patterns);
+    const unexpectedConsoleErrors = () => {
+      const unexpected = consoleErrors.filter((e) => !expected.some((p) => p.test(e)));
+      [consoleErrors, expected] = [[], []];
+      return unexpected;
     };
     const page = await context.newPage();
     page.setDefaultTimeout(15_000);
     if (process.env.CONSOLE_DEBUG) page.on('response', (r) => r.status() >= 400 && console.log('RESP', r.request().method(), r.url(), r.status()));
     const setRoles = (roles: string[]) => call(built.app, { method: 'PUT', url: userPath, headers: admin.headers, payload: { roles } }, 200);
-    return { base, built, page, upstream, openapi, mcp, oauth, setRoles, takeConsoleErrors, close };
+    return { base, built, page, upstream, openapi, mcp, oauth, setRoles, expectConsoleErrors, unexpectedConsoleErrors, close };
   } catch (err) {
     await close();
     throw err;
