@@ -13,10 +13,12 @@
  * Then, warm only, a handler that executes one tool (`context.tools.execute`) against a loopback
  * upstream, and one that `fetch`es a loopback upstream through its egress proxy: N sequential.
  *
- * A/B in the same run: the warm measurements run on two apps side by side, interleaved round by
+ * A/B in the same run: the warm measurements run on three apps side by side, interleaved round by
  * round — `record_at_start` (SANDBOX_RECORD_DEFER_MS=0: the invocation record is inserted when the
- * run starts and updated when it ends, as before) and `warm_pool` (the default: one write when a
- * short synchronous invocation ends). Medians over the rounds.
+ * run starts and updated when it ends, as before), `warm_pool` (the default: one write when a
+ * short synchronous invocation ends) and `unsealed` (SANDBOX_ISOLATION=off, SANDBOX_FREEZE=off: no
+ * bubblewrap, no freezing between invocations, as before). The cold measurements interleave
+ * `unsealed` with the other two as well. Medians over the rounds.
  * Prints one JSON object. Env: BENCH_N (default 50), BENCH_CONNECTIONS (8), BENCH_SECONDS (5),
  * BENCH_ROUNDS (5), BENCH_DATABASE_URL (PostgreSQL; default in-memory PGlite).
  */
@@ -151,6 +153,7 @@ const upstreamPort = (upstream.address() as { port: number }).port;
 const coldVariants: Array<[string, Bench]> = [
   ['direct_spawn', await start('cold-a', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_FORK_SERVER: 'off', SANDBOX_PROVISIONED: 'off' })],
   ['fork_server', await start('cold-b', { SANDBOX_WARM_PER_VERSION: '0' })],
+  ['unsealed', await start('cold-c', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_ISOLATION: 'off', SANDBOX_FREEZE: 'off' })],
 ];
 const coldRuns: Record<string, { agent: string; seq: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }> = {};
 for (const [name, b] of coldVariants) coldRuns[name] = { agent: (await b.deployed('bench', ECHO)).id, seq: { httpMs: [], sandbox: [] }, load: [] };
@@ -168,6 +171,7 @@ const cold = coldOut('fork_server');
 const variants: Array<[string, Bench]> = [
   ['record_at_start', await start('a', { SANDBOX_RECORD_DEFER_MS: '0' })],
   ['warm_pool', await start('b', {})],
+  ['unsealed', await start('c', { SANDBOX_ISOLATION: 'off', SANDBOX_FREEZE: 'off' })],
 ];
 const perRound = Math.max(1, Math.ceil(N / ROUNDS));
 const results: Record<string, { echo: { httpMs: number[]; sandbox: number[] }; tool: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }> = {};
@@ -218,8 +222,10 @@ console.log(
       network_isolated: !!probeNetworkIsolation(),
       cold_every_invocation: cold,
       cold_every_invocation_direct_spawn: coldOut('direct_spawn'),
+      cold_every_invocation_unsealed: coldOut('unsealed'),
       warm_pool: { ...warm, one_fetch_through_egress_proxy: egress },
       warm_pool_record_at_start: warmOut('record_at_start'),
+      warm_pool_unsealed: warmOut('unsealed'),
       targets: {
         warm_p50_under_5_ms: warm.http_ms.p50 < 5,
         warm_500_rps_at_8_connections: warm.autocannon.rps >= 500,

@@ -221,6 +221,8 @@ export interface Config {
     network: 'auto' | 'isolated' | 'allowed';
     /** File-system wall of deployed code: `bwrap` (default; bubblewrap: only the artifact, the Node runtime and a private /tmp are visible; refuses to start where bwrap cannot run) or `off` (Node's permission model alone: host Unix sockets stay reachable). */
     isolation: 'bwrap' | 'off';
+    /** Freeze an execution environment between invocations (SIGSTOP of its process group, `src/sandbox/freezer.ts`), as AWS Lambda does; off: work left running by a handler keeps its CPU until the idle kill. */
+    freeze: boolean;
     /** Unprivileged uid:gid the runs switch to when the server runs as root (`auto`: 65534:65534 if it can read SANDBOX_DIR); null = never switch. */
     user: { uid: number; gid: number } | 'auto' | null;
     /** Whole-process memory limit of each sandbox process (RLIMIT_DATA: heap, Buffers, native memory), MiB; 0 = none. Default `2 × memoryMb + 64`. */
@@ -416,6 +418,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int(env, 'SANDBOX_CONCURRENCY', 8, 1, 1024),
       network: oneOf(env, 'SANDBOX_NETWORK', ['auto', 'isolated', 'allowed'] as const, 'auto'),
       isolation: oneOf(env, 'SANDBOX_ISOLATION', ['bwrap', 'off'] as const, 'bwrap'),
+      freeze: bool(env, 'SANDBOX_FREEZE', true),
       user: sandboxUser(env),
     },
   };

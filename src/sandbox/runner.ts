@@ -86,6 +86,8 @@ export interface SandboxOptions {
   network: 'auto' | 'isolated' | 'allowed';
   /** File-system wall: `bwrap` (default; `isolation.ts`) or `off` (Node's permission model alone). */
   isolation?: 'bwrap' | 'off';
+  /** Freeze environments between invocations (`freezer.ts`; default true). */
+  freeze?: boolean;
   /** Node binary (default: the current one). */
   nodePath?: string;
   /**
@@ -408,7 +410,7 @@ export class Sandbox {
       spawn: this.opts.forkServer === false ? undefined : this.spawnVia,
       maxLogBytes: this.opts.maxLogBytes,
       maxOutputBytes: this.opts.maxOutputBytes,
-      freeze: true,
+      freeze: this.opts.freeze !== false,
       backstop: c.backstop,
     };
   }

@@ -44,7 +44,7 @@ async function deploy(s: ServerProcess): Promise<void> {
   const agent = await json('/v2/agents', { method: 'POST', body: JSON.stringify({ name: 'sweeper' }) }, auth);
   expect(agent.status).toBe(201);
   const form = new FormData();
-  form.set('artifact', new Blob([await tarball({ 'index.mjs': 'export default async () => "ok";' })]), 'agent.tar.gz');
+  form.set('artifact', new Blob([new Uint8Array(await tarball({ 'index.mjs': 'export default async () => "ok";' }))]), 'agent.tar.gz');
   const d = await json(`/v2/agents/${agent.body.id}/deploy`, { method: 'POST', body: form }, auth);
   expect(d.status).toBe(202);
   await waitFor(async () => (await json(`/v2/agents/${agent.body.id}/deployments`, {}, auth)).body.data[0]?.status === 'active', 60_000, 'the deployment to be active');

@@ -40,6 +40,7 @@ export function sandboxOf(ctx: AppContext): Sandbox {
       concurrency: c.concurrency,
       network: c.network,
       isolation: c.isolation,
+      freeze: c.freeze,
       user: c.user,
       readableDir: fs.realpathSync(c.dir),
       warm: c.warmPerVersion > 0 && c.warmTotal > 0 ? { perVersion: c.warmPerVersion, total: c.warmTotal, idleMs: c.warmIdleMs } : undefined,
