@@ -30,6 +30,22 @@ describe('POST /auth/test: reserved domains only', () => {
     }
   });
 
+  it('a test account that squatted a real address before gives it back to the owner who registers', async () => {
+    const email = `owner-${hex()}@mail-provider.com`;
+    // As POST /auth/test made it before test accounts were confined to reserved domains.
+    const squatter = await createUser(app);
+    await ctx.db.update(users).set({ email }).where(eq(users.subject, squatter.subject));
+    await call(app, { method: 'POST', url: '/auth/register', payload: { email, password: 'the real owner 2' } }, 201);
+    const login = (await call(app, { method: 'POST', url: '/auth/login', payload: { email, password: 'the real owner 2' } }, 200)).body;
+    const owner = (await call(app, { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${login.access_token}` } }, 200)).body;
+    expect(owner).toMatchObject({ email, test: false });
+    expect(owner.user_id).not.toBe(squatter.subject);
+    const [row] = await ctx.db.select({ email: users.email }).from(users).where(eq(users.subject, squatter.subject));
+    expect(row.email).toBeNull();
+    // A real account's address is never released.
+    await call(app, { method: 'POST', url: '/auth/register', payload: { email, password: 'an impostor 123' } }, 409);
+  });
+
   it('RFC 2606 domains and their subdomains are test domains', async () => {
     for (const domain of ['example.test', 'a.b.test', 'x.example', 'no.invalid', 'dev.localhost', 'example.com', 'mail.example.org', 'EXAMPLE.NET']) {
       const email = `t-${hex()}@${domain}`;

@@ -18,7 +18,7 @@ import type { UserPrincipal } from '../../http/auth.js';
 import { hashSecret, newId, newSecret } from '../../http/ids.js';
 import { loadKeySet, type KeySet } from './keys.js';
 import { assertAcceptablePassword, DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js';
-import { assertReservedTestEmail } from './test-accounts.js';
+import { assertReservedTestEmail, releaseSquattedEmail } from './test-accounts.js';
 import { assertWebPicture, webPicture } from './picture.js';
 import type { Static } from 'typebox';
 import type { ProfileSchema } from './schemas.js';
@@ -147,11 +147,13 @@ export class IdentityService {
     return u;
   }
 
-  /** Register a user of the embedded tenant. @throws AppError conflict when the email is taken. */
+  /** Register a user of the embedded tenant (taking the address back from a test account squatting it). @throws AppError conflict when the email is taken. */
   async register(input: { email: string; password: string; name?: string }): Promise<UserRow> {
     const email = input.email.trim().toLowerCase();
     await assertAcceptablePassword(input.password, { email });
-    if (await this.findUserByEmail(email)) throw new AppError('conflict', 'A user with this email already exists');
+    const squatter = await releaseSquattedEmail(this.ctx.db, email);
+    if (squatter) this.userCache.delete(squatter);
+    else if (await this.findUserByEmail(email)) throw new AppError('conflict', 'A user with this email already exists');
     const id = newId('usr');
     const roles: Role[] = this.ctx.config.auth.adminEmails.includes(email) ? ['user', 'admin'] : ['user'];
     const [u] = await this.ctx.db
@@ -206,8 +208,7 @@ export class IdentityService {
 
   /**
    * Replace the roles of a user (`PUT /admin/users/:id/roles`), named by the `user_id` the API shows
-   * (`<provider>|<id>`, e.g. `agent-platform|usr_…`) or by the bare platform id (`usr_…`).
-   * @throws AppError not_found | last_admin (see {@link replaceRoles})
+   * (`<provider>|<id>`, e.g. `agent-platform|usr_…`) or by the bare platform id (`usr_…`). @throws AppError not_found | last_admin
    */
   async setRolesById(userRef: string, roles: Role[]): Promise<UserRow> {
     return this.replaceRoles(userRef.includes('|') ? eq(users.subject, userRef) : eq(users.id, userRef), roles);

@@ -3,6 +3,9 @@
  * documentation (RFC 2606 §2–3, RFC 6761 §6.2–6.5), which no real person can receive mail at. A
  * test account anywhere else would squat a real address: its owner's registration would answer 409.
  */
+import { and, eq, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.js';
+import { users } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 
 /** Top-level domains reserved by RFC 2606 §2 (and RFC 6761 §6.2–6.5). */
@@ -29,4 +32,21 @@ export function assertReservedTestEmail(email: string): void {
   throw new AppError('validation_failed', 'Test accounts live in domains reserved for testing only (RFC 2606): *.test, *.example, *.invalid, *.localhost, example.com, example.net or example.org; register real addresses with POST /auth/register', {
     errors: [{ in: 'body', pointer: '/email', message: 'must be in a domain reserved for testing (e.g. name@example.test)' }],
   });
+}
+
+/**
+ * Give the address `email` back to its owner: a test account holding an address outside the
+ * reserved domains (created before test accounts were confined to them) loses it — its email
+ * becomes null, its data and tokens stay its own — so the owner's registration can proceed.
+ * A no-op for reserved addresses and for accounts that are not test accounts.
+ * @returns the id of the test account that held it, or undefined
+ */
+export async function releaseSquattedEmail(db: Db, email: string): Promise<string | undefined> {
+  if (isReservedTestEmail(email)) return undefined;
+  const [row] = await db
+    .update(users)
+    .set({ email: null, updatedAt: new Date() })
+    .where(and(sql`lower(${users.email}) = ${email.toLowerCase()}`, eq(users.test, true)))
+    .returning({ id: users.id });
+  return row?.id;
 }
