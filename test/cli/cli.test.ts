@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentPlatform } from '../../packages/sdk/src/index.js';
 import { weatherManifest } from '../modules/publishing/helpers.js';
 import { HANDLERS } from '../modules/deployments/fixtures.js';
+import { startOAuthUpstream } from '../helpers/oauth-upstream.js';
 import { cliTestSetup, ROOT, type Run } from './run.js';
 
 const { tmp, server, api, cli, json, login } = await cliTestSetup('ap-cli-');
@@ -100,7 +101,48 @@ describe('agent-platform login / whoami / logout', () => {
     await json(['memory', 'add', 'Quarterly planning starts in March', '--metadata', '{"team":"core"}']);
     const found = await json(['memory', 'search', 'when are the plants watered', '--limit', '1']);
     expect(found.data[0].content).toContain('watered on Fridays');
+    // text output: the API's score (relevance, 0..1) with two decimals and the kind
+    const text = await cli(['memory', 'search', 'when are the plants watered', '--limit', '1', '--kind', 'note,summary']);
+    expect(text.stdout).toMatch(/^[01]\.\d\d {2}note {6}mem_\w+ {2}The office plants are watered on Fridays/m);
+    expect(found.data[0].score).toBeGreaterThan(0);
+    expect(found.data[0].score).toBeLessThanOrEqual(1);
+    const badKind = await cli(['memory', 'search', 'plants', '--kind', 'diary']);
+    expect(badKind.code).toBe(2);
+    expect(badKind.stderr).toContain('--kind');
   }, 120_000);
+
+  it('subscriptions, agent tool subscriptions and connections (the consent URL printed as given)', async () => {
+    const owner = await json(['services', 'list']);
+    const published = owner.find((s: { status: string }) => s.status === 'published');
+    const sub = await json(['subscriptions', 'create', published.name, '--plan', 'free']);
+    expect((await json(['subscriptions', 'list'])).map((s: { id: string }) => s.id)).toContain(sub.id);
+    const agent = await json(['agents', 'create', '--name', 'tools agent']);
+    await json(['agents', 'subscribe', agent.id, published.name]);
+    expect((await json(['agents', 'tools', agent.id])).map((t: { service: string }) => t.service)).toEqual([published.name]);
+    await json(['agents', 'unsubscribe', agent.id, published.name]);
+    expect(await json(['agents', 'tools', agent.id])).toEqual([]);
+    expect((await json(['subscriptions', 'cancel', sub.id])).status).toBe('canceled');
+    expect((await json(['subscriptions', 'list'])).map((s: { id: string }) => s.id)).not.toContain(sub.id);
+
+    const up = await startOAuthUpstream({ redirectUri: `${server.base}/connections/callback` });
+    try {
+      const manifest = path.join(tmp, 'notes.json');
+      const auth = { type: 'oauth2', issuer: up.issuer, client_id: up.clientId, client_secret: up.clientSecret, scopes: ['openid', 'notes:read'], resource: up.resource };
+      fs.writeFileSync(manifest, JSON.stringify({ name: `notes-${Date.now()}`, description: 'Notes', base_url: up.apiUrl, auth, tools: [{ name: 'list_notes', description: 'List my notes', method: 'GET', path: '/notes', input_schema: { type: 'object', properties: {} } }] }));
+      const notes = await json(['services', 'register', manifest]);
+      const started = await cli(['connections', 'create', notes.name]);
+      expect(started.code, started.stderr).toBe(0);
+      const url = /^ {2}(http\S+)$/m.exec(started.stdout)![1];
+      expect(url.startsWith(server.base)).toBe(true);
+      const [conn] = await json(['connections', 'list']);
+      expect(conn).toMatchObject({ service: { name: notes.name }, status: 'pending' });
+      expect(started.stdout).toContain(conn.id);
+      expect((await json(['connections', 'delete', conn.id])).deleted).toBe(true);
+      expect(await json(['connections', 'list'])).toEqual([]);
+    } finally {
+      await up.close();
+    }
+  }, 180_000);
 
   it('answers mistakes with a message and an exit code a person can act on, then logs out', async () => {
     const badJson = await cli(['agents', 'invoke', 'agt_x', '--input', '{oops']);
