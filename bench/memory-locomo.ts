@@ -38,6 +38,8 @@ import { bm25Ranker, locomoDir, loadLocomo, percentile, scoreRuns, type LocomoQu
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SCALE_N = Number(process.env.BENCH_SCALE_N ?? 6_000);
+/** Questions timed by the latency profile (BENCH_PROFILE_N). */
+const PROFILE_N = Number(process.env.BENCH_PROFILE_N ?? 150);
 const started = performance.now();
 
 function log(s: string): void {
@@ -186,7 +188,7 @@ async function leaveOneOut(): Promise<{ chosen: Record<string, Record<string, nu
 async function profile(): Promise<{ embed: number[]; text: number[]; hybrid: number[] }> {
   const out = { embed: [] as number[], text: [] as number[], hybrid: [] as number[] };
   const provider = embeddingProviderOf(ctx);
-  for (const [i, q] of data.questions.entries()) {
+  for (const [i, q] of data.questions.slice(0, PROFILE_N).entries()) {
     const fresh = `${q.question} (${i})`; // not in the query-vector cache
     let t = performance.now();
     await provider.embed([fresh], { query: true });

@@ -142,12 +142,12 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     const { user, svc, sid } = await setup();
     const a = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
     expect(a.status).toBe(200);
-    const { body: list } = await expectHttp(base, 'GET', `/memory?session_id=${sid}`, 200, { headers: user.headers });
+    const { body: list } = await expectHttp(base, 'GET', `/memory?session_id=${sid}&kind=execution`, 200, { headers: user.headers });
     expect(list.data.map((m: { execution_id: string }) => m.execution_id)).toEqual([a.body.execution_id]);
     const b = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
     const { body: stats } = await expectHttp(base, 'GET', '/memory/stats', 200, { headers: user.headers });
     expect(stats.by_source.execution).toBe(2);
-    const { body: found } = await expectHttp(base, 'GET', `/memory/search?q=fast&session_id=${sid}`, 200, { headers: user.headers });
+    const { body: found } = await expectHttp(base, 'GET', `/memory/search?q=fast&session_id=${sid}&kind=execution`, 200, { headers: user.headers });
     expect(found.data.map((m: { execution_id: string }) => m.execution_id).sort()).toEqual([a.body.execution_id, b.body.execution_id].sort());
   });
 
@@ -158,7 +158,7 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     expect(a.body.output).toEqual({ 'k\u0000ey': 'a\u0000b', list: ['\u0000'] });
     const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
     expect(s.executions[0].output).toEqual({ 'k\uFFFDey': 'a\uFFFDb', list: ['\uFFFD'] });
-    const { body: mem } = await expectHttp(base, 'GET', `/memory?session_id=${sid}`, 200, { headers: user.headers });
+    const { body: mem } = await expectHttp(base, 'GET', `/memory?session_id=${sid}&kind=execution`, 200, { headers: user.headers });
     expect(mem.data.map((m: { execution_id: string }) => m.execution_id)).toEqual([a.body.execution_id]);
     expect(mem.data[0].content).not.toContain('\u0000');
   });

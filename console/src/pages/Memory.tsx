@@ -1,5 +1,5 @@
-/** Memory explorer: add and search memories (with a similarity threshold), and sessions' summaries and timelines. */
-import { Badge, Button, Card, Group, Slider, Stack, Tabs, Text, TextInput, Textarea, Title } from '@mantine/core';
+/** Memory explorer: add and search memories (by kind, with a similarity threshold), and sessions' summaries and timelines. */
+import { Badge, Button, Card, Group, SegmentedControl, Slider, Stack, Tabs, Text, TextInput, Textarea, Title } from '@mantine/core';
 import { useState } from 'react';
 import { client, type Result } from '../api';
 import { ProblemAlert, fmtDate, useAction } from '../ui';
@@ -29,14 +29,15 @@ export function MemoryPage() {
 
 function MemorySearch() {
   const [q, setQ] = useState('');
-  const [threshold, setThreshold] = useState(0.3);
+  const [threshold, setThreshold] = useState(0);
+  const [kind, setKind] = useState('note,summary');
   const [hits, setHits] = useState<Hit[] | null>(null);
   const [content, setContent] = useState('');
   const [added, setAdded] = useState<string | null>(null);
   const { error, act } = useAction();
-  const search = (t = threshold) =>
+  const search = (t = threshold, k = kind) =>
     act(async () => {
-      setHits((await client.memory.search({ q, threshold: t, limit: 20 })).data);
+      setHits((await client.memory.search({ q, threshold: t, limit: 20, kind: k })).data);
     });
   const add = () =>
     act(async () => {
@@ -65,6 +66,19 @@ function MemorySearch() {
           Search
         </Button>
       </Group>
+      <SegmentedControl
+        aria-label="Kinds of memory"
+        value={kind}
+        onChange={(k) => {
+          setKind(k);
+          if (q.trim()) void search(threshold, k);
+        }}
+        data={[
+          { value: 'note,summary', label: 'Notes & summaries' },
+          { value: 'execution', label: 'Tool executions' },
+          { value: 'all', label: 'All' },
+        ]}
+      />
       <Stack gap={4}>
         <Text size="sm" id="threshold-label">
           Similarity threshold: {threshold.toFixed(2)}
@@ -88,9 +102,16 @@ function MemorySearch() {
           {hits.map((h) => (
             <Card key={h.id} withBorder>
               <Group justify="space-between">
-                <Badge variant="light">similarity {h.similarity.toFixed(2)}</Badge>
+                <Group gap="xs">
+                  <Badge variant="light" title="relevance, 0–1: the order of the results">
+                    score {h.score.toFixed(2)}
+                  </Badge>
+                  <Text size="xs" c="dimmed">
+                    similarity {h.similarity.toFixed(2)}
+                  </Text>
+                </Group>
                 <Text size="xs" c="dimmed">
-                  {h.source} · {fmtDate(h.created_at)}
+                  {h.kind} · {fmtDate(h.created_at)}
                 </Text>
               </Group>
               <Text mt="xs">{h.content}</Text>

@@ -13,10 +13,13 @@
  * 2. Time (time.ts, `MEMORY_TIME_BOOST`): a "when …" question scales the memories that mention no
  *    time by 1 / (1 + boost); a period named in the query ("last May") scales the memories that
  *    did not happen in it (`occurred_at`, else `created_at`) the same way.
- * 3. Neighbours (`MEMORY_NEIGHBOUR_WEIGHT`): `(r + λ × max(r of the previous, next memory)) / (1 + λ)`,
- *    where neighbours are the adjacent memories of the same stream — the same session, or the
- *    memories without one — in id (time) order, executions apart from the rest. In a conversation
- *    the answer is often the reply to the turn that matches the question's words.
+ * 3. Neighbours (`MEMORY_NEIGHBOUR_WEIGHT`), for conversation turns (turn-facts.ts `turnSpeaker`:
+ *    `metadata.speaker`, or content starting with "Name: "): `(r + λ × max(r of the previous, next
+ *    turn)) / (1 + λ)`, where neighbours are the adjacent memories of the same stream — the same
+ *    session, or the memories without one — in id (time) order, executions apart, counted only
+ *    when they are turns too; other memories get `r / (1 + λ)`. In a conversation the answer is
+ *    often the reply to the turn that matches the question's words; unrelated notes stored one
+ *    after the other must not lift each other.
  *
  * The result is the API's `score`: 0..1, higher is better, the same scale for every query.
  */
@@ -86,19 +89,26 @@ export async function rankCandidates<T extends RankedInput>(
     return f ? r * timeFactor(f, when, range, timeBoost) : r;
   };
   const own = new Map<string, number>();
-  for (const c of candidates) own.set(c.id, relevance(c.score, c.distance, hybrid ? opts.facts(c) : null));
+  const turns = new Set<string>();
+  for (const c of candidates) {
+    const f = hybrid ? opts.facts(c) : null;
+    own.set(c.id, relevance(c.score, c.distance, f));
+    if (f?.speaker != null) turns.add(c.id);
+  }
   const final = new Map(own);
   if (hybrid && neighbourWeight > 0 && candidates.length > 0) {
-    const ids = candidates.map((c) => c.id);
-    const near = opts.neighbours?.(ids) ?? (await sqlNeighbours(db, userId, opts.where, ids));
+    const ids = [...turns];
+    const near = ids.length === 0 ? new Map<string, { prev: string | null; next: string | null }>() : (opts.neighbours?.(ids) ?? (await sqlNeighbours(db, userId, opts.where, ids)));
     const missing = [...new Set([...near.values()].flatMap((n) => [n.prev, n.next]).filter((id): id is string => id !== null && !own.has(id)))];
     const others = new Map<string, number>();
     if (missing.length && opts.neighbourScores) {
-      for (const [id, s] of opts.neighbourScores(missing)) others.set(id, relevance(s.text, s.distance, s.facts));
+      for (const [id, s] of opts.neighbourScores(missing)) if (s.facts.speaker !== null) others.set(id, relevance(s.text, s.distance, s.facts));
     }
-    const scoreOf = (id: string | null) => (id === null ? 0 : (own.get(id) ?? others.get(id) ?? 0));
-    for (const [id, n] of near) final.set(id, (own.get(id)! + neighbourWeight * Math.max(scoreOf(n.prev), scoreOf(n.next))) / (1 + neighbourWeight));
-    for (const c of candidates) if (!near.has(c.id)) final.set(c.id, own.get(c.id)! / (1 + neighbourWeight));
+    const scoreOf = (id: string | null) => (id === null ? 0 : turns.has(id) ? own.get(id)! : (others.get(id) ?? 0));
+    for (const c of candidates) {
+      const n = near.get(c.id);
+      final.set(c.id, (own.get(c.id)! + (n ? neighbourWeight * Math.max(scoreOf(n.prev), scoreOf(n.next)) : 0)) / (1 + neighbourWeight));
+    }
   }
   return candidates
     .map((c) => ({ ...c, score: final.get(c.id)! }))

@@ -12,7 +12,7 @@ import { newId } from '../../http/ids.js';
 import type { ExecutionRecorded } from '../../events.js';
 import { createEmbeddingProvider, LocalHashEmbedder, type EmbeddingProvider } from './embeddings.js';
 import { describeExecution } from './sentences.js';
-import { embeddingText } from './turns.js';
+import { embeddingText, previousText } from './turns.js';
 import type { MemoryRuntime, NewMemoryRow } from './state.js';
 import { HNSW_INDEX, vectorParam } from './store.js';
 import { TextIndex } from './text-index.js';
@@ -242,18 +242,21 @@ const PGLITE_BACKFILL_ROWS_PER_STATEMENT = 4;
 export async function embedMissing(ctx: AppContext, max: number): Promise<number> {
   const rt = runtimeOf(ctx);
   // a note is embedded with the note before it in its stream (turns.ts)
-  const rows = await execRows<{ id: string; user_id: string; agent_id: string | null; kind: string; content: string; metadata: unknown; previous: string | null }>(
+  const rows = await execRows<{ id: string; user_id: string; agent_id: string | null; kind: string; content: string; metadata: unknown; p_kind: string | null; p_content: string | null; p_metadata: unknown }>(
     ctx.db,
     sql`select m.id, m.user_id, m.agent_id, m.kind, m.content, m.metadata,
-               case when m.kind = 'note' then
-                 (select case when p.kind = 'note' then p.content end from memories p
-                  where p.user_id = m.user_id and (case when m.session_id is null then p.session_id is null else p.session_id = m.session_id end)
-                    and p.id < m.id order by p.id desc limit 1)
-               end as previous
-        from memories m where m.embedding is null order by m.id desc limit ${max}::int`,
+               p.kind as p_kind, p.content as p_content, p.metadata as p_metadata
+        from memories m
+        left join lateral (
+          select p.kind, p.content, p.metadata from memories p
+          where m.kind = 'note' and p.user_id = m.user_id and (case when m.session_id is null then p.session_id is null else p.session_id = m.session_id end)
+            and p.id < m.id order by p.id desc limit 1
+        ) p on true
+        where m.embedding is null order by m.id desc limit ${max}::int`,
   );
   if (rows.length === 0) return 0;
-  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, rawJsonObject(r.metadata), r.previous)));
+  const previous = (r: (typeof rows)[number]) => (r.p_kind === null || r.p_content === null ? null : previousText(r.p_kind, r.p_content, rawJsonObject(r.p_metadata)));
+  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, rawJsonObject(r.metadata), previous(r))));
   const step = ctx.database.engine === 'pglite' ? PGLITE_BACKFILL_ROWS_PER_STATEMENT : rows.length;
   for (let at = 0; at < rows.length; at += step) {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));

@@ -12,13 +12,25 @@ export function speakerOf(metadata: Record<string, unknown> | null | undefined):
   return typeof s === 'string' && s.trim() ? s.trim() : null;
 }
 
+/** A speaker's name at the start of a content: a capitalised name of up to 40 characters, then ": ". */
+const SPOKEN = /^(\p{Lu}[\p{L}\p{N} .'’-]{0,39}): \S/u;
+
+/**
+ * The speaker of a conversation turn: `metadata.speaker` ({@link speakerOf}), else the name its
+ * content starts with (`"Caroline: I went to…"`, what a chat client stores without metadata); null
+ * when the memory is not a turn.
+ */
+export function turnSpeaker(content: string, metadata: Record<string, unknown> | null | undefined): string | null {
+  return speakerOf(metadata) ?? SPOKEN.exec(content)?.[1] ?? null;
+}
+
 /**
  * A candidate as the re-ranking weighs it: from its row ({@link rowFacts}) or from the in-process
  * text index (`TextIndex.facts`), which keeps them for every memory, so ranking reads no row.
  */
 export interface TurnFacts {
   sessionId: string | null;
-  /** {@link speakerOf} its metadata: null when it is not a conversation turn. */
+  /** {@link turnSpeaker}: null when it is not a conversation turn (then it has no neighbours in ranking). */
   speaker: string | null;
   /** When it happened: `occurred_at`, else `created_at`, in milliseconds since the Unix epoch. */
   at: number;
@@ -39,7 +51,7 @@ export interface TurnSource {
 export function rowFacts(row: TurnSource): TurnFacts {
   return {
     sessionId: row.sessionId,
-    speaker: speakerOf(row.metadata),
+    speaker: turnSpeaker(row.content, row.metadata),
     at: (row.occurredAt ?? row.createdAt).getTime(),
     mentionsTime: () => mentionsTime(row.content),
   };

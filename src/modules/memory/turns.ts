@@ -1,45 +1,60 @@
 /**
- * What a note is embedded from, and the memories around a search hit.
+ * What a conversation turn is embedded from, and the memories around a search hit.
  *
- * A note is embedded with the note before it in its stream — the same session, or the user's notes
- * without one — as `"<previous> <note>"` ({@link embeddingText}): in a conversation stored turn by
- * turn, "Just under. My legs are dead but I feel fantastic." says nothing about a race; with the
- * question before it, it does. On real conversations (LoCoMo, bench/memory-locomo.ts) this lifted
- * hit@5 of the ranking from 0.715 to 0.739 (docs/adr/0941-memory-ranking-on-real-conversations.md).
- * Full text still indexes the note's own words only; executions and summaries are embedded alone.
- * A note with `metadata.speaker` is embedded as `"<previous> <speaker>: <note>"`.
+ * A note is a *turn* when `metadata.speaker` names its speaker or its content starts with one
+ * (`"Caroline: I went to…"`, what a chat client stores without metadata). A turn that follows a turn
+ * in its stream — the same session, or the memories without one — is embedded with it, as
+ * `"<previous> <turn>"` ({@link embeddingText}): "Just under. My legs are dead but I feel
+ * fantastic." says nothing about a race; with the question before it, it does. On real
+ * conversations (LoCoMo, bench/memory-locomo.ts) this lifted hit@5 from 0.715 to 0.739
+ * (docs/adr/0941-memory-ranking-on-real-conversations.md). Other notes, executions and summaries
+ * are embedded alone (an unrelated note before a note would only blur it); full text indexes every
+ * memory's own words only.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { CANDIDATE_COLUMNS, candidateRow, type CandidateRow } from './store.js';
-import { speakerOf } from './turn-facts.js';
+import { speakerOf, turnSpeaker } from './turn-facts.js';
 
-/** Longest previous note kept in an embedding input, characters (a sentence encoder reads sentences). */
+/** Longest previous turn kept in an embedding input, characters (a sentence encoder reads sentences). */
 const MAX_PREVIOUS_CHARS = 600;
 
+/** Is a memory with this content and metadata a conversation turn (see the module comment)? */
+export function isTurn(content: string, metadata: Record<string, unknown> | null | undefined): boolean {
+  return turnSpeaker(content, metadata) !== null;
+}
+
 /**
- * The text a memory is embedded from: `"<previous> <content>"` (previous = the note before it in
- * its stream, cut to 600 characters; omitted when there is none), with `"<speaker>: "` before the
- * content when `metadata.speaker` names one.
+ * The text a memory is embedded from: `"<previous> <content>"` (previous = the turn before it in
+ * its stream when both are turns, cut to 600 characters; else omitted), with `"<speaker>: "`
+ * before the content when `metadata.speaker` names one.
  */
 export function embeddingText(content: string, metadata: Record<string, unknown> | null | undefined, previous: string | null): string {
   const speaker = speakerOf(metadata);
   const own = speaker ? `${speaker}: ${content}` : content;
-  return previous ? `${previous.slice(0, MAX_PREVIOUS_CHARS)} ${own}` : own;
+  return previous && isTurn(content, metadata) ? `${previous.slice(0, MAX_PREVIOUS_CHARS)} ${own}` : own;
 }
 
 /**
- * Content of the newest memory of `userId` in the stream a new note joins (`sessionId`, or the
- * memories without a session) when it is a note, else null: one index probe
- * (`memories_user_session_idx`).
+ * The previous turn of a new note: the newest memory of `userId` in its stream (`sessionId`, or
+ * the memories without a session) when it is a note and a turn ({@link isTurn}), its text as
+ * {@link embeddingText} embeds it; else null. One index probe (`memories_user_session_idx`).
  */
 export async function previousNoteOf(db: Db | Tx, userId: string, sessionId: string | null): Promise<string | null> {
-  const [row] = await execRows<{ content: string; kind: string }>(
+  const [row] = await execRows<{ content: string; kind: string; metadata: Record<string, unknown> | string | null }>(
     db,
-    sql`select content, kind from memories where user_id = ${userId} and ${sessionId === null ? sql`session_id is null` : sql`session_id = ${sessionId}`}
+    sql`select content, kind, metadata from memories where user_id = ${userId} and ${sessionId === null ? sql`session_id is null` : sql`session_id = ${sessionId}`}
         order by id desc limit 1`,
   );
-  return row?.kind === 'note' ? row.content : null;
+  return row ? previousText(row.kind, row.content, row.metadata) : null;
+}
+
+/** A stored memory as the previous turn of the next one: its text when it is a note and a turn, else null. */
+export function previousText(kind: string, content: string, metadata: Record<string, unknown> | string | null): string | null {
+  const meta = typeof metadata === 'string' ? (JSON.parse(metadata) as Record<string, unknown>) : metadata;
+  if (kind !== 'note' || !isTurn(content, meta)) return null;
+  const speaker = speakerOf(meta);
+  return speaker ? `${speaker}: ${content}` : content;
 }
 
 /** The memories just before and after one memory in its session (`GET /memory/search?expand=neighbors`). */

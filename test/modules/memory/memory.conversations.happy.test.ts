@@ -37,23 +37,28 @@ async function searchWith(u: TestUser, q: string, nw: number): Promise<Map<strin
 }
 
 describe(`memory — conversations (${ctx.database.engine})`, () => {
-  it('embeds a note as "previous note + note" in its stream, executions and summaries alone (also when back-filled)', async () => {
+  it('embeds a turn as "previous turn + turn" in its stream, other notes and summaries alone (also when back-filled)', async () => {
     const u = await createUser(app);
     const sid = await seedSession(ctx, u.userId);
     await turn(u, sid, 'Jonas', 'How did the race go?');
     const reply = await turn(u, sid, 'Maya', 'Just under my goal, my legs are dead.');
     const first = await turn(u, undefined, null, 'Buy oat milk and coffee beans.');
     const second = await turn(u, undefined, null, 'Call the plumber about the leak.');
+    const asked = await turn(u, undefined, null, 'Caroline: Did you go to the support group?');
+    const answered = await turn(u, undefined, null, 'Melanie: Yes, yesterday, it was powerful.');
     const summary = (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Week summary: groceries and repairs.', kind: 'summary' } }, 201)).body;
     const check = async () => {
-      const ctxText = embeddingText('Just under my goal, my legs are dead.', { speaker: 'Maya' }, 'How did the race go?');
-      expect(ctxText).toBe('How did the race go? Maya: Just under my goal, my legs are dead.');
+      const ctxText = embeddingText('Just under my goal, my legs are dead.', { speaker: 'Maya' }, 'Jonas: How did the race go?');
+      expect(ctxText).toBe('Jonas: How did the race go? Maya: Just under my goal, my legs are dead.');
       expect((await search(u, ctxText, 'vector')).get(reply.id)!.similarity).toBeGreaterThan(0.9999);
       expect((await search(u, 'Maya: Just under my goal, my legs are dead.', 'vector')).get(reply.id)!.similarity).toBeLessThan(0.999);
-      // the first note without a session has none before it; the second follows it (not the session's turns)
+      // notes that are not turns are embedded alone, wherever they are
       expect((await search(u, 'Buy oat milk and coffee beans.', 'vector')).get(first.id)!.similarity).toBeGreaterThan(0.9999);
-      const both = 'Buy oat milk and coffee beans. Call the plumber about the leak.';
-      expect((await search(u, both, 'vector')).get(second.id)!.similarity).toBeGreaterThan(0.9999);
+      expect((await search(u, 'Call the plumber about the leak.', 'vector')).get(second.id)!.similarity).toBeGreaterThan(0.9999);
+      // a turn the content names the speaker of follows the previous such turn of the notes without a session
+      expect((await search(u, 'Caroline: Did you go to the support group?', 'vector')).get(asked.id)!.similarity).toBeGreaterThan(0.9999);
+      const pair = 'Caroline: Did you go to the support group? Melanie: Yes, yesterday, it was powerful.';
+      expect((await search(u, pair, 'vector')).get(answered.id)!.similarity).toBeGreaterThan(0.9999);
       expect((await search(u, 'Week summary: groceries and repairs.', 'vector')).get(summary.id)!.similarity).toBeGreaterThan(0.9999);
     };
     await check();

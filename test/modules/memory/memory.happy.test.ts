@@ -81,7 +81,8 @@ describe('memory — hybrid search', () => {
     for (const h of body.data) {
       expect(h.similarity).toBeGreaterThanOrEqual(0);
       expect(h.similarity).toBeLessThanOrEqual(1);
-      expect(h.score).toBeGreaterThan(0);
+      expect(h.score).toBeGreaterThanOrEqual(0);
+      expect(h.score).toBeLessThanOrEqual(1);
     }
     const scores = body.data.map((h: any) => h.score);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);
@@ -171,7 +172,7 @@ describe('memory — automatic execution memories', () => {
       },
     ]);
     await flushMemoryWrites(ctx);
-    const { body } = await call(app, { method: 'GET', url: `/memory?session_id=${sid}`, headers: u.headers }, 200);
+    const { body } = await call(app, { method: 'GET', url: `/memory?session_id=${sid}&kind=execution`, headers: u.headers }, 200);
     expect(body.data).toHaveLength(1);
     const m = body.data[0];
     expect(m).toMatchObject({ source: 'execution', session_id: sid, execution_id: exe, metadata: { tool_name: 'search_flights', service_name: 'skyscanner', status: 'succeeded' } });
@@ -185,10 +186,10 @@ describe('memory — automatic execution memories', () => {
       arguments: {}, status: 'succeeded', httpStatus: 200, output: null, error: null, durationMs: 1,
     });
     await flushMemoryWrites(ctx);
-    const { body: again } = await call(app, { method: 'GET', url: `/memory?session_id=${sid}`, headers: u.headers }, 200);
+    const { body: again } = await call(app, { method: 'GET', url: `/memory?session_id=${sid}&kind=execution`, headers: u.headers }, 200);
     expect(again.data).toHaveLength(1);
     // and it is searchable
-    const { body: hits } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('flights to LIS')}`, headers: u.headers }, 200);
+    const { body: hits } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('flights to LIS')}&kind=execution`, headers: u.headers }, 200);
     expect(hits.data[0].execution_id).toBe(exe);
   });
 
@@ -205,7 +206,7 @@ describe('memory — automatic execution memories', () => {
     const perCall = (performance.now() - t0) / n;
     expect(perCall).toBeLessThan(0.2);
     await flushMemoryWrites(ctx);
-    const { body } = await call(app, { method: 'GET', url: `/memory/paginated?session_id=${sid}&page_size=1`, headers: u.headers }, 200);
+    const { body } = await call(app, { method: 'GET', url: `/memory/paginated?session_id=${sid}&page_size=1&kind=execution`, headers: u.headers }, 200);
     expect(body.total).toBe(n);
   });
 });

@@ -57,7 +57,7 @@ describe('OpenAI-compatible embeddings', () => {
     expect(embedCalls.every((r) => r.body.input.length <= 2)).toBe(true);
     expect(embedCalls.flatMap((r) => r.body.input)).toHaveLength(3);
     for (const city of ['Oslo', 'Rome', 'Dublin']) {
-      const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(`forecast ${city}`)}&mode=vector&limit=1`, headers: u.headers }, 200);
+      const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(`forecast ${city}`)}&mode=vector&limit=1&kind=execution`, headers: u.headers }, 200);
       expect(body.data[0].content).toContain(`"${city}"`);
     }
   });
@@ -81,15 +81,15 @@ describe('OpenAI-compatible embeddings', () => {
     } finally {
       fake.failWith = 200;
     }
-    const { body: list } = await call(app, { method: 'GET', url: '/memory', headers: u.headers }, 200);
+    const { body: list } = await call(app, { method: 'GET', url: '/memory?kind=all', headers: u.headers }, 200);
     expect(list.data.map((m: any) => m.source)).toEqual(['execution']);
     // full text finds it whether or not the back-fill has run yet
-    const { body: txt } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=text', headers: u.headers }, 200);
+    const { body: txt } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=text&kind=all', headers: u.headers }, 200);
     expect(txt.data).toHaveLength(1);
     // with the provider back, the back-fill gives it its vector
     await settleMemoryEmbeddings(ctx);
     expect(await missing()).toBe(0);
-    const { body: vec1 } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=vector', headers: u.headers }, 200);
+    const { body: vec1 } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=vector&kind=all', headers: u.headers }, 200);
     expect(vec1.data.map((h: any) => h.id)).toContain(list.data[0].id);
   });
 });

@@ -37,17 +37,17 @@ describe('memory — isolation between users', () => {
       const owned = (id: string) => {
         expect(mine.get(other.userId)!.has(id)).toBe(false);
       };
-      const { body: list } = await call(app, { method: 'GET', url: '/memory?limit=100', headers: u.headers }, 200);
+      const { body: list } = await call(app, { method: 'GET', url: '/memory?limit=100&kind=all', headers: u.headers }, 200);
       expect(list.data).toHaveLength(5); // 3 notes + 1 execution + 1 summary
       list.data.forEach((m: any) => owned(m.id));
       const ownIds = new Set(list.data.map((m: any) => m.id));
       for (const q of [...NEAR_IDENTICAL, 'Lisbon', 'book_hotel Hotel Aurora']) {
         for (const mode of ['hybrid', 'vector', 'text']) {
-          const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=100`, headers: u.headers }, 200);
+          const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=100&kind=all`, headers: u.headers }, 200);
           expect(body.data.every((h: any) => ownIds.has(h.id)), `${mode} ${q}`).toBe(true);
         }
       }
-      const { body: paged } = await call(app, { method: 'GET', url: '/memory/paginated?page_size=100', headers: u.headers }, 200);
+      const { body: paged } = await call(app, { method: 'GET', url: '/memory/paginated?page_size=100&kind=all', headers: u.headers }, 200);
       expect(paged.total).toBe(5);
       const { body: stats } = await call(app, { method: 'GET', url: '/memory/stats', headers: u.headers }, 200);
       expect(stats.total_memories).toBe(5);

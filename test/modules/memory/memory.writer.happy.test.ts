@@ -48,7 +48,7 @@ describe('memory writer — execution memories under load', () => {
     expect(rows).toHaveLength(n);
     expect(new Set(rows.map((r) => r.execution_id))).toEqual(ids);
     // full text finds one at once, whatever the back-fill has done so far
-    const { body: txt } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('city-543')}&mode=text&limit=1`, headers: u.headers }, 200);
+    const { body: txt } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('city-543')}&mode=text&limit=1&kind=execution`, headers: u.headers }, 200);
     expect(txt.data[0].content).toContain('city-543');
     // the background back-fill embeds every one by itself (the test process is idle while it waits)
     const deadline = Date.now() + 120_000;
@@ -58,7 +58,7 @@ describe('memory writer — execution memories under load', () => {
       c = await counts(u.userId);
     }
     expect(c).toEqual({ stored: n, embedded: n });
-    const { body: vec } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('forecast city-77')}&mode=vector&limit=5`, headers: u.headers }, 200);
+    const { body: vec } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('forecast city-77')}&mode=vector&limit=5&kind=execution`, headers: u.headers }, 200);
     expect(vec.data.length).toBe(5);
     expect(vec.data.every((h: any) => h.vector_rank !== null)).toBe(true);
   }, 180_000);
@@ -68,7 +68,7 @@ describe('memory writer — execution memories under load', () => {
     const sid = await seedSession(ctx, u.userId);
     const exe = remember(u.userId, sid, 424242);
     await settleMemoryEmbeddings(ctx);
-    const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('forecast city-424242')}&mode=vector&limit=1`, headers: u.headers }, 200);
+    const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('forecast city-424242')}&mode=vector&limit=1&kind=execution`, headers: u.headers }, 200);
     expect(body.data[0].execution_id).toBe(exe);
   });
 });

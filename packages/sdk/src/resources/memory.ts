@@ -5,11 +5,11 @@ import { type Body, type Core, type Item, type Query, cursorList, unwrap } from 
 export class MemoryResource {
   constructor(private readonly core: Core) {}
 
-  /** Store a memory (`content` ≤ 16 KiB); it is embedded for search. */
+  /** Store a memory (`content` ≤ 16 KiB; `kind` `note` by default, or `summary`); it is embedded for search. */
   add(body: Body<'memory.create'>) {
     return unwrap(this.core.http.POST('/memory', { body }));
   }
-  /** Memories, newest first (cursor list). */
+  /** Memories, newest first (cursor list); notes and summaries unless `kind` asks for `execution` or `all`. */
   list(query: Omit<Query<'memory.list'>, 'cursor'> = {}) {
     return cursorList<Item<'memory.list'>>((cursor) => unwrap(this.core.http.GET('/memory', { params: { query: { ...query, cursor } } })));
   }
@@ -21,7 +21,11 @@ export class MemoryResource {
   deleteAll(query: Query<'memory.deleteAll'> = {}) {
     return unwrap(this.core.http.DELETE('/memory', { params: { query } }));
   }
-  /** Memories ranked for `q` (hybrid, semantic or keyword `mode`). */
+  /**
+   * Memories ranked for `q` (`mode` hybrid, vector or text); each hit's `score` is its relevance,
+   * 0..1 (the order), `similarity` its cosine similarity, 0..1. Notes and summaries unless `kind`
+   * asks for `execution` (the tool executions' memories) or `all`.
+   */
   search(query: Query<'memory.search'>) {
     return unwrap(this.core.http.GET('/memory/search', { params: { query } }));
   }
