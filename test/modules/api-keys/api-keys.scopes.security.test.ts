@@ -4,6 +4,7 @@
  * existed (null column) keep every scope.
  */
 import { eq } from 'drizzle-orm';
+import type { InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { apiKeys } from '../../../src/db/schema/index.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
@@ -17,8 +18,8 @@ async function keyOf(headers: Record<string, string>, payload: Record<string, un
   return { ...body, headers: { 'x-api-key': body.key } };
 }
 
-async function refused(opts: { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; url: string; headers: Record<string, string>; payload?: unknown }, status: number, code: string) {
-  const res = await app.inject(opts);
+async function refused(opts: { method: 'GET' | 'POST' | 'PUT' | 'DELETE'; url: string; headers: Record<string, string>; payload?: Record<string, unknown> }, status: number, code: string) {
+  const res = await app.inject(opts as InjectOptions);
   expect(res.statusCode, res.body).toBe(status);
   expect(res.json().code).toBe(code);
   return res.json();
