@@ -32,8 +32,8 @@ export const TMP_MB = 64;
 /** Where the sandbox sees the artifact, `undici` and the egress proxy socket. */
 export const SANDBOX_PATHS = { app: '/app', undici: '/runtime/undici', egressSocket: '/run/egress/proxy.sock' } as const;
 
-/** The runtime files of `node` (binary, dynamic loader, libraries) as `[host path, sandbox path]` pairs. */
-let runtimeBinds: Map<string, Array<[string, string]>> = new Map();
+/** The runtime files of each `node` binary (binary, dynamic loader, libraries) as `[host path, sandbox path]` pairs. */
+const runtimeBinds = new Map<string, Array<[string, string]>>();
 
 /**
  * The files `node` needs to start: the binary and every library `ldd` lists (each bound at the
@@ -52,7 +52,7 @@ export function runtimeFiles(node: string): Array<[string, string]> {
   } else {
     for (const dir of ['/lib', '/lib64', '/usr/lib', '/usr/lib64']) if (fs.existsSync(dir)) out.push([fs.realpathSync(dir), dir]);
   }
-  runtimeBinds = new Map(runtimeBinds).set(node, out);
+  runtimeBinds.set(node, out);
   return out;
 }
 
