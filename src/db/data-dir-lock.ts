@@ -90,7 +90,7 @@ function writeOwner(dataDir: string): void {
  * process has its pid, or the process with its pid started at another time. False when it is
  * alive or cannot be judged (another host or boot unknown, no `/proc`).
  */
-export function holderIsDead(owner: LockOwner): boolean {
+function holderIsDead(owner: LockOwner): boolean {
   if (owner.host !== os.hostname()) return false;
   const boot = bootId();
   if (owner.boot && boot && owner.boot !== boot) return true; // the machine restarted since

@@ -19,7 +19,7 @@ let upstream: ToolUpstream;
 beforeAll(async () => {
   const port = String(await freePort());
   upstream = await startToolUpstream();
-  const engine = process.env.TEST_DATABASE_URL ? { DATABASE_URL: process.env.TEST_DATABASE_URL, ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}) } : { DATABASE_IN_MEMORY: 'on' };
+  const engine: Record<string, string> = process.env.TEST_DATABASE_URL ? { DATABASE_URL: process.env.TEST_DATABASE_URL, ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}) } : { DATABASE_IN_MEMORY: 'on' };
   // LOG_LEVEL=info: the level operators run at; loopback upstreams admitted so only the redirect to 169.254.169.254 is refused.
   server = startServerProcess({ ...engine, PORT: port, LOG_LEVEL: 'info', ALLOW_LOOPBACK_UPSTREAMS: 'on', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
   await server.waitFor(/agent platform ready/, 240_000);
