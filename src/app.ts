@@ -31,6 +31,7 @@ import { agentMemoryRoutes } from './modules/agent-memory/routes.js';
 import { permissionRoutes } from './modules/permissions/routes.js';
 import { deploymentRoutes } from './modules/deployments/routes.js';
 import { scheduleRoutes } from './modules/schedules/routes.js';
+import { triggerRoutes } from './modules/triggers/routes.js';
 import { resolveApiKey } from './modules/api-keys/service.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
@@ -237,6 +238,7 @@ export async function buildApp(
   // hand them a job at once).
   await app.register(deploymentRoutes, { ctx });
   await app.register(scheduleRoutes, { ctx });
+  await app.register(triggerRoutes, { ctx });
   await app.register(publishingRoutes, { ctx });
   const identity = await IdentityService.create(ctx);
   ctx.auth.addJwtResolver({

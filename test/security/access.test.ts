@@ -43,6 +43,7 @@ const PUBLIC: Record<string, string> = {
   'connections.callback': "the upstream's browser redirect: the single-use state bound to the user who started the connection is the credential",
   'mcp.resourceMetadata': 'OAuth 2.0 Protected Resource Metadata (RFC 9728) must be public for MCP clients to discover sign-in',
   'mcp.resourceMetadataRoot': 'the same metadata at the root well-known location (RFC 9728 §3)',
+  'triggers.deliver': "an inbound trigger's URL: the delivery's signature (or bearer secret) made with the trigger's own secret is the credential",
 };
 
 /**
@@ -243,7 +244,7 @@ describe('authorization matrix', () => {
       const ids: Record<string, string> = {};
       for (const n of pathParams(o.path)) {
         const id = ownedId(victim, o.path, n);
-        if (id === null && !['exeId', 'reportId'].includes(n)) throw new Error(`${o.key}: no fixture for path parameter {${n}}: add it to ownedId() in test/security/fixtures.ts`);
+        if (id === null && !['exeId', 'reportId', 'scheduleId', 'triggerId'].includes(n)) throw new Error(`${o.key}: no fixture for path parameter {${n}}: add it to ownedId() in test/security/fixtures.ts`);
         ids[n] = id ?? 'zzz_00000000000000000000000000';
       }
       // Agent-scoped paths name the account's second agent for agent callers (own memory keys are per agent).

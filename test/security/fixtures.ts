@@ -135,6 +135,8 @@ export function ownedId(acct: Account, path: string, name: string): string | nul
       return acct.toolId;
     case 'exeId':
     case 'reportId':
+    case 'scheduleId':
+    case 'triggerId':
       return null; // no such object in the fixture: the parent id decides
   }
   if (name !== 'id') return null;

@@ -15,3 +15,4 @@ export * from './mcp.js';
 export * from './connections.js';
 export * from './search.js';
 export * from './schedules.js';
+export * from './triggers.js';

@@ -1033,6 +1033,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/agents/{id}/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The agent's triggers, newest first (no secrets) */
+        get: operations["triggers.list"];
+        put?: never;
+        /** Create an inbound trigger: its URL, verification mode and secret (shown once) */
+        post: operations["triggers.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/triggers/{triggerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One trigger (no secret) */
+        get: operations["triggers.get"];
+        put?: never;
+        post?: never;
+        /** Delete a trigger (its URL answers 404 from then on) */
+        delete: operations["triggers.delete"];
+        options?: never;
+        head?: never;
+        /** Rename, re-limit, disable or enable a trigger */
+        patch: operations["triggers.update"];
+        trace?: never;
+    };
+    "/hooks/{trigger_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A sender's delivery (no platform credentials: verified with the trigger's secret); runs the agent asynchronously */
+        post: operations["triggers.deliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/services/{id}/publish": {
         parameters: {
             query?: never;
@@ -9320,6 +9374,482 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "triggers.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            agent_id: string;
+                            name: null | string;
+                            /** @description how a delivery proves its sender: `standard_webhooks` (webhook-id/-timestamp/-signature headers), `github` (X-Hub-Signature-256), `stripe` (Stripe-Signature), `bearer` (Authorization: Bearer <secret>) */
+                            mode: "standard_webhooks" | "github" | "stripe" | "bearer";
+                            /** @description where the sender POSTs (no platform credentials: the secret is the proof) */
+                            url: string;
+                            enabled: boolean;
+                            rate_limit_per_minute: number;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            last_delivery_at: null | string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "triggers.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description how a delivery proves its sender: `standard_webhooks` (webhook-id/-timestamp/-signature headers), `github` (X-Hub-Signature-256), `stripe` (Stripe-Signature), `bearer` (Authorization: Bearer <secret>) */
+                    mode: "standard_webhooks" | "github" | "stripe" | "bearer";
+                    name?: string;
+                    /** @description the sender's secret when it sets one (Stripe's `whsec_…` endpoint secret, a GitHub webhook secret); generated when absent */
+                    secret?: string;
+                    /** @default 120 */
+                    rate_limit_per_minute?: number;
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        agent_id: string;
+                        name: null | string;
+                        /** @description how a delivery proves its sender: `standard_webhooks` (webhook-id/-timestamp/-signature headers), `github` (X-Hub-Signature-256), `stripe` (Stripe-Signature), `bearer` (Authorization: Bearer <secret>) */
+                        mode: "standard_webhooks" | "github" | "stripe" | "bearer";
+                        /** @description where the sender POSTs (no platform credentials: the secret is the proof) */
+                        url: string;
+                        enabled: boolean;
+                        rate_limit_per_minute: number;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        last_delivery_at: null | string;
+                    } & {
+                        /** @description shown once: give it to the sender */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "triggers.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        agent_id: string;
+                        name: null | string;
+                        /** @description how a delivery proves its sender: `standard_webhooks` (webhook-id/-timestamp/-signature headers), `github` (X-Hub-Signature-256), `stripe` (Stripe-Signature), `bearer` (Authorization: Bearer <secret>) */
+                        mode: "standard_webhooks" | "github" | "stripe" | "bearer";
+                        /** @description where the sender POSTs (no platform credentials: the secret is the proof) */
+                        url: string;
+                        enabled: boolean;
+                        rate_limit_per_minute: number;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        last_delivery_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "triggers.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "triggers.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: null | string;
+                    rate_limit_per_minute?: number;
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        agent_id: string;
+                        name: null | string;
+                        /** @description how a delivery proves its sender: `standard_webhooks` (webhook-id/-timestamp/-signature headers), `github` (X-Hub-Signature-256), `stripe` (Stripe-Signature), `bearer` (Authorization: Bearer <secret>) */
+                        mode: "standard_webhooks" | "github" | "stripe" | "bearer";
+                        /** @description where the sender POSTs (no platform credentials: the secret is the proof) */
+                        url: string;
+                        enabled: boolean;
+                        rate_limit_per_minute: number;
+                        created_by: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        last_delivery_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "triggers.deliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                trigger_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        delivery_id: string;
+                        /** @description the async invocation (trigger `trigger`) to poll */
+                        invocation_id: string;
+                        /** @description true: this delivery id was accepted in the last 24 h; nothing new was run */
+                        duplicate: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
