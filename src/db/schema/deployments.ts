@@ -87,6 +87,8 @@ export const agentInvocations = pgTable('agent_invocations', {
   createdBy: text('created_by').notNull(),
   /** What started it: `api` | `schedule` | `trigger` | `a2a`. */
   trigger: text('trigger').notNull().default('api'),
+  /** Scopes of the credential that started it, space-separated; null = every agent scope. */
+  invokerScope: text('invoker_scope'),
   createdAt: createdAt(),
   startedAt: tz('started_at'),
   finishedAt: tz('finished_at'),

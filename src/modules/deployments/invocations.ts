@@ -8,11 +8,12 @@ import type { Static } from 'typebox';
 import type { Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { agentInvocations, deployments } from '../../db/schema/index.js';
-import type { Principal } from '../../http/auth.js';
+import type { Principal, Scope } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import type { LogEntry, SandboxResult } from '../../sandbox/runner.js';
+import { agentScopeSet } from '../agents/tokens.js';
 import { brokerFor, type CallRecord } from './broker.js';
 import { publishEnd, publishLog, type FollowedLine } from './follow.js';
 import { deferredRecord, settledRecords, storedRecord, type InvocationRecord } from './record.js';
@@ -70,6 +71,7 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     timeoutMs,
     createdBy: principalId(p),
     trigger: opts.trigger ?? 'api',
+    invokerScope: p.scopes ? [...p.scopes].join(' ') : null,
     createdAt: now,
     startedAt: async ? null : now,
   } satisfies typeof agentInvocations.$inferInsert;
@@ -79,18 +81,23 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
     return invocationView(row);
   }
   // The owner's roles travel with the invoking credential (the owner's, or the agent's own token).
-  return invocationView(await execute(ctx, deferredRecord(ctx, values), d, p.roles));
+  return invocationView(await execute(ctx, deferredRecord(ctx, values), d, p.roles, p.scopes));
 }
 
-/** Run a claimed (`running`) invocation against deployment `d` and store the outcome (`ownerRoles`: see `brokerFor`). */
-async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow, ownerRoles?: Role[]): Promise<InvocationRow> {
+/**
+ * Run a claimed (`running`) invocation against deployment `d` and store the outcome. `ownerRoles`
+ * and `invokerScopes`: see `brokerFor`; a queued invocation's scopes come from its stored
+ * `invoker_scope`, so deployed code never holds more than the credential that started it.
+ */
+async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow, ownerRoles?: Role[], invokerScopes?: ReadonlySet<Scope>): Promise<InvocationRow> {
   const row = record.row;
   let r: SandboxResult;
   const calls: CallRecord[] = [];
   try {
     const root = await ensureUnpacked(ctx, d.artifactSha256);
     // The broker's identity expires with the invocation (plus the start-up of a cold environment, bounded by the same timer).
-    const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls, ownerRoles);
+    const scopes = invokerScopes ?? (row.invokerScope === null ? undefined : agentScopeSet(row.invokerScope.split(' ')));
+    const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls, ownerRoles, scopes);
     r = await sandboxOf(ctx).run({
       mode: 'invoke',
       root,
