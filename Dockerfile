@@ -1,7 +1,9 @@
 # One image for every role (PROCESS_ROLE=api | worker | all). See docs/operations.md.
 FROM node:22-bookworm-slim
-# util-linux provides `unshare` (sandbox network namespaces), coreutils `timeout`.
-RUN apt-get update && apt-get install -y --no-install-recommends util-linux coreutils && rm -rf /var/lib/apt/lists/*
+# bubblewrap seals deployed code off the file system (SANDBOX_ISOLATION=bwrap, the default: the
+# container must allow user namespaces, see docs/operations.md); util-linux provides `unshare`,
+# coreutils `timeout`.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap util-linux coreutils && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 # npm ci runs the postinstall hook: without src/ yet it does nothing (it runs again below).
