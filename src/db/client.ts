@@ -180,7 +180,7 @@ type Migrate = (db: unknown, cfg: { migrationsFolder: string }) => Promise<void>
  * Apply pending migrations (generated SQL in `src/db/migrations`) under the engine's lock — unless
  * the database already holds the newest migration file (same `created_at` and SHA-256 as drizzle
  * records them): then one read replaces drizzle's two DDL statements and empty transaction, which
- * are most of a later open's migration step on PGlite (issue 18). The same read tells whether
+ * are most of a later open's migration step on PGlite. The same read tells whether
  * pgvector is installed.
  */
 async function migrateDatabase(

@@ -2,7 +2,7 @@
  * The embedded data directory (`DATA_DIR/pglite`): its exclusive lock, the sizing of PGlite's
  * shared buffers, and its first open.
  *
- * First open (issue 18): PGlite's `initdb` and the migrations of a fresh directory take seconds and
+ * First open: PGlite's `initdb` and the migrations of a fresh directory take seconds and
  * grow its WebAssembly memory to ~750 MiB, which never shrinks. So a fresh directory is never
  * initialised by the server itself:
  * - it is a copy of a *prepared directory* (initdb + every migration, nothing else: the migrations
@@ -287,7 +287,7 @@ async function copyPrepared(from: string, to: string): Promise<void> {
  * file system supports it): GNU `cp` in a child process where it runs, else `fs.promises.cp`. The
  * child's copy loop costs this process no CPU: `fs.promises.cp` of the ~42 MB, ~1,200-file
  * prepared directory took ~1.4 s of this process's CPU during a first open, `cp` ~0.8 s of wall time
- * beside it (issue 18 §2). A `cp` that is missing or fails (busybox has no `--reflink`) leaves
+ * beside it. A `cp` that is missing or fails (busybox has no `--reflink`) leaves
  * nothing behind and the copy is made in-process.
  * @throws Error when the in-process copy fails
  */

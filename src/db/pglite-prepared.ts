@@ -1,5 +1,5 @@
 /**
- * Named prepared statements on PGlite (issue 18): `PGlite.query` sends every statement as an
+ * Named prepared statements on PGlite: `PGlite.query` sends every statement as an
  * unnamed one — Parse, Describe, Bind, Describe, Execute, Sync, six calls into the WebAssembly
  * backend — so PostgreSQL parses, analyses and plans it on every call, on this process's one
  * thread. For the execution path's statements (a quota count and an execution record with several

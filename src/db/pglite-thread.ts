@@ -1,5 +1,5 @@
 /**
- * Embedded PostgreSQL (PGlite) on its own thread (issue 18, the embedded start).
+ * Embedded PostgreSQL (PGlite) on its own thread (the embedded start).
  *
  * PGlite runs PostgreSQL as WebAssembly on the thread that calls it. In-process, booting it — the
  * single-user start, its first catalog reads, the extensions — was ~0.45–0.7 s of the main thread

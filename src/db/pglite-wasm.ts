@@ -1,6 +1,6 @@
 /**
  * PGlite's WebAssembly module (`pglite.wasm`, ~9 MB), compiled once per process and started as
- * early as possible (issue 18, the embedded start).
+ * early as possible (the embedded start).
  *
  * `PGlite.create` reads and compiles `pglite.wasm` itself, but only once `openDatabase` runs,
  * after `db/client.ts` and its imports (drizzle, the schema) have loaded — ~0.8 s into a later open

@@ -1,5 +1,5 @@
 /**
- * Named prepared statements for hot raw SQL (issue 18): a statement written with drizzle's `sql`
+ * Named prepared statements for hot raw SQL: a statement written with drizzle's `sql`
  * template and `sql.placeholder(name)` for its parameters, compiled to text once, and run by name.
  * On PostgreSQL (node-postgres) each pooled connection parses and plans it once and later runs only
  * bind + execute (no per-call parse/plan, no per-call query building in this process); on PGlite it

@@ -122,7 +122,7 @@ interface Routed {
 /**
  * Characters at the end of a JWT (its signature) that key the routing cache. Hashing a whole
  * ~800-character token for a map lookup cost ~2–4 µs per request (a fresh header string each
- * time, issue 18); a hit is confirmed by comparing the whole token, so a shared tail only misses.
+ * time); a hit is confirmed by comparing the whole token, so a shared tail only misses.
  */
 const ROUTE_KEY_CHARS = 32;
 
@@ -132,7 +132,7 @@ export class AuthRegistry {
   private apiKeyResolver?: ApiKeyResolver;
   /**
    * Bearer JWT → its decoded (unverified) payload and the resolver it goes to: decoding a token
-   * (base64url + JSON) was ~3 % of an agent-memory GET (issue 18). Only routing is cached here;
+   * (base64url + JSON) was ~3 % of an agent-memory GET. Only routing is cached here;
    * every use still goes through the resolver, which verifies (its own caches re-check expiry,
    * revocation and liveness). At most 10,000 tokens, least recently used first out (no time limit:
    * an expired token is refused by its resolver; lru-cache's per-get staleness check was ~1–2 % of
@@ -259,7 +259,7 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
     return opts.roles ? roleRefusal(p, opts.roles) : undefined;
   };
   const authOpts: AuthenticateOptions = { resource: opts.resource };
-  // A callback hook: a token answered from memory costs no promise (issue 18); others verify async.
+  // A callback hook: a token answered from memory costs no promise; others verify async.
   scope.addHook('onRequest', (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
     const known = registry.knownPrincipal(req, authOpts);
     if (known !== undefined) return done(admit(req, known));

@@ -58,7 +58,7 @@ function unlistedOptions(policy: Config['cors']): FastifyCorsOptions {
  * With no allowed origin (`CORS_ORIGINS` empty, the default) the policy's whole effect is
  * `Vary: Origin` on every answer (a preflight is an unknown route, 404): one hook adds that header
  * and `@fastify/cors` is not registered — its per-request option merging was ~2 % of an execute's
- * and an agent-memory GET's CPU (issue 18).
+ * and an agent-memory GET's CPU.
  */
 export async function registerCors(app: FastifyInstance, config: Config): Promise<void> {
   if (config.cors.origins.length === 0 && !config.cors.any) {

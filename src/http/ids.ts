@@ -95,7 +95,7 @@ const PG_UTC_TEXT = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+0
  * `d` as an RFC 3339 timestamp string (`Date.toISOString`: UTC, milliseconds), or null for a
  * missing date. A string is parsed first (raw SQL rows carry timestamps as text); PostgreSQL's UTC
  * text form is rewritten directly (the same string `Date` gives, fraction cut to milliseconds —
- * parsing it into a `Date` cost ~1–3 µs per timestamp, issue 18).
+ * parsing it into a `Date` cost ~1–3 µs per timestamp).
  */
 export function iso(d: Date | string): string;
 export function iso(d: Date | string | null | undefined): string | null;

@@ -1,5 +1,5 @@
 /**
- * Response serialisers compiled on first use instead of at start-up (issue 18: embedded start).
+ * Response serialisers compiled on first use instead of at start-up (embedded start).
  *
  * Fastify compiles one fast-json-stringify function per route and status code while the app gets
  * ready — about a sixth of the main thread's start-up work for this API's ~200 routes. This

@@ -15,7 +15,7 @@ const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 4
 /**
  * The numeric level of `log` (pino's `levelVal`: 30 for info, Infinity for silent): read as a
  * number, not through the `level` name getter (pino maps the value back to its name on each read;
- * with two checks per request that was ~0.5 µs of an agent-memory GET, issue 18).
+ * with two checks per request that was ~0.5 µs of an agent-memory GET).
  */
 function levelValOf(log: FastifyBaseLogger): number {
   const v = (log as { levelVal?: unknown }).levelVal;
@@ -81,7 +81,7 @@ export class RequestLogController extends LogController {
 
   /** At `debug` only: `request received` (to see requests still in flight). */
   override incomingRequest(request: FastifyRequest): void {
-    // Nothing is built for a line the level drops (issue 18: this runs on every request).
+    // Nothing is built for a line the level drops (this runs on every request).
     if (!enabled(request.log, 'info')) return;
     this.clients.set(request, request.ip);
     if (enabled(request.log, 'debug')) request.log.debug({ req: serializeRequest(request) }, 'request received');
@@ -111,7 +111,7 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 /**
  * A request's logger that becomes a real pino child (with the request id binding) only when a
  * line at an enabled level is written: Fastify builds a child per request by default, which
- * serialises its bindings each time (issue 18: ~1 % of an execute's CPU, for lines that
+ * serialises its bindings each time (~1 % of an execute's CPU, for lines that
  * `LOG_LEVEL=warn` mostly drops). Lines, bindings, serializers and levels are those of the child
  * it stands for.
  */

@@ -2,7 +2,7 @@
  * Prometheus metrics (prom-client): request counts and latency histograms by route, method and
  * status, plus process defaults. One registry per app so several apps can live in one process.
  * `/metrics` is served to loopback clients, or to anyone presenting `METRICS_TOKEN` as a bearer
- * token ({@link metricsGuard}; issue 11).
+ * token ({@link metricsGuard}).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
@@ -31,7 +31,7 @@ interface Cell {
  * Install the collection observer (`app.observeResponses`, http/observers.ts, registered first);
  * returns the registry served at `/metrics` (prom-client: process defaults, `http_requests_total`,
  * `http_request_duration_seconds`). The observer only adds to a plain
- * cell per (method, route, status) — a map lookup and a few additions (issue 18: prom-client's
+ * cell per (method, route, status) — a map lookup and a few additions (prom-client's
  * `inc`/`observe` build and hash a label object per call, ~3 % of an agent-memory GET); the cells
  * are read when `/metrics` is scraped. Bounded: routes are the registered patterns (or
  * "unmatched"), methods and statuses are few.

@@ -3,7 +3,7 @@
  * reads each finished request once — its route options, status, duration, clock and principal —
  * and hands the same {@link FinishedRequest} to every observer. Two hooks that each read
  * `req.routeOptions` (Fastify builds and freezes a new object per read) and the clocks were ~1 µs
- * of an agent-memory GET (issue 18).
+ * of an agent-memory GET.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from './auth.js';

@@ -1,5 +1,5 @@
 /**
- * Route declaration helpers shared by the modules' `routes.ts` files (issue 12): what every
+ * Route declaration helpers shared by the modules' `routes.ts` files: what every
  * operation of a scope repeats in its OpenAPI description (tags, security) is given once, and the
  * two answers that are not "200 with the service's result" — 201 created, 204 no content — are one
  * call each. A route stays one `r.get(path, op(…), handler)` call, greppable by path and operation id.

@@ -1,5 +1,5 @@
 /**
- * Rate-limit counts leased from Redis in blocks (issue 18 §3): a store for @fastify/rate-limit
+ * Rate-limit counts leased from Redis in blocks: a store for @fastify/rate-limit
  * that reserves a block of a key's window budget with one Redis command (`INCRBY`) and admits the
  * block's requests from process memory, instead of one Redis round trip per request (one `EVALSHA`
  * per request was ~11–15 % of an agent-memory GET's CPU: socket writes are expensive).

@@ -6,7 +6,7 @@
  * Over the limit → 429 `rate_limited` with `Retry-After` and `RateLimit-*` headers
  * (draft-ietf-httpapi-ratelimit-headers).
  *
- * Redis outage (issue 11 §3.2): the counters fail over to the plugin's own in-process store
+ * Redis outage: the counters fail over to the plugin's own in-process store
  * ({@link FailoverStore}) with one logged warning, and back to Redis when it is ready again — limits
  * keep holding per instance, requests neither wait for Redis nor fail.
  */

@@ -20,7 +20,7 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
  * One of the two route validators. `validateSchema: false`: route schemas are this code base's
  * own, checked against the meta-schema by `test/platform/server/route-schemas.test.ts` (and by
  * ajv's strict mode when each compiles), not at every start — compiling the meta-schema in both
- * instances was ~50–100 ms of a 2-core machine's start (issue 18). Schemas that users supply (a
+ * instances was ~50–100 ms of a 2-core machine's start. Schemas that users supply (a
  * tool's `input_schema`) are validated by `upstream/arguments.ts`, which keeps the check.
  */
 function makeAjv(coerce: boolean) {
@@ -37,7 +37,7 @@ function makeAjv(coerce: boolean) {
  * non-finite numbers after coercion too (`?limit=1e400` would otherwise pass Ajv as Infinity).
  */
 export function registerValidation(app: FastifyInstance): void {
-  // A callback hook (no promise and microtask per request, issue 18).
+  // A callback hook (no promise and microtask per request).
   app.addHook('preValidation', (req, _reply, done) => {
     done(unstorableIn('body', req.body) ?? unstorableIn('query', req.query) ?? unstorableIn('params', req.params));
   });
@@ -57,7 +57,7 @@ export function registerValidation(app: FastifyInstance): void {
     const id = (schema as FastifySchema & { $id?: string }).$id;
     const stored = id ? ajv.getSchema(id) : undefined;
     const validate = stored ?? onFirstUse(() => ajv.compile(schema as object), schema);
-    // Coercion turns strings into numbers only where the schema has a number type (issue 18: the
+    // Coercion turns strings into numbers only where the schema has a number type (the
     // walk of every header, the bearer token included, was ~1 % of an agent-memory GET).
     return httpPart === 'body' || !mayHoldNumber(schema) ? validate : finiteAfterCoercion(validate);
   });
@@ -88,7 +88,7 @@ export function mayHoldNumber(schema: unknown): boolean {
 }
 
 /**
- * A validator compiled by its first call (issue 18: Fastify's ready step, mostly compiling every
+ * A validator compiled by its first call (Fastify's ready step, mostly compiling every
  * route's request schemas, took ~10 % of a later open; a compile costs a few ms on the route's
  * first request). Same results and `errors` as the compiled function; `schemaEnv` is set so
  * Fastify passes the parent data that Ajv needs to coerce or default a root value, as it does for

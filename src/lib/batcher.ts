@@ -1,5 +1,5 @@
 /**
- * The one write-behind batcher of the platform (issue 12 §5): a group commit for high-volume
+ * The one write-behind batcher of the platform: a group commit for high-volume
  * writes (the execution log and the memory writer; the analytics recorders are to move onto it).
  *
  * Items handed to {@link WriteBatcher.add} while a write is in flight are written together by the

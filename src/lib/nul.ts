@@ -76,7 +76,7 @@ export function findUnstorable(value: unknown, base = '', opts: WalkOptions = {}
   const numbers = opts.numbers ?? true;
   const maxDepth = opts.maxDepth ?? MAX_JSON_DEPTH;
   // The pointer of a node is built only when it is reported (its parent chain + key): walking a
-  // clean value allocates no strings (issue 18: this walk runs on every request's body, query,
+  // clean value allocates no strings (this walk runs on every request's body, query,
   // params and headers).
   const stack: Node[] = [{ v: value, parent: null, key: '', depth: 0 }];
   while (stack.length > 0) {

@@ -111,7 +111,7 @@ async function readEntries(tarBuf: Buffer, limits: ArtifactLimits): Promise<{ en
   const packageJson = new Map<string, Buffer>();
   let failure: ArtifactError | null = null;
   let total = 0;
-  // tar is imported on first use, not at start-up (issue 18).
+  // tar is imported on first use, not at start-up.
   const { Parser } = await import('tar');
   await new Promise<void>((resolve) => {
     const parser = new Parser({

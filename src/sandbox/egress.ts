@@ -1,5 +1,5 @@
 /**
- * Allow-listed egress of sandboxed code (issue 14 §2): the deployment's `egress` patterns, and the
+ * Allow-listed egress of sandboxed code: the deployment's `egress` patterns, and the
  * host-side HTTP proxy that is the sandbox's only way out.
  *
  * A sandbox process lives in an empty network namespace. When its deployment declares `egress`,

@@ -1,5 +1,5 @@
 /**
- * Provisioned environments (AWS Lambda's provisioned concurrency, issue 14 §3): after a cold start
+ * Provisioned environments (AWS Lambda's provisioned concurrency): after a cold start
  * of a version, the sandbox starts one more environment of that version in the background — same
  * command line, permission flags, network namespace, uid and memory limit, module imported, no
  * invocation yet — so the version's next cold start takes it instead of spawning Node.js while

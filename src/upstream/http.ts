@@ -189,7 +189,7 @@ export async function upstreamFetch(ctx: AppContext, req: UpstreamRequest): Prom
     }
     if (Number.isFinite(declared)) {
       // A declared length within the cap: read it whole (undici refuses a body longer or shorter
-      // than declared), without an async iterator per response (issue 18).
+      // than declared), without an async iterator per response.
       try {
         const bytes = Buffer.from(await res.body.arrayBuffer());
         return { status: res.status, headers: res.headers, body: bytes, durationMs: Math.round(performance.now() - started), url: res.url };

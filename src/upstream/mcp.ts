@@ -56,7 +56,7 @@ async function withClient<T>(ctx: AppContext, url: string, opts: McpCallOptions,
   }
   const guarded = guardedFetch(ctx, { timeoutMs });
   const perRequest = opts.perRequestHeaders;
-  // The MCP client SDK loads on the first call to an MCP server, not at start-up (issue 18).
+  // The MCP client SDK loads on the first call to an MCP server, not at start-up.
   const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
   const transport = new StreamableHTTPClientTransport(target, {
     fetch: perRequest

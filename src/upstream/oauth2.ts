@@ -1,5 +1,5 @@
 /**
- * The platform as an OAuth 2.0 client of upstream services (connected accounts, issue 15,
+ * The platform as an OAuth 2.0 client of upstream services (connected accounts,
  * docs/connections.md), on `openid-client`: authorization URL (RFC 6749 §4.1.1 + PKCE, RFC 7636;
  * `resource`, RFC 8707; `audience`), code exchange with the state and RFC 9207 `iss` checks,
  * refresh (RFC 6749 §6) and revocation (RFC 7009). Every request to the authorization server goes

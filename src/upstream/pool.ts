@@ -22,7 +22,7 @@ const systemResolver: HostResolver = async (hostname) => dns.promises.lookup(hos
 
 /**
  * The upstream connection pool of one app, created on first use and closed with the app. undici
- * (~740 KB of JavaScript) is imported with it, not at start-up (issue 18: ~60 ms of a 2-core
+ * (~740 KB of JavaScript) is imported with it, not at start-up (~60 ms of a 2-core
  * machine's start); the app's `warm` (app.ts, run once the server listens) loads it early.
  */
 export class UpstreamPool {

@@ -1,5 +1,5 @@
 /**
- * Tables of the connections module (issue 15, docs/connections.md): each user's OAuth 2.0 grant to
+ * Tables of the connections module (docs/connections.md): each user's OAuth 2.0 grant to
  * an upstream service, optionally for one of the user's agents, and the single-use states of the
  * authorization-code flow that creates or renews it.
  */

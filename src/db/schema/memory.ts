@@ -1,5 +1,5 @@
 /**
- * Tables of the user-memory module (issue 5): memories, session summaries and the embedding
+ * Tables of the user-memory module: memories, session summaries and the embedding
  * space the stored vectors belong to.
  *
  * The `embedding` column of `memories` is NOT declared here: its type depends on the engine

@@ -1,6 +1,6 @@
 /**
  * Tables of the search module: `tool_vectors`, one sentence vector per tool for the semantic arm of
- * tool search (issue 19 §1; migration 0034). Read and written with raw SQL by
+ * tool search (migration 0034). Read and written with raw SQL by
  * `modules/search/semantic.ts`.
  */
 import { index, pgTable, text } from 'drizzle-orm/pg-core';

@@ -1,5 +1,5 @@
 /**
- * Coalesced hot statements of the agent key/value memory (issue 18 §3): the point reads and the
+ * Coalesced hot statements of the agent key/value memory: the point reads and the
  * unconditional upserts of requests that arrive together run as one statement each, instead of one
  * statement — one round trip, one pooled connection, one commit — per request.
  *

@@ -1,5 +1,5 @@
 /**
- * Agent key/value memory (spec "Agent memory (v2)", issue 6 §2–3).
+ * Agent key/value memory (spec "Agent memory (v2)").
  *
  * - Keys: 1–256 characters; values: any JSON up to `AGENT_MEMORY_MAX_VALUE_BYTES` serialised
  *   (413 `payload_too_large` beyond); at most `AGENT_MEMORY_MAX_ENTRIES` live entries per agent

@@ -43,7 +43,7 @@ export type EntryRow = { key: string; value: unknown; version: number; updatedAt
  * upsert, each in a single-row form and an `unnest` form that carries the entries of several
  * requests (`coalesce.ts`), and the coalescers that choose between them — `reader.load(ref)` and
  * `writer.write(entry)`. No query building per request; named statements on PostgreSQL. Rows come
- * back as the driver gives them (no per-column mapping by the ORM; issue 18).
+ * back as the driver gives them (no per-column mapping by the ORM).
  */
 export function prepareAgentMemoryStatements(db: Db) {
   const agentId = sql.placeholder('agentId');

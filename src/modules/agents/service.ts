@@ -1,5 +1,5 @@
 /**
- * Agents (spec "Agents (v2)", issue 6 §1): agent identities owned by an account, their client
+ * Agents (spec "Agents (v2)"): agent identities owned by an account, their client
  * secrets (scrypt hashes, rotation with an optional grace period) and their tool subscriptions.
  *
  * Every function answers `not_found` for agents of other accounts and for deleted agents (soft
@@ -32,7 +32,7 @@ export type AgentView = Static<typeof AgentSchema>;
 
 /** Largest serialised `metadata`, bytes. */
 const MAX_METADATA_BYTES = 16 * 1024;
-/** Longest rotation grace period (issue 6 §1: at most 86400 s). */
+/** Longest rotation grace period (at most 86400 s). */
 export const MAX_GRACE_SECONDS = 86_400;
 
 // ------------------------------------------------------------------------- contract functions

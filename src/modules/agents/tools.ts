@@ -1,5 +1,5 @@
 /**
- * Agent tool subscriptions (issue 6 §1): which services an agent may call tools of. The owner
+ * Agent tool subscriptions: which services an agent may call tools of. The owner
  * must hold an active subscription to the service (subscriptions module) or own it (registry).
  * Separate from `service.ts` so the agents contract functions do not depend on those modules.
  */

@@ -1,5 +1,5 @@
 /**
- * Per-app state of the analytics module: the typed `AppContext.analytics` field (issue 12 — per-app
+ * Per-app state of the analytics module: the typed `AppContext.analytics` field (per-app
  * fields are declared in `context.ts`), set by `startAnalytics` (service.ts). This file imports
  * nothing that imports `context.ts`, so `context.ts` can name its types without an import loop; the
  * recorders (`RealtimeCounters`, `EndpointRecorder`) satisfy these ports.

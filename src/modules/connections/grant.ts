@@ -1,5 +1,5 @@
 /**
- * The execution hook of connected accounts (issue 15 §3, docs/connections.md "At execution").
+ * The execution hook of connected accounts (docs/connections.md "At execution").
  *
  * Every face (REST execute, the MCP server, the agent runtime) runs tools through the one execute
  * function, which calls {@link withCallerGrant} before it builds the upstream request and
@@ -23,7 +23,7 @@ import { refreshTokens, OAuthUpstreamError, type OAuth2Client, type UpstreamToke
 import type { ExecutableTool } from '../registry/executable.js';
 import { beginAuthorization, type ConnectionRow } from './service.js';
 
-/** A token that expires within this many ms is refreshed before use (issue 15: 60 s). */
+/** A token that expires within this many ms is refreshed before use (60 s). */
 export const REFRESH_MARGIN_MS = 60_000;
 /** `last_used_at` is written at most this often per connection (one UPDATE, not one per execution). */
 const LAST_USED_GRANULARITY_MS = 60_000;

@@ -1,5 +1,5 @@
 /**
- * HTTP routes of the connections module (issue 15, docs/connections.md).
+ * HTTP routes of the connections module (docs/connections.md).
  *
  * Two scopes: `/connections` (list, create, read, delete) for signed-in users (a grant is a
  * person's, so agents cannot create or read connections; they use their owner's at execution),

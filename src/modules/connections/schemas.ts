@@ -1,4 +1,4 @@
-/** TypeBox schemas of the connections routes (issue 15, docs/connections.md). */
+/** TypeBox schemas of the connections routes (docs/connections.md). */
 import { Type, type Static } from 'typebox';
 import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
 

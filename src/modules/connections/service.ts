@@ -1,5 +1,5 @@
 /**
- * Connected accounts (issue 15, docs/connections.md): each user's own OAuth 2.0 grant to an
+ * Connected accounts (docs/connections.md): each user's own OAuth 2.0 grant to an
  * upstream service whose auth type is `oauth2`, optionally made for one of the user's agents.
  *
  * Flow (RFC 6749 §4.1 + PKCE, RFC 7636):

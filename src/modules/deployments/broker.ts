@@ -1,5 +1,5 @@
 /**
- * Platform calls of deployed code (issue 14 §1): the handler's `context.tools`, `context.memory`,
+ * Platform calls of deployed code: the handler's `context.tools`, `context.memory`,
  * `context.userMemory` and `context.log` travel over the sandbox's IPC channel and are answered
  * here, on the host, as the agent — through the SAME service functions as the HTTP routes
  * (`POST /v1/agents/:id/execute`, `GET /search/tools`, `/v2/memory/:key`, `/v2/agents/:id/memory`,

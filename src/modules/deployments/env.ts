@@ -39,7 +39,7 @@ export function parseEnv(raw: string | undefined): Record<string, string> | null
 
 
 /**
- * The deployment's egress allow-list (issue 14 §2): the form field `egress` when sent (a JSON array
+ * The deployment's egress allow-list: the form field `egress` when sent (a JSON array
  * of strings, or the patterns separated by commas/whitespace), else `egress` of the bundle's
  * `agent.json`, else none (no network). Patterns: `host`, `*.domain`, either with `:port` — see
  * `src/sandbox/egress.ts`. Returns the normalised, de-duplicated patterns.

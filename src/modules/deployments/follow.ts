@@ -1,5 +1,5 @@
 /**
- * Live log lines of running invocations (issue 14 §4), for `…/logs?follow=true` as Server-Sent
+ * Live log lines of running invocations, for `…/logs?follow=true` as Server-Sent
  * Events (WHATWG HTML §9.2). In-process: the lines of an invocation running in this process are
  * kept here until it ends; followers of an invocation running in another process (a BullMQ
  * worker) see its lines when it ends, by polling its record.

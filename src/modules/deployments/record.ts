@@ -3,7 +3,7 @@
  * synchronous one is written once, write-behind, through the app's invocation log (a
  * {@link WriteBatcher}: one multi-row INSERT for the invocations that ended meanwhile).
  *
- * Write-behind (issue 14 §3): a short synchronous invocation's answer is sent without waiting for
+ * Write-behind: a short synchronous invocation's answer is sent without waiting for
  * its INSERT, which commits a moment later (typically within the same event-loop turn plus one
  * statement). Reads of this instance (`GET …/executions[/:id]`, `…/logs`) first wait for the
  * agent's records still in the log, so a client reading back its invocation here finds it. What a

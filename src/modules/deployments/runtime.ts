@@ -71,7 +71,7 @@ export function warmKey(d: DeploymentRow): string {
   return `${d.agentId}/${d.id}/${d.preparedAt?.getTime() ?? 0}/${d.activatedAt?.getTime() ?? 0}`;
 }
 
-/** The active deployment by agent id (null: none), read through by every invocation (issue 18). */
+/** The active deployment by agent id (null: none), read through by every invocation. */
 function activeCache(ctx: AppContext): SharedCache<DeploymentRow | null> {
   return SharedCache.of(ctx, { name: 'deployments.active', max: 10_000, ttlMs: ctx.config.cacheTtlMs });
 }

@@ -1,7 +1,7 @@
 /**
  * The embedded OpenID Provider itself (`oidc-provider`), built by {@link createEmbeddedIdp} on the
  * first request under `/idp` (idp.ts): importing and configuring the provider is a sizeable part of
- * a start-up that most processes never need before a user signs in (issue 18). See idp.ts for the
+ * a start-up that most processes never need before a user signs in. See idp.ts for the
  * tenant's contract.
  */
 import { hkdfSync } from 'node:crypto';

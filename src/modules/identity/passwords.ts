@@ -49,7 +49,7 @@ let common: Set<string> | undefined;
  * zxcvbn-ts's `passwords-common` (49,233 passwords from breach corpora, shipped in
  * `@zxcvbn-ts/language-common`, offline); comparison ignores case and Unicode compatibility forms.
  * Length (8..256) is checked by the request schema. The list (~0.4 MB of JavaScript) is imported
- * on the first call, not at start-up (issue 18).
+ * on the first call, not at start-up.
  * @throws AppError validation_failed (400) with `errors[0].pointer` `/password`.
  */
 export async function assertAcceptablePassword(password: string, account: { email: string }): Promise<void> {

@@ -442,7 +442,7 @@ export class IdentityService {
   }
 
   /**
-   * Create (or reuse) a test user and issue a token set (`POST /auth/test`, issue 11). Only
+   * Create (or reuse) a test user and issue a token set (`POST /auth/test`). Only
    * accounts this endpoint created (`users.test`) are ever reused: the email of any other account
    * — registered, external-provider or listed in `ADMIN_EMAILS` — answers 409, so a test token can
    * never act as a real user; and only addresses in reserved test domains (`test-accounts.ts`), so

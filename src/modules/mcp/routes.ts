@@ -35,7 +35,7 @@ const JsonRpcError = Type.Object({ jsonrpc: Type.Literal('2.0'), error: Type.Obj
 
 /**
  * The transport and the MCP SDK behind it are loaded by the first `/mcp` request, not at start-up
- * (issue 18: the SDK is a sizeable part of start-up that most processes never use).
+ * (the SDK is a sizeable part of start-up that most processes never use).
  */
 let transportModule: Promise<typeof import('./transport.js')> | undefined;
 const transport = () => (transportModule ??= import('./transport.js'));

@@ -1,5 +1,5 @@
 /**
- * Cross-agent memory permissions (spec "Agent permissions (v2)", issue 6 §3): agent A grants
+ * Cross-agent memory permissions (spec "Agent permissions (v2)"): agent A grants
  * agent B `read` or `write` (write implies read) access to A's memory, optionally limited to keys
  * starting with `key_prefix` and until `expires_at`. Grants to agents of other accounts are
  * allowed (that is their point); revocation takes effect at once (grants are never cached).

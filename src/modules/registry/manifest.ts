@@ -47,7 +47,7 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 addFormats(ajv);
 /**
  * The registration body's validator, compiled by {@link prepareRegistrationCheck} after start-up
- * or by the first registration, not at module load (issue 18: with the 2020-12 meta-schema it
+ * or by the first registration, not at module load (with the 2020-12 meta-schema it
  * pulls in, ~0.2 s of the main thread before the first request could be answered).
  */
 let checkBody: ValidateFunction | undefined;

@@ -1,5 +1,5 @@
 /**
- * `oauth2` upstream auth of a service (issue 15, docs/manifest.md "auth", docs/connections.md):
+ * `oauth2` upstream auth of a service (docs/manifest.md "auth", docs/connections.md):
  * the service calls its upstream with each caller's own OAuth 2.0 grant (a connection) instead of
  * one shared credential. This file checks the manifest block, pre-fills it from an OpenAPI
  * document's `securitySchemes` (RFC-less but OpenAPI 3.x §4.8.27 "OAuth Flows Object"), turns it

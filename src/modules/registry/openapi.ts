@@ -54,7 +54,7 @@ export async function fetchOpenApiDocument(ctx: AppContext, url: string): Promis
     doc = JSON.parse(text);
   } catch {
     try {
-      // Imported on first use (issue 18: not at start-up), like SwaggerParser below.
+      // Imported on first use (not at start-up), like SwaggerParser below.
       const { parse: parseYaml } = await import('yaml');
       doc = parseYaml(text, { maxAliasCount: 100 });
     } catch {

@@ -1,5 +1,5 @@
 /**
- * Query understanding for tool search (issue 19 §1): typo tolerance and plain-language queries,
+ * Query understanding for tool search: typo tolerance and plain-language queries,
  * turned into the term groups the registry's full-text search takes ({@link TermGroup}).
  *
  * - Typos (Typesense/Algolia rules): a word of 4+ letters may carry one typo, 8+ letters two; an

@@ -1,5 +1,5 @@
 /**
- * The semantic arm of tool search (issue 19 §1): plain-language questions ("who am I logged in as")
+ * The semantic arm of tool search: plain-language questions ("who am I logged in as")
  * find tools whose words differ from the question's.
  *
  * - Encoder: Universal Sentence Encoder Lite (`lib/sentence-encoder.ts`, 512-d unit vectors, local

@@ -1,5 +1,5 @@
 /**
- * Per-application state of the search module, held as `AppContext.search` (issue 12: per-app state
+ * Per-application state of the search module, held as `AppContext.search` (per-app state
  * is a typed field of the context, not a module-level `WeakMap<AppContext, …>`). Created on first
  * use ({@link searchStateOf}), so contexts built without it (CLI, unit tests) still work.
  */

@@ -1,6 +1,6 @@
 /**
  * The words people use for what an API operation does, and the words API descriptions use for it
- * (issue 19 §1: plain-language tool search). A user asks to "stop" a run, "write" a comment, "find"
+ * (plain-language tool search). A user asks to "stop" a run, "write" a comment, "find"
  * repositories or get the "newest" release; the operations say cancel, create, search, latest.
  *
  * Source: the standard methods of Google's API Improvement Proposals (AIP-130 ff.: Get, List,
@@ -106,7 +106,7 @@ function baseForms(word: string): string[] {
 }
 
 /**
- * What a question asks for, by its form (issue 19 §1, "query handling of question forms"): an
+ * What a question asks for, by its form ("query handling of question forms"): an
  * interrogative word names the kind of answer, which API operations name with a verb or a noun.
  * `which …` / `what …` ask for a set of things (AIP-132 List); a yes/no question (the query opens
  * with an auxiliary verb: "is", "does", "did", "can", …) asks for a check (a boolean operation,

@@ -1,5 +1,5 @@
 /**
- * The in-process candidate stage of tool search (issue 19 §1 latency): every service and tool's
+ * The in-process candidate stage of tool search (latency): every service and tool's
  * stored full-text document (`search_doc`, PostgreSQL's own lexemes, positions and weights) and
  * trigram name string, held per application and kept in step with the catalog, so a search ranks
  * its candidates without the database; SQL then reads only the page's tools, under the caller's

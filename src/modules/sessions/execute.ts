@@ -1,5 +1,5 @@
 /**
- * Executing a tool in a session (`POST /v1/agents/:id/execute`, issue 4 §2).
+ * Executing a tool in a session (`POST /v1/agents/:id/execute`).
  *
  * Hot path, in order (each step's failure answers before anything later happens):
  *  0. the credential's `tools:execute` scope (agent token or API key; a set lookup) → 403

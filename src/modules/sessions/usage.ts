@@ -110,8 +110,8 @@ function batchStatement(): SQL {
 /**
  * The same write for one record (what every batch is when executions do not overlap, e.g. one
  * agent calling tools one after another): plain `values`, no `unnest`, sort or aggregation.
- * PostgreSQL runs it in ~60 % of the batch statement's time for one row (0.08 vs 0.13 ms here,
- * issue 18), which is on the answer's path.
+ * PostgreSQL runs it in ~60 % of the batch statement's time for one row (0.08 vs 0.13 ms here),
+ * which is on the answer's path.
  */
 function singleStatement(): SQL {
   const p = Object.fromEntries(COLUMNS.map(([name, type]) => [name, sql`${sql.placeholder(name)}::${sql.raw(type)}`])) as Record<Column, SQL>;

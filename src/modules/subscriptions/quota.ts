@@ -23,14 +23,14 @@ const INT_MAX = 2_147_483_647;
 /** One row of the counting statement: the subscription's counters BEFORE this batch, how many calls it granted and how many units it leased. */
 type CountRow = { id: string; plan: string; day_used: number; month_used: number; granted: number; leased: number };
 
-/** The counting statement of {@link consumeQuota}, prepared once per database handle (issue 18: no per-call parse/plan). */
+/** The counting statement of {@link consumeQuota}, prepared once per database handle (no per-call parse/plan). */
 function countingStatement(ctx: AppContext): PreparedRaw<CountRow> {
   return prepareRaw<CountRow>(ctx.database.hotDb, 'quota_consume_n', countingSql);
 }
 
 /**
  * The text of {@link countingStatement}: count up to `n` calls of one account to one service in one
- * statement (issue 18 §1). The subscription row is locked (`for update`: under READ COMMITTED a
+ * statement. The subscription row is locked (`for update`: under READ COMMITTED a
  * waiting statement reads the version committed by the one it waited for, so the counters it starts
  * from are current), `granted = least(n, remaining of the day, remaining of the month)` calls are
  * added, and the counters before them are returned: the first `granted` callers of the batch
@@ -75,7 +75,7 @@ const MAX_QUOTA_BATCH = 256;
 /**
  * Check and count one call of `userId` to `serviceId` against its active subscription, exactly
  * under any concurrency: never more calls succeed than the quota allows. Concurrent calls of the
- * same account to the same service are counted together (issue 18 §1): the first call's statement
+ * same account to the same service are counted together: the first call's statement
  * goes at once, and the calls that arrive while it is in flight share the next one (group commit,
  * as execution records do), so N concurrent calls cost ~1 statement, not N row-lock waits. A key
  * called again within `HOT_MS` is counted ahead: its statement also counts a lease of up to

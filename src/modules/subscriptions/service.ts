@@ -8,7 +8,7 @@
  * usage this module shows leaves out the units this instance's quota leases counted ahead and did
  * not use yet (`lease.ts`), and a change of plan or status ends the account's leases first.
  *
- * Quotas bind the account, not the subscription record (issue 11, OWASP API6): the plans a caller
+ * Quotas bind the account, not the subscription record (OWASP API6): the plans a caller
  * may pick follow its role ({@link plansFor}), and a new subscription to a service starts from the
  * counters of the account's previous one, so cancel + resubscribe resets nothing.
  */
