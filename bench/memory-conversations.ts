@@ -264,10 +264,10 @@ async function main(): Promise<void> {
     if (QUALITY) {
       rankings['local: hybrid'] = await rank(local, questions);
       for (const [sb, nw] of [[0, 0], [0.5, 0], [0, 0.5]]) {
-        Object.assign(fusion, { speakerBoost: sb, neighbourWeight: nw });
+        Object.assign(fusion, { neighbourWeight: nw });
         rankings[`local: hybrid, speaker ${sb}, neighbours ${nw}`] = await rank(local, questions);
       }
-      Object.assign(fusion, { speakerBoost: 0.5, neighbourWeight: 0.5 });
+      Object.assign(fusion, { neighbourWeight: 0.5 });
       const chosen = fusion.timeBoost;
       for (const tb of [0, 0.25, 1]) {
         fusion.timeBoost = tb;
@@ -296,9 +296,9 @@ async function main(): Promise<void> {
       f.timeBoost = 0;
       rankings[`encoder: hybrid (${chosen}), no time boost`] = await rank(enc, questions);
       f.timeBoost = tb;
-      Object.assign(f, { speakerBoost: 0, neighbourWeight: 0 });
+      Object.assign(f, { neighbourWeight: 0 });
       rankings[`encoder: hybrid (${chosen}), no speaker/neighbours`] = await rank(enc, questions);
-      Object.assign(f, { speakerBoost: 0.5, neighbourWeight: 0.5 });
+      Object.assign(f, { neighbourWeight: 0.5 });
       rankings[`encoder: hybrid (default, ${chosen})`] = await rank(enc, questions);
     }
 
@@ -350,7 +350,7 @@ async function main(): Promise<void> {
       for (let round = 0; round < 2; round++) {
         for (const q of questions) {
           for (const [label, r, w] of variants) {
-            Object.assign(r.ctx.config.memory.fusion, { speakerBoost: w, neighbourWeight: w });
+            Object.assign(r.ctx.config.memory.fusion, { neighbourWeight: w });
             const t = performance.now();
             await searchMemories(r.ctx, { accountId: r.userId, agentId: null }, { q: q.text, limit: 10 });
             times.get(label)!.push(performance.now() - t);

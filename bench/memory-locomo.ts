@@ -15,12 +15,14 @@
  * same run. Then search latency at ~6,000 memories of one user (the turns copied with their vectors
  * until there are BENCH_SCALE_N, default 6,000; 0 skips).
  *
- * Tuning, leave-one-conversation-out: each value of a setting in `GRID` is scored on every
- * conversation in the same run; the value chosen for conversation c is the best hit@5 on the other
- * conversations, and c's figure is that value's score on c. The default's figures and the held-out
- * figures are printed side by side.
+ * Tuning, leave-one-conversation-out: every combination of `GRID` (BENCH_GRID=small: each setting
+ * alone, the others at their defaults) is scored on every conversation in the same run; the
+ * combination chosen for conversation c is the best hit@5 on the other conversations, and c's
+ * figure is its score on c. The default's figures and the held-out figures are printed side by
+ * side. Then where a search's time goes (uncached questions): the query embedding alone, a
+ * text-mode search (no embedding), a hybrid search.
  *
- * Environment: LOCOMO_DIR, BENCH_SCALE_N, BENCH_GRID=0 (no grid), BENCH_DATABASE_URL (PostgreSQL),
+ * Environment: LOCOMO_DIR, BENCH_SCALE_N, BENCH_GRID=0|small, BENCH_PROFILE_N (150), BENCH_DATABASE_URL (PostgreSQL),
  * and any EMBEDDINGS_* / MEMORY_* variable (passed to the platform, e.g. EMBEDDINGS_PROVIDER=local).
  * Output: tables and one machine-readable JSON line (`{"bench":"memory-locomo",…}`).
  */

@@ -30,7 +30,7 @@ import { CANDIDATE_COLUMNS, fusedCandidates, HNSW_INDEX, insertMemoryRows, query
 import { inProcessCandidates, pageOf } from '../src/modules/memory/search-in-process.js';
 import { flatOrOperands } from '../src/modules/memory/text-index.js';
 import { rowFacts } from '../src/modules/memory/turn-facts.js';
-import { rerankTurns } from '../src/modules/memory/turns.js';
+import { rankCandidates } from '../src/modules/memory/ranking.js';
 import { createSession } from '../src/modules/sessions/service.js';
 import { loadConversations, synthTurns } from './memory-conversations.js';
 
@@ -149,12 +149,12 @@ async function main(): Promise<void> {
         if (cache) await time('vector arm (in process)', () => cache.nearest(ctx.db, userId, vector, 50));
         if (cache && text) {
           const fused = await time('in-process candidates', () =>
-            inProcessCandidates(ctx, ctx.db, { userId, agentId: null, where, query: q.text, vector: Promise.resolve(vector), pool: 50, mode: 'hybrid', text, vectors: cache }),
+            inProcessCandidates(ctx, ctx.db, { userId, agentId: null, kinds: ~0, where, query: q.text, vector: Promise.resolve(vector), pool: 50, mode: 'hybrid', text, vectors: cache }),
           );
           if (fused) {
             const facts = text.facts(userId, fused.hits.map((h) => h.id));
             const ranked = await time('rerank (index facts, neighbours)', () =>
-              rerankTurns(ctx, ctx.db, userId, q.text, fused.hits, (c) => facts!.get(c.id)!, new Date(), (ids) => text.neighbours(userId, ids)),
+              rankCandidates(ctx, ctx.db, userId, q.text, fused.hits, { mode: 'hybrid', where, facts: (c) => facts!.get(c.id)!, neighbours: (ids) => text.neighbours(userId, ids) }),
             );
             // the rows a search reads now (the page's) and before (every fused candidate's), same statement
             const rows = (ids: string[]) => ctx.db.execute(sql`select m.id, ${CANDIDATE_COLUMNS} from memories m where m.id = any(${`{${ids.join(',')}}`}::text[]) and user_id = ${userId}`);
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
           await time('text arm (SQL)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'text' }));
           const vectorHits = cache ? await cache.nearest(tx, userId, vector, 50) : undefined;
           const fused = await time('fused statement (SQL text arm)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'hybrid', vectorHits }));
-          await time('rerank (SQL neighbours)', () => rerankTurns(ctx, tx, userId, q.text, fused, (c) => rowFacts(c.row)));
+          await time('rerank (SQL neighbours)', () => rankCandidates(ctx, tx, userId, q.text, fused, { mode: 'hybrid', where, facts: (c) => rowFacts(c.row) }));
         });
         // the default path without the query's embedding (its vector from the query LRU): what a
         // search costs besides the encoder, which the machine's load inflates most

@@ -70,9 +70,12 @@ describe('memory storage paths', () => {
       // equal fused order and equal order inside both arms
       const a = await searchMemories(ctx, actor, { q: q.text, limit: 10 });
       const b = await searchMemories(exact, actor, { q: q.text, limit: 10 });
-      const shape = (r: typeof a) => r.data.map((h) => [h.id, h.score, h.vector_rank, h.text_rank]);
+      const shape = (r: typeof a) => r.data.map((h) => [h.id, h.vector_rank, h.text_rank]);
       expect(shape(a), q.text).toEqual(shape(b));
       a.data.forEach((h, i) => expect(h.similarity).toBeCloseTo(b.data[i].similarity, 5));
+      // the score weighs in the similarity and the best text score of the candidates, which on
+      // PostgreSQL (HNSW pool) may hold a slightly different best: the same order, scores within 0.01
+      a.data.forEach((h, i) => expect(h.score).toBeCloseTo(b.data[i].score, 2));
       compared += a.data.length;
     }
     expect(compared).toBe(queries.length * 10);
