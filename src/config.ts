@@ -114,6 +114,15 @@ export interface Config {
   };
   /** Base64 32-byte key for AES-256-GCM secret encryption; generated into dataDir when unset (embedded). */
   secretsKey?: string;
+  /** Outbound webhooks (`modules/webhooks`). */
+  webhooks: {
+    /** First retry delay after a failed delivery, ms (doubles per attempt up to an hour, ±50 % jitter). */
+    retryBaseMs: number;
+    /** How long a message is retried before it goes to the dead-letter list, ms (24 h). */
+    maxAgeMs: number;
+    /** Timeout of one delivery attempt, ms. */
+    timeoutMs: number;
+  };
   upstream: {
     /** Admit loopback targets (tests and local development only). */
     allowLoopback: boolean;
@@ -350,6 +359,11 @@ export function loadConfig(env: Env = process.env): Config {
       redisPrefix: str(env, 'RATE_LIMIT_REDIS_PREFIX', 'ap:rl:')!,
     },
     secretsKey,
+    webhooks: {
+      retryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 5000, 10),
+      maxAgeMs: int(env, 'WEBHOOK_MAX_AGE_MS', 24 * 3600 * 1000, 1000),
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
+    },
     upstream: {
       allowLoopback: bool(env, 'ALLOW_LOOPBACK_UPSTREAMS', false),
       timeoutMs: int(env, 'UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),

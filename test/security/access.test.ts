@@ -244,7 +244,7 @@ describe('authorization matrix', () => {
       const ids: Record<string, string> = {};
       for (const n of pathParams(o.path)) {
         const id = ownedId(victim, o.path, n);
-        if (id === null && !['exeId', 'reportId', 'scheduleId', 'triggerId'].includes(n)) throw new Error(`${o.key}: no fixture for path parameter {${n}}: add it to ownedId() in test/security/fixtures.ts`);
+        if (id === null && !['exeId', 'reportId', 'scheduleId', 'triggerId', 'messageId'].includes(n)) throw new Error(`${o.key}: no fixture for path parameter {${n}}: add it to ownedId() in test/security/fixtures.ts`);
         ids[n] = id ?? 'zzz_00000000000000000000000000';
       }
       // Agent-scoped paths name the account's second agent for agent callers (own memory keys are per agent).

@@ -64,6 +64,8 @@ export interface Account {
   serviceId: string;
   toolId: string;
   subscriptionId: string;
+  /** An outbound webhook endpoint (`whk_…`). */
+  webhookId: string;
 }
 
 /** A one-tool service owned by `owner`, published directly in the store (no verification run). */
@@ -101,6 +103,7 @@ export async function createAccount(app: FastifyInstance, subscribeTo: string, o
   const memory = (await call(app, { method: 'POST', url: '/memory', headers: h, payload: { content: `${marker} remembers`, session_id: session.id } }, 201)).body;
   const svc = (await call(app, { method: 'POST', url: '/owner/services', headers: h, payload: serviceBody(`svc-${marker}`, marker) }, 201)).body;
   const sub = (await call(app, { method: 'POST', url: '/subscriptions', headers: h, payload: { service_id: subscribeTo } }, 201)).body;
+  const webhook = (await call(app, { method: 'POST', url: '/v2/webhooks', headers: h, payload: { url: `https://example.com/${marker}`, events: ['*'], description: marker } }, 201)).body;
   return {
     marker,
     user,
@@ -116,6 +119,7 @@ export async function createAccount(app: FastifyInstance, subscribeTo: string, o
     serviceId: svc.id,
     toolId: svc.tools?.[0]?.id ?? 'tool_none',
     subscriptionId: sub.id,
+    webhookId: webhook.id,
   };
 }
 
@@ -137,12 +141,14 @@ export function ownedId(acct: Account, path: string, name: string): string | nul
     case 'reportId':
     case 'scheduleId':
     case 'triggerId':
+    case 'messageId':
       return null; // no such object in the fixture: the parent id decides
   }
   if (name !== 'id') return null;
   if (path.startsWith('/admin/users/')) return acct.user.userId;
   if (path.startsWith('/api-keys/')) return acct.apiKeyId;
   if (path.startsWith('/v2/agents/')) return acct.agent.id;
+  if (path.startsWith('/v2/webhooks/')) return acct.webhookId;
   if (/^\/(memory\/sessions|v1\/agents|v1\/sessions)\//.test(path)) return acct.sessionId;
   if (path.startsWith('/subscriptions/')) return acct.subscriptionId;
   if (/^\/(owner\/services|services|v1\/services)\//.test(path)) return acct.serviceId;

@@ -16,3 +16,4 @@ export * from './connections.js';
 export * from './search.js';
 export * from './schedules.js';
 export * from './triggers.js';
+export * from './webhooks.js';
