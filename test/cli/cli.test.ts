@@ -103,7 +103,7 @@ describe('agent-platform login / whoami / logout', () => {
     expect(found.data[0].content).toContain('watered on Fridays');
     // text output: the API's score (relevance, 0..1) with two decimals and the kind
     const text = await cli(['memory', 'search', 'when are the plants watered', '--limit', '1', '--kind', 'note,summary']);
-    expect(text.stdout).toMatch(/^[01]\.\d\d {2}note {6}mem_\w+ {2}The office plants are watered on Fridays/m);
+    expect(text.stdout).toMatch(/^[01]\.\d\d {2}note +mem_\w+ {2}The office plants are watered on Fridays/m);
     expect(found.data[0].score).toBeGreaterThan(0);
     expect(found.data[0].score).toBeLessThanOrEqual(1);
     const badKind = await cli(['memory', 'search', 'plants', '--kind', 'diary']);
