@@ -21,7 +21,7 @@ import type { AgentAuthState } from './modules/agents/auth-state.js';
 import type { AnalyticsRuntime } from './modules/analytics/state.js';
 import type { QuotaRuntime } from './modules/subscriptions/state.js';
 import type { RecurringScheduler } from './jobs/scheduler.js';
-import type { TriggerLimiters } from './modules/triggers/deliver.js';
+import type { TriggerLimiters } from './modules/triggers/state.js';
 
 export interface AppContext {
   config: Config;
@@ -73,6 +73,6 @@ export interface AppContext {
   quota?: QuotaRuntime;
   /** The recurring scheduler of agent schedules (`jobs/scheduler.ts`), set by the schedules routes; closed with the app. */
   scheduler?: RecurringScheduler;
-  /** Per-minute limiters of inbound triggers (`triggers/deliver.ts`), created on first delivery. */
+  /** Per-minute limiters of inbound triggers (`triggers/state.ts`), created on first delivery by `triggers/deliver.ts`. */
   triggerLimits?: TriggerLimiters;
 }

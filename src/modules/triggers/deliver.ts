@@ -43,9 +43,6 @@ export const FORWARDED_HEADERS = [
   'idempotency-key',
 ] as const;
 
-/** Per-app rate limiters of triggers, one per distinct per-minute limit (`ctx.triggerLimits`). */
-export type TriggerLimiters = Map<number, RateLimiterAbstract>;
-
 function limiterFor(ctx: AppContext, points: number): RateLimiterAbstract {
   const limiters = (ctx.triggerLimits ??= new Map());
   let l = limiters.get(points);
