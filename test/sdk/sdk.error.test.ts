@@ -77,6 +77,21 @@ describe('agent client credentials', () => {
   });
 });
 
+describe('agent memory optimistic concurrency', () => {
+  it('put with a stale ifMatch is refused with 412 and changes nothing; the current ETag and ifNoneMatch work', async () => {
+    const owner = await userClient(baseUrl);
+    const agent = await owner.agents.create({ name: 'etags' });
+    const c = new AgentPlatform({ baseUrl, env: {}, clientId: agent.client_id, clientSecret: agent.client_secret });
+    const first = await c.agentMemory.put('doc', { n: 1 });
+    const second = await c.agentMemory.put('doc', { n: 2 }, { ifMatch: `"${first.version}"` });
+    await expect(c.agentMemory.put('doc', { n: 3 }, { ifMatch: `"${first.version}"` })).rejects.toMatchObject({ status: 412 });
+    expect((await c.agentMemory.get('doc')).value).toEqual({ n: 2 });
+    await expect(c.agentMemory.put('doc', { n: 4 }, { ifNoneMatch: '*' })).rejects.toMatchObject({ status: 412 });
+    expect((await c.agentMemory.put('fresh', 1, { ifNoneMatch: '*' })).version).toBe(1);
+    expect(second.version).toBe(first.version + 1);
+  });
+});
+
 describe('429 and typed errors', () => {
   it('retries 429 after Retry-After with jitter and succeeds; without retries it throws rate_limited', async () => {
     const log: Exchange[] = [];

@@ -64,12 +64,18 @@ export class AgentMemoryResource {
   get(key: string) {
     return unwrap(this.core.http.GET('/v2/memory/{key}', { params: { path: { key } } }));
   }
-  /** Create or replace an entry (`ttl_seconds` optional); of `agentId`'s store when given. */
-  put(key: string, value: unknown, opts: Omit<Body<'agentMemory.put'>, 'value'> & { agentId?: string } = {}) {
-    const { agentId, ...rest } = opts;
+  /**
+   * Create or replace an entry (`ttl_seconds` optional); of `agentId`'s store when given.
+   * Optimistic concurrency (RFC 9110 §13.1): `ifMatch` is the ETag read before (`"<version>"`, the
+   * entry's `version` quoted; `*` = only if it exists), `ifNoneMatch: '*'` creates only.
+   * @throws AgentPlatformError `precondition_failed` (412) when the entry changed since `ifMatch` was read
+   */
+  put(key: string, value: unknown, opts: Omit<Body<'agentMemory.put'>, 'value'> & { agentId?: string; ifMatch?: string; ifNoneMatch?: '*' } = {}) {
+    const { agentId, ifMatch, ifNoneMatch, ...rest } = opts;
     const body = { ...rest, value };
-    if (agentId) return unwrap(this.core.http.PUT('/v2/agents/{id}/memory/{key}', { params: { path: { id: agentId, key } }, body }));
-    return unwrap(this.core.http.PUT('/v2/memory/{key}', { params: { path: { key } }, body }));
+    const header = { ...(ifMatch ? { 'if-match': ifMatch } : {}), ...(ifNoneMatch ? { 'if-none-match': ifNoneMatch } : {}) };
+    if (agentId) return unwrap(this.core.http.PUT('/v2/agents/{id}/memory/{key}', { params: { path: { id: agentId, key }, header }, body }));
+    return unwrap(this.core.http.PUT('/v2/memory/{key}', { params: { path: { key }, header }, body }));
   }
   async delete(key: string): Promise<void> {
     await unwrap(this.core.http.DELETE('/v2/memory/{key}', { params: { path: { key } } }));
