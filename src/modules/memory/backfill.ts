@@ -1,5 +1,5 @@
 /**
- * The background embedder of memories stored without a vector (issue 18 §1): automatic execution
+ * The background embedder of memories stored without a vector: automatic execution
  * memories are inserted at once without one (the writer, writer.ts; full-text search finds them
  * immediately) and this loop gives them their vectors when the process has time for it, so the
  * embedding model — the sentence encoder costs ~5–10 ms of CPU per sentence, far more than the

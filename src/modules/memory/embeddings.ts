@@ -1,7 +1,7 @@
 /**
- * Embedding providers for user memory (issue 5 §1).
+ * Embedding providers for user memory.
  *
- * - {@link LocalHashEmbedder} (`EMBEDDINGS_PROVIDER=local`; the default before issue 21): offline, deterministic, no model download. Feature hashing
+ * - {@link LocalHashEmbedder} (`EMBEDDINGS_PROVIDER=local`; the default before the sentence encoder): offline, deterministic, no model download. Feature hashing
  *   (Weinberger et al. 2009) of word unigrams, adjacent word bigrams and character 3–5-grams of each
  *   word (fastText-style `<word>` boundaries), sub-linear TF (`1 + ln tf`), signed buckets, then
  *   L2-normalised. It is honest about being lexical: it matches shared words and word pieces

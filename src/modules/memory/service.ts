@@ -1,5 +1,5 @@
 /**
- * User memory (spec group "Memory", issue 5; mem0/Zep-style): explicit and automatic memories with
+ * User memory (spec group "Memory"; mem0/Zep-style): explicit and automatic memories with
  * embeddings, hybrid search (vector cosine + PostgreSQL full text, fused by reciprocal rank), session
  * summaries and timelines, agent context and statistics.
  *

@@ -1,5 +1,5 @@
 /**
- * Per-app state of the memory module: the typed `AppContext.memory` field (issue 12 — no module-level
+ * Per-app state of the memory module: the typed `AppContext.memory` field (no module-level
  * `WeakMap<AppContext, …>`), created by `runtime.ts` on first use. This file imports nothing that
  * imports `context.ts`, so `context.ts` can name its types without an import loop.
  */

@@ -1,5 +1,5 @@
 /**
- * Session summaries (issue 5 §2, Zep-style). The default summariser is local and extractive: which
+ * Session summaries (Zep-style). The default summariser is local and extractive: which
  * tools ran, what succeeded and failed, the most salient results and notes. When
  * `SUMMARY_LLM_URL` + `SUMMARY_LLM_MODEL` are set, an OpenAI-compatible chat model
  * (`POST /v1/chat/completions`) writes the prose from the same facts; if it fails, the extractive

@@ -1,5 +1,5 @@
 /**
- * The full-text arm of memory search in process, on the embedded engine (issue 21): for each
+ * The full-text arm of memory search in process, on the embedded engine: for each
  * searching user, an inverted index of the lexemes of their memories' `content_tsv` (PostgreSQL's
  * own English stemming, read from the table — no second tokenizer), scored exactly as the SQL arm
  * scores (store.ts `fusedCandidates`): Σ IDF of the query terms a memory holds (the 6-decimal weights

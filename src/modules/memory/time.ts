@@ -1,5 +1,5 @@
 /**
- * Time in memory search (issue 21): "when …" questions and simple time expressions ("last May",
+ * Time in memory search: "when …" questions and simple time expressions ("last May",
  * "yesterday", "two weeks ago", "in March 2023") in a query. English only, like the full-text arm.
  *
  * - {@link asksWhen}: the query asks for a time ("When did …", "What day …", "How long ago …").

@@ -1,5 +1,5 @@
 /**
- * The vector arm of memory search in process, on the embedded engine (issue 21): each searching
+ * The vector arm of memory search in process, on the embedded engine: each searching
  * user's vectors in one row-major float32 matrix (`dimensions` per memory), scanned exactly: a dense
  * query (the sentence encoder) in one WebAssembly SIMD pass (dense-scan.ts), a sparse one (the local
  * embedder, ~60 non-zero components of 384) over its non-zero components in JavaScript. On PGlite

@@ -2,8 +2,8 @@
  * The in-process batching writer behind `rememberExecution`, on the platform's one write-behind
  * batcher ({@link WriteBatcher}, src/lib/batcher.ts): the request path only queues a reference
  * (O(1), well under 0.2 ms); a batch — taken after at most `flushDelayMs` (50 ms), or at once when
- * it is full — builds the sentences and inserts them in one multi-row INSERT, WITHOUT a vector
- * (issue 18 §1): full-text search finds them at once, and the background back-fill
+ * it is full — builds the sentences and inserts them in one multi-row INSERT, WITHOUT a vector:
+ * full-text search finds them at once, and the background back-fill
  * (`EmbeddingBackfill`, backfill.ts) embeds them when the process has time, so the embedding model
  * never competes with requests at full load and the queue never has to drop memories for want of
  * embedding capacity. Readers of this instance drain the queue first (`flushMemoryWrites`), so a
