@@ -26,7 +26,7 @@ export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
     op('webhooks.create', 'Subscribe a URL to platform events (signed per Standard Webhooks; the secret is shown once)', { body: CreateEndpointBody, response: { 201: EndpointCreatedSchema, ...errorResponses(400) } }),
     async (req, reply) => created(reply, createEndpoint(ctx, principalOf(req), req.body), { noStore: true }));
   r.get('/v2/webhooks',
-    op('webhooks.list', "The account's webhook endpoints", { querystring: PageQuery, response: { 200: ListOf(EndpointSchema) } }),
+    op('webhooks.list', "The account's webhook endpoints", { querystring: PageQuery, response: { 200: ListOf(EndpointSchema), ...errorResponses(400) } }),
     async (req) => listEndpoints(ctx, principalOf(req), req.query));
   r.get('/v2/webhooks/:id',
     op('webhooks.get', 'One webhook endpoint', { params: IdParams, response: { 200: EndpointSchema, ...errorResponses(404) } }),
