@@ -10,7 +10,8 @@ import { requireAuth, userOf } from '../../http/auth.js';
 import { operations } from '../../http/operations.js';
 import { USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { ProfileSchema } from '../identity/schemas.js';
-import { toProfile, type IdentityService } from '../identity/service.js';
+import { toProfile } from '../identity/profile.js';
+import type { IdentityService } from '../identity/service.js';
 import { SetRolesBody, UserIdParams } from './schemas.js';
 
 export async function adminRoutes(app: FastifyInstance, { ctx, identity }: { ctx: AppContext; identity: IdentityService }): Promise<void> {

@@ -24,7 +24,8 @@ import { hashSecret } from '../../http/ids.js';
 import { IDP_ROUTES, resourceIndicatorFor } from './idp-endpoints.js';
 import { consoleRedirectUri, redirectUriProblem } from './redirect-uris.js';
 import type { AuthConfig, ProviderTokenSetSchema } from './schemas.js';
-import { IdentityService, tokenError } from './service.js';
+import { IdentityService } from './service.js';
+import { tokenError } from './tokens.js';
 
 /** Lifetime of a login `state`, ms (issue: 10 minutes). */
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;

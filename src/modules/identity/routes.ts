@@ -9,7 +9,7 @@ import { authScope, operations } from '../../http/operations.js';
 import { BEARER_SECURITY, PUBLIC_SECURITY, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import type { LoginFlow } from './login-flow.js';
 import type { IdentityService } from './service.js';
-import { toProfile } from './service.js';
+import { toProfile } from './profile.js';
 import {
   AuthConfig,
   CallbackBody,

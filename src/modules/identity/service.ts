@@ -6,87 +6,40 @@
  * issuer `<PUBLIC_URL>/idp` (the embedded OpenID Provider) and audience `AUTH_AUDIENCE`.
  */
 import { randomBytes } from 'node:crypto';
-import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
-import { SignJWT, createLocalJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
+import { createLocalJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Role } from '../../config.js';
-import { ROLES } from '../../config.js';
 import type { AppContext } from '../../context.js';
-import { refreshTokens, users } from '../../db/schema/index.js';
+import { users } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import type { UserPrincipal } from '../../http/auth.js';
-import { hashSecret, newId, newSecret } from '../../http/ids.js';
+import { newId } from '../../http/ids.js';
 import { loadKeySet, type KeySet } from './keys.js';
 import { assertAcceptablePassword, DUMMY_HASH, hashPassword, verifyPassword } from './passwords.js';
-import { assertReservedTestEmail, releaseSquattedEmail } from './test-accounts.js';
+import { provisionTestUser, releaseSquattedEmail } from './test-accounts.js';
 import { assertWebPicture, webPicture } from './picture.js';
-import type { Static } from 'typebox';
-import type { ProfileSchema } from './schemas.js';
+import { cleanRoles, rolesClaim, toProfile, type Profile } from './profile.js';
+import {
+  audienceMatches,
+  consumeRefreshToken,
+  revokeRefreshFamily,
+  signTokenSet,
+  tokenError,
+  type AccessTokenVerifier,
+  type TokenSet,
+} from './tokens.js';
 
 /** Provider part of `user_id` for users of the embedded tenant. */
 export const EMBEDDED_PROVIDER = 'agent-platform';
 
 export type UserRow = typeof users.$inferSelect;
 
-/** OAuth 2.0 token response (RFC 6749 §5.1) plus OIDC `id_token`. */
-export interface TokenSet {
-  access_token: string;
-  token_type: 'Bearer';
-  /** Seconds until the access token expires. */
-  expires_in: number;
-  refresh_token: string;
-  id_token: string;
-  scope: string;
-}
-
-/** The public profile (`GET /v1/auth/me`). */
-export type Profile = Static<typeof ProfileSchema>;
-
 /**
  * How long a user's roles are cached per instance, ms. A role change made on this instance applies
  * at once; on other instances within this time.
  */
 const USER_CACHE_MS = 30_000;
-
-/**
- * Verifies access tokens of one issuer whose `aud` is one of `audiences`.
- * @throws AppError token_expired | invalid_token
- */
-export type AccessTokenVerifier = (token: string, audiences: string[]) => Promise<JWTPayload>;
-
-/** The highest role, used as the subscription tier (spec: "a role-like tier name"). */
-export function tierOf(roles: readonly string[]): Role {
-  for (const r of ['admin', 'enterprise', 'pro'] as const) if (roles.includes(r)) return r;
-  return 'user';
-}
-
-/** The role names in a claim value (array, or a space/comma separated string); unknown names dropped. */
-function rolesClaim(v: unknown): Role[] {
-  const list = Array.isArray(v) ? v : typeof v === 'string' ? v.split(/[ ,]+/) : [];
-  return list.filter((r): r is Role => (ROLES as readonly string[]).includes(r as string));
-}
-
-/** Known roles of `v`, deduplicated; `['user']` when none. */
-function cleanRoles(v: unknown): Role[] {
-  const out = rolesClaim(v);
-  return out.length ? [...new Set(out)] : ['user'];
-}
-
-/** Whether a token's `aud` (string or array, RFC 7519 §4.1.3) names one of `accepted`. */
-function audienceMatches(aud: unknown, accepted: string[]): boolean {
-  const list = Array.isArray(aud) ? aud : [aud];
-  return list.some((a) => typeof a === 'string' && accepted.includes(a));
-}
-
-/** Map a jose verification failure to the platform's 401 codes. */
-export function tokenError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  if (err instanceof joseErrors.JWTExpired) return new AppError('token_expired', 'The access token has expired; refresh it');
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return new AppError('invalid_token', `Token claim "${err.claim}" is invalid`);
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return new AppError('invalid_token', 'Token signature is invalid');
-  if (err instanceof joseErrors.JOSEError) return new AppError('invalid_token', 'Token is invalid');
-  return new AppError('invalid_token', 'Token is invalid');
-}
 
 /** Identity service: created once per app (it holds the key set and a small user cache). */
 export class IdentityService {
@@ -292,36 +245,7 @@ export class IdentityService {
 
   /** Issue a token set signed by the platform for `user`. Roles default to the user's stored roles. */
   async issueTokenSet(user: UserRow, opts: { expiresIn?: number; roles?: Role[]; familyId?: string } = {}): Promise<TokenSet> {
-    const cfg = this.ctx.config.auth;
-    const expiresIn = opts.expiresIn ?? cfg.accessTokenTtlSeconds;
-    const roles = opts.roles ?? (user.roles as Role[]);
-    const now = Math.floor(Date.now() / 1000);
-    const access = await new SignJWT({ scope: cfg.scope, roles, email: user.email ?? undefined, client_id: cfg.clientId })
-      .setProtectedHeader({ alg: 'RS256', kid: this.keys.signingKid, typ: 'at+jwt' })
-      .setIssuer(this.platformIssuer)
-      .setAudience(cfg.audience)
-      .setSubject(user.id)
-      .setIssuedAt(now)
-      .setExpirationTime(now + expiresIn)
-      .setJti(randomBytes(12).toString('base64url'))
-      .sign(this.keys.signingKey);
-    const idToken = await new SignJWT({ email: user.email ?? undefined, name: user.name ?? undefined, picture: webPicture(user.picture) })
-      .setProtectedHeader({ alg: 'RS256', kid: this.keys.signingKid, typ: 'JWT' })
-      .setIssuer(this.platformIssuer)
-      .setAudience(cfg.clientId)
-      .setSubject(user.id)
-      .setIssuedAt(now)
-      .setExpirationTime(now + expiresIn)
-      .sign(this.keys.signingKey);
-    const refresh = newSecret('rt');
-    await this.ctx.db.insert(refreshTokens).values({
-      id: newId('rt'),
-      userId: user.id,
-      tokenHash: hashSecret(refresh),
-      familyId: opts.familyId ?? newId('rt'),
-      expiresAt: new Date(Date.now() + cfg.refreshTokenTtlSeconds * 1000),
-    });
-    return { access_token: access, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refresh, id_token: idToken, scope: cfg.scope };
+    return signTokenSet(this.ctx, this.keys, this.platformIssuer, user, opts);
   }
 
   /**
@@ -330,20 +254,8 @@ export class IdentityService {
    * @throws AppError invalid_token for unknown, used or expired tokens.
    */
   async refreshPlatformToken(refreshToken: string): Promise<TokenSet> {
-    const hash = hashSecret(refreshToken);
-    const [row] = await this.ctx.db
-      .update(refreshTokens)
-      .set({ consumedAt: new Date() })
-      .where(and(eq(refreshTokens.tokenHash, hash), isNull(refreshTokens.consumedAt)))
-      .returning();
-    if (!row) {
-      const [used] = await this.ctx.db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, hash));
-      if (used) await this.ctx.db.update(refreshTokens).set({ consumedAt: new Date() }).where(eq(refreshTokens.familyId, used.familyId));
-      throw new AppError('invalid_token', 'Refresh token is unknown or was already used');
-    }
-    if (row.expiresAt.getTime() < Date.now()) throw new AppError('invalid_token', 'Refresh token has expired');
-    const user = await this.getUser(row.userId);
-    return this.issueTokenSet(user, { familyId: row.familyId });
+    const { userId, familyId } = await consumeRefreshToken(this.ctx.db, refreshToken);
+    return this.issueTokenSet(await this.getUser(userId), { familyId });
   }
 
   /**
@@ -351,8 +263,7 @@ export class IdentityService {
    * semantics: unknown tokens are not an error).
    */
   async revokePlatformRefreshToken(refreshToken: string): Promise<void> {
-    const [row] = await this.ctx.db.select({ familyId: refreshTokens.familyId }).from(refreshTokens).where(eq(refreshTokens.tokenHash, hashSecret(refreshToken)));
-    if (row) await this.ctx.db.update(refreshTokens).set({ consumedAt: new Date() }).where(and(eq(refreshTokens.familyId, row.familyId), isNull(refreshTokens.consumedAt)));
+    await revokeRefreshFamily(this.ctx.db, refreshToken);
   }
 
   /**
@@ -458,43 +369,9 @@ export class IdentityService {
       throw new AppError('forbidden', 'Test tokens carry the role "user" only; elevated roles need AUTH_TEST_TOKENS=on and AUTH_TEST_ROLES=on');
     }
     const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).trim().toLowerCase();
-    assertReservedTestEmail(email);
-    const taken = () => new AppError('conflict', 'This email belongs to an account that was not created by POST /auth/test; test tokens are issued for test accounts only');
-    if (cfg.adminEmails.includes(email)) throw taken();
-    let user = await this.findUserByEmail(email);
-    if (!user) {
-      const id = newId('usr');
-      [user] = await this.ctx.db
-        .insert(users)
-        .values({ id, subject: IdentityService.subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: roles ?? ['user'], test: true })
-        .onConflictDoNothing()
-        .returning();
-      user ??= await this.findUserByEmail(email);
-      if (!user) throw new AppError('conflict', 'Could not create the test user');
-    }
-    if (!user.test) throw taken();
-    if (roles) {
-      [user] = await this.ctx.db.update(users).set({ roles, updatedAt: new Date() }).where(and(eq(users.id, user.id), eq(users.test, true))).returning();
-      if (!user) throw taken();
-      this.forget(user);
-    }
+    const user = await provisionTestUser(this.ctx.db, { email, name: input.name, roles }, cfg.adminEmails, IdentityService.subjectFor);
+    if (roles) this.forget(user);
     const set = await this.issueTokenSet(user, { expiresIn: input.expires_in });
     return { ...set, user_id: user.subject };
   }
-}
-
-/** Public profile of a user row. */
-export function toProfile(u: UserRow): Profile {
-  return {
-    user_id: u.subject,
-    email: u.email,
-    name: u.name,
-    // A picture stored before only http/https were accepted is not shown.
-    picture: webPicture(u.picture) ?? null,
-    roles: u.roles as Role[],
-    preferences: u.preferences,
-    created_at: u.createdAt.toISOString(),
-    subscription: { tier: tierOf(u.roles), valid_until: null },
-    test: u.test,
-  };
 }

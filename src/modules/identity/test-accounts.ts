@@ -4,7 +4,9 @@
  * test account anywhere else would squat a real address: its owner's registration would answer 409.
  */
 import { and, eq, sql } from 'drizzle-orm';
+import type { Role } from '../../config.js';
 import type { Db } from '../../db/client.js';
+import { newId } from '../../http/ids.js';
 import { users } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 
@@ -49,4 +51,43 @@ export async function releaseSquattedEmail(db: Db, email: string): Promise<strin
     .where(and(sql`lower(${users.email}) = ${email.toLowerCase()}`, eq(users.test, true)))
     .returning({ id: users.id });
   return row?.id;
+}
+
+/**
+ * The test account of `input.email` (`POST /auth/test`), created when missing (name defaults to the
+ * local part, roles to `['user']`); with `input.roles`, its roles are replaced. Only accounts this
+ * endpoint created (`users.test`) are ever reused: the email of any other account, or one listed
+ * in `adminEmails`, is refused, so a test token can never act as a real user.
+ * `subjectFor`: the `user_id` (`<provider>|<id>`) of a new platform user id.
+ * @throws AppError validation_failed (email outside the reserved domains), conflict (email of a
+ *   non-test account)
+ */
+export async function provisionTestUser(
+  db: Db,
+  input: { email: string; name?: string; roles?: Role[] },
+  adminEmails: readonly string[],
+  subjectFor: (userId: string) => string,
+): Promise<typeof users.$inferSelect> {
+  const { email, roles } = input;
+  assertReservedTestEmail(email);
+  const taken = () => new AppError('conflict', 'This email belongs to an account that was not created by POST /auth/test; test tokens are issued for test accounts only');
+  if (adminEmails.includes(email)) throw taken();
+  const byEmail = async () => (await db.select().from(users).where(sql`lower(${users.email}) = ${email}`))[0];
+  let user = await byEmail();
+  if (!user) {
+    const id = newId('usr');
+    [user] = await db
+      .insert(users)
+      .values({ id, subject: subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: roles ?? ['user'], test: true })
+      .onConflictDoNothing()
+      .returning();
+    user ??= await byEmail();
+    if (!user) throw new AppError('conflict', 'Could not create the test user');
+  }
+  if (!user.test) throw taken();
+  if (roles) {
+    [user] = await db.update(users).set({ roles, updatedAt: new Date() }).where(and(eq(users.id, user.id), eq(users.test, true))).returning();
+    if (!user) throw taken();
+  }
+  return user;
 }
