@@ -11,67 +11,12 @@
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { cpuTimeMs, freezeGroup, groupMembers, thawGroup } from './freezer.js';
+import { brokerError, cleanError, type InvokeHooks, type LogEntry, type SandboxError, type SandboxResult } from './contract.js';
+import { frameMax, logLineOf, MAX_LINE, outputTooLarge, resultOf, type Msg } from './protocol.js';
 import type { SandboxChild, SpawnRequest } from './spawner.js';
-
-/** One captured line of output. */
-export interface LogEntry {
-  /** ISO 8601 UTC time the host received the line. */
-  ts: string;
-  /** `stdout`/`stderr`: the process's output; `platform`: a `context.log.*` line or a platform event (denied egress, …). */
-  stream: 'stdout' | 'stderr' | 'platform';
-  message: string;
-  /** For `platform` lines: `info` | `warn` | `error`. */
-  level?: 'info' | 'warn' | 'error';
-  /** Structured fields of a `context.log.*` line. */
-  fields?: Record<string, unknown>;
-}
 
 /** How V8 and the allocator report heap or address-space exhaustion on stderr. */
 const OOM_REPORT = /heap out of memory|Allocation failed|out of memory/i;
-
-/** Why a run did not succeed. `code` values: see `bootstrap.ts`, plus `timeout`, `crashed`, `sandbox_error`. */
-export interface SandboxError {
-  code: string;
-  message: string;
-  name?: string;
-  stack?: string;
-  permission?: string;
-  resource?: string;
-}
-
-/** What one run produced. */
-export interface SandboxResult {
-  status: 'succeeded' | 'failed' | 'timed_out';
-  /** The handler's return value (JSON), null unless succeeded. */
-  output: unknown;
-  error: SandboxError | null;
-  logs: LogEntry[];
-  logsTruncated: boolean;
-  /** Wall-clock time of the run, ms: for a cold start spawn + module load + handler, for a warm one the handler alone. */
-  durationMs: number;
-  /** True when the run started a new environment (a cold start). */
-  cold: boolean;
-  /**
-   * CPU time (user + system) the environment's processes used from the start of the invocation
-   * until it was frozen again, ms (10 ms resolution; module load excluded), read by the host from
-   * `/proc` (see `freezer.ts`); null when it could not be read (no `/proc`, no process).
-   */
-  cpuMs: number | null;
-}
-
-/**
- * Answers the handler's platform calls (`context.tools.execute`, `context.memory.get`, …) on the
- * host, as the invoking agent. A thrown `{ code, message, status? }` becomes a rejected promise in
- * the handler (a normal, catchable `PlatformError`).
- */
-export type Broker = (op: string, args: unknown) => Promise<unknown>;
-
-/** Per-invocation hooks. */
-export interface InvokeHooks {
-  broker?: Broker;
-  /** Called with each log line as it is captured (live tailing). */
-  onLog?: (entry: LogEntry) => void;
-}
 
 /** How to start the process and its limits (set by {@link Sandbox}). */
 export interface EnvironmentSpec {
@@ -94,9 +39,6 @@ export interface EnvironmentSpec {
 }
 
 const MAX_LOG_LINES = 1000;
-const MAX_LINE = 8 * 1024;
-/** Largest message from the process on fd 3 (a result plus framing). */
-const frameMax = (maxOutput: number) => maxOutput * 2 + 64 * 1024;
 
 interface Current {
   logs: LogEntry[];
@@ -105,8 +47,6 @@ interface Current {
   hooks: InvokeHooks;
   finish: (r: Omit<SandboxResult, 'logs' | 'logsTruncated' | 'cold' | 'durationMs' | 'cpuMs'>) => void;
 }
-
-type Msg = { t?: string; id?: number; op?: string; args?: unknown; status?: string; output_json?: string; error?: SandboxError; level?: string; message?: unknown; fields?: unknown; export?: string };
 
 /** A running sandbox process. Create with {@link Environment.start}. */
 export class Environment {
@@ -227,7 +167,7 @@ export class Environment {
     ch.on('data', (chunk: Buffer) => {
       this.frame += chunk.toString('utf8');
       if (this.frame.length > frameMax(this.spec.maxOutputBytes) && this.frame.indexOf('\n') < 0) {
-        this.failCurrent({ status: 'failed', output: null, error: { code: 'output_too_large', message: `the handler result is larger than ${this.spec.maxOutputBytes} bytes` } });
+        this.failCurrent({ status: 'failed', output: null, error: outputTooLarge(this.spec.maxOutputBytes) });
         return;
       }
       let nl;
@@ -275,32 +215,18 @@ export class Environment {
     const cur = this.current;
     if (!cur) return;
     switch (m.t) {
-      case 'result':
-        if (m.status === 'succeeded' && typeof m.output_json === 'string') {
-          if (Buffer.byteLength(m.output_json) > this.spec.maxOutputBytes) {
-            cur.finish({ status: 'failed', output: null, error: { code: 'output_too_large', message: `the handler result is larger than ${this.spec.maxOutputBytes} bytes` } });
-            return;
-          }
-          try {
-            cur.finish({ status: 'succeeded', output: JSON.parse(m.output_json), error: null });
-          } catch {
-            cur.finish({ status: 'failed', output: null, error: { code: 'output_not_serializable', message: 'the handler result is not JSON' } });
-          }
-        } else if (m.status === 'failed' && m.error && typeof m.error === 'object') {
-          cur.finish({ status: 'failed', output: null, error: this.clean(m.error) });
-        }
+      case 'result': {
+        const r = resultOf(m, this.spec.maxOutputBytes);
+        if (r) cur.finish(r.error ? { ...r, error: this.clean(r.error) } : r);
         return;
+      }
       case 'fatal':
         if (m.error && typeof m.error === 'object') cur.finish({ status: 'failed', output: null, error: this.clean(m.error) });
         this.kill();
         return;
-      case 'log': {
-        const level = m.level === 'warn' || m.level === 'error' ? m.level : 'info';
-        const fields = m.fields && typeof m.fields === 'object' && !Array.isArray(m.fields) ? (m.fields as Record<string, unknown>) : undefined;
-        const text = typeof m.message === 'string' ? m.message.slice(0, MAX_LINE) : '';
-        this.log({ ts: new Date().toISOString(), stream: 'platform', level, message: text, ...(fields && JSON.stringify(fields).length <= MAX_LINE ? { fields } : {}) });
+      case 'log':
+        this.log(logLineOf(m));
         return;
-      }
       case 'call':
         this.relay(cur, m);
         return;
@@ -325,13 +251,7 @@ export class Environment {
     }
     broker(m.op, m.args).then(
       (value) => send({ t: 'reply', id, ok: true, value: value === undefined ? null : value }),
-      (err: { code?: unknown; message?: unknown; status?: unknown; errors?: unknown }) =>
-        send({
-          t: 'reply',
-          id,
-          ok: false,
-          error: { code: typeof err?.code === 'string' ? err.code : 'platform_error', message: typeof err?.message === 'string' ? err.message : 'platform call failed', ...(typeof err?.status === 'number' ? { status: err.status } : {}), ...(Array.isArray(err?.errors) ? { errors: err.errors } : {}) },
-        }),
+      (err: unknown) => send({ t: 'reply', id, ok: false, error: brokerError(err) }),
     );
   }
 
@@ -429,17 +349,9 @@ export class Environment {
     return { code: 'crashed', message: `the process exited (${signal ? `signal ${signal}` : `code ${code}`}) without returning a result` };
   }
 
-  /** Keep only known string fields, bounded, and hide the host path of the artifact (shown as `/app`). */
+  /** Keep only known string fields, bounded, and hide the host path of the artifact (see {@link cleanError}). */
   private clean(e: SandboxError): SandboxError {
-    const root = this.spec.root;
-    const s = (v: unknown, max: number) => (typeof v === 'string' ? v.split(root).join('/app').slice(0, max) : undefined);
-    const out: SandboxError = { code: s(e.code, 64) ?? 'handler_error', message: s(e.message, 4096) ?? '' };
-    for (const k of ['name', 'stack', 'permission', 'resource'] as const) {
-      const v = s(e[k], 4096);
-      if (v !== undefined) out[k] = v;
-    }
-    if (out.code === 'out_of_memory') out.message = `${out.message} (limit ${this.spec.memoryMb} MiB)`;
-    return out;
+    return cleanError(e, this.spec.root, this.spec.memoryMb);
   }
 
   /** SIGKILL the whole process group (falls back to the child alone); marks the environment dead. */

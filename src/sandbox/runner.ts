@@ -39,75 +39,14 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CommandLine } from './command.js';
-import { EgressProxy, type EgressEvent, type EgressResolver } from './egress.js';
+import { EgressProxy, type EgressEvent } from './egress.js';
 import { Spares } from './spares.js';
 import { Spawner, type SandboxChild, type SpawnRequest } from './spawner.js';
-import { Environment, type Broker, type EnvironmentSpec, type LogEntry, type SandboxResult } from './environment.js';
+import { Environment, type EnvironmentSpec } from './environment.js';
+import type { SandboxOptions, SandboxResult, SandboxRun } from './contract.js';
 
-export type { Broker, InvokeHooks, LogEntry, SandboxError, SandboxResult } from './environment.js';
+export type { Broker, InvokeHooks, LogEntry, SandboxError, SandboxOptions, SandboxResult, SandboxRun } from './contract.js';
 export { probeNetworkIsolation } from './host.js';
-
-/** One run. */
-export interface SandboxRun {
-  /** `load`: import the entrypoint and check it exports a handler (prepare step); `invoke`: call it. */
-  mode: 'load' | 'invoke';
-  /** Unpacked artifact directory (real path). The only readable place. */
-  root: string;
-  /** Entrypoint, relative to `root`. */
-  entrypoint: string;
-  input?: unknown;
-  /** Passed to the handler as its second argument (plus `deadline` and `getRemainingTimeInMillis()`). */
-  context?: Record<string, unknown>;
-  timeoutMs: number;
-  /** Extra environment variables of the deployment. */
-  env?: Record<string, string>;
-  /**
-   * Warm-pool key (one deployment version, e.g. `<agent>/<deployment>/<activated at>`): runs with
-   * the same key share environments. Absent: a one-off environment, killed after the run.
-   */
-  key?: string;
-  /** Answers the handler's platform calls (`context.tools`, `context.memory`, …). */
-  broker?: Broker;
-  /** Called with each log line as it is captured (live tailing). */
-  onLog?: (entry: LogEntry) => void;
-  /**
-   * Egress allow-list of the deployment (normalised patterns, see `egress.ts`). Non-empty: the
-   * environment gets a host proxy that admits only these targets (needs {@link SandboxOptions.egress}).
-   */
-  egress?: string[];
-}
-
-/** Options of a {@link Sandbox}. */
-export interface SandboxOptions {
-  memoryMb: number;
-  maxLogBytes: number;
-  maxOutputBytes: number;
-  concurrency: number;
-  network: 'auto' | 'isolated' | 'allowed';
-  /** File-system wall: `bwrap` (default; `isolation.ts`) or `off` (Node's permission model alone). */
-  isolation?: 'bwrap' | 'off';
-  /** Freeze environments between invocations (`freezer.ts`; default true). */
-  freeze?: boolean;
-  /** Node binary (default: the current one). */
-  nodePath?: string;
-  /**
-   * Unprivileged identity for the runs when this process is root: `auto` = 65534:65534 (nobody)
-   * if that user can read `readableDir`, else stay root (logged); explicit = required; null = never.
-   */
-  user?: { uid: number; gid: number } | 'auto' | null;
-  /** The directory runs read from (its parents must be traversable by `user`). */
-  readableDir?: string;
-  /** Whole-process memory limit (`RLIMIT_DATA`), MiB; default `2 × memoryMb + 64` (V8's young generation, code space and Node's own ~40 MiB). 0 = none. */
-  processMemoryMb?: number;
-  /** Warm environments: per version, in all, and how long an idle one is kept (ms). Default: no pool (every run is cold). */
-  warm?: { perVersion: number; total: number; idleMs: number };
-  /** Egress proxy: resolves and SSRF-checks a target host (throws to deny). Without it, `egress` of a run is ignored (no network). */
-  egress?: { resolve: EgressResolver };
-  /** Keep one provisioned environment per recently cold-started version (`spares.ts`; default true). */
-  provisioned?: boolean;
-  /** Start processes through a fork server (`spawner.ts`; default true); false: `spawn` in this process (blocks its event loop for the fork). */
-  forkServer?: boolean;
-}
 
 /** Lifetime of a pooled environment, ms: its backstop kills it then, so it is not reused when a run could outlast it. */
 export const WARM_MAX_AGE_MS = 30 * 60_000;

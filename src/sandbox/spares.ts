@@ -10,7 +10,8 @@
  * each killed after `idleMs` unused; {@link Spares.drain} and {@link Spares.killAll} follow the
  * pool's rules (rollback, stop, redeploy, shutdown).
  */
-import type { Environment, LogEntry, SandboxError } from './environment.js';
+import type { Environment } from './environment.js';
+import type { LogEntry, SandboxError } from './contract.js';
 
 /** What `Environment.start` resolves to. */
 export type StartResult = { env: Environment; error?: undefined; logs: LogEntry[]; logsTruncated: boolean } | { env?: undefined; error: SandboxError; status: 'failed' | 'timed_out'; logs: LogEntry[]; logsTruncated: boolean };
