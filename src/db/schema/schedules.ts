@@ -27,6 +27,8 @@ export const agentSchedules = pgTable('agent_schedules', {
   lastRunAt: tz('last_run_at'),
   lastInvocationId: text('last_invocation_id'),
   createdBy: text('created_by').notNull(),
+  /** Scopes of the credential that created it (space-separated; null: every scope): its runs hold no more. */
+  invokerScope: text('invoker_scope'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 }, (t) => [index('agent_schedules_agent_idx').on(t.agentId, t.id)]);

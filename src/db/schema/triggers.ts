@@ -21,6 +21,8 @@ export const agentTriggers = pgTable('agent_triggers', {
   /** Verified deliveries accepted per minute. */
   rateLimitPerMinute: integer('rate_limit_per_minute').notNull(),
   createdBy: text('created_by').notNull(),
+  /** Scopes of the credential that created it (space-separated; null: every scope): its runs hold no more. */
+  invokerScope: text('invoker_scope'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
   lastDeliveryAt: tz('last_delivery_at'),

@@ -16,6 +16,7 @@ import type { AgentPrincipal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { nextTicks } from '../../jobs/scheduler.js';
 import { getInvocation, invokeAgent } from '../deployments/invocations.js';
+import { runPrincipal } from './principal.js';
 import { schedulerOf, specOf, type ScheduleRow } from './service.js';
 
 /** Job that starts the oldest waiting run of a schedule once nothing of it is in progress. */
@@ -27,14 +28,9 @@ const POLL_MS = 1000;
 /** A run `starting` for longer than this at start-up was interrupted by a crash, ms. */
 const STALE_STARTING_MS = 60_000;
 
-/**
- * The identity a schedule invokes with: the agent itself, acting for its owner, with no scopes
- * (it only creates the invocation; the invocation's own identity is minted by the deployments
- * module, with the owner's roles read from the owner's row).
- */
+/** The identity a schedule invokes with ({@link runPrincipal}: the scopes of its creator). */
 function principalOf(s: ScheduleRow): AgentPrincipal {
-  const principal = { kind: 'agent' as const, agentId: s.agentId, ownerId: s.ownerId, roles: [], clientId: `schedule:${s.id}`, scope: [], scopes: new Set<never>() };
-  return principal;
+  return runPrincipal(s, `schedule:${s.id}`);
 }
 
 function isUniqueViolation(err: unknown): boolean {

@@ -114,6 +114,7 @@ export async function createSchedule(ctx: AppContext, p: Principal, agentId: str
       overlap: body.overlap ?? 'skip',
       nextRunAt: enabled ? next : null,
       createdBy: principalId(p),
+      invokerScope: p.scopes ? [...p.scopes].join(' ') : null,
     })
     .returning();
   try {

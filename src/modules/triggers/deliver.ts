@@ -17,6 +17,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { isId } from '../../http/ids.js';
 import { decryptSecret } from '../../lib/secrets.js';
 import { invokeAgent } from '../deployments/invocations.js';
+import { runPrincipal } from '../schedules/principal.js';
 import type { DeliveryAcceptedSchema } from './schemas.js';
 import type { TriggerRow } from './service.js';
 import { verifyDelivery, type TriggerMode } from './verify.js';
@@ -106,7 +107,7 @@ export async function receiveDelivery(ctx: AppContext, triggerId: string, header
     const v = headers[name];
     if (v !== undefined) forwarded[name] = Array.isArray(v) ? v.join(', ') : v;
   }
-  const principal = { kind: 'agent' as const, agentId: t.agentId, ownerId: t.ownerId, roles: [], clientId: `trigger:${t.id}`, scope: [], scopes: new Set<never>() };
+  const principal = runPrincipal(t, `trigger:${t.id}`);
   try {
     const inv = await invokeAgent(ctx, principal, t.agentId, { input: { trigger_id: t.id, delivery_id: deliveryId, headers: forwarded, ...bodyOf(headers['content-type'], body) }, async: true }, { trigger: 'trigger' });
     await ctx.db.update(triggerDeliveries).set({ invocationId: inv.id }).where(and(eq(triggerDeliveries.triggerId, t.id), eq(triggerDeliveries.deliveryId, deliveryId)));

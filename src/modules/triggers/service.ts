@@ -76,6 +76,7 @@ export async function createTrigger(ctx: AppContext, p: Principal, agentId: stri
       enabled: body.enabled ?? true,
       rateLimitPerMinute: body.rate_limit_per_minute ?? 120,
       createdBy: principalId(p),
+      invokerScope: p.scopes ? [...p.scopes].join(' ') : null,
     })
     .returning();
   return { ...triggerView(ctx, row), secret };

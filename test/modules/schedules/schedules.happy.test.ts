@@ -59,7 +59,10 @@ describe('schedules', () => {
     const runs = await runsOf(app, user.headers, agentId, s.id);
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ tick_at: tick.toISOString(), status: 'started' });
-    expect(await scheduleInvocations(agentId)).toHaveLength(1);
+    const invs = await scheduleInvocations(agentId);
+    expect(invs).toHaveLength(1);
+    // Created with a user token (every scope): the run holds every agent scope, no more.
+    expect(invs[0].invokerScope?.split(' ').sort()).toEqual(['memory:read', 'memory:write', 'permissions:manage', 'tools:execute']);
   });
 
   it('after downtime, the first missed tick runs once at start-up (and only once)', async () => {

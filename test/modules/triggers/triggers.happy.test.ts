@@ -43,8 +43,10 @@ describe('inbound triggers', () => {
       expect(inv.output.headers).toMatchObject({ 'content-type': 'application/json', 'user-agent': 'sender/1.0' });
       // Proofs never reach the agent.
       for (const h of ['authorization', 'webhook-signature', 'x-hub-signature-256', 'stripe-signature']) expect(inv.output.headers[h]).toBeUndefined();
-      const [row] = await ctx.db.select({ trigger: agentInvocations.trigger }).from(agentInvocations).where(eq(agentInvocations.id, accepted.invocation_id));
+      const [row] = await ctx.db.select({ trigger: agentInvocations.trigger, scope: agentInvocations.invokerScope }).from(agentInvocations).where(eq(agentInvocations.id, accepted.invocation_id));
       expect(row.trigger).toBe('trigger');
+      // Created with a user token (every scope): the run holds every agent scope, no more.
+      expect(row.scope?.split(' ').sort()).toEqual(['memory:read', 'memory:write', 'permissions:manage', 'tools:execute']);
 
       // The sender retries the same delivery (same id, signed again): accepted, nothing new runs.
       const again = await app.inject({ method: 'POST', url: path, headers: { 'content-type': 'application/json', ...(await signedHeaders(mode, t.secret, payload, { id: headers['webhook-id'] ?? headers['x-github-delivery'] ?? headers['idempotency-key'] })) }, payload });
