@@ -2,29 +2,20 @@
  * The web console in a real browser (Debian's chromium, playwright-core) against a real server on
  * loopback, one browser and one server for the file, pages reached with the keyboard: sign-in (the
  * spec's 5 steps) and a first load that asks nothing that fails, also from another loopback origin;
- * empty pages, "needs pro" and 403 states; API keys; register, publish, search, try, report and
- * rename services (manifest, OpenAPI, MCP); deploy, watch, invoke, roll back, stop and redeploy an
- * agent, its live logs, tools, grants and KV memory; memory search and session summaries;
- * analytics as pro and admin; a connected account at a real OAuth upstream, expired and removed;
- * quota bars; a phone viewport; sign-out, a sign-out elsewhere and an expired session. Every page
+ * empty pages and "needs pro"; API keys; register, publish, search, try, report and rename
+ * services (manifest, OpenAPI, MCP); memory search and session summaries; a connected account at a
+ * real OAuth upstream, expired and removed; quota bars; a phone viewport; sign-out, a sign-out
+ * elsewhere and an expired session. Agents and analytics: `console-agents.e2e.test.ts`. Every page
  * and state passes axe-core with no moderate or worse violation, and a test fails on any error in
  * the browser's console but those it declares (`expectConsoleErrors`). Shots: test-results/console-*.png.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser } from '../helpers/app.js';
-import { tarball } from '../modules/deployments/fixtures.js';
 import { registerNotesService, setExpiry, storedConnection, type ConnectionsFixture } from '../modules/connections/fixture.js';
 import { startConsoleEnvironment, type ConsoleEnvironment } from './environment.js';
 import { SHOTS, consoleUi, haveBrowser } from './ui.js';
-
-/** The agent's bundle, written by the deploy test. */
-const BUNDLE = path.join(SHOTS, 'agent.tgz');
-
-/** The agent's code: two log lines (stdout, then stderr after a pause), then its answer. */
-const HANDLER = "export async function handler(input) { console.log('started for ' + input.name); await new Promise((r) => setTimeout(r, 300)); console.error('almost done for ' + input.name); return { hello: input.name }; }\n";
 
 describe.skipIf(!haveBrowser)('web console in chromium', () => {
   let env: ConsoleEnvironment | undefined;
@@ -225,89 +216,6 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await check('services-mcp');
   }, 60_000);
 
-  it('deploys an agent, follows its logs live, reads one run’s logs and invokes it', async () => {
-    await nav('Agents');
-    await page.getByLabel('Agent name').fill('helper');
-    await page.getByRole('button', { name: 'Create agent' }).click();
-    expect(await page.getByTestId('secret').textContent()).toBeTruthy();
-    fs.writeFileSync(BUNDLE, await tarball({ 'index.mjs': HANDLER }));
-    await page.locator('input[type=file]').setInputFiles(BUNDLE);
-    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
-    await expect.poll(() => text('deployment-v1'), { timeout: 30_000 }).toBe('active');
-    await check('agents');
-    // Live: a run started elsewhere (the API key, async) shows its lines as it writes them.
-    await tab('Live logs');
-    await expect.poll(() => text('logs-state')).toBe('live');
-    const agents = await fetch(`${base}/v2/agents`, { headers: { 'x-api-key': s.apiKey } }).then((r) => r.json());
-    const agentId = agents.data.find((a: { name: string }) => a.name === 'helper').id;
-    const queued = await fetch(`${base}/v2/agents/${agentId}/invoke`, { method: 'POST', headers: { 'x-api-key': s.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ input: { name: 'Live' }, async: true }) });
-    expect(queued.status).toBe(202);
-    await expect.poll(() => text('live-logs'), { timeout: 20_000 }).toContain('started for Live');
-    await expect.poll(() => text('live-logs'), { timeout: 20_000 }).toContain('almost done for Live');
-    expect(await page.getByTestId('live-logs').getByText('stderr').count()).toBeGreaterThan(0);
-    await check('agents-logs');
-    await tab('Invoke and runs');
-    await page.getByRole('button', { name: /^Logs of run / }).first().click();
-    await expect.poll(() => text('run-logs')).toContain('almost done for Live');
-    await closeDrawer();
-    await page.getByLabel('Input (JSON)').fill('{"name":"Ada"}');
-    await page.getByRole('button', { name: 'Invoke', exact: true }).click();
-    await expect.poll(() => text('invocation-output')).toContain('"hello": "Ada"');
-    expect(await text('invocation-logs')).toContain('started for Ada');
-    await expect.poll(() => page.getByTestId('runs').getByRole('row').count()).toBe(3); // header + 2 runs
-  }, 90_000);
-
-  it('subscribes the agent to a service, shares its memory with another agent and puts a key', async () => {
-    await tab('Tools');
-    await field('Service').fill(s.weather);
-    await page.getByRole('button', { name: 'Subscribe agent' }).click();
-    await expect.poll(() => text('agent-tools')).toContain(s.weather);
-    await page.getByLabel('Agent name').fill('reader');
-    await page.getByRole('button', { name: 'Create agent' }).click();
-    await expect.poll(() => page.getByRole('combobox', { name: 'Agent', exact: true }).inputValue(), { timeout: 15_000 }).toMatch(/^reader/); // the new agent is selected
-    await choose('Agent', /^helper/);
-    await tab('Grants');
-    await choose('With agent', 'reader');
-    await field('Key prefix').fill('notes/');
-    await page.getByRole('button', { name: 'Grant', exact: true }).click();
-    await expect.poll(() => text('grants-given')).toMatch(/reader\s*read\s*notes\/\*/);
-    await check('agents-grants');
-    await choose('Agent', /^reader/);
-    await tab('Grants');
-    await expect.poll(() => text('grants-received')).toMatch(/helper\s*read\s*notes\/\*/);
-    await choose('Agent', /^helper/);
-    await tab('Key/value memory');
-    await field('Key').fill('notes/today');
-    await field('Value (JSON)').fill('{"sky":"clear"}');
-    await page.getByRole('button', { name: 'Save entry' }).click();
-    await expect.poll(() => text('kv-entries')).toContain('{"sky":"clear"}');
-  }, 90_000);
-
-  it('deploys a second version, rolls back, stops, redeploys and rotates the secret', async () => {
-    await tab('Deployments');
-    await page.locator('input[type=file]').setInputFiles(BUNDLE);
-    await page.getByRole('button', { name: 'Deploy', exact: true }).click();
-    await expect.poll(() => text('deployment-v2'), { timeout: 30_000 }).toBe('active');
-    expect(await text('deployment-v1')).toBe('superseded');
-    await page.getByRole('button', { name: 'Roll back' }).click();
-    await expect.poll(() => text('deployment-v1')).toBe('active');
-    expect(await text('deployment-v2')).toBe('rolled_back');
-    await page.getByRole('button', { name: 'Stop' }).click();
-    await expect.poll(() => text('deployment-v1')).toBe('stopped');
-    await page.getByRole('button', { name: 'Redeploy' }).click();
-    await expect.poll(() => text('deployment-v1'), { timeout: 30_000 }).toBe('active');
-    // Nothing earlier to go back to: the platform's 409 problem is shown with its detail.
-    expectConsoleErrors(/ 409 \(Conflict\) @ \S+\/deployments\/rollback$/);
-    await page.getByRole('button', { name: 'Roll back' }).click();
-    await page.getByRole('alert').filter({ hasText: 'No earlier good version to roll back to from version 1' }).waitFor();
-    await check('agents-deployments');
-    const before = await text('secret');
-    await field('Grace period for the old secret (s)').fill('600');
-    await page.getByRole('button', { name: 'Rotate secret' }).click();
-    await expect.poll(() => text('secret'), { timeout: 15_000 }).not.toBe(before);
-    expect(await text('secret')).toMatch(/^ags_/);
-  }, 90_000);
-
   it('searches memory with the threshold slider, summarizes a session and shows its timeline', async () => {
     await nav('Memory');
     await page.getByLabel('Remember').fill('The deploy window for the payments service is Tuesday at noon');
@@ -334,36 +242,6 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await expect.poll(() => text('session-summary')).toMatch(/get_weather|current_weather/);
     await expect.poll(() => text('session-timeline')).toContain('summary');
     await check('memory-sessions');
-  }, 90_000);
-
-  it('shows analytics charts (error rate included) to a pro user, and system analytics to an admin', async () => {
-    // Demoted while signed in: the page still asks, and shows the platform's 403 problem.
-    expectConsoleErrors(/ 403 \(Forbidden\) @ \S+\/analytics\/\S+$/);
-    await setRoles(['user']);
-    await nav('Analytics');
-    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('Not allowed for your role');
-    await check('analytics-403');
-    await setRoles(['user', 'pro']);
-    await page.reload();
-    await page.getByTestId('chart-usage').waitFor();
-    await page.getByTestId('chart-errors').waitFor();
-    await expect.poll(() => page.locator('.recharts-surface').count()).toBeGreaterThanOrEqual(4);
-    expect(await page.getByText('Calls', { exact: true }).count()).toBe(1);
-    expect(await page.getByRole('tab', { name: 'System' }).count()).toBe(0);
-    await check('analytics');
-    await setRoles(['user', 'pro', 'admin']);
-    await page.reload();
-    await expect.poll(() => page.getByTestId('whoami').textContent()).toContain('admin');
-    await tab('System');
-    await page.getByTestId('system-analytics').waitFor();
-    await page.getByTestId('chart-endpoints').locator('.recharts-surface').waitFor();
-    await page.getByText('Slowest (p95)', { exact: true }).click(); // the runs above slept 300 ms
-    // The table lists the 25 slowest routes of the whole database: on PGlite that is this file's
-    // traffic (its invoke slept 300 ms, so it is listed); the PostgreSQL pass shares one database
-    // with every other suite, whose slower routes can fill the 25 rows.
-    if (built.ctx.database.engine === 'pglite') await expect.poll(() => text('endpoints')).toContain('POST /v2/agents/:id/invoke');
-    else await expect.poll(() => text('endpoints')).toMatch(/(GET|POST|PUT|PATCH|DELETE) \/\S+/);
-    await check('analytics-admin');
   }, 90_000);
 
   it('connects an account at an OAuth upstream, runs its tool, shows the expired connection and disconnects', async () => {
