@@ -39,7 +39,7 @@ describe('npm install prepares the first start (postinstall)', () => {
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
       const prepared = path.join(templates, `pglite-${preparedKey()}`);
-      expect(first.stdout).toContain(`prepared dist/, console/dist, the embedded database template ${prepared}`);
+      expect(first.stdout).toContain(`prepared dist/, console/dist, packages/sdk and packages/cli, the embedded database template ${prepared}`);
       // The web console too, which the first npm start would otherwise build before the server starts.
       const ensure = (await import(path.join(ROOT, 'scripts', 'ensure-console.mjs'))) as { consoleStale: () => boolean };
       expect(ensure.consoleStale()).toBe(false);
@@ -90,13 +90,13 @@ describe('npm install prepares the first start (postinstall)', () => {
       const lenient = runHook({ PGLITE_TEMPLATE_DIR: path.join(blocked, 'templates') });
       expect(lenient.code).toBe(0);
       expect(lenient.stderr).toMatch(/^postinstall: could not prepare the embedded database \(.*\); a fresh start builds it/);
-      expect(lenient.stdout).toMatch(/^postinstall: prepared dist\/, console\/dist in /);
+      expect(lenient.stdout).toMatch(/^postinstall: prepared dist\/, console\/dist, packages\/sdk and packages\/cli in /);
       const strict = runHook({ PGLITE_TEMPLATE_DIR: path.join(blocked, 'templates') }, ['--strict']);
       expect(strict.code).toBe(1);
 
       const off = runHook({ PGLITE_TEMPLATE_DIR: 'off' }, ['--strict']);
       expect(off).toMatchObject({ code: 0, stderr: '' });
-      expect(off.stdout).toMatch(/^postinstall: prepared dist\/, console\/dist in /);
+      expect(off.stdout).toMatch(/^postinstall: prepared dist\/, console\/dist, packages\/sdk and packages\/cli in /);
       expect(fs.readdirSync(root)).toEqual(['not-a-dir']);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
