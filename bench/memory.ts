@@ -31,7 +31,14 @@ import { execRows } from '../src/db/client.js';
 import { newId } from '../src/http/ids.js';
 import { embeddingProviderOf, rememberExecution, settleMemoryEmbeddings } from '../src/modules/memory/runtime.js';
 import { searchMemories } from '../src/modules/memory/service.js';
-import { distance, HNSW_INDEX, insertMemoryRows, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
+import { benchQueries, synth } from './lib/memory-scale-corpus.js';
+import {
+  distance,
+  HNSW_INDEX,
+  insertMemoryRows,
+  type NewMemoryRow,
+  type SearchMode,
+} from '../src/modules/memory/store.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const data = JSON.parse(fs.readFileSync(path.join(here, 'fixtures/memory-retrieval.json'), 'utf8')) as {
@@ -53,7 +60,14 @@ function log(s: string): void {
 
 function env(extra: Record<string, string | undefined>): Record<string, string | undefined> {
   // the local embedder unless BENCH_PROVIDER says otherwise: this bench's corpus and baselines were made with it
-  return { NODE_ENV: 'test', LOG_LEVEL: 'silent', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'), RATE_LIMIT_USER: '1000000', EMBEDDINGS_PROVIDER: process.env.BENCH_PROVIDER ?? 'local', ...extra };
+  return {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    RATE_LIMIT_USER: '1000000',
+    EMBEDDINGS_PROVIDER: process.env.BENCH_PROVIDER ?? 'local',
+    ...extra,
+  };
 }
 
 async function newUser(ctx: AppContext): Promise<string> {
@@ -69,7 +83,13 @@ function pct(xs: number[], p: number): number {
 const ms = (x: number) => `${x.toFixed(1)} ms`;
 
 /** Load memories (embedded in batches) for `userId`; returns ids in order and the elapsed seconds. */
-async function load(ctx: AppContext, userId: string, contents: string[], batch = 500, onProgress?: (n: number) => void): Promise<{ ids: string[]; seconds: number }> {
+async function load(
+  ctx: AppContext,
+  userId: string,
+  contents: string[],
+  batch = 500,
+  onProgress?: (n: number) => void,
+): Promise<{ ids: string[]; seconds: number }> {
   const emb = embeddingProviderOf(ctx);
   const ids: string[] = [];
   const t0 = performance.now();
@@ -78,7 +98,19 @@ async function load(ctx: AppContext, userId: string, contents: string[], batch =
     const rows: NewMemoryRow[] = chunk.map((content) => {
       const id = newId('mem');
       ids.push(id);
-      return { id, userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', kind: 'note', content, metadata: {} };
+      return {
+        id,
+        userId,
+        sessionId: null,
+        agentId: null,
+        serviceId: null,
+        toolId: null,
+        executionId: null,
+        source: 'explicit',
+        kind: 'note',
+        content,
+        metadata: {},
+      };
     });
     await insertMemoryRows(ctx, ctx.db, rows, await emb.embed(chunk));
     onProgress?.(i + chunk.length);
@@ -91,7 +123,12 @@ async function load(ctx: AppContext, userId: string, contents: string[], batch =
 type Acc = Record<'all' | 'dev' | 'test', [number, number, number]>;
 
 /** recall@5 and MRR@10 sums of `mode` over the labelled queries; `idOf` maps memory ids to labels. */
-async function evaluate(ctx: AppContext, userId: string, idOf: Map<string, string>, mode: SearchMode): Promise<{ acc: Acc; rankings: string[][] }> {
+async function evaluate(
+  ctx: AppContext,
+  userId: string,
+  idOf: Map<string, string>,
+  mode: SearchMode,
+): Promise<{ acc: Acc; rankings: string[][] }> {
   const actor = { accountId: userId, agentId: null };
   const acc: Acc = { all: [0, 0, 0], dev: [0, 0, 0], test: [0, 0, 0] };
   const rankings: string[][] = [];
@@ -118,8 +155,10 @@ async function assignIds(ctx: AppContext, current: string[], sorted: string[], o
   const next = new Array<string>(current.length);
   order.forEach((pos, j) => (next[pos] = sorted[j]));
   await ctx.db.transaction(async (tx) => {
-    for (let i = 0; i < current.length; i++) await tx.execute(sql`update memories set id = ${`tmp_${i}`} where id = ${current[i]}`);
-    for (let i = 0; i < current.length; i++) await tx.execute(sql`update memories set id = ${next[i]} where id = ${`tmp_${i}`}`);
+    for (let i = 0; i < current.length; i++)
+      await tx.execute(sql`update memories set id = ${`tmp_${i}`} where id = ${current[i]}`);
+    for (let i = 0; i < current.length; i++)
+      await tx.execute(sql`update memories set id = ${next[i]} where id = ${`tmp_${i}`}`);
   });
   return next;
 }
@@ -133,7 +172,11 @@ async function assignIds(ctx: AppContext, current: string[], sorted: string[], o
  */
 async function quality(ctx: AppContext, label: string, idOrders = 0): Promise<Record<SearchMode, string[][]>> {
   const userId = await newUser(ctx);
-  const { ids: loaded } = await load(ctx, userId, data.memories.map((m) => m.content));
+  const { ids: loaded } = await load(
+    ctx,
+    userId,
+    data.memories.map((m) => m.content),
+  );
   const sorted = [...loaded].sort();
   const identity = data.memories.map((_, i) => i);
   let ids = await assignIds(ctx, loaded, sorted, identity);
@@ -155,7 +198,7 @@ async function quality(ctx: AppContext, label: string, idOrders = 0): Promise<Re
   log(`retrieval quality (${label}; ${data.memories.length} memories, ${data.queries.length} queries)\n${table(rows)}`);
   if (idOrders > 0) {
     let s = 987654321;
-    const rnd = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
+    const rnd = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296;
     const sums = new Map<SearchMode, Acc>(modes.map((m) => [m, { all: [0, 0, 0], dev: [0, 0, 0], test: [0, 0, 0] }]));
     for (let r = 0; r < idOrders; r++) {
       const order = [...identity];
@@ -172,62 +215,13 @@ async function quality(ctx: AppContext, label: string, idOrders = 0): Promise<Re
     }
     const mean = modes.map((m) => [m, sums.get(m)!] as [SearchMode, Acc]);
     log(`retrieval quality (${label}), mean over ${idOrders} random id orders\n${table(mean)}`);
-    for (const [mode, a] of mean) summary.push([`quality ${label} ${mode}, mean of ${idOrders} id orders (all | held-out)`, `${f(a.all)} | ${f(a.test)}`]);
+    for (const [mode, a] of mean)
+      summary.push([
+        `quality ${label} ${mode}, mean of ${idOrders} id orders (all | held-out)`,
+        `${f(a.all)} | ${f(a.test)}`,
+      ]);
   }
   return out;
-}
-
-// ------------------------------------------------------------------------------- scale corpus
-
-const CITY = /\b(Lisbon|Porto|Madrid|Seville|Barcelona|Valencia|Paris|Lyon|Marseille|Nice|Berlin|Munich|Hamburg|Cologne|Vienna|Zurich|Geneva|Milan|Rome|Naples|Florence|Venice|Athens|Prague|Budapest|Krakow|Warsaw|Copenhagen|Stockholm|Oslo|Helsinki|Dublin|Edinburgh|Amsterdam|Rotterdam|Brussels|Antwerp|Reykjavik|Tallinn|Riga)\b/g;
-const CITIES = CITY.source.slice(3, -3).split('|');
-const EXTRA = ['again', 'for the team', 'as requested', 'before the deadline', 'on behalf of the customer', 'during the sprint', 'after the review', 'for the quarterly report', 'on mobile', 'via the API'];
-
-/** Words of the labelled set, to vary the synthetic memories. */
-const VOCAB = [...new Set(data.memories.flatMap((m) => m.content.match(/[A-Za-z]{4,}/g) ?? []))];
-/** Lower-case words (4+ letters) of each topic of the labelled set. */
-const TOPIC_WORDS = new Map<string, string[]>();
-for (const m of data.memories) TOPIC_WORDS.set(m.topic, [...new Set([...(TOPIC_WORDS.get(m.topic) ?? []), ...(m.content.match(/\b[a-z]{4,}\b/g) ?? [])])]);
-
-/**
- * Deterministic variants of the labelled memories, like a user's automatic memories, which repeat
- * the same tools with different arguments and outcomes: other numbers and cities, ~30% of the
- * lower-case words swapped for other words of the same topic (so the ~300 variants of a memory at
- * 100k are not near-copies of one sentence), and some extra context (a phrase, a few words of the
- * labelled set's vocabulary, a reference code). Before, only numbers, cities and the extras
- * varied: 300 near-copies per sentence, whose nearest neighbours differ by ~1e-3 in distance —
- * an HNSW stress test more than a user's memory (docs/adr/0134-bench-memory-scale-corpus-v2-each-synthetic-memory-swaps-30.md).
- */
-function synth(n: number): string[] {
-  let s = 12345;
-  const r = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
-  const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
-  const out: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const base = data.memories[i % data.memories.length];
-    const topicWords = TOPIC_WORDS.get(base.topic)!;
-    let t = base.content.replace(/\d+/g, (d) => String(Math.floor(r() * 10 ** d.length)).padStart(d.length, '0'));
-    t = t.replace(CITY, () => pick(CITIES));
-    t = t.replace(/\b[a-z]{4,}\b/g, (w) => (r() < 0.3 ? pick(topicWords) : w));
-    t = t.replace(/\.$/, '');
-    if (r() < 0.6) t += ` ${pick(EXTRA)}`;
-    if (r() < 0.7) t += `; ${Array.from({ length: 1 + Math.floor(r() * 3) }, () => pick(VOCAB).toLowerCase()).join(' ')}`;
-    if (r() < 0.5) t += ` (ref ${Math.floor(r() * 36 ** 6).toString(36)})`;
-    out.push(`${t}.`);
-  }
-  return out;
-}
-
-/** Benchmark queries: the labelled questions, then city-swapped variants of them. */
-function benchQueries(n: number): string[] {
-  const qs = data.queries.map((q) => q.text);
-  let k = 0;
-  while (qs.length < n) {
-    const base = data.queries[k % data.queries.length].text;
-    qs.push(base.replace(CITY, () => CITIES[(k * 7) % CITIES.length]) + (k % 2 ? ' recently' : ''));
-    k++;
-  }
-  return qs.slice(0, n);
 }
 
 interface ScaleResult {
@@ -236,10 +230,17 @@ interface ScaleResult {
 }
 
 /** Exact top-k of the vector arm (no index: the planner scans the user's rows and sorts): ids and distances. */
-async function exactTopK(ctx: AppContext, userId: string, q: string, k: number): Promise<Array<{ id: string; d: number }>> {
+async function exactTopK(
+  ctx: AppContext,
+  userId: string,
+  q: string,
+  k: number,
+): Promise<Array<{ id: string; d: number }>> {
   const [v] = await embeddingProviderOf(ctx).embed([q]);
   return ctx.db.transaction(async (tx) => {
-    await tx.execute(sql`select set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'on', true), set_config('jit', 'off', true)`);
+    await tx.execute(
+      sql`select set_config('enable_indexscan', 'off', true), set_config('enable_bitmapscan', 'on', true), set_config('jit', 'off', true)`,
+    );
     const dist = distance(ctx, v);
     const rows = await execRows<{ id: string; d: number }>(
       tx,
@@ -249,7 +250,13 @@ async function exactTopK(ctx: AppContext, userId: string, q: string, k: number):
   });
 }
 
-async function scale(ctx: AppContext, userId: string, label: string, efValues: number[], nQueries = N_QUERIES): Promise<ScaleResult> {
+async function scale(
+  ctx: AppContext,
+  userId: string,
+  label: string,
+  efValues: number[],
+  nQueries = N_QUERIES,
+): Promise<ScaleResult> {
   const actor = { accountId: userId, agentId: null };
   const queries = benchQueries(nQueries);
   // warm-up: one pass over the query set, so the latencies are those of a running server whose
@@ -261,7 +268,9 @@ async function scale(ctx: AppContext, userId: string, label: string, efValues: n
     await searchMemories(ctx, actor, { q, limit: 10 });
     hyb.push(performance.now() - t0);
   }
-  log(`${label}: hybrid search (GET /memory/search path) p50 ${ms(pct(hyb, 50))}, p95 ${ms(pct(hyb, 95))} over ${queries.length} queries`);
+  log(
+    `${label}: hybrid search (GET /memory/search path) p50 ${ms(pct(hyb, 50))}, p95 ${ms(pct(hyb, 95))} over ${queries.length} queries`,
+  );
   // recall@10 with ties: a returned memory counts when it is no farther than the 10th exact
   // neighbour (duplicates make "which of the equally near memories" arbitrary)
   const exact: Array<Array<{ id: string; d: number }>> = [];
@@ -270,7 +279,10 @@ async function scale(ctx: AppContext, userId: string, label: string, efValues: n
   const m = ctx.config.memory as { hnswEfSearch: number; hnswEfSearchMax: number };
   const defaults = { ...m };
   const nOf = await execRows<{ n: number }>(ctx.db, sql`select n from memory_doc_counts where user_id = ${userId}`);
-  const autoEf = Math.max(defaults.hnswEfSearch, Math.min(defaults.hnswEfSearchMax, Math.ceil(Number(nOf[0]?.n ?? 0) / 100)));
+  const autoEf = Math.max(
+    defaults.hnswEfSearch,
+    Math.min(defaults.hnswEfSearchMax, Math.ceil(Number(nOf[0]?.n ?? 0) / 100)),
+  );
   for (const ef of efValues) {
     // 0: the service's default (ef_search from the user's memory count); else that ef_search exactly
     Object.assign(m, ef === 0 ? defaults : { hnswEfSearch: ef, hnswEfSearchMax: ef });
@@ -283,7 +295,9 @@ async function scale(ctx: AppContext, userId: string, label: string, efValues: n
       lat.push(performance.now() - t0);
       const truth = exact[i];
       const kth = truth[truth.length - 1]?.d ?? Infinity;
-      hit += r.data.slice(0, truth.length).filter((h) => 1 - h.similarity <= kth + 2e-6 || truth.some((t) => t.id === h.id)).length;
+      hit += r.data
+        .slice(0, truth.length)
+        .filter((h) => 1 - h.similarity <= kth + 2e-6 || truth.some((t) => t.id === h.id)).length;
       total += truth.length;
     }
     const hl: number[] = [];
@@ -292,7 +306,14 @@ async function scale(ctx: AppContext, userId: string, label: string, efValues: n
       await searchMemories(ctx, actor, { q, limit: 10 });
       hl.push(performance.now() - t0);
     }
-    vector.push({ ef: ef === 0 ? `auto (${autoEf})` : String(ef), p50: pct(lat, 50), p95: pct(lat, 95), recall: hit / total, hybridP50: pct(hl, 50), hybridP95: pct(hl, 95) });
+    vector.push({
+      ef: ef === 0 ? `auto (${autoEf})` : String(ef),
+      p50: pct(lat, 50),
+      p95: pct(lat, 95),
+      recall: hit / total,
+      hybridP50: pct(hl, 50),
+      hybridP95: pct(hl, 95),
+    });
     log(
       `${label}: vector arm${efValues.length > 1 ? ` ef_search=${ef === 0 ? `auto (${autoEf})` : ef}` : ''}: p50 ${ms(pct(lat, 50))}, p95 ${ms(pct(lat, 95))}, recall@10 vs exact ${(hit / total).toFixed(3)}; ` +
         `hybrid p50 ${ms(pct(hl, 50))}, p95 ${ms(pct(hl, 95))}`,
@@ -308,8 +329,20 @@ async function ingest(ctx: AppContext, userId: string, n: number): Promise<numbe
   const t0 = performance.now();
   for (let i = 0; i < n; i++) {
     rememberExecution(ctx, {
-      executionId: newId('exe'), userId, sessionId: 'ses_bench', agentId: null, serviceId: 'svc_bench', serviceName: 'bench', toolId: 'tool_bench', toolName: 'note',
-      arguments: { text: contents[i] }, status: 'succeeded', httpStatus: 200, output: { ok: true }, error: null, durationMs: 5,
+      executionId: newId('exe'),
+      userId,
+      sessionId: 'ses_bench',
+      agentId: null,
+      serviceId: 'svc_bench',
+      serviceName: 'bench',
+      toolId: 'tool_bench',
+      toolName: 'note',
+      arguments: { text: contents[i] },
+      status: 'succeeded',
+      httpStatus: 200,
+      output: { ok: true },
+      error: null,
+      durationMs: 5,
     });
   }
   // stored at once without a vector, embedded by the back-fill (issue 18 §1): both are timed
@@ -349,20 +382,33 @@ async function pgliteScale(): Promise<void> {
   const built: BuiltApp = await open();
   const { ctx } = built;
   const [{ shared_buffers: sb }] = await execRows<{ shared_buffers: string }>(ctx.db, sql`show shared_buffers`);
-  log(`pgvector path (PGlite): reusing ${SCALE_N} cached memories in ${dir}; shared_buffers = ${sb} (PGLITE_SHARED_BUFFERS=${ctx.config.pgliteSharedBuffers})`);
+  log(
+    `pgvector path (PGlite): reusing ${SCALE_N} cached memories in ${dir}; shared_buffers = ${sb} (PGLITE_SHARED_BUFFERS=${ctx.config.pgliteSharedBuffers})`,
+  );
   try {
     const userId = fs.readFileSync(path.join(dir, 'user'), 'utf8');
-    const [size] = await execRows<{ index: string; heap: string }>(ctx.db, sql`select pg_size_pretty(pg_relation_size('memories_embedding_hnsw_idx')) as index, pg_size_pretty(pg_total_relation_size('memories')) as heap`);
+    const [size] = await execRows<{ index: string; heap: string }>(
+      ctx.db,
+      sql`select pg_size_pretty(pg_relation_size('memories_embedding_hnsw_idx')) as index, pg_size_pretty(pg_total_relation_size('memories')) as heap`,
+    );
     log(`  HNSW index ${size.index}; memories table with indexes and TOAST ${size.heap}`);
     const r = await scale(ctx, userId, `pgvector/HNSW @ ${SCALE_N} (shared_buffers ${sb})`, EF_VALUES);
-    summary.push([`pgvector ${SCALE_N} (shared_buffers ${sb}): hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
+    summary.push([
+      `pgvector ${SCALE_N} (shared_buffers ${sb}): hybrid search p50 / p95`,
+      `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`,
+    ]);
     for (const v of r.vector) {
-      summary.push([`pgvector ${SCALE_N}: ef_search=${v.ef} vector arm p50 / p95 / recall@10 | hybrid p50 / p95`, `${ms(v.p50)} / ${ms(v.p95)} / ${v.recall.toFixed(3)} | ${ms(v.hybridP50)} / ${ms(v.hybridP95)}`]);
+      summary.push([
+        `pgvector ${SCALE_N}: ef_search=${v.ef} vector arm p50 / p95 / recall@10 | hybrid p50 / p95`,
+        `${ms(v.p50)} / ${ms(v.p95)} / ${v.recall.toFixed(3)} | ${ms(v.hybridP50)} / ${ms(v.hybridP95)}`,
+      ]);
     }
     const other = await newUser(ctx);
     const rate = await ingest(ctx, other, 2000);
     await ctx.db.execute(sql`delete from memories where user_id = ${other}`);
-    log(`pgvector path: ingest via the automatic-memory writer (live HNSW index over ${SCALE_N}): ${rate.toFixed(0)} memories/s`);
+    log(
+      `pgvector path: ingest via the automatic-memory writer (live HNSW index over ${SCALE_N}): ${rate.toFixed(0)} memories/s`,
+    );
     summary.push([`pgvector ${SCALE_N}: ingest (writer, live HNSW)`, `${rate.toFixed(0)} memories/s`]);
   } finally {
     await built.app.close();
@@ -385,7 +431,9 @@ async function postgresPath(): Promise<Record<SearchMode, string[][]> | null> {
   const built = await buildApp(loadConfig(env({ DATABASE_URL: PG_URL })));
   const { ctx } = built;
   try {
-    log(`real[] path (PostgreSQL ${ctx.database.hasVector ? 'WITH pgvector?!' : 'without pgvector'}): quality set, then ${PG_N} memories`);
+    log(
+      `real[] path (PostgreSQL ${ctx.database.hasVector ? 'WITH pgvector?!' : 'without pgvector'}): quality set, then ${PG_N} memories`,
+    );
     const q = await quality(ctx, 'PostgreSQL real[]');
     const userId = await newUser(ctx);
     const { seconds } = await load(ctx, userId, synth(PG_N), 1000);
@@ -396,7 +444,10 @@ async function postgresPath(): Promise<Record<SearchMode, string[][]> | null> {
     // exact search scans every row of the user: fewer queries keep the run short
     const r = await scale(ctx, userId, `real[]/exact @ ${PG_N}`, [0], Math.min(N_QUERIES, 50));
     summary.push([`real[] ${PG_N}: hybrid search p50 / p95`, `${ms(r.hybrid.p50)} / ${ms(r.hybrid.p95)}`]);
-    summary.push([`real[] ${PG_N}: vector arm p50 / p95 / recall@10`, `${ms(r.vector[0].p50)} / ${ms(r.vector[0].p95)} / ${r.vector[0].recall.toFixed(3)}`]);
+    summary.push([
+      `real[] ${PG_N}: vector arm p50 / p95 / recall@10`,
+      `${ms(r.vector[0].p50)} / ${ms(r.vector[0].p95)} / ${r.vector[0].recall.toFixed(3)}`,
+    ]);
     const other = await newUser(ctx);
     const rate = await ingest(ctx, other, 2000);
     log(`real[] path: ingest via the automatic-memory writer: ${rate.toFixed(0)} memories/s`);
@@ -417,14 +468,20 @@ async function main(): Promise<void> {
   }
   const pgRankings = await postgresPath();
   if (pgRankings) {
-    const same = (['vector', 'text', 'hybrid'] as const).every((m) => JSON.stringify(pgRankings[m]) === JSON.stringify(pgliteRankings[m]));
-    log(`same top-10 rankings on both storage paths for all ${data.queries.length} queries × 3 modes: ${same ? 'yes' : 'NO'}`);
+    const same = (['vector', 'text', 'hybrid'] as const).every(
+      (m) => JSON.stringify(pgRankings[m]) === JSON.stringify(pgliteRankings[m]),
+    );
+    log(
+      `same top-10 rankings on both storage paths for all ${data.queries.length} queries × 3 modes: ${same ? 'yes' : 'NO'}`,
+    );
     summary.push(['both paths: identical rankings on the quality set', same ? 'yes' : 'NO']);
   }
   if (process.env.BENCH_SKIP_SCALE !== '1') await pgliteScale();
 
   const w = Math.max(...summary.map(([k]) => k.length));
-  process.stdout.write(`\n${'='.repeat(w + 30)}\nmemory benchmark summary (${((performance.now() - started) / 1000).toFixed(0)} s)\n${'-'.repeat(w + 30)}\n`);
+  process.stdout.write(
+    `\n${'='.repeat(w + 30)}\nmemory benchmark summary (${((performance.now() - started) / 1000).toFixed(0)} s)\n${'-'.repeat(w + 30)}\n`,
+  );
   for (const [k, v] of summary) process.stdout.write(`${k.padEnd(w)}  ${v}\n`);
 }
 
