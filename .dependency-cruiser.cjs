@@ -24,7 +24,8 @@ module.exports = {
     {
       name: 'lib-is-the-bottom',
       severity: 'error',
-      comment: 'src/lib/ is the bottom layer: besides other lib files it may only import the AppContext and Config types.',
+      comment:
+        'src/lib/ is the bottom layer: besides other lib files it may only import the AppContext and Config types.',
       from: { path: '^src/lib/' },
       to: { path: '^src/', pathNot: '^src/(lib/|context\\.ts$|config\\.ts$)' },
     },
@@ -41,6 +42,10 @@ module.exports = {
     includeOnly: '^src/',
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+      extensions: ['.ts', '.js'],
+    },
   },
 };

@@ -70,7 +70,11 @@ await app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
 
 async function json(method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<any> {
-  const res = await fetch(`${base}${url}`, { method, headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body: body !== undefined ? JSON.stringify(body) : undefined });
+  const res = await fetch(`${base}${url}`, {
+    method,
+    headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
   if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
   return res.status === 204 ? null : res.json();
 }
@@ -98,12 +102,21 @@ bare.get<{ Params: { agent: string; key: string } }>('/bare/:agent/:key', async 
   reply.header('etag', `"${row.version}"`);
   return row;
 });
-bare.put<{ Params: { agent: string; key: string }; Body: { value: unknown } }>('/bare/:agent/:key', async (req, reply) => {
-  const json = JSON.stringify(req.body.value);
-  const [row] = await bareStatements.upsert.run({ agentId: req.params.agent, key: req.params.key, json, bytes: Buffer.byteLength(json), ttl: null });
-  reply.header('etag', `"${row.version}"`);
-  return row;
-});
+bare.put<{ Params: { agent: string; key: string }; Body: { value: unknown } }>(
+  '/bare/:agent/:key',
+  async (req, reply) => {
+    const json = JSON.stringify(req.body.value);
+    const [row] = await bareStatements.upsert.run({
+      agentId: req.params.agent,
+      key: req.params.key,
+      json,
+      bytes: Buffer.byteLength(json),
+      ttl: null,
+    });
+    reply.header('etag', `"${row.version}"`);
+    return row;
+  },
+);
 await bare.listen({ port: 0, host: '127.0.0.1' });
 const bareBase = `http://127.0.0.1:${(bare.server.address() as { port: number }).port}`;
 
@@ -125,7 +138,9 @@ interface Result {
 const inspector = process.env.BENCH_PROFILE ? new (await import('node:inspector')).Session() : null;
 inspector?.connect();
 const post = (method: string, params?: object) =>
-  new Promise<any>((resolve, reject) => inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+  new Promise<any>((resolve, reject) =>
+    inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))),
+  );
 if (inspector) await post('Profiler.enable');
 
 /**
@@ -137,7 +152,10 @@ async function profiled<T extends { requests: number }>(name: string, work: () =
   if (process.env.BENCH_WINDOWS) {
     const start = process.hrtime.bigint();
     const out = await work();
-    fs.appendFileSync(process.env.BENCH_WINDOWS, `${JSON.stringify({ name, start_ns: String(start), end_ns: String(process.hrtime.bigint()), requests: out.requests })}\n`);
+    fs.appendFileSync(
+      process.env.BENCH_WINDOWS,
+      `${JSON.stringify({ name, start_ns: String(start), end_ns: String(process.hrtime.bigint()), requests: out.requests })}\n`,
+    );
     return out;
   }
   if (!inspector) return work();
@@ -150,7 +168,14 @@ async function profiled<T extends { requests: number }>(name: string, work: () =
   return out;
 }
 
-async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => string, headers: Record<string, string>, body?: string, seconds = SECONDS): Promise<Result> {
+async function run(
+  url: string,
+  method: 'GET' | 'PUT',
+  pathOf: (i: number) => string,
+  headers: Record<string, string>,
+  body?: string,
+  seconds = SECONDS,
+): Promise<Result> {
   let i = 0;
   const cpu = process.cpuUsage();
   const r = await autocannon({
@@ -167,13 +192,27 @@ async function run(url: string, method: 'GET' | 'PUT', pathOf: (i: number) => st
     ],
   });
   const used = process.cpuUsage(cpu);
-  return { rps: Math.round(r.requests.average), requests: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, cpu_us: Math.round((used.user + used.system) / Math.max(1, r.requests.total)), cpu_sys_us: Math.round(used.system / Math.max(1, r.requests.total)) };
+  return {
+    rps: Math.round(r.requests.average),
+    requests: r.requests.total,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors,
+    non2xx: r.non2xx,
+    cpu_us: Math.round((used.user + used.system) / Math.max(1, r.requests.total)),
+    cpu_sys_us: Math.round(used.system / Math.max(1, r.requests.total)),
+  };
 }
 
 try {
   const user = await json('POST', '/auth/test', {}, { email: `bench-${Date.now()}@example.test`, roles: ['pro'] });
   const agent = await json('POST', '/v2/agents', { authorization: `Bearer ${user.access_token}` }, { name: 'bench' });
-  const token = await json('POST', '/auth/agent/token', {}, { grant_type: 'client_credentials', client_id: agent.client_id, client_secret: agent.client_secret });
+  const token = await json(
+    'POST',
+    '/auth/agent/token',
+    {},
+    { grant_type: 'client_credentials', client_id: agent.client_id, client_secret: agent.client_secret },
+  );
   const auth = { authorization: `Bearer ${token.access_token}` };
   const value = { note: 'x'.repeat(200), n: 42, tags: ['a', 'b', 'c'] };
   const body = JSON.stringify({ value });
@@ -211,7 +250,11 @@ try {
       for (const which of order) {
         const t = which === 'service' ? service : bareT;
         counting = which === 'service';
-        runs[which].push(await profiled(`${method.toLowerCase()}-${which}-${round}`, () => run(t.url, method, t.path, t.headers, method === 'PUT' ? body : undefined)));
+        runs[which].push(
+          await profiled(`${method.toLowerCase()}-${which}-${round}`, () =>
+            run(t.url, method, t.path, t.headers, method === 'PUT' ? body : undefined),
+          ),
+        );
         counting = false;
       }
     }
@@ -239,21 +282,49 @@ try {
       ratios,
       ratio_interval: { low: interval.low, high: interval.high, coverage: Math.round(interval.coverage * 1000) / 1000 },
       verdict: verdict(interval, GOAL),
-      statements_per_request: round2(statements / Math.max(1, runs.service.reduce((n, r) => n + r.requests, 0))),
+      statements_per_request: round2(
+        statements /
+          Math.max(
+            1,
+            runs.service.reduce((n, r) => n + r.requests, 0),
+          ),
+      ),
     };
   }
   // BENCH_OPS=get (or put): only that operation (to profile it alone); the other reads as empty.
   const ops = (process.env.BENCH_OPS ?? 'get,put').split(',');
   const none: Result = { rps: 0, requests: 0, p50: 0, p99: 0, errors: 0, non2xx: 0, cpu_us: 0, cpu_sys_us: 0 };
-  const skip = async (): Promise<Compared> => ({ service: none, bare: none, ratio_median: 0, cpu_ratio_median: 0, ratios: [], ratio_interval: null, verdict: null, statements_per_request: 0 });
-  const results = { get: ops.includes('get') ? await compare('GET') : await skip(), put: ops.includes('put') ? await compare('PUT') : await skip() };
+  const skip = async (): Promise<Compared> => ({
+    service: none,
+    bare: none,
+    ratio_median: 0,
+    cpu_ratio_median: 0,
+    ratios: [],
+    ratio_interval: null,
+    verdict: null,
+    statements_per_request: 0,
+  });
+  const results = {
+    get: ops.includes('get') ? await compare('GET') : await skip(),
+    put: ops.includes('put') ? await compare('PUT') : await skip(),
+  };
   const ratio = (op: 'get' | 'put') => Math.round((results[op].service.rps / results[op].bare.rps) * 100) / 100;
   // bare/service CPU per request: the throughput ratio a CPU-bound process would reach.
-  const cpuRatio = (op: 'get' | 'put') => Math.round((results[op].bare.cpu_us / Math.max(1, results[op].service.cpu_us)) * 100) / 100;
+  const cpuRatio = (op: 'get' | 'put') =>
+    Math.round((results[op].bare.cpu_us / Math.max(1, results[op].service.cpu_us)) * 100) / 100;
   /** `low–high (coverage %)` of an operation's ratio interval, for the table. */
-  const shown = (iv: Compared['ratio_interval']) => (iv ? `${iv.low}–${iv.high} (${Math.round(iv.coverage * 1000) / 10} %)` : '');
+  const shown = (iv: Compared['ratio_interval']) =>
+    iv ? `${iv.low}–${iv.high} (${Math.round(iv.coverage * 1000) / 10} %)` : '';
   const rows = (['get', 'put'] as const).flatMap((op) => [
-    { op: op.toUpperCase(), target: 'service /v2/memory/:key', ...results[op].service, ratio_median: results[op].ratio_median, interval: shown(results[op].ratio_interval), verdict: results[op].verdict ?? '', stmts_per_req: results[op].statements_per_request },
+    {
+      op: op.toUpperCase(),
+      target: 'service /v2/memory/:key',
+      ...results[op].service,
+      ratio_median: results[op].ratio_median,
+      interval: shown(results[op].ratio_interval),
+      verdict: results[op].verdict ?? '',
+      stmts_per_req: results[op].statements_per_request,
+    },
     { op: op.toUpperCase(), target: 'bare route', ...results[op].bare },
   ]);
   console.table(rows);

@@ -50,7 +50,8 @@ async function tgz(files: Record<string, string>): Promise<Buffer> {
   try {
     for (const [name, body] of Object.entries(files)) fs.writeFileSync(path.join(src, name), body);
     const chunks: Buffer[] = [];
-    for await (const c of create({ gzip: true, cwd: src, portable: true }, Object.keys(files)) as AsyncIterable<Buffer>) chunks.push(c);
+    for await (const c of create({ gzip: true, cwd: src, portable: true }, Object.keys(files)) as AsyncIterable<Buffer>)
+      chunks.push(c);
     return Buffer.concat(chunks);
   } finally {
     fs.rmSync(src, { recursive: true, force: true });
@@ -79,7 +80,11 @@ async function start(name: string, env: Record<string, string>) {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
   const json = async (method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<any> => {
-    const res = await fetch(`${base}${url}`, { method, headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body: body !== undefined ? JSON.stringify(body) : undefined });
+    const res = await fetch(`${base}${url}`, {
+      method,
+      headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
     return res.json();
   };
@@ -121,7 +126,13 @@ async function start(name: string, env: Record<string, string>) {
       connections: CONNECTIONS,
       duration: seconds,
     });
-    return { rps: r.requests.average, p50_ms: r.latency.p50, p99_ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+    return {
+      rps: r.requests.average,
+      p50_ms: r.latency.p50,
+      p99_ms: r.latency.p99,
+      non2xx: r.non2xx,
+      errors: r.errors,
+    };
   };
   const close = async () => {
     await app.close();
@@ -131,9 +142,15 @@ async function start(name: string, env: Record<string, string>) {
 }
 
 type Bench = Awaited<ReturnType<typeof start>>;
-const summary = (xs: { httpMs: number[]; sandbox: number[] }) => ({ http_ms: { p50: pct(xs.httpMs, 50), p95: pct(xs.httpMs, 95), max: pct(xs.httpMs, 100) }, sandbox_duration_ms: { p50: pct(xs.sandbox, 50), p95: pct(xs.sandbox, 95) } });
+const summary = (xs: { httpMs: number[]; sandbox: number[] }) => ({
+  http_ms: { p50: pct(xs.httpMs, 50), p95: pct(xs.httpMs, 95), max: pct(xs.httpMs, 100) },
+  sandbox_duration_ms: { p50: pct(xs.sandbox, 50), p95: pct(xs.sandbox, 95) },
+});
 /** Medians of `rounds` autocannon runs of SECONDS / rounds each. */
-const loadOut = (runs: Array<{ rps: number; p50_ms: number; p99_ms: number; non2xx: number; errors: number }>, rounds: number) => ({
+const loadOut = (
+  runs: Array<{ rps: number; p50_ms: number; p99_ms: number; non2xx: number; errors: number }>,
+  rounds: number,
+) => ({
   connections: CONNECTIONS,
   seconds: Math.max(1, Math.round(SECONDS / rounds)) * rounds,
   rps: median(runs.map((l) => l.rps)),
@@ -142,29 +159,53 @@ const loadOut = (runs: Array<{ rps: number; p50_ms: number; p99_ms: number; non2
   non2xx: runs.reduce((n, l) => n + l.non2xx, 0),
   errors: runs.reduce((n, l) => n + l.errors, 0),
 });
-const merge = (a: { httpMs: number[]; sandbox: number[] }, b: { httpMs: number[]; sandbox: number[] }) => ({ httpMs: [...a.httpMs, ...b.httpMs], sandbox: [...a.sandbox, ...b.sandbox] });
+const merge = (a: { httpMs: number[]; sandbox: number[] }, b: { httpMs: number[]; sandbox: number[] }) => ({
+  httpMs: [...a.httpMs, ...b.httpMs],
+  sandbox: [...a.sandbox, ...b.sandbox],
+});
 const ECHO = 'export default async (input) => ({ echo: input });\n';
 
-const upstream = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'));
+const upstream = http.createServer((_req, res) =>
+  res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'),
+);
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
 const upstreamPort = (upstream.address() as { port: number }).port;
 
 // 1. Every invocation cold, A/B interleaved: processes spawned by the server itself (as before) and by the fork server.
 const coldVariants: Array<[string, Bench]> = [
-  ['direct_spawn', await start('cold-a', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_FORK_SERVER: 'off', SANDBOX_PROVISIONED: 'off' })],
+  [
+    'direct_spawn',
+    await start('cold-a', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_FORK_SERVER: 'off', SANDBOX_PROVISIONED: 'off' }),
+  ],
   ['fork_server', await start('cold-b', { SANDBOX_WARM_PER_VERSION: '0' })],
-  ['unsealed', await start('cold-c', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_ISOLATION: 'off', SANDBOX_FREEZE: 'off' })],
+  [
+    'unsealed',
+    await start('cold-c', { SANDBOX_WARM_PER_VERSION: '0', SANDBOX_ISOLATION: 'off', SANDBOX_FREEZE: 'off' }),
+  ],
 ];
-const coldRuns: Record<string, { agent: string; seq: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }> = {};
-for (const [name, b] of coldVariants) coldRuns[name] = { agent: (await b.deployed('bench', ECHO)).id, seq: { httpMs: [], sandbox: [] }, load: [] };
+const coldRuns: Record<
+  string,
+  { agent: string; seq: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }
+> = {};
+for (const [name, b] of coldVariants)
+  coldRuns[name] = { agent: (await b.deployed('bench', ECHO)).id, seq: { httpMs: [], sandbox: [] }, load: [] };
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, b] of round % 2 ? [...coldVariants].reverse() : coldVariants) coldRuns[name].seq = merge(coldRuns[name].seq, await b.sequential(coldRuns[name].agent, { i: 1 }, Math.max(1, Math.ceil(N / ROUNDS))));
+  for (const [name, b] of round % 2 ? [...coldVariants].reverse() : coldVariants)
+    coldRuns[name].seq = merge(
+      coldRuns[name].seq,
+      await b.sequential(coldRuns[name].agent, { i: 1 }, Math.max(1, Math.ceil(N / ROUNDS))),
+    );
 }
 for (let round = 0; round < 2; round++) {
-  for (const [name, b] of round % 2 ? [...coldVariants].reverse() : coldVariants) coldRuns[name].load.push(await b.load(coldRuns[name].agent, Math.max(1, Math.round(SECONDS / 2))));
+  for (const [name, b] of round % 2 ? [...coldVariants].reverse() : coldVariants)
+    coldRuns[name].load.push(await b.load(coldRuns[name].agent, Math.max(1, Math.round(SECONDS / 2))));
 }
 for (const [, b] of coldVariants) await b.close();
-const coldOut = (name: string) => ({ sequential_invokes: coldRuns[name].seq.httpMs.length, ...summary(coldRuns[name].seq), autocannon: loadOut(coldRuns[name].load, 2) });
+const coldOut = (name: string) => ({
+  sequential_invokes: coldRuns[name].seq.httpMs.length,
+  ...summary(coldRuns[name].seq),
+  autocannon: loadOut(coldRuns[name].load, 2),
+});
 const cold = coldOut('fork_server');
 
 // 2. Warm, A/B interleaved: the record written at the start (before) and once at the end (after).
@@ -174,12 +215,28 @@ const variants: Array<[string, Bench]> = [
   ['unsealed', await start('c', { SANDBOX_ISOLATION: 'off', SANDBOX_FREEZE: 'off' })],
 ];
 const perRound = Math.max(1, Math.ceil(N / ROUNDS));
-const results: Record<string, { echo: { httpMs: number[]; sandbox: number[] }; tool: { httpMs: number[]; sandbox: number[] }; load: Array<Awaited<ReturnType<Bench['load']>>> }> = {};
+const results: Record<
+  string,
+  {
+    echo: { httpMs: number[]; sandbox: number[] };
+    tool: { httpMs: number[]; sandbox: number[] };
+    load: Array<Awaited<ReturnType<Bench['load']>>>;
+  }
+> = {};
 const agents: Record<string, { echo: string; tool: string }> = {};
 for (const [name, b] of variants) {
   const echo = await b.deployed('bench', ECHO);
-  const svc = await b.json('POST', '/owner/services', b.auth, { name: `bench-svc-${name.replace(/_/g, '-')}-${Date.now()}`, display_name: 'Bench', description: 'bench', base_url: `http://127.0.0.1:${upstreamPort}`, tools: [{ name: 'ping', description: 'ping', method: 'GET', path: '/ping', input_schema: { type: 'object' } }] });
-  const tool = await b.deployed('bench-tool', `export default async (input, context) => (await context.tools.execute(${JSON.stringify(svc.name)}, 'ping', {})).output;\n`);
+  const svc = await b.json('POST', '/owner/services', b.auth, {
+    name: `bench-svc-${name.replace(/_/g, '-')}-${Date.now()}`,
+    display_name: 'Bench',
+    description: 'bench',
+    base_url: `http://127.0.0.1:${upstreamPort}`,
+    tools: [{ name: 'ping', description: 'ping', method: 'GET', path: '/ping', input_schema: { type: 'object' } }],
+  });
+  const tool = await b.deployed(
+    'bench-tool',
+    `export default async (input, context) => (await context.tools.execute(${JSON.stringify(svc.name)}, 'ping', {})).output;\n`,
+  );
   await b.json('POST', `/v2/agents/${tool.id}/tools/subscribe`, b.auth, { service: svc.name });
   agents[name] = { echo: echo.id, tool: tool.id };
   results[name] = { echo: { httpMs: [], sandbox: [] }, tool: { httpMs: [], sandbox: [] }, load: [] };
@@ -194,7 +251,8 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const loadRounds = 2;
 for (let round = 0; round < loadRounds; round++) {
-  for (const [name, b] of round % 2 ? [...variants].reverse() : variants) results[name].load.push(await b.load(agents[name].echo, Math.max(1, Math.round(SECONDS / loadRounds))));
+  for (const [name, b] of round % 2 ? [...variants].reverse() : variants)
+    results[name].load.push(await b.load(agents[name].echo, Math.max(1, Math.round(SECONDS / loadRounds))));
 }
 const warmOut = (name: string) => ({
   sequential_invokes: results[name].echo.httpMs.length,
@@ -205,7 +263,11 @@ const warmOut = (name: string) => ({
 
 // 3. Egress: fetch() of a loopback upstream through the environment's proxy (warm, default settings).
 const [, after] = variants[1];
-const fetcher = await after.deployed('bench-egress', `export default async () => (await fetch('http://127.0.0.1:${upstreamPort}/')).json();\n`, { egress: JSON.stringify([`127.0.0.1:${upstreamPort}`]) });
+const fetcher = await after.deployed(
+  'bench-egress',
+  `export default async () => (await fetch('http://127.0.0.1:${upstreamPort}/')).json();\n`,
+  { egress: JSON.stringify([`127.0.0.1:${upstreamPort}`]) },
+);
 await after.sequential(fetcher.id, {}, 3);
 const egress = summary(await after.sequential(fetcher.id, {}, N));
 for (const [, b] of variants) await b.close();

@@ -66,8 +66,12 @@ interface Run {
  * what a flag of `npm start` costs the execute path without changing the upstream or the load generator.
  */
 function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
-  const extra = args[0] === 'platform' ? (process.env.BENCH_PLATFORM_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean) : [];
-  const child = fork(CHILD, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [...process.execArgv, ...extra] });
+  const extra =
+    args[0] === 'platform' ? (process.env.BENCH_PLATFORM_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean) : [];
+  const child = fork(CHILD, args, {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: [...process.execArgv, ...extra],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.once('message', (msg) => resolve({ child, msg }));
@@ -79,7 +83,10 @@ function spawn(args: string[]): Promise<{ child: ChildProcess; msg: any }> {
  * Latency at one connection with microsecond resolution (autocannon reports whole milliseconds):
  * sequential requests over one keep-alive connection for `seconds`.
  */
-async function sequential(opts: { url: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string }, seconds: number): Promise<Run> {
+async function sequential(
+  opts: { url: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
+  seconds: number,
+): Promise<Run> {
   const dispatcher = new Agent({ connections: 1, keepAliveTimeout: 60_000 });
   const times: number[] = [];
   let non2xx = 0;
@@ -106,7 +113,13 @@ async function sequential(opts: { url: string; method: 'GET' | 'POST'; headers: 
 
 async function cannon(opts: autocannon.Options): Promise<Run> {
   const r = await autocannon({ ...opts });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  };
 }
 
 const children: ChildProcess[] = [];
@@ -130,8 +143,17 @@ async function main(): Promise<void> {
   const up = await spawn(['upstream']);
   const upstreamUrl = `http://127.0.0.1:${up.msg.port}`;
   const pl = await spawn(['platform', upstreamUrl]);
-  const { base, authorization, sessionId, service } = pl.msg as { base: string; authorization: string; sessionId: string; service: string };
-  const direct = { url: `${upstreamUrl}/fast?city=Lisbon&units=metric`, method: 'GET' as const, headers: { accept: 'application/json', authorization: 'Bearer upstream-secret' } };
+  const { base, authorization, sessionId, service } = pl.msg as {
+    base: string;
+    authorization: string;
+    sessionId: string;
+    service: string;
+  };
+  const direct = {
+    url: `${upstreamUrl}/fast?city=Lisbon&units=metric`,
+    method: 'GET' as const,
+    headers: { accept: 'application/json', authorization: 'Bearer upstream-secret' },
+  };
   const via = {
     url: `${base}/v1/agents/${sessionId}/execute`,
     method: 'POST' as const,
@@ -142,12 +164,18 @@ async function main(): Promise<void> {
   // Sanity check and warm-up (JIT, connection pools, validator cache).
   const check = await fetch(via.url, { method: 'POST', headers: via.headers, body: via.body });
   const checked = (await check.json()) as { status?: string };
-  if (check.status !== 200 || checked.status !== 'succeeded') throw new Error(`execute failed: ${check.status} ${JSON.stringify(checked)}`);
+  if (check.status !== 200 || checked.status !== 'succeeded')
+    throw new Error(`execute failed: ${check.status} ${JSON.stringify(checked)}`);
   await cannon({ ...via, connections: CONNECTIONS, duration: 3 });
   await cannon({ ...direct, connections: CONNECTIONS, duration: 2 });
 
   const bare = { url: `${base}/healthz`, method: 'GET' as const, headers: {} };
-  const forward = { url: `${base}/__bench/forward`, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: via.body };
+  const forward = {
+    url: `${base}/__bench/forward`,
+    method: 'POST' as const,
+    headers: { 'content-type': 'application/json' },
+    body: via.body,
+  };
   await cannon({ ...forward, connections: CONNECTIONS, duration: 1 });
   const DRAIN_TIMEOUT_S = Number(process.env.BENCH_DRAIN_TIMEOUT_S ?? 600);
   const drains = [] as Array<Awaited<ReturnType<typeof drained>>>;
@@ -155,7 +183,12 @@ async function main(): Promise<void> {
   // the baselines then read as 0 and the ratios are meaningless.
   const only = process.env.BENCH_ONLY === 'execute';
   // What PGlite ran as (BENCH_PGLITE_STORAGE, BENCH_PGLITE_THREAD): in memory on the main thread, or on disk on its own thread.
-  const pgliteStorage = process.env.BENCH_PGLITE_STORAGE !== 'disk' ? 'memory' : process.env.BENCH_PGLITE_THREAD === 'off' ? 'disk, main thread' : 'disk, own thread';
+  const pgliteStorage =
+    process.env.BENCH_PGLITE_STORAGE !== 'disk'
+      ? 'memory'
+      : process.env.BENCH_PGLITE_THREAD === 'off'
+        ? 'disk, main thread'
+        : 'disk, own thread';
   const skipped: Run = { rps: 0, p50: 0, p99: 0, non2xx: 0, errors: 0 };
   let asked = 0;
   /** Ask the platform child over IPC (`{[kind]: id}` → `{[kind + 'Reply']: id, …}`). */
@@ -183,7 +216,9 @@ async function main(): Promise<void> {
    * background back-fill): the next run is not measured while a backlog is being embedded.
    * @returns the backlog when the load stopped and how long it took to drain, s
    */
-  const drained = async (phase: string): Promise<{ phase: string; at_stop: Backlog; drain_s: number; drained: boolean; final: Backlog }> => {
+  const drained = async (
+    phase: string,
+  ): Promise<{ phase: string; at_stop: Backlog; drain_s: number; drained: boolean; final: Backlog }> => {
     const t0 = performance.now();
     const atStop = await ask<Backlog>('backlog');
     let b = atStop;
@@ -194,9 +229,23 @@ async function main(): Promise<void> {
       b = await ask<Backlog>('backlog');
     }
     const done = !owed(b);
-    const pick = ({ queued, unembedded, executions, memories, embedded }: Backlog) => ({ queued, unembedded, executions, memories, embedded });
-    const r = { phase, at_stop: pick(atStop), drain_s: Number(((performance.now() - t0) / 1000).toFixed(2)), drained: done, final: pick(b) };
-    console.log(`  memory backlog after ${phase}: ${atStop.queued} queued + ${atStop.unembedded} without a vector; ${done ? 'drained' : 'NOT drained'} in ${r.drain_s} s (executions ${b.executions}, memories ${b.memories}, embedded ${b.embedded})`);
+    const pick = ({ queued, unembedded, executions, memories, embedded }: Backlog) => ({
+      queued,
+      unembedded,
+      executions,
+      memories,
+      embedded,
+    });
+    const r = {
+      phase,
+      at_stop: pick(atStop),
+      drain_s: Number(((performance.now() - t0) / 1000).toFixed(2)),
+      drained: done,
+      final: pick(b),
+    };
+    console.log(
+      `  memory backlog after ${phase}: ${atStop.queued} queued + ${atStop.unembedded} without a vector; ${done ? 'drained' : 'NOT drained'} in ${r.drain_s} s (executions ${b.executions}, memories ${b.memories}, embedded ${b.embedded})`,
+    );
     return r;
   };
   /** `run` with the platform's CPU per request (µs) over it; `profile`: the name of its CPU profile (BENCH_PROFILE). */
@@ -207,16 +256,38 @@ async function main(): Promise<void> {
     const after = await platformCpu();
     if (profile && process.env.BENCH_PROFILE) await ask('profile', { name: profile });
     const n = Math.max(1, r.rps * seconds);
-    return { ...r, cpu_us: Math.round((after.us - before.us) / n), main_us: Math.round((after.mainUs - before.mainUs) / n) };
+    return {
+      ...r,
+      cpu_us: Math.round((after.us - before.us) / n),
+      main_us: Math.round((after.mainUs - before.mainUs) / n),
+    };
   };
   const seq = async (o: Parameters<typeof sequential>[0], baseline: boolean) =>
-    only && baseline ? skipped : measured(() => sequential(o, SECONDS), SECONDS, baseline ? undefined : 'execute-latency');
+    only && baseline
+      ? skipped
+      : measured(() => sequential(o, SECONDS), SECONDS, baseline ? undefined : 'execute-latency');
   const tp = async (o: autocannon.Options, baseline: boolean) =>
-    only && baseline ? skipped : measured(() => cannon({ ...o, connections: CONNECTIONS, duration: SECONDS }), SECONDS, baseline ? undefined : 'execute-throughput');
+    only && baseline
+      ? skipped
+      : measured(
+          () => cannon({ ...o, connections: CONNECTIONS, duration: SECONDS }),
+          SECONDS,
+          baseline ? undefined : 'execute-throughput',
+        );
   drains.push(await drained('warm-up'));
-  const lat = { direct: await seq(direct, true), bare: await seq(bare, true), forwarder: await seq(forward, true), platform: await seq(via, false) };
+  const lat = {
+    direct: await seq(direct, true),
+    bare: await seq(bare, true),
+    forwarder: await seq(forward, true),
+    platform: await seq(via, false),
+  };
   drains.push(await drained('latency run'));
-  const tput = { direct: await tp(direct, true), bare: await tp(bare, true), forwarder: await tp(forward, true), platform: await tp(via, false) };
+  const tput = {
+    direct: await tp(direct, true),
+    bare: await tp(bare, true),
+    forwarder: await tp(forward, true),
+    platform: await tp(via, false),
+  };
   drains.push(await drained('throughput run'));
   const last = drains[drains.length - 1].final;
 
@@ -227,7 +298,9 @@ async function main(): Promise<void> {
   const addedP50Fwd = lat.platform.p50 - lat.forwarder.p50;
   const ratioFwd = tput.platform.rps / tput.forwarder.rps;
   const delay = Number(process.env.BENCH_UPSTREAM_DELAY_MS ?? 0);
-  console.log(`\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : `pglite (${pgliteStorage})`}, upstream delay ${delay} ms`);
+  console.log(
+    `\nexecute overhead — ${os.cpus().length} CPUs, ${SECONDS}s per run, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : `pglite (${pgliteStorage})`}, upstream delay ${delay} ms`,
+  );
   console.log(`latency, 1 connection, sequential requests (µs resolution)`);
   console.log(row('  direct GET /fast', lat.direct));
   console.log(row('  platform bare GET /healthz', lat.bare));
@@ -238,10 +311,16 @@ async function main(): Promise<void> {
   console.log(row('  platform bare GET /healthz', tput.bare));
   console.log(row('  forwarder POST (undici, no auth/db)', tput.forwarder));
   console.log(row('  via POST /v1/agents/:id/execute', tput.platform));
-  console.log(`added p50 latency vs direct: ${addedP50.toFixed(2)} ms, vs forwarder: ${addedP50Fwd.toFixed(2)} ms (goal < 1.0)`);
-  console.log(`throughput: ${(ratio * 100).toFixed(1)} % of direct, ${(ratioFwd * 100).toFixed(1)} % of the forwarder (goal >= 25 % PostgreSQL, >= 10 % PGlite)`);
+  console.log(
+    `added p50 latency vs direct: ${addedP50.toFixed(2)} ms, vs forwarder: ${addedP50Fwd.toFixed(2)} ms (goal < 1.0)`,
+  );
+  console.log(
+    `throughput: ${(ratio * 100).toFixed(1)} % of direct, ${(ratioFwd * 100).toFixed(1)} % of the forwarder (goal >= 25 % PostgreSQL, >= 10 % PGlite)`,
+  );
   const cpuRatio = (tput.forwarder.cpu_us ?? 0) / Math.max(1, tput.platform.cpu_us ?? 1);
-  console.log(`platform CPU per request at ${CONNECTIONS} connections: forwarder ${tput.forwarder.cpu_us} µs, execute ${tput.platform.cpu_us} µs (forwarder/execute ${(cpuRatio * 100).toFixed(1)} %: the throughput ratio a CPU-bound platform would reach)`);
+  console.log(
+    `platform CPU per request at ${CONNECTIONS} connections: forwarder ${tput.forwarder.cpu_us} µs, execute ${tput.platform.cpu_us} µs (forwarder/execute ${(cpuRatio * 100).toFixed(1)} %: the throughput ratio a CPU-bound platform would reach)`,
+  );
   console.log(
     JSON.stringify({
       bench: 'execute',
@@ -249,8 +328,24 @@ async function main(): Promise<void> {
       database: process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite',
       ...(process.env.BENCH_DATABASE_URL ? {} : { pglite_storage: pgliteStorage }),
       loadavg: os.loadavg().map((l) => Number(l.toFixed(2))),
-      latency: { direct: lat.direct, bare_route: lat.bare, forwarder: lat.forwarder, platform: lat.platform, added_p50_ms: Number(addedP50.toFixed(3)), added_p50_vs_forwarder_ms: Number(addedP50Fwd.toFixed(3)) },
-      throughput: { connections: CONNECTIONS, direct: tput.direct, bare_route: tput.bare, forwarder: tput.forwarder, platform: tput.platform, ratio: Number(ratio.toFixed(3)), ratio_vs_forwarder: Number(ratioFwd.toFixed(3)), cpu_ratio_vs_forwarder: Number(cpuRatio.toFixed(3)) },
+      latency: {
+        direct: lat.direct,
+        bare_route: lat.bare,
+        forwarder: lat.forwarder,
+        platform: lat.platform,
+        added_p50_ms: Number(addedP50.toFixed(3)),
+        added_p50_vs_forwarder_ms: Number(addedP50Fwd.toFixed(3)),
+      },
+      throughput: {
+        connections: CONNECTIONS,
+        direct: tput.direct,
+        bare_route: tput.bare,
+        forwarder: tput.forwarder,
+        platform: tput.platform,
+        ratio: Number(ratio.toFixed(3)),
+        ratio_vs_forwarder: Number(ratioFwd.toFixed(3)),
+        cpu_ratio_vs_forwarder: Number(cpuRatio.toFixed(3)),
+      },
       embeddings: process.env.BENCH_EMBEDDINGS_PROVIDER ?? 'default',
       platform_node_flags: process.env.BENCH_PLATFORM_NODE_FLAGS ?? '',
       memory_backlog: drains,
@@ -258,8 +353,14 @@ async function main(): Promise<void> {
     }),
   );
   stopChildren();
-  if (last.executions !== last.memories) console.log(`MEMORIES MISSING: ${last.executions} executions, ${last.memories} execution memories`);
-  const failed = lat.platform.non2xx + tput.platform.non2xx + lat.platform.errors + tput.platform.errors + Math.abs(last.executions - last.memories);
+  if (last.executions !== last.memories)
+    console.log(`MEMORIES MISSING: ${last.executions} executions, ${last.memories} execution memories`);
+  const failed =
+    lat.platform.non2xx +
+    tput.platform.non2xx +
+    lat.platform.errors +
+    tput.platform.errors +
+    Math.abs(last.executions - last.memories);
   process.exit(failed ? 1 : 0);
 }
 

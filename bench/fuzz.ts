@@ -32,7 +32,20 @@ try {
   const report = await runFuzz(app, doc, fuzzer, { runs, seed, throwawayUserId });
   const intact = isDeepStrictEqual(await snapshot(app, bystander), before);
   const engine = process.env.TEST_DATABASE_URL ? 'postgresql' : 'pglite';
-  console.log(JSON.stringify({ engine, seed, runs_per_route: runs, routes: report.routes, cases: report.cases, statuses: report.byStatus, server_errors: report.serverErrors.length, first_server_errors: report.serverErrors.slice(0, 5), bystander_intact: intact, seconds: Math.round((performance.now() - started) / 1000) }));
+  console.log(
+    JSON.stringify({
+      engine,
+      seed,
+      runs_per_route: runs,
+      routes: report.routes,
+      cases: report.cases,
+      statuses: report.byStatus,
+      server_errors: report.serverErrors.length,
+      first_server_errors: report.serverErrors.slice(0, 5),
+      bystander_intact: intact,
+      seconds: Math.round((performance.now() - started) / 1000),
+    }),
+  );
   process.exitCode = report.serverErrors.length === 0 && intact ? 0 : 1;
 } finally {
   await app.close();

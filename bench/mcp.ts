@@ -69,7 +69,13 @@ async function cannon(opts: autocannon.Options): Promise<Run> {
   const cpu0 = cpuTimeMs(platformPid);
   const r = await autocannon(opts);
   const cpuMs = (cpuTimeMs(platformPid) - cpu0) / Math.max(1, r.requests.total);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors + r.timeouts, cpuMs };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    bad: r.non2xx + r.errors + r.timeouts,
+    cpuMs,
+  };
 }
 
 const up = await spawn(['upstream']);
@@ -86,27 +92,53 @@ const rest = {
 };
 
 // An MCP session, as a client opens it: initialize, then notifications/initialized.
-const mcpHeaders: Record<string, string> = { authorization, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const mcpHeaders: Record<string, string> = {
+  authorization,
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+};
 const init = await fetch(`${base}/mcp`, {
   method: 'POST',
   headers: mcpHeaders,
-  body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }),
+  body: JSON.stringify({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+  }),
 });
 if (init.status !== 200) throw new Error(`initialize: ${init.status} ${await init.text()}`);
 await init.text();
 mcpHeaders['mcp-session-id'] = init.headers.get('mcp-session-id')!;
 mcpHeaders['mcp-protocol-version'] = PROTOCOL;
-await (await fetch(`${base}/mcp`, { method: 'POST', headers: mcpHeaders, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+await (
+  await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: mcpHeaders,
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  })
+).text();
 const mcp = {
   url: `${base}/mcp`,
   method: 'POST' as const,
   headers: mcpHeaders,
-  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'execute_tool', arguments: { service, tool: 'current', arguments: toolArgs, session_id: sessionId } } }),
+  body: JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: {
+      name: 'execute_tool',
+      arguments: { service, tool: 'current', arguments: toolArgs, session_id: sessionId },
+    },
+  }),
 };
 
 // Sanity check and warm-up.
-const check = (await (await fetch(mcp.url, { method: 'POST', headers: mcp.headers, body: mcp.body })).json()) as { result?: { structuredContent?: { status?: string }; isError?: boolean } };
-if (check.result?.structuredContent?.status !== 'succeeded') throw new Error(`execute_tool over MCP failed: ${JSON.stringify(check)}`);
+const check = (await (await fetch(mcp.url, { method: 'POST', headers: mcp.headers, body: mcp.body })).json()) as {
+  result?: { structuredContent?: { status?: string }; isError?: boolean };
+};
+if (check.result?.structuredContent?.status !== 'succeeded')
+  throw new Error(`execute_tool over MCP failed: ${JSON.stringify(check)}`);
 await cannon({ ...rest, connections: CONNECTIONS, duration: 2 });
 await cannon({ ...mcp, connections: CONNECTIONS, duration: 2 });
 
@@ -130,19 +162,31 @@ for (const connections of [CONNECTIONS, 1]) {
     m.push(await cannon({ ...mcp, connections, duration: SECONDS }));
   }
   const ratios = m.map((x, i) => x.rps / r[i].rps);
-  results[connections] = { rest: mean(r), mcp: mean(m), ratio: median(ratios), ratios, cpuShare: median(r.map((x) => x.cpuMs)) / median(m.map((x) => x.cpuMs)) };
+  results[connections] = {
+    rest: mean(r),
+    mcp: mean(m),
+    ratio: median(ratios),
+    ratios,
+    cpuShare: median(r.map((x) => x.cpuMs)) / median(m.map((x) => x.cpuMs)),
+  };
 }
 
 const fmt = (x: Run) =>
   `${x.rps.toFixed(0).padStart(6)} req/s  p50 ${x.p50.toFixed(1)} ms  p99 ${x.p99.toFixed(1)} ms  CPU ${x.cpuMs.toFixed(3)} ms/req${x.bad ? `  (${x.bad} failed)` : ''}`;
-console.log(`\nexecute over MCP vs REST (${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${SECONDS}s × ${ROUNDS} rounds each, alternating)`);
+console.log(
+  `\nexecute over MCP vs REST (${process.env.BENCH_DATABASE_URL ? 'PostgreSQL' : 'PGlite'}, ${SECONDS}s × ${ROUNDS} rounds each, alternating)`,
+);
 for (const [connections, { rest: r, mcp: m, ratio, ratios, cpuShare }] of Object.entries(results)) {
   console.log(`${connections.padStart(3)} connection(s)  REST ${fmt(r)}`);
-  console.log(`${' '.repeat(17)}  MCP  ${fmt(m)}   → median ${(100 * ratio).toFixed(1)} % of REST (rounds: ${ratios.map((x) => (100 * x).toFixed(0)).join(', ')} %)`);
+  console.log(
+    `${' '.repeat(17)}  MCP  ${fmt(m)}   → median ${(100 * ratio).toFixed(1)} % of REST (rounds: ${ratios.map((x) => (100 * x).toFixed(0)).join(', ')} %)`,
+  );
   console.log(`${' '.repeat(17)}  CPU per request: REST's is ${(100 * cpuShare).toFixed(1)} % of MCP's`);
 }
 const share = results[CONNECTIONS].ratio;
-console.log(`goal: MCP ≥ 80 % of REST throughput at ${CONNECTIONS} connections: ${share >= 0.8 ? 'met' : 'NOT met'} (${(share * 100).toFixed(1)} %)`);
+console.log(
+  `goal: MCP ≥ 80 % of REST throughput at ${CONNECTIONS} connections: ${share >= 0.8 ? 'met' : 'NOT met'} (${(share * 100).toFixed(1)} %)`,
+);
 console.log(
   JSON.stringify({
     bench: 'mcp',

@@ -86,7 +86,16 @@ export function loadConversations(dir = path.join(here, 'fixtures')): { turns: T
     else if ((m = line.match(/^== (\S+)/))) [at, session, index] = [m[1], session + 1, 0];
     else if ((m = line.match(/^([^:]+): (.*?)(?:\s*\{#([\w-]+)\})?$/))) {
       index++;
-      turns.push({ key: `${conv}-s${session}-t${index}`, conv, session, index, speaker: m[1], text: m[2], at, tag: m[3] ? `${conv}#${m[3]}` : undefined });
+      turns.push({
+        key: `${conv}-s${session}-t${index}`,
+        conv,
+        session,
+        index,
+        speaker: m[1],
+        text: m[2],
+        at,
+        tag: m[3] ? `${conv}#${m[3]}` : undefined,
+      });
     } else throw new Error(`memory-conversations.txt: cannot parse "${line}"`);
   }
   const byTag = new Map(turns.filter((t) => t.tag).map((t) => [t.tag!, t.key]));
@@ -112,10 +121,14 @@ export function loadConversations(dir = path.join(here, 'fixtures')): { turns: T
 
 /** Lexeme → term frequency of each text, from PostgreSQL's `to_tsvector('english', …)`. */
 async function lexemes(ctx: AppContext, texts: string[]): Promise<Array<Map<string, number>>> {
-  const rows = await execRows<{ i: number; v: string }>(ctx.db, sql`select i, to_tsvector('english', t)::text as v from json_array_elements_text(${JSON.stringify(texts)}::json) with ordinality as x(t, i) order by i`);
+  const rows = await execRows<{ i: number; v: string }>(
+    ctx.db,
+    sql`select i, to_tsvector('english', t)::text as v from json_array_elements_text(${JSON.stringify(texts)}::json) with ordinality as x(t, i) order by i`,
+  );
   return rows.map((r) => {
     const m = new Map<string, number>();
-    for (const [, lex, pos] of r.v.matchAll(/'((?:[^']|'')+)'(?::([\d,ABCD]+))?/g)) m.set(lex.replaceAll("''", "'"), pos ? pos.split(',').length : 1);
+    for (const [, lex, pos] of r.v.matchAll(/'((?:[^']|'')+)'(?::([\d,ABCD]+))?/g))
+      m.set(lex.replaceAll("''", "'"), pos ? pos.split(',').length : 1);
     return m;
   });
 }
@@ -159,7 +172,9 @@ function hitRates(questions: Question[], rankings: Ranking[]): Record<string, nu
 /** Keys of `scores` (a key → score map), best first; ties keep `order`. */
 function rankBy(scores: Map<string, number>, order: string[]): Ranking {
   const pos = new Map(order.map((k, i) => [k, i]));
-  return [...scores.keys()].sort((a, b) => scores.get(b)! - scores.get(a)! || (pos.get(a) ?? 1e9) - (pos.get(b) ?? 1e9));
+  return [...scores.keys()].sort(
+    (a, b) => scores.get(b)! - scores.get(a)! || (pos.get(a) ?? 1e9) - (pos.get(b) ?? 1e9),
+  );
 }
 
 function pct(xs: number[], p: number): number {
@@ -178,12 +193,19 @@ interface Run {
 }
 
 /** A fresh app (`extraEnv`) with every turn stored through `addMemory`; speaker metadata unless `speakers` is false. */
-async function loadRun(label: string, turns: Turn[], extraEnv: Record<string, string>, speakers: boolean): Promise<Run> {
+async function loadRun(
+  label: string,
+  turns: Turn[],
+  extraEnv: Record<string, string>,
+  speakers: boolean,
+): Promise<Run> {
   const env = {
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
     SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
-    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL, MEMORY_REEMBED: 'on' } : { DATABASE_IN_MEMORY: 'on' }),
+    ...(process.env.BENCH_DATABASE_URL
+      ? { DATABASE_URL: process.env.BENCH_DATABASE_URL, MEMORY_REEMBED: 'on' }
+      : { DATABASE_IN_MEMORY: 'on' }),
     ...extraEnv,
   };
   const app = await buildApp(loadConfig(env));
@@ -197,24 +219,38 @@ async function loadRun(label: string, turns: Turn[], extraEnv: Record<string, st
   for (const t of turns) {
     const s = `${t.conv}-s${t.session}`;
     if (!sessionOf.has(s)) sessionOf.set(s, (await createSession(ctx, actor, { name: s })).id);
-    const metadata = speakers ? { speaker: t.speaker, conversation: t.conv, occurred_at: t.at } : { conversation: t.conv, occurred_at: t.at };
-    const m = await addMemory(ctx, actor, { content: t.text, session_id: sessionOf.get(s), metadata, occurred_at: t.at });
+    const metadata = speakers
+      ? { speaker: t.speaker, conversation: t.conv, occurred_at: t.at }
+      : { conversation: t.conv, occurred_at: t.at };
+    const m = await addMemory(ctx, actor, {
+      content: t.text,
+      session_id: sessionOf.get(s),
+      metadata,
+      occurred_at: t.at,
+    });
     keyOf.set(m.id, t.key);
   }
-  log(`${label}: stored ${turns.length} turns (${sessionOf.size} sessions) through addMemory in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  log(
+    `${label}: stored ${turns.length} turns (${sessionOf.size} sessions) through addMemory in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
   return { label, app, ctx, userId, keyOf };
 }
 
 async function rank(run: Run, questions: Question[], mode: SearchMode = 'hybrid'): Promise<Ranking[]> {
   const out: Ranking[] = [];
-  for (const q of questions) out.push((await searchMemories(run.ctx, { accountId: run.userId, agentId: null }, { q: q.text, limit: 10, mode })).data.map((h) => run.keyOf.get(h.id)!));
+  for (const q of questions)
+    out.push(
+      (
+        await searchMemories(run.ctx, { accountId: run.userId, agentId: null }, { q: q.text, limit: 10, mode })
+      ).data.map((h) => run.keyOf.get(h.id)!),
+    );
   return out;
 }
 
 /** Deterministic variants of the turns (~30 % of the words swapped for other words of the set). */
 export function synthTurns(turns: Turn[], n: number): string[] {
   let seed = 42;
-  const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
   const vocab = [...new Set(turns.flatMap((t) => t.text.match(/[A-Za-z]{3,}/g) ?? []))];
   return Array.from({ length: n }, () => {
     const t = turns[Math.floor(rnd() * turns.length)];
@@ -228,8 +264,17 @@ async function fill(run: Run, turns: Turn[], vectors: (texts: string[]) => Promi
   for (let i = 0; i < texts.length; i += 500) {
     const chunk = texts.slice(i, i + 500);
     const rows: NewMemoryRow[] = chunk.map((content, j) => ({
-      id: newId('mem'), userId: run.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
-      source: 'explicit', kind: 'note', content, metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam', conversation: `synthetic-${Math.floor((i + j) / 16)}` },
+      id: newId('mem'),
+      userId: run.userId,
+      sessionId: null,
+      agentId: null,
+      serviceId: null,
+      toolId: null,
+      executionId: null,
+      source: 'explicit',
+      kind: 'note',
+      content,
+      metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam', conversation: `synthetic-${Math.floor((i + j) / 16)}` },
     }));
     await insertMemoryRows(run.ctx, run.ctx.db, rows, await vectors(chunk));
   }
@@ -245,17 +290,26 @@ async function main(): Promise<void> {
   const runs: Run[] = [];
   try {
     // before: the turns without speaker metadata are stored and searched as the service did before issue 21
-    const before = QUALITY ? await loadRun('before (no speaker metadata)', turns, { EMBEDDINGS_PROVIDER: 'local' }, false) : null;
+    const before = QUALITY
+      ? await loadRun('before (no speaker metadata)', turns, { EMBEDDINGS_PROVIDER: 'local' }, false)
+      : null;
     if (before) {
       runs.push(before);
       // yardstick: textbook BM25 over the same turns
-      const docs = await lexemes(before.ctx, turns.map((t) => t.text));
-      const qlex = await lexemes(before.ctx, questions.map((q) => q.text));
+      const docs = await lexemes(
+        before.ctx,
+        turns.map((t) => t.text),
+      );
+      const qlex = await lexemes(
+        before.ctx,
+        questions.map((q) => q.text),
+      );
       rankings.bm25 = questions.map((_, i) => {
         const s = bm25(docs, qlex[i]);
         return rankBy(new Map(turns.map((t, j) => [t.key, s[j]])), order).slice(0, 10);
       });
-      for (const mode of ['text', 'vector', 'hybrid'] as const) rankings[`before: ${mode}`] = await rank(before, questions, mode);
+      for (const mode of ['text', 'vector', 'hybrid'] as const)
+        rankings[`before: ${mode}`] = await rank(before, questions, mode);
     }
 
     const local = await loadRun('local embedder', turns, { EMBEDDINGS_PROVIDER: 'local' }, true);
@@ -263,7 +317,11 @@ async function main(): Promise<void> {
     const fusion = local.ctx.config.memory.fusion;
     if (QUALITY) {
       rankings['local: hybrid'] = await rank(local, questions);
-      for (const [sb, nw] of [[0, 0], [0.5, 0], [0, 0.5]]) {
+      for (const [sb, nw] of [
+        [0, 0],
+        [0.5, 0],
+        [0, 0.5],
+      ]) {
         Object.assign(fusion, { neighbourWeight: nw });
         rankings[`local: hybrid, speaker ${sb}, neighbours ${nw}`] = await rank(local, questions);
       }
@@ -304,12 +362,17 @@ async function main(): Promise<void> {
 
     if (process.env.BENCH_EMBEDDINGS_URL) {
       // the production option: an OpenAI-compatible server (EMBEDDINGS_URL) with a real model
-      const remote = await loadRun('EMBEDDINGS_URL', turns, {
-        EMBEDDINGS_URL: process.env.BENCH_EMBEDDINGS_URL,
-        EMBEDDINGS_MODEL: process.env.BENCH_EMBEDDINGS_MODEL ?? 'text-embedding-3-small',
-        EMBEDDINGS_DIMENSIONS: process.env.BENCH_EMBEDDINGS_DIMENSIONS ?? '1536',
-        ...(process.env.BENCH_EMBEDDINGS_API_KEY ? { EMBEDDINGS_API_KEY: process.env.BENCH_EMBEDDINGS_API_KEY } : {}),
-      }, true);
+      const remote = await loadRun(
+        'EMBEDDINGS_URL',
+        turns,
+        {
+          EMBEDDINGS_URL: process.env.BENCH_EMBEDDINGS_URL,
+          EMBEDDINGS_MODEL: process.env.BENCH_EMBEDDINGS_MODEL ?? 'text-embedding-3-small',
+          EMBEDDINGS_DIMENSIONS: process.env.BENCH_EMBEDDINGS_DIMENSIONS ?? '1536',
+          ...(process.env.BENCH_EMBEDDINGS_API_KEY ? { EMBEDDINGS_API_KEY: process.env.BENCH_EMBEDDINGS_API_KEY } : {}),
+        },
+        true,
+      );
       runs.push(remote);
       rankings['EMBEDDINGS_URL: vector'] = await rank(remote, questions, 'vector');
       rankings['EMBEDDINGS_URL: hybrid'] = await rank(remote, questions);
@@ -317,14 +380,20 @@ async function main(): Promise<void> {
 
     if (QUALITY) {
       const base = hitRates(questions, rankings.bm25);
-      const lines = [`  ${'ranker'.padEnd(44)} ${'all'.padStart(6)} ${'dev'.padStart(6)} ${'held-out'.padStart(9)}  held-out para/people/when/multi  ×BM25 (held-out)`];
+      const lines = [
+        `  ${'ranker'.padEnd(44)} ${'all'.padStart(6)} ${'dev'.padStart(6)} ${'held-out'.padStart(9)}  held-out para/people/when/multi  ×BM25 (held-out)`,
+      ];
       for (const [name, r] of Object.entries(rankings)) {
         const h = hitRates(questions, r);
         results[name] = h;
         const kinds = ['para', 'people', 'when', 'multi'].map((k) => (h[`held-out:${k}`] ?? 0).toFixed(2)).join(' / ');
-        lines.push(`  ${name.padEnd(44)} ${h.all.toFixed(3).padStart(6)} ${h.dev.toFixed(3).padStart(6)} ${h['held-out'].toFixed(3).padStart(9)}  ${kinds.padEnd(30)}  ${(h['held-out'] / base['held-out']).toFixed(2)}`);
+        lines.push(
+          `  ${name.padEnd(44)} ${h.all.toFixed(3).padStart(6)} ${h.dev.toFixed(3).padStart(6)} ${h['held-out'].toFixed(3).padStart(9)}  ${kinds.padEnd(30)}  ${(h['held-out'] / base['held-out']).toFixed(2)}`,
+        );
       }
-      log(`top-5 hit rate (${questions.length} questions: ${questions.filter((q) => q.half === 'dev').length} dev, ${questions.filter((q) => q.half === 'held-out').length} held-out)\n${lines.join('\n')}`);
+      log(
+        `top-5 hit rate (${questions.length} questions: ${questions.filter((q) => q.half === 'dev').length} dev, ${questions.filter((q) => q.half === 'held-out').length} held-out)\n${lines.join('\n')}`,
+      );
     }
 
     if (SCALE_N > 0) {
@@ -337,8 +406,10 @@ async function main(): Promise<void> {
         // texts takes minutes on this machine; latency depends on the query embedding and the SQL, not on the words)
         const real = await embeddingProviderOf(enc.ctx).embed(turns.map((t) => t.text));
         let seed = 7;
-        const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296) - 0.5;
-        await fill(enc, turns, async (t) => t.map((_, j) => l2normalize(real[j % real.length].map((x) => x + rnd() * 0.05))));
+        const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5;
+        await fill(enc, turns, async (t) =>
+          t.map((_, j) => l2normalize(real[j % real.length].map((x) => x + rnd() * 0.05))),
+        );
       }
       // variants: the local run without the turn re-ranking (the baseline), with it, and the encoder run
       const variants: Array<[string, Run, number]> = [
@@ -357,15 +428,26 @@ async function main(): Promise<void> {
           }
         }
       }
-      const lat = Object.fromEntries([...times].map(([k, xs]) => [k, { p50: Number(pct(xs, 50).toFixed(1)), p95: Number(pct(xs, 95).toFixed(1)) }]));
+      const lat = Object.fromEntries(
+        [...times].map(([k, xs]) => [k, { p50: Number(pct(xs, 50).toFixed(1)), p95: Number(pct(xs, 95).toFixed(1)) }]),
+      );
       extra.latency_ms = lat;
       extra.scale_n = SCALE_N;
-      log(`hybrid search at ${SCALE_N} memories of one user (${questions.length} questions × 2 rounds, interleaved; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}):\n${Object.entries(lat).map(([k, v]) => `  ${k.padEnd(30)} p50 ${v.p50} ms  p95 ${v.p95} ms`).join('\n')}`);
+      log(
+        `hybrid search at ${SCALE_N} memories of one user (${questions.length} questions × 2 rounds, interleaved; load ${os
+          .loadavg()
+          .map((x) => x.toFixed(2))
+          .join(' ')}):\n${Object.entries(lat)
+          .map(([k, v]) => `  ${k.padEnd(30)} p50 ${v.p50} ms  p95 ${v.p95} ms`)
+          .join('\n')}`,
+      );
     }
   } finally {
     for (const r of runs) await r.app.app.close();
   }
-  process.stdout.write(`${JSON.stringify({ bench: 'memory-conversations', load: os.loadavg().map((x) => Number(x.toFixed(2))), results, ...extra })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ bench: 'memory-conversations', load: os.loadavg().map((x) => Number(x.toFixed(2))), results, ...extra })}\n`,
+  );
 }
 
 // run when executed (`npm run bench:memory-conversations`), not when imported (bench/memory-profile.ts)

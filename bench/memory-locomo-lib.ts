@@ -37,21 +37,36 @@ export function loadLocomo(dir: string): { conversations: string[]; turns: Locom
   const conversations: string[] = [];
   const turns: LocomoTurn[] = [];
   const questions: LocomoQuestion[] = [];
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const conv = file.replace(/\.json$/, '');
     const d = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as Record<string, unknown>;
     conversations.push(conv);
-    const sessions = Object.keys(d).filter((k) => /^session_\d+$/.test(k)).sort((a, b) => Number(a.slice(8)) - Number(b.slice(8)));
+    const sessions = Object.keys(d)
+      .filter((k) => /^session_\d+$/.test(k))
+      .sort((a, b) => Number(a.slice(8)) - Number(b.slice(8)));
     const known = new Set<string>();
     for (const s of sessions) {
       for (const t of d[s] as Array<{ speaker: string; dia_id: string; text: string }>) {
-        turns.push({ key: `${conv}:${t.dia_id}`, conv, speaker: t.speaker, text: t.text, sessionTime: String(d[`${s}_date_time`]) });
+        turns.push({
+          key: `${conv}:${t.dia_id}`,
+          conv,
+          speaker: t.speaker,
+          text: t.text,
+          sessionTime: String(d[`${s}_date_time`]),
+        });
         known.add(`${conv}:${t.dia_id}`);
       }
     }
     for (const q of d.qa as Array<{ question: string; category: number; evidence: string[] }>) {
       if (q.category < 1 || q.category > 4) continue;
-      const evidence = q.evidence.flatMap((e) => e.split(/[;,\s]+/)).filter(Boolean).map((e) => `${conv}:${e}`).filter((k) => known.has(k));
+      const evidence = q.evidence
+        .flatMap((e) => e.split(/[;,\s]+/))
+        .filter(Boolean)
+        .map((e) => `${conv}:${e}`)
+        .filter((k) => known.has(k));
       if (evidence.length > 0) questions.push({ conv, question: q.question, category: q.category, evidence });
     }
   }
@@ -95,7 +110,9 @@ export function scoreRuns(qs: LocomoQuestion[], ranked: string[][]): Scores {
     hit5: h5 / n,
     hit10: h10 / n,
     mrr: mrr / n,
-    byCategory: Object.fromEntries(Object.entries(cat).map(([k, c]) => [k, { n: c.n, hit5: c.h5 / c.n, hit10: c.h10 / c.n }])),
+    byCategory: Object.fromEntries(
+      Object.entries(cat).map(([k, c]) => [k, { n: c.n, hit5: c.h5 / c.n, hit10: c.h10 / c.n }]),
+    ),
     byConversation: Object.fromEntries(Object.entries(conv).map(([k, c]) => [k, { n: c.n, hit5: c.h5 / c.n }])),
   };
 }
@@ -114,7 +131,8 @@ async function lexemes(ctx: AppContext, texts: string[]): Promise<Array<Map<stri
   );
   return rows.map((r) => {
     const m = new Map<string, number>();
-    for (const [, lex, pos] of r.v.matchAll(/'((?:[^']|'')+)'(?::([\d,ABCD]+))?/g)) m.set(lex.replaceAll("''", "'"), pos ? pos.split(',').length : 1);
+    for (const [, lex, pos] of r.v.matchAll(/'((?:[^']|'')+)'(?::([\d,ABCD]+))?/g))
+      m.set(lex.replaceAll("''", "'"), pos ? pos.split(',').length : 1);
     return m;
   });
 }
@@ -123,8 +141,14 @@ async function lexemes(ctx: AppContext, texts: string[]): Promise<Array<Map<stri
  * A textbook BM25 (Robertson–Spärck Jones IDF `ln(1 + (N − df + ½)/(df + ½))`, k1 1.2, b 0.75) over
  * the stored text of `turns` (`"Speaker: text"`): a ranker of turn keys, best first.
  */
-export async function bm25Ranker(ctx: AppContext, turns: Array<{ key: string; speaker: string; text: string }>): Promise<(q: string, k: number) => Promise<string[]>> {
-  const docs = await lexemes(ctx, turns.map((t) => `${t.speaker}: ${t.text}`));
+export async function bm25Ranker(
+  ctx: AppContext,
+  turns: Array<{ key: string; speaker: string; text: string }>,
+): Promise<(q: string, k: number) => Promise<string[]>> {
+  const docs = await lexemes(
+    ctx,
+    turns.map((t) => `${t.speaker}: ${t.text}`),
+  );
   const df = new Map<string, number>();
   const lens = docs.map((d) => [...d.values()].reduce((a, b) => a + b, 0));
   for (const d of docs) for (const w of d.keys()) df.set(w, (df.get(w) ?? 0) + 1);
@@ -143,6 +167,10 @@ export async function bm25Ranker(ctx: AppContext, turns: Array<{ key: string; sp
       }
       return { key: turns[i].key, s };
     });
-    return scored.filter((x) => x.s > 0).sort((a, c) => c.s - a.s).slice(0, k).map((x) => x.key);
+    return scored
+      .filter((x) => x.s > 0)
+      .sort((a, c) => c.s - a.s)
+      .slice(0, k)
+      .map((x) => x.key);
   };
 }

@@ -36,7 +36,15 @@ import { newId } from '../src/http/ids.js';
 import { insertMemoryRows, type NewMemoryRow } from '../src/modules/memory/store.js';
 import { embeddingProviderOf } from '../src/modules/memory/runtime.js';
 import { benchUser, startBenchApp } from './lib/app.js';
-import { bm25Ranker, locomoDir, loadLocomo, percentile, scoreRuns, type LocomoQuestion, type Scores } from './memory-locomo-lib.js';
+import {
+  bm25Ranker,
+  locomoDir,
+  loadLocomo,
+  percentile,
+  scoreRuns,
+  type LocomoQuestion,
+  type Scores,
+} from './memory-locomo-lib.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SCALE_N = Number(process.env.BENCH_SCALE_N ?? 6_000);
@@ -67,13 +75,23 @@ if (!dir) {
 const data = loadLocomo(dir);
 const passEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(EMBEDDINGS_|MEMORY_)/.test(k)));
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-locomo-'));
-const { app, ctx, base } = await startBenchApp({ DATABASE_IN_MEMORY: process.env.BENCH_DATABASE_URL ? 'on' : 'off', DATA_DIR: dataDir, ...passEnv });
-log(`${data.turns.length} turns, ${data.questions.length} questions (categories 1-4) from ${data.conversations.join(', ')}; embeddings ${ctx.config.memory.embeddings.provider}; data ${dataDir}`);
+const { app, ctx, base } = await startBenchApp({
+  DATABASE_IN_MEMORY: process.env.BENCH_DATABASE_URL ? 'on' : 'off',
+  DATA_DIR: dataDir,
+  ...passEnv,
+});
+log(
+  `${data.turns.length} turns, ${data.questions.length} questions (categories 1-4) from ${data.conversations.join(', ')}; embeddings ${ctx.config.memory.embeddings.provider}; data ${dataDir}`,
+);
 
 const main = await benchUser(app, `locomo-${Date.now()}@bench.test`);
 const http = (user: typeof main) => ({
   async post(body: unknown): Promise<{ id: string }> {
-    const res = await fetch(`${base}/memory`, { method: 'POST', headers: { ...user.headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}/memory`, {
+      method: 'POST',
+      headers: { ...user.headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (res.status !== 201) throw new Error(`POST /memory ${res.status} ${await res.text()}`);
     return (await res.json()) as { id: string };
   },
@@ -99,7 +117,9 @@ for (const t of data.turns) {
 }
 const addSeconds = (performance.now() - t0) / 1000;
 const addRate = data.turns.length / addSeconds;
-log(`stored ${data.turns.length} turns in ${addSeconds.toFixed(1)} s: ${addRate.toFixed(1)} adds/s (one client, sequential)`);
+log(
+  `stored ${data.turns.length} turns in ${addSeconds.toFixed(1)} s: ${addRate.toFixed(1)} adds/s (one client, sequential)`,
+);
 
 // ------------------------------------------------------------------------------------ search
 async function platformRun(qs: LocomoQuestion[]): Promise<{ ranked: string[][]; ms: number[] }> {
@@ -123,11 +143,17 @@ const bmScores = scoreRuns(data.questions, bmRanked);
 
 function table(rows: Array<[string, Scores]>): void {
   const cats = [1, 2, 3, 4];
-  console.log(`\n| ranker | hit@1 | hit@5 | hit@10 | MRR@10 | ${cats.map((c) => `hit@5 c${c}`).join(' | ')} | ${data.conversations.map((c) => `hit@5 ${c}`).join(' | ')} |`);
-  console.log(`|---|---|---|---|---|${cats.map(() => '---|').join('')}${data.conversations.map(() => '---|').join('')}`);
+  console.log(
+    `\n| ranker | hit@1 | hit@5 | hit@10 | MRR@10 | ${cats.map((c) => `hit@5 c${c}`).join(' | ')} | ${data.conversations.map((c) => `hit@5 ${c}`).join(' | ')} |`,
+  );
+  console.log(
+    `|---|---|---|---|---|${cats.map(() => '---|').join('')}${data.conversations.map(() => '---|').join('')}`,
+  );
   for (const [name, s] of rows) {
     const f = (x: number | undefined) => (x === undefined ? '—' : x.toFixed(3));
-    console.log(`| ${name} | ${f(s.hit1)} | ${f(s.hit5)} | ${f(s.hit10)} | ${f(s.mrr)} | ${cats.map((c) => f(s.byCategory[c]?.hit5)).join(' | ')} | ${data.conversations.map((c) => f(s.byConversation[c]?.hit5)).join(' | ')} |`);
+    console.log(
+      `| ${name} | ${f(s.hit1)} | ${f(s.hit5)} | ${f(s.hit10)} | ${f(s.mrr)} | ${cats.map((c) => f(s.byCategory[c]?.hit5)).join(' | ')} | ${data.conversations.map((c) => f(s.byConversation[c]?.hit5)).join(' | ')} |`,
+    );
   }
 }
 
@@ -137,8 +163,15 @@ const rows: Array<[string, Scores]> = [
 ];
 
 // ------------------------------------------------------------------------ leave-one-out grid
-const heldOut: { chosen: Record<string, Record<string, number>>; scores: Scores } | null = process.env.BENCH_GRID === '0' ? null : await leaveOneOut();
-if (heldOut) rows.push([`tuned, held out (${Object.entries(heldOut.chosen).map(([c, v]) => `${c}: ${Object.values(v).join('/')}`).join('; ')})`, heldOut.scores]);
+const heldOut: { chosen: Record<string, Record<string, number>>; scores: Scores } | null =
+  process.env.BENCH_GRID === '0' ? null : await leaveOneOut();
+if (heldOut)
+  rows.push([
+    `tuned, held out (${Object.entries(heldOut.chosen)
+      .map(([c, v]) => `${c}: ${Object.values(v).join('/')}`)
+      .join('; ')})`,
+    heldOut.scores,
+  ]);
 
 /**
  * Every combination of {@link GRID} (or, with BENCH_GRID=small, each setting alone with the others
@@ -147,9 +180,12 @@ if (heldOut) rows.push([`tuned, held out (${Object.entries(heldOut.chosen).map((
  */
 async function leaveOneOut(): Promise<{ chosen: Record<string, Record<string, number>>; scores: Scores }> {
   const fusion = ctx.config.memory.fusion as unknown as Record<string, number>;
-  const defaults = Object.fromEntries(Object.keys(GRID).map((k) => [k, k === 'vectorWeight' ? (ctx.memory?.vectorWeight ?? fusion[k]) : fusion[k]]));
+  const defaults = Object.fromEntries(
+    Object.keys(GRID).map((k) => [k, k === 'vectorWeight' ? (ctx.memory?.vectorWeight ?? fusion[k]) : fusion[k]]),
+  );
   let combos: Array<Record<string, number>> = [{}];
-  if (process.env.BENCH_GRID === 'small') combos = Object.entries(GRID).flatMap(([k, vs]) => vs.map((v) => ({ ...defaults, [k]: v })));
+  if (process.env.BENCH_GRID === 'small')
+    combos = Object.entries(GRID).flatMap(([k, vs]) => vs.map((v) => ({ ...defaults, [k]: v })));
   else for (const [k, vs] of Object.entries(GRID)) combos = combos.flatMap((c) => vs.map((v) => ({ ...c, [k]: v })));
   const seen = new Map<string, string[][]>();
   const apply = (c: Record<string, number>) => {
@@ -171,7 +207,10 @@ async function leaveOneOut(): Promise<{ chosen: Record<string, Record<string, nu
     let best = '';
     let bestHit = -1;
     for (const [key, r] of seen) {
-      const h = scoreRuns(train.map((i) => data.questions[i]), train.map((i) => r[i])).hit5;
+      const h = scoreRuns(
+        train.map((i) => data.questions[i]),
+        train.map((i) => r[i]),
+      ).hit5;
       if (h > bestHit) [best, bestHit] = [key, h];
     }
     chosen[conv] = JSON.parse(best);
@@ -196,7 +235,9 @@ async function profile(): Promise<{ embed: number[]; text: number[]; hybrid: num
     await provider.embed([fresh], { query: true });
     out.embed.push(performance.now() - t);
     t = performance.now();
-    await fetch(`${base}/memory/search?limit=10&mode=text&q=${encodeURIComponent(fresh)}`, { headers: main.headers }).then((r) => r.arrayBuffer());
+    await fetch(`${base}/memory/search?limit=10&mode=text&q=${encodeURIComponent(fresh)}`, {
+      headers: main.headers,
+    }).then((r) => r.arrayBuffer());
     out.text.push(performance.now() - t);
     out.hybrid.push((await api.search(`${fresh}.`)).ms);
   }
@@ -204,10 +245,16 @@ async function profile(): Promise<{ embed: number[]; text: number[]; hybrid: num
 }
 const prof = await profile();
 table(rows);
-console.log(`\nsearch latency (${data.turns.length} memories): p50 ${percentile(def.ms, 50).toFixed(1)} ms, p95 ${percentile(def.ms, 95).toFixed(1)} ms; add rate ${addRate.toFixed(1)}/s`);
-console.log(`default / BM25 hit@5: ${(defScores.hit5 / bmScores.hit5).toFixed(3)}×${heldOut ? `; held out / BM25: ${(heldOut.scores.hit5 / bmScores.hit5).toFixed(3)}×` : ''}`);
+console.log(
+  `\nsearch latency (${data.turns.length} memories): p50 ${percentile(def.ms, 50).toFixed(1)} ms, p95 ${percentile(def.ms, 95).toFixed(1)} ms; add rate ${addRate.toFixed(1)}/s`,
+);
+console.log(
+  `default / BM25 hit@5: ${(defScores.hit5 / bmScores.hit5).toFixed(3)}×${heldOut ? `; held out / BM25: ${(heldOut.scores.hit5 / bmScores.hit5).toFixed(3)}×` : ''}`,
+);
 const pct = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(1)} / p95 ${percentile(xs, 95).toFixed(1)} ms`;
-console.log(`where the time goes (uncached queries): query embedding alone ${pct(prof.embed)}; search in text mode (no embedding) ${pct(prof.text)}; hybrid ${pct(prof.hybrid)}`);
+console.log(
+  `where the time goes (uncached queries): query embedding alone ${pct(prof.embed)}; search in text mode (no embedding) ${pct(prof.text)}; hybrid ${pct(prof.hybrid)}`,
+);
 
 // ------------------------------------------------------------------------------ at scale
 let scale: { n: number; p50: number; p95: number } | null = null;
@@ -221,11 +268,31 @@ if (SCALE_N > 0) {
   for (let copy = 0; n < SCALE_N; copy++) {
     const part = stored.slice(0, Math.min(stored.length, SCALE_N - n));
     const rowsIn: NewMemoryRow[] = part.map((r) => ({
-      id: newId('mem'), userId: big.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
-      source: 'explicit', kind: 'note', content: r.content, metadata: { ...r.metadata, copy }, occurredAt: null,
+      id: newId('mem'),
+      userId: big.userId,
+      sessionId: null,
+      agentId: null,
+      serviceId: null,
+      toolId: null,
+      executionId: null,
+      source: 'explicit',
+      kind: 'note',
+      content: r.content,
+      metadata: { ...r.metadata, copy },
+      occurredAt: null,
     }));
-    const vectors = part.map((r) => (r.v ? Float32Array.from(r.v.replace(/[{}[\]]/g, '').split(',').map(Number)) : null));
-    for (let i = 0; i < rowsIn.length; i += 200) await insertMemoryRows(ctx, ctx.db, rowsIn.slice(i, i + 200), vectors.slice(i, i + 200));
+    const vectors = part.map((r) =>
+      r.v
+        ? Float32Array.from(
+            r.v
+              .replace(/[{}[\]]/g, '')
+              .split(',')
+              .map(Number),
+          )
+        : null,
+    );
+    for (let i = 0; i < rowsIn.length; i += 200)
+      await insertMemoryRows(ctx, ctx.db, rowsIn.slice(i, i + 200), vectors.slice(i, i + 200));
     n += part.length;
   }
   const apiBig = http(big);
@@ -233,7 +300,9 @@ if (SCALE_N > 0) {
   for (const q of data.questions.slice(0, 20)) await apiBig.search(q.question);
   for (const q of data.questions) ms.push((await apiBig.search(q.question)).ms);
   scale = { n, p50: percentile(ms, 50), p95: percentile(ms, 95) };
-  console.log(`search latency (${n} memories of one user): p50 ${scale.p50.toFixed(1)} ms, p95 ${scale.p95.toFixed(1)} ms`);
+  console.log(
+    `search latency (${n} memories of one user): p50 ${scale.p50.toFixed(1)} ms, p95 ${scale.p95.toFixed(1)} ms`,
+  );
 }
 
 console.log(
@@ -245,7 +314,11 @@ console.log(
     bm25: bmScores,
     default: defScores,
     held_out: heldOut,
-    profile: { embed_p95: percentile(prof.embed, 95), text_p95: percentile(prof.text, 95), hybrid_p95: percentile(prof.hybrid, 95) },
+    profile: {
+      embed_p95: percentile(prof.embed, 95),
+      text_p95: percentile(prof.text, 95),
+      hybrid_p95: percentile(prof.hybrid, 95),
+    },
     search_ms: { p50: percentile(def.ms, 50), p95: percentile(def.ms, 95) },
     scale,
     add_per_s: addRate,

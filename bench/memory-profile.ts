@@ -26,7 +26,16 @@ import { loadConfig } from '../src/config.js';
 import { newId } from '../src/http/ids.js';
 import { embeddingProviderOf } from '../src/modules/memory/runtime.js';
 import { addMemory, searchMemories } from '../src/modules/memory/service.js';
-import { CANDIDATE_COLUMNS, fusedCandidates, HNSW_INDEX, insertMemoryRows, queryTerms, SAFE_LEXEME, withSearchSettings, type NewMemoryRow } from '../src/modules/memory/store.js';
+import {
+  CANDIDATE_COLUMNS,
+  fusedCandidates,
+  HNSW_INDEX,
+  insertMemoryRows,
+  queryTerms,
+  SAFE_LEXEME,
+  withSearchSettings,
+  type NewMemoryRow,
+} from '../src/modules/memory/store.js';
 import { inProcessCandidates, pageOf } from '../src/modules/memory/search-in-process.js';
 import { flatOrOperands } from '../src/modules/memory/text-index.js';
 import { rowFacts } from '../src/modules/memory/turn-facts.js';
@@ -47,7 +56,12 @@ function pct(xs: number[], p: number): number {
 }
 
 /** Vectors of `texts` by `embed`, cached in `file` (float32, little-endian, `dims` per text). */
-async function cachedVectors(file: string, texts: string[], dims: number, embed: (t: string[]) => Promise<Float32Array[]>): Promise<Float32Array[]> {
+async function cachedVectors(
+  file: string,
+  texts: string[],
+  dims: number,
+  embed: (t: string[]) => Promise<Float32Array[]>,
+): Promise<Float32Array[]> {
   if (fs.existsSync(file)) {
     const buf = fs.readFileSync(file);
     const all = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
@@ -65,8 +79,12 @@ async function cachedVectors(file: string, texts: string[], dims: number, embed:
 async function main(): Promise<void> {
   const { turns, questions } = loadConversations();
   const env = {
-    NODE_ENV: 'test', LOG_LEVEL: 'silent', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
-    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL, MEMORY_REEMBED: 'on' } : { DATABASE_IN_MEMORY: 'on' }),
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    ...(process.env.BENCH_DATABASE_URL
+      ? { DATABASE_URL: process.env.BENCH_DATABASE_URL, MEMORY_REEMBED: 'on' }
+      : { DATABASE_IN_MEMORY: 'on' }),
     EMBEDDINGS_PROVIDER: PROVIDER,
   };
   const app = await buildApp(loadConfig(env));
@@ -79,19 +97,39 @@ async function main(): Promise<void> {
     for (const t of turns) {
       const s = `${t.conv}-s${t.session}`;
       if (!sessionOf.has(s)) sessionOf.set(s, (await createSession(ctx, actor, { name: s })).id);
-      await addMemory(ctx, actor, { content: t.text, session_id: sessionOf.get(s), metadata: { speaker: t.speaker, occurred_at: t.at } });
+      await addMemory(ctx, actor, {
+        content: t.text,
+        session_id: sessionOf.get(s),
+        metadata: { speaker: t.speaker, occurred_at: t.at },
+      });
     }
     const emb = embeddingProviderOf(ctx);
     const texts = synthTurns(turns, Math.max(0, N - turns.length));
     const t0 = performance.now();
-    const vectors = await cachedVectors(path.resolve(here, `../data/bench/memory-profile-${emb.model}-${texts.length}.f32`), texts, emb.dimensions, (t) => emb.embed(t));
-    process.stdout.write(`variants embedded (or read from the cache) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    const vectors = await cachedVectors(
+      path.resolve(here, `../data/bench/memory-profile-${emb.model}-${texts.length}.f32`),
+      texts,
+      emb.dimensions,
+      (t) => emb.embed(t),
+    );
+    process.stdout.write(
+      `variants embedded (or read from the cache) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
     // bulk load without the HNSW index, then build it (inserting into a live index is ~10x slower)
     if (ctx.database.hasVector) await ctx.db.execute(sql`drop index if exists memories_embedding_hnsw_idx`);
     for (let i = 0; i < texts.length; i += 500) {
       const rows: NewMemoryRow[] = texts.slice(i, i + 500).map((content, j) => ({
-        id: newId('mem'), userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
-        source: 'explicit', kind: 'note', content, metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam' },
+        id: newId('mem'),
+        userId,
+        sessionId: null,
+        agentId: null,
+        serviceId: null,
+        toolId: null,
+        executionId: null,
+        source: 'explicit',
+        kind: 'note',
+        content,
+        metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam' },
       }));
       await insertMemoryRows(ctx, ctx.db, rows, vectors.slice(i, i + 500));
     }
@@ -112,8 +150,15 @@ async function main(): Promise<void> {
     const warm = (await emb.embed(['warm up'], { query: true }))[0];
     if (cache) await cache.nearest(ctx.db, userId, warm, 50); // loads the user's vectors once
     const tLoad = performance.now();
-    if (text) await text.search(ctx.db, userId, { terms: [], items: [], pool: 50, expectedCount: (await queryTerms(ctx.db, userId, 'warm up')).docs });
-    if (text) process.stdout.write(`text index of ${N} memories loaded in ${(performance.now() - tLoad).toFixed(0)} ms\n`);
+    if (text)
+      await text.search(ctx.db, userId, {
+        terms: [],
+        items: [],
+        pool: 50,
+        expectedCount: (await queryTerms(ctx.db, userId, 'warm up')).docs,
+      });
+    if (text)
+      process.stdout.write(`text index of ${N} memories loaded in ${(performance.now() - tLoad).toFixed(0)} ms\n`);
     // a whole search as GET /memory/search runs it, paying the query embedding
     // and the CPU it costs the process (every thread: the query's embedding in the worker included),
     // a figure the machine's load inflates less than the wall time
@@ -133,7 +178,15 @@ async function main(): Promise<void> {
     const paths: Array<[string, () => void, () => void]> = [
       ['searchMemories (default)', () => undefined, () => undefined],
       ['searchMemories (before: SQL text arm)', () => void (rt.text = null), () => void (rt.text = text)],
-      ...(SQL_PATH ? [['searchMemories (both arms in SQL)', () => void ((rt.text = null), (rt.vectors = null)), () => void ((rt.text = text), (rt.vectors = cache))] as [string, () => void, () => void]] : []),
+      ...(SQL_PATH
+        ? [
+            [
+              'searchMemories (both arms in SQL)',
+              () => void ((rt.text = null), (rt.vectors = null)),
+              () => void ((rt.text = text), (rt.vectors = cache)),
+            ] as [string, () => void, () => void],
+          ]
+        : []),
     ];
     let turn = 0;
     for (let round = 0; round < ROUNDS; round++) {
@@ -143,21 +196,47 @@ async function main(): Promise<void> {
         const qt = await time('query terms (SQL)', () => queryTerms(ctx.db, userId, q.text));
         if (text) {
           const items = flatOrOperands(qt.tsquery) ?? [];
-          const terms = qt.terms.filter((w) => SAFE_LEXEME.test(w.lexeme)).map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
-          await time('text arm (index)', () => text.search(ctx.db, userId, { terms, items, pool: 50, expectedCount: qt.docs }));
+          const terms = qt.terms
+            .filter((w) => SAFE_LEXEME.test(w.lexeme))
+            .map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
+          await time('text arm (index)', () =>
+            text.search(ctx.db, userId, { terms, items, pool: 50, expectedCount: qt.docs }),
+          );
         }
         if (cache) await time('vector arm (in process)', () => cache.nearest(ctx.db, userId, vector, 50));
         if (cache && text) {
           const fused = await time('in-process candidates', () =>
-            inProcessCandidates(ctx, ctx.db, { userId, agentId: null, kinds: ~0, where, query: q.text, vector: Promise.resolve(vector), pool: 50, mode: 'hybrid', text, vectors: cache }),
+            inProcessCandidates(ctx, ctx.db, {
+              userId,
+              agentId: null,
+              kinds: ~0,
+              where,
+              query: q.text,
+              vector: Promise.resolve(vector),
+              pool: 50,
+              mode: 'hybrid',
+              text,
+              vectors: cache,
+            }),
           );
           if (fused) {
-            const facts = text.facts(userId, fused.hits.map((h) => h.id));
+            const facts = text.facts(
+              userId,
+              fused.hits.map((h) => h.id),
+            );
             const ranked = await time('rerank (index facts, neighbours)', () =>
-              rankCandidates(ctx, ctx.db, userId, q.text, fused.hits, { mode: 'hybrid', where, facts: (c) => facts!.get(c.id)!, neighbours: (ids) => text.neighbours(userId, ids) }),
+              rankCandidates(ctx, ctx.db, userId, q.text, fused.hits, {
+                mode: 'hybrid',
+                where,
+                facts: (c) => facts!.get(c.id)!,
+                neighbours: (ids) => text.neighbours(userId, ids),
+              }),
             );
             // the rows a search reads now (the page's) and before (every fused candidate's), same statement
-            const rows = (ids: string[]) => ctx.db.execute(sql`select m.id, ${CANDIDATE_COLUMNS} from memories m where m.id = any(${`{${ids.join(',')}}`}::text[]) and user_id = ${userId}`);
+            const rows = (ids: string[]) =>
+              ctx.db.execute(
+                sql`select m.id, ${CANDIDATE_COLUMNS} from memories m where m.id = any(${`{${ids.join(',')}}`}::text[]) and user_id = ${userId}`,
+              );
             await time('page rows (SQL, 10 by id)', () => rows(pageOf(ranked, 0, 10).top.map((c) => c.id)));
             await time("every candidate's rows (SQL, before)", () => rows(fused.hits.map((h) => h.id)));
           }
@@ -165,16 +244,27 @@ async function main(): Promise<void> {
         // stages of the SQL statement (the path before, and PostgreSQL's)
         await time('settings transaction', () => withSearchSettings(ctx, userId, async () => null));
         await withSearchSettings(ctx, userId, async (tx) => {
-          if (SQL_PATH) await time('vector arm (SQL, HNSW)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'vector' }));
-          await time('text arm (SQL)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'text' }));
+          if (SQL_PATH)
+            await time('vector arm (SQL, HNSW)', () =>
+              fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'vector' }),
+            );
+          await time('text arm (SQL)', () =>
+            fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'text' }),
+          );
           const vectorHits = cache ? await cache.nearest(tx, userId, vector, 50) : undefined;
-          const fused = await time('fused statement (SQL text arm)', () => fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'hybrid', vectorHits }));
-          await time('rerank (SQL neighbours)', () => rankCandidates(ctx, tx, userId, q.text, fused, { mode: 'hybrid', where, facts: (c) => rowFacts(c.row) }));
+          const fused = await time('fused statement (SQL text arm)', () =>
+            fusedCandidates(ctx, tx, { userId, where, query: q.text, vector, pool: 50, mode: 'hybrid', vectorHits }),
+          );
+          await time('rerank (SQL neighbours)', () =>
+            rankCandidates(ctx, tx, userId, q.text, fused, { mode: 'hybrid', where, facts: (c) => rowFacts(c.row) }),
+          );
         });
         // the default path without the query's embedding (its vector from the query LRU): what a
         // search costs besides the encoder, which the machine's load inflates most
         rt.queryVectors.set(q.text, vector);
-        await time('searchMemories (default, query vector cached)', () => searchMemories(ctx, actor, { q: q.text, limit: 10 }));
+        await time('searchMemories (default, query vector cached)', () =>
+          searchMemories(ctx, actor, { q: q.text, limit: 10 }),
+        );
         const order = turn++ % 2 ? [...paths].reverse() : paths;
         for (const [stage, on, off] of order) {
           on();
@@ -187,13 +277,19 @@ async function main(): Promise<void> {
       }
     }
     const load = os.loadavg().map((x) => Number(x.toFixed(2)));
-    process.stdout.write(`${PROVIDER} on ${ctx.database.engine} @ ${N} memories, ${questions.length} questions × ${ROUNDS} rounds, load ${load.join(' ')}\n`);
+    process.stdout.write(
+      `${PROVIDER} on ${ctx.database.engine} @ ${N} memories, ${questions.length} questions × ${ROUNDS} rounds, load ${load.join(' ')}\n`,
+    );
     const result: Record<string, { p50: number; p95: number }> = {};
     for (const [s, xs] of times) {
       result[s] = { p50: Number(pct(xs, 50).toFixed(2)), p95: Number(pct(xs, 95).toFixed(2)) };
-      process.stdout.write(`  ${s.padEnd(40)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms  p95 ${pct(xs, 95).toFixed(1).padStart(6)} ms\n`);
+      process.stdout.write(
+        `  ${s.padEnd(40)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms  p95 ${pct(xs, 95).toFixed(1).padStart(6)} ms\n`,
+      );
     }
-    process.stdout.write(`${JSON.stringify({ bench: 'memory-profile', provider: PROVIDER, engine: ctx.database.engine, n: N, questions: questions.length, rounds: ROUNDS, load, at: new Date().toISOString(), stages: result })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ bench: 'memory-profile', provider: PROVIDER, engine: ctx.database.engine, n: N, questions: questions.length, rounds: ROUNDS, load, at: new Date().toISOString(), stages: result })}\n`,
+    );
   } finally {
     await app.app.close();
   }

@@ -31,7 +31,12 @@ function area(url: string, fn: string): string {
   }
   if (url.startsWith('node:')) return url.split('/')[0];
   const src = url.indexOf('/src/');
-  if (src >= 0) return url.slice(src + 1).split('/').slice(0, 3).join('/');
+  if (src >= 0)
+    return url
+      .slice(src + 1)
+      .split('/')
+      .slice(0, 3)
+      .join('/');
   return url.split('/').slice(-2).join('/');
 }
 
@@ -55,8 +60,11 @@ for (const [id, us] of self) {
 const pct = (us: number) => `${((100 * us) / Math.max(1, total)).toFixed(1).padStart(5)} %`;
 const show = (title: string, m: Map<string, number>) => {
   console.log(`\n${title}`);
-  for (const [k, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${pct(us)}  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`);
+  for (const [k, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${pct(us)}  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`);
 };
-console.log(`busy ${(total / 1000).toFixed(0)} ms (idle ${((special.get('(idle)') ?? 0) / 1000).toFixed(0)} ms, program ${pct(special.get('(program)') ?? 0)}, GC ${pct(special.get('(garbage collector)') ?? 0)})`);
+console.log(
+  `busy ${(total / 1000).toFixed(0)} ms (idle ${((special.get('(idle)') ?? 0) / 1000).toFixed(0)} ms, program ${pct(special.get('(program)') ?? 0)}, GC ${pct(special.get('(garbage collector)') ?? 0)})`,
+);
 show('self time by package / source area', areas);
 show('self time by function', fns);

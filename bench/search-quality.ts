@@ -55,7 +55,8 @@ interface Query {
   split: 'dev' | 'holdout';
   expect: string[];
 }
-const readQueries = (file: string) => (JSON.parse(readFileSync(new URL(file, import.meta.url), 'utf8')) as { queries: Query[] }).queries;
+const readQueries = (file: string) =>
+  (JSON.parse(readFileSync(new URL(file, import.meta.url), 'utf8')) as { queries: Query[] }).queries;
 const queries = readQueries('./fixtures/search-queries.json');
 /**
  * Extra plain-language dev queries (`search-queries-dev-extra.json`, 24, all dev): a tuning signal
@@ -65,21 +66,33 @@ const queries = readQueries('./fixtures/search-queries.json');
 const extraQueries = readQueries('./fixtures/search-queries-dev-extra.json');
 
 /** The vendored documents: per file, its tags and operations `[path, method, operationId, summary, description, first tag]`. */
-const documents = JSON.parse(brotliDecompressSync(readFileSync(new URL('./fixtures/github-openapi.json.br', import.meta.url))).toString('utf8')) as Record<
+const documents = JSON.parse(
+  brotliDecompressSync(readFileSync(new URL('./fixtures/github-openapi.json.br', import.meta.url))).toString('utf8'),
+) as Record<
   string,
-  { tags: Array<{ name: string; description?: string }>; operations: Array<[string, string, string, string, string, string]> }
+  {
+    tags: Array<{ name: string; description?: string }>;
+    operations: Array<[string, string, string, string, string, string]>;
+  }
 >;
 
 /** Services (by first tag) of one OpenAPI document: name, display name, description, tools. */
 function servicesOf(file: string, suffix: string) {
   const doc = documents[file];
   const tagText = new Map(doc.tags.map((t) => [t.name, t.description ?? '']));
-  const byTag = new Map<string, Array<{ name: string; description: string; method: string; path: string; input_schema: object }>>();
+  const byTag = new Map<
+    string,
+    Array<{ name: string; description: string; method: string; path: string; input_schema: object }>
+  >();
   for (const [path, method, operationId, summary, text, tag] of doc.operations) {
     const description = [summary, text].filter(Boolean).join('\n\n').slice(0, 4000);
     const list = byTag.get(tag) ?? [];
     const params = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-    const input_schema = { type: 'object', properties: Object.fromEntries(params.map((p) => [p, { type: 'string' }])), required: params };
+    const input_schema = {
+      type: 'object',
+      properties: Object.fromEntries(params.map((p) => [p, { type: 'string' }])),
+      required: params,
+    };
     let name = toolNameFrom(operationId);
     // As the registry's OpenAPI import: a repeated operationId gets a numeric suffix.
     for (let n = 2; list.some((t) => t.name === name); n++) name = `${toolNameFrom(operationId).slice(0, 60)}_${n}`;
@@ -89,7 +102,10 @@ function servicesOf(file: string, suffix: string) {
   const out = [];
   for (const [tag, tools] of byTag) {
     for (let i = 0; i < tools.length; i += 500) {
-      const words = tag.split('-').map((w) => w[0].toUpperCase() + w.slice(1)).join(' ');
+      const words = tag
+        .split('-')
+        .map((w) => w[0].toUpperCase() + w.slice(1))
+        .join(' ');
       out.push({
         name: `gh${suffix}-${tag}${i ? `-${i / 500 + 1}` : ''}-${run}`.slice(0, 63),
         display_name: `GitHub ${words}${suffix ? ` (${suffix})` : ''}`,
@@ -117,7 +133,12 @@ try {
     for (const svc of servicesOf(file, suffix)) {
       if (tools >= cap) return;
       svc.tools = svc.tools.slice(0, cap - tools);
-      const res = await app.inject({ method: 'POST', url: '/owner/services', headers, payload: { ...svc, base_url: 'https://api.github.com', auth: { type: 'none' } } });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/owner/services',
+        headers,
+        payload: { ...svc, base_url: 'https://api.github.com', auth: { type: 'none' } },
+      });
       if (res.statusCode !== 201) throw new Error(`register ${svc.name}: ${res.statusCode} ${res.body.slice(0, 300)}`);
       await setServiceStatus(ctx, res.json().id, 'published');
       tools += svc.tools.length;
@@ -153,7 +174,12 @@ try {
     }
     const rate = (f: (r: Query & { rank: number }) => boolean, k: number) => {
       const sel = rows.filter(f);
-      return { n: sel.length, top3: sel.length ? Math.round((sel.filter((r) => r.rank >= 0 && r.rank < k).length / sel.length) * 1000) / 10 : null };
+      return {
+        n: sel.length,
+        top3: sel.length
+          ? Math.round((sel.filter((r) => r.rank >= 0 && r.rank < k).length / sel.length) * 1000) / 10
+          : null,
+      };
     };
     const by: Record<string, unknown> = {};
     for (const kind of ['typo', 'plain', 'keyword'] as const) {
@@ -164,7 +190,10 @@ try {
         top1: rate((r) => r.kind === kind, 1).top3,
       };
     }
-    return { top3_percent: by, misses: rows.filter((r) => r.rank < 0).map((r) => `${r.kind}: "${r.q}" → ${r.got.join(', ') || '(none)'}`) };
+    return {
+      top3_percent: by,
+      misses: rows.filter((r) => r.rank < 0).map((r) => `${r.kind}: "${r.q}" → ${r.got.join(', ') || '(none)'}`),
+    };
   }
 
   /** The plain-language share of a {@link quality} result over the extra dev queries: top-3 and top-1 %, and the misses. */
@@ -190,10 +219,29 @@ try {
         }
       }
     }
-    const out: Record<string, { p50_ms: number; p95_ms: number; max_ms: number; cpu_p50_ms: number; cpu_p95_ms: number; n: number; loadavg_1m: number }> = {};
+    const out: Record<
+      string,
+      {
+        p50_ms: number;
+        p95_ms: number;
+        max_ms: number;
+        cpu_p50_ms: number;
+        cpu_p95_ms: number;
+        n: number;
+        loadavg_1m: number;
+      }
+    > = {};
     for (const v of variants) {
       const xs = wall[v];
-      out[v] = { p50_ms: percentile(xs, 50), p95_ms: percentile(xs, 95), max_ms: percentile(xs, 100), cpu_p50_ms: percentile(cpu[v], 50), cpu_p95_ms: percentile(cpu[v], 95), n: xs.length, loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100 };
+      out[v] = {
+        p50_ms: percentile(xs, 50),
+        p95_ms: percentile(xs, 95),
+        max_ms: percentile(xs, 100),
+        cpu_p50_ms: percentile(cpu[v], 50),
+        cpu_p95_ms: percentile(cpu[v], 95),
+        n: xs.length,
+        loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100,
+      };
     }
     return out;
   }
@@ -237,7 +285,9 @@ try {
       after: SEMANTIC ? plainOf(await quality('after', 'dev', extraQueries)) : null,
     },
   };
-  const variants = SEMANTIC ? (['before', 'sql', 'lexical', 'after'] as const) : (['before', 'sql', 'lexical'] as const);
+  const variants = SEMANTIC
+    ? (['before', 'sql', 'lexical', 'after'] as const)
+    : (['before', 'sql', 'lexical'] as const);
   const latencySmall = await latency(variants);
 
   const docs = ['ghec.json', 'ghes-3.19.json', 'ghes-3.18.json', 'ghes-3.17.json'];
@@ -277,7 +327,8 @@ try {
         loadavg_1m: Math.round(os.loadavg()[0] * 100) / 100,
         semantic_weight: defaultWeight,
         engine: ctx.database.engine,
-        catalog: 'GitHub REST API descriptions (@octokit/openapi 23.0.2, vendored): api.github.com, ghec, ghes-3.19, ghes-3.18, ghes-3.17 (then mirrors)',
+        catalog:
+          'GitHub REST API descriptions (@octokit/openapi 23.0.2, vendored): api.github.com, ghec, ghes-3.19, ghes-3.18, ghes-3.17 (then mirrors)',
         seed_seconds: seedSeconds,
         queries: queries.length,
         github_catalog: small,

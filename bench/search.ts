@@ -28,15 +28,68 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
 const run = randomBytes(3).toString('hex');
 
-const VERBS = ['get', 'list', 'create', 'update', 'delete', 'search', 'send', 'fetch', 'convert', 'track', 'analyze', 'translate'];
+const VERBS = [
+  'get',
+  'list',
+  'create',
+  'update',
+  'delete',
+  'search',
+  'send',
+  'fetch',
+  'convert',
+  'track',
+  'analyze',
+  'translate',
+];
 const NOUNS = [
-  'weather', 'forecast', 'invoice', 'customer', 'order', 'payment', 'shipment', 'ticket', 'message', 'email', 'calendar', 'event', 'document',
-  'image', 'video', 'playlist', 'song', 'stock', 'quote', 'currency', 'flight', 'hotel', 'booking', 'recipe', 'ingredient', 'user', 'profile',
-  'repository', 'issue', 'commit', 'deployment', 'metric', 'alert', 'contact', 'lead', 'campaign', 'product', 'inventory', 'review', 'translation',
+  'weather',
+  'forecast',
+  'invoice',
+  'customer',
+  'order',
+  'payment',
+  'shipment',
+  'ticket',
+  'message',
+  'email',
+  'calendar',
+  'event',
+  'document',
+  'image',
+  'video',
+  'playlist',
+  'song',
+  'stock',
+  'quote',
+  'currency',
+  'flight',
+  'hotel',
+  'booking',
+  'recipe',
+  'ingredient',
+  'user',
+  'profile',
+  'repository',
+  'issue',
+  'commit',
+  'deployment',
+  'metric',
+  'alert',
+  'contact',
+  'lead',
+  'campaign',
+  'product',
+  'inventory',
+  'review',
+  'translation',
 ];
 const CATEGORIES = ['weather', 'finance', 'travel', 'productivity', 'media', 'developer', 'commerce', 'communication'];
 
-const { app, ctx, base } = await startBenchApp({ ALLOW_LOOPBACK_UPSTREAMS: 'on', ANALYTICS_REDIS_PREFIX: `bench:rt:${run}:` });
+const { app, ctx, base } = await startBenchApp({
+  ALLOW_LOOPBACK_UPSTREAMS: 'on',
+  ANALYTICS_REDIS_PREFIX: `bench:rt:${run}:`,
+});
 
 const bare = Fastify();
 bare.get('/bare', async () => (await execRows(ctx.db, sql`select 1 as ok`))[0]);
@@ -49,7 +102,14 @@ function pick<T>(xs: T[], i: number): T {
 
 async function measure(url: string, headers: Record<string, string> = {}, connections = CONNECTIONS) {
   const r = await autocannon({ url, headers, connections, duration: SECONDS });
-  return { rps: Math.round(r.requests.average), p50_ms: r.latency.p50, p90_ms: r.latency.p90, p99_ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+  return {
+    rps: Math.round(r.requests.average),
+    p50_ms: r.latency.p50,
+    p90_ms: r.latency.p90,
+    p99_ms: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+  };
 }
 
 try {
@@ -61,13 +121,27 @@ try {
     const tools = Array.from({ length: 10 }, (_, i) => {
       const verb = pick(VERBS, s + i);
       const noun = pick(NOUNS, s * 7 + i * 3);
-      return { name: `${verb}_${noun}_${i}`, description: `${verb[0].toUpperCase()}${verb.slice(1)} a ${noun} by id in the ${pick(NOUNS, s + 11)} service`, method: 'GET', path: `/x/${i}`, input_schema: { type: 'object' } };
+      return {
+        name: `${verb}_${noun}_${i}`,
+        description: `${verb[0].toUpperCase()}${verb.slice(1)} a ${noun} by id in the ${pick(NOUNS, s + 11)} service`,
+        method: 'GET',
+        path: `/x/${i}`,
+        input_schema: { type: 'object' },
+      };
     });
     const res = await app.inject({
       method: 'POST',
       url: '/owner/services',
       headers,
-      payload: { name: `bench-${run}-${s}`, display_name: `Bench ${pick(NOUNS, s)} ${s}`, description: `A ${pick(NOUNS, s)} API`, base_url: 'http://127.0.0.1:9', category: pick(CATEGORIES, s), tags: [pick(NOUNS, s), pick(NOUNS, s + 5)], tools },
+      payload: {
+        name: `bench-${run}-${s}`,
+        display_name: `Bench ${pick(NOUNS, s)} ${s}`,
+        description: `A ${pick(NOUNS, s)} API`,
+        base_url: 'http://127.0.0.1:9',
+        category: pick(CATEGORIES, s),
+        tags: [pick(NOUNS, s), pick(NOUNS, s + 5)],
+        tools,
+      },
     });
     if (res.statusCode !== 201) throw new Error(`register: ${res.statusCode} ${res.body}`);
     const body = res.json();
@@ -76,16 +150,34 @@ try {
   }
   const seedMs = performance.now() - t0;
 
-  const session = (await app.inject({ method: 'POST', url: '/v1/agents', headers, payload: { name: 'bench' } })).json().id as string;
+  const session = (await app.inject({ method: 'POST', url: '/v1/agents', headers, payload: { name: 'bench' } })).json()
+    .id as string;
   for (let i = 0; i < Math.floor(toolIds.length / 3); i++) {
     const t = toolIds[(i * 7919) % toolIds.length];
     const calls = 1 + (i % 5);
     for (let c = 0; c < calls; c++) {
-      await recordExecution(ctx, { id: newId('exe'), sessionId: session, userId, agentId: null, serviceId: t.service, toolId: t.tool, toolName: t.name, arguments: {}, status: 'succeeded', httpStatus: 200, output: null, error: null, durationMs: 10 + c });
+      await recordExecution(ctx, {
+        id: newId('exe'),
+        sessionId: session,
+        userId,
+        agentId: null,
+        serviceId: t.service,
+        toolId: t.tool,
+        toolName: t.name,
+        arguments: {},
+        status: 'succeeded',
+        httpStatus: 200,
+        output: null,
+        error: null,
+        durationMs: 10 + c,
+      });
     }
   }
 
-  const indexes = await execRows<{ indexname: string }>(ctx.db, sql`select indexname from pg_indexes where indexname in ('tools_search_idx', 'services_search_idx', 'tools_name_trgm_idx', 'services_name_trgm_idx') order by 1`);
+  const indexes = await execRows<{ indexname: string }>(
+    ctx.db,
+    sql`select indexname from pg_indexes where indexname in ('tools_search_idx', 'services_search_idx', 'tools_name_trgm_idx', 'services_name_trgm_idx') order by 1`,
+  );
   // Warm up (plans, popularity cache).
   for (const q of ['weather', 'wether']) await fetch(`${base}/search/tools?q=${q}`, { headers });
 
@@ -114,7 +206,13 @@ try {
         connections: CONNECTIONS,
         seconds: SECONDS,
         results,
-        sample_typo_query: { q: 'invoce', found: sample.found, fuzzy: sample.fuzzy, took_ms: sample.took_ms, top: sample.data.map((d: { name: string; match: string }) => `${d.name} (${d.match})`) },
+        sample_typo_query: {
+          q: 'invoce',
+          found: sample.found,
+          fuzzy: sample.fuzzy,
+          took_ms: sample.took_ms,
+          top: sample.data.map((d: { name: string; match: string }) => `${d.name} (${d.match})`),
+        },
       },
       null,
       2,

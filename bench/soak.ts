@@ -69,7 +69,12 @@ if (role === 'platform') {
         description: 'Current weather',
         method: 'GET',
         path: '/fast',
-        input_schema: { type: 'object', properties: { city: { type: 'string', minLength: 1 } }, required: ['city'], additionalProperties: false },
+        input_schema: {
+          type: 'object',
+          properties: { city: { type: 'string', minLength: 1 } },
+          required: ['city'],
+          additionalProperties: false,
+        },
       },
     ],
   });
@@ -119,10 +124,12 @@ if (!role) {
 
   const child: ChildProcess = fork(SELF, ['platform', upstreamUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   process.on('exit', () => child.kill('SIGTERM'));
-  const setup = await new Promise<{ base: string; authorization: string; sessionId: string; service: string }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as never));
-    child.once('exit', (code) => reject(new Error(`platform exited with ${code}`)));
-  });
+  const setup = await new Promise<{ base: string; authorization: string; sessionId: string; service: string }>(
+    (resolve, reject) => {
+      child.once('message', (m) => resolve(m as never));
+      child.once('exit', (code) => reject(new Error(`platform exited with ${code}`)));
+    },
+  );
   const sample = () =>
     new Promise<{ rss: number; heap: number }>((resolve) => {
       child.once('message', (m) => resolve(m as { rss: number; heap: number }));
@@ -132,18 +139,39 @@ if (!role) {
   const json = { authorization: setup.authorization, 'content-type': 'application/json' };
   let n = 0;
   const requests: autocannon.Request[] = [
-    { method: 'POST', path: `/v1/agents/${setup.sessionId}/execute`, headers: json, body: JSON.stringify({ service: setup.service, tool: 'current', arguments: { city: 'Lisbon' } }) },
+    {
+      method: 'POST',
+      path: `/v1/agents/${setup.sessionId}/execute`,
+      headers: json,
+      body: JSON.stringify({ service: setup.service, tool: 'current', arguments: { city: 'Lisbon' } }),
+    },
     // A distinct memory each time (the same text would be the same embedding and row shape).
-    { method: 'POST', path: '/memory', headers: json, setupRequest: (req) => ({ ...req, body: JSON.stringify({ content: `soak note ${n++}: the weather in Lisbon was 21.5 C at ${Date.now()}` }) }) },
+    {
+      method: 'POST',
+      path: '/memory',
+      headers: json,
+      setupRequest: (req) => ({
+        ...req,
+        body: JSON.stringify({ content: `soak note ${n++}: the weather in Lisbon was 21.5 C at ${Date.now()}` }),
+      }),
+    },
     { method: 'GET', path: '/search/tools?q=weather%20lisbon', headers: { authorization: setup.authorization } },
     { method: 'GET', path: '/v1/auth/me', headers: { authorization: setup.authorization } },
   ];
-  const run = (opts: Partial<autocannon.Options>) => autocannon({ url: setup.base, connections: CONNECTIONS, requests, ...opts });
+  const run = (opts: Partial<autocannon.Options>) =>
+    autocannon({ url: setup.base, connections: CONNECTIONS, requests, ...opts });
 
   const peak = await run({ duration: PEAK_S });
   const rate = Math.max(1, Math.floor(peak.requests.average / 2));
-  console.log(`soak — ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}`);
-  console.log(`peak ${round(peak.requests.average, 0)} req/s (non-2xx ${peak.non2xx}); soaking at ${rate} req/s for ${SOAK_S} s`);
+  console.log(
+    `soak — ${os.cpus().length} CPUs, load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}, database: ${process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite (in memory)'}`,
+  );
+  console.log(
+    `peak ${round(peak.requests.average, 0)} req/s (non-2xx ${peak.non2xx}); soaking at ${rate} req/s for ${SOAK_S} s`,
+  );
 
   const samples: Sample[] = [];
   const t0 = performance.now();
@@ -159,8 +187,20 @@ if (!role) {
 
   const steady = samples.filter((s) => s.t >= SOAK_S / 5);
   const minutes = steady.map((s) => s.t / 60);
-  const rssSlope = steady.length > 2 ? slope(minutes, steady.map((s) => s.rss)) : NaN;
-  const heapSlope = steady.length > 2 ? slope(minutes, steady.map((s) => s.heap)) : NaN;
+  const rssSlope =
+    steady.length > 2
+      ? slope(
+          minutes,
+          steady.map((s) => s.rss),
+        )
+      : NaN;
+  const heapSlope =
+    steady.length > 2
+      ? slope(
+          minutes,
+          steady.map((s) => s.heap),
+        )
+      : NaN;
   const meanRss = steady.reduce((a, s) => a + s.rss, 0) / Math.max(1, steady.length);
   const flat = Math.abs(rssSlope) < 1 && Math.abs(rssSlope) * (SOAK_S / 60) < 0.1 * meanRss;
   console.log(
@@ -181,7 +221,11 @@ if (!role) {
       p99_ms: soak.latency.p99,
       non2xx: soak.non2xx,
       errors: soak.errors + soak.timeouts,
-      rss_mb: { first: round(samples[0]?.rss ?? NaN, 1), last: round(samples.at(-1)?.rss ?? NaN, 1), mean_steady: round(meanRss, 1) },
+      rss_mb: {
+        first: round(samples[0]?.rss ?? NaN, 1),
+        last: round(samples.at(-1)?.rss ?? NaN, 1),
+        mean_steady: round(meanRss, 1),
+      },
       rss_slope_mb_per_min: round(rssSlope),
       heap_slope_mb_per_min: round(heapSlope),
       rss_flat: flat,

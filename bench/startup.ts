@@ -67,11 +67,19 @@ function rssMiB(pid: number): number {
  * (`exec env MALLOC_ARENA_MAX=2 node scripts/start.mjs` → `['scripts/start.mjs']`, `{ MALLOC_ARENA_MAX: '2' }`).
  */
 function startCommand(root: string): { args: string[]; env: Record<string, string> } {
-  const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
   const words = scripts.start.trim().split(/\s+/);
   const node = words.indexOf('node');
   if (node < 0) throw new Error(`the start script of ${root} does not run node: ${scripts.start}`);
-  const env = Object.fromEntries(words.slice(0, node).flatMap((w) => (/^[A-Z_][A-Z0-9_]*=/.test(w) ? [[w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]] : [])));
+  const env = Object.fromEntries(
+    words
+      .slice(0, node)
+      .flatMap((w) =>
+        /^[A-Z_][A-Z0-9_]*=/.test(w) ? [[w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]] : [],
+      ),
+  );
   return { args: words.slice(node + 1), env };
 }
 
@@ -82,10 +90,16 @@ function startCommand(root: string): { args: string[]; env: Record<string, strin
  * @throws Error when it exits non-zero
  */
 async function installHook(root: string, templates: string): Promise<number | undefined> {
-  const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { postinstall?: string } };
+  const { scripts } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: { postinstall?: string };
+  };
   if (!scripts.postinstall) return undefined;
   const t = performance.now();
-  const child = spawn('sh', ['-c', scripts.postinstall], { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME, PGLITE_TEMPLATE_DIR: templates }, stdio: 'ignore' });
+  const child = spawn('sh', ['-c', scripts.postinstall], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PGLITE_TEMPLATE_DIR: templates },
+    stdio: 'ignore',
+  });
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', resolve);
@@ -110,7 +124,15 @@ interface Phases {
   cpu_ms?: number;
 }
 
-type Result = { startup_ms: number; main_cpu_ms: number; wall_ms: number; first_healthz_ms: number; first_readyz_ms: number; idle_rss_mib: number; install_ms?: number } & Phases;
+type Result = {
+  startup_ms: number;
+  main_cpu_ms: number;
+  wall_ms: number;
+  first_healthz_ms: number;
+  first_readyz_ms: number;
+  idle_rss_mib: number;
+  install_ms?: number;
+} & Phases;
 
 async function once(root: string, dataDir: string, templates: string): Promise<Result> {
   const port = await freePort();
@@ -118,7 +140,17 @@ async function once(root: string, dataDir: string, templates: string): Promise<R
   const { args, env } = startCommand(root);
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, PGLITE_TEMPLATE_DIR: templates, LOG_LEVEL: 'info', NODE_ENV: 'production' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      PGLITE_TEMPLATE_DIR: templates,
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+    },
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const ready = await new Promise<{ startup_ms: number; phases?: Phases }>((resolve, reject) => {
@@ -137,21 +169,40 @@ async function once(root: string, dataDir: string, templates: string): Promise<R
   const rss = rssMiB(child.pid!);
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
-  return { startup_ms: ready.startup_ms, ...ready.phases, main_cpu_ms, wall_ms: wall, first_healthz_ms, first_readyz_ms, idle_rss_mib: rss };
+  return {
+    startup_ms: ready.startup_ms,
+    ...ready.phases,
+    main_cpu_ms,
+    wall_ms: wall,
+    first_healthz_ms,
+    first_readyz_ms,
+    idle_rss_mib: rss,
+  };
 }
 
 const BASELINE = process.env.BENCH_BASELINE_ROOT ? path.resolve(process.env.BENCH_BASELINE_ROOT) : null;
-const trees: Array<{ tree: string; root: string }> = [{ tree: 'this', root: ROOT }, ...(BASELINE ? [{ tree: 'baseline', root: BASELINE }] : [])];
+const trees: Array<{ tree: string; root: string }> = [
+  { tree: 'this', root: ROOT },
+  ...(BASELINE ? [{ tree: 'baseline', root: BASELINE }] : []),
+];
 const results: Array<{ tree: string; run: number; open: string } & Result> = [];
 const loadBefore = os.loadavg();
 for (let i = 0; i < RUNS; i++) {
   // Alternate which tree goes first, so neither always gets the quieter half of a round.
   for (const { tree, root } of i % 2 ? [...trees].reverse() : trees) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-bench-startup-'));
-    const [data, again, templates, bare, bareTemplates] = ['data', 'again', 'templates', 'bare', 'bare-templates'].map((d) => path.join(dir, d));
+    const [data, again, templates, bare, bareTemplates] = ['data', 'again', 'templates', 'bare', 'bare-templates'].map(
+      (d) => path.join(dir, d),
+    );
     try {
       const install_ms = await installHook(root, templates);
-      results.push({ tree, run: i + 1, open: 'first-cold', ...(await once(root, data, templates)), ...(install_ms === undefined ? {} : { install_ms }) });
+      results.push({
+        tree,
+        run: i + 1,
+        open: 'first-cold',
+        ...(await once(root, data, templates)),
+        ...(install_ms === undefined ? {} : { install_ms }),
+      });
       results.push({ tree, run: i + 1, open: 'later', ...(await once(root, data, templates)) });
       results.push({ tree, run: i + 1, open: 'first', ...(await once(root, again, templates)) });
       results.push({ tree, run: i + 1, open: 'first-nocache', ...(await once(root, bare, bareTemplates)) });
@@ -164,11 +215,31 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.le
 const summary = trees.flatMap(({ tree }) =>
   ['first-cold', 'first', 'later', 'first-nocache'].map((open) => {
     const rs = results.filter((r) => r.tree === tree && r.open === open);
-    const med = (k: keyof Result) => (rs.every((r) => typeof r[k] === 'number') ? median(rs.map((r) => r[k] as number)) : null);
-    return { tree, open, startup_ms: med('startup_ms'), cpu_ms: med('cpu_ms'), main_cpu_ms: med('main_cpu_ms'), first_readyz_ms: med('first_readyz_ms'), idle_rss_mib: med('idle_rss_mib'), install_ms: med('install_ms') };
+    const med = (k: keyof Result) =>
+      rs.every((r) => typeof r[k] === 'number') ? median(rs.map((r) => r[k] as number)) : null;
+    return {
+      tree,
+      open,
+      startup_ms: med('startup_ms'),
+      cpu_ms: med('cpu_ms'),
+      main_cpu_ms: med('main_cpu_ms'),
+      first_readyz_ms: med('first_readyz_ms'),
+      idle_rss_mib: med('idle_rss_mib'),
+      install_ms: med('install_ms'),
+    };
   }),
 );
 console.table(results);
 console.table(summary);
 const load = (l: number[]) => l.map((x) => Math.round(x * 10) / 10);
-console.log(JSON.stringify({ bench: 'startup', load_average_before: load(loadBefore), load_average: load(os.loadavg()), cpus: os.cpus().length, node: process.version, summary, results }));
+console.log(
+  JSON.stringify({
+    bench: 'startup',
+    load_average_before: load(loadBefore),
+    load_average: load(os.loadavg()),
+    cpus: os.cpus().length,
+    node: process.version,
+    summary,
+    results,
+  }),
+);

@@ -7,7 +7,14 @@ import { defineConfig } from 'vite';
 export default defineConfig({
   base: '/console/',
   plugins: [react()],
-  resolve: { alias: { '@agent-platform/sdk': fileURLToPath(new URL('../packages/sdk/src/index.ts', import.meta.url)) } },
+  resolve: {
+    alias: { '@agent-platform/sdk': fileURLToPath(new URL('../packages/sdk/src/index.ts', import.meta.url)) },
+  },
   build: { outDir: 'dist', emptyOutDir: true, sourcemap: false, chunkSizeWarningLimit: 1500 },
-  server: { proxy: { '^/(v1|v2|auth|idp|services|search|memory|analytics|subscriptions|api-keys|owner|admin|connections)': 'http://127.0.0.1:3000' } },
+  server: {
+    proxy: {
+      '^/(v1|v2|auth|idp|services|search|memory|analytics|subscriptions|api-keys|owner|admin|connections)':
+        'http://127.0.0.1:3000',
+    },
+  },
 });

@@ -17,4 +17,5 @@ await agent.agentMemory.put('state/runs', runs + 1);
 await agent.agentMemory.put(`state/last-run`, { at: new Date().toISOString() }, { ttl_seconds: 86_400 });
 
 console.log(`run number ${runs + 1}`);
-for await (const entry of agent.agentMemory.list({ prefix: 'state/' })) console.log(entry.key, JSON.stringify(entry.value));
+for await (const entry of agent.agentMemory.list({ prefix: 'state/' }))
+  console.log(entry.key, JSON.stringify(entry.value));

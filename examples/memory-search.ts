@@ -6,7 +6,11 @@ import { AgentPlatform } from '@agent-platform/sdk';
 
 const client = new AgentPlatform(); // URL and API key from the environment
 
-for (const content of ['The staging deploy key rotates every Monday', 'Lunch near the office: ramen or tacos', 'Staging runs PostgreSQL 15']) {
+for (const content of [
+  'The staging deploy key rotates every Monday',
+  'Lunch near the office: ramen or tacos',
+  'Staging runs PostgreSQL 15',
+]) {
   await client.memory.add({ content, metadata: { example: 'memory-search' } });
 }
 

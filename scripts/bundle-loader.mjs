@@ -122,7 +122,9 @@ export function runBundle(file) {
         fs.rmSync(tmp, { force: true });
         // A read-only install (the image's /app) runs without a cache, silently; anything else is said once.
         if (!['EACCES', 'EPERM', 'EROFS'].includes(err.code)) {
-          process.stderr.write(`start: the code cache was not written (${err.message}); the next start compiles the bundle again\n`);
+          process.stderr.write(
+            `start: the code cache was not written (${err.message}); the next start compiles the bundle again\n`,
+          );
         }
       }
     },

@@ -20,7 +20,8 @@ export function checkDocs() {
   const index = read('docs/adr/README.md');
   const linked = new Set([...index.matchAll(/\]\((\d{4}-[a-z0-9-]+\.md)\)/g)].map((m) => m[1]));
   for (const f of records) if (!linked.has(f)) problems.push(`docs/adr/${f} is not listed in docs/adr/README.md`);
-  for (const f of linked) if (!records.includes(f)) problems.push(`docs/adr/README.md lists ${f}, which does not exist`);
+  for (const f of linked)
+    if (!records.includes(f)) problems.push(`docs/adr/README.md lists ${f}, which does not exist`);
   const numbers = new Map();
   for (const f of records) {
     const n = f.slice(0, 4);
@@ -31,13 +32,16 @@ export function checkDocs() {
   const sources = ['src/config.ts', 'src/config-memory.ts'].map(read).join('\n');
   // Variables are read as `parser(env, 'NAME', …)` or `str(env, 'NAME')`.
   const names = new Set([...sources.matchAll(/\(env, '([A-Z][A-Z0-9_]+)'/g)].map((m) => m[1]));
-  for (const n of names) if (!configuration.includes(`\`${n}\``)) problems.push(`${n} (read in src/config*.ts) is not documented in docs/configuration.md`);
+  for (const n of names)
+    if (!configuration.includes(`\`${n}\``))
+      problems.push(`${n} (read in src/config*.ts) is not documented in docs/configuration.md`);
   for (const doc of ['README.md', ...markdownUnder('docs')]) {
     const text = read(doc);
     for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
       const target = m[1].split('#')[0];
       if (!target || /^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // an anchor in the same file, or a URL
-      if (!fs.existsSync(path.resolve(root, path.dirname(doc), decodeURI(target)))) problems.push(`${doc} links to ${m[1]}, which does not exist`);
+      if (!fs.existsSync(path.resolve(root, path.dirname(doc), decodeURI(target))))
+        problems.push(`${doc} links to ${m[1]}, which does not exist`);
     }
   }
   return problems;
@@ -62,7 +66,11 @@ export function fixIndex() {
     .sort();
   if (!missing.length) return missing;
   const lines = missing.map((f) => {
-    const heading = fs.readFileSync(path.join(root, 'docs/adr', f), 'utf8').split('\n')[0].replace(/^#+\s*/, '').replace(/^\d{4}[.:]?\s*/, '');
+    const heading = fs
+      .readFileSync(path.join(root, 'docs/adr', f), 'utf8')
+      .split('\n')[0]
+      .replace(/^#+\s*/, '')
+      .replace(/^\d{4}[.:]?\s*/, '');
     return `- [${f.slice(0, 4)}](${f}) ${heading}`;
   });
   fs.writeFileSync(file, `${index.replace(/\n*$/, '\n')}${lines.join('\n')}\n`);
@@ -70,7 +78,8 @@ export function fixIndex() {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  if (process.argv.includes('--fix-index')) for (const f of fixIndex()) console.log(`listed ${f} in docs/adr/README.md`);
+  if (process.argv.includes('--fix-index'))
+    for (const f of fixIndex()) console.log(`listed ${f} in docs/adr/README.md`);
   const problems = checkDocs();
   for (const p of problems) console.log(p);
   process.exit(problems.length ? 1 : 0);

@@ -23,7 +23,9 @@ function newest(p) {
 export function consoleStale() {
   if (!fs.existsSync(built)) return true;
   const builtAt = fs.statSync(built).mtimeMs;
-  const inputs = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((f) => path.join(consoleDir, f)).concat(path.join(root, 'packages', 'sdk', 'src'));
+  const inputs = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json']
+    .map((f) => path.join(consoleDir, f))
+    .concat(path.join(root, 'packages', 'sdk', 'src'));
   return inputs.some((f) => fs.existsSync(f) && newest(f) > builtAt);
 }
 
@@ -39,7 +41,11 @@ function buildConsole(stdio) {
   const dist = path.join(consoleDir, 'dist');
   const tmp = path.join(consoleDir, `dist.tmp-${process.pid}`);
   const old = path.join(consoleDir, `dist.old-${process.pid}`);
-  const r = spawnSync('npm', ['run', 'build', '--workspace', 'console', '--', '--outDir', tmp, '--emptyOutDir'], { cwd: root, stdio, env: { ...process.env, NODE_ENV: 'production' } });
+  const r = spawnSync('npm', ['run', 'build', '--workspace', 'console', '--', '--outDir', tmp, '--emptyOutDir'], {
+    cwd: root,
+    stdio,
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
   try {
     if (r.status !== 0) return r;
     try {

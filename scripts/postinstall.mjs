@@ -27,7 +27,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** `node scripts/start.mjs --build` in a child process. @returns null, or why it failed */
 function buildBundle() {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(root, 'scripts', 'start.mjs'), '--build'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(root, 'scripts', 'start.mjs'), '--build'], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => void (stderr += d.toString()));
     child.once('error', (err) => resolve(err.message));
@@ -41,7 +44,10 @@ function buildBundle() {
  */
 function buildConsoleDist() {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(root, 'scripts', 'ensure-console.mjs')], { cwd: root, stdio: 'ignore' });
+    const child = spawn(process.execPath, [path.join(root, 'scripts', 'ensure-console.mjs')], {
+      cwd: root,
+      stdio: 'ignore',
+    });
     child.once('error', (err) => resolve(err.message));
     child.once('exit', (code) => resolve(code === 0 ? null : 'the Vite build failed'));
   });
@@ -56,11 +62,16 @@ function buildPackages() {
     } catch {
       return resolve('typescript is not installed');
     }
-    const child = spawn(process.execPath, [tsc, '-b', 'packages/sdk', 'packages/cli'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [tsc, '-b', 'packages/sdk', 'packages/cli'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let stdout = '';
     child.stdout.on('data', (d) => void (stdout += d.toString()));
     child.once('error', (err) => resolve(err.message));
-    child.once('exit', (code) => resolve(code === 0 ? null : stdout.trim().split('\n')[0] || `tsc exited with ${code}`));
+    child.once('exit', (code) =>
+      resolve(code === 0 ? null : stdout.trim().split('\n')[0] || `tsc exited with ${code}`),
+    );
   });
 }
 
@@ -74,7 +85,8 @@ async function prepareDataDir() {
   const { tsImport } = await import('tsx/esm/api');
   const { loadConfig } = await tsImport('../src/config.ts', import.meta.url);
   const { prepareTemplates } = await tsImport('../src/db/data-dir.ts', import.meta.url);
-  const env = process.env.PGLITE_TEMPLATE_DIR === undefined ? {} : { PGLITE_TEMPLATE_DIR: process.env.PGLITE_TEMPLATE_DIR };
+  const env =
+    process.env.PGLITE_TEMPLATE_DIR === undefined ? {} : { PGLITE_TEMPLATE_DIR: process.env.PGLITE_TEMPLATE_DIR };
   const templates = loadConfig(env).pgliteTemplateDir;
   return templates ? await prepareTemplates(templates) : null;
 }
@@ -96,14 +108,23 @@ if (!fs.existsSync(path.join(root, 'src', 'main.ts'))) {
   ]);
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
   if (bundle) process.stderr.write(`postinstall: could not build dist/ (${bundle}); npm start builds it\n`);
-  if (consoleBuild) process.stderr.write(`postinstall: could not build console/dist (${consoleBuild}); npm start builds it\n`);
-  if (packages) process.stderr.write(`postinstall: could not build the SDK and CLI (${packages}); \`npm run build:packages\` builds them\n`);
-  if (prepared.error) process.stderr.write(`postinstall: could not prepare the embedded database (${prepared.error}); a fresh start builds it (slower)\n`);
+  if (consoleBuild)
+    process.stderr.write(`postinstall: could not build console/dist (${consoleBuild}); npm start builds it\n`);
+  if (packages)
+    process.stderr.write(
+      `postinstall: could not build the SDK and CLI (${packages}); \`npm run build:packages\` builds them\n`,
+    );
+  if (prepared.error)
+    process.stderr.write(
+      `postinstall: could not prepare the embedded database (${prepared.error}); a fresh start builds it (slower)\n`,
+    );
   const done = [];
   if (!bundle) done.push('dist/');
   if (consoleBuild === null) done.push('console/dist');
   if (packages === null) done.push('packages/sdk and packages/cli');
   if (prepared.dir) done.push(`the embedded database template ${prepared.dir}`);
-  process.stdout.write(`postinstall: ${done.length ? `prepared ${done.join(', ')}` : 'nothing prepared'} in ${seconds} s\n`);
+  process.stdout.write(
+    `postinstall: ${done.length ? `prepared ${done.join(', ')}` : 'nothing prepared'} in ${seconds} s\n`,
+  );
   if (process.argv.includes('--strict') && (bundle || consoleBuild || prepared.error || packages)) process.exitCode = 1;
 }

@@ -88,7 +88,13 @@ function statKey(file) {
 function stampOf(sources, esbuildVersion) {
   const entries = sources.map((f) => `${f}:${statKey(path.join(src, f))}`);
   const packages = statKey(path.join(root, 'node_modules', '.package-lock.json'));
-  return JSON.stringify({ script: statKey(fileURLToPath(import.meta.url)), esbuild: esbuildVersion, tsconfig: statKey(path.join(root, 'tsconfig.json')), packages, entries });
+  return JSON.stringify({
+    script: statKey(fileURLToPath(import.meta.url)),
+    esbuild: esbuildVersion,
+    tsconfig: statKey(path.join(root, 'tsconfig.json')),
+    packages,
+    entries,
+  });
 }
 
 /**
@@ -106,10 +112,19 @@ const sourceLocation = {
       const rel = path.relative(src, args.path).split(path.sep).join('/');
       const dir = path.posix.dirname(rel);
       const text = (await fs.promises.readFile(args.path, 'utf8'))
-        .replace(/\bimport\.meta\.dirname\b/g, dir === '.' ? '__dirname' : `__startPath.join(__dirname, ${JSON.stringify(dir)})`)
-        .replace(/\bimport\.meta\.url\b/g, `__startUrl.pathToFileURL(__startPath.join(__dirname, ${JSON.stringify(rel.replace(/\.ts$/, '.js'))})).href`)
+        .replace(
+          /\bimport\.meta\.dirname\b/g,
+          dir === '.' ? '__dirname' : `__startPath.join(__dirname, ${JSON.stringify(dir)})`,
+        )
+        .replace(
+          /\bimport\.meta\.url\b/g,
+          `__startUrl.pathToFileURL(__startPath.join(__dirname, ${JSON.stringify(rel.replace(/\.ts$/, '.js'))})).href`,
+        )
         .replace(/\bimport\.meta\.resolve\(/g, '__startResolve(');
-      if (/\bimport\.meta\b/.test(text)) throw new Error(`${rel}: import.meta beyond url, dirname and resolve() has no equivalent in the CommonJS bundle`);
+      if (/\bimport\.meta\b/.test(text))
+        throw new Error(
+          `${rel}: import.meta beyond url, dirname and resolve() has no equivalent in the CommonJS bundle`,
+        );
       return { contents: text, loader: 'ts' };
     });
   },
@@ -165,7 +180,10 @@ async function bundleInto(esbuild, sources, stamp) {
   // esbuild escapes what it can; a character beyond Latin-1 left in a raw template or a regular
   // expression doubles the size of the whole file's source in V8's heap (see minifyWhitespace).
   const wide = /[^\x00-\xff]/.exec(fs.readFileSync(path.join(tmp, 'main.cjs'), 'utf8'));
-  if (wide) process.stderr.write(`start: main.cjs holds ${JSON.stringify(wide[0])} (beyond Latin-1): V8 keeps its source as two-byte text\n`);
+  if (wide)
+    process.stderr.write(
+      `start: main.cjs holds ${JSON.stringify(wide[0])} (beyond Latin-1): V8 keeps its source as two-byte text\n`,
+    );
   for (const f of sources.filter((f) => !f.endsWith('.ts'))) {
     fs.mkdirSync(path.dirname(path.join(tmp, f)), { recursive: true });
     fs.copyFileSync(path.join(src, f), path.join(tmp, f));
@@ -207,7 +225,8 @@ function startDatabaseThread() {
   const env = process.env;
   const on = (v) => ['on', 'true', '1', 'yes'].includes(v ?? '');
   const off = (v) => ['off', 'false', '0', 'no'].includes(v ?? '');
-  if (env.DATABASE_URL || on(env.DATABASE_IN_MEMORY) || off(env.PGLITE_THREAD) || process.argv.includes('--build')) return;
+  if (env.DATABASE_URL || on(env.DATABASE_IN_MEMORY) || off(env.PGLITE_THREAD) || process.argv.includes('--build'))
+    return;
   const file = path.join(src, 'db', 'pglite-worker.cjs');
   if (!fs.existsSync(file)) return;
   globalThis[Symbol.for('agent-platform.pglite-worker')] = new Worker(file);
@@ -239,7 +258,9 @@ async function main() {
     try {
       await build(requireEsbuild('esbuild'), sources, stamp);
     } catch (err) {
-      process.stderr.write(`start: could not build dist/ (${err.message.split('\n')[0]}); running the sources through tsx\n`);
+      process.stderr.write(
+        `start: could not build dist/ (${err.message.split('\n')[0]}); running the sources through tsx\n`,
+      );
       const { register } = await import('tsx/esm/api');
       register();
       await import(pathToFileURL(path.join(src, 'main.ts')).href);

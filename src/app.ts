@@ -104,7 +104,15 @@ export async function buildApp(
     schemaController: { compilersFactory: { buildSerializer: serializers.factory } },
     logger: {
       level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', 'res.headers["set-cookie"]'], censor: '[redacted]' },
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'req.headers["x-api-key"]',
+          'req.headers.cookie',
+          'res.headers["set-cookie"]',
+        ],
+        censor: '[redacted]',
+      },
       serializers: { req: serializeRequest },
     },
     // One line per request instead of two (http/logging.ts).
@@ -135,7 +143,8 @@ export async function buildApp(
     // A credentialed request's answer belongs to its principal: no cache may store it unless its
     // route says otherwise (RFC 9111 §5.2.2.5; §3.5 keeps `Authorization` answers out of shared
     // caches, but not `X-API-Key` ones). docs/adr/0299-http-no-store-every-answer-to-a-request.md.
-    if (req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined) reply.header('cache-control', 'no-store');
+    if (req.headers.authorization !== undefined || req.headers['x-api-key'] !== undefined)
+      reply.header('cache-control', 'no-store');
     done();
   });
 
@@ -160,7 +169,9 @@ export async function buildApp(
         },
       },
     },
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
@@ -252,7 +263,11 @@ export async function buildApp(
   const deferred: Array<() => Promise<unknown>> = [];
   if (!config.auth.issuer) await app.register(idpRoutes, { ctx, identity, config, deferred });
   deferred.push(async () => prepareRegistrationCheck());
-  const login = createLoginFlow(ctx, identity, config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app));
+  const login = createLoginFlow(
+    ctx,
+    identity,
+    config.auth.issuer ? (url, init) => fetch(url, init as RequestInit) : inProcessFetch(app),
+  );
   await app.register(identityRoutes, { ctx, identity, login });
   await app.register(browserSessionRoutes, { ctx, identity, login });
   await app.register(adminRoutes, { ctx, identity });
@@ -270,14 +285,18 @@ export async function buildApp(
   const warm = async () => {
     for (const prepare of deferred) {
       await turn();
-      await prepare().catch((err: unknown) => app.log.error({ err }, 'a deferred start-up step failed (retried on first use)'));
+      await prepare().catch((err: unknown) =>
+        app.log.error({ err }, 'a deferred start-up step failed (retried on first use)'),
+      );
     }
     await turn();
     await serializers.warm((err) => app.log.error({ err }, 'a response schema does not compile'));
     // Last: undici loads in one ~60 ms step (upstream/pool.ts), which the first requests after
     // listening should not wait behind; the first upstream call loads it if it comes earlier.
     await turn();
-    await ctx.upstream.dispatcher().catch((err: unknown) => app.log.error({ err }, 'undici did not load (retried on first use)'));
+    await ctx.upstream
+      .dispatcher()
+      .catch((err: unknown) => app.log.error({ err }, 'undici did not load (retried on first use)'));
   };
   return { app, ctx, warm };
 }

@@ -57,15 +57,30 @@ const VECTOR_WEIGHT = { local: 0.5, 'sentence-encoder': 2, openai: 1 } as const;
 export function memoryConfig(env: Env): MemoryConfig {
   const embUrl = url(env, 'EMBEDDINGS_URL', ['http', 'https']);
   const named = str(env, 'EMBEDDINGS_PROVIDER');
-  if (named !== undefined && !['local', 'sentence-encoder', 'openai'].includes(named)) fail('EMBEDDINGS_PROVIDER', 'local, sentence-encoder or openai', named);
+  if (named !== undefined && !['local', 'sentence-encoder', 'openai'].includes(named))
+    fail('EMBEDDINGS_PROVIDER', 'local, sentence-encoder or openai', named);
   if (named === 'openai' && !embUrl) fail('EMBEDDINGS_URL', 'set when EMBEDDINGS_PROVIDER is openai', '');
-  if (embUrl && named !== undefined && named !== 'openai') fail('EMBEDDINGS_PROVIDER', 'openai (or unset) when EMBEDDINGS_URL is set', named);
+  if (embUrl && named !== undefined && named !== 'openai')
+    fail('EMBEDDINGS_PROVIDER', 'openai (or unset) when EMBEDDINGS_URL is set', named);
   const provider = embUrl ? 'openai' : named === 'local' ? 'local' : 'sentence-encoder';
-  const dimensions = int(env, 'EMBEDDINGS_DIMENSIONS', { local: 384, 'sentence-encoder': 512, openai: 1536 }[provider], 1, 2000);
-  if (provider === 'local' && dimensions !== 384 && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '384 or 512 for the local embedding provider', String(dimensions));
-  if (provider === 'sentence-encoder' && dimensions !== 512) fail('EMBEDDINGS_DIMENSIONS', '512 for the sentence-encoder provider (the default; EMBEDDINGS_PROVIDER=local takes 384 or 512)', String(dimensions));
+  const dimensions = int(
+    env,
+    'EMBEDDINGS_DIMENSIONS',
+    { local: 384, 'sentence-encoder': 512, openai: 1536 }[provider],
+    1,
+    2000,
+  );
+  if (provider === 'local' && dimensions !== 384 && dimensions !== 512)
+    fail('EMBEDDINGS_DIMENSIONS', '384 or 512 for the local embedding provider', String(dimensions));
+  if (provider === 'sentence-encoder' && dimensions !== 512)
+    fail(
+      'EMBEDDINGS_DIMENSIONS',
+      '512 for the sentence-encoder provider (the default; EMBEDDINGS_PROVIDER=local takes 384 or 512)',
+      String(dimensions),
+    );
   // One read of MEMORY_VECTOR_WEIGHT; unset → each embedder's own default.
-  const vectorWeight = str(env, 'MEMORY_VECTOR_WEIGHT') === undefined ? undefined : ratio(env, 'MEMORY_VECTOR_WEIGHT', 0);
+  const vectorWeight =
+    str(env, 'MEMORY_VECTOR_WEIGHT') === undefined ? undefined : ratio(env, 'MEMORY_VECTOR_WEIGHT', 0);
   const summaryUrl = url(env, 'SUMMARY_LLM_URL', ['http', 'https']);
   const summaryModel = str(env, 'SUMMARY_LLM_MODEL');
   if (summaryUrl && !summaryModel) fail('SUMMARY_LLM_MODEL', 'set when SUMMARY_LLM_URL is set', '');
@@ -75,7 +90,10 @@ export function memoryConfig(env: Env): MemoryConfig {
       provider,
       defaulted: !embUrl && named === undefined,
       url: embUrl,
-      model: provider === 'sentence-encoder' ? 'universal-sentence-encoder-lite' : str(env, 'EMBEDDINGS_MODEL', provider === 'local' ? 'local-hash-v1' : 'text-embedding-3-small')!,
+      model:
+        provider === 'sentence-encoder'
+          ? 'universal-sentence-encoder-lite'
+          : str(env, 'EMBEDDINGS_MODEL', provider === 'local' ? 'local-hash-v1' : 'text-embedding-3-small')!,
       apiKey: str(env, 'EMBEDDINGS_API_KEY'),
       dimensions,
       batchSize: int(env, 'EMBEDDINGS_BATCH_SIZE', 64, 1, 2048),
@@ -90,6 +108,11 @@ export function memoryConfig(env: Env): MemoryConfig {
       neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),
       timeBoost: ratio(env, 'MEMORY_TIME_BOOST', 0.5),
     },
-    summaryLlm: { url: summaryUrl, model: summaryModel, apiKey: str(env, 'SUMMARY_LLM_API_KEY'), timeoutMs: int(env, 'SUMMARY_LLM_TIMEOUT_MS', 60_000, 100, 600_000) },
+    summaryLlm: {
+      url: summaryUrl,
+      model: summaryModel,
+      apiKey: str(env, 'SUMMARY_LLM_API_KEY'),
+      timeoutMs: int(env, 'SUMMARY_LLM_TIMEOUT_MS', 60_000, 100, 600_000),
+    },
   };
 }

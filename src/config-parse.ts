@@ -66,15 +66,20 @@ export function url(env: Env, name: string, protocols: string[], def?: string): 
 export function pgSize(env: Env, name: string, def: string, allowAuto = false): string {
   const v = str(env, name, def)!;
   if (allowAuto && v === 'auto') return v;
-  if (!/^[1-9]\d{0,6}(kB|MB|GB)$/.test(v)) fail(name, `a PostgreSQL size such as 32MB (units kB, MB, GB)${allowAuto ? ' or auto' : ''}`, v);
+  if (!/^[1-9]\d{0,6}(kB|MB|GB)$/.test(v))
+    fail(name, `a PostgreSQL size such as 32MB (units kB, MB, GB)${allowAuto ? ' or auto' : ''}`, v);
   return v;
 }
 
 export function list(env: Env, name: string): string[] {
   const v = str(env, name);
-  return v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [];
+  return v
+    ? v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [];
 }
-
 
 /**
  * `CORS_ORIGINS`: comma-separated exact origins (`scheme://host[:port]`, as browsers send in
@@ -94,7 +99,17 @@ export function corsOrigins(env: Env, name: string): { origins: string[]; any: b
     } catch {
       u = undefined;
     }
-    if (!u || !['http:', 'https:'].includes(u.protocol) || !/^([a-z0-9.-]+|\[[0-9a-f:.]+\])$/.test(u.hostname) || u.origin !== o.replace(/\/$/, '')) fail(name, 'a comma-separated list of origins such as https://app.example.com (scheme, host and port only), or *', o);
+    if (
+      !u ||
+      !['http:', 'https:'].includes(u.protocol) ||
+      !/^([a-z0-9.-]+|\[[0-9a-f:.]+\])$/.test(u.hostname) ||
+      u.origin !== o.replace(/\/$/, '')
+    )
+      fail(
+        name,
+        'a comma-separated list of origins such as https://app.example.com (scheme, host and port only), or *',
+        o,
+      );
     origins.push(u.origin);
   }
   return { origins: [...new Set(origins)], any };

@@ -4,12 +4,25 @@
  * naming the variable; `main.ts` prints it and exits 1.
  */
 import path from 'node:path';
-import { ConfigError, bool, corsOrigins, fail, int, list, oneOf, pgSize, quota, ratio, str, url, type Env } from './config-parse.js';
+import {
+  ConfigError,
+  bool,
+  corsOrigins,
+  fail,
+  int,
+  list,
+  oneOf,
+  pgSize,
+  quota,
+  ratio,
+  str,
+  url,
+  type Env,
+} from './config-parse.js';
 import { memoryConfig, type MemoryConfig } from './config-memory.js';
 
 export { ConfigError };
 export type { MemoryConfig };
-
 
 export type Role = 'user' | 'pro' | 'enterprise' | 'admin';
 export const ROLES: readonly Role[] = ['user', 'pro', 'enterprise', 'admin'];
@@ -271,7 +284,8 @@ export function testTokensDefault(nodeEnv: Config['nodeEnv'], host: string): boo
 }
 
 function testTokensWarning(nodeEnv: Config['nodeEnv'], host: string): string | undefined {
-  if (nodeEnv === 'development' && !isLoopbackHost(host)) return `POST /auth/test is enabled while listening on ${host} (AUTH_TEST_TOKENS=on): other hosts can mint test accounts`;
+  if (nodeEnv === 'development' && !isLoopbackHost(host))
+    return `POST /auth/test is enabled while listening on ${host} (AUTH_TEST_TOKENS=on): other hosts can mint test accounts`;
   return undefined;
 }
 
@@ -283,17 +297,22 @@ export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = oneOf(env, 'NODE_ENV', ['development', 'production', 'test'] as const, 'development');
   const port = int(env, 'PORT', 3000, 0, 65535);
   const host = str(env, 'HOST', nodeEnv === 'development' ? '127.0.0.1' : '0.0.0.0')!;
-  const explicitTestTokens = str(env, 'AUTH_TEST_TOKENS') === undefined ? undefined : bool(env, 'AUTH_TEST_TOKENS', false);
+  const explicitTestTokens =
+    str(env, 'AUTH_TEST_TOKENS') === undefined ? undefined : bool(env, 'AUTH_TEST_TOKENS', false);
   const testTokens = explicitTestTokens ?? testTokensDefault(nodeEnv, host);
   const testRoles = bool(env, 'AUTH_TEST_ROLES', false);
-  if (testRoles && explicitTestTokens !== true) fail('AUTH_TEST_ROLES', 'off unless AUTH_TEST_TOKENS=on (elevated test roles need both switches)', 'on');
+  if (testRoles && explicitTestTokens !== true)
+    fail('AUTH_TEST_ROLES', 'off unless AUTH_TEST_TOKENS=on (elevated test roles need both switches)', 'on');
   // Anyone who reaches POST /auth/test gets a token; with test roles, an admin one. Production never serves it.
-  if (nodeEnv === 'production' && testRoles) fail('AUTH_TEST_ROLES', 'off with NODE_ENV=production (anyone could mint an admin token)', 'on');
-  if (nodeEnv === 'production' && testTokens) fail('AUTH_TEST_TOKENS', 'off with NODE_ENV=production (anyone could mint test accounts)', 'on');
+  if (nodeEnv === 'production' && testRoles)
+    fail('AUTH_TEST_ROLES', 'off with NODE_ENV=production (anyone could mint an admin token)', 'on');
+  if (nodeEnv === 'production' && testTokens)
+    fail('AUTH_TEST_TOKENS', 'off with NODE_ENV=production (anyone could mint test accounts)', 'on');
   const publicUrl = url(env, 'PUBLIC_URL', ['http', 'https'], `http://localhost:${port}`)!;
   const issuer = url(env, 'AUTH_ISSUER', ['http', 'https']);
   if (issuer && !str(env, 'AUTH_CLIENT_ID')) fail('AUTH_CLIENT_ID', 'set when AUTH_ISSUER is set', '');
-  if (issuer && !str(env, 'AUTH_AUDIENCE')) fail('AUTH_AUDIENCE', 'set when AUTH_ISSUER is set (the API identifier the provider puts in "aud")', '');
+  if (issuer && !str(env, 'AUTH_AUDIENCE'))
+    fail('AUTH_AUDIENCE', 'set when AUTH_ISSUER is set (the API identifier the provider puts in "aud")', '');
   const redirectUris = list(env, 'AUTH_REDIRECT_URIS');
   for (const r of redirectUris) {
     try {
@@ -303,7 +322,8 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
   const role = str(env, 'PROCESS_ROLE');
-  if (role && role !== 'all' && !str(env, 'REDIS_URL')) fail('PROCESS_ROLE', 'all unless REDIS_URL is set (an api/worker split needs the Redis job queue)', role);
+  if (role && role !== 'all' && !str(env, 'REDIS_URL'))
+    fail('PROCESS_ROLE', 'all unless REDIS_URL is set (an api/worker split needs the Redis job queue)', role);
   const secretsKey = str(env, 'SECRETS_KEY');
   if (secretsKey !== undefined && Buffer.from(secretsKey, 'base64').length !== 32) {
     fail('SECRETS_KEY', 'a base64-encoded 32-byte key', '<redacted>');
@@ -319,11 +339,22 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     databaseInMemory,
     pgliteSharedBuffers: pgSize(env, 'PGLITE_SHARED_BUFFERS', 'auto', true),
-    pgliteTemplateDir: str(env, 'PGLITE_TEMPLATE_DIR') === 'off' ? null : path.resolve(str(env, 'PGLITE_TEMPLATE_DIR') ?? path.join(import.meta.dirname, '..', 'node_modules', '.cache', 'agent-platform')),
+    pgliteTemplateDir:
+      str(env, 'PGLITE_TEMPLATE_DIR') === 'off'
+        ? null
+        : path.resolve(
+            str(env, 'PGLITE_TEMPLATE_DIR') ??
+              path.join(import.meta.dirname, '..', 'node_modules', '.cache', 'agent-platform'),
+          ),
     pgliteThread: bool(env, 'PGLITE_THREAD', true) && !databaseUrl && !databaseInMemory,
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     cacheTtlMs: int(env, 'CACHE_TTL_MS', 5000, 0, 300_000),
-    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
+    logLevel: oneOf(
+      env,
+      'LOG_LEVEL',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+      nodeEnv === 'test' ? 'silent' : 'info',
+    ),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     cors: corsOrigins(env, 'CORS_ORIGINS'),
@@ -420,7 +451,13 @@ export function loadConfig(env: Env = process.env): Config {
       maxTimeoutMs: int(env, 'SANDBOX_MAX_TIMEOUT_MS', 60_000, 100, 900_000),
       prepareTimeoutMs: int(env, 'SANDBOX_PREPARE_TIMEOUT_MS', 15_000, 100, 900_000),
       memoryMb: int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384),
-      processMemoryMb: int(env, 'SANDBOX_PROCESS_MEMORY_MB', int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384) * 2 + 64, 0, 65_536),
+      processMemoryMb: int(
+        env,
+        'SANDBOX_PROCESS_MEMORY_MB',
+        int(env, 'SANDBOX_MEMORY_MB', 128, 16, 16_384) * 2 + 64,
+        0,
+        65_536,
+      ),
       warmPerVersion: int(env, 'SANDBOX_WARM_PER_VERSION', 4, 0, 1024),
       warmTotal: int(env, 'SANDBOX_WARM_TOTAL', 16, 0, 4096),
       warmIdleMs: int(env, 'SANDBOX_WARM_IDLE_MS', 300_000, 100, 86_400_000),

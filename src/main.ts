@@ -14,7 +14,12 @@ import { ConfigError, loadConfig } from './config.js';
  */
 function phases(modulesMs: number, dbMs: number, builtMs: number): Record<string, number> {
   const cpu = process.cpuUsage();
-  return { modules_ms: Math.round(modulesMs), database_ms: Math.round(dbMs), app_ms: Math.round(builtMs), cpu_ms: Math.round((cpu.user + cpu.system) / 1000) };
+  return {
+    modules_ms: Math.round(modulesMs),
+    database_ms: Math.round(dbMs),
+    app_ms: Math.round(builtMs),
+    cpu_ms: Math.round((cpu.user + cpu.system) / 1000),
+  };
 }
 
 /**
@@ -85,10 +90,20 @@ async function main(): Promise<void> {
   } else {
     // Fastify names each address it listens on; the line points at the public URL, the one origin
     // the browser session accepts (the console redirects other loopback origins to it).
-    await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `Server listening at ${address}; open ${config.publicUrl}/console/ (PUBLIC_URL)` });
+    await app.listen({
+      port: config.port,
+      host: config.host,
+      listenTextResolver: (address) => `Server listening at ${address}; open ${config.publicUrl}/console/ (PUBLIC_URL)`,
+    });
     const start = startInfo();
     app.log.info(
-      { startup_ms: Math.round(performance.now()), phases: phases(modulesMs, databaseMs, builtMs), ...(start ? { code_cache: start.codeCache } : {}), url: config.publicUrl, role: config.processRole },
+      {
+        startup_ms: Math.round(performance.now()),
+        phases: phases(modulesMs, databaseMs, builtMs),
+        ...(start ? { code_cache: start.codeCache } : {}),
+        url: config.publicUrl,
+        role: config.processRole,
+      },
       'agent platform ready',
     );
     // What start-up deferred (response serialisers, …) compiles now, between requests; then the

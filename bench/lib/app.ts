@@ -34,7 +34,10 @@ export async function startBenchApp(overrides: Record<string, string | undefined
  * (the token's `sub`). Throws with the answer when the route refuses (so a configuration change
  * fails here, not later as a `TypeError`).
  */
-export async function benchUser(app: FastifyInstance, email: string): Promise<{ headers: { authorization: string }; userId: string }> {
+export async function benchUser(
+  app: FastifyInstance,
+  email: string,
+): Promise<{ headers: { authorization: string }; userId: string }> {
   const res = await app.inject({ method: 'POST', url: '/auth/test', payload: { email, roles: ['pro'] } });
   if (res.statusCode !== 200) throw new Error(`POST /auth/test: ${res.statusCode} ${res.body}`);
   const token = res.json().access_token as string;

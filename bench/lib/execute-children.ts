@@ -76,7 +76,12 @@ if (role === 'platform') {
   const forwardPool = new Agent({ connections: 128, keepAliveTimeout: 60_000 });
   const { app, ctx } = await buildApp(config, (server) => {
     server.post('/__bench/forward', async (req, reply) => {
-      const res = await request(`${upstreamUrl}/fast`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer upstream-secret' }, body: JSON.stringify(req.body), dispatcher: forwardPool });
+      const res = await request(`${upstreamUrl}/fast`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer upstream-secret' },
+        body: JSON.stringify(req.body),
+        dispatcher: forwardPool,
+      });
       const answer = await res.body.json();
       return reply.code(res.statusCode).send({ status: 'succeeded', http_status: res.statusCode, output: answer });
     });
@@ -89,7 +94,8 @@ if (role === 'platform') {
     if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
     return res.json();
   };
-  const token = async (email: string, roles?: string[]) => `Bearer ${(await call('POST', '/auth/test', {}, { email, roles })).access_token}`;
+  const token = async (email: string, roles?: string[]) =>
+    `Bearer ${(await call('POST', '/auth/test', {}, { email, roles })).access_token}`;
   const owner = { authorization: await token('bench-owner@example.test') };
   // The enterprise plan needs the enterprise role (plans follow roles, issue 11).
   const user = { authorization: await token('bench-user@example.test', ['enterprise']) };
@@ -104,7 +110,12 @@ if (role === 'platform') {
         description: 'Current weather',
         method: 'GET',
         path: '/fast',
-        input_schema: { type: 'object', properties: { city: { type: 'string', minLength: 1 }, units: { enum: ['metric', 'imperial'] } }, required: ['city'], additionalProperties: false },
+        input_schema: {
+          type: 'object',
+          properties: { city: { type: 'string', minLength: 1 }, units: { enum: ['metric', 'imperial'] } },
+          required: ['city'],
+          additionalProperties: false,
+        },
       },
     ],
   });
@@ -118,42 +129,53 @@ if (role === 'platform') {
   const inspector = process.env.BENCH_PROFILE ? new (await import('node:inspector')).Session() : null;
   inspector?.connect();
   const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) => inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+    new Promise<any>((resolve, reject) =>
+      inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))),
+    );
   if (inspector) await post('Profiler.enable');
-  process.on('message', (m: { cpu?: number; backlog?: number; profile?: { id: number; start?: boolean; name?: string } }) => {
-    if (m.cpu !== undefined) {
-      const u = process.cpuUsage();
-      // main-thread busy time (event-loop utilisation), apart from the encoder's worker thread
-      const elu = perf.eventLoopUtilization();
-      process.send!({ cpuReply: m.cpu, us: u.user + u.system, mainUs: Math.round(elu.active * 1000) });
-    }
-    if (m.profile && inspector) {
-      const { id, start, name } = m.profile;
-      void (async () => {
-        if (start) await post('Profiler.start');
-        else {
-          const { profile } = await post('Profiler.stop');
-          fs.mkdirSync(process.env.BENCH_PROFILE!, { recursive: true });
-          fs.writeFileSync(path.join(process.env.BENCH_PROFILE!, `${name}.cpuprofile`), JSON.stringify(profile));
-        }
-        process.send!({ profileReply: id });
-      })();
-    }
-    // The automatic memories' backlog (queued in the writer, stored without a vector) and, for the
-    // bench user's session, executions recorded vs execution memories stored vs those with a vector.
-    if (m.backlog !== undefined) {
-      const id = m.backlog;
-      void (async () => {
-        const b = await memoryBacklog(ctx);
-        const [c] = await execRows<{ executions: string; memories: string; embedded: string }>(
-          ctx.db,
-          sql`select (select count(*) from executions where session_id = ${session.id}) as executions,
+  process.on(
+    'message',
+    (m: { cpu?: number; backlog?: number; profile?: { id: number; start?: boolean; name?: string } }) => {
+      if (m.cpu !== undefined) {
+        const u = process.cpuUsage();
+        // main-thread busy time (event-loop utilisation), apart from the encoder's worker thread
+        const elu = perf.eventLoopUtilization();
+        process.send!({ cpuReply: m.cpu, us: u.user + u.system, mainUs: Math.round(elu.active * 1000) });
+      }
+      if (m.profile && inspector) {
+        const { id, start, name } = m.profile;
+        void (async () => {
+          if (start) await post('Profiler.start');
+          else {
+            const { profile } = await post('Profiler.stop');
+            fs.mkdirSync(process.env.BENCH_PROFILE!, { recursive: true });
+            fs.writeFileSync(path.join(process.env.BENCH_PROFILE!, `${name}.cpuprofile`), JSON.stringify(profile));
+          }
+          process.send!({ profileReply: id });
+        })();
+      }
+      // The automatic memories' backlog (queued in the writer, stored without a vector) and, for the
+      // bench user's session, executions recorded vs execution memories stored vs those with a vector.
+      if (m.backlog !== undefined) {
+        const id = m.backlog;
+        void (async () => {
+          const b = await memoryBacklog(ctx);
+          const [c] = await execRows<{ executions: string; memories: string; embedded: string }>(
+            ctx.db,
+            sql`select (select count(*) from executions where session_id = ${session.id}) as executions,
                      (select count(*) from memories where session_id = ${session.id} and source = 'execution') as memories,
                      (select count(*) from memories where session_id = ${session.id} and source = 'execution' and embedding is not null) as embedded`,
-        );
-        process.send!({ backlogReply: id, ...b, executions: Number(c.executions), memories: Number(c.memories), embedded: Number(c.embedded) });
-      })();
-    }
-  });
+          );
+          process.send!({
+            backlogReply: id,
+            ...b,
+            executions: Number(c.executions),
+            memories: Number(c.memories),
+            embedded: Number(c.embedded),
+          });
+        })();
+      }
+    },
+  );
   process.send!({ base, authorization: user.authorization, sessionId: session.id, service: svc.name });
 }

@@ -27,10 +27,20 @@ const kind = (p: Prop): 'enum' | 'string' | 'number' | 'boolean' | 'json' => {
   return 'json';
 };
 
-export function SchemaForm({ schema, onSubmit, busy }: { schema: JsonSchema; onSubmit: (args: Record<string, unknown>) => void; busy?: boolean }) {
+export function SchemaForm({
+  schema,
+  onSubmit,
+  busy,
+}: {
+  schema: JsonSchema;
+  onSubmit: (args: Record<string, unknown>) => void;
+  busy?: boolean;
+}) {
   const props = Object.entries(schema.properties ?? {});
   const required = new Set(schema.required ?? []);
-  const [values, setValues] = useState<Record<string, unknown>>(() => Object.fromEntries(props.filter(([, p]) => p.default !== undefined).map(([k, p]) => [k, p.default])));
+  const [values, setValues] = useState<Record<string, unknown>>(() =>
+    Object.fromEntries(props.filter(([, p]) => p.default !== undefined).map(([k, p]) => [k, p.default])),
+  );
   const [jsonError, setJsonError] = useState<string | null>(null);
   const set = (k: string, v: unknown) => setValues((s) => ({ ...s, [k]: v }));
 
@@ -58,15 +68,54 @@ export function SchemaForm({ schema, onSubmit, busy }: { schema: JsonSchema; onS
         const common = { label: k, description: p.description, withAsterisk: required.has(k) };
         switch (kind(p)) {
           case 'enum':
-            return <Select key={k} {...common} data={(p.enum ?? []).map(String)} value={(values[k] as string) ?? null} onChange={(v) => set(k, v ?? undefined)} />;
+            return (
+              <Select
+                key={k}
+                {...common}
+                data={(p.enum ?? []).map(String)}
+                value={(values[k] as string) ?? null}
+                onChange={(v) => set(k, v ?? undefined)}
+              />
+            );
           case 'string':
-            return <TextInput key={k} {...common} value={(values[k] as string) ?? ''} onChange={(e) => set(k, e.currentTarget.value)} />;
+            return (
+              <TextInput
+                key={k}
+                {...common}
+                value={(values[k] as string) ?? ''}
+                onChange={(e) => set(k, e.currentTarget.value)}
+              />
+            );
           case 'number':
-            return <NumberInput key={k} {...common} value={(values[k] as number) ?? ''} onChange={(v) => set(k, v === '' ? undefined : Number(v))} />;
+            return (
+              <NumberInput
+                key={k}
+                {...common}
+                value={(values[k] as number) ?? ''}
+                onChange={(v) => set(k, v === '' ? undefined : Number(v))}
+              />
+            );
           case 'boolean':
-            return <Checkbox key={k} label={k} description={p.description} checked={!!values[k]} onChange={(e) => set(k, e.currentTarget.checked)} />;
+            return (
+              <Checkbox
+                key={k}
+                label={k}
+                description={p.description}
+                checked={!!values[k]}
+                onChange={(e) => set(k, e.currentTarget.checked)}
+              />
+            );
           default:
-            return <JsonInput key={k} {...common} autosize minRows={2} value={(values[k] as string) ?? ''} onChange={(v) => set(k, v)} />;
+            return (
+              <JsonInput
+                key={k}
+                {...common}
+                autosize
+                minRows={2}
+                value={(values[k] as string) ?? ''}
+                onChange={(v) => set(k, v)}
+              />
+            );
         }
       })}
       {jsonError ? <div role="alert">{jsonError}</div> : null}

@@ -5,7 +5,13 @@
  * `/v1/auth/session` (spec "Authentication" 8: never in browser storage). The SDK renews the access
  * token through that cookie before it expires and once on a 401 `token_expired`.
  */
-import { AgentPlatform, AgentPlatformError, type CursorList, type TokenSet, type TokenStorage } from '@agent-platform/sdk';
+import {
+  AgentPlatform,
+  AgentPlatformError,
+  type CursorList,
+  type TokenSet,
+  type TokenStorage,
+} from '@agent-platform/sdk';
 
 export { AgentPlatformError };
 export type { Body, Item, Query, Result } from '@agent-platform/sdk';
@@ -61,7 +67,13 @@ class SessionTokens implements TokenStorage {
 const tokens = new SessionTokens();
 
 /** The client every page uses. 429/503 are retried once (a person is waiting). */
-export const client = new AgentPlatform({ baseUrl: window.location.origin, browserSession: true, env: {}, tokenStorage: tokens, retry: { maxRetries: 1, maxDelayMs: 5_000 } });
+export const client = new AgentPlatform({
+  baseUrl: window.location.origin,
+  browserSession: true,
+  env: {},
+  tokenStorage: tokens,
+  retry: { maxRetries: 1, maxDelayMs: 5_000 },
+});
 
 /**
  * What a failed call means for the session: a 401 that the SDK could not recover (it renews an

@@ -45,7 +45,12 @@ export function hasRole(me: Me | null, ...roles: Array<Me['roles'][number]>): bo
 }
 
 export function AuthProvider({ children }: { children: ReactNode }) {
-  const [state, setState] = useState<Omit<AuthState, 'signOut'>>({ status: 'loading', me: null, error: null, notice: null });
+  const [state, setState] = useState<Omit<AuthState, 'signOut'>>({
+    status: 'loading',
+    me: null,
+    error: null,
+    notice: null,
+  });
   const location = useLocation();
   const navigate = useNavigate();
 
@@ -54,7 +59,12 @@ export function AuthProvider({ children }: { children: ReactNode }) {
     restore(location.pathname, location.search).then(
       (me) => {
         if (location.pathname === '/callback') navigate(takeReturnPath(), { replace: true });
-        if (!cancelled) setState(me ? { status: 'signed-in', me, error: null, notice: null } : { status: 'anonymous', me: null, error: null, notice: null });
+        if (!cancelled)
+          setState(
+            me
+              ? { status: 'signed-in', me, error: null, notice: null }
+              : { status: 'anonymous', me: null, error: null, notice: null },
+          );
       },
       (e: Error) => !cancelled && setState({ status: 'error', me: null, error: e.message, notice: null }),
     );
@@ -71,7 +81,14 @@ export function AuthProvider({ children }: { children: ReactNode }) {
       onSessionEnded(() => {
         restoring = null;
         setState((s) =>
-          s.status === 'signed-in' ? { status: 'anonymous', me: null, error: null, notice: 'Your session has ended (it expired or you signed out elsewhere). Sign in again to continue.' } : s,
+          s.status === 'signed-in'
+            ? {
+                status: 'anonymous',
+                me: null,
+                error: null,
+                notice: 'Your session has ended (it expired or you signed out elsewhere). Sign in again to continue.',
+              }
+            : s,
         );
       }),
     [],

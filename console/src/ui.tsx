@@ -12,7 +12,11 @@ export interface Loaded<T> {
 
 /** Run `load` on mount (and when `deps` change); `reload()` runs it again. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: Error | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | null; error: Error | null; loading: boolean }>({
+    data: null,
+    error: null,
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   // eslint-disable-next-line react-hooks/exhaustive-deps
   const run = useCallback(load, deps);
@@ -34,7 +38,11 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): Loaded
 }
 
 /** `act(fn)` runs a user action and keeps its error (cleared on the next action) for `<ProblemAlert>`. */
-export function useAction(): { error: unknown; setError(e: unknown): void; act(fn: () => Promise<void>): Promise<void> } {
+export function useAction(): {
+  error: unknown;
+  setError(e: unknown): void;
+  act(fn: () => Promise<void>): Promise<void>;
+} {
   const [error, setError] = useState<unknown>(null);
   const act = async (fn: () => Promise<void>) => {
     setError(null);
@@ -54,9 +62,23 @@ export function useAction(): { error: unknown; setError(e: unknown): void; act(f
  */
 export function ProblemAlert({ error, title, children }: { error: unknown; title?: string; children?: ReactNode }) {
   if (!error) return null;
-  const e = error instanceof AgentPlatformError ? error : { status: undefined, detail: (error as Error).message ?? String(error), errors: [] };
+  const e =
+    error instanceof AgentPlatformError
+      ? error
+      : { status: undefined, detail: (error as Error).message ?? String(error), errors: [] };
   const heading =
-    title ?? (e.status === 403 ? 'Not allowed for your role' : e.status === 401 ? 'Signed out' : e.status === 404 ? 'Not found' : e.status === 409 ? 'Not possible right now' : e.status === 0 ? 'The platform cannot be reached' : 'Something went wrong');
+    title ??
+    (e.status === 403
+      ? 'Not allowed for your role'
+      : e.status === 401
+        ? 'Signed out'
+        : e.status === 404
+          ? 'Not found'
+          : e.status === 409
+            ? 'Not possible right now'
+            : e.status === 0
+              ? 'The platform cannot be reached'
+              : 'Something went wrong');
   return (
     <Alert color={e.status === 403 ? 'yellow' : 'red'} title={heading} role="alert">
       <Text size="sm">{e.detail}</Text>
@@ -73,7 +95,11 @@ export function ProblemAlert({ error, title, children }: { error: unknown; title
         </ul>
       ) : null}
       {e.status === 401 ? (
-        <Button mt="xs" size="xs" onClick={() => void startSignIn(window.location.pathname.replace(/^\/console/, '') || '/')}>
+        <Button
+          mt="xs"
+          size="xs"
+          onClick={() => void startSignIn(window.location.pathname.replace(/^\/console/, '') || '/')}
+        >
           Sign in again
         </Button>
       ) : null}
@@ -83,7 +109,17 @@ export function ProblemAlert({ error, title, children }: { error: unknown; title
 }
 
 /** Loading → error → empty → content, the same way on every page. */
-export function Section<T>({ state, empty, emptyText, children }: { state: Loaded<T>; empty?: (d: T) => boolean; emptyText?: string; children: (d: T) => ReactNode }) {
+export function Section<T>({
+  state,
+  empty,
+  emptyText,
+  children,
+}: {
+  state: Loaded<T>;
+  empty?: (d: T) => boolean;
+  emptyText?: string;
+  children: (d: T) => ReactNode;
+}) {
   if (state.loading && !state.data) {
     return (
       <Center p="lg">
@@ -103,7 +139,9 @@ export function TableHead({ columns }: { columns: Array<string | { hidden: strin
     <Table.Thead>
       <Table.Tr>
         {columns.map((c) => (
-          <Table.Th key={typeof c === 'string' ? c : c.hidden}>{typeof c === 'string' ? c : <VisuallyHidden>{c.hidden}</VisuallyHidden>}</Table.Th>
+          <Table.Th key={typeof c === 'string' ? c : c.hidden}>
+            {typeof c === 'string' ? c : <VisuallyHidden>{c.hidden}</VisuallyHidden>}
+          </Table.Th>
         ))}
       </Table.Tr>
     </Table.Thead>
@@ -118,7 +156,13 @@ export function SecretOnce({ label, value }: { label: string; value: string }) {
         <Text ff="monospace" data-testid="secret" style={{ wordBreak: 'break-all' }}>
           {value}
         </Text>
-        <CopyButton value={value}>{({ copied, copy }) => <Button size="xs" onClick={copy}>{copied ? 'Copied' : 'Copy'}</Button>}</CopyButton>
+        <CopyButton value={value}>
+          {({ copied, copy }) => (
+            <Button size="xs" onClick={copy}>
+              {copied ? 'Copied' : 'Copy'}
+            </Button>
+          )}
+        </CopyButton>
       </Group>
     </Alert>
   );
@@ -139,7 +183,8 @@ export function Stat({ label, value }: { label: string; value: string | number }
 }
 
 /** A ratio as a percentage: `0.125` → `12.5 %`; null (nothing counted) → `—`. */
-export const pct = (r: number | null | undefined) => (r === null || r === undefined ? '—' : `${Math.round(r * 1000) / 10} %`);
+export const pct = (r: number | null | undefined) =>
+  r === null || r === undefined ? '—' : `${Math.round(r * 1000) / 10} %`;
 /** Milliseconds, rounded; null → `—`. */
 export const ms = (v: number | null | undefined) => (v === null || v === undefined ? '—' : `${Math.round(v)} ms`);
 

@@ -25,7 +25,12 @@ const USAGE = `usage: npm run cli -- users set-role <email> <role>   (role: ${RO
        npm run cli -- users show <email>`;
 
 /** Run one command; returns the exit code. Output goes to `out`/`err`. */
-export async function runCli(argv: string[], env: Record<string, string | undefined>, out: (s: string) => void, err: (s: string) => void): Promise<number> {
+export async function runCli(
+  argv: string[],
+  env: Record<string, string | undefined>,
+  out: (s: string) => void,
+  err: (s: string) => void,
+): Promise<number> {
   const [group, command, email, role] = argv;
   const setRole = group === 'users' && command === 'set-role' && argv.length === 4;
   const show = group === 'users' && command === 'show' && argv.length === 3;
@@ -59,7 +64,15 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     throw e;
   }
   try {
-    const ctx = { config, database, db: database.db, auth: new AuthRegistry({ apiKeysEnabled: false }), log, events: new EventHub(log), onClose: [] } as unknown as AppContext;
+    const ctx = {
+      config,
+      database,
+      db: database.db,
+      auth: new AuthRegistry({ apiKeysEnabled: false }),
+      log,
+      events: new EventHub(log),
+      onClose: [],
+    } as unknown as AppContext;
     const identity = await IdentityService.create(ctx);
     if (setRole) {
       const roles: Role[] = role === 'user' ? ['user'] : ['user', role as Role];
@@ -85,7 +98,12 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
 
 // Run when executed directly (not when imported by tests).
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  runCli(process.argv.slice(2), process.env, (s) => process.stdout.write(`${s}\n`), (s) => process.stderr.write(`${s}\n`))
+  runCli(
+    process.argv.slice(2),
+    process.env,
+    (s) => process.stdout.write(`${s}\n`),
+    (s) => process.stderr.write(`${s}\n`),
+  )
     .then((code) => process.exit(code))
     .catch((e: Error) => {
       process.stderr.write(`fatal: ${e.stack ?? String(e)}\n`);

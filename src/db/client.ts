@@ -12,7 +12,14 @@ import { openPGliteThread } from './pglite-thread.js';
 import { pgliteWasmModule } from './pglite-wasm.js';
 import * as schema from './schema/index.js';
 
-export { DataDirLockedError, directoryBytes, lockDataDir, openEmbeddedDataDir, pgliteSharedBuffersFor, servedDatabaseBytes } from './data-dir.js';
+export {
+  DataDirLockedError,
+  directoryBytes,
+  lockDataDir,
+  openEmbeddedDataDir,
+  pgliteSharedBuffersFor,
+  servedDatabaseBytes,
+} from './data-dir.js';
 
 export type Schema = typeof schema;
 /** The drizzle database handle every service receives. Works identically on PGlite and pg. */
@@ -98,7 +105,12 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
     import('drizzle-orm/pglite'),
     dataDir && config.pgliteThread
       ? // The thread starts now; the directory opens in it once locked and initialised here.
-        openPGliteThread(dirOpening!.then(() => ({ dataDir, postgresqlconf: [`shared_buffers = ${sharedBuffersOf(config, dataDir)}`] })))
+        openPGliteThread(
+          dirOpening!.then(() => ({
+            dataDir,
+            postgresqlconf: [`shared_buffers = ${sharedBuffersOf(config, dataDir)}`],
+          })),
+        )
       : openInProcess(config, dataDir, dirOpening),
   ]);
   // Resolved by now (both opens waited for it): the lock's release.
@@ -201,7 +213,12 @@ async function migrateDatabase(
   const current =
     migrated &&
     newest !== undefined &&
-    (await execRows(database.db, sql`select 1 from drizzle.__drizzle_migrations where created_at = ${newest.folderMillis} and hash = ${newest.hash}`)).length > 0;
+    (
+      await execRows(
+        database.db,
+        sql`select 1 from drizzle.__drizzle_migrations where created_at = ${newest.folderMillis} and hash = ${newest.hash}`,
+      )
+    ).length > 0;
   if (!current) {
     await withLock(async (db, migrate) => {
       await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
@@ -227,5 +244,5 @@ export function rawTimestamp(v: Date | string): Date {
 
 /** A `jsonb` object column of a raw row ({@link execRows}): parsed when it came as text; `{}` for SQL null. */
 export function rawJsonObject(v: unknown): Record<string, unknown> {
-  return (typeof v === 'string' ? JSON.parse(v) : v ?? {}) as Record<string, unknown>;
+  return (typeof v === 'string' ? JSON.parse(v) : (v ?? {})) as Record<string, unknown>;
 }

@@ -71,7 +71,9 @@ const lockDir = (dataDir: string) => `${dataDir}.lock`;
 function readOwner(dataDir: string): LockOwner | null {
   try {
     const o = JSON.parse(fs.readFileSync(ownerFile(dataDir), 'utf8')) as Partial<LockOwner>;
-    return typeof o.pid === 'number' && typeof o.host === 'string' ? { pid: o.pid, start: o.start ?? null, boot: o.boot ?? null, host: o.host } : null;
+    return typeof o.pid === 'number' && typeof o.host === 'string'
+      ? { pid: o.pid, start: o.start ?? null, boot: o.boot ?? null, host: o.host }
+      : null;
   } catch {
     return null;
   }
@@ -121,7 +123,11 @@ function abandoned(dataDir: string): boolean {
  */
 export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   // Held for milliseconds; a guard whose holder died in that window is taken over after 10 s.
-  const releaseGuard = await lockfile.lock(`${dataDir}.lock-guard`, { stale: 10_000, realpath: false, retries: { retries: 40, factor: 1, minTimeout: 50, maxTimeout: 500 } });
+  const releaseGuard = await lockfile.lock(`${dataDir}.lock-guard`, {
+    stale: 10_000,
+    realpath: false,
+    retries: { retries: 40, factor: 1, minTimeout: 50, maxTimeout: 500 },
+  });
   try {
     const take = () =>
       lockfile.lock(dataDir, {

@@ -46,7 +46,11 @@ export const MIGRATIONS_DIR = path.join(import.meta.dirname, 'migrations');
  * @param floorMb the least size, MB: {@link DATA_DIR_BUFFERS_FLOOR_MB} for a data directory, {@link MEMORY_BUFFERS_FLOOR_MB} in memory
  * @returns a PostgreSQL size in MB, e.g. `"600MB"`
  */
-export function pgliteSharedBuffersFor(dataBytes: number, totalMemBytes: number, floorMb = MEMORY_BUFFERS_FLOOR_MB): string {
+export function pgliteSharedBuffersFor(
+  dataBytes: number,
+  totalMemBytes: number,
+  floorMb = MEMORY_BUFFERS_FLOOR_MB,
+): string {
   const MB = 1024 * 1024;
   const cap = Math.max(floorMb, Math.min(1024, Math.floor(totalMemBytes / 4 / MB)));
   return `${Math.min(cap, Math.max(floorMb, Math.ceil((dataBytes * 1.25) / MB)))}MB`;
@@ -75,7 +79,9 @@ export function servedDatabaseBytes(dir: string): number {
   } catch {
     return 0;
   }
-  return entries.filter((oid) => oid !== '1' && oid !== '4').reduce((sum, oid) => sum + directoryBytes(path.join(base, oid)), 0);
+  return entries
+    .filter((oid) => oid !== '1' && oid !== '4')
+    .reduce((sum, oid) => sum + directoryBytes(path.join(base, oid)), 0);
 }
 
 /** Total size in bytes of the regular files under `dir` (recursively; 0 when it does not exist). */
@@ -98,7 +104,9 @@ export function directoryBytes(dir: string): number {
 /** `shared_buffers` for the embedded data directory `dir` (or in-memory PGlite when undefined) under `config`. */
 export function sharedBuffersOf(config: Config, dir: string | undefined): string {
   if (config.pgliteSharedBuffers !== 'auto') return config.pgliteSharedBuffers;
-  return dir ? pgliteSharedBuffersFor(servedDatabaseBytes(dir), os.totalmem(), DATA_DIR_BUFFERS_FLOOR_MB) : pgliteSharedBuffersFor(0, os.totalmem(), MEMORY_BUFFERS_FLOOR_MB);
+  return dir
+    ? pgliteSharedBuffersFor(servedDatabaseBytes(dir), os.totalmem(), DATA_DIR_BUFFERS_FLOOR_MB)
+    : pgliteSharedBuffersFor(0, os.totalmem(), MEMORY_BUFFERS_FLOOR_MB);
 }
 
 /**
@@ -110,12 +118,19 @@ export function sharedBuffersOf(config: Config, dir: string | undefined): string
  */
 export function openEmbeddedDataDir(config: Config): Promise<() => Promise<void>> | undefined {
   if (config.databaseUrl || config.databaseInMemory) return undefined;
-  return openDataDir(path.join(config.dataDir, 'pglite'), (dir) => sharedBuffersOf(config, dir), (msg) => process.emitWarning(msg), config.pgliteTemplateDir ?? undefined);
+  return openDataDir(
+    path.join(config.dataDir, 'pglite'),
+    (dir) => sharedBuffersOf(config, dir),
+    (msg) => process.emitWarning(msg),
+    config.pgliteTemplateDir ?? undefined,
+  );
 }
 
 /** True when the embedded data directory of `config` already holds a cluster (opened before: no copy or initialisation to wait for). */
 export function embeddedDataDirInitialised(config: Config): boolean {
-  return !config.databaseUrl && !config.databaseInMemory && fs.existsSync(path.join(config.dataDir, 'pglite', 'PG_VERSION'));
+  return (
+    !config.databaseUrl && !config.databaseInMemory && fs.existsSync(path.join(config.dataDir, 'pglite', 'PG_VERSION'))
+  );
 }
 
 /**
@@ -146,7 +161,12 @@ export async function openDataDir(
 }
 
 /** Initialise the locked `dataDir` when it holds no cluster yet (see {@link openDataDir}). */
-async function initialise(dataDir: string, sharedBuffers: (dir: string) => string, log?: (msg: string) => void, templates?: string): Promise<void> {
+async function initialise(
+  dataDir: string,
+  sharedBuffers: (dir: string) => string,
+  log?: (msg: string) => void,
+  templates?: string,
+): Promise<void> {
   if (fs.existsSync(path.join(dataDir, 'PG_VERSION'))) return;
   if (templates && fs.readdirSync(dataDir).length === 0) {
     try {
@@ -188,7 +208,8 @@ function packageVersion(name: string): string {
  */
 export function preparedKey(migrationsDir = MIGRATIONS_DIR): string {
   const hash = createHash('sha256').update(`format ${PREPARED_FORMAT}\n`);
-  for (const name of ['@electric-sql/pglite', '@electric-sql/pglite-pgvector']) hash.update(`${name} ${packageVersion(name)}\n`);
+  for (const name of ['@electric-sql/pglite', '@electric-sql/pglite-pgvector'])
+    hash.update(`${name} ${packageVersion(name)}\n`);
   const journal = fs.readFileSync(path.join(migrationsDir, 'meta', '_journal.json'));
   hash.update(journal);
   for (const { tag } of (JSON.parse(journal.toString()) as { entries: Array<{ tag: string }> }).entries) {
@@ -262,7 +283,10 @@ function denyOthersWrite(dir: string): void {
 function pruneTemplates(templates: string, keep: string): void {
   for (const other of fs.readdirSync(templates)) {
     const p = path.join(templates, other);
-    const stale = other.startsWith('pglite-') && other !== keep && (!other.includes('.tmp-') || Date.now() - (fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? 0) > 3_600_000);
+    const stale =
+      other.startsWith('pglite-') &&
+      other !== keep &&
+      (!other.includes('.tmp-') || Date.now() - (fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? 0) > 3_600_000);
     if (stale) fs.rmSync(p, { recursive: true, force: true });
   }
 }
@@ -294,7 +318,9 @@ async function copyPrepared(from: string, to: string): Promise<void> {
 async function copyTree(from: string, to: string): Promise<void> {
   if (process.platform === 'linux') {
     const copied = await new Promise<boolean>((resolve) => {
-      const child = spawn('cp', ['-R', '-T', '--preserve=mode,timestamps', '--reflink=auto', from, to], { stdio: 'ignore' });
+      const child = spawn('cp', ['-R', '-T', '--preserve=mode,timestamps', '--reflink=auto', from, to], {
+        stdio: 'ignore',
+      });
       child.once('error', () => resolve(false));
       child.once('exit', (code) => resolve(code === 0));
     });
@@ -324,9 +350,21 @@ const w = JSON.parse(process.env.AGENT_PLATFORM_INIT);
  * @throws Error with the helper's message when it fails
  */
 async function initInHelper(dataDir: string, sharedBuffers: string): Promise<void> {
-  const modules = ['@electric-sql/pglite', '@electric-sql/pglite-pgvector', '@electric-sql/pglite/contrib/pg_trgm', 'drizzle-orm/pglite', 'drizzle-orm/pglite/migrator'].map((m) => import.meta.resolve(m));
-  const env = { ...process.env, AGENT_PLATFORM_INIT: JSON.stringify({ dataDir, sharedBuffers, migrationsFolder: MIGRATIONS_DIR, modules }) };
-  const child = spawn(process.execPath, ['--input-type=commonjs', '-e', INIT_PROGRAM], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const modules = [
+    '@electric-sql/pglite',
+    '@electric-sql/pglite-pgvector',
+    '@electric-sql/pglite/contrib/pg_trgm',
+    'drizzle-orm/pglite',
+    'drizzle-orm/pglite/migrator',
+  ].map((m) => import.meta.resolve(m));
+  const env = {
+    ...process.env,
+    AGENT_PLATFORM_INIT: JSON.stringify({ dataDir, sharedBuffers, migrationsFolder: MIGRATIONS_DIR, modules }),
+  };
+  const child = spawn(process.execPath, ['--input-type=commonjs', '-e', INIT_PROGRAM], {
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => void (stderr += d.toString()));
   const code = await new Promise<number | null>((resolve, reject) => {

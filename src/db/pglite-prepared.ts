@@ -34,7 +34,12 @@ const AS_TEXT = [types.TIMESTAMP, types.TIMESTAMPTZ, types.INTERVAL, types.DATE,
 /** True when `client` (a drizzle database's `$client`) is a PGlite instance this module can drive. */
 export function isPGlite(client: unknown): client is PGlite {
   const c = client as Partial<PGliteClient> | null;
-  return !!c && typeof c.execProtocol === 'function' && typeof c._runExclusiveQuery === 'function' && typeof c._runExclusiveTransaction === 'function';
+  return (
+    !!c &&
+    typeof c.execProtocol === 'function' &&
+    typeof c._runExclusiveQuery === 'function' &&
+    typeof c._runExclusiveTransaction === 'function'
+  );
 }
 
 /** What a Describe of the named statement told: parameter and result column types. */
@@ -83,7 +88,9 @@ export class PGliteNamedStatement<T> {
       const ser = c.serializers[d.paramTypes[i]!];
       return ser ? ser(v) : String(v);
     });
-    const { messages } = await c.execProtocol(Buffer.concat([serialize.bind({ statement: this.name, values }), serialize.execute({}), serialize.sync()]));
+    const { messages } = await c.execProtocol(
+      Buffer.concat([serialize.bind({ statement: this.name, values }), serialize.execute({}), serialize.sync()]),
+    );
     const rows: T[] = [];
     for (const m of messages) {
       if (m.name !== 'dataRow') continue;
@@ -102,10 +109,21 @@ export class PGliteNamedStatement<T> {
   private async prepare(): Promise<Described> {
     const c = this.client as PGliteClient;
     const { messages } = await c.execProtocol(
-      Buffer.concat([serialize.parse({ name: this.name, text: this.text, types: [] }), serialize.describe({ type: 'S', name: this.name }), serialize.sync()]),
+      Buffer.concat([
+        serialize.parse({ name: this.name, text: this.text, types: [] }),
+        serialize.describe({ type: 'S', name: this.name }),
+        serialize.sync(),
+      ]),
     );
-    const params = messages.find((m) => m.name === 'parameterDescription') as unknown as { dataTypeIDs: number[] } | undefined;
-    const rowDesc = messages.find((m) => m.name === 'rowDescription') as unknown as { fields: Array<{ name: string; dataTypeID: number }> } | undefined;
-    return { paramTypes: params?.dataTypeIDs ?? [], fields: rowDesc?.fields.map((f) => ({ name: f.name, dataTypeID: f.dataTypeID })) ?? [] };
+    const params = messages.find((m) => m.name === 'parameterDescription') as unknown as
+      | { dataTypeIDs: number[] }
+      | undefined;
+    const rowDesc = messages.find((m) => m.name === 'rowDescription') as unknown as
+      | { fields: Array<{ name: string; dataTypeID: number }> }
+      | undefined;
+    return {
+      paramTypes: params?.dataTypeIDs ?? [],
+      fields: rowDesc?.fields.map((f) => ({ name: f.name, dataTypeID: f.dataTypeID })) ?? [],
+    };
   }
 }

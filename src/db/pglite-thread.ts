@@ -28,7 +28,15 @@
  * trip per statement (~50 µs on a 2-core VM; docs/adr/0294-pglite-own-thread-an-on-disk-pglite-runs.md).
  */
 import type { Worker } from 'node:worker_threads';
-import { Mutex, PGlite, messages as pgMessages, parse, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite';
+import {
+  Mutex,
+  PGlite,
+  messages as pgMessages,
+  parse,
+  type QueryOptions,
+  type Results,
+  type Transaction,
+} from '@electric-sql/pglite';
 import { takePGliteWorker, type WorkerError } from './pglite-worker.js';
 
 /** What {@link openPGliteThread} needs to open a data directory. */
@@ -67,7 +75,8 @@ interface Pending {
 /** A PostgreSQL error (or another Error) as it crossed the thread, thrown again on this side. */
 function thrown(e: WorkerError): Error {
   const { database, message, name, ...fields } = e;
-  if (database) return Object.assign(new pgMessages.DatabaseError(message, Number(fields.length ?? 0), name as 'error'), fields);
+  if (database)
+    return Object.assign(new pgMessages.DatabaseError(message, Number(fields.length ?? 0), name as 'error'), fields);
   const err = new Error(message);
   err.name = name;
   return Object.assign(err, fields);
@@ -178,7 +187,9 @@ export class PGliteThread extends BasePGlite {
         throw new Error('not available in a transaction on the embedded database thread');
       };
       const tx = {
-        query: async <R>(text: string, params?: unknown[], options?: QueryOptions) => (open(), this.#query<R>(text, params, options)),
+        query: async <R>(text: string, params?: unknown[], options?: QueryOptions) => (
+          open(), this.#query<R>(text, params, options)
+        ),
         exec: async (text: string, options?: QueryOptions) => (open(), this.#exec(text, options)),
         rollback: async () => {
           open();
@@ -210,7 +221,11 @@ export class PGliteThread extends BasePGlite {
 
   #query<T>(text: string, params: unknown[] = [], options?: QueryOptions): Promise<Results<T>> {
     return this._runExclusiveQuery(async () => {
-      const messages = await this.#call<BackendMessage[]>('query', { text, params, paramTypes: options?.paramTypes }).catch((err: Error) => {
+      const messages = await this.#call<BackendMessage[]>('query', {
+        text,
+        params,
+        paramTypes: options?.paramTypes,
+      }).catch((err: Error) => {
         throw Object.assign(err, { query: text, params });
       });
       return parse.parseResults(messages, this.parsers, options)[0] as Results<T>;
@@ -227,8 +242,14 @@ export class PGliteThread extends BasePGlite {
   }
 
   /** Run `message` (wire-protocol bytes) in the backend; PostgreSQL's errors are thrown as `DatabaseError`. */
-  async execProtocol(message: Uint8Array, opts: { syncToFs?: boolean } = {}): Promise<{ messages: BackendMessage[]; data: Uint8Array }> {
-    return { messages: await this.#call<BackendMessage[]>('execProtocol', { message, syncToFs: opts.syncToFs }), data: new Uint8Array(0) };
+  async execProtocol(
+    message: Uint8Array,
+    opts: { syncToFs?: boolean } = {},
+  ): Promise<{ messages: BackendMessage[]; data: Uint8Array }> {
+    return {
+      messages: await this.#call<BackendMessage[]>('execProtocol', { message, syncToFs: opts.syncToFs }),
+      data: new Uint8Array(0),
+    };
   }
 
   /** As {@link execProtocol}, the messages only (what `query`/`exec` use). */
@@ -285,7 +306,8 @@ export class PGliteThread extends BasePGlite {
     if (this.#closed) return;
     this.#closed = true;
     try {
-      if (!this.#gone) await this.#transactionMutex.runExclusive(() => this.#queryMutex.runExclusive(() => this.#call('close')));
+      if (!this.#gone)
+        await this.#transactionMutex.runExclusive(() => this.#queryMutex.runExclusive(() => this.#call('close')));
     } finally {
       this.#gone ??= new Error('PGlite is closed');
       await this.#worker.terminate();

@@ -13,7 +13,9 @@ const path = require('node:path');
 const { readFile } = require('node:fs/promises');
 // pglite.wasm compiles on V8's background threads from the worker's first moment, beside the rest.
 const entry = require.resolve('@electric-sql/pglite');
-const wasm = readFile(path.join(path.dirname(entry), 'pglite.wasm')).then((bytes) => WebAssembly.compile(bytes)).catch(() => undefined);
+const wasm = readFile(path.join(path.dirname(entry), 'pglite.wasm'))
+  .then((bytes) => WebAssembly.compile(bytes))
+  .catch(() => undefined);
 const { PGlite, messages, protocol, parse } = require(entry);
 const { serialize } = protocol;
 const { vector } = require('@electric-sql/pglite-pgvector');
@@ -23,13 +25,25 @@ let db = null;
 const run = (msg) => db.execProtocolStream(msg, { syncToFs: false });
 const fail = (err) => {
   const fields = {};
-  for (const k of Object.keys(err || {})) { const v = err[k]; if (v === undefined || typeof v !== 'object' && typeof v !== 'function') fields[k] = v; }
-  return { ...fields, message: String((err && err.message) || err), name: (err && err.name) || 'Error', database: err instanceof messages.DatabaseError };
+  for (const k of Object.keys(err || {})) {
+    const v = err[k];
+    if (v === undefined || (typeof v !== 'object' && typeof v !== 'function')) fields[k] = v;
+  }
+  return {
+    ...fields,
+    message: String((err && err.message) || err),
+    name: (err && err.name) || 'Error',
+    database: err instanceof messages.DatabaseError,
+  };
 };
 const ops = {
   async open(m) {
     const pgliteWasmModule = await wasm;
-    db = await PGlite.create(m.dataDir, { extensions: { vector, pg_trgm }, postgresqlconf: m.postgresqlconf, ...(pgliteWasmModule ? { pgliteWasmModule } : {}) });
+    db = await PGlite.create(m.dataDir, {
+      extensions: { vector, pg_trgm },
+      postgresqlconf: m.postgresqlconf,
+      ...(pgliteWasmModule ? { pgliteWasmModule } : {}),
+    });
     return null;
   },
   // One statement through the extended protocol, as PGlite's own query() sends it (Parse, Describe,
@@ -40,8 +54,14 @@ const ops = {
     try {
       out.push(...(await run(serialize.parse({ text: m.text, types: m.paramTypes }))));
       const types = parse.parseDescribeStatementResults(await run(serialize.describe({ type: 'S' })));
-      const values = m.params.map((v, i) => (v === null || v === undefined ? null : db.serializers[types[i]] ? db.serializers[types[i]](v) : v.toString()));
-      out.push(...(await run(serialize.bind({ values }))), ...(await run(serialize.describe({ type: 'P' }))), ...(await run(serialize.execute({}))));
+      const values = m.params.map((v, i) =>
+        v === null || v === undefined ? null : db.serializers[types[i]] ? db.serializers[types[i]](v) : v.toString(),
+      );
+      out.push(
+        ...(await run(serialize.bind({ values }))),
+        ...(await run(serialize.describe({ type: 'P' }))),
+        ...(await run(serialize.execute({}))),
+      );
     } finally {
       out.push(...(await run(serialize.sync())));
     }
@@ -57,14 +77,24 @@ const ops = {
     }
     return out;
   },
-  async execProtocol(m) { return (await db.execProtocol(m.message, { syncToFs: m.syncToFs })).messages; },
-  async execProtocolStream(m) { return await db.execProtocolStream(m.message, { syncToFs: m.syncToFs }); },
-  async close() { if (db) await db.close(); return null; },
+  async execProtocol(m) {
+    return (await db.execProtocol(m.message, { syncToFs: m.syncToFs })).messages;
+  },
+  async execProtocolStream(m) {
+    return await db.execProtocolStream(m.message, { syncToFs: m.syncToFs });
+  },
+  async close() {
+    if (db) await db.close();
+    return null;
+  },
 };
 let chain = Promise.resolve();
 parentPort.on('message', (m) => {
   chain = chain.then(async () => {
-    try { parentPort.postMessage({ id: m.id, result: await ops[m.op](m) }); }
-    catch (err) { parentPort.postMessage({ id: m.id, error: fail(err) }); }
+    try {
+      parentPort.postMessage({ id: m.id, result: await ops[m.op](m) });
+    } catch (err) {
+      parentPort.postMessage({ id: m.id, error: fail(err) });
+    }
   });
 });

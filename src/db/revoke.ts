@@ -9,7 +9,11 @@ import type { Db } from './client.js';
  * @returns true when a row was revoked; false when none matched or it was already revoked
  *   (callers answer 404 for both, so another account's object is indistinguishable from none).
  */
-export async function revokeLive<T extends PgTable & { id: PgColumn; revokedAt: PgColumn }>(db: Db, table: T, match: SQL | undefined): Promise<boolean> {
+export async function revokeLive<T extends PgTable & { id: PgColumn; revokedAt: PgColumn }>(
+  db: Db,
+  table: T,
+  match: SQL | undefined,
+): Promise<boolean> {
   const rows = await db
     .update(table)
     .set({ revokedAt: new Date() } as never)

@@ -18,7 +18,14 @@ import { AppError } from './errors.js';
  * subset of all six; a user's own access token carries every scope. Operations outside this
  * vocabulary (catalog, subscriptions, connections, deployments…) are not narrowed by scopes.
  */
-export const CREDENTIAL_SCOPES = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute', 'agents:manage', 'api_keys:manage'] as const;
+export const CREDENTIAL_SCOPES = [
+  'memory:read',
+  'memory:write',
+  'permissions:manage',
+  'tools:execute',
+  'agents:manage',
+  'api_keys:manage',
+] as const;
 export type Scope = (typeof CREDENTIAL_SCOPES)[number];
 
 /** A signed-in user (by OAuth/OIDC access token or by API key). */
@@ -188,7 +195,8 @@ export class AuthRegistry {
   /** Verify a bearer credential. @throws AppError invalid_token | token_expired */
   async authenticate(credential: string, opts: AuthenticateOptions = {}): Promise<Principal> {
     if (credential.startsWith('apk_')) {
-      if (!this.opts.apiKeysEnabled || !this.apiKeyResolver) throw new AppError('invalid_token', 'API-key authentication is disabled');
+      if (!this.opts.apiKeysEnabled || !this.apiKeyResolver)
+        throw new AppError('invalid_token', 'API-key authentication is disabled');
       return this.apiKeyResolver(credential);
     }
     const known = this.routeOf(credential);
@@ -203,7 +211,11 @@ export class AuthRegistry {
     if (!resolver) throw new AppError('invalid_token', 'Token was not issued for this API');
     const principal = await resolver.resolve(credential, payload, opts);
     // Routed again next time without decoding — only tokens that verified once are kept.
-    this.routed.set(credential.slice(-ROUTE_KEY_CHARS), { token: credential, payload: Object.freeze(payload), resolver });
+    this.routed.set(credential.slice(-ROUTE_KEY_CHARS), {
+      token: credential,
+      payload: Object.freeze(payload),
+      resolver,
+    });
     return principal;
   }
 }
@@ -253,7 +265,11 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
   const admit = (req: FastifyRequest, p: Principal): AppError | undefined => {
     req.principal = p;
     if (!kinds.includes(p.kind)) {
-      if (p.kind === 'user') return new AppError('agent_token_required', 'This endpoint needs an agent access token (POST /auth/agent/token)');
+      if (p.kind === 'user')
+        return new AppError(
+          'agent_token_required',
+          'This endpoint needs an agent access token (POST /auth/agent/token)',
+        );
       return new AppError('forbidden', 'This endpoint is for users, not agents');
     }
     return opts.roles ? roleRefusal(p, opts.roles) : undefined;
@@ -276,7 +292,9 @@ export function requireAuth(scope: FastifyInstance, registry: AuthRegistry, opts
 
 /** The insufficient_role refusal unless `p` holds one of `roles`; undefined when it does. */
 function roleRefusal(p: Principal, roles: Role[]): AppError | undefined {
-  return p.roles.some((r) => roles.includes(r)) ? undefined : new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
+  return p.roles.some((r) => roles.includes(r))
+    ? undefined
+    : new AppError('insufficient_role', `This endpoint needs one of the roles: ${roles.join(', ')}`);
 }
 
 /** True when `p` may do what `scope` names (a set lookup: this runs on every execution). */
@@ -292,7 +310,10 @@ export function hasScope(p: Principal, scope: Scope): boolean {
  */
 export function requireScope(p: Principal, scope: Scope): void {
   if (hasScope(p, scope)) return;
-  const how = p.kind === 'agent' ? 'request a token with it (POST /auth/agent/token)' : 'use a key that has it (POST /api-keys with "scopes")';
+  const how =
+    p.kind === 'agent'
+      ? 'request a token with it (POST /auth/agent/token)'
+      : 'use a key that has it (POST /api-keys with "scopes")';
   throw new AppError('insufficient_scope', `This request needs the "${scope}" scope; ${how}`, {
     headers: { 'www-authenticate': `Bearer realm="agent-platform", error="insufficient_scope", scope="${scope}"` },
     extra: { required_scope: scope },
@@ -308,9 +329,13 @@ export function requireScope(p: Principal, scope: Scope): void {
 export function requireWithin(p: Principal, scopes: Iterable<Scope>, what: string): void {
   const missing = [...scopes].filter((s) => !hasScope(p, s));
   if (missing.length === 0) return;
-  throw new AppError('exceeds_credential', `This credential cannot create ${what} with scopes it does not hold itself: ${missing.join(', ')}`, {
-    extra: { missing_scopes: missing },
-  });
+  throw new AppError(
+    'exceeds_credential',
+    `This credential cannot create ${what} with scopes it does not hold itself: ${missing.join(', ')}`,
+    {
+      extra: { missing_scopes: missing },
+    },
+  );
 }
 
 /** @throws AppError insufficient_role unless `p` holds one of `roles`. */

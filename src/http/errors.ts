@@ -141,7 +141,8 @@ function fieldErrors(err: FastifyError): FieldError[] {
   return list.map((v) => {
     let pointer = v.instancePath ?? '';
     if (v.keyword === 'required' && v.params?.missingProperty) pointer += `/${String(v.params.missingProperty)}`;
-    if (v.keyword === 'additionalProperties' && v.params?.additionalProperty) pointer += `/${String(v.params.additionalProperty)}`;
+    if (v.keyword === 'additionalProperties' && v.params?.additionalProperty)
+      pointer += `/${String(v.params.additionalProperty)}`;
     return { in: ctx, pointer: pointer || '/', message: v.message ?? 'is invalid' };
   });
 }
@@ -162,17 +163,27 @@ export function registerErrorHandlers(app: FastifyInstance): void {
     }
     if (err.validation) {
       const errors = fieldErrors(err);
-      const where = errors.map((e) => `${e.in ?? 'request'}${e.pointer === '/' ? '' : e.pointer} ${e.message}`).join('; ');
+      const where = errors
+        .map((e) => `${e.in ?? 'request'}${e.pointer === '/' ? '' : e.pointer} ${e.message}`)
+        .join('; ');
       return sendProblem(reply, problem('validation_failed', `Request is invalid: ${where}`, req, { errors }));
     }
     switch (err.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return sendProblem(reply, problem('payload_too_large', 'Request body is too large', req));
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return sendProblem(reply, problem('unsupported_media_type', `Unsupported Content-Type: ${req.headers['content-type'] ?? 'none'}`, req));
+        return sendProblem(
+          reply,
+          problem('unsupported_media_type', `Unsupported Content-Type: ${req.headers['content-type'] ?? 'none'}`, req),
+        );
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
-        return sendProblem(reply, problem('validation_failed', 'Request body is not valid JSON', req, { errors: [{ in: 'body', pointer: '/', message: 'malformed JSON' }] }));
+        return sendProblem(
+          reply,
+          problem('validation_failed', 'Request body is not valid JSON', req, {
+            errors: [{ in: 'body', pointer: '/', message: 'malformed JSON' }],
+          }),
+        );
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
         return sendProblem(reply, problem('bad_request', 'Content-Length does not match the body', req));
       case '23505': // unique_violation
@@ -185,7 +196,12 @@ export function registerErrorHandlers(app: FastifyInstance): void {
         return sendProblem(reply, problem('validation_failed', 'A value is out of range or malformed', req));
     }
     if (err instanceof SyntaxError && (err as { statusCode?: number }).statusCode === 400) {
-      return sendProblem(reply, problem('validation_failed', 'Request body is not valid JSON', req, { errors: [{ in: 'body', pointer: '/', message: 'malformed JSON' }] }));
+      return sendProblem(
+        reply,
+        problem('validation_failed', 'Request body is not valid JSON', req, {
+          errors: [{ in: 'body', pointer: '/', message: 'malformed JSON' }],
+        }),
+      );
     }
     const status = err.statusCode ?? 500;
     if (status === 429) return sendProblem(reply, problem('rate_limited', err.message, req));
@@ -194,6 +210,9 @@ export function registerErrorHandlers(app: FastifyInstance): void {
     if (status === 415) return sendProblem(reply, problem('unsupported_media_type', err.message, req));
     if (status >= 400 && status < 500) return sendProblem(reply, problem('bad_request', err.message, req));
     req.log.error({ err }, 'unhandled error');
-    return sendProblem(reply, problem('internal_error', 'An unexpected error occurred; the request id identifies it in our logs', req));
+    return sendProblem(
+      reply,
+      problem('internal_error', 'An unexpected error occurred; the request id identifies it in our logs', req),
+    );
   });
 }

@@ -9,9 +9,30 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** Known id prefixes (DESIGN.md §5). */
 export type IdPrefix =
-  | 'usr' | 'svc' | 'tool' | 'ses' | 'exe' | 'mem' | 'sub' | 'key' | 'agt' | 'dep' | 'inv' | 'prm' | 'rep'
-  | 'rt' | 'sec' | 'aud' | 'job' | 'evt' | 'sum' | 'con'
-  | 'sch' | 'trg' | 'whk' | 'msg';
+  | 'usr'
+  | 'svc'
+  | 'tool'
+  | 'ses'
+  | 'exe'
+  | 'mem'
+  | 'sub'
+  | 'key'
+  | 'agt'
+  | 'dep'
+  | 'inv'
+  | 'prm'
+  | 'rep'
+  | 'rt'
+  | 'sec'
+  | 'aud'
+  | 'job'
+  | 'evt'
+  | 'sum'
+  | 'con'
+  | 'sch'
+  | 'trg'
+  | 'whk'
+  | 'msg';
 
 /**
  * ULIDs that grow monotonically within this process: a second id in the same millisecond is the

@@ -36,5 +36,7 @@ export function landingDocument(config: Config, apiVersion: string) {
 /** Register `GET /` (see the module comment). */
 export function landingRoute(app: FastifyInstance, config: Config, apiVersion: string): void {
   const body = landingDocument(config, apiVersion);
-  app.get('/', { schema: { hide: true }, config: { rateLimit: false } }, async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send(body));
+  app.get('/', { schema: { hide: true }, config: { rateLimit: false } }, async (_req, reply) =>
+    reply.header('cache-control', 'public, max-age=300').send(body),
+  );
 }

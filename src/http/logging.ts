@@ -10,7 +10,15 @@ import type { FastifyChildLoggerFactory } from 'fastify/types/logger.js';
 import { isSecretName } from '../lib/secret-names.js';
 
 /** pino's level values (unknown custom levels count as enabled). */
-const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+const LEVELS: Record<string, number> = {
+  trace: 10,
+  debug: 20,
+  info: 30,
+  warn: 40,
+  error: 50,
+  fatal: 60,
+  silent: Infinity,
+};
 
 /**
  * The numeric level of `log` (pino's `levelVal`: 30 for info, Infinity for silent): read as a
@@ -61,7 +69,13 @@ export function redactUrl(url: string): string {
 
 /** pino serializer of `req` (the fields of Fastify's default one, the URL redacted). */
 export function serializeRequest(req: FastifyRequest): Record<string, unknown> {
-  return { method: req.method, url: redactUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+  return {
+    method: req.method,
+    url: redactUrl(req.url),
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
 }
 
 /**
@@ -98,7 +112,9 @@ export class RequestLogController extends LogController {
       route: request.routeOptions.url,
       res: { statusCode: reply.statusCode },
       responseTime: Math.round(reply.elapsedTime * 100) / 100,
-      ...(principal ? { principal: { kind: principal.kind, id: principal.kind === 'agent' ? principal.agentId : principal.userId } } : {}),
+      ...(principal
+        ? { principal: { kind: principal.kind, id: principal.kind === 'agent' ? principal.agentId : principal.userId } }
+        : {}),
       ...(error ? { err: error } : {}),
     };
     if (failed) request.log.error(fields, 'request');
@@ -177,4 +193,8 @@ for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as cons
  * Same arguments as Fastify's default factory (`logger.child(bindings, opts)`).
  */
 export const lazyChildLoggerFactory: FastifyChildLoggerFactory = (logger, bindings, opts) =>
-  new LazyChildLogger(logger, bindings as Record<string, unknown>, opts as Record<string, unknown>) as unknown as FastifyBaseLogger;
+  new LazyChildLogger(
+    logger,
+    bindings as Record<string, unknown>,
+    opts as Record<string, unknown>,
+  ) as unknown as FastifyBaseLogger;

@@ -68,7 +68,11 @@ export function registerMetrics(app: FastifyInstance): Metrics {
       aggregator: 'sum',
       values: [...cells.values()].flatMap((c) => {
         let acc = 0;
-        const bucket = (le: number | string, value: number) => ({ labels: { le, ...c.labels }, value, metricName: `${name}_bucket` });
+        const bucket = (le: number | string, value: number) => ({
+          labels: { le, ...c.labels },
+          value,
+          metricName: `${name}_bucket`,
+        });
         return [
           ...BUCKETS.map((le, i) => bucket(le, (acc += c.buckets[i]))),
           bucket('+Inf', c.count),
@@ -92,7 +96,13 @@ export function registerMetrics(app: FastifyInstance): Metrics {
     const key = `${r.method} ${status} ${route}`;
     let c = cells.get(key);
     if (!c) {
-      c = { labels: { method: r.method, route, status: String(status) }, buckets: new Array<number>(BUCKETS.length).fill(0), sum: 0, count: 0, uncounted: 0 };
+      c = {
+        labels: { method: r.method, route, status: String(status) },
+        buckets: new Array<number>(BUCKETS.length).fill(0),
+        sum: 0,
+        count: 0,
+        uncounted: 0,
+      };
       cells.set(key, c);
     }
     const seconds = r.ms / 1000;
@@ -127,7 +137,14 @@ export function metricsGuard(token: string | undefined): (req: FastifyRequest) =
     const m = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? '');
     if (expected && m && timingSafeEqual(digest(m[1]), expected)) return;
     if (isLoopbackAddress(req.socket.remoteAddress)) return;
-    if (expected) throw new AppError('unauthenticated', 'Send the metrics token (METRICS_TOKEN) as "Authorization: Bearer <token>"');
-    throw new AppError('forbidden', 'Metrics are served to loopback clients only; set METRICS_TOKEN to let a scraper on another host in with a bearer token');
+    if (expected)
+      throw new AppError(
+        'unauthenticated',
+        'Send the metrics token (METRICS_TOKEN) as "Authorization: Bearer <token>"',
+      );
+    throw new AppError(
+      'forbidden',
+      'Metrics are served to loopback clients only; set METRICS_TOKEN to let a scraper on another host in with a bearer token',
+    );
   };
 }

@@ -20,13 +20,19 @@ type StateTable = PgTable & { stateHash: PgColumn; consumedAt: PgColumn; expires
  * @param refusal the problem `code` of the flow and the `restart` hint appended to its detail.
  * @throws AppError `refusal.code` when the state is unknown, already used or expired.
  */
-export async function consumeState<T extends StateTable>(db: Db, table: T, state: string, refusal: { code: ErrorCode; restart: string }): Promise<T['$inferSelect']> {
+export async function consumeState<T extends StateTable>(
+  db: Db,
+  table: T,
+  state: string,
+  refusal: { code: ErrorCode; restart: string },
+): Promise<T['$inferSelect']> {
   const [row] = (await db
     .update(table)
     .set({ consumedAt: new Date() } as never)
     .where(and(eq(table.stateHash, hashSecret(state)), isNull(table.consumedAt)))
     .returning()) as Array<T['$inferSelect'] & { expiresAt: Date }>;
   if (!row) throw new AppError(refusal.code, `state is unknown or was already used; ${refusal.restart}`);
-  if (row.expiresAt.getTime() <= Date.now()) throw new AppError(refusal.code, `state has expired (10 minutes); ${refusal.restart}`);
+  if (row.expiresAt.getTime() <= Date.now())
+    throw new AppError(refusal.code, `state has expired (10 minutes); ${refusal.restart}`);
   return row;
 }

@@ -36,7 +36,11 @@ export function operations(tags: string[], security: Security) {
  * Answer 201 with the awaited `body`. `noStore` (an answer that shows a secret once, or starts a
  * flow that must not be replayed from a cache) adds `Cache-Control: no-store`.
  */
-export async function created(reply: FastifyReply, body: Promise<unknown>, opts: { noStore?: boolean } = {}): Promise<FastifyReply> {
+export async function created(
+  reply: FastifyReply,
+  body: Promise<unknown>,
+  opts: { noStore?: boolean } = {},
+): Promise<FastifyReply> {
   if (opts.noStore) reply.header('cache-control', 'no-store');
   return reply.code(201).send(await body);
 }
@@ -54,7 +58,11 @@ export async function noContent(reply: FastifyReply, work: Promise<unknown>): Pr
  * (or on a plugin's own instance).
  * @returns `r` (the typed instance to declare routes on) and `op`.
  */
-export function authScope(scope: FastifyInstance, registry: AuthRegistry, opts: AuthOptions & { tags: string[]; security: Security }) {
+export function authScope(
+  scope: FastifyInstance,
+  registry: AuthRegistry,
+  opts: AuthOptions & { tags: string[]; security: Security },
+) {
   const { tags, security, ...auth } = opts;
   requireAuth(scope, registry, auth);
   return { r: scope.withTypeProvider<TypeBoxTypeProvider>(), op: operations(tags, security) };

@@ -19,7 +19,9 @@ export function decodeCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!/^[\x20-\x7e]{1,300}$/.test(id)) {
-    throw new AppError('validation_failed', 'cursor is malformed', { errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }] });
+    throw new AppError('validation_failed', 'cursor is malformed', {
+      errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }],
+    });
   }
   return id;
 }
@@ -33,7 +35,12 @@ export function encodeCursor(key: string): string {
  * Build a page from `rows` fetched with `limit + 1`: the extra row only signals that more exist.
  * `keyOf` gives the continuation key of a row (default: its `id`).
  */
-export function toPage<R, T>(rows: R[], limit: number, map: (r: R) => T, keyOf: (r: R) => string = (r) => (r as { id: string }).id): Page<T> {
+export function toPage<R, T>(
+  rows: R[],
+  limit: number,
+  map: (r: R) => T,
+  keyOf: (r: R) => string = (r) => (r as { id: string }).id,
+): Page<T> {
   const more = rows.length > limit;
   const slice = more ? rows.slice(0, limit) : rows;
   return { data: slice.map(map), next_cursor: more ? encodeCursor(keyOf(slice[slice.length - 1])) : null };
@@ -57,7 +64,11 @@ export interface Keyset {
  * Finish with `toPage(rows, page.limit, view, keyOf)` (keyOf must read the same column).
  * @throws AppError validation_failed for a malformed cursor
  */
-export function keyset(q: { limit?: number; cursor?: string }, column: AnyColumn, opts: { order?: 'desc' | 'asc'; defaultLimit?: number } = {}): Keyset {
+export function keyset(
+  q: { limit?: number; cursor?: string },
+  column: AnyColumn,
+  opts: { order?: 'desc' | 'asc'; defaultLimit?: number } = {},
+): Keyset {
   const limit = q.limit ?? opts.defaultLimit ?? 20;
   const key = decodeCursor(q.cursor);
   const ascending = opts.order === 'asc';
@@ -91,7 +102,12 @@ export async function selectPage<T extends PgTable>(
     .where(and(...where, page.after))
     .orderBy(page.orderBy)
     .limit(page.take)) as Array<T['$inferSelect']>;
-  return toPage(rows, page.limit, (r) => r, (r) => String((r as Record<string, unknown>)[k]));
+  return toPage(
+    rows,
+    page.limit,
+    (r) => r,
+    (r) => String((r as Record<string, unknown>)[k]),
+  );
 }
 
 /** The same page with every item mapped by `map` (the cursor is kept). */

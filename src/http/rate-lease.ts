@@ -48,7 +48,14 @@ interface Lease {
   waiting: Array<{ cb: StoreCallback; max: number }> | null;
 }
 
-type LeaseRedis = Redis & { rateLimitLease(key: string, windowMs: number, units: number, cb: (err: Error | null, res?: [number, number]) => void): void };
+type LeaseRedis = Redis & {
+  rateLimitLease(
+    key: string,
+    windowMs: number,
+    units: number,
+    cb: (err: Error | null, res?: [number, number]) => void,
+  ): void;
+};
 
 /** Units reserved per command for a limit of `max` per window. */
 export function leaseSize(max: number): number {
@@ -64,7 +71,11 @@ export class LeasedRedisStore {
   private readonly redis: LeaseRedis;
 
   /** `leases`: the blocks in hand, by Redis key — one LRU shared by a store and its per-route children. */
-  constructor(redis: Redis, private readonly prefix: string, private readonly leases = new LRUCache<string, Lease>({ max: 50_000 })) {
+  constructor(
+    redis: Redis,
+    private readonly prefix: string,
+    private readonly leases = new LRUCache<string, Lease>({ max: 50_000 }),
+  ) {
     this.redis = redis as LeaseRedis;
     if (!this.redis.rateLimitLease) this.redis.defineCommand('rateLimitLease', { numberOfKeys: 1, lua: LEASE_LUA });
   }
@@ -88,9 +99,18 @@ export class LeasedRedisStore {
   }
 
   /** @throws Error for route options that move the window per request (`continueExceeding`, `exponentialBackoff`). */
-  child(routeOptions: { routeInfo: { method: string; url: string }; continueExceeding?: boolean; exponentialBackoff?: boolean }): LeasedRedisStore {
-    if (routeOptions.continueExceeding || routeOptions.exponentialBackoff) throw new Error('rate limits: continueExceeding and exponentialBackoff are not supported by the leased store');
-    return new LeasedRedisStore(this.redis, `${this.prefix}${routeOptions.routeInfo.method}${routeOptions.routeInfo.url}-`, this.leases);
+  child(routeOptions: {
+    routeInfo: { method: string; url: string };
+    continueExceeding?: boolean;
+    exponentialBackoff?: boolean;
+  }): LeasedRedisStore {
+    if (routeOptions.continueExceeding || routeOptions.exponentialBackoff)
+      throw new Error('rate limits: continueExceeding and exponentialBackoff are not supported by the leased store');
+    return new LeasedRedisStore(
+      this.redis,
+      `${this.prefix}${routeOptions.routeInfo.method}${routeOptions.routeInfo.url}-`,
+      this.leases,
+    );
   }
 
   /** Answer from the block in hand; false when it is used up (a new block is needed). */

@@ -28,8 +28,17 @@ interface Store {
 }
 
 const require = createRequire(import.meta.url);
-const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key: string) => Store;
-const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => Store;
+const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  redis: Redis,
+  key: string,
+) => Store;
+const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  cache?: number,
+) => Store;
 
 /** Shared by a store and its per-route children: whether Redis is being bypassed now. */
 interface FailoverState {
@@ -44,11 +53,18 @@ interface FailoverState {
  * store. Entering and leaving that mode is logged once each.
  */
 export class FailoverStore implements Store {
-  constructor(private readonly state: FailoverState, private readonly remote: Store, private readonly local: Store) {}
+  constructor(
+    private readonly state: FailoverState,
+    private readonly remote: Store,
+    private readonly local: Store,
+  ) {}
 
   incr(key: string, cb: StoreCallback, timeWindow: number, max: number): void {
     const { redis } = this.state;
-    if (redis.status !== 'ready') return this.fallback(`Redis connection is ${redis.status}`, key, cb, timeWindow, max);
+    if (redis.status !== 'ready') {
+      this.fallback(`Redis connection is ${redis.status}`, key, cb, timeWindow, max);
+      return;
+    }
     this.remote.incr(
       key,
       (err, res) => {
@@ -92,7 +108,10 @@ export async function registerRateLimit(app: FastifyInstance, ctx: AppContext): 
         const ce = !!opts.continueExceeding;
         const eb = !!opts.exponentialBackoff;
         // Blocks leased from Redis (http/rate-lease.ts); the per-request store for window-moving options.
-        const remote = ce || eb ? new RedisStore(ce, eb, shared.redis, rl.redisPrefix) : new LeasedRedisStore(shared.redis, rl.redisPrefix);
+        const remote =
+          ce || eb
+            ? new RedisStore(ce, eb, shared.redis, rl.redisPrefix)
+            : new LeasedRedisStore(shared.redis, rl.redisPrefix);
         super(shared, remote, new LocalStore(ce, eb));
       }
     };
@@ -110,9 +129,13 @@ export async function registerRateLimit(app: FastifyInstance, ctx: AppContext): 
       return p.roles.includes('pro') ? rl.pro : rl.user;
     },
     errorResponseBuilder: (_req, ctxRl) => {
-      return new AppError('rate_limited', `Rate limit of ${ctxRl.max} requests per ${ctxRl.after} exceeded; retry with exponential backoff`, {
-        headers: { 'retry-after': String(Math.ceil(ctxRl.ttl / 1000)) },
-      });
+      return new AppError(
+        'rate_limited',
+        `Rate limit of ${ctxRl.max} requests per ${ctxRl.after} exceeded; retry with exponential backoff`,
+        {
+          headers: { 'retry-after': String(Math.ceil(ctxRl.ttl / 1000)) },
+        },
+      );
     },
   });
 }

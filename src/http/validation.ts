@@ -14,7 +14,9 @@ import { AppError } from './errors.js';
 // ajv and ajv-formats are CommonJS; their default export differs between ESM loaders.
 type AjvInstance = import('ajv').default;
 const Ajv = ((AjvModule as unknown as { default?: unknown }).default ?? AjvModule) as new (opts: object) => AjvInstance;
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: AjvInstance) => void;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: AjvInstance,
+) => void;
 
 /**
  * One of the two route validators. `validateSchema: false`: route schemas are this code base's
@@ -24,7 +26,14 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
  * tool's `input_schema`) are validated by `upstream/arguments.ts`, which keeps the check.
  */
 function makeAjv(coerce: boolean) {
-  const ajv = new Ajv({ coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: true, addUsedSchema: false, validateSchema: false });
+  const ajv = new Ajv({
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: true,
+    addUsedSchema: false,
+    validateSchema: false,
+  });
   addFormats(ajv);
   return ajv;
 }
@@ -68,7 +77,9 @@ function unstorableIn(part: 'body' | 'query' | 'params', value: unknown): AppErr
   const hit = findUnstorable(value);
   if (hit === null) return undefined;
   const message = UNSTORABLE_MESSAGE[hit.reason];
-  return new AppError('validation_failed', `The request ${part} at "${hit.pointer || '/'}" ${message}`, { errors: [{ in: part, pointer: hit.pointer || '', message }] });
+  return new AppError('validation_failed', `The request ${part} at "${hit.pointer || '/'}" ${message}`, {
+    errors: [{ in: part, pointer: hit.pointer || '', message }],
+  });
 }
 
 /**
@@ -83,7 +94,13 @@ export function mayHoldNumber(schema: unknown): boolean {
   if (schema === null || typeof schema !== 'object') return false;
   const s = schema as Record<string, unknown>;
   const t = s.type;
-  if (t === 'number' || t === 'integer' || (Array.isArray(t) && (t.includes('number') || t.includes('integer'))) || typeof s.$ref === 'string') return true;
+  if (
+    t === 'number' ||
+    t === 'integer' ||
+    (Array.isArray(t) && (t.includes('number') || t.includes('integer'))) ||
+    typeof s.$ref === 'string'
+  )
+    return true;
   return Object.values(s).some(mayHoldNumber);
 }
 
@@ -117,7 +134,15 @@ function finiteAfterCoercion(validate: Validate): Validate {
     if (!ok) return false;
     const hit = findUnstorable(data, '', { maxDepth: Infinity });
     if (hit === null) return true;
-    wrapped.errors = [{ instancePath: hit.pointer, schemaPath: '#', keyword: 'type', params: {}, message: UNSTORABLE_MESSAGE[hit.reason] }];
+    wrapped.errors = [
+      {
+        instancePath: hit.pointer,
+        schemaPath: '#',
+        keyword: 'type',
+        params: {},
+        message: UNSTORABLE_MESSAGE[hit.reason],
+      },
+    ];
     return false;
   } as unknown as Validate;
   // Fastify passes parent data (needed for coercion of a root value) only when `schemaEnv` is present.

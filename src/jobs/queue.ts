@@ -91,7 +91,10 @@ export class InProcessQueue implements JobQueue {
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
 
-  constructor(private readonly log: FastifyBaseLogger, private readonly consume = true) {}
+  constructor(
+    private readonly log: FastifyBaseLogger,
+    private readonly consume = true,
+  ) {}
 
   register<P>(name: string, handler: JobHandler<P>): void {
     if (this.handlers.has(name)) throw new Error(`job handler "${name}" already registered`);
@@ -203,7 +206,10 @@ export class BullQueue implements JobQueue {
   private queue(name: string): import('bullmq').Queue {
     let q = this.queues.get(name);
     if (!q) {
-      q = new this.bull.Queue(name, { connection: { url: this.redisUrl, ...this.producer } as import('bullmq').ConnectionOptions, prefix: this.prefix });
+      q = new this.bull.Queue(name, {
+        connection: { url: this.redisUrl, ...this.producer } as import('bullmq').ConnectionOptions,
+        prefix: this.prefix,
+      });
       q.on('error', (err) => this.log.warn({ queue: name, err: err.message }, 'job queue error'));
       this.queues.set(name, q);
     }
@@ -223,7 +229,17 @@ export class BullQueue implements JobQueue {
           this.running.delete(p);
         }
       },
-      { connection: { url: this.redisUrl, ...this.consumer, maxRetriesPerRequest: null } as import('bullmq').ConnectionOptions, prefix: this.prefix, concurrency: 8, lockDuration: JOB_LOCK_MS, stalledInterval: JOB_STALLED_CHECK_MS },
+      {
+        connection: {
+          url: this.redisUrl,
+          ...this.consumer,
+          maxRetriesPerRequest: null,
+        } as import('bullmq').ConnectionOptions,
+        prefix: this.prefix,
+        concurrency: 8,
+        lockDuration: JOB_LOCK_MS,
+        stalledInterval: JOB_STALLED_CHECK_MS,
+      },
     );
     worker.on('error', (err) => this.log.warn({ queue: name, err: err.message }, 'job worker error'));
     worker.on('failed', (job, err) => this.log.error({ job: name, id: job?.id, err: err.message }, 'job failed'));
@@ -239,7 +255,13 @@ export class BullQueue implements JobQueue {
       // back (issue 11 §3.2). So the connection must be ready within the command timeout, and
       // `add` is only called then (without the offline queue it fails at once if the connection
       // has dropped since, so an enqueue answered 503 never runs later).
-      if (!(await within(queue.waitUntilReady().then(() => true), this.readyTimeoutMs))) throw new Error('Redis connection is not ready');
+      if (
+        !(await within(
+          queue.waitUntilReady().then(() => true),
+          this.readyTimeoutMs,
+        ))
+      )
+        throw new Error('Redis connection is not ready');
       const job = await queue.add(name, payload, {
         jobId: opts.jobId,
         delay: opts.delayMs,
@@ -251,7 +273,9 @@ export class BullQueue implements JobQueue {
       return String(job.id);
     } catch (err) {
       this.log.warn({ job: name, err: (err as Error).message }, 'could not enqueue a job: Redis unavailable');
-      throw new AppError('service_unavailable', 'The job queue is unavailable right now; retry shortly', { headers: { 'retry-after': String(QUEUE_RETRY_AFTER_S) } });
+      throw new AppError('service_unavailable', 'The job queue is unavailable right now; retry shortly', {
+        headers: { 'retry-after': String(QUEUE_RETRY_AFTER_S) },
+      });
     }
   }
 
@@ -276,9 +300,19 @@ export async function createJobQueue(config: Config, log: FastifyBaseLogger): Pr
   const consume = config.processRole !== 'api';
   if (!config.redisUrl) return new InProcessQueue(log, consume);
   const bull = await import('bullmq');
-  const prefix = config.nodeEnv === 'test' ? `${config.jobsPrefix}-test-${randomBytes(4).toString('hex')}` : config.jobsPrefix;
+  const prefix =
+    config.nodeEnv === 'test' ? `${config.jobsPrefix}-test-${randomBytes(4).toString('hex')}` : config.jobsPrefix;
   const redis = redisClientOptions(config);
-  return new BullQueue(bull, config.redisUrl, prefix, consume, log, { ...redis, enableOfflineQueue: false }, config.redis.commandTimeoutMs, {
-    retryStrategy: redis.retryStrategy,
-  });
+  return new BullQueue(
+    bull,
+    config.redisUrl,
+    prefix,
+    consume,
+    log,
+    { ...redis, enableOfflineQueue: false },
+    config.redis.commandTimeoutMs,
+    {
+      retryStrategy: redis.retryStrategy,
+    },
+  );
 }

@@ -65,7 +65,10 @@ export class EmbeddedScheduler implements RecurringScheduler {
   private readonly jobs = new Map<string, Cron>();
   private handler?: TickHandler;
 
-  constructor(private readonly log: FastifyBaseLogger, private readonly consume: boolean) {}
+  constructor(
+    private readonly log: FastifyBaseLogger,
+    private readonly consume: boolean,
+  ) {}
 
   start(handler: TickHandler): void {
     this.handler = handler;
@@ -77,7 +80,9 @@ export class EmbeddedScheduler implements RecurringScheduler {
     const job = new Cron(spec.pattern, { ...CRON_MODE, timezone: spec.timezone, unref: true }, (self: Cron) => {
       // currentRun() is the scheduled instant of this run (croner fires at or just after it).
       const tickAt = self.currentRun() ?? new Date(Math.floor(Date.now() / 1000) * 1000);
-      this.handler?.(key, tickAt).catch((err: unknown) => this.log.error({ err, schedule: key }, 'scheduled tick failed'));
+      this.handler?.(key, tickAt).catch((err: unknown) =>
+        this.log.error({ err, schedule: key }, 'scheduled tick failed'),
+      );
     });
     this.jobs.set(key, job);
   }
@@ -103,7 +108,9 @@ const TICK_QUEUE = 'schedules.tick';
 /** BullMQ's repeat strategy, with croner: the next tick of `opts.pattern` in `opts.tz` after `millis`. */
 function cronerStrategy(millis: number, opts: { pattern?: string; tz?: string }): number | undefined {
   if (!opts.pattern) return undefined;
-  return cronOf({ pattern: opts.pattern, timezone: opts.tz ?? 'UTC' }).nextRun(new Date(millis))?.getTime();
+  return cronOf({ pattern: opts.pattern, timezone: opts.tz ?? 'UTC' })
+    .nextRun(new Date(millis))
+    ?.getTime();
 }
 
 /** BullMQ job schedulers (one per schedule key) on one queue; a worker unless `consume` is false. */
@@ -119,7 +126,13 @@ export class BullScheduler implements RecurringScheduler {
    */
   constructor(
     private readonly bull: typeof import('bullmq'),
-    private readonly opts: { redisUrl: string; prefix: string; consume: boolean; log: FastifyBaseLogger; connection: RedisOptions },
+    private readonly opts: {
+      redisUrl: string;
+      prefix: string;
+      consume: boolean;
+      log: FastifyBaseLogger;
+      connection: RedisOptions;
+    },
   ) {
     this.queue = new bull.Queue(TICK_QUEUE, {
       connection: { url: this.opts.redisUrl, ...this.opts.connection } as import('bullmq').ConnectionOptions,
@@ -139,18 +152,28 @@ export class BullScheduler implements RecurringScheduler {
         await handler(String(job.data.key), tickAt);
       },
       {
-        connection: { url: this.opts.redisUrl, retryStrategy: this.opts.connection.retryStrategy, maxRetriesPerRequest: null } as import('bullmq').ConnectionOptions,
+        connection: {
+          url: this.opts.redisUrl,
+          retryStrategy: this.opts.connection.retryStrategy,
+          maxRetriesPerRequest: null,
+        } as import('bullmq').ConnectionOptions,
         prefix: this.opts.prefix,
         concurrency: 8,
         settings: { repeatStrategy: cronerStrategy },
       },
     );
     this.worker.on('error', (err) => this.opts.log.warn({ err: err.message }, 'schedule worker error'));
-    this.worker.on('failed', (job, err) => this.opts.log.error({ schedule: job?.data?.key, err: err.message }, 'scheduled tick failed'));
+    this.worker.on('failed', (job, err) =>
+      this.opts.log.error({ schedule: job?.data?.key, err: err.message }, 'scheduled tick failed'),
+    );
   }
 
   async upsert(key: string, spec: CronSpec): Promise<void> {
-    await this.queue.upsertJobScheduler(key, { pattern: spec.pattern, tz: spec.timezone }, { name: 'tick', data: { key }, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } });
+    await this.queue.upsertJobScheduler(
+      key,
+      { pattern: spec.pattern, tz: spec.timezone },
+      { name: 'tick', data: { key }, opts: { removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } } },
+    );
   }
 
   async has(key: string): Promise<boolean> {
@@ -179,5 +202,11 @@ export async function createScheduler(config: Config, log: FastifyBaseLogger): P
   const consume = config.processRole !== 'api';
   if (!config.redisUrl) return new EmbeddedScheduler(log, consume);
   const bull = await import('bullmq');
-  return new BullScheduler(bull, { redisUrl: config.redisUrl, prefix: config.jobsPrefix, consume, log, connection: redisClientOptions(config) });
+  return new BullScheduler(bull, {
+    redisUrl: config.redisUrl,
+    prefix: config.jobsPrefix,
+    consume,
+    log,
+    connection: redisClientOptions(config),
+  });
 }

@@ -112,7 +112,8 @@ export class WriteBatcher<T, R = void> {
     try {
       while (this.waiting.length > 0) {
         if (this.delayMs > 0 && this.draining === 0 && this.waiting.length < this.maxBatch) await this.pause();
-        if (typeof this.gather === 'function' ? this.gather() : this.gather) await new Promise<void>((resolve) => setImmediate(resolve));
+        if (typeof this.gather === 'function' ? this.gather() : this.gather)
+          await new Promise<void>((resolve) => setImmediate(resolve));
         await this.commit(this.waiting.splice(0, this.maxBatch));
       }
     } finally {

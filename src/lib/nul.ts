@@ -103,7 +103,8 @@ export function findUnstorable(value: unknown, base = '', opts: WalkOptions = {}
       const reason = stringProblem(k, surrogates);
       if (reason) return { pointer: `${pointerOf(node, base)}/${token(k)}`, reason };
     }
-    for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]], parent: node, key: keys[i], depth: depth + 1 });
+    for (let i = keys.length - 1; i >= 0; i--)
+      stack.push({ v: (v as Record<string, unknown>)[keys[i]], parent: node, key: keys[i], depth: depth + 1 });
   }
   return null;
 }
@@ -119,7 +120,8 @@ interface Node {
 /** The JSON pointer of `node`, relative to `base`. */
 function pointerOf(node: Node, base: string): string {
   const tokens: string[] = [];
-  for (let n: Node | null = node; n?.parent; n = n.parent) tokens.push(typeof n.key === 'number' ? String(n.key) : token(n.key));
+  for (let n: Node | null = node; n?.parent; n = n.parent)
+    tokens.push(typeof n.key === 'number' ? String(n.key) : token(n.key));
   return tokens.length ? `${base}/${tokens.reverse().join('/')}` : base;
 }
 
@@ -147,10 +149,14 @@ export function storable<T>(value: T): T {
   const fix = (v: unknown): unknown => (typeof v === 'string' ? storableString(v) : v);
   if (!isWalkable(value)) return fix(value) as T;
   const root: unknown = Array.isArray(value) ? [] : {};
-  const stack: Array<{ from: Record<string, unknown> | unknown[]; to: Record<string, unknown> | unknown[] }> = [{ from: value, to: root as never }];
+  const stack: Array<{ from: Record<string, unknown> | unknown[]; to: Record<string, unknown> | unknown[] }> = [
+    { from: value, to: root as never },
+  ];
   while (stack.length > 0) {
     const { from, to } = stack.pop()!;
-    const pairs: Array<[string | number, unknown]> = Array.isArray(from) ? from.map((x, i) => [i, x]) : Object.entries(from);
+    const pairs: Array<[string | number, unknown]> = Array.isArray(from)
+      ? from.map((x, i) => [i, x])
+      : Object.entries(from);
     for (const [k, x] of pairs) {
       const key = typeof k === 'string' ? storableString(k) : k;
       let out: unknown = fix(x);

@@ -6,10 +6,26 @@
  */
 
 /** Secret words found inside a name whatever separates them (`clientSecret`, `newpassword`, `x_access_token`). */
-const SECRET_PARTS = /pass(?:word|wd|phrase)|secret|token|api[-_.]?key|credential|authori[sz]ation|authenticat|private[-_.]?key|card[-_.]?num|signature|cookie|bearer/i;
+const SECRET_PARTS =
+  /pass(?:word|wd|phrase)|secret|token|api[-_.]?key|credential|authori[sz]ation|authenticat|private[-_.]?key|card[-_.]?num|signature|cookie|bearer/i;
 
 /** Secret words that count only as a whole word of a name (`key` in `api_key` or `x-api-key`, not in `keyword`). */
-const SECRET_WORDS = new Set(['pass', 'pwd', 'key', 'keys', 'apikey', 'auth', 'sig', 'pin', 'otp', 'ssn', 'cvv', 'cvc', 'jwt', 'verifier']);
+const SECRET_WORDS = new Set([
+  'pass',
+  'pwd',
+  'key',
+  'keys',
+  'apikey',
+  'auth',
+  'sig',
+  'pin',
+  'otp',
+  'ssn',
+  'cvv',
+  'cvc',
+  'jwt',
+  'verifier',
+]);
 
 /**
  * True when a field, argument, header or query parameter named `name` carries a secret:
@@ -20,7 +36,10 @@ const SECRET_WORDS = new Set(['pass', 'pwd', 'key', 'keys', 'apikey', 'auth', 's
  */
 export function isSecretName(name: string): boolean {
   if (SECRET_PARTS.test(name)) return true;
-  for (const word of name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/)) {
+  for (const word of name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)) {
     if (SECRET_WORDS.has(word)) return true;
   }
   return false;

@@ -35,7 +35,10 @@ function keyFor(ctx: AppContext): Buffer {
       try {
         // `wx`: never overwrite a key another process wrote meanwhile.
         fs.writeFileSync(file, key.toString('base64'), { mode: 0o600, flag: 'wx' });
-        ctx.log.warn({ file }, 'SECRETS_KEY is unset: generated a secrets key (back it up; losing it loses stored credentials)');
+        ctx.log.warn(
+          { file },
+          'SECRETS_KEY is unset: generated a secrets key (back it up; losing it loses stored credentials)',
+        );
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
         key = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
@@ -52,7 +55,9 @@ export function encryptSecret(ctx: AppContext, plaintext: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', keyFor(ctx), iv);
   const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+  return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join(
+    '.',
+  );
 }
 
 /**

@@ -73,7 +73,11 @@ function busOf(ctx: CacheHost): CacheBus {
     });
     bus.ready = sub.subscribe(CHANNEL).then(
       () => undefined,
-      (err: Error) => ctx.log.warn({ err: err.message }, 'could not subscribe to cache evictions; other instances may serve stale entries until their TTL'),
+      (err: Error) =>
+        ctx.log.warn(
+          { err: err.message },
+          'could not subscribe to cache evictions; other instances may serve stale entries until their TTL',
+        ),
     );
     ctx.onClose.push(() => {
       sub.disconnect();
@@ -159,7 +163,10 @@ export class SharedCache<V> {
   private offline(reason: string): void {
     if (this.bus.offline) return;
     this.bus.offline = true;
-    this.ctx.log.warn({ reason, cache: this.name }, 'cache evictions: Redis unavailable; other instances may serve stale entries until they reconnect or the TTL ends');
+    this.ctx.log.warn(
+      { reason, cache: this.name },
+      'cache evictions: Redis unavailable; other instances may serve stale entries until they reconnect or the TTL ends',
+    );
   }
 
   /** Evict on this instance only (what a received eviction does). */

@@ -83,16 +83,19 @@ function cleanPath(raw: string, what = 'path'): string {
   if (raw.length > MAX_PATH) throw new ArtifactError(`${what} longer than ${MAX_PATH} characters`);
   if (raw.includes('\0')) throw new ArtifactError(`${what} ${JSON.stringify(raw)} contains a NUL byte`);
   if (raw.includes('\\')) throw new ArtifactError(`${what} ${JSON.stringify(raw)} contains a backslash`);
-  if (raw.startsWith('/') || /^[a-zA-Z]:/.test(raw)) throw new ArtifactError(`${what} ${JSON.stringify(raw)} is absolute`);
+  if (raw.startsWith('/') || /^[a-zA-Z]:/.test(raw))
+    throw new ArtifactError(`${what} ${JSON.stringify(raw)} is absolute`);
   const parts = raw.split('/').filter((s) => s !== '' && s !== '.');
   if (parts.includes('..')) throw new ArtifactError(`${what} ${JSON.stringify(raw)} contains a ".." segment`);
-  if (parts.length > MAX_DEPTH) throw new ArtifactError(`${what} ${JSON.stringify(raw)} is nested deeper than ${MAX_DEPTH} levels`);
+  if (parts.length > MAX_DEPTH)
+    throw new ArtifactError(`${what} ${JSON.stringify(raw)} is nested deeper than ${MAX_DEPTH} levels`);
   return parts.join('/');
 }
 
 /** Gunzip with an output cap. @throws ArtifactError */
 async function gunzipCapped(buf: Buffer, limits: ArtifactLimits): Promise<Buffer> {
-  if (buf.length < 18 || buf[0] !== 0x1f || buf[1] !== 0x8b) throw new ArtifactError('artifact is not gzip-compressed (expected a .tar.gz / .tgz file)');
+  if (buf.length < 18 || buf[0] !== 0x1f || buf[1] !== 0x8b)
+    throw new ArtifactError('artifact is not gzip-compressed (expected a .tar.gz / .tgz file)');
   // Headers: one 512-byte block per entry, plus up to two more for long names (pax/GNU), plus end blocks.
   const cap = limits.maxUnpackedBytes + (limits.maxFiles * 3 + 4) * 512 + 512 * 1024;
   try {
@@ -106,7 +109,10 @@ async function gunzipCapped(buf: Buffer, limits: ArtifactLimits): Promise<Buffer
 }
 
 /** Read the tar entries of an uncompressed archive. @throws ArtifactError */
-async function readEntries(tarBuf: Buffer, limits: ArtifactLimits): Promise<{ entries: RawEntry[]; packageJson: Map<string, Buffer> }> {
+async function readEntries(
+  tarBuf: Buffer,
+  limits: ArtifactLimits,
+): Promise<{ entries: RawEntry[]; packageJson: Map<string, Buffer> }> {
   const entries: RawEntry[] = [];
   const packageJson = new Map<string, Buffer>();
   let failure: ArtifactError | null = null;
@@ -120,11 +126,16 @@ async function readEntries(tarBuf: Buffer, limits: ArtifactLimits): Promise<{ en
         if (failure) return entry.resume();
         try {
           const kind = TYPES[entry.type];
-          if (!kind) throw new ArtifactError(`entry ${JSON.stringify(entry.path)} is a ${entry.type}; only files, directories and links are allowed`);
-          if (entries.length >= limits.maxFiles) throw new ArtifactError(`artifact has more than ${limits.maxFiles} entries`);
+          if (!kind)
+            throw new ArtifactError(
+              `entry ${JSON.stringify(entry.path)} is a ${entry.type}; only files, directories and links are allowed`,
+            );
+          if (entries.length >= limits.maxFiles)
+            throw new ArtifactError(`artifact has more than ${limits.maxFiles} entries`);
           const size = kind === 'file' ? entry.size : 0;
           total += size;
-          if (total > limits.maxUnpackedBytes) throw new ArtifactError(`artifact unpacks to more than ${limits.maxUnpackedBytes} bytes`);
+          if (total > limits.maxUnpackedBytes)
+            throw new ArtifactError(`artifact unpacks to more than ${limits.maxUnpackedBytes} bytes`);
           entries.push({ path: entry.path, kind, size, linkpath: entry.linkpath });
           const p = entry.path.replace(/^(\.\/)+/, '');
           if (kind === 'file' && MANIFESTS.has(p) && size <= MAX_PACKAGE_JSON) {
@@ -144,7 +155,9 @@ async function readEntries(tarBuf: Buffer, limits: ArtifactLimits): Promise<{ en
       resolve();
     });
     parser.on('warn', (_code: string, message: string | Error) => {
-      failure ??= new ArtifactError(`artifact is not a valid tar archive: ${typeof message === 'string' ? message : message.message}`);
+      failure ??= new ArtifactError(
+        `artifact is not a valid tar archive: ${typeof message === 'string' ? message : message.message}`,
+      );
     });
     parser.on('end', () => resolve());
     parser.on('close', () => resolve());
@@ -174,18 +187,21 @@ export async function inspectArtifact(buf: Buffer, limits: ArtifactLimits): Prom
     const p = strip ? e.path.split('/').slice(1).join('/') : e.path;
     if (p === '') continue;
     const prev = seen.get(p);
-    if (prev && !(prev === 'dir' && e.kind === 'dir')) throw new ArtifactError(`entry ${JSON.stringify(p)} appears more than once`);
+    if (prev && !(prev === 'dir' && e.kind === 'dir'))
+      throw new ArtifactError(`entry ${JSON.stringify(p)} appears more than once`);
     seen.set(p, e.kind);
     if (e.kind === 'file') files.add(p);
     if (e.kind === 'symlink') {
       if (!e.linkpath) throw new ArtifactError(`symbolic link ${JSON.stringify(p)} has no target`);
-      if (e.linkpath.startsWith('/')) throw new ArtifactError(`symbolic link ${JSON.stringify(p)} points to an absolute path`);
+      if (e.linkpath.startsWith('/'))
+        throw new ArtifactError(`symbolic link ${JSON.stringify(p)} points to an absolute path`);
       symlinks.set(p, e.linkpath);
     }
     if (e.kind === 'hardlink') {
       const target = cleanPath(e.linkpath ?? '', `hard link target of ${JSON.stringify(p)}`);
       const t = strip ? target.split('/').slice(1).join('/') : target;
-      if (!files.has(t)) throw new ArtifactError(`hard link ${JSON.stringify(p)} must point to an earlier regular file of the archive`);
+      if (!files.has(t))
+        throw new ArtifactError(`hard link ${JSON.stringify(p)} must point to an earlier regular file of the archive`);
       files.add(p);
     }
   }
@@ -193,22 +209,28 @@ export async function inspectArtifact(buf: Buffer, limits: ArtifactLimits): Prom
   for (const p of seen.keys()) {
     const parts = p.split('/');
     for (let i = 1; i < parts.length; i++) {
-      if (symlinks.has(parts.slice(0, i).join('/'))) throw new ArtifactError(`entry ${JSON.stringify(p)} lies below the symbolic link ${JSON.stringify(parts.slice(0, i).join('/'))}`);
+      if (symlinks.has(parts.slice(0, i).join('/')))
+        throw new ArtifactError(
+          `entry ${JSON.stringify(p)} lies below the symbolic link ${JSON.stringify(parts.slice(0, i).join('/'))}`,
+        );
     }
   }
   // Symbolic links resolve inside the root, lexically, without passing through another link.
   for (const [p, target] of symlinks) {
     const stack = p.split('/').slice(0, -1);
     const segs = target.split('/').filter((s) => s !== '' && s !== '.');
-    if (target.includes('\\') || target.includes('\0')) throw new ArtifactError(`symbolic link ${JSON.stringify(p)} has a malformed target`);
+    if (target.includes('\\') || target.includes('\0'))
+      throw new ArtifactError(`symbolic link ${JSON.stringify(p)} has a malformed target`);
     segs.forEach((s, i) => {
       if (s === '..') {
-        if (stack.length === 0) throw new ArtifactError(`symbolic link ${JSON.stringify(p)} points outside the artifact`);
+        if (stack.length === 0)
+          throw new ArtifactError(`symbolic link ${JSON.stringify(p)} points outside the artifact`);
         stack.pop();
         return;
       }
       stack.push(s);
-      if (i < segs.length - 1 && symlinks.has(stack.join('/'))) throw new ArtifactError(`symbolic link ${JSON.stringify(p)} resolves through another symbolic link`);
+      if (i < segs.length - 1 && symlinks.has(stack.join('/')))
+        throw new ArtifactError(`symbolic link ${JSON.stringify(p)} resolves through another symbolic link`);
     });
   }
 
@@ -223,7 +245,17 @@ export async function inspectArtifact(buf: Buffer, limits: ArtifactLimits): Prom
     }
   };
   const unpackedBytes = cleaned.reduce((n, e) => n + e.size, 0);
-  return { sha256, sizeBytes: buf.length, entries: cleaned.length, unpackedBytes, strip, files, symlinks: new Set(symlinks.keys()), packageJson: manifest('package.json'), agentJson: manifest('agent.json') };
+  return {
+    sha256,
+    sizeBytes: buf.length,
+    entries: cleaned.length,
+    unpackedBytes,
+    strip,
+    files,
+    symlinks: new Set(symlinks.keys()),
+    packageJson: manifest('package.json'),
+    agentJson: manifest('agent.json'),
+  };
 }
 
 /**
@@ -235,17 +267,21 @@ export async function inspectArtifact(buf: Buffer, limits: ArtifactLimits): Prom
 export function resolveEntrypoint(a: InspectedArtifact, requested?: string): string {
   if (requested !== undefined) {
     const p = cleanPath(requested, 'entrypoint');
-    if (!a.files.has(p) && !a.symlinks.has(p)) throw new ArtifactError(`entrypoint ${JSON.stringify(requested)} is not a file of the artifact`);
+    if (!a.files.has(p) && !a.symlinks.has(p))
+      throw new ArtifactError(`entrypoint ${JSON.stringify(requested)} is not a file of the artifact`);
     return p;
   }
   const main = a.packageJson?.main;
   if (typeof main === 'string' && main.trim() !== '') {
     const m = cleanPath(main.trim(), 'package.json "main"');
-    for (const c of [m, `${m}.js`, `${m}.mjs`, `${m}.cjs`, `${m}/index.js`, `${m}/index.mjs`]) if (a.files.has(c) || a.symlinks.has(c)) return c;
+    for (const c of [m, `${m}.js`, `${m}.mjs`, `${m}.cjs`, `${m}/index.js`, `${m}/index.mjs`])
+      if (a.files.has(c) || a.symlinks.has(c)) return c;
     throw new ArtifactError(`package.json "main" (${JSON.stringify(main)}) is not a file of the artifact`);
   }
   for (const c of ['index.js', 'index.mjs', 'index.cjs']) if (a.files.has(c) || a.symlinks.has(c)) return c;
-  throw new ArtifactError('no entrypoint: send the "entrypoint" field, set "main" in package.json, or include index.js / index.mjs');
+  throw new ArtifactError(
+    'no entrypoint: send the "entrypoint" field, set "main" in package.json, or include index.js / index.mjs',
+  );
 }
 
 /** Make the tree readable by anyone and writable by no one but its owner (runs may use an unprivileged uid). */
@@ -277,9 +313,22 @@ export async function unpackArtifact(buf: Buffer, dir: string, limits: ArtifactL
     const tarBuf = await gunzipCapped(buf, limits);
     const { extract } = await import('tar');
     await new Promise<void>((resolve, reject) => {
-      const x = extract({ cwd: tmp, strict: true, strip: inspected.strip, preserveOwner: false, noMtime: true, maxDepth: MAX_DEPTH + 1 });
+      const x = extract({
+        cwd: tmp,
+        strict: true,
+        strip: inspected.strip,
+        preserveOwner: false,
+        noMtime: true,
+        maxDepth: MAX_DEPTH + 1,
+      });
       x.on('error', reject);
-      x.on('warn', (code: string, message: string | Error) => reject(new ArtifactError(`cannot unpack the artifact (${code}): ${typeof message === 'string' ? message : message.message}`)));
+      x.on('warn', (code: string, message: string | Error) =>
+        reject(
+          new ArtifactError(
+            `cannot unpack the artifact (${code}): ${typeof message === 'string' ? message : message.message}`,
+          ),
+        ),
+      );
       x.on('close', () => resolve());
       x.end(tarBuf);
     });

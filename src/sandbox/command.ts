@@ -72,13 +72,17 @@ export class CommandLine {
     const wanted = opts.user === 'auto' ? { uid: 65534, gid: 65534 } : (opts.user ?? null);
     if (wanted && process.getuid?.() === 0) {
       if (this.canRead(sealed ? null : probe, wanted)) this.runAs = wanted;
-      else if (opts.user === 'auto') this.runAsNote = `uid ${wanted.uid} cannot read ${opts.readableDir}: sandboxed code runs as root (make the path traversable, or set SANDBOX_USER)`;
+      else if (opts.user === 'auto')
+        this.runAsNote = `uid ${wanted.uid} cannot read ${opts.readableDir}: sandboxed code runs as root (make the path traversable, or set SANDBOX_USER)`;
       else throw new Error(`SANDBOX_USER=${wanted.uid}:${wanted.gid} cannot read ${opts.readableDir}`);
     }
     this.sealed = sealed;
     if (sealed) {
       const b = probeBwrap(node, this.runAs, opts.network === 'allowed');
-      if (!b.bin) throw new Error(`SANDBOX_ISOLATION=bwrap but ${b.error}; install bubblewrap and allow user namespaces, or set SANDBOX_ISOLATION=off (then deployed code can reach the host's Unix sockets, e.g. a database's)`);
+      if (!b.bin)
+        throw new Error(
+          `SANDBOX_ISOLATION=bwrap but ${b.error}; install bubblewrap and allow user namespaces, or set SANDBOX_ISOLATION=off (then deployed code can reach the host's Unix sockets, e.g. a database's)`,
+        );
       this.bwrap = b.bin;
       this.networkIsolated = opts.network !== 'allowed';
       this.prefix = [];
@@ -106,7 +110,9 @@ export class CommandLine {
     const sh = findBinary('sh');
     const setpriv = this.runAs ? findBinary('setpriv') : null;
     if (!ip || !sh || (this.runAs && !setpriv)) return null;
-    const drop = this.runAs ? [setpriv!, `--reuid=${this.runAs.uid}`, `--regid=${this.runAs.gid}`, '--clear-groups', '--'] : [];
+    const drop = this.runAs
+      ? [setpriv!, `--reuid=${this.runAs.uid}`, `--regid=${this.runAs.gid}`, '--clear-groups', '--']
+      : [];
     return [probe.bin, ...probe.flags, '--', sh, '-c', `${ip} link set lo up && exec "$@"`, 'sh', ...drop];
   }
 
@@ -125,7 +131,11 @@ export class CommandLine {
     if (hit !== undefined) return hit;
     const code = `require('fs').accessSync(${JSON.stringify(dir)}, require('fs').constants.R_OK | require('fs').constants.X_OK)`;
     const r = probe
-      ? spawnSync(probe.bin, [...probe.flags, '-S', String(user.uid), '-G', String(user.gid), '--', node, '-e', code], { timeout: 5000, stdio: 'ignore', env: {} })
+      ? spawnSync(probe.bin, [...probe.flags, '-S', String(user.uid), '-G', String(user.gid), '--', node, '-e', code], {
+          timeout: 5000,
+          stdio: 'ignore',
+          env: {},
+        })
       : spawnSync(node, ['-e', code], { timeout: 5000, stdio: 'ignore', uid: user.uid, gid: user.gid, env: {} });
     readable.set(key, r.status === 0);
     return r.status === 0;
@@ -164,12 +174,25 @@ export class CommandLine {
     const limitMb = this.processMemoryMb;
     const rlimit = limitMb > 0 ? [prlimitBin!, `--data=${limitMb * 1024 * 1024}`, '--'] : [];
     if (this.sealed) {
-      const seal = bwrapArgs(this.bwrap!, { root: r.root, node, shareNet: !this.networkIsolated, ...(egressSocket && undici ? { egress: { undiciDir: undici.dir, socket: egressSocket } } : {}) });
-      return { argv: [...backstop, ...rlimit, ...seal, node, ...nodeArgs], ids: this.runAs ? { ...this.runAs } : {}, backstop: backstop.length > 0 };
+      const seal = bwrapArgs(this.bwrap!, {
+        root: r.root,
+        node,
+        shareNet: !this.networkIsolated,
+        ...(egressSocket && undici ? { egress: { undiciDir: undici.dir, socket: egressSocket } } : {}),
+      });
+      return {
+        argv: [...backstop, ...rlimit, ...seal, node, ...nodeArgs],
+        ids: this.runAs ? { ...this.runAs } : {},
+        backstop: backstop.length > 0,
+      };
     }
     // Without unshare (which switches user itself after creating the namespace), spawn as the user directly.
     const ids = this.runAs && !this.networkIsolated ? { uid: this.runAs.uid, gid: this.runAs.gid } : {};
-    return { argv: [...backstop, ...rlimit, ...(egressSocket ? this.egressPrefix! : this.prefix), node, ...nodeArgs], ids, backstop: backstop.length > 0 };
+    return {
+      argv: [...backstop, ...rlimit, ...(egressSocket ? this.egressPrefix! : this.prefix), node, ...nodeArgs],
+      ids,
+      backstop: backstop.length > 0,
+    };
   }
 
   /** The whole-process memory limit in force, MiB (0: none — `prlimit` missing or disabled). */

@@ -64,9 +64,14 @@ export function parseEgressRule(raw: string): EgressRule | string {
  * Validate and normalise a deployment's `egress` list (de-duplicated, order kept).
  * @returns `{ rules }` (normalised pattern strings) or `{ errors }` with JSON-pointer-style indexes.
  */
-export function parseEgress(list: unknown): { patterns: string[]; errors?: undefined } | { errors: Array<{ index: number | null; message: string }>; patterns?: undefined } {
+export function parseEgress(
+  list: unknown,
+):
+  | { patterns: string[]; errors?: undefined }
+  | { errors: Array<{ index: number | null; message: string }>; patterns?: undefined } {
   if (!Array.isArray(list)) return { errors: [{ index: null, message: 'must be an array of strings' }] };
-  if (list.length > MAX_EGRESS_RULES) return { errors: [{ index: null, message: `at most ${MAX_EGRESS_RULES} patterns` }] };
+  if (list.length > MAX_EGRESS_RULES)
+    return { errors: [{ index: null, message: `at most ${MAX_EGRESS_RULES} patterns` }] };
   const errors: Array<{ index: number; message: string }> = [];
   const out: string[] = [];
   list.forEach((raw, index) => {
@@ -83,7 +88,11 @@ export function parseEgress(list: unknown): { patterns: string[]; errors?: undef
 /** Does `host:port` match one of `rules`? `host` is compared lower-case without a trailing dot. */
 export function egressAllows(rules: EgressRule[], host: string, port: number): boolean {
   const h = host.toLowerCase().replace(/\.$/, '');
-  return rules.some((r) => (r.port === null ? port === 80 || port === 443 : port === r.port) && (r.wildcard ? h.endsWith(`.${r.host}`) : h === r.host));
+  return rules.some(
+    (r) =>
+      (r.port === null ? port === 80 || port === 443 : port === r.port) &&
+      (r.wildcard ? h.endsWith(`.${r.host}`) : h === r.host),
+  );
 }
 
 /**
@@ -120,7 +129,12 @@ export class EgressProxy {
    * Listen on a new socket in `dir` (created 0711: traversable, not listable).
    * `onDenied` receives every refused or failed attempt.
    */
-  static async listen(dir: string, patterns: string[], resolve: EgressResolver, onDenied: (e: EgressEvent) => void): Promise<EgressProxy> {
+  static async listen(
+    dir: string,
+    patterns: string[],
+    resolve: EgressResolver,
+    onDenied: (e: EgressEvent) => void,
+  ): Promise<EgressProxy> {
     const rules = patterns.map(parseEgressRule).filter((r): r is EgressRule => typeof r !== 'string');
     fs.mkdirSync(dir, { recursive: true, mode: 0o711 });
     fs.chmodSync(dir, 0o711);
@@ -132,7 +146,8 @@ export class EgressProxy {
         onDenied({ method, host, port, reason, message });
         return null;
       };
-      if (!egressAllows(rules, host, port)) return deny('not_allowed', `${host}:${port} is not in the deployment's egress allow-list`);
+      if (!egressAllows(rules, host, port))
+        return deny('not_allowed', `${host}:${port} is not in the deployment's egress allow-list`);
       try {
         const [a] = await resolve(host);
         return a.address;
@@ -146,7 +161,10 @@ export class EgressProxy {
       const target = parseAuthority(req.url ?? '', 443);
       if (!target) return void client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
       void check('CONNECT', target.host, target.port).then((address) => {
-        if (!address) return void client.end('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\negress to this host is not allowed\n');
+        if (!address)
+          return void client.end(
+            'HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\n\r\negress to this host is not allowed\n',
+          );
         if (client.destroyed) return;
         const upstream = net.connect({ host: address, port: target.port, timeout: CONNECT_TIMEOUT_MS });
         upstream.once('connect', () => {
@@ -172,15 +190,26 @@ export class EgressProxy {
         url = new URL(req.url ?? '');
         if (url.protocol !== 'http:') throw new Error('scheme');
       } catch {
-        return void res.writeHead(400, { 'content-type': 'text/plain' }).end('absolute-form http:// request expected (use CONNECT for https)\n');
+        return void res
+          .writeHead(400, { 'content-type': 'text/plain' })
+          .end('absolute-form http:// request expected (use CONNECT for https)\n');
       }
       const host = url.hostname.replace(/^\[|\]$/g, '');
       const port = Number(url.port || 80);
       void check(req.method ?? 'GET', host, port).then((address) => {
-        if (!address) return void res.writeHead(403, { 'content-type': 'text/plain' }).end('egress to this host is not allowed\n');
+        if (!address)
+          return void res.writeHead(403, { 'content-type': 'text/plain' }).end('egress to this host is not allowed\n');
         const headers = { ...req.headers };
         for (const h of HOP_BY_HOP) delete headers[h];
-        const out = http.request({ host: address, port, method: req.method, path: `${url.pathname}${url.search}`, headers: { ...headers, host: url.host }, setHost: false, timeout: CONNECT_TIMEOUT_MS });
+        const out = http.request({
+          host: address,
+          port,
+          method: req.method,
+          path: `${url.pathname}${url.search}`,
+          headers: { ...headers, host: url.host },
+          setHost: false,
+          timeout: CONNECT_TIMEOUT_MS,
+        });
         out.on('response', (up) => {
           res.writeHead(up.statusCode ?? 502, up.headers);
           up.pipe(res);

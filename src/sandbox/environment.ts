@@ -11,7 +11,14 @@
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { cpuTimeMs, freezeGroup, groupMembers, thawGroup } from './freezer.js';
-import { brokerError, cleanError, type InvokeHooks, type LogEntry, type SandboxError, type SandboxResult } from './contract.js';
+import {
+  brokerError,
+  cleanError,
+  type InvokeHooks,
+  type LogEntry,
+  type SandboxError,
+  type SandboxResult,
+} from './contract.js';
 import { frameMax, logLineOf, MAX_LINE, outputTooLarge, resultOf, type Msg } from './protocol.js';
 import type { SandboxChild, SpawnRequest } from './spawner.js';
 
@@ -80,7 +87,13 @@ export class Environment {
    * Spawn the process and wait until the module is loaded. Resolves `{ env }` when ready, or
    * `{ error }` (load_error, invalid_handler, crashed, timeout, sandbox_error) — never throws.
    */
-  static async start(spec: EnvironmentSpec, timeoutMs: number): Promise<{ env: Environment; error?: undefined; logs: LogEntry[]; logsTruncated: boolean } | { env?: undefined; error: SandboxError; status: 'failed' | 'timed_out'; logs: LogEntry[]; logsTruncated: boolean }> {
+  static async start(
+    spec: EnvironmentSpec,
+    timeoutMs: number,
+  ): Promise<
+    | { env: Environment; error?: undefined; logs: LogEntry[]; logsTruncated: boolean }
+    | { env?: undefined; error: SandboxError; status: 'failed' | 'timed_out'; logs: LogEntry[]; logsTruncated: boolean }
+  > {
     const e = new Environment(spec);
     spec.onCreate?.(e);
     // Lines printed while the module loads belong to the first invocation (or the prepare step).
@@ -89,9 +102,20 @@ export class Environment {
     try {
       e.child =
         (await spec.spawn?.({ argv: spec.argv, cwd: spec.cwd, env: spec.env, ids: spec.ids })) ??
-        spawn(spec.argv[0], spec.argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true, ...spec.ids });
+        spawn(spec.argv[0], spec.argv.slice(1), {
+          cwd: spec.cwd,
+          env: spec.env,
+          stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+          detached: true,
+          ...spec.ids,
+        });
     } catch (err) {
-      return { error: { code: 'sandbox_error', message: `cannot start the sandbox: ${(err as Error).message}` }, status: 'failed', logs: [], logsTruncated: false };
+      return {
+        error: { code: 'sandbox_error', message: `cannot start the sandbox: ${(err as Error).message}` },
+        status: 'failed',
+        logs: [],
+        logsTruncated: false,
+      };
     }
     e.wire();
     if (e.dead) e.kill(); // killed (drained, shut down) while it was being started
@@ -115,10 +139,21 @@ export class Environment {
       return { env: e, ...out };
     }
     e.kill();
-    if (ready.t === 'timeout') return { error: { code: 'timeout', message: `loading the module exceeded the timeout of ${timeoutMs} ms` }, status: 'timed_out', ...out };
-    if (ready.t === 'load_failed' && 'error' in ready && ready.error) return { error: e.clean(ready.error), status: 'failed', ...out };
+    if (ready.t === 'timeout')
+      return {
+        error: { code: 'timeout', message: `loading the module exceeded the timeout of ${timeoutMs} ms` },
+        status: 'timed_out',
+        ...out,
+      };
+    if (ready.t === 'load_failed' && 'error' in ready && ready.error)
+      return { error: e.clean(ready.error), status: 'failed', ...out };
     const { code, signal } = await e.exited;
-    if (e.spawnError) return { error: { code: 'sandbox_error', message: `cannot start the sandbox: ${e.spawnError}` }, status: 'failed', ...out };
+    if (e.spawnError)
+      return {
+        error: { code: 'sandbox_error', message: `cannot start the sandbox: ${e.spawnError}` },
+        status: 'failed',
+        ...out,
+      };
     return { error: e.exitError(code, signal), status: 'failed', ...out };
   }
 
@@ -142,7 +177,11 @@ export class Environment {
         if (stream === 'stderr') {
           if (OOM_REPORT.test(line)) this.oomReported = true;
         }
-        this.log({ ts: new Date().toISOString(), stream, message: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line });
+        this.log({
+          ts: new Date().toISOString(),
+          stream,
+          message: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line,
+        });
       };
       const s = child[stream]!;
       s.on('data', (chunk: Buffer) => {
@@ -204,7 +243,13 @@ export class Environment {
 
   /** Add a `platform` line (an event of the host, e.g. a refused egress attempt) to the current invocation's logs, if any. */
   platformLog(level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>): void {
-    this.log({ ts: new Date().toISOString(), stream: 'platform', level, message: message.slice(0, MAX_LINE), ...(fields ? { fields } : {}) });
+    this.log({
+      ts: new Date().toISOString(),
+      stream: 'platform',
+      level,
+      message: message.slice(0, MAX_LINE),
+      ...(fields ? { fields } : {}),
+    });
   }
 
   private onMessage(m: Msg): void {
@@ -221,7 +266,8 @@ export class Environment {
         return;
       }
       case 'fatal':
-        if (m.error && typeof m.error === 'object') cur.finish({ status: 'failed', output: null, error: this.clean(m.error) });
+        if (m.error && typeof m.error === 'object')
+          cur.finish({ status: 'failed', output: null, error: this.clean(m.error) });
         this.kill();
         return;
       case 'log':
@@ -246,7 +292,12 @@ export class Environment {
     };
     const broker = cur.hooks.broker;
     if (!broker) {
-      send({ t: 'reply', id, ok: false, error: { code: 'not_available', message: 'platform calls are not available in this run' } });
+      send({
+        t: 'reply',
+        id,
+        ok: false,
+        error: { code: 'not_available', message: 'platform calls are not available in this run' },
+      });
       return;
     }
     broker(m.op, m.args).then(
@@ -264,7 +315,13 @@ export class Environment {
    * Run one invocation in this (ready, idle) environment. Never throws. After a timeout, crash,
    * out-of-memory or oversized result the process is killed and {@link dead} is set.
    */
-  async invoke(input: unknown, context: Record<string, unknown>, timeoutMs: number, hooks: InvokeHooks, preLogs?: { logs: LogEntry[]; logsTruncated: boolean }): Promise<Omit<SandboxResult, 'cold'>> {
+  async invoke(
+    input: unknown,
+    context: Record<string, unknown>,
+    timeoutMs: number,
+    hooks: InvokeHooks,
+    preLogs?: { logs: LogEntry[]; logsTruncated: boolean },
+  ): Promise<Omit<SandboxResult, 'cold'>> {
     this.busy = true;
     this.uses++;
     const cpuBefore = this.cpu();
@@ -285,7 +342,11 @@ export class Environment {
       cur.finish = done;
       this.current = cur;
       const timer = setTimeout(() => {
-        done({ status: 'timed_out', output: null, error: { code: 'timeout', message: `the run exceeded its timeout of ${timeoutMs} ms and was killed` } });
+        done({
+          status: 'timed_out',
+          output: null,
+          error: { code: 'timeout', message: `the run exceeded its timeout of ${timeoutMs} ms and was killed` },
+        });
         this.kill();
       }, timeoutMs);
       void this.exited.then(async ({ code, signal }) => {
@@ -296,7 +357,9 @@ export class Environment {
         done({ status: 'failed', output: null, error: this.exitError(code, signal) });
       });
       if (this.dead) return;
-      this.child.stdin!.write(`${JSON.stringify({ t: 'invoke', input: input ?? null, context: { ...context, deadline } })}\n`);
+      this.child.stdin!.write(
+        `${JSON.stringify({ t: 'invoke', input: input ?? null, context: { ...context, deadline } })}\n`,
+      );
     });
     // Output written before the result may still sit in the stdout/stderr pipes: two turns of the loop read it.
     await new Promise((r) => setImmediate(r));
@@ -305,11 +368,23 @@ export class Environment {
     this.current = null;
     this.busy = false;
     this.lastUsed = Date.now();
-    if (outcome.error && ['timeout', 'out_of_memory', 'crashed', 'uncaught_exception', 'unhandled_rejection', 'output_too_large'].includes(outcome.error.code)) this.kill();
+    if (
+      outcome.error &&
+      ['timeout', 'out_of_memory', 'crashed', 'uncaught_exception', 'unhandled_rejection', 'output_too_large'].includes(
+        outcome.error.code,
+      )
+    )
+      this.kill();
     else this.freeze();
     const cpuAfter = this.dead ? this.lastCpu : this.cpu();
     const cpuMs = cpuBefore !== null && cpuAfter !== null ? Math.max(0, Math.round(cpuAfter - cpuBefore)) : null;
-    return { ...outcome, logs: cur.logs, logsTruncated: cur.truncated, durationMs: Math.round(performance.now() - started), cpuMs };
+    return {
+      ...outcome,
+      logs: cur.logs,
+      logsTruncated: cur.truncated,
+      durationMs: Math.round(performance.now() - started),
+      cpuMs,
+    };
   }
 
   /** Processes of the environment's group (found once, see `groupMembers`). */
@@ -346,7 +421,10 @@ export class Environment {
     if (this.oomReported) {
       return { code: 'out_of_memory', message: `the process ran out of memory (limit ${this.spec.memoryMb} MiB)` };
     }
-    return { code: 'crashed', message: `the process exited (${signal ? `signal ${signal}` : `code ${code}`}) without returning a result` };
+    return {
+      code: 'crashed',
+      message: `the process exited (${signal ? `signal ${signal}` : `code ${code}`}) without returning a result`,
+    };
   }
 
   /** Keep only known string fields, bounded, and hide the host path of the artifact (see {@link cleanError}). */

@@ -13,7 +13,9 @@ let netProbe: { bin: string; flags: string[] } | null | undefined;
 
 /** Absolute path of the executable `name` on PATH (or in /usr/bin, /bin, /usr/sbin, /sbin), or null. */
 export function findBinary(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':').concat(['/usr/bin', '/bin', '/usr/sbin', '/sbin'])) {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin')
+    .split(':')
+    .concat(['/usr/bin', '/bin', '/usr/sbin', '/sbin'])) {
     const p = path.join(dir, name);
     try {
       fs.accessSync(p, fs.constants.X_OK);
@@ -41,7 +43,6 @@ export function probeNetworkIsolation(): { bin: string; flags: string[] } | null
   }
   return netProbe;
 }
-
 
 /**
  * Copy the platform's own `undici` package once into `<readableDir>/.runtime/undici-<version>`

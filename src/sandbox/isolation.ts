@@ -30,7 +30,11 @@ import { findBinary } from './host.js';
 export const TMP_MB = 64;
 
 /** Where the sandbox sees the artifact, `undici` and the egress proxy socket. */
-export const SANDBOX_PATHS = { app: '/app', undici: '/runtime/undici', egressSocket: '/run/egress/proxy.sock' } as const;
+export const SANDBOX_PATHS = {
+  app: '/app',
+  undici: '/runtime/undici',
+  egressSocket: '/run/egress/proxy.sock',
+} as const;
 
 /** The runtime files of each `node` binary (binary, dynamic loader, libraries) as `[host path, sandbox path]` pairs. */
 const runtimeBinds = new Map<string, Array<[string, string]>>();
@@ -45,12 +49,15 @@ export function runtimeFiles(node: string): Array<[string, string]> {
   if (hit) return hit;
   const out: Array<[string, string]> = [[fs.realpathSync(node), node]];
   const ldd = findBinary('ldd');
-  const r = ldd ? spawnSync(ldd, [node], { encoding: 'utf8', timeout: 5000, env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' } }) : null;
+  const r = ldd
+    ? spawnSync(ldd, [node], { encoding: 'utf8', timeout: 5000, env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' } })
+    : null;
   const libs = r?.status === 0 ? [...r.stdout.matchAll(/(?:^|\s)(\/[^\s]+)\s+\(0x/gm)].map((m) => m[1]) : [];
   if (libs.length) {
     for (const lib of libs) if (fs.existsSync(lib)) out.push([fs.realpathSync(lib), lib]);
   } else {
-    for (const dir of ['/lib', '/lib64', '/usr/lib', '/usr/lib64']) if (fs.existsSync(dir)) out.push([fs.realpathSync(dir), dir]);
+    for (const dir of ['/lib', '/lib64', '/usr/lib', '/usr/lib64'])
+      if (fs.existsSync(dir)) out.push([fs.realpathSync(dir), dir]);
   }
   runtimeBinds.set(node, out);
   return out;
@@ -73,12 +80,28 @@ export interface SealSpec {
  * @param bin path of `bwrap`
  */
 export function bwrapArgs(bin: string, s: SealSpec): string[] {
-  const args = [bin, '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', ...(s.shareNet ? [] : ['--unshare-net'])];
+  const args = [
+    bin,
+    '--unshare-user',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    ...(s.shareNet ? [] : ['--unshare-net']),
+  ];
   args.push('--die-with-parent', '--hostname', 'sandbox');
   for (const [from, to] of runtimeFiles(s.node)) args.push('--ro-bind', from, to);
   args.push('--proc', '/proc', '--dev', '/dev', '--size', String(TMP_MB * 1024 * 1024), '--tmpfs', '/tmp');
   args.push('--ro-bind', s.root, SANDBOX_PATHS.app);
-  if (s.egress) args.push('--ro-bind', s.egress.undiciDir, SANDBOX_PATHS.undici, '--bind', s.egress.socket, SANDBOX_PATHS.egressSocket);
+  if (s.egress)
+    args.push(
+      '--ro-bind',
+      s.egress.undiciDir,
+      SANDBOX_PATHS.undici,
+      '--bind',
+      s.egress.socket,
+      SANDBOX_PATHS.egressSocket,
+    );
   // A read-only root: nothing but /tmp is writable, and no new mount point can be made in `/`.
   args.push('--remount-ro', '/', '--chdir', SANDBOX_PATHS.app, '--');
   return args;
@@ -102,8 +125,18 @@ export function probeBwrap(node: string, user: { uid: number; gid: number } | nu
   if (!bin) res = { error: 'bwrap (Debian package bubblewrap) is not installed' };
   else {
     const argv = bwrapArgs(bin, { root: path.dirname(node), node, shareNet });
-    const r = spawnSync(argv[0], [...argv.slice(1), node, '-e', '0'], { timeout: 10_000, encoding: 'utf8', env: {}, ...(user ?? {}) });
-    res = r.status === 0 ? { bin } : { error: `bwrap failed${user ? ` as uid ${user.uid}` : ''}: ${(r.stderr || r.error?.message || `status ${r.status}`).trim().slice(0, 300)} (unprivileged user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0)` };
+    const r = spawnSync(argv[0], [...argv.slice(1), node, '-e', '0'], {
+      timeout: 10_000,
+      encoding: 'utf8',
+      env: {},
+      ...(user ?? {}),
+    });
+    res =
+      r.status === 0
+        ? { bin }
+        : {
+            error: `bwrap failed${user ? ` as uid ${user.uid}` : ''}: ${(r.stderr || r.error?.message || `status ${r.status}`).trim().slice(0, 300)} (unprivileged user namespaces must be allowed: sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0)`,
+          };
   }
   probes.set(key, res);
   return res;

@@ -42,14 +42,20 @@ export function outputTooLarge(maxOutputBytes: number): SandboxError {
  */
 export function resultOf(m: Msg, maxOutputBytes: number): Outcome | undefined {
   if (m.status === 'succeeded' && typeof m.output_json === 'string') {
-    if (Buffer.byteLength(m.output_json) > maxOutputBytes) return { status: 'failed', output: null, error: outputTooLarge(maxOutputBytes) };
+    if (Buffer.byteLength(m.output_json) > maxOutputBytes)
+      return { status: 'failed', output: null, error: outputTooLarge(maxOutputBytes) };
     try {
       return { status: 'succeeded', output: JSON.parse(m.output_json), error: null };
     } catch {
-      return { status: 'failed', output: null, error: { code: 'output_not_serializable', message: 'the handler result is not JSON' } };
+      return {
+        status: 'failed',
+        output: null,
+        error: { code: 'output_not_serializable', message: 'the handler result is not JSON' },
+      };
     }
   }
-  if (m.status === 'failed' && m.error && typeof m.error === 'object') return { status: 'failed', output: null, error: m.error };
+  if (m.status === 'failed' && m.error && typeof m.error === 'object')
+    return { status: 'failed', output: null, error: m.error };
   return undefined;
 }
 
@@ -59,7 +65,16 @@ export function resultOf(m: Msg, maxOutputBytes: number): Outcome | undefined {
  */
 export function logLineOf(m: Msg): LogEntry {
   const level = m.level === 'warn' || m.level === 'error' ? m.level : 'info';
-  const fields = m.fields && typeof m.fields === 'object' && !Array.isArray(m.fields) ? (m.fields as Record<string, unknown>) : undefined;
+  const fields =
+    m.fields && typeof m.fields === 'object' && !Array.isArray(m.fields)
+      ? (m.fields as Record<string, unknown>)
+      : undefined;
   const text = typeof m.message === 'string' ? m.message.slice(0, MAX_LINE) : '';
-  return { ts: new Date().toISOString(), stream: 'platform', level, message: text, ...(fields && JSON.stringify(fields).length <= MAX_LINE ? { fields } : {}) };
+  return {
+    ts: new Date().toISOString(),
+    stream: 'platform',
+    level,
+    message: text,
+    ...(fields && JSON.stringify(fields).length <= MAX_LINE ? { fields } : {}),
+  };
 }

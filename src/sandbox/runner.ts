@@ -45,7 +45,15 @@ import { Spawner, type SandboxChild, type SpawnRequest } from './spawner.js';
 import { Environment, type EnvironmentSpec } from './environment.js';
 import type { SandboxOptions, SandboxResult, SandboxRun } from './contract.js';
 
-export type { Broker, InvokeHooks, LogEntry, SandboxError, SandboxOptions, SandboxResult, SandboxRun } from './contract.js';
+export type {
+  Broker,
+  InvokeHooks,
+  LogEntry,
+  SandboxError,
+  SandboxOptions,
+  SandboxResult,
+  SandboxRun,
+} from './contract.js';
 export { probeNetworkIsolation } from './host.js';
 
 /** Lifetime of a pooled environment, ms: its backstop kills it then, so it is not reused when a run could outlast it. */
@@ -64,7 +72,10 @@ export class Sandbox {
   /** @throws Error when a required wall is unavailable (see {@link CommandLine}) */
   constructor(private readonly opts: SandboxOptions) {
     this.cmd = new CommandLine(opts);
-    this.spares = opts.provisioned === false ? null : new Spares({ max: opts.warm?.total || 16, idleMs: opts.warm?.idleMs ?? 300_000 });
+    this.spares =
+      opts.provisioned === false
+        ? null
+        : new Spares({ max: opts.warm?.total || 16, idleMs: opts.warm?.idleMs ?? 300_000 });
   }
 
   /** True when runs start in an empty network namespace (no network at all). */
@@ -191,7 +202,13 @@ export class Sandbox {
     let proxy: EgressProxy | null = null;
     let target: Environment | null = null;
     try {
-      if (r.egress?.length && this.egressAvailable) proxy = await EgressProxy.listen(path.join(this.opts.readableDir ?? path.dirname(r.root), '.egress'), r.egress, this.opts.egress!.resolve, (e) => target?.platformLog('warn', egressMessage(e), { ...e }));
+      if (r.egress?.length && this.egressAvailable)
+        proxy = await EgressProxy.listen(
+          path.join(this.opts.readableDir ?? path.dirname(r.root), '.egress'),
+          r.egress,
+          this.opts.egress!.resolve,
+          (e) => target?.platformLog('warn', egressMessage(e), { ...e }),
+        );
     } catch (err) {
       if (pooled) this.unreserve(r.key!);
       throw err;
@@ -199,8 +216,14 @@ export class Sandbox {
     // Provisioned environments (spares.ts): take this version's spare, and start the next one.
     const provisionable = r.mode === 'invoke' && !!r.key && !proxy && this.spares !== null;
     const spare = provisionable ? await this.spares!.take(r.key!, r.timeoutMs) : null;
-    if (provisionable) this.spares!.provision(r.key!, () => Environment.start(this.specOf(r, true, null), SPARE_LOAD_TIMEOUT_MS));
-    const st = spare ?? (await Environment.start({ ...this.specOf(r, pooled, proxy), onCreate: (e) => (target = e) }, Math.max(1, r.timeoutMs - Math.round(performance.now() - started))));
+    if (provisionable)
+      this.spares!.provision(r.key!, () => Environment.start(this.specOf(r, true, null), SPARE_LOAD_TIMEOUT_MS));
+    const st =
+      spare ??
+      (await Environment.start(
+        { ...this.specOf(r, pooled, proxy), onCreate: (e) => (target = e) },
+        Math.max(1, r.timeoutMs - Math.round(performance.now() - started)),
+      ));
     if (proxy) {
       const p = proxy;
       if (st.env) void st.env.closed.then(() => p.close());
@@ -209,14 +232,32 @@ export class Sandbox {
     if (!st.env) {
       if (pooled) this.unreserve(r.key!);
       for (const l of st.logs) r.onLog?.(l);
-      return { status: st.status, output: null, error: st.error, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true, cpuMs: null };
+      return {
+        status: st.status,
+        output: null,
+        error: st.error,
+        logs: st.logs,
+        logsTruncated: st.logsTruncated,
+        durationMs: Math.round(performance.now() - started),
+        cold: true,
+        cpuMs: null,
+      };
     }
     const env = st.env;
     this.envs.add(env);
     void env.closed.then(() => this.envs.delete(env));
     if (r.mode === 'load') {
       env.kill();
-      return { status: 'succeeded', output: null, error: null, logs: st.logs, logsTruncated: st.logsTruncated, durationMs: Math.round(performance.now() - started), cold: true, cpuMs: null };
+      return {
+        status: 'succeeded',
+        output: null,
+        error: null,
+        logs: st.logs,
+        logsTruncated: st.logsTruncated,
+        durationMs: Math.round(performance.now() - started),
+        cold: true,
+        cpuMs: null,
+      };
     }
     if (pooled) this.adopt(r.key!, env);
     const remaining = Math.max(1, r.timeoutMs - Math.round(performance.now() - started));
@@ -324,14 +365,18 @@ export class Sandbox {
   private startReaper(): void {
     if (this.reaper || !this.opts.warm) return;
     const idleMs = this.opts.warm.idleMs;
-    this.reaper = setInterval(() => {
-      const cutoff = Date.now() - idleMs;
-      for (const [k, p] of this.pools) for (const e of [...p.envs]) if (!e.busy && e.lastUsed < cutoff) this.remove(k, e);
-      if (this.pools.size === 0 && this.reaper) {
-        clearInterval(this.reaper);
-        this.reaper = null;
-      }
-    }, Math.max(50, Math.min(idleMs, 10_000)));
+    this.reaper = setInterval(
+      () => {
+        const cutoff = Date.now() - idleMs;
+        for (const [k, p] of this.pools)
+          for (const e of [...p.envs]) if (!e.busy && e.lastUsed < cutoff) this.remove(k, e);
+        if (this.pools.size === 0 && this.reaper) {
+          clearInterval(this.reaper);
+          this.reaper = null;
+        }
+      },
+      Math.max(50, Math.min(idleMs, 10_000)),
+    );
     this.reaper.unref();
   }
 
@@ -362,5 +407,7 @@ export class Sandbox {
 
 /** The line an egress refusal leaves in the invocation's logs. */
 function egressMessage(e: EgressEvent): string {
-  return e.reason === 'unreachable' ? `egress failed: ${e.method} ${e.host}:${e.port}: ${e.message}` : `egress denied: ${e.method} ${e.host}:${e.port}: ${e.message}`;
+  return e.reason === 'unreachable'
+    ? `egress failed: ${e.method} ${e.host}:${e.port}: ${e.message}`
+    : `egress denied: ${e.method} ${e.host}:${e.port}: ${e.message}`;
 }

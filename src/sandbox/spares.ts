@@ -14,7 +14,9 @@ import type { Environment } from './environment.js';
 import type { LogEntry, SandboxError } from './contract.js';
 
 /** What `Environment.start` resolves to. */
-export type StartResult = { env: Environment; error?: undefined; logs: LogEntry[]; logsTruncated: boolean } | { env?: undefined; error: SandboxError; status: 'failed' | 'timed_out'; logs: LogEntry[]; logsTruncated: boolean };
+export type StartResult =
+  | { env: Environment; error?: undefined; logs: LogEntry[]; logsTruncated: boolean }
+  | { env?: undefined; error: SandboxError; status: 'failed' | 'timed_out'; logs: LogEntry[]; logsTruncated: boolean };
 
 interface Spare {
   start: Promise<StartResult>;

@@ -176,7 +176,9 @@ export class Spawner {
 
   /** Listen on a new private socket. Rejects when unix sockets are unavailable. */
   static async start(): Promise<Spawner> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ap-spawn-${process.pid}-${processStartTicks(process.pid) ?? 0}-`));
+    const dir = fs.mkdtempSync(
+      path.join(os.tmpdir(), `ap-spawn-${process.pid}-${processStartTicks(process.pid) ?? 0}-`),
+    );
     fs.chmodSync(dir, 0o700);
     const server = net.createServer();
     const sp = new Spawner(dir, server);
@@ -197,7 +199,9 @@ export class Spawner {
     const child = new RemoteChild();
     this.byToken.set(token, child);
     this.byId.set(id, child);
-    helper.stdin!.write(`${JSON.stringify({ id, token, file: req.argv[0], args: req.argv.slice(1), cwd: req.cwd, env: req.env, ...req.ids })}\n`);
+    helper.stdin!.write(
+      `${JSON.stringify({ id, token, file: req.argv[0], args: req.argv.slice(1), cwd: req.cwd, env: req.env, ...req.ids })}\n`,
+    );
     this.hold();
     const err = await child.ready;
     this.byToken.delete(token);
@@ -231,7 +235,10 @@ export class Spawner {
 
   private helperProcess(): ChildProcess {
     if (this.helper) return this.helper;
-    const h = spawn(process.execPath, ['-e', HELPER_SOURCE, path.join(this.dir, 's')], { stdio: ['pipe', 'pipe', 'inherit'], env: {} });
+    const h = spawn(process.execPath, ['-e', HELPER_SOURCE, path.join(this.dir, 's')], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: {},
+    });
     this.helper = h;
     h.stdin!.on('error', () => {});
     h.stdout!.setEncoding('utf8');
@@ -374,7 +381,9 @@ export async function sweepSpawnDirs(tmp: string = os.tmpdir()): Promise<string[
       continue;
     }
     if (!st.isDirectory() || st.uid !== process.getuid?.()) continue;
-    const dead = m[1] ? !ownerAlive(Number(m[1]), m[2]) : Date.now() - st.mtimeMs > LEGACY_GRACE_MS && !(await listening(path.join(dir, 's')));
+    const dead = m[1]
+      ? !ownerAlive(Number(m[1]), m[2])
+      : Date.now() - st.mtimeMs > LEGACY_GRACE_MS && !(await listening(path.join(dir, 's')));
     if (!dead) continue;
     fs.rmSync(dir, { recursive: true, force: true });
     removed.push(dir);

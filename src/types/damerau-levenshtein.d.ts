@@ -4,5 +4,9 @@ declare module 'damerau-levenshtein' {
    * @returns steps: edits (insertion, deletion, substitution, adjacent transposition) turning `a`
    *   into `b`; relative: steps / the longer length; similarity: 1 − relative.
    */
-  export default function damerau(a: string, b: string, limit?: number): { steps: number; relative: number; similarity: number };
+  export default function damerau(
+    a: string,
+    b: string,
+    limit?: number,
+  ): { steps: number; relative: number; similarity: number };
 }

@@ -11,7 +11,16 @@
 import { isIP, BlockList } from 'node:net';
 
 /** Why an address was refused, or `public`/`loopback` when it may be admitted. */
-export type AddressClass = 'public' | 'loopback' | 'private' | 'link_local' | 'cgnat' | 'multicast' | 'unspecified' | 'reserved' | 'invalid';
+export type AddressClass =
+  | 'public'
+  | 'loopback'
+  | 'private'
+  | 'link_local'
+  | 'cgnat'
+  | 'multicast'
+  | 'unspecified'
+  | 'reserved'
+  | 'invalid';
 
 const V4: Array<[string, number, AddressClass]> = [
   ['0.0.0.0', 8, 'unspecified'],
@@ -62,7 +71,7 @@ function ipv6Groups(ip: string): number[] {
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(s);
   if (dotted) {
     const b = dotted[1].split('.').map(Number);
-    s = s.slice(0, -dotted[1].length) + `${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+    s = `${s.slice(0, -dotted[1].length)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
   }
   const [head, tail] = s.includes('::') ? s.split('::') : [s, undefined];
   const h = head ? head.split(':') : [];

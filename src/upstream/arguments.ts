@@ -12,9 +12,17 @@ import { LRUCache } from 'lru-cache';
 import { AppError, type FieldError } from '../http/errors.js';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  a: Ajv2020,
+) => Ajv2020;
 
-const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true, useDefaults: false, coerceTypes: false });
+const ajv = new Ajv2020({
+  allErrors: true,
+  strict: false,
+  validateFormats: true,
+  useDefaults: false,
+  coerceTypes: false,
+});
 addFormats(ajv);
 
 const byHash = new LRUCache<string, ValidateFunction>({ max: 5000 });
@@ -34,7 +42,10 @@ export function validatorFor(toolId: string, schema: Record<string, unknown>): V
     try {
       fn = ajv.compile(body);
     } catch (err) {
-      throw new AppError('invalid_state', `The input schema of this tool cannot be compiled: ${(err as Error).message.slice(0, 200)}`);
+      throw new AppError(
+        'invalid_state',
+        `The input schema of this tool cannot be compiled: ${(err as Error).message.slice(0, 200)}`,
+      );
     }
     byHash.set(key, fn);
   }
@@ -47,7 +58,8 @@ export function argumentErrors(errors: ErrorObject[] | null | undefined): FieldE
   return (errors ?? []).map((e) => {
     let pointer = `/arguments${e.instancePath}`;
     if (e.keyword === 'required' && e.params.missingProperty) pointer += `/${String(e.params.missingProperty)}`;
-    if (e.keyword === 'additionalProperties' && e.params.additionalProperty) pointer += `/${String(e.params.additionalProperty)}`;
+    if (e.keyword === 'additionalProperties' && e.params.additionalProperty)
+      pointer += `/${String(e.params.additionalProperty)}`;
     return { in: 'body' as const, pointer, message: e.message ?? 'is invalid' };
   });
 }

@@ -66,14 +66,16 @@ function parseTarget(raw: string): URL {
   } catch {
     throw new AppError('upstream_blocked', `Upstream URL is not a valid URL: ${raw.slice(0, 200)}`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new AppError('upstream_blocked', `Upstream URL scheme ${u.protocol} is not allowed (http or https only)`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new AppError('upstream_blocked', `Upstream URL scheme ${u.protocol} is not allowed (http or https only)`);
   if (u.username || u.password) throw new AppError('upstream_blocked', 'Upstream URL must not embed credentials');
   return u;
 }
 
 function flatHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+  for (const [k, v] of Object.entries(h))
+    if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
   return out;
 }
 
@@ -104,7 +106,10 @@ async function dispatch(
   for (let hop = 0; ; hop++) {
     const bare = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(bare) && !isAddressAllowed(bare, allowLoopback)) {
-      throw new AppError('upstream_blocked', `${url.host} is a ${classifyAddress(bare)} address, which upstream calls may not reach${hop ? ' (redirect target)' : ''}`);
+      throw new AppError(
+        'upstream_blocked',
+        `${url.host} is a ${classifyAddress(bare)} address, which upstream calls may not reach${hop ? ' (redirect target)' : ''}`,
+      );
     }
     let res: Dispatcher.ResponseData;
     try {
@@ -127,15 +132,18 @@ async function dispatch(
       return { status: res.statusCode, headers: flatHeaders(res.headers), body: res.body, url: url.toString() };
     }
     await res.body.dump().catch(() => undefined);
-    if (hop >= MAX_REDIRECTS) throw new AppError('upstream_error', `Upstream redirected more than ${MAX_REDIRECTS} times`);
+    if (hop >= MAX_REDIRECTS)
+      throw new AppError('upstream_error', `Upstream redirected more than ${MAX_REDIRECTS} times`);
     let next: URL;
     try {
       next = new URL(location, url);
     } catch {
       throw new AppError('upstream_error', 'Upstream sent an invalid redirect Location');
     }
-    if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new AppError('upstream_blocked', `Upstream redirected to a ${next.protocol} URL`);
-    if (next.username || next.password) throw new AppError('upstream_blocked', 'Upstream redirected to a URL with embedded credentials');
+    if (next.protocol !== 'http:' && next.protocol !== 'https:')
+      throw new AppError('upstream_blocked', `Upstream redirected to a ${next.protocol} URL`);
+    if (next.username || next.password)
+      throw new AppError('upstream_blocked', 'Upstream redirected to a URL with embedded credentials');
     if (res.statusCode === 303 || ((res.statusCode === 301 || res.statusCode === 302) && method === 'POST')) {
       if (method !== 'HEAD') method = 'GET';
       body = null;
@@ -155,15 +163,23 @@ function toAppError(err: unknown, signal: AbortSignal, url: URL, redirected: boo
   const e = err as Error & { code?: string; cause?: unknown };
   const blocked = e instanceof BlockedAddressError ? e : e?.cause instanceof BlockedAddressError ? e.cause : null;
   if (blocked) return new AppError('upstream_blocked', blocked.message + (redirected ? ' (redirect target)' : ''));
-  if (signal.aborted || e?.code === 'UND_ERR_HEADERS_TIMEOUT' || e?.code === 'UND_ERR_BODY_TIMEOUT' || e?.code === 'UND_ERR_CONNECT_TIMEOUT') {
+  if (
+    signal.aborted ||
+    e?.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e?.code === 'UND_ERR_BODY_TIMEOUT' ||
+    e?.code === 'UND_ERR_CONNECT_TIMEOUT'
+  ) {
     return new AppError('upstream_timeout', `Upstream ${url.host} did not answer in time`);
   }
   const code = e?.code ?? (e?.cause as { code?: string } | undefined)?.code;
   const why =
-    code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'its host name does not resolve'
-    : code === 'ECONNREFUSED' ? 'the connection was refused'
-    : code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' ? 'the connection was reset'
-    : 'it could not be reached';
+    code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+      ? 'its host name does not resolve'
+      : code === 'ECONNREFUSED'
+        ? 'the connection was refused'
+        : code === 'ECONNRESET' || code === 'UND_ERR_SOCKET'
+          ? 'the connection was reset'
+          : 'it could not be reached';
   return new AppError('upstream_error', `Upstream ${url.host} failed: ${why}`);
 }
 
@@ -181,18 +197,32 @@ export async function upstreamFetch(ctx: AppContext, req: UpstreamRequest): Prom
   const timer = setTimeout(() => ac.abort(new Error('timeout')), timeoutMs);
   const started = performance.now();
   try {
-    const res = await dispatch(ctx, { method: req.method, url: req.url, headers: req.headers ?? {}, body: req.body }, ac.signal, timeoutMs);
+    const res = await dispatch(
+      ctx,
+      { method: req.method, url: req.url, headers: req.headers ?? {}, body: req.body },
+      ac.signal,
+      timeoutMs,
+    );
     const declared = Number(res.headers['content-length']);
     if (Number.isFinite(declared) && declared > cap) {
       res.body.destroy();
-      throw new AppError('upstream_error', `Upstream response is larger than the ${cap}-byte limit (Content-Length ${declared})`);
+      throw new AppError(
+        'upstream_error',
+        `Upstream response is larger than the ${cap}-byte limit (Content-Length ${declared})`,
+      );
     }
     if (Number.isFinite(declared)) {
       // A declared length within the cap: read it whole (undici refuses a body longer or shorter
       // than declared), without an async iterator per response.
       try {
         const bytes = Buffer.from(await res.body.arrayBuffer());
-        return { status: res.status, headers: res.headers, body: bytes, durationMs: Math.round(performance.now() - started), url: res.url };
+        return {
+          status: res.status,
+          headers: res.headers,
+          body: bytes,
+          durationMs: Math.round(performance.now() - started),
+          url: res.url,
+        };
       } catch (err) {
         throw toAppError(err, ac.signal, new URL(res.url), false);
       }
@@ -211,7 +241,13 @@ export async function upstreamFetch(ctx: AppContext, req: UpstreamRequest): Prom
     } catch (err) {
       throw toAppError(err, ac.signal, new URL(res.url), false);
     }
-    return { status: res.status, headers: res.headers, body: Buffer.concat(chunks), durationMs: Math.round(performance.now() - started), url: res.url };
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: Buffer.concat(chunks),
+      durationMs: Math.round(performance.now() - started),
+      url: res.url,
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -233,7 +269,10 @@ function headersToRecord(h: HeadersInit | undefined): Record<string, string> {
  * `maxResponseBytes`; the whole exchange is bounded by `timeoutMs`. Failures reject with the
  * same AppErrors as {@link upstreamFetch}.
  */
-export function guardedFetch(ctx: AppContext, opts: { timeoutMs?: number; maxResponseBytes?: number } = {}): GuardedFetch {
+export function guardedFetch(
+  ctx: AppContext,
+  opts: { timeoutMs?: number; maxResponseBytes?: number } = {},
+): GuardedFetch {
   const timeoutMs = opts.timeoutMs ?? ctx.config.upstream.timeoutMs;
   const cap = opts.maxResponseBytes ?? ctx.config.upstream.maxResponseBytes;
   return async (input, init = {}) => {
@@ -243,13 +282,20 @@ export function guardedFetch(ctx: AppContext, opts: { timeoutMs?: number; maxRes
     let body: string | Buffer | null = null;
     if (typeof init.body === 'string') body = init.body;
     else if (init.body instanceof Uint8Array) body = Buffer.from(init.body);
-    else if (init.body != null) throw new AppError('internal_error', 'guardedFetch supports string and byte bodies only');
-    const res = await dispatch(ctx, { method: init.method ?? 'GET', url: String(input), headers: headersToRecord(init.headers), body }, signal, timeoutMs);
+    else if (init.body != null)
+      throw new AppError('internal_error', 'guardedFetch supports string and byte bodies only');
+    const res = await dispatch(
+      ctx,
+      { method: init.method ?? 'GET', url: String(input), headers: headersToRecord(init.headers), body },
+      signal,
+      timeoutMs,
+    );
     let size = 0;
     const capped = new Transform({
       transform(chunk: Buffer, _enc, done) {
         size += chunk.length;
-        if (size > cap) return done(new AppError('upstream_error', `Upstream response is larger than the ${cap}-byte limit`));
+        if (size > cap)
+          return done(new AppError('upstream_error', `Upstream response is larger than the ${cap}-byte limit`));
         done(null, chunk);
       },
     });
@@ -259,6 +305,9 @@ export function guardedFetch(ctx: AppContext, opts: { timeoutMs?: number; maxRes
     if (nullBody) res.body.destroy();
     const headers = new Headers();
     for (const [k, v] of Object.entries(res.headers)) headers.set(k, v);
-    return new Response(nullBody ? null : (Readable.toWeb(capped) as ReadableStream<Uint8Array>), { status: res.status, headers });
+    return new Response(nullBody ? null : (Readable.toWeb(capped) as ReadableStream<Uint8Array>), {
+      status: res.status,
+      headers,
+    });
   };
 }

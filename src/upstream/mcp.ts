@@ -19,7 +19,11 @@ export interface McpCallOptions {
    * Headers computed for each HTTP request the transport sends (e.g. a signature over that
    * request's own method, path + query and body bytes); added after `headers`.
    */
-  perRequestHeaders?: (req: { method: string; pathAndQuery: string; body: string | Buffer | null }) => Record<string, string>;
+  perRequestHeaders?: (req: {
+    method: string;
+    pathAndQuery: string;
+    body: string | Buffer | null;
+  }) => Record<string, string>;
 }
 
 const CLIENT_INFO = { name: 'agent-platform', version: '1.0.0' };
@@ -46,7 +50,12 @@ function safeHost(url: string): string {
   }
 }
 
-async function withClient<T>(ctx: AppContext, url: string, opts: McpCallOptions, fn: (c: Client, timeoutMs: number) => Promise<T>): Promise<T> {
+async function withClient<T>(
+  ctx: AppContext,
+  url: string,
+  opts: McpCallOptions,
+  fn: (c: Client, timeoutMs: number) => Promise<T>,
+): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? ctx.config.upstream.timeoutMs;
   let target: URL;
   try {
@@ -57,20 +66,32 @@ async function withClient<T>(ctx: AppContext, url: string, opts: McpCallOptions,
   const guarded = guardedFetch(ctx, { timeoutMs });
   const perRequest = opts.perRequestHeaders;
   // The MCP client SDK loads on the first call to an MCP server, not at start-up.
-  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
   const transport = new StreamableHTTPClientTransport(target, {
     fetch: perRequest
       ? (input, init = {}) => {
           const u = new URL(String(input));
-          const body = typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? Buffer.from(init.body) : null;
+          const body =
+            typeof init.body === 'string' ? init.body : init.body instanceof Uint8Array ? Buffer.from(init.body) : null;
           const headers = new Headers(init.headers);
-          for (const [k, v] of Object.entries(perRequest({ method: (init.method ?? 'GET').toUpperCase(), pathAndQuery: u.pathname + u.search, body }))) headers.set(k, v);
+          for (const [k, v] of Object.entries(
+            perRequest({ method: (init.method ?? 'GET').toUpperCase(), pathAndQuery: u.pathname + u.search, body }),
+          ))
+            headers.set(k, v);
           return guarded(input, { ...init, headers });
         }
       : guarded,
     requestInit: { headers: opts.headers ?? {} },
     redirectPolicy: 'follow',
-    reconnectionOptions: { maxReconnectionDelay: 1000, initialReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1, maxRetries: 0 },
+    reconnectionOptions: {
+      maxReconnectionDelay: 1000,
+      initialReconnectionDelay: 1000,
+      reconnectionDelayGrowFactor: 1,
+      maxRetries: 0,
+    },
   });
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   client.onerror = () => undefined; // failures surface through the awaited request
@@ -122,7 +143,10 @@ export async function mcpListTools(
       cursor = res.nextCursor;
       if (!cursor) break;
     }
-    return { serverInfo: { name: info?.name ?? 'mcp-server', ...(info?.version ? { version: info.version } : {}) }, tools };
+    return {
+      serverInfo: { name: info?.name ?? 'mcp-server', ...(info?.version ? { version: info.version } : {}) },
+      tools,
+    };
   });
 }
 
@@ -145,7 +169,15 @@ export async function mcpCallTool(
       isError?: boolean;
       toolResult?: unknown;
     };
-    const content = Array.isArray(res.content) ? res.content : res.toolResult !== undefined ? [{ type: 'text', text: JSON.stringify(res.toolResult) }] : [];
-    return { content, ...(res.structuredContent !== undefined ? { structuredContent: res.structuredContent } : {}), ...(res.isError ? { isError: true } : {}) };
+    const content = Array.isArray(res.content)
+      ? res.content
+      : res.toolResult !== undefined
+        ? [{ type: 'text', text: JSON.stringify(res.toolResult) }]
+        : [];
+    return {
+      content,
+      ...(res.structuredContent !== undefined ? { structuredContent: res.structuredContent } : {}),
+      ...(res.isError ? { isError: true } : {}),
+    };
   });
 }

@@ -57,7 +57,9 @@ function isLoopback(u: URL): boolean {
 
 function clientAuth(c: OAuth2Client): oidc.ClientAuth {
   if (!c.clientSecret || c.settings.token_endpoint_auth_method === 'none') return oidc.None();
-  return c.settings.token_endpoint_auth_method === 'client_secret_post' ? oidc.ClientSecretPost(c.clientSecret) : oidc.ClientSecretBasic(c.clientSecret);
+  return c.settings.token_endpoint_auth_method === 'client_secret_post'
+    ? oidc.ClientSecretPost(c.clientSecret)
+    : oidc.ClientSecretBasic(c.clientSecret);
 }
 
 /** openid-client's `customFetch` over the guarded upstream client (form bodies become strings). */
@@ -65,7 +67,12 @@ function customFetch(ctx: AppContext): oidc.CustomFetch {
   const fetchGuarded = guardedFetch(ctx, { maxResponseBytes: 1024 * 1024 });
   return (url, options) => {
     const body = options.body instanceof URLSearchParams ? options.body.toString() : options.body;
-    return fetchGuarded(url, { method: options.method, headers: options.headers, body: body as BodyInit | null | undefined, signal: options.signal });
+    return fetchGuarded(url, {
+      method: options.method,
+      headers: options.headers,
+      body: body as BodyInit | null | undefined,
+      signal: options.signal,
+    });
   };
 }
 
@@ -99,7 +106,14 @@ export async function oauth2Configuration(ctx: AppContext, client: OAuth2Client)
   }
   let cache = discovered.get(ctx.config);
   if (!cache) discovered.set(ctx.config, (cache = new LRUCache({ max: 1000, ttl: 3600_000 })));
-  const key = [s.issuer, s.client_id, s.token_endpoint_auth_method, createHash('sha256').update(client.clientSecret ?? '').digest('hex')].join('\n');
+  const key = [
+    s.issuer,
+    s.client_id,
+    s.token_endpoint_auth_method,
+    createHash('sha256')
+      .update(client.clientSecret ?? '')
+      .digest('hex'),
+  ].join('\n');
   let pending = cache.get(key);
   if (!pending) {
     pending = discover(ctx, client);
@@ -112,14 +126,21 @@ export async function oauth2Configuration(ctx: AppContext, client: OAuth2Client)
 async function discover(ctx: AppContext, client: OAuth2Client): Promise<oidc.Configuration> {
   const issuer = new URL(client.settings.issuer!);
   const insecure = issuer.protocol === 'http:' && isLoopback(issuer);
-  const options = { execute: insecure ? [oidc.allowInsecureRequests] : [], [oidc.customFetch]: customFetch(ctx), timeout: 10 };
+  const options = {
+    execute: insecure ? [oidc.allowInsecureRequests] : [],
+    [oidc.customFetch]: customFetch(ctx),
+    timeout: 10,
+  };
   let config: oidc.Configuration;
   try {
     config = await oidc.discovery(issuer, client.settings.client_id, undefined, clientAuth(client), options);
   } catch {
     try {
       // Not an OpenID Provider: RFC 8414 authorization-server metadata.
-      config = await oidc.discovery(issuer, client.settings.client_id, undefined, clientAuth(client), { ...options, algorithm: 'oauth2' });
+      config = await oidc.discovery(issuer, client.settings.client_id, undefined, clientAuth(client), {
+        ...options,
+        algorithm: 'oauth2',
+      });
     } catch (err) {
       throw new OAuthUpstreamError('unavailable', `Discovery of ${issuer.href} failed: ${(err as Error).message}`);
     }
@@ -130,7 +151,10 @@ async function discover(ctx: AppContext, client: OAuth2Client): Promise<oidc.Con
 
 /** Extra authorization/token parameters: `resource` (RFC 8707) and `audience`. */
 function resourceParams(s: OAuth2Settings, at: 'authorize' | 'token'): Record<string, string> {
-  return { ...(s.resource ? { resource: s.resource } : {}), ...(s.audience && at === 'authorize' ? { audience: s.audience } : {}) };
+  return {
+    ...(s.resource ? { resource: s.resource } : {}),
+    ...(s.audience && at === 'authorize' ? { audience: s.audience } : {}),
+  };
 }
 
 /** PKCE verifier and its S256 challenge (RFC 7636 §4.1–4.2). */
@@ -145,7 +169,11 @@ export function newState(): string {
 }
 
 /** The authorization request URL (RFC 6749 §4.1.1) the user opens at the upstream. */
-export function authorizationUrl(config: oidc.Configuration, s: OAuth2Settings, p: { redirectUri: string; state: string; codeChallenge: string | null }): string {
+export function authorizationUrl(
+  config: oidc.Configuration,
+  s: OAuth2Settings,
+  p: { redirectUri: string; state: string; codeChallenge: string | null },
+): string {
   return oidc.buildAuthorizationUrl(config, {
     response_type: 'code',
     redirect_uri: p.redirectUri,
@@ -170,22 +198,36 @@ function upstreamError(err: unknown): OAuthUpstreamError {
   if (err instanceof OAuthUpstreamError) return err;
   if (err instanceof oidc.ResponseBodyError) {
     const desc = err.error_description ? `: ${err.error_description}` : '';
-    if (err.error === 'invalid_grant') return new OAuthUpstreamError('grant', `The grant is no longer valid${desc}`, err.error);
-    if (err.error === 'invalid_client' || err.error === 'unauthorized_client') return new OAuthUpstreamError('client', `The upstream refused the service's OAuth client${desc}`, err.error);
-    if (err.status >= 500) return new OAuthUpstreamError('unavailable', `The upstream authorization server failed (${err.status} ${err.error})`, err.error);
+    if (err.error === 'invalid_grant')
+      return new OAuthUpstreamError('grant', `The grant is no longer valid${desc}`, err.error);
+    if (err.error === 'invalid_client' || err.error === 'unauthorized_client')
+      return new OAuthUpstreamError('client', `The upstream refused the service's OAuth client${desc}`, err.error);
+    if (err.status >= 500)
+      return new OAuthUpstreamError(
+        'unavailable',
+        `The upstream authorization server failed (${err.status} ${err.error})`,
+        err.error,
+      );
     return new OAuthUpstreamError('response', `The upstream refused the request (${err.error})${desc}`, err.error);
   }
   if (err instanceof oidc.AuthorizationResponseError) {
     const desc = err.error_description ? `: ${err.error_description}` : '';
     return new OAuthUpstreamError('denied', `The authorization was not granted (${err.error})${desc}`, err.error);
   }
-  if (err instanceof oidc.WWWAuthenticateChallengeError) return new OAuthUpstreamError('client', "The upstream refused the service's OAuth client");
+  if (err instanceof oidc.WWWAuthenticateChallengeError)
+    return new OAuthUpstreamError('client', "The upstream refused the service's OAuth client");
   if (err instanceof oidc.ClientError) {
     // openid-client wraps oauth4webapi's check failures ("invalid response encountered"): say which check.
     const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return new OAuthUpstreamError('response', `Unexpected answer from the upstream authorization server (${err.message}${cause})`);
+    return new OAuthUpstreamError(
+      'response',
+      `Unexpected answer from the upstream authorization server (${err.message}${cause})`,
+    );
   }
-  return new OAuthUpstreamError('unavailable', `The upstream authorization server is unreachable: ${(err as Error)?.message ?? String(err)}`);
+  return new OAuthUpstreamError(
+    'unavailable',
+    `The upstream authorization server is unreachable: ${(err as Error)?.message ?? String(err)}`,
+  );
 }
 
 /**
@@ -194,7 +236,12 @@ function upstreamError(err: unknown): OAuthUpstreamError {
  * response carries one, `iss` (RFC 9207) against the issuer.
  * @throws OAuthUpstreamError
  */
-export async function exchangeCode(ctx: AppContext, client: OAuth2Client, callbackUrl: URL, checks: { state: string; codeVerifier: string | null }): Promise<UpstreamTokens> {
+export async function exchangeCode(
+  ctx: AppContext,
+  client: OAuth2Client,
+  callbackUrl: URL,
+  checks: { state: string; codeVerifier: string | null },
+): Promise<UpstreamTokens> {
   try {
     const config = await oauth2Configuration(ctx, client);
     const r = await oidc.authorizationCodeGrant(
@@ -210,9 +257,19 @@ export async function exchangeCode(ctx: AppContext, client: OAuth2Client, callba
 }
 
 /** Refresh (RFC 6749 §6). The answer may rotate the refresh token. @throws OAuthUpstreamError */
-export async function refreshTokens(ctx: AppContext, client: OAuth2Client, refreshToken: string): Promise<UpstreamTokens> {
+export async function refreshTokens(
+  ctx: AppContext,
+  client: OAuth2Client,
+  refreshToken: string,
+): Promise<UpstreamTokens> {
   try {
-    return tokensOf(await oidc.refreshTokenGrant(await oauth2Configuration(ctx, client), refreshToken, resourceParams(client.settings, 'token')));
+    return tokensOf(
+      await oidc.refreshTokenGrant(
+        await oauth2Configuration(ctx, client),
+        refreshToken,
+        resourceParams(client.settings, 'token'),
+      ),
+    );
   } catch (err) {
     throw upstreamError(err);
   }
@@ -222,7 +279,12 @@ export async function refreshTokens(ctx: AppContext, client: OAuth2Client, refre
  * Revoke `token` at the upstream's RFC 7009 endpoint. Returns false when the upstream has none.
  * @throws OAuthUpstreamError
  */
-export async function revokeToken(ctx: AppContext, client: OAuth2Client, token: string, hint: 'refresh_token' | 'access_token'): Promise<boolean> {
+export async function revokeToken(
+  ctx: AppContext,
+  client: OAuth2Client,
+  token: string,
+  hint: 'refresh_token' | 'access_token',
+): Promise<boolean> {
   try {
     const config = await oauth2Configuration(ctx, client);
     if (!config.serverMetadata().revocation_endpoint) return false;

@@ -84,7 +84,9 @@ export class UpstreamPool {
     if (addrs.length === 0) throw Object.assign(new Error(`${hostname} has no addresses`), { code: 'ENOTFOUND' });
     for (const a of addrs) {
       if (!isAddressAllowed(a.address, allowLoopback)) {
-        throw new BlockedAddressError(`${hostname} resolves to a ${classifyAddress(a.address)} address (${a.address}), which upstream calls may not reach`);
+        throw new BlockedAddressError(
+          `${hostname} resolves to a ${classifyAddress(a.address)} address (${a.address}), which upstream calls may not reach`,
+        );
       }
     }
     return addrs;

@@ -48,7 +48,8 @@ export interface HttpRequest {
 
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 /** Headers an argument may not set: framing, hop-by-hop, and the platform's own. */
-const RESERVED_HEADER = /^(?:host|content-length|content-type|transfer-encoding|connection|keep-alive|te|trailer|upgrade|expect|proxy-.*|x-agent-platform-.*)$/;
+const RESERVED_HEADER =
+  /^(?:host|content-length|content-type|transfer-encoding|connection|keep-alive|te|trailer|upgrade|expect|proxy-.*|x-agent-platform-.*)$/;
 
 /** Put the upstream credential on `url` (query) or `headers` (bearer, header), in place. */
 export function setUpstreamCredential(auth: UpstreamAuth, url: URL, headers: Record<string, string>): void {
@@ -58,7 +59,11 @@ export function setUpstreamCredential(auth: UpstreamAuth, url: URL, headers: Rec
 }
 
 /** Headers and URL carrying an upstream credential (`query` auth adds a query parameter); the inputs are not changed. */
-export function applyUpstreamAuth(auth: UpstreamAuth, url: string, headers: Record<string, string> = {}): { url: string; headers: Record<string, string> } {
+export function applyUpstreamAuth(
+  auth: UpstreamAuth,
+  url: string,
+  headers: Record<string, string> = {},
+): { url: string; headers: Record<string, string> } {
   const u = new URL(url);
   const h = { ...headers };
   setUpstreamCredential(auth, u, h);
@@ -97,12 +102,16 @@ export function buildHttpRequest(t: HttpToolTarget, args: Record<string, unknown
   for (const n of names) {
     const v = args[n];
     if (v === undefined || v === null) {
-      throw new AppError('validation_failed', `Missing path parameter "${n}"`, { errors: [{ in: 'body', pointer: `/arguments/${n}`, message: 'is required (path parameter)' }] });
+      throw new AppError('validation_failed', `Missing path parameter "${n}"`, {
+        errors: [{ in: 'body', pointer: `/arguments/${n}`, message: 'is required (path parameter)' }],
+      });
     }
     const value = queryValue(v);
     // `.`/`..` would be resolved as dot-segments (even percent-encoded) and leave the tool's path.
     if (value === '.' || value === '..') {
-      throw new AppError('validation_failed', `Path parameter "${n}" may not be "${value}"`, { errors: [{ in: 'body', pointer: `/arguments/${n}`, message: 'may not be a dot-segment' }] });
+      throw new AppError('validation_failed', `Path parameter "${n}" may not be "${value}"`, {
+        errors: [{ in: 'body', pointer: `/arguments/${n}`, message: 'may not be a dot-segment' }],
+      });
     }
     path = path.replaceAll(`{${n}}`, encodeURIComponent(value));
   }
@@ -142,13 +151,17 @@ export function buildHttpRequest(t: HttpToolTarget, args: Record<string, unknown
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
-const TEXT_TYPE = /^(?:text\/|application\/(?:xml|x-www-form-urlencoded|javascript|yaml|x-yaml)\b|[\w.+-]+\/[\w.-]+\+xml\b)/i;
+const TEXT_TYPE =
+  /^(?:text\/|application\/(?:xml|x-www-form-urlencoded|javascript|yaml|x-yaml)\b|[\w.+-]+\/[\w.-]+\+xml\b)/i;
 
 /**
  * Decode an upstream body: JSON when declared (malformed JSON → not ok), text for textual types
  * and undeclared bodies (JSON when they parse), base64 for anything binary.
  */
-export function parseBody(contentType: string | undefined, body: Buffer): { ok: true; value: unknown } | { ok: false; message: string } {
+export function parseBody(
+  contentType: string | undefined,
+  body: Buffer,
+): { ok: true; value: unknown } | { ok: false; message: string } {
   if (body.length === 0) return { ok: true, value: null };
   const ct = (contentType ?? '').trim();
   if (JSON_TYPE.test(ct)) {

@@ -28,13 +28,26 @@ export function bodyHash(body: string | Buffer | undefined | null): string {
 }
 
 /** The string that is signed: `t.METHOD.pathAndQuery.sha256hex(body)`. */
-export function signingPayload(t: number, method: string, pathAndQuery: string, body: string | Buffer | undefined | null): string {
+export function signingPayload(
+  t: number,
+  method: string,
+  pathAndQuery: string,
+  body: string | Buffer | undefined | null,
+): string {
   return `${t}.${method.toUpperCase()}.${pathAndQuery}.${bodyHash(body)}`;
 }
 
 /** The `X-Agent-Platform-Signature` value for one request. `t` defaults to now (Unix seconds). */
-export function signRequest(secret: string, method: string, pathAndQuery: string, body: string | Buffer | undefined | null, t = Math.floor(Date.now() / 1000)): string {
-  const v1 = createHmac('sha256', secret).update(signingPayload(t, method, pathAndQuery, body)).digest('hex');
+export function signRequest(
+  secret: string,
+  method: string,
+  pathAndQuery: string,
+  body: string | Buffer | undefined | null,
+  t = Math.floor(Date.now() / 1000),
+): string {
+  const v1 = createHmac('sha256', secret)
+    .update(signingPayload(t, method, pathAndQuery, body))
+    .digest('hex');
   return `t=${t},v1=${v1}`;
 }
 

@@ -35,17 +35,37 @@ export interface CallOutcome {
  * platform's own failures (blocked address, unreachable, timeout, malformed JSON) carry `failure`.
  * Never throws an AppError (they become `failure`); `timeoutMs` in milliseconds.
  */
-export async function callHttpTool(ctx: AppContext, t: CallTarget, req: HttpRequest, accountId: string, executionId: string, timeoutMs: number): Promise<CallOutcome> {
+export async function callHttpTool(
+  ctx: AppContext,
+  t: CallTarget,
+  req: HttpRequest,
+  accountId: string,
+  executionId: string,
+  timeoutMs: number,
+): Promise<CallOutcome> {
   const started = performance.now();
   req.headers[HEADER_REQUEST_ID] = executionId;
   req.headers[HEADER_USER] = userPseudonym(t.signingSecret, accountId);
   req.headers[HEADER_SIGNATURE] = signRequest(t.signingSecret, req.method, req.url.pathname + req.url.search, req.body);
   try {
-    const res = await upstreamFetch(ctx, { method: req.method, url: req.url.toString(), headers: req.headers, body: req.body, timeoutMs });
+    const res = await upstreamFetch(ctx, {
+      method: req.method,
+      url: req.url.toString(),
+      headers: req.headers,
+      body: req.body,
+      timeoutMs,
+    });
     const durationMs = Math.round(performance.now() - started);
     const parsed = parseBody(res.headers['content-type'], res.body);
     if (!parsed.ok) {
-      return { status: 'failed', httpStatus: res.status, output: null, error: { code: 'upstream_error', message: parsed.message }, durationMs, failure: new AppError('upstream_error', parsed.message) };
+      return {
+        status: 'failed',
+        httpStatus: res.status,
+        output: null,
+        error: { code: 'upstream_error', message: parsed.message },
+        durationMs,
+        failure: new AppError('upstream_error', parsed.message),
+      };
     }
     const ok = res.status >= 200 && res.status < 300;
     return {
@@ -66,7 +86,14 @@ export async function callHttpTool(ctx: AppContext, t: CallTarget, req: HttpRequ
  */
 export function failedCall(err: unknown, started: number): CallOutcome {
   if (!(err instanceof AppError)) throw err;
-  return { status: 'failed', httpStatus: null, output: null, error: { code: err.code, message: err.message }, durationMs: Math.round(performance.now() - started), failure: err };
+  return {
+    status: 'failed',
+    httpStatus: null,
+    output: null,
+    error: { code: err.code, message: err.message },
+    durationMs: Math.round(performance.now() - started),
+    failure: err,
+  };
 }
 
 /**
@@ -74,7 +101,14 @@ export function failedCall(err: unknown, started: number): CallOutcome {
  * upstream credential and the platform's headers, each HTTP request of the exchange signed.
  * `isError` results are a `failed` outcome with code `tool_error`; transport failures carry `failure`.
  */
-export async function callMcpTool(ctx: AppContext, t: CallTarget, accountId: string, executionId: string, args: Record<string, unknown>, timeoutMs: number): Promise<CallOutcome> {
+export async function callMcpTool(
+  ctx: AppContext,
+  t: CallTarget,
+  accountId: string,
+  executionId: string,
+  args: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<CallOutcome> {
   const started = performance.now();
   const endpoint = t.service.mcpUrl ?? t.service.baseUrl;
   let url: URL;
@@ -94,12 +128,25 @@ export async function callMcpTool(ctx: AppContext, t: CallTarget, accountId: str
   });
   try {
     // The registry keeps the server's own tool name in `path` (the platform name may be a slug of it).
-    const res = await mcpCallTool(ctx, url.toString(), t.tool.path || t.tool.name, args, { headers, timeoutMs, perRequestHeaders });
+    const res = await mcpCallTool(ctx, url.toString(), t.tool.path || t.tool.name, args, {
+      headers,
+      timeoutMs,
+      perRequestHeaders,
+    });
     const durationMs = Math.round(performance.now() - started);
     const output = res.structuredContent !== undefined ? res.structuredContent : mcpContentValue(res.content);
     if (res.isError) {
-      const text = res.content.map((c) => (c as { text?: unknown }).text).filter((x) => typeof x === 'string').join('\n');
-      return { status: 'failed', httpStatus: null, output, error: { code: 'tool_error', message: (text || 'The MCP tool reported an error').slice(0, 1000) }, durationMs };
+      const text = res.content
+        .map((c) => (c as { text?: unknown }).text)
+        .filter((x) => typeof x === 'string')
+        .join('\n');
+      return {
+        status: 'failed',
+        httpStatus: null,
+        output,
+        error: { code: 'tool_error', message: (text || 'The MCP tool reported an error').slice(0, 1000) },
+        durationMs,
+      };
     }
     return { status: 'succeeded', httpStatus: null, output, error: null, durationMs };
   } catch (err) {

@@ -20,7 +20,11 @@ const creds = { email: `cli-${Date.now()}@example.test`, password: 'a long enoug
 
 describe('agent-platform login / whoami / logout', () => {
   it('signs in through the browser on a loopback redirect and stores the tokens 0600', async () => {
-    await fetch(`${server.base}/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
+    await fetch(`${server.base}/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(creds),
+    });
     const out = await login(creds);
     expect(out).toMatchObject({ url: server.base, email: creds.email });
     const file = path.join(tmp, 'config', 'agent-platform', 'credentials.json');
@@ -58,7 +62,17 @@ describe('agent-platform login / whoami / logout', () => {
     const failed = await cli(['services', 'publish', svc.id, '--watch', '--interval', '100']);
     expect(failed.code, failed.stderr).toBe(1);
     expect(failed.stdout).toMatch(/verification failed\n[\s\S]*✖ functional verification: failed/);
-    expect((await json(['services', 'verification-config', svc.id, '--tests', '[{"tool":"get_weather","arguments":{"city":"Oslo"}}]'])).tests).toHaveLength(1);
+    expect(
+      (
+        await json([
+          'services',
+          'verification-config',
+          svc.id,
+          '--tests',
+          '[{"tool":"get_weather","arguments":{"city":"Oslo"}}]',
+        ])
+      ).tests,
+    ).toHaveLength(1);
     const done = await json(['services', 'publish', svc.id, '--watch', '--interval', '100']);
     expect(done.status).toBe('published');
     expect(done.verification.state).toBe('passed');
@@ -90,7 +104,12 @@ describe('agent-platform login / whoami / logout', () => {
     expect(logs.stdout).toContain('ERR');
     const followed = await cli(['agents', 'logs', agent.id, '--execution', exe.id, '--follow', '--json']);
     expect(followed.code).toBe(0);
-    expect(followed.stdout.trim().split('\n').map((l) => JSON.parse(l).message)).toEqual([expect.stringContaining('echo called'), 'to stderr']);
+    expect(
+      followed.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).message),
+    ).toEqual([expect.stringContaining('echo called'), 'to stderr']);
 
     const secret = await json(['agents', 'rotate-secret', agent.id]);
     expect(secret.client_secret).not.toBe(agent.client_secret);
@@ -102,7 +121,15 @@ describe('agent-platform login / whoami / logout', () => {
     const found = await json(['memory', 'search', 'when are the plants watered', '--limit', '1']);
     expect(found.data[0].content).toContain('watered on Fridays');
     // text output: the API's score (relevance, 0..1) with two decimals and the kind
-    const text = await cli(['memory', 'search', 'when are the plants watered', '--limit', '1', '--kind', 'note,summary']);
+    const text = await cli([
+      'memory',
+      'search',
+      'when are the plants watered',
+      '--limit',
+      '1',
+      '--kind',
+      'note,summary',
+    ]);
     expect(text.stdout).toMatch(/^[01]\.\d\d {2}note +mem_\w+ {2}The office plants are watered on Fridays/m);
     expect(found.data[0].score).toBeGreaterThan(0);
     expect(found.data[0].score).toBeLessThanOrEqual(1);
@@ -118,7 +145,9 @@ describe('agent-platform login / whoami / logout', () => {
     expect((await json(['subscriptions', 'list'])).map((s: { id: string }) => s.id)).toContain(sub.id);
     const agent = await json(['agents', 'create', '--name', 'tools agent']);
     await json(['agents', 'subscribe', agent.id, published.name]);
-    expect((await json(['agents', 'tools', agent.id])).map((t: { service: string }) => t.service)).toEqual([published.name]);
+    expect((await json(['agents', 'tools', agent.id])).map((t: { service: string }) => t.service)).toEqual([
+      published.name,
+    ]);
     await json(['agents', 'unsubscribe', agent.id, published.name]);
     expect(await json(['agents', 'tools', agent.id])).toEqual([]);
     expect((await json(['subscriptions', 'cancel', sub.id])).status).toBe('canceled');
@@ -127,8 +156,32 @@ describe('agent-platform login / whoami / logout', () => {
     const up = await startOAuthUpstream({ redirectUri: `${server.base}/connections/callback` });
     try {
       const manifest = path.join(tmp, 'notes.json');
-      const auth = { type: 'oauth2', issuer: up.issuer, client_id: up.clientId, client_secret: up.clientSecret, scopes: ['openid', 'notes:read'], resource: up.resource };
-      fs.writeFileSync(manifest, JSON.stringify({ name: `notes-${Date.now()}`, description: 'Notes', base_url: up.apiUrl, auth, tools: [{ name: 'list_notes', description: 'List my notes', method: 'GET', path: '/notes', input_schema: { type: 'object', properties: {} } }] }));
+      const auth = {
+        type: 'oauth2',
+        issuer: up.issuer,
+        client_id: up.clientId,
+        client_secret: up.clientSecret,
+        scopes: ['openid', 'notes:read'],
+        resource: up.resource,
+      };
+      fs.writeFileSync(
+        manifest,
+        JSON.stringify({
+          name: `notes-${Date.now()}`,
+          description: 'Notes',
+          base_url: up.apiUrl,
+          auth,
+          tools: [
+            {
+              name: 'list_notes',
+              description: 'List my notes',
+              method: 'GET',
+              path: '/notes',
+              input_schema: { type: 'object', properties: {} },
+            },
+          ],
+        }),
+      );
       const notes = await json(['services', 'register', manifest]);
       const started = await cli(['connections', 'create', notes.name]);
       expect(started.code, started.stderr).toBe(0);

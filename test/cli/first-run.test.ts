@@ -28,7 +28,14 @@ function onTerminal(args: string[], env: Record<string, string>): Promise<{ code
   const command = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   return new Promise((resolve) => {
     const child = spawn('script', ['-qefc', command, '/dev/null'], {
-      env: { PATH: process.env.PATH!, HOME: tmp, XDG_CONFIG_HOME: path.join(tmp, 'config'), AGENT_PLATFORM_URL: server.base, TERM: 'xterm', ...env },
+      env: {
+        PATH: process.env.PATH!,
+        HOME: tmp,
+        XDG_CONFIG_HOME: path.join(tmp, 'config'),
+        AGENT_PLATFORM_URL: server.base,
+        TERM: 'xterm',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -41,7 +48,12 @@ function onTerminal(args: string[], env: Record<string, string>): Promise<{ code
 describe('first run with the CLI only', () => {
   it('goes from sign-up to an invoked agent that calls a published tool', async () => {
     const creds = { email: `first-${Date.now()}@example.test`, password: 'a long enough password' };
-    const signup = await cli(['signup', '--email', creds.email, '--password-stdin', '--json'], {}, undefined, `${creds.password}\n`);
+    const signup = await cli(
+      ['signup', '--email', creds.email, '--password-stdin', '--json'],
+      {},
+      undefined,
+      `${creds.password}\n`,
+    );
     expect(signup.code, signup.stderr).toBe(0);
     expect(JSON.parse(signup.stdout).email).toBe(creds.email);
     expect((await login(creds)).email).toBe(creds.email);
@@ -80,9 +92,17 @@ describe('first run with the CLI only', () => {
     const exported = JSON.parse((await cli(['tools', 'export', '--format', 'openai'], env)).stdout);
     const fn = exported.find((t: { function: { name: string } }) => t.function.name === `${svc.name}__get_weather`);
     expect(fn.function.strict).toBe(true);
-    const toolCall = { id: 'call_1', type: 'function', function: { name: fn.function.name, arguments: '{"city":"Porto"}' } };
+    const toolCall = {
+      id: 'call_1',
+      type: 'function',
+      function: { name: fn.function.name, arguments: '{"city":"Porto"}' },
+    };
     const called = await json(['tools', 'call', JSON.stringify(toolCall)], env);
-    expect(called.message).toEqual({ role: 'tool', tool_call_id: 'call_1', content: JSON.stringify({ city: 'Porto', temp_c: 21 }) });
+    expect(called.message).toEqual({
+      role: 'tool',
+      tool_call_id: 'call_1',
+      content: JSON.stringify({ city: 'Porto', temp_c: 21 }),
+    });
 
     const agent = await json(['agents', 'create', '--name', 'weather agent'], env);
     const subscribed = await json(['agents', 'subscribe', agent.id, svc.name], env);
@@ -92,17 +112,26 @@ describe('first run with the CLI only', () => {
     const dir = path.join(tmp, 'agent');
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'index.mjs'), AGENT_CODE);
-    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'weather-agent', type: 'module', main: 'index.mjs' }));
+    fs.writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ name: 'weather-agent', type: 'module', main: 'index.mjs' }),
+    );
     const deploy = await onTerminal(['agents', 'deploy', agent.id, dir], env);
     expect(deploy.code, deploy.output).toBe(0);
     expect(deploy.output).toMatch(/: active \(/);
     // Every frame of the bar shows the same total, and the last one reaches it.
-    const frames = [...deploy.output.matchAll(/(\d+)\/(\d+) bytes/g)].map((m) => ({ sent: Number(m[1]), total: Number(m[2]) }));
+    const frames = [...deploy.output.matchAll(/(\d+)\/(\d+) bytes/g)].map((m) => ({
+      sent: Number(m[1]),
+      total: Number(m[2]),
+    }));
     expect(frames.length).toBeGreaterThan(0);
     expect(new Set(frames.map((f) => f.total)).size).toBe(1);
     expect(frames.at(-1)!.sent).toBe(frames[0].total);
 
-    const run = await json(['agents', 'invoke', agent.id, '--input', JSON.stringify({ city: 'Oslo', service: svc.name })], env);
+    const run = await json(
+      ['agents', 'invoke', agent.id, '--input', JSON.stringify({ city: 'Oslo', service: svc.name })],
+      env,
+    );
     expect(run).toMatchObject({ status: 'succeeded', output: { weather: { city: 'Oslo', temp_c: 21 } } });
     const logs = await cli(['agents', 'logs', agent.id, '--execution', run.id], env);
     expect(logs.code, logs.stderr).toBe(0);

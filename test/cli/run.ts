@@ -36,10 +36,21 @@ export interface Run {
  * and parses stdout.
  */
 export function cliRunner(home: string, baseUrl: string) {
-  const cli = (args: string[], env: Record<string, string> = {}, onStderr?: (text: string) => void, stdin?: string): Promise<Run> =>
+  const cli = (
+    args: string[],
+    env: Record<string, string> = {},
+    onStderr?: (text: string) => void,
+    stdin?: string,
+  ): Promise<Run> =>
     new Promise((resolve) => {
       const child = spawn(process.execPath, [BIN, ...args], {
-        env: { PATH: process.env.PATH!, HOME: home, XDG_CONFIG_HOME: path.join(home, 'config'), AGENT_PLATFORM_URL: baseUrl, ...env },
+        env: {
+          PATH: process.env.PATH!,
+          HOME: home,
+          XDG_CONFIG_HOME: path.join(home, 'config'),
+          AGENT_PLATFORM_URL: baseUrl,
+          ...env,
+        },
         stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       });
       if (stdin !== undefined) child.stdin!.end(stdin);

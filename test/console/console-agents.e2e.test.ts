@@ -21,14 +21,18 @@ import { SHOTS, consoleUi, haveBrowser } from './ui.js';
 const BUNDLE = path.join(SHOTS, 'agent.tgz');
 
 /** The agent's code: two log lines (stdout, then stderr after a pause), then its answer. */
-const HANDLER = "export async function handler(input) { console.log('started for ' + input.name); await new Promise((r) => setTimeout(r, 300)); console.error('almost done for ' + input.name); return { hello: input.name }; }\n";
+const HANDLER =
+  "export async function handler(input) { console.log('started for ' + input.name); await new Promise((r) => setTimeout(r, 300)); console.error('almost done for ' + input.name); return { hello: input.name }; }\n";
 
 describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', () => {
   let env: ConsoleEnvironment | undefined;
   let page: Page;
   let base: string;
   let built: ConsoleEnvironment['built'];
-  const creds = { email: `console-agents-${Date.now().toString(36)}@example.test`, password: 'correct horse battery staple' };
+  const creds = {
+    email: `console-agents-${Date.now().toString(36)}@example.test`,
+    password: 'correct horse battery staple',
+  };
   /** What the tests hand on to the next ones: the user's API key, the name of its published service. */
   const s = { apiKey: '', service: '' };
 
@@ -43,14 +47,41 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
     await setRoles(['user', 'pro']);
     const { body: tokens } = await call(built.app, { method: 'POST', url: '/auth/login', payload: creds }, 200);
     const headers = { authorization: `Bearer ${tokens.access_token}` };
-    s.apiKey = (await call(built.app, { method: 'POST', url: '/api-keys', headers, payload: { name: 'agents' } }, 201)).body.key;
+    s.apiKey = (
+      await call(built.app, { method: 'POST', url: '/api-keys', headers, payload: { name: 'agents' } }, 201)
+    ).body.key;
     s.service = `weather-${Date.now().toString(36)}`;
-    const tool = { name: 'get_weather', description: 'Current weather for a city', method: 'GET', path: '/weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
-    const payload = { name: s.service, description: 'Current weather by city', base_url: env.upstream.url, category: 'weather', tools: [tool] };
+    const tool = {
+      name: 'get_weather',
+      description: 'Current weather for a city',
+      method: 'GET',
+      path: '/weather',
+      input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    };
+    const payload = {
+      name: s.service,
+      description: 'Current weather by city',
+      base_url: env.upstream.url,
+      category: 'weather',
+      tools: [tool],
+    };
     const { body: service } = await call(built.app, { method: 'POST', url: '/owner/services', headers, payload }, 201);
     await setServiceStatus(built.ctx, service.id, 'published');
-    const { body: session } = await call(built.app, { method: 'POST', url: '/v1/agents', headers, payload: { name: 'console' } }, 201);
-    await call(built.app, { method: 'POST', url: `/v1/agents/${session.id}/execute`, headers, payload: { service: s.service, tool: 'get_weather', arguments: { city: 'Oslo' } } }, 200);
+    const { body: session } = await call(
+      built.app,
+      { method: 'POST', url: '/v1/agents', headers, payload: { name: 'console' } },
+      201,
+    );
+    await call(
+      built.app,
+      {
+        method: 'POST',
+        url: `/v1/agents/${session.id}/execute`,
+        headers,
+        payload: { service: s.service, tool: 'get_weather', arguments: { city: 'Oslo' } },
+      },
+      200,
+    );
     await page.goto(`${base}/console/agents`);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await tenantSignIn();
@@ -61,7 +92,13 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
   const expectConsoleErrors = (...patterns: RegExp[]) => env!.expectConsoleErrors(...patterns);
 
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === 'fail' && page) await page.screenshot({ path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`), fullPage: true }).catch(() => undefined);
+    if (ctx.task.result?.state === 'fail' && page)
+      await page
+        .screenshot({
+          path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`),
+          fullPage: true,
+        })
+        .catch(() => undefined);
     expect(env?.unexpectedConsoleErrors() ?? [], 'errors in the browser console').toEqual([]);
   });
 
@@ -80,14 +117,21 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
     await expect.poll(() => text('logs-state')).toBe('live');
     const agents = await fetch(`${base}/v2/agents`, { headers: { 'x-api-key': s.apiKey } }).then((r) => r.json());
     const agentId = agents.data.find((a: { name: string }) => a.name === 'helper').id;
-    const queued = await fetch(`${base}/v2/agents/${agentId}/invoke`, { method: 'POST', headers: { 'x-api-key': s.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ input: { name: 'Live' }, async: true }) });
+    const queued = await fetch(`${base}/v2/agents/${agentId}/invoke`, {
+      method: 'POST',
+      headers: { 'x-api-key': s.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ input: { name: 'Live' }, async: true }),
+    });
     expect(queued.status).toBe(202);
     await expect.poll(() => text('live-logs'), { timeout: 20_000 }).toContain('started for Live');
     await expect.poll(() => text('live-logs'), { timeout: 20_000 }).toContain('almost done for Live');
     expect(await page.getByTestId('live-logs').getByText('stderr').count()).toBeGreaterThan(0);
     await check('agents-logs');
     await tab('Invoke and runs');
-    await page.getByRole('button', { name: /^Logs of run / }).first().click();
+    await page
+      .getByRole('button', { name: /^Logs of run / })
+      .first()
+      .click();
     await expect.poll(() => text('run-logs')).toContain('almost done for Live');
     await closeDrawer();
     await page.getByLabel('Input (JSON)').fill('{"name":"Ada"}');
@@ -104,7 +148,9 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
     await expect.poll(() => text('agent-tools')).toContain(s.service);
     await page.getByLabel('Agent name').fill('reader');
     await page.getByRole('button', { name: 'Create agent' }).click();
-    await expect.poll(() => page.getByRole('combobox', { name: 'Agent', exact: true }).inputValue(), { timeout: 15_000 }).toMatch(/^reader/); // the new agent is selected
+    await expect
+      .poll(() => page.getByRole('combobox', { name: 'Agent', exact: true }).inputValue(), { timeout: 15_000 })
+      .toMatch(/^reader/); // the new agent is selected
     await choose('Agent', /^helper/);
     await tab('Grants');
     await choose('With agent', 'reader');
@@ -139,7 +185,10 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
     // Nothing earlier to go back to: the platform's 409 problem is shown with its detail.
     expectConsoleErrors(/ 409 \(Conflict\) @ \S+\/deployments\/rollback$/);
     await page.getByRole('button', { name: 'Roll back' }).click();
-    await page.getByRole('alert').filter({ hasText: 'No earlier good version to roll back to from version 1' }).waitFor();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'No earlier good version to roll back to from version 1' })
+      .waitFor();
     await check('agents-deployments');
     const before = await text('secret');
     await field('Grace period for the old secret (s)').fill('600');
@@ -173,7 +222,8 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
     // The table lists the 25 slowest routes of the whole database: on PGlite that is this file's
     // traffic (its invoke slept 300 ms, so it is listed); the PostgreSQL pass shares one database
     // with every other suite, whose slower routes can fill the 25 rows.
-    if (built.ctx.database.engine === 'pglite') await expect.poll(() => text('endpoints')).toContain('POST /v2/agents/:id/invoke');
+    if (built.ctx.database.engine === 'pglite')
+      await expect.poll(() => text('endpoints')).toContain('POST /v2/agents/:id/invoke');
     else await expect.poll(() => text('endpoints')).toMatch(/(GET|POST|PUT|PATCH|DELETE) \/\S+/);
     await check('analytics-admin');
   }, 90_000);

@@ -13,7 +13,12 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser } from '../helpers/app.js';
-import { registerNotesService, setExpiry, storedConnection, type ConnectionsFixture } from '../modules/connections/fixture.js';
+import {
+  registerNotesService,
+  setExpiry,
+  storedConnection,
+  type ConnectionsFixture,
+} from '../modules/connections/fixture.js';
 import { startConsoleEnvironment, type ConsoleEnvironment } from './environment.js';
 import { SHOTS, consoleUi, haveBrowser } from './ui.js';
 
@@ -36,7 +41,13 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
   const expectConsoleErrors = (...patterns: RegExp[]) => env!.expectConsoleErrors(...patterns);
 
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === 'fail' && page) await page.screenshot({ path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`), fullPage: true }).catch(() => undefined);
+    if (ctx.task.result?.state === 'fail' && page)
+      await page
+        .screenshot({
+          path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`),
+          fullPage: true,
+        })
+        .catch(() => undefined);
     expect(env?.unexpectedConsoleErrors() ?? [], 'errors in the browser console').toEqual([]);
   });
 
@@ -45,7 +56,8 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
 
   it('signs in through the 5-step flow, with the refresh token only in an HttpOnly cookie', async () => {
     // Opened at another loopback name of the same server: the page load goes to the public origin, where the browser session works.
-    const requests: string[] = [], onRequest = (r: { url(): string }) => requests.push(new URL(r.url()).pathname);
+    const requests: string[] = [],
+      onRequest = (r: { url(): string }) => requests.push(new URL(r.url()).pathname);
     page.on('request', onRequest);
     await page.goto(`http://localhost:${new URL(base).port}/console/marketplace`);
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
@@ -65,7 +77,9 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     const cookie = (await page.context().cookies()).find((c) => c.name === 'ap_refresh');
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/v1/auth/session' });
     expect(await page.evaluate(() => document.cookie)).not.toContain('ap_refresh');
-    expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }))).not.toMatch(/rt_|eyJ/);
+    expect(
+      await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })),
+    ).not.toMatch(/rt_|eyJ/);
     // A reload restores the session from the cookie (the access token lived only in memory).
     await page.reload();
     await expect.poll(() => page.getByTestId('whoami').textContent()).toContain(creds.email);
@@ -75,7 +89,11 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     const empty: Array<[page: string, text: string, shot: string]> = [
       ['API keys', 'No API keys yet: create one above.', 'api-keys-empty'],
       ['My services', 'No services yet: register one above.', 'services-empty'],
-      ['Subscriptions', 'No subscriptions yet: running a tool in the marketplace subscribes you to its free plan.', 'subscriptions-empty'],
+      [
+        'Subscriptions',
+        'No subscriptions yet: running a tool in the marketplace subscribes you to its free plan.',
+        'subscriptions-empty',
+      ],
       ['Connected accounts', 'No connected accounts yet.', 'connections-empty'],
       ['Agents', 'No agents yet: create one above.', 'agents-empty'],
     ];
@@ -132,7 +150,15 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
       description: 'Current weather by city',
       base_url: upstream.url,
       category: 'weather',
-      tools: [{ name: 'get_weather', description: 'Current weather for a city', method: 'GET', path: '/weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+      tools: [
+        {
+          name: 'get_weather',
+          description: 'Current weather for a city',
+          method: 'GET',
+          path: '/weather',
+          input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      ],
     };
     await page.getByLabel('Manifest (JSON)').fill(JSON.stringify(manifest));
     await page.getByRole('button', { name: 'Register', exact: true }).click();
@@ -142,7 +168,9 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     upstream.verificationToken = /containing (\S+)/.exec(method!)![1];
     await page.getByRole('button', { name: 'Verify domain' }).click();
     await expect.poll(() => text('check-domain_verified')).toBe('passed');
-    await page.getByLabel('Test calls (verification config)').fill(JSON.stringify([{ tool: 'get_weather', arguments: { city: 'Oslo' } }]));
+    await page
+      .getByLabel('Test calls (verification config)')
+      .fill(JSON.stringify([{ tool: 'get_weather', arguments: { city: 'Oslo' } }]));
     await page.getByRole('button', { name: 'Save test calls' }).click();
     await page.getByRole('button', { name: 'Publish', exact: true }).click();
     await expect.poll(() => text('check-functional_verification'), { timeout: 20_000 }).toBe('passed');
@@ -158,7 +186,10 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await expect.poll(() => categories.getByRole('radio', { name: 'all' }).isChecked()).toBe(true);
     // Search as you type: suggestions while typing, results for the query.
     await page.getByPlaceholder('weather forecast, send email…').pressSequentially('weat');
-    await page.getByRole('option', { name: /weather/i }).first().waitFor();
+    await page
+      .getByRole('option', { name: /weather/i })
+      .first()
+      .waitFor();
     await page.getByPlaceholder('weather forecast, send email…').fill('weather city');
     // The button names the service: on PostgreSQL other test files' weather services are listed too.
     await page.getByRole('button', { name: `Details and try it: get_weather of ${s.weather}` }).click();
@@ -223,10 +254,13 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await page.getByText(/^Remembered \(/).waitFor();
     await page.getByLabel('Search memory').fill('payments deploy window');
     await expect
-      .poll(async () => {
-        await page.getByRole('button', { name: 'Search', exact: true }).click();
-        return text('memory-hits');
-      }, { timeout: 15_000 })
+      .poll(
+        async () => {
+          await page.getByRole('button', { name: 'Search', exact: true }).click();
+          return text('memory-hits');
+        },
+        { timeout: 15_000 },
+      )
       .toContain('Tuesday at noon');
     expect(await page.getByText(/similarity 0\.\d\d|similarity 1\.00/).count()).toBeGreaterThan(0);
     await check('memory');
@@ -252,7 +286,11 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await nav('Connected accounts');
     await page.getByText('No connected accounts yet.').waitFor();
     // Problems the page shows (an unknown service, running an expired connection's tool); the upstream's page has no icon.
-    expectConsoleErrors(/ 404 \(Not Found\) @ \S+\/connections$/, / 409 \(Conflict\) @ \S+\/execute$/, new RegExp(` 404 \\(Not Found\\) @ (?!${base})\\S+/favicon\\.ico$`));
+    expectConsoleErrors(
+      / 404 \(Not Found\) @ \S+\/connections$/,
+      / 409 \(Conflict\) @ \S+\/execute$/,
+      new RegExp(` 404 \\(Not Found\\) @ (?!${base})\\S+/favicon\\.ico$`),
+    );
     await field('Service to connect').fill('no-such-service');
     await page.getByRole('button', { name: 'Connect', exact: true }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('Not found');
@@ -262,7 +300,9 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await page.locator('input[name=email]').fill(account);
     await page.getByRole('button', { name: 'Sign in and allow' }).click();
     // Back on the console's page (its query may say which connection and how it went).
-    await expect.poll(() => page.url(), { timeout: 15_000 }).toMatch(new RegExp(`^${base.replace(/[.]/g, '\\.')}/console/connections(\\?|$)`));
+    await expect
+      .poll(() => page.url(), { timeout: 15_000 })
+      .toMatch(new RegExp(`^${base.replace(/[.]/g, '\\.')}/console/connections(\\?|$)`));
     await expect.poll(() => text('connect-result')).toMatch(/is active/);
     await expect.poll(() => text(`connection-${notes.name}`)).toBe('active');
     await check('connections');
@@ -273,7 +313,11 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await expect.poll(() => text('tool-result')).toContain(`first note of ${account}`);
 
     // The upstream revokes the grant; the next call's refresh is refused and the connection expires.
-    const { body: listed } = await call(built.app, { method: 'GET', url: '/connections', headers: { 'x-api-key': s.apiKey } }, 200);
+    const { body: listed } = await call(
+      built.app,
+      { method: 'GET', url: '/connections', headers: { 'x-api-key': s.apiKey } },
+      200,
+    );
     const id = listed.data[0].id as string;
     await up.revoke((await storedConnection(f, id)).refreshToken!);
     await setExpiry(f, id, 30_000);
@@ -313,10 +357,12 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
       await heading.waitFor();
       // The navigation closed: the page's title is what is at its place on the screen.
       await expect
-        .poll(() => heading.evaluate((h) => {
-          const r = h.getBoundingClientRect();
-          return h.contains(document.elementFromPoint(r.left + 4, r.top + r.height / 2));
-        }))
+        .poll(() =>
+          heading.evaluate((h) => {
+            const r = h.getBoundingClientRect();
+            return h.contains(document.elementFromPoint(r.left + 4, r.top + r.height / 2));
+          }),
+        )
         .toBe(true);
       // Nothing wider than the screen.
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
@@ -330,7 +376,10 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     const before = (await page.context().cookies()).find((c) => c.name === 'ap_refresh')!;
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
-    const res = await fetch(`${base}/v1/auth/session/refresh`, { method: 'POST', headers: { cookie: `ap_refresh=${before.value}` } });
+    const res = await fetch(`${base}/v1/auth/session/refresh`, {
+      method: 'POST',
+      headers: { cookie: `ap_refresh=${before.value}` },
+    });
     expect(res.status).toBe(401);
   });
 
@@ -366,7 +415,10 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     // The refresh token is revoked elsewhere; the next day the renewal is refused: back to sign-in, on the same page.
     expectConsoleErrors(/ 401 \(Unauthorized\) @ \S+\/v1\/auth\/session\/refresh$/);
     const cookie = (await page.context().cookies()).find((c) => c.name === 'ap_refresh')!;
-    expect((await fetch(`${base}/v1/auth/session`, { method: 'DELETE', headers: { cookie: `ap_refresh=${cookie.value}` } })).status).toBe(204);
+    expect(
+      (await fetch(`${base}/v1/auth/session`, { method: 'DELETE', headers: { cookie: `ap_refresh=${cookie.value}` } }))
+        .status,
+    ).toBe(204);
     await page.clock.fastForward('25:00:00');
     await page.getByRole('navigation').getByRole('link', { name: 'Agents', exact: true }).click();
     await page.getByTestId('session-notice').waitFor();

@@ -55,7 +55,9 @@ export async function startConsoleEnvironment(creds: { email: string; password: 
   };
   try {
     // Build the console before the app reads console/dist (npm start does the same, scripts/start.mjs).
-    const { ensureConsole } = (await import(path.join(ROOT, 'scripts/ensure-console.mjs'))) as { ensureConsole: () => boolean };
+    const { ensureConsole } = (await import(path.join(ROOT, 'scripts/ensure-console.mjs'))) as {
+      ensureConsole: () => boolean;
+    };
     if (!ensureConsole()) throw new Error('console build failed');
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -63,9 +65,18 @@ export async function startConsoleEnvironment(creds: { email: string; password: 
     closers.push(async () => (await launching).close());
     const built = await setupApp({ PUBLIC_URL: base, PORT: String(port) });
     await built.app.listen({ port, host: '127.0.0.1' });
-    const [upstream, oauth, openapi, mcp] = await Promise.all([startJsonApi(), startOAuthUpstream({ redirectUri: `${base}/connections/callback` }), startOpenApiServer(), startMcpServer()]);
+    const [upstream, oauth, openapi, mcp] = await Promise.all([
+      startJsonApi(),
+      startOAuthUpstream({ redirectUri: `${base}/connections/callback` }),
+      startOpenApiServer(),
+      startMcpServer(),
+    ]);
     for (const u of [upstream, oauth, openapi, mcp]) closers.push(() => u.close());
-    const { body: user } = await call(built.app, { method: 'POST', url: '/auth/register', payload: { ...creds, name: 'Console User' } }, 201);
+    const { body: user } = await call(
+      built.app,
+      { method: 'POST', url: '/auth/register', payload: { ...creds, name: 'Console User' } },
+      201,
+    );
     const admin = await createUser(built.app, { roles: ['admin'] });
     const userPath = `/admin/users/${encodeURIComponent(user.user_id.split('|').pop())}/roles`;
     fs.mkdirSync(SHOTS, { recursive: true });
@@ -84,9 +95,23 @@ export async function startConsoleEnvironment(creds: { email: string; password: 
     };
     const page = await context.newPage();
     page.setDefaultTimeout(15_000);
-    if (process.env.CONSOLE_DEBUG) page.on('response', (r) => r.status() >= 400 && console.log('RESP', r.request().method(), r.url(), r.status()));
-    const setRoles = (roles: string[]) => call(built.app, { method: 'PUT', url: userPath, headers: admin.headers, payload: { roles } }, 200);
-    return { base, built, page, upstream, openapi, mcp, oauth, setRoles, expectConsoleErrors, unexpectedConsoleErrors, close };
+    if (process.env.CONSOLE_DEBUG)
+      page.on('response', (r) => r.status() >= 400 && console.log('RESP', r.request().method(), r.url(), r.status()));
+    const setRoles = (roles: string[]) =>
+      call(built.app, { method: 'PUT', url: userPath, headers: admin.headers, payload: { roles } }, 200);
+    return {
+      base,
+      built,
+      page,
+      upstream,
+      openapi,
+      mcp,
+      oauth,
+      setRoles,
+      expectConsoleErrors,
+      unexpectedConsoleErrors,
+      close,
+    };
   } catch (err) {
     await close();
     throw err;

@@ -30,7 +30,10 @@ describe('console routes', () => {
   let app: FastifyInstance;
   beforeAll(async () => {
     fs.mkdirSync(path.join(dir, 'assets'));
-    fs.writeFileSync(path.join(dir, 'index.html'), '<!doctype html><div id="root"></div><script type="module" src="/console/assets/index-abc123.js"></script>');
+    fs.writeFileSync(
+      path.join(dir, 'index.html'),
+      '<!doctype html><div id="root"></div><script type="module" src="/console/assets/index-abc123.js"></script>',
+    );
     fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.js'), 'console.log("console")');
     fs.writeFileSync(path.join(dir, 'assets', 'index-abc123.css'), 'body{}');
     fs.writeFileSync(path.join(dir, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
@@ -49,13 +52,20 @@ describe('console routes', () => {
     expect(res.headers['content-type']).toMatch(/javascript/);
     expect(res.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(res.body).toBe('console.log("console")');
-    expect((await app.inject({ url: '/console/assets/index-abc123.css' })).headers['content-type']).toMatch(/text\/css/);
+    expect((await app.inject({ url: '/console/assets/index-abc123.css' })).headers['content-type']).toMatch(
+      /text\/css/,
+    );
     // One route for every asset: endpoint analytics label them all /console/assets/*, not one row per build hash.
     expect(routes.filter((r) => r.includes('/console/assets'))).toEqual(['HEAD,GET /console/assets/*']);
   });
 
   it('answers index.html for the app and its client routes, revalidated and under a strict CSP', async () => {
-    for (const url of ['/console/', '/console/marketplace', '/console/agents?x=1', '/console/callback?code=c&state=s']) {
+    for (const url of [
+      '/console/',
+      '/console/marketplace',
+      '/console/agents?x=1',
+      '/console/callback?code=c&state=s',
+    ]) {
       const res = await app.inject({ url });
       expect(res.statusCode, url).toBe(200);
       expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
@@ -93,7 +103,11 @@ describe('console routes', () => {
         expect(res.headers['cache-control']).toBe('no-store');
       }
       // The public origin itself, a non-loopback Host (a proxy's), and assets are served as they are.
-      for (const [host, url] of [['localhost:3000', '/console/agents'], ['platform.example.com', '/console/agents'], ['127.0.0.1:3000', '/console/assets/index-abc123.js']]) {
+      for (const [host, url] of [
+        ['localhost:3000', '/console/agents'],
+        ['platform.example.com', '/console/agents'],
+        ['127.0.0.1:3000', '/console/assets/index-abc123.js'],
+      ]) {
         expect((await pub.inject({ url, headers: { host } })).statusCode, `${host}${url}`).toBe(200);
       }
     } finally {
@@ -116,7 +130,12 @@ describe('console routes', () => {
   });
 
   it('never serves a file outside assets/', async () => {
-    for (const url of ['/console/assets/../package.json', '/console/assets/%2e%2e/package.json', '/console/assets/..%2fpackage.json', '/console/assets/%2e%2e%2fpackage.json']) {
+    for (const url of [
+      '/console/assets/../package.json',
+      '/console/assets/%2e%2e/package.json',
+      '/console/assets/..%2fpackage.json',
+      '/console/assets/%2e%2e%2fpackage.json',
+    ]) {
       const res = await app.inject({ url });
       expect(res.body, url).not.toContain('dependencies');
       // Either a 404 problem or the app's page (a client route), never the file.

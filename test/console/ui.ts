@@ -19,7 +19,10 @@ export const SHOTS = path.resolve(import.meta.dirname, '../../test-results');
 
 /** Launch chromium headless with the flags this machine needs (no sandbox, GPU, first run or background traffic). */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  });
 }
 
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -36,7 +39,15 @@ export function consoleUi(page: () => Page, creds: { email: string; password: st
     if (!(await p.evaluate(() => 'axe' in window))) await p.evaluate(axeSource);
     const violations = await p.evaluate(async () => {
       const r = await (window as any).axe.run(document, { resultTypes: ['violations'] });
-      return r.violations.filter((v: any) => ['moderate', 'serious', 'critical'].includes(v.impact)).map((v: any) => `${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n: any) => `${n.target.join(' ')}: ${n.any?.[0]?.message ?? ''}`).join('; ')})`);
+      return r.violations
+        .filter((v: any) => ['moderate', 'serious', 'critical'].includes(v.impact))
+        .map(
+          (v: any) =>
+            `${v.id}: ${v.help} (${v.nodes
+              .slice(0, 3)
+              .map((n: any) => `${n.target.join(' ')}: ${n.any?.[0]?.message ?? ''}`)
+              .join('; ')})`,
+        );
     });
     // No hover highlight where the last click was (the pointer goes first: scrolling under it would hover what comes beneath).
     await p.mouse.move(0, 0);
@@ -64,7 +75,11 @@ export function consoleUi(page: () => Page, creds: { email: string; password: st
     await p.getByTestId('whoami').waitFor();
   };
   const tab = (name: string) => page().getByRole('tab', { name, exact: true }).click();
-  const text = (testId: string) => page().getByTestId(testId).textContent().catch(() => '');
+  const text = (testId: string) =>
+    page()
+      .getByTestId(testId)
+      .textContent()
+      .catch(() => '');
   /** The field labelled exactly `label` (Mantine's comboboxes also label their listbox, which comes later in the page). */
   const field = (label: string) => page().getByLabel(label, { exact: true }).first();
   /** Choose `option` of the Mantine Select labelled `label`. */

@@ -18,11 +18,22 @@ import { startServerProcess } from '../helpers/server-process.js';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-lock-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-const baseEnv = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_IN_MEMORY: 'off' };
+const baseEnv = {
+  PATH: process.env.PATH!,
+  HOME: process.env.HOME ?? '/tmp',
+  NODE_ENV: 'test',
+  HOST: '127.0.0.1',
+  DATA_DIR: dataDir,
+  DATABASE_IN_MEMORY: 'off',
+};
 
 /** Run the CLI as its own process; resolves with its exit code and output. */
 function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: ROOT, env: baseEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+    cwd: ROOT,
+    env: baseEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -33,21 +44,30 @@ function cli(...args: string[]): Promise<{ code: number | null; stdout: string; 
 describe('embedded data directory lock', () => {
   it('the CLI refuses while a server holds the store, and works once it stopped', async () => {
     const port = await freePort();
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: { ...baseEnv, PORT: String(port), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { ...baseEnv, PORT: String(port), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<number | null>((resolve) => server.on('exit', resolve));
     let out = '';
     await new Promise<void>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`server not ready: ${out}`)), 300_000);
       server.stdout!.on('data', (d: Buffer) => {
         out += d.toString();
-        if (out.includes('agent platform ready')) (clearTimeout(t), resolve());
+        if (out.includes('agent platform ready')) clearTimeout(t), resolve();
       });
       void exited.then((code) => reject(new Error(`server exited ${code}: ${out}`)));
     });
 
     const refused = await cli('users', 'show', 'nobody@example.test');
     expect(refused.code).toBe(1);
-    expect(refused.stderr.trim().split('\n').filter((l) => !l.includes('oidc-provider'))).toEqual([
+    expect(
+      refused.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !l.includes('oidc-provider')),
+    ).toEqual([
       expect.stringMatching(/^the embedded database .*pglite is in use by another process \(a running server or CLI\)/),
     ]);
 

@@ -32,11 +32,16 @@ describe('execute — agents', () => {
     expect(refused.body.code).toBe('not_subscribed');
     expect(upstream.seen.length).toBe(before);
 
-    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, { headers: owner.headers, body: { service: svc.name } });
+    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, {
+      headers: owner.headers,
+      body: { service: svc.name },
+    });
     const ok = await execute(base, headers, sid, { service: svc.name, tool: 'fast' });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('x-quota-remaining')).toBe('19');
-    const { body: q } = await expectHttp(base, 'GET', `/subscriptions/${sub.id}/quotas`, 200, { headers: owner.headers });
+    const { body: q } = await expectHttp(base, 'GET', `/subscriptions/${sub.id}/quotas`, 200, {
+      headers: owner.headers,
+    });
     expect(q.windows[0].used).toBe(1);
 
     // The owner sees the execution, attributed to the agent; usage counters carry the agent id.
@@ -47,9 +52,14 @@ describe('execute — agents', () => {
     expect(top).toEqual([expect.objectContaining({ service_id: svc.id, tool_name: 'fast', calls: 1, successes: 1 })]);
 
     // Unsubscribing the agent stops it at once (the execution path caches subscription answers).
-    await expectHttp(base, 'DELETE', `/v2/agents/${agent.id}/tools/unsubscribe?service=${svc.name}`, 204, { headers: owner.headers });
+    await expectHttp(base, 'DELETE', `/v2/agents/${agent.id}/tools/unsubscribe?service=${svc.name}`, 204, {
+      headers: owner.headers,
+    });
     expect((await execute(base, headers, sid, { service: svc.name, tool: 'fast' })).status).toBe(403);
-    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, { headers: owner.headers, body: { service: svc.name } });
+    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, {
+      headers: owner.headers,
+      body: { service: svc.name },
+    });
     expect((await execute(base, headers, sid, { service: svc.name, tool: 'fast' })).status).toBe(200);
 
     // The owner's cancellation stops the agent too.
@@ -85,7 +95,10 @@ describe('execute — agents', () => {
       base_url: upstream.url,
       tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
     });
-    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, { headers: owner.headers, body: { service: svc.name } });
+    await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, {
+      headers: owner.headers,
+      body: { service: svc.name },
+    });
     const readOnly = await agentToken(app, agent, 'memory:read');
     const sid = await newSession(base, readOnly.headers);
     const refused = await execute(base, readOnly.headers, sid, { service: svc.name, tool: 'fast' });

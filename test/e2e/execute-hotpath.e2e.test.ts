@@ -27,7 +27,12 @@ const tools = [
 async function setup() {
   const owner = await createUser(app);
   const user = await createUser(app);
-  const svc = await registerService(base, owner, { name: `hot-${newId('svc').slice(-10).toLowerCase()}`, description: 'hot path', base_url: upstream.url, tools });
+  const svc = await registerService(base, owner, {
+    name: `hot-${newId('svc').slice(-10).toLowerCase()}`,
+    description: 'hot path',
+    base_url: upstream.url,
+    tools,
+  });
   await publish(ctx, svc.id);
   await subscribe(base, user, svc.id);
   const sid = await newSession(base, user.headers);
@@ -41,7 +46,10 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     expect((await run('fast')).status).toBe(200); // lookups are cached from here on
 
     const fast = svc.tools.find((t) => t.name === 'fast')!;
-    await expectHttp(base, 'PATCH', `/v1/services/${svc.id}/tools/${fast.id}/rename`, 200, { headers: owner.headers, body: { name: 'quick' } });
+    await expectHttp(base, 'PATCH', `/v1/services/${svc.id}/tools/${fast.id}/rename`, 200, {
+      headers: owner.headers,
+      body: { name: 'quick' },
+    });
     expect((await run('quick')).status).toBe(200);
     expect((await run('fast')).status).toBe(200); // the old name is an alias
 
@@ -55,7 +63,9 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     upstream.signingSecret = svc.signingSecret;
     await run('quick');
     expect(upstream.seen.at(-1)!.signatureValid).toBe(true);
-    const { body: rotated } = await expectHttp(base, 'POST', `/owner/services/${svc.id}/signing-secret`, 200, { headers: owner.headers });
+    const { body: rotated } = await expectHttp(base, 'POST', `/owner/services/${svc.id}/signing-secret`, 200, {
+      headers: owner.headers,
+    });
     upstream.signingSecret = rotated.signing_secret;
     await run('quick');
     expect(upstream.seen.at(-1)!.signatureValid).toBe(true);
@@ -69,7 +79,9 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
 
   it('records every one of 40 parallel executions with exact session and usage counters', async () => {
     const { user, svc, sid } = await setup();
-    const answers = await Promise.all(Array.from({ length: 40 }, () => execute(base, user.headers, sid, { service: svc.name, tool: 'fast' })));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => execute(base, user.headers, sid, { service: svc.name, tool: 'fast' })),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(40).fill(200));
     const ids = new Set(answers.map((a) => a.body.execution_id));
     expect(ids.size).toBe(40);
@@ -98,7 +110,11 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
       error: null,
       durationMs: 3,
     });
-    const settled = await Promise.allSettled([recordExecution(ctx, record(sid)), recordExecution(ctx, record('ses_does_not_exist')), recordExecution(ctx, record(sid))]);
+    const settled = await Promise.allSettled([
+      recordExecution(ctx, record(sid)),
+      recordExecution(ctx, record('ses_does_not_exist')),
+      recordExecution(ctx, record(sid)),
+    ]);
     expect(settled.map((x) => x.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
     expect(s.execution_count).toBe(2);
@@ -112,10 +128,33 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     const records = (sessionId: string): ExecutionRecord[] =>
       [
         { status: 'succeeded' as const, httpStatus: 200, output: { ok: true, n: 1 }, error: null, durationMs: 3.4 },
-        { status: 'failed' as const, httpStatus: 503, output: { retry: true }, error: { code: 'upstream_status', message: 'Upstream answered HTTP 503' }, durationMs: 12 },
-        { status: 'failed' as const, httpStatus: null, output: null, error: { code: 'upstream_timeout', message: 'timed out' }, durationMs: 100 },
+        {
+          status: 'failed' as const,
+          httpStatus: 503,
+          output: { retry: true },
+          error: { code: 'upstream_status', message: 'Upstream answered HTTP 503' },
+          durationMs: 12,
+        },
+        {
+          status: 'failed' as const,
+          httpStatus: null,
+          output: null,
+          error: { code: 'upstream_timeout', message: 'timed out' },
+          durationMs: 100,
+        },
         { status: 'succeeded' as const, httpStatus: 200, output: [1, 'two'], error: null, durationMs: 0 },
-      ].map((o, i) => ({ id: newId('exe'), sessionId, userId: user.userId, agentId: null, serviceId: svc.id, toolId: svc.tools[0].id, toolName: i === 3 ? 'fast-renamed' : 'fast', arguments: { i }, at: new Date(t0 + i * 1000), ...o }));
+      ].map((o, i) => ({
+        id: newId('exe'),
+        sessionId,
+        userId: user.userId,
+        agentId: null,
+        serviceId: svc.id,
+        toolId: svc.tools[0].id,
+        toolName: i === 3 ? 'fast-renamed' : 'fast',
+        arguments: { i },
+        at: new Date(t0 + i * 1000),
+        ...o,
+      }));
     const day = { since: '2026-11-29', until: '2026-11-29' };
 
     for (const r of records(sid)) await recordExecution(ctx, r); // a batch of one each
@@ -126,15 +165,22 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     expect(one).toEqual({ calls: 4, successes: 2, failures: 2, total_duration_ms: 115, avg_duration_ms: 29 });
     expect(both).toEqual({ calls: 8, successes: 4, failures: 4, total_duration_ms: 230, avg_duration_ms: 29 });
     const rows = async (sessionId: string) =>
-      execRows(ctx.db, sql`select tool_name, arguments, status, http_status, output, error, duration_ms, created_at from executions where session_id = ${sessionId} order by created_at`);
+      execRows(
+        ctx.db,
+        sql`select tool_name, arguments, status, http_status, output, error, duration_ms, created_at from executions where session_id = ${sessionId} order by created_at`,
+      );
     expect(await rows(sid)).toHaveLength(4);
     expect(await rows(other)).toEqual(await rows(sid));
-    const counters = async (sessionId: string) => (await execRows(ctx.db, sql`select execution_count, last_activity_at from sessions where id = ${sessionId}`))[0];
+    const counters = async (sessionId: string) =>
+      (await execRows(ctx.db, sql`select execution_count, last_activity_at from sessions where id = ${sessionId}`))[0];
     const alone = await counters(sid);
     expect(alone).toEqual({ execution_count: 4, last_activity_at: expect.anything() });
     expect(new Date(String(alone.last_activity_at)).getTime()).toBe(t0 + 3000);
     expect(await counters(other)).toEqual(alone);
-    const [usage] = await execRows(ctx.db, sql`select tool_name, calls from tool_usage where user_id = ${user.userId} and service_id = ${svc.id} and day = '2026-11-29'`);
+    const [usage] = await execRows(
+      ctx.db,
+      sql`select tool_name, calls from tool_usage where user_id = ${user.userId} and service_id = ${svc.id} and day = '2026-11-29'`,
+    );
     expect(usage).toEqual({ tool_name: 'fast-renamed', calls: 8 });
   });
 
@@ -142,13 +188,23 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     const { user, svc, sid } = await setup();
     const a = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
     expect(a.status).toBe(200);
-    const { body: list } = await expectHttp(base, 'GET', `/memory?session_id=${sid}&kind=execution`, 200, { headers: user.headers });
+    const { body: list } = await expectHttp(base, 'GET', `/memory?session_id=${sid}&kind=execution`, 200, {
+      headers: user.headers,
+    });
     expect(list.data.map((m: { execution_id: string }) => m.execution_id)).toEqual([a.body.execution_id]);
     const b = await execute(base, user.headers, sid, { service: svc.name, tool: 'fast' });
     const { body: stats } = await expectHttp(base, 'GET', '/memory/stats', 200, { headers: user.headers });
     expect(stats.by_source.execution).toBe(2);
-    const { body: found } = await expectHttp(base, 'GET', `/memory/search?q=fast&session_id=${sid}&kind=execution`, 200, { headers: user.headers });
-    expect(found.data.map((m: { execution_id: string }) => m.execution_id).sort()).toEqual([a.body.execution_id, b.body.execution_id].sort());
+    const { body: found } = await expectHttp(
+      base,
+      'GET',
+      `/memory/search?q=fast&session_id=${sid}&kind=execution`,
+      200,
+      { headers: user.headers },
+    );
+    expect(found.data.map((m: { execution_id: string }) => m.execution_id).sort()).toEqual(
+      [a.body.execution_id, b.body.execution_id].sort(),
+    );
   });
 
   it('answers upstream JSON holding U+0000 as sent and stores it with U+FFFD', async () => {
@@ -158,7 +214,9 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
     expect(a.body.output).toEqual({ 'k\u0000ey': 'a\u0000b', list: ['\u0000'] });
     const { body: s } = await expectHttp(base, 'GET', `/v1/sessions/${sid}`, 200, { headers: user.headers });
     expect(s.executions[0].output).toEqual({ 'k\uFFFDey': 'a\uFFFDb', list: ['\uFFFD'] });
-    const { body: mem } = await expectHttp(base, 'GET', `/memory?session_id=${sid}&kind=execution`, 200, { headers: user.headers });
+    const { body: mem } = await expectHttp(base, 'GET', `/memory?session_id=${sid}&kind=execution`, 200, {
+      headers: user.headers,
+    });
     expect(mem.data.map((m: { execution_id: string }) => m.execution_id)).toEqual([a.body.execution_id]);
     expect(mem.data[0].content).not.toContain('\u0000');
   });

@@ -12,7 +12,12 @@ describe('execute — MCP tools', () => {
     const mcp = await startMcpUpstream();
     const owner = await createUser(app);
     const user = await createUser(app);
-    const svc = await registerService(base, owner, { name: `mcp-${Date.now().toString(36)}`, description: 'mcp', mcp_url: mcp.url, auth: { type: 'bearer', secret: 'mcp-token' } });
+    const svc = await registerService(base, owner, {
+      name: `mcp-${Date.now().toString(36)}`,
+      description: 'mcp',
+      mcp_url: mcp.url,
+      auth: { type: 'bearer', secret: 'mcp-token' },
+    });
     expect(svc.tools.map((t) => t.name).sort()).toEqual(['add', 'explode']);
     await publish(ctx, svc.id);
     await subscribe(base, user, svc.id);
@@ -30,10 +35,21 @@ describe('execute — MCP tools', () => {
     // Every request of the call is signed over its own method, path and JSON-RPC body (docs/upstream-signing.md).
     const ofCall = mcp.seen.filter((r) => r.headers['x-agent-platform-request-id'] === a.body.execution_id);
     expect(ofCall.length).toBeGreaterThanOrEqual(2); // initialize, tools/call, …
-    for (const r of ofCall) expect(verifyAgentPlatform({ method: r.method, url: r.url, headers: r.headers }, r.body, svc.signingSecret)).toBe(true);
-    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, call.body, 'whsec_other')).toBe(false);
+    for (const r of ofCall)
+      expect(verifyAgentPlatform({ method: r.method, url: r.url, headers: r.headers }, r.body, svc.signingSecret)).toBe(
+        true,
+      );
+    expect(
+      verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, call.body, 'whsec_other'),
+    ).toBe(false);
     // The body is bound: the same headers do not verify another JSON-RPC body.
-    expect(verifyAgentPlatform({ method: 'POST', url: call.url, headers: call.headers }, Buffer.from(call.body.toString().replace('"a":2', '"a":3')), svc.signingSecret)).toBe(false);
+    expect(
+      verifyAgentPlatform(
+        { method: 'POST', url: call.url, headers: call.headers },
+        Buffer.from(call.body.toString().replace('"a":2', '"a":3')),
+        svc.signingSecret,
+      ),
+    ).toBe(false);
 
     const e = await execute(base, user.headers, sid, { service: svc.name, tool: 'explode' });
     expect(e.status).toBe(200);
@@ -56,7 +72,11 @@ describe('execute — MCP tools', () => {
   it('answers 502 when the MCP server is gone', async () => {
     const mcp = await startMcpUpstream();
     const owner = await createUser(app);
-    const svc = await registerService(base, owner, { name: `mcp-gone-${Date.now().toString(36)}`, description: 'mcp', mcp_url: mcp.url });
+    const svc = await registerService(base, owner, {
+      name: `mcp-gone-${Date.now().toString(36)}`,
+      description: 'mcp',
+      mcp_url: mcp.url,
+    });
     await mcp.close();
     const sid = await newSession(base, owner.headers);
     const a = await execute(base, owner.headers, sid, { service: svc.name, tool: 'add', arguments: { a: 1, b: 2 } });

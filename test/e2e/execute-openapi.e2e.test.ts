@@ -37,12 +37,25 @@ describe('execute — OpenAPI tools', () => {
             post: {
               operationId: 'createItem',
               parameters: [{ name: 'dry_run', in: 'query', schema: { type: 'boolean' } }],
-              requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', properties: { name: { type: 'string' }, qty: { type: 'integer' } }, required: ['name'] } } } },
+              requestBody: {
+                required: true,
+                content: {
+                  'application/json': {
+                    schema: {
+                      type: 'object',
+                      properties: { name: { type: 'string' }, qty: { type: 'integer' } },
+                      required: ['name'],
+                    },
+                  },
+                },
+              },
               responses: { '201': { description: 'created' } },
             },
             put: {
               operationId: 'replaceAll',
-              requestBody: { content: { 'application/json': { schema: { type: 'array', items: { type: 'string' } } } } },
+              requestBody: {
+                content: { 'application/json': { schema: { type: 'array', items: { type: 'string' } } } },
+              },
               responses: { '200': { description: 'ok' } },
             },
           },
@@ -52,19 +65,31 @@ describe('execute — OpenAPI tools', () => {
     expect(svc.tools.map((t) => t.name).sort()).toEqual(['createItem', 'getItem', 'replaceAll']);
     const sid = await newSession(base, owner.headers);
 
-    const a = await execute(base, owner.headers, sid, { service: svc.name, tool: 'getItem', arguments: { id: '7', q: 'hello', 'X-Trace': 'trace-1' } });
+    const a = await execute(base, owner.headers, sid, {
+      service: svc.name,
+      tool: 'getItem',
+      arguments: { id: '7', q: 'hello', 'X-Trace': 'trace-1' },
+    });
     expect(a.status).toBe(200);
     expect(a.body.output).toMatchObject({ id: '7', query: { q: 'hello' } });
     const ra = upstream.seen.at(-1)!;
     expect(ra.url).toBe('/items/7?q=hello');
     expect(ra.headers['x-trace']).toBe('trace-1');
 
-    const b = await execute(base, owner.headers, sid, { service: svc.name, tool: 'createItem', arguments: { name: 'bolt', qty: 2, dry_run: true } });
+    const b = await execute(base, owner.headers, sid, {
+      service: svc.name,
+      tool: 'createItem',
+      arguments: { name: 'bolt', qty: 2, dry_run: true },
+    });
     expect(b.status).toBe(200);
     expect(b.body).toMatchObject({ http_status: 201, output: { created: { name: 'bolt', qty: 2 } } });
     expect(upstream.seen.at(-1)!.url).toBe('/items?dry_run=true');
 
-    const c = await execute(base, owner.headers, sid, { service: svc.name, tool: 'replaceAll', arguments: { body: ['a', 'b'] } });
+    const c = await execute(base, owner.headers, sid, {
+      service: svc.name,
+      tool: 'replaceAll',
+      arguments: { body: ['a', 'b'] },
+    });
     expect(c.status).toBe(200);
     const rc = upstream.seen.at(-1)!;
     expect(rc.method).toBe('PUT');
@@ -73,9 +98,16 @@ describe('execute — OpenAPI tools', () => {
 
     // Required body fields are enforced before anything is sent.
     const before = upstream.seen.length;
-    const bad = await execute(base, owner.headers, sid, { service: svc.name, tool: 'createItem', arguments: { qty: 'many' } });
+    const bad = await execute(base, owner.headers, sid, {
+      service: svc.name,
+      tool: 'createItem',
+      arguments: { qty: 'many' },
+    });
     expect(bad.status).toBe(400);
-    expect(bad.body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual(['/arguments/name', '/arguments/qty']);
+    expect(bad.body.errors.map((e: { pointer: string }) => e.pointer).sort()).toEqual([
+      '/arguments/name',
+      '/arguments/qty',
+    ]);
     expect(upstream.seen.length).toBe(before);
   });
 });

@@ -13,7 +13,9 @@ import { startToolUpstream } from '../helpers/tool-upstream.js';
 const TEST_HOSTS: Record<string, string> = { 'loopback.example.test': '127.0.0.1', 'hop.example.test': '127.0.0.1' };
 /** Both apps resolve the test host names to loopback (fake DNS, per app). */
 function fakeDns(ctx: Parameters<typeof setUpstreamResolver>[0]): void {
-  const previous: HostResolver = setUpstreamResolver(ctx, async (host) => (TEST_HOSTS[host] ? [{ address: TEST_HOSTS[host], family: 4 }] : previous(host)));
+  const previous: HostResolver = setUpstreamResolver(ctx, async (host) =>
+    TEST_HOSTS[host] ? [{ address: TEST_HOSTS[host], family: 4 }] : previous(host),
+  );
 }
 
 const { app, ctx } = await setupApp({ ALLOW_LOOPBACK_UPSTREAMS: 'off' });
@@ -27,13 +29,29 @@ const upstream = await startToolUpstream();
 
 const tools = [
   { name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } },
-  { name: 'redirect', description: 'redirect', method: 'GET', path: '/redirect', input_schema: { type: 'object', properties: { to: { type: 'string' } } } },
+  {
+    name: 'redirect',
+    description: 'redirect',
+    method: 'GET',
+    path: '/redirect',
+    input_schema: { type: 'object', properties: { to: { type: 'string' } } },
+  },
 ];
 
-async function blocked(baseUrl: string, tool = 'fast', args: Record<string, unknown> = {}, on: { app: typeof app } = { app }) {
+async function blocked(
+  baseUrl: string,
+  tool = 'fast',
+  args: Record<string, unknown> = {},
+  on: { app: typeof app } = { app },
+) {
   const b = on.app === app ? base : secondBase;
   const owner = await createUser(on.app);
-  const svc = await registerService(b, owner, { name: `ssrf-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`, description: 'ssrf', base_url: baseUrl, tools });
+  const svc = await registerService(b, owner, {
+    name: `ssrf-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`,
+    description: 'ssrf',
+    base_url: baseUrl,
+    tools,
+  });
   const sid = await newSession(b, owner.headers);
   const a = await execute(b, owner.headers, sid, { service: svc.name, tool, arguments: args });
   return { a, sid, owner };
@@ -76,7 +94,9 @@ describe('execute — SSRF on redirect hops', () => {
     expect(a.status).toBe(400);
     expect(a.body.code).toBe('upstream_blocked');
     expect(a.body.detail).toMatch(/link_local.*redirect/);
-    expect(upstream.seen.slice(before).map((r) => r.url)).toEqual(['/redirect?to=http%3A%2F%2F169.254.169.254%2Flatest%2Fmeta-data%2F']);
+    expect(upstream.seen.slice(before).map((r) => r.url)).toEqual([
+      '/redirect?to=http%3A%2F%2F169.254.169.254%2Flatest%2Fmeta-data%2F',
+    ]);
   });
 
   it('refuses a redirect to loopback: the redirect target receives nothing', async () => {

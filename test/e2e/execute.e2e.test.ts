@@ -5,7 +5,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { topTools, usageTotals } from '../../src/modules/sessions/service.js';
 import { createUser, setupApp, type TestUser } from '../helpers/app.js';
-import { execute, expectHttp, listen, newSession, publish, registerService, subscribe, type RegisteredService } from '../helpers/exec.js';
+import {
+  execute,
+  expectHttp,
+  listen,
+  newSession,
+  publish,
+  registerService,
+  subscribe,
+  type RegisteredService,
+} from '../helpers/exec.js';
 import { startToolUpstream, type ToolUpstream } from '../helpers/tool-upstream.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '50' });
@@ -36,9 +45,19 @@ function manifest(upstream: ToolUpstream, extra: Record<string, unknown> = {}) {
         description: 'Create an item',
         method: 'POST',
         path: '/items',
-        input_schema: { type: 'object', properties: { name: { type: 'string' }, qty: { type: 'integer' } }, required: ['name'] },
+        input_schema: {
+          type: 'object',
+          properties: { name: { type: 'string' }, qty: { type: 'integer' } },
+          required: ['name'],
+        },
       },
-      ...['missing', 'boom', 'hang', 'big', 'text', 'malformed'].map((n) => ({ name: n, description: n, method: 'GET', path: `/${n}`, input_schema: EMPTY })),
+      ...['missing', 'boom', 'hang', 'big', 'text', 'malformed'].map((n) => ({
+        name: n,
+        description: n,
+        method: 'GET',
+        path: `/${n}`,
+        input_schema: EMPTY,
+      })),
     ],
     ...extra,
   };
@@ -64,7 +83,11 @@ beforeAll(async () => {
 describe('execute — HTTP tools', () => {
   it('GET with path and query parameters, credential injected, quota headers set', async () => {
     const before = upstream.seen.length;
-    const a = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'get_item', arguments: { id: 'a b/c', q: 'x y', tags: ['t1', 't2'], limit: 5 } });
+    const a = await execute(base, user.headers, sessionId, {
+      service: svc.name,
+      tool: 'get_item',
+      arguments: { id: 'a b/c', q: 'x y', tags: ['t1', 't2'], limit: 5 },
+    });
     expect(a.status).toBe(200);
     expect(a.body).toMatchObject({ status: 'succeeded', http_status: 200 });
     expect(a.body.execution_id).toMatch(/^exe_[0-9a-z]{26}$/);
@@ -91,15 +114,27 @@ describe('execute — HTTP tools', () => {
     expect(r.headers['x-agent-platform-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
 
     // The next call counts one more.
-    const b = await execute(base, user.headers, sessionId, { service: svc.id, tool: svc.tools.find((t) => t.name === 'get_item')!.id, arguments: { id: '1' } });
+    const b = await execute(base, user.headers, sessionId, {
+      service: svc.id,
+      tool: svc.tools.find((t) => t.name === 'get_item')!.id,
+      arguments: { id: '1' },
+    });
     expect(b.status).toBe(200);
     expect(Number(b.headers.get('x-quota-remaining'))).toBe(remaining - 1);
   });
 
   it('POST with a JSON body', async () => {
-    const a = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'create_item', arguments: { name: 'widget', qty: 3 } });
+    const a = await execute(base, user.headers, sessionId, {
+      service: svc.name,
+      tool: 'create_item',
+      arguments: { name: 'widget', qty: 3 },
+    });
     expect(a.status).toBe(200);
-    expect(a.body).toMatchObject({ status: 'succeeded', http_status: 201, output: { created: { name: 'widget', qty: 3 }, content_type: 'application/json' } });
+    expect(a.body).toMatchObject({
+      status: 'succeeded',
+      http_status: 201,
+      output: { created: { name: 'widget', qty: 3 }, content_type: 'application/json' },
+    });
     const r = upstream.seenAt('/items').at(-1)!;
     expect(r.method).toBe('POST');
     expect(r.url).toBe('/items');
@@ -109,7 +144,12 @@ describe('execute — HTTP tools', () => {
   it('answers 200 with status failed for upstream 404 and 500 (text body kept as text)', async () => {
     const nf = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'missing' });
     expect(nf.status).toBe(200);
-    expect(nf.body).toMatchObject({ status: 'failed', http_status: 404, output: { error: 'no such thing' }, error: { code: 'upstream_status' } });
+    expect(nf.body).toMatchObject({
+      status: 'failed',
+      http_status: 404,
+      output: { error: 'no such thing' },
+      error: { code: 'upstream_status' },
+    });
     const boom = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'boom', arguments: {} });
     expect(boom.status).toBe(200);
     expect(boom.body).toMatchObject({ status: 'failed', http_status: 500, output: 'internal kaboom' });
@@ -132,7 +172,12 @@ describe('execute — HTTP tools', () => {
     expect(a.headers.get('x-quota-limit')).toBe('50');
     const { body: s } = await expectHttp(base, 'GET', `/v1/agents/${sessionId}`, 200, { headers: user.headers });
     const rec = s.executions.find((e: { id: string }) => e.id === a.body.execution_id);
-    expect(rec).toMatchObject({ status: 'failed', http_status: null, error: { code: 'upstream_timeout' }, tool_name: 'hang' });
+    expect(rec).toMatchObject({
+      status: 'failed',
+      http_status: null,
+      error: { code: 'upstream_timeout' },
+      tool_name: 'hang',
+    });
   });
 
   it('refuses an oversize body (1 MiB cap) and malformed JSON with 502', async () => {
@@ -148,17 +193,29 @@ describe('execute — HTTP tools', () => {
 
   it('rejects arguments that fail the schema with 400 and pointers; nothing is sent, nothing counted', async () => {
     const before = upstream.seen.length;
-    const { body: q0 } = await expectHttp(base, 'GET', `/subscriptions/${subscriptionId}/quotas`, 200, { headers: user.headers });
-    const a = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'get_item', arguments: { limit: 0, colour: 'red' } });
+    const { body: q0 } = await expectHttp(base, 'GET', `/subscriptions/${subscriptionId}/quotas`, 200, {
+      headers: user.headers,
+    });
+    const a = await execute(base, user.headers, sessionId, {
+      service: svc.name,
+      tool: 'get_item',
+      arguments: { limit: 0, colour: 'red' },
+    });
     expect(a.status).toBe(400);
     expect(a.body.code).toBe('validation_failed');
     const pointers = a.body.errors.map((e: { pointer: string }) => e.pointer).sort();
     expect(pointers).toEqual(['/arguments/colour', '/arguments/id', '/arguments/limit']);
-    const wrongType = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'get_item', arguments: { id: 42 } });
+    const wrongType = await execute(base, user.headers, sessionId, {
+      service: svc.name,
+      tool: 'get_item',
+      arguments: { id: 42 },
+    });
     expect(wrongType.status).toBe(400);
     expect(wrongType.body.errors[0].pointer).toBe('/arguments/id');
     expect(upstream.seen.length).toBe(before);
-    const { body: q1 } = await expectHttp(base, 'GET', `/subscriptions/${subscriptionId}/quotas`, 200, { headers: user.headers });
+    const { body: q1 } = await expectHttp(base, 'GET', `/subscriptions/${subscriptionId}/quotas`, 200, {
+      headers: user.headers,
+    });
     expect(q1.windows[0].used).toBe(q0.windows[0].used);
   });
 
@@ -217,7 +274,10 @@ describe('execute — who may call what', () => {
     const a = await execute(base, u.headers, sid, { service: svc.name, tool: 'text' });
     expect(a.status).toBe(403);
     expect(a.body.code).toBe('not_subscribed');
-    const draft = await registerService(base, owner, { name: `draft-${Date.now().toString(36)}`, ...manifest(upstream) });
+    const draft = await registerService(base, owner, {
+      name: `draft-${Date.now().toString(36)}`,
+      ...manifest(upstream),
+    });
     const b = await execute(base, u.headers, sid, { service: draft.name, tool: 'text' });
     expect(b.status).toBe(404);
     expect(b.body.code).toBe('not_found');
@@ -225,16 +285,20 @@ describe('execute — who may call what', () => {
     expect(c.status).toBe(404);
   });
 
-  it("lets the owner execute its own services in any state, without quota", async () => {
+  it('lets the owner execute its own services in any state, without quota', async () => {
     const draft = await registerService(base, owner, { name: `own-${Date.now().toString(36)}`, ...manifest(upstream) });
     const sid = await newSession(base, owner.headers);
-    const a = await execute(base, owner.headers, sid, { service: draft.name, tool: 'get_item', arguments: { id: 'mine' } });
+    const a = await execute(base, owner.headers, sid, {
+      service: draft.name,
+      tool: 'get_item',
+      arguments: { id: 'mine' },
+    });
     expect(a.status).toBe(200);
     expect(a.body.output.id).toBe('mine');
     expect(a.headers.get('x-quota-limit')).toBeNull();
   });
 
-  it('refuses executions in a closed session (409) and in another user\'s session (404)', async () => {
+  it("refuses executions in a closed session (409) and in another user's session (404)", async () => {
     const sid = await newSession(base, user.headers);
     await expectHttp(base, 'POST', `/v1/sessions/${sid}/close`, 200, { headers: user.headers });
     const before = upstream.seen.length;
@@ -249,12 +313,22 @@ describe('execute — who may call what', () => {
   });
 
   it('injects header and query credentials', async () => {
-    const h = await registerService(base, owner, { name: `hdr-${Date.now().toString(36)}`, ...manifest(upstream, { auth: { type: 'header', name: 'X-Api-Key', secret: 'k-123' } }) });
-    const q = await registerService(base, owner, { name: `qry-${Date.now().toString(36)}`, ...manifest(upstream, { auth: { type: 'query', name: 'api_key', secret: 'q-456' } }) });
+    const h = await registerService(base, owner, {
+      name: `hdr-${Date.now().toString(36)}`,
+      ...manifest(upstream, { auth: { type: 'header', name: 'X-Api-Key', secret: 'k-123' } }),
+    });
+    const q = await registerService(base, owner, {
+      name: `qry-${Date.now().toString(36)}`,
+      ...manifest(upstream, { auth: { type: 'query', name: 'api_key', secret: 'q-456' } }),
+    });
     const sid = await newSession(base, owner.headers);
     const a = await execute(base, owner.headers, sid, { service: h.name, tool: 'get_item', arguments: { id: 'h' } });
     expect(a.body.output.auth).toEqual({ authorization: null, 'x-api-key': 'k-123' });
-    const b = await execute(base, owner.headers, sid, { service: q.name, tool: 'get_item', arguments: { id: 'q', q: 'z' } });
+    const b = await execute(base, owner.headers, sid, {
+      service: q.name,
+      tool: 'get_item',
+      arguments: { id: 'q', q: 'z' },
+    });
     expect(b.body.output.query).toEqual({ q: 'z', api_key: 'q-456' });
     expect(b.body.output.auth.authorization).toBeNull();
   });
@@ -264,12 +338,20 @@ describe('execute — argument injection', () => {
   it('keeps path parameters inside the tool path and platform headers out of reach', async () => {
     const before = upstream.seen.length;
     for (const id of ['..', '.']) {
-      const a = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'get_item', arguments: { id } });
+      const a = await execute(base, user.headers, sessionId, {
+        service: svc.name,
+        tool: 'get_item',
+        arguments: { id },
+      });
       expect(a.status, id).toBe(400);
       expect(a.body.errors[0].pointer).toBe('/arguments/id');
     }
     expect(upstream.seen.length).toBe(before);
-    const b = await execute(base, user.headers, sessionId, { service: svc.name, tool: 'get_item', arguments: { id: '../../admin?x=1#f' } });
+    const b = await execute(base, user.headers, sessionId, {
+      service: svc.name,
+      tool: 'get_item',
+      arguments: { id: '../../admin?x=1#f' },
+    });
     expect(b.status).toBe(200);
     expect(upstream.seen.at(-1)!.url).toBe('/items/..%2F..%2Fadmin%3Fx%3D1%23f');
   });

@@ -27,7 +27,11 @@ await new Promise<void>((resolve) => client.listen(0, '127.0.0.1', resolve));
 afterAll(() => new Promise<void>((resolve) => client.close(() => resolve())));
 const redirectUri = `http://127.0.0.1:${(client.address() as AddressInfo).port}/callback`;
 
-async function api(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+async function api(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+) {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: {
@@ -65,7 +69,9 @@ describe('5-step login over HTTP', () => {
     expect(params.get('code')).toBeTruthy();
 
     // 4. the client exchanges the code
-    const tokens = await api('POST', '/v1/auth/callback', { body: { code: params.get('code'), redirect_uri: redirectUri, state: params.get('state') } });
+    const tokens = await api('POST', '/v1/auth/callback', {
+      body: { code: params.get('code'), redirect_uri: redirectUri, state: params.get('state') },
+    });
     expect(tokens.status).toBe(200);
     expect(tokens.headers.get('cache-control')).toBe('no-store');
     expect(tokens.body).toMatchObject({ token_type: 'Bearer', expires_in: 86400, user_id: reg.body.user_id });
@@ -75,7 +81,13 @@ describe('5-step login over HTTP', () => {
     // 5. the profile
     const me = await api('GET', '/v1/auth/me', { token: tokens.body.access_token });
     expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ user_id: reg.body.user_id, email, name: 'Eve Two', roles: ['user'], subscription: { tier: 'user', valid_until: null } });
+    expect(me.body).toMatchObject({
+      user_id: reg.body.user_id,
+      email,
+      name: 'Eve Two',
+      roles: ['user'],
+      subscription: { tier: 'user', valid_until: null },
+    });
 
     // refresh: new set; the old refresh token is spent
     const refreshed = await api('POST', '/v1/auth/refresh', { body: { refresh_token: tokens.body.refresh_token } });
@@ -96,13 +108,20 @@ describe('5-step login over HTTP', () => {
   });
 
   it('replayed state and foreign redirect URIs are refused over HTTP too', async () => {
-    const foreign = await api('GET', `/v1/auth/login?redirect_uri=${encodeURIComponent('https://attacker.example/cb')}`);
+    const foreign = await api(
+      'GET',
+      `/v1/auth/login?redirect_uri=${encodeURIComponent('https://attacker.example/cb')}`,
+    );
     expect(foreign.status).toBe(400);
     expect(foreign.body.code).toBe('redirect_uri_not_allowed');
     const start = await api('GET', `/v1/auth/login?redirect_uri=${encodeURIComponent(redirectUri)}`);
-    const first = await api('POST', '/v1/auth/callback', { body: { code: 'bogus', redirect_uri: redirectUri, state: start.body.state } });
+    const first = await api('POST', '/v1/auth/callback', {
+      body: { code: 'bogus', redirect_uri: redirectUri, state: start.body.state },
+    });
     expect(first.status).toBe(400);
-    const again = await api('POST', '/v1/auth/callback', { body: { code: 'bogus', redirect_uri: redirectUri, state: start.body.state } });
+    const again = await api('POST', '/v1/auth/callback', {
+      body: { code: 'bogus', redirect_uri: redirectUri, state: start.body.state },
+    });
     expect(again.body.code).toBe('invalid_login_state');
   });
 

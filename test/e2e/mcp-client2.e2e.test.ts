@@ -16,7 +16,11 @@ const base = await listen(app);
 /** A connected 2.x client for `token`. */
 async function connect(token: string): Promise<Client> {
   const client = new Client({ name: 'second-client', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
   return client;
 }
 
@@ -29,20 +33,36 @@ describe(`@modelcontextprotocol/client 2.x against /mcp (${ctx.database.engine})
       name: `inspected-${Date.now().toString(36)}`,
       description: 'Weather readings for a city',
       base_url: upstream.url,
-      tools: [{ name: 'reading', description: 'Current weather reading of a city', method: 'GET', path: '/items/{id}', input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } }],
+      tools: [
+        {
+          name: 'reading',
+          description: 'Current weather reading of a city',
+          method: 'GET',
+          path: '/items/{id}',
+          input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+        },
+      ],
     });
     await publish(ctx, svc.id);
     await subscribe(base, user, svc.id);
     const client = await connect(user.token);
     try {
       const listed = await client.listTools();
-      expect(listed.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['search_tools', 'describe_tool', 'execute_tool', 'remember', 'recall']));
+      expect(listed.tools.map((t) => t.name)).toEqual(
+        expect.arrayContaining(['search_tools', 'describe_tool', 'execute_tool', 'remember', 'recall']),
+      );
 
-      const found = (await client.callTool({ name: 'search_tools', arguments: { query: 'weather reading' } })) as { isError?: boolean; structuredContent: any };
+      const found = (await client.callTool({ name: 'search_tools', arguments: { query: 'weather reading' } })) as {
+        isError?: boolean;
+        structuredContent: any;
+      };
       expect(found.isError).toBeFalsy();
       expect(found.structuredContent.tools.map((t: { service: string }) => t.service)).toContain(svc.name);
 
-      const executed = (await client.callTool({ name: 'execute_tool', arguments: { service: svc.name, tool: 'reading', arguments: { id: 'oslo' } } })) as { structuredContent: any };
+      const executed = (await client.callTool({
+        name: 'execute_tool',
+        arguments: { service: svc.name, tool: 'reading', arguments: { id: 'oslo' } },
+      })) as { structuredContent: any };
       expect(executed.structuredContent).toMatchObject({ status: 'succeeded', output: { id: 'oslo' } });
       expect(upstream.seenAt('/items/oslo')).toHaveLength(1);
     } finally {

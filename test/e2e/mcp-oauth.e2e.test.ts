@@ -9,7 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
 import { decodeJwt } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { setupApp } from '../helpers/app.js';
@@ -18,7 +22,12 @@ import { freePort } from '../helpers/net.js';
 
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-const { app, ctx } = await setupApp({ PUBLIC_URL: base, HOST: '127.0.0.1', PORT: String(port), MCP_REGISTRATIONS_PER_HOUR: '6' });
+const { app, ctx } = await setupApp({
+  PUBLIC_URL: base,
+  HOST: '127.0.0.1',
+  PORT: String(port),
+  MCP_REGISTRATIONS_PER_HOUR: '6',
+});
 await app.listen({ port, host: '127.0.0.1' });
 
 const redirectUri = `http://127.0.0.1:${await freePort()}/oauth/callback`;
@@ -62,14 +71,22 @@ class MemoryOAuthProvider implements OAuthClientProvider {
 }
 
 async function register(body: Record<string, unknown>) {
-  const res = await fetch(`${base}/idp/reg`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${base}/idp/reg`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
 async function signUp() {
   const email = `mcp-${randomBytes(5).toString('hex')}@example.test`;
   const password = 'mcp password 123';
-  const res = await fetch(`${base}/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const res = await fetch(`${base}/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
   expect(res.status).toBe(201);
   return { email, password };
 }
@@ -79,7 +96,9 @@ describe(`MCP OAuth against /idp (${ctx.database.engine})`, () => {
     const creds = await signUp();
     const auth = new MemoryOAuthProvider();
     const first = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { authProvider: auth });
-    await expect(new Client({ name: 'vitest-oauth', version: '1' }).connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(new Client({ name: 'vitest-oauth', version: '1' }).connect(first)).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
 
     // The SDK discovered the server, registered itself and built the authorization URL.
     expect(auth.client?.client_id).toBeTruthy();
@@ -119,14 +138,23 @@ describe(`MCP OAuth against /idp (${ctx.database.engine})`, () => {
     const res = await fetch(`${base}/.well-known/oauth-authorization-server/idp`);
     expect(res.status).toBe(200);
     const m = (await res.json()) as Record<string, any>;
-    expect(m).toMatchObject({ issuer: `${base}/idp`, registration_endpoint: `${base}/idp/reg`, authorization_endpoint: `${base}/idp/authorize`, token_endpoint: `${base}/idp/token` });
+    expect(m).toMatchObject({
+      issuer: `${base}/idp`,
+      registration_endpoint: `${base}/idp/reg`,
+      authorization_endpoint: `${base}/idp/authorize`,
+      token_endpoint: `${base}/idp/token`,
+    });
     expect(m.code_challenge_methods_supported).toEqual(['S256']);
   });
 
   it('a user who denies consent sends the client away with access_denied', async () => {
     const creds = await signUp();
     const auth = new MemoryOAuthProvider();
-    await expect(new Client({ name: 'deny', version: '1' }).connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { authProvider: auth }))).rejects.toBeInstanceOf(UnauthorizedError);
+    await expect(
+      new Client({ name: 'deny', version: '1' }).connect(
+        new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { authProvider: auth }),
+      ),
+    ).rejects.toBeInstanceOf(UnauthorizedError);
     const browser = new Browser(fetchSend(base));
     // Sign in, then answer the consent page with Deny.
     let res = await browser.request('GET', auth.authorizationUrl!.href);
@@ -134,14 +162,20 @@ describe(`MCP OAuth against /idp (${ctx.database.engine})`, () => {
     res = await browser.request('GET', location);
     expect(res.body).toContain('to continue to Vitest Desktop');
     const loginAction = new URL(/action="([^"]+\/login)"/.exec(res.body)![1], base).href;
-    res = await browser.request('POST', loginAction, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(creds).toString() });
+    res = await browser.request('POST', loginAction, {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(creds).toString(),
+    });
     while (res.status === 303 || res.status === 302) {
       location = new URL(String(res.headers.location), base).href;
       res = await browser.request('GET', location);
     }
     expect(res.body).toContain('Allow Vitest Desktop?');
     const deny = new URL(/action="([^"]+\/abort)"/.exec(res.body)![1], base).href;
-    res = await browser.request('POST', deny, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+    res = await browser.request('POST', deny, {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: '',
+    });
     while (!String(res.headers.location ?? '').startsWith(redirectUri)) {
       res = await browser.request('GET', new URL(String(res.headers.location), base).href);
     }
@@ -155,7 +189,12 @@ describe(`MCP OAuth against /idp (${ctx.database.engine})`, () => {
     const plainHttp = await register({ redirect_uris: ['http://evil.example/cb'], token_endpoint_auth_method: 'none' });
     expect(plainHttp.status).toBe(400);
     expect(plainHttp.body.error).toBe('invalid_redirect_uri');
-    const ccGrant = await register({ redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', grant_types: ['client_credentials'], response_types: [] });
+    const ccGrant = await register({
+      redirect_uris: [redirectUri],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['client_credentials'],
+      response_types: [],
+    });
     expect(ccGrant.status).toBe(400);
     const https = await register({ redirect_uris: ['https://client.example/cb'], token_endpoint_auth_method: 'none' });
     expect(https.status).toBe(201);

@@ -40,11 +40,21 @@ await publish(ctx, svc.id);
 
 describe(`MCP server — users (${ctx.database.engine})`, () => {
   it('answers 401 with the resource metadata URL and serves RFC 9728 metadata', async () => {
-    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const res = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer resource_metadata="http:\/\/localhost:\d+\/\.well-known\/oauth-protected-resource\/mcp", realm=/);
+    expect(res.headers.get('www-authenticate')).toMatch(
+      /^Bearer resource_metadata="http:\/\/localhost:\d+\/\.well-known\/oauth-protected-resource\/mcp", realm=/,
+    );
     const { body } = await expectHttp(base, 'GET', '/.well-known/oauth-protected-resource/mcp', 200);
-    expect(body).toMatchObject({ resource: `${ctx.config.publicUrl}/mcp`, authorization_servers: [`${ctx.config.publicUrl}/idp`], bearer_methods_supported: ['header'] });
+    expect(body).toMatchObject({
+      resource: `${ctx.config.publicUrl}/mcp`,
+      authorization_servers: [`${ctx.config.publicUrl}/idp`],
+      bearer_methods_supported: ['header'],
+    });
     const root = await expectHttp(base, 'GET', '/.well-known/oauth-protected-resource', 200);
     expect(root.body).toEqual(body);
   });
@@ -57,17 +67,34 @@ describe(`MCP server — users (${ctx.database.engine})`, () => {
       expect(mcp.client.getServerVersion()).toMatchObject({ name: 'agent-platform' });
       expect(mcp.transport.sessionId).toMatch(/^mcs_/);
       const { tools } = await mcp.client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['describe_tool', 'execute_tool', 'recall', 'remember', 'search_tools']);
-      expect(tools.find((t) => t.name === 'execute_tool')!.inputSchema).toMatchObject({ type: 'object', required: ['service', 'tool'] });
+      expect(tools.map((t) => t.name).sort()).toEqual([
+        'describe_tool',
+        'execute_tool',
+        'recall',
+        'remember',
+        'search_tools',
+      ]);
+      expect(tools.find((t) => t.name === 'execute_tool')!.inputSchema).toMatchObject({
+        type: 'object',
+        required: ['service', 'tool'],
+      });
 
       const found = await mcp.call('search_tools', { query: 'inventory item', limit: 5 });
       expect(found.isError).toBeFalsy();
       const hit = found.structuredContent.tools.find((t: any) => t.service === svc.name);
-      expect(hit).toMatchObject({ name: 'get_item', description: 'Fetch one inventory item by id', input_schema: { required: ['id'] } });
+      expect(hit).toMatchObject({
+        name: 'get_item',
+        description: 'Fetch one inventory item by id',
+        input_schema: { required: ['id'] },
+      });
       expect(JSON.parse((found.content[0] as { text: string }).text)).toEqual(found.structuredContent);
 
       const described = await mcp.call('describe_tool', { service: svc.name, tool: 'get_item' });
-      expect(described.structuredContent).toMatchObject({ name: 'get_item', method: 'GET', service: { name: svc.name, display_name: 'Item Store' } });
+      expect(described.structuredContent).toMatchObject({
+        name: 'get_item',
+        method: 'GET',
+        service: { name: svc.name, display_name: 'Item Store' },
+      });
 
       const run = await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: 'abc' } });
       expect(run.isError).toBeFalsy();
@@ -87,7 +114,11 @@ describe(`MCP server — users (${ctx.database.engine})`, () => {
     const user = await createUser(app);
     const mcp = await connectMcp(base, user.headers);
     try {
-      const unsubscribed = await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: 'x' } });
+      const unsubscribed = await mcp.call('execute_tool', {
+        service: svc.name,
+        tool: 'get_item',
+        arguments: { id: 'x' },
+      });
       expect(unsubscribed.isError).toBe(true);
       expect(unsubscribed.structuredContent).toMatchObject({ code: 'not_subscribed', status: 403 });
       expect((unsubscribed.content[0] as { text: string }).text).toMatch(/^not_subscribed: /);
@@ -111,8 +142,16 @@ describe(`MCP server — users (${ctx.database.engine})`, () => {
     await subscribe(base, user, svc.id);
     const mcp = await connectMcp(base, user.headers);
     try {
-      for (let i = 0; i < 3; i++) expect((await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: `q${tag}${i}` } })).isError).toBeFalsy();
-      const over = await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: `q${tag}x` } });
+      for (let i = 0; i < 3; i++)
+        expect(
+          (await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: `q${tag}${i}` } }))
+            .isError,
+        ).toBeFalsy();
+      const over = await mcp.call('execute_tool', {
+        service: svc.name,
+        tool: 'get_item',
+        arguments: { id: `q${tag}x` },
+      });
       expect(over.isError).toBe(true);
       expect(over.structuredContent).toMatchObject({ code: 'quota_exceeded', status: 429 });
       expect(over.structuredContent.retry_after_seconds).toBeGreaterThan(0);
@@ -124,12 +163,21 @@ describe(`MCP server — users (${ctx.database.engine})`, () => {
 
   it('remembers and recalls in the user memory, with an API key as well', async () => {
     const user = await createUser(app);
-    const { body: key } = await expectHttp(base, 'POST', '/api-keys', 201, { headers: user.headers, body: { name: 'mcp' } });
+    const { body: key } = await expectHttp(base, 'POST', '/api-keys', 201, {
+      headers: user.headers,
+      body: { name: 'mcp' },
+    });
     const mcp = await connectMcp(base, { 'x-api-key': key.key });
     try {
-      const stored = await mcp.call('remember', { content: 'The staging database password rotates every Tuesday', metadata: { topic: 'ops' } });
+      const stored = await mcp.call('remember', {
+        content: 'The staging database password rotates every Tuesday',
+        metadata: { topic: 'ops' },
+      });
       expect(stored.isError).toBeFalsy();
-      expect(stored.structuredContent).toMatchObject({ content: 'The staging database password rotates every Tuesday', metadata: { topic: 'ops' } });
+      expect(stored.structuredContent).toMatchObject({
+        content: 'The staging database password rotates every Tuesday',
+        metadata: { topic: 'ops' },
+      });
       const found = await mcp.call('recall', { query: 'when does the staging password rotate', limit: 3 });
       expect(found.structuredContent.memories[0]).toMatchObject({ id: stored.structuredContent.id });
       const { body: list } = await expectHttp(base, 'GET', '/memory', 200, { headers: user.headers });
@@ -149,18 +197,30 @@ describe(`MCP server — users (${ctx.database.engine})`, () => {
     const bobMcp = await connectMcp(base, bob.headers);
     const aliceMcp = await connectMcp(base, alice.headers);
     try {
-      const res = await bobMcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: 'steal' }, session_id: aliceSession });
+      const res = await bobMcp.call('execute_tool', {
+        service: svc.name,
+        tool: 'get_item',
+        arguments: { id: 'steal' },
+        session_id: aliceSession,
+      });
       expect(res.structuredContent).toMatchObject({ code: 'not_found', status: 404 });
       expect(upstream.seenAt('/items/steal')).toHaveLength(0);
 
       // Bob presenting Alice's Mcp-Session-Id: 404, as for an unknown session.
       const hijack = await httpCall(base, 'POST', '/mcp', {
-        headers: { ...bob.headers, accept: 'application/json, text/event-stream', 'mcp-session-id': aliceMcp.transport.sessionId!, 'mcp-protocol-version': '2025-06-18' },
+        headers: {
+          ...bob.headers,
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': aliceMcp.transport.sessionId!,
+          'mcp-protocol-version': '2025-06-18',
+        },
         body: { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} },
       });
       expect(hijack.status).toBe(404);
       expect(hijack.body).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32001 } });
-      const del = await httpCall(base, 'DELETE', '/mcp', { headers: { ...bob.headers, 'mcp-session-id': aliceMcp.transport.sessionId! } });
+      const del = await httpCall(base, 'DELETE', '/mcp', {
+        headers: { ...bob.headers, 'mcp-session-id': aliceMcp.transport.sessionId! },
+      });
       expect(del.status).toBe(404);
       expect((await aliceMcp.client.listTools()).tools.length).toBeGreaterThan(0);
     } finally {
@@ -178,11 +238,18 @@ describe(`MCP server — users (${ctx.database.engine})`, () => {
     await mcp.transport.terminateSession();
     await mcp.close();
     const after = await httpCall(base, 'POST', '/mcp', {
-      headers: { ...user.headers, accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+      headers: {
+        ...user.headers,
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-06-18',
+      },
       body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
     });
     expect(after.status).toBe(404);
-    const { body: s } = await expectHttp(base, 'GET', `/v1/agents/${run.structuredContent.session_id}`, 200, { headers: user.headers });
+    const { body: s } = await expectHttp(base, 'GET', `/v1/agents/${run.structuredContent.session_id}`, 200, {
+      headers: user.headers,
+    });
     expect(s.status).toBe('closed');
   });
 });
@@ -197,27 +264,48 @@ describe(`MCP server — agents and exposed tools (${ctx.database.engine})`, () 
     const mcp = await connectMcp(base, headers);
     try {
       const names = (await mcp.client.listTools()).tools.map((t) => t.name);
-      expect(names).toEqual(expect.arrayContaining(['memory_get', 'memory_put', 'memory_delete', 'memory_list', 'execute_tool']));
+      expect(names).toEqual(
+        expect.arrayContaining(['memory_get', 'memory_put', 'memory_delete', 'memory_list', 'execute_tool']),
+      );
 
-      expect((await mcp.call('memory_put', { key: 'plan', value: { step: 1 } })).structuredContent).toMatchObject({ key: 'plan', version: 1, created: true });
+      expect((await mcp.call('memory_put', { key: 'plan', value: { step: 1 } })).structuredContent).toMatchObject({
+        key: 'plan',
+        version: 1,
+        created: true,
+      });
       expect((await mcp.call('memory_get', { key: 'plan' })).structuredContent).toMatchObject({ value: { step: 1 } });
       expect((await mcp.call('memory_list', {})).structuredContent.entries.map((e: any) => e.key)).toEqual(['plan']);
       expect((await mcp.call('memory_delete', { key: 'plan' })).isError).toBeFalsy();
       expect((await mcp.call('memory_get', { key: 'plan' })).structuredContent).toMatchObject({ code: 'not_found' });
 
       // Another agent's memory needs a grant (same rule and audit as REST).
-      await expectHttp(base, 'PUT', `/v2/agents/${other.id}/memory/shared%2Fnote`, 201, { headers: user.headers, body: { value: 'hi' } });
-      expect((await mcp.call('memory_get', { key: 'shared/note', agent_id: other.id })).structuredContent).toMatchObject({ code: 'permission_required', status: 403 });
-      await expectHttp(base, 'POST', `/v2/agents/${other.id}/permissions`, 201, { headers: user.headers, body: { grantee_agent_id: agent.id, access: 'read', key_prefix: 'shared/' } });
-      expect((await mcp.call('memory_get', { key: 'shared/note', agent_id: other.id })).structuredContent).toMatchObject({ key: 'shared/note', value: 'hi' });
+      await expectHttp(base, 'PUT', `/v2/agents/${other.id}/memory/shared%2Fnote`, 201, {
+        headers: user.headers,
+        body: { value: 'hi' },
+      });
+      expect(
+        (await mcp.call('memory_get', { key: 'shared/note', agent_id: other.id })).structuredContent,
+      ).toMatchObject({ code: 'permission_required', status: 403 });
+      await expectHttp(base, 'POST', `/v2/agents/${other.id}/permissions`, 201, {
+        headers: user.headers,
+        body: { grantee_agent_id: agent.id, access: 'read', key_prefix: 'shared/' },
+      });
+      expect(
+        (await mcp.call('memory_get', { key: 'shared/note', agent_id: other.id })).structuredContent,
+      ).toMatchObject({ key: 'shared/note', value: 'hi' });
 
       // The agent itself must be subscribed to the service, as over REST.
       const refused = await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: 'ag' } });
       expect(refused.structuredContent).toMatchObject({ code: 'not_subscribed' });
-      await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, { headers: user.headers, body: { service: svc.name } });
+      await expectHttp(base, 'POST', `/v2/agents/${agent.id}/tools/subscribe`, 201, {
+        headers: user.headers,
+        body: { service: svc.name },
+      });
       const ok = await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: 'ag' } });
       expect(ok.structuredContent).toMatchObject({ status: 'succeeded', output: { id: 'ag' } });
-      const { body: s } = await expectHttp(base, 'GET', `/v1/agents/${ok.structuredContent.session_id}`, 200, { headers: user.headers });
+      const { body: s } = await expectHttp(base, 'GET', `/v1/agents/${ok.structuredContent.session_id}`, 200, {
+        headers: user.headers,
+      });
       expect(s.agent_id).toBe(agent.id);
     } finally {
       await mcp.close();
@@ -230,8 +318,13 @@ describe(`MCP server — agents and exposed tools (${ctx.database.engine})`, () 
     const { headers } = await agentToken(app, agent, 'memory:read');
     const mcp = await connectMcp(base, headers);
     try {
-      expect((await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: 'x' } })).structuredContent).toMatchObject({ code: 'insufficient_scope' });
-      expect((await mcp.call('memory_put', { key: 'a', value: 1 })).structuredContent).toMatchObject({ code: 'insufficient_scope' });
+      expect(
+        (await mcp.call('execute_tool', { service: svc.name, tool: 'get_item', arguments: { id: 'x' } }))
+          .structuredContent,
+      ).toMatchObject({ code: 'insufficient_scope' });
+      expect((await mcp.call('memory_put', { key: 'a', value: 1 })).structuredContent).toMatchObject({
+        code: 'insufficient_scope',
+      });
     } finally {
       await mcp.close();
     }
@@ -244,20 +337,27 @@ describe(`MCP server — agents and exposed tools (${ctx.database.engine})`, () 
       name: `mcp-second-${tag}`,
       description: 'second',
       base_url: upstream.url,
-      tools: [{ name: 'fast', description: 'Fast answer', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
+      tools: [
+        { name: 'fast', description: 'Fast answer', method: 'GET', path: '/fast', input_schema: { type: 'object' } },
+      ],
     });
     await publish(ctx, second.id);
     const mcp = await connectMcp(base, user.headers, { query: '?expose_tools=true' });
     try {
       const exposed = `${svc.name}__get_item`;
       const { tools } = await mcp.client.listTools();
-      expect(tools.find((t) => t.name === exposed)).toMatchObject({ description: 'Fetch one inventory item by id', inputSchema: { type: 'object', required: ['id'] } });
+      expect(tools.find((t) => t.name === exposed)).toMatchObject({
+        description: 'Fetch one inventory item by id',
+        inputSchema: { type: 'object', required: ['id'] },
+      });
       expect(tools.some((t) => t.name.startsWith(second.name))).toBe(false);
       const run = await mcp.call(exposed, { id: 'exp' });
       expect(run.structuredContent).toMatchObject({ status: 'succeeded', output: { id: 'exp' } });
       expect((await mcp.call(exposed, {})).structuredContent).toMatchObject({ code: 'validation_failed' });
 
-      const changed = new Promise<void>((resolve) => mcp.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+      const changed = new Promise<void>((resolve) =>
+        mcp.client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+      );
       // Let the GET stream open before the change.
       await new Promise((r) => setTimeout(r, 400));
       await subscribe(base, user, second.id);

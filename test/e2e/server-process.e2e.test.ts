@@ -48,7 +48,10 @@ describe('node --import tsx src/main.ts (npm start)', () => {
     const s = start({ PORT: 'abc', DATA_DIR: dataDir });
     const { code, stderr } = await s.exited;
     expect(code).toBe(1);
-    const lines = stderr.trim().split('\n').filter((l) => !/oidc-provider WARNING|Unsupported runtime/.test(l));
+    const lines = stderr
+      .trim()
+      .split('\n')
+      .filter((l) => !/oidc-provider WARNING|Unsupported runtime/.test(l));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/PORT/);
   }, 180_000);
@@ -73,7 +76,11 @@ describe('node --import tsx src/main.ts (npm start)', () => {
 
     // a request (scrypt hashing takes a while) is in flight when SIGTERM reaches npm
     const creds = { email: 'persist@example.test', password: 'survives restarts' };
-    const pending = fetch(`${first.base}/auth/register?code=query-secret`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
+    const pending = fetch(`${first.base}/auth/register?code=query-secret`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(creds),
+    });
     await first.waitFor(/"url":"\/auth\/register.*request received/);
     first.child.kill('SIGTERM');
     const res = await pending;
@@ -85,16 +92,28 @@ describe('node --import tsx src/main.ts (npm start)', () => {
     await expect(fetch(`${first.base}/healthz`)).rejects.toThrow();
 
     // one info line for the request: route, status, duration, request id; no secret
-    const info = first.lines.map((l) => JSON.parse(l)).filter((l) => l.level >= 30 && l.req?.url?.startsWith('/auth/register'));
+    const info = first.lines
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.level >= 30 && l.req?.url?.startsWith('/auth/register'));
     expect(info).toHaveLength(1);
-    expect(info[0]).toMatchObject({ msg: 'request', route: '/auth/register', res: { statusCode: 201 }, reqId: res.headers.get('x-request-id'), req: { method: 'POST', url: '/auth/register?code=[redacted]' } });
+    expect(info[0]).toMatchObject({
+      msg: 'request',
+      route: '/auth/register',
+      res: { statusCode: 201 },
+      reqId: res.headers.get('x-request-id'),
+      req: { method: 'POST', url: '/auth/register?code=[redacted]' },
+    });
     expect(info[0].responseTime).toBeGreaterThan(0);
     expect(first.lines.join('\n')).not.toMatch(/survives restarts|query-secret/);
 
     // same DATA_DIR: the user is still there (SIGINT through npm this time)
     const second = start(env, { via: 'npm' });
     expect(JSON.parse(await second.waitFor(/agent platform ready/))).toMatchObject({ code_cache: 'used' });
-    const login = await fetch(`${second.base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
+    const login = await fetch(`${second.base}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(creds),
+    });
     expect(login.status).toBe(200);
     const { access_token } = (await login.json()) as { access_token: string };
     const me = await fetch(`${second.base}/v1/auth/me`, { headers: { authorization: `Bearer ${access_token}` } });

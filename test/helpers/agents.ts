@@ -11,8 +11,17 @@ export interface TestAgent {
 }
 
 /** Create an agent of `owner` via `POST /v2/agents`. */
-export async function createAgent(app: FastifyInstance, owner: TestUser, body: Record<string, unknown> = {}): Promise<TestAgent> {
-  const res = await app.inject({ method: 'POST', url: '/v2/agents', headers: owner.headers, payload: { name: 'test agent', ...body } });
+export async function createAgent(
+  app: FastifyInstance,
+  owner: TestUser,
+  body: Record<string, unknown> = {},
+): Promise<TestAgent> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v2/agents',
+    headers: owner.headers,
+    payload: { name: 'test agent', ...body },
+  });
   if (res.statusCode !== 201) throw new Error(`createAgent failed: ${res.statusCode} ${res.body}`);
   const a = res.json();
   return { id: a.id, clientId: a.client_id, clientSecret: a.client_secret, owner };
@@ -25,11 +34,20 @@ export function basicAuth(clientId: string, clientSecret: string): string {
 }
 
 /** Get an access token for `agent` (client_secret_post, JSON) and return bearer headers. */
-export async function agentToken(app: FastifyInstance, agent: { clientId: string; clientSecret: string }, scope?: string): Promise<{ token: string; headers: { authorization: string } }> {
+export async function agentToken(
+  app: FastifyInstance,
+  agent: { clientId: string; clientSecret: string },
+  scope?: string,
+): Promise<{ token: string; headers: { authorization: string } }> {
   const res = await app.inject({
     method: 'POST',
     url: '/auth/agent/token',
-    payload: { grant_type: 'client_credentials', client_id: agent.clientId, client_secret: agent.clientSecret, ...(scope !== undefined ? { scope } : {}) },
+    payload: {
+      grant_type: 'client_credentials',
+      client_id: agent.clientId,
+      client_secret: agent.clientSecret,
+      ...(scope !== undefined ? { scope } : {}),
+    },
   });
   if (res.statusCode !== 200) throw new Error(`agentToken failed: ${res.statusCode} ${res.body}`);
   const token = res.json().access_token as string;
@@ -37,7 +55,10 @@ export async function agentToken(app: FastifyInstance, agent: { clientId: string
 }
 
 /** Register a one-tool manifest service of `owner` (status draft). */
-export async function registerToolService(target: FastifyInstance, owner: TestUser): Promise<{ id: string; name: string }> {
+export async function registerToolService(
+  target: FastifyInstance,
+  owner: TestUser,
+): Promise<{ id: string; name: string }> {
   const name = `svc-${randomBytes(4).toString('hex')}`;
   const { body } = await call(
     target,
@@ -45,10 +66,15 @@ export async function registerToolService(target: FastifyInstance, owner: TestUs
       method: 'POST',
       url: '/owner/services',
       headers: owner.headers,
-      payload: { name, display_name: 'Echo', description: 'echo', base_url: 'http://127.0.0.1:9', tools: [{ name: 'echo', description: 'echo', method: 'POST', path: '/echo', input_schema: { type: 'object' } }] },
+      payload: {
+        name,
+        display_name: 'Echo',
+        description: 'echo',
+        base_url: 'http://127.0.0.1:9',
+        tools: [{ name: 'echo', description: 'echo', method: 'POST', path: '/echo', input_schema: { type: 'object' } }],
+      },
     },
     201,
   );
   return { id: body.id, name: body.name };
 }
-

@@ -40,7 +40,9 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
 }
 
 /** Build an app for this test file (closed automatically after the file). */
-export async function setupApp(overrides: Record<string, string | undefined> = {}): Promise<BuiltApp & { config: Config }> {
+export async function setupApp(
+  overrides: Record<string, string | undefined> = {},
+): Promise<BuiltApp & { config: Config }> {
   const config = loadConfig(testEnv(overrides));
   const built = await buildApp(config);
   afterAll(async () => {
@@ -60,9 +62,16 @@ export interface TestUser {
 }
 
 /** Create a user through the public API and return its token. */
-export async function createUser(app: FastifyInstance, opts: { roles?: string[]; email?: string } = {}): Promise<TestUser> {
+export async function createUser(
+  app: FastifyInstance,
+  opts: { roles?: string[]; email?: string } = {},
+): Promise<TestUser> {
   const email = opts.email ?? `u-${randomBytes(6).toString('hex')}@example.test`;
-  const res = await app.inject({ method: 'POST', url: '/auth/test', payload: { email, ...(opts.roles ? { roles: opts.roles } : {}) } });
+  const res = await app.inject({
+    method: 'POST',
+    url: '/auth/test',
+    payload: { email, ...(opts.roles ? { roles: opts.roles } : {}) },
+  });
   if (res.statusCode !== 200) throw new Error(`createUser failed: ${res.statusCode} ${res.body}`);
   const body = res.json();
   const token = body.access_token as string;
@@ -81,9 +90,14 @@ export async function createUser(app: FastifyInstance, opts: { roles?: string[];
  * `app.inject` that asserts the status and returns the parsed JSON body, typed as `T` when the
  * caller names it (`call<Static<typeof AgentSchema>>(…)`); untyped (`any`) otherwise.
  */
-export async function call<T = any>(app: FastifyInstance, opts: InjectOptions, status: number): Promise<{ res: LightMyRequestResponse; body: T }> {
+export async function call<T = any>(
+  app: FastifyInstance,
+  opts: InjectOptions,
+  status: number,
+): Promise<{ res: LightMyRequestResponse; body: T }> {
   const res = await app.inject(opts);
-  if (res.statusCode !== status) throw new Error(`${opts.method} ${opts.url}: expected ${status}, got ${res.statusCode}: ${res.body}`);
+  if (res.statusCode !== status)
+    throw new Error(`${opts.method} ${opts.url}: expected ${status}, got ${res.statusCode}: ${res.body}`);
   return { res, body: (res.body ? safeJson(res.body) : undefined) as T };
 }
 

@@ -31,8 +31,14 @@ export interface AuthCaseOptions {
  * Register a `describe` block with the standard cases for `routes` (a function, so the list may use
  * ids created in `beforeAll`). `app` is read when the tests run.
  */
-export function describeAuthCases(name: string, app: () => FastifyInstance, routes: () => AuthCaseRoute[], opts: AuthCaseOptions = {}): void {
-  const inject = (r: AuthCaseRoute, headers?: Record<string, string>) => app().inject({ method: r.method, url: r.url, payload: r.payload as InjectOptions['payload'], headers });
+export function describeAuthCases(
+  name: string,
+  app: () => FastifyInstance,
+  routes: () => AuthCaseRoute[],
+  opts: AuthCaseOptions = {},
+): void {
+  const inject = (r: AuthCaseRoute, headers?: Record<string, string>) =>
+    app().inject({ method: r.method, url: r.url, payload: r.payload as InjectOptions['payload'], headers });
   const label = (r: AuthCaseRoute) => `${r.method} ${r.url}`;
 
   describe(`${name} — standard authentication cases`, () => {

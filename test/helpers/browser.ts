@@ -11,7 +11,12 @@ export interface HttpAnswer {
 }
 
 /** One HTTP exchange: absolute or path URL, no automatic redirects. */
-export type Send = (req: { method: string; url: string; headers?: Record<string, string>; body?: string }) => Promise<HttpAnswer>;
+export type Send = (req: {
+  method: string;
+  url: string;
+  headers?: Record<string, string>;
+  body?: string;
+}) => Promise<HttpAnswer>;
 
 /** `Send` over real sockets with fetch (undici), redirects not followed. */
 export function fetchSend(base: string): Send {
@@ -31,7 +36,12 @@ export function fetchSend(base: string): Send {
 export function injectSend(app: FastifyInstance, host = 'localhost:3000'): Send {
   return async ({ method, url, headers, body }) => {
     const u = new URL(url, `http://${host}`);
-    const res = await app.inject({ method: method as 'GET', url: u.pathname + u.search, headers: { host: u.host, ...headers }, ...(body !== undefined ? { payload: body } : {}) });
+    const res = await app.inject({
+      method: method as 'GET',
+      url: u.pathname + u.search,
+      headers: { host: u.host, ...headers },
+      ...(body !== undefined ? { payload: body } : {}),
+    });
     return { status: res.statusCode, headers: res.headers as HttpAnswer['headers'], body: res.body };
   };
 }
@@ -54,9 +64,18 @@ export class Browser {
     }
   }
 
-  async request(method: string, url: string, opts: { headers?: Record<string, string>; body?: string } = {}): Promise<HttpAnswer> {
+  async request(
+    method: string,
+    url: string,
+    opts: { headers?: Record<string, string>; body?: string } = {},
+  ): Promise<HttpAnswer> {
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    const res = await this.send({ method, url, headers: { ...(cookie ? { cookie } : {}), ...opts.headers }, body: opts.body });
+    const res = await this.send({
+      method,
+      url,
+      headers: { ...(cookie ? { cookie } : {}), ...opts.headers },
+      body: opts.body,
+    });
     this.store(res.headers);
     return res;
   }
@@ -66,8 +85,16 @@ export class Browser {
    * allow a registered client on its consent page, follow redirects until one leaves for `redirectUri`. Returns that final URL (with `code`, `state`).
    * @throws when a step answers something unexpected (with the status and body).
    */
-  async login(authUrl: string, redirectUri: string, creds: { email: string; password: string }, maxSteps = 10): Promise<URL> {
-    let next: { method: string; url: string; body?: string; headers?: Record<string, string> } = { method: 'GET', url: authUrl };
+  async login(
+    authUrl: string,
+    redirectUri: string,
+    creds: { email: string; password: string },
+    maxSteps = 10,
+  ): Promise<URL> {
+    let next: { method: string; url: string; body?: string; headers?: Record<string, string> } = {
+      method: 'GET',
+      url: authUrl,
+    };
     let lastUrl = authUrl;
     for (let i = 0; i < maxSteps; i++) {
       const res = await this.request(next.method, next.url, next);
@@ -94,11 +121,18 @@ export class Browser {
       const consent = /<form method="post" action="([^"]+\/confirm)"/.exec(res.body);
       if (res.status === 200 && consent) {
         const action = new URL(consent[1].replaceAll('&amp;', '&'), lastUrl).href;
-        next = { method: 'POST', url: action, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' };
+        next = {
+          method: 'POST',
+          url: action,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: '',
+        };
         lastUrl = action;
         continue;
       }
-      throw new Error(`login step ${i} ${next.method} ${next.url}: unexpected ${res.status}: ${res.body.slice(0, 500)}`);
+      throw new Error(
+        `login step ${i} ${next.method} ${next.url}: unexpected ${res.status}: ${res.body.slice(0, 500)}`,
+      );
     }
     throw new Error('login did not finish');
   }

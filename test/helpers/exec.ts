@@ -23,7 +23,12 @@ export interface HttpAnswer {
 }
 
 /** One HTTP request over the socket; JSON in, JSON (or text) out. */
-export async function httpCall(base: string, method: string, path: string, opts: { headers?: Record<string, string>; body?: unknown } = {}): Promise<HttpAnswer> {
+export async function httpCall(
+  base: string,
+  method: string,
+  path: string,
+  opts: { headers?: Record<string, string>; body?: unknown } = {},
+): Promise<HttpAnswer> {
   const res = await fetch(base + path, {
     method,
     headers: { ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers },
@@ -40,9 +45,16 @@ export async function httpCall(base: string, method: string, path: string, opts:
 }
 
 /** `httpCall` that asserts the status. */
-export async function expectHttp(base: string, method: string, path: string, status: number, opts: { headers?: Record<string, string>; body?: unknown } = {}): Promise<HttpAnswer> {
+export async function expectHttp(
+  base: string,
+  method: string,
+  path: string,
+  status: number,
+  opts: { headers?: Record<string, string>; body?: unknown } = {},
+): Promise<HttpAnswer> {
   const a = await httpCall(base, method, path, opts);
-  if (a.status !== status) throw new Error(`${method} ${path}: expected ${status}, got ${a.status}: ${JSON.stringify(a.body)}`);
+  if (a.status !== status)
+    throw new Error(`${method} ${path}: expected ${status}, got ${a.status}: ${JSON.stringify(a.body)}`);
   return a;
 }
 
@@ -54,7 +66,11 @@ export interface RegisteredService {
 }
 
 /** Register a service via `POST /owner/services` (status `draft`). */
-export async function registerService(base: string, owner: TestUser, body: Record<string, unknown>): Promise<RegisteredService> {
+export async function registerService(
+  base: string,
+  owner: TestUser,
+  body: Record<string, unknown>,
+): Promise<RegisteredService> {
   const { body: s } = await expectHttp(base, 'POST', '/owner/services', 201, { headers: owner.headers, body });
   return { id: s.id, name: s.name, signingSecret: s.signing_secret, tools: s.tools };
 }
@@ -68,19 +84,36 @@ export async function publish(ctx: AppContext, serviceId: string): Promise<void>
 }
 
 /** Subscribe `user` to a service; returns the subscription. */
-export async function subscribe(base: string, user: TestUser, serviceId: string, plan = 'free'): Promise<{ id: string }> {
-  const { body } = await expectHttp(base, 'POST', '/subscriptions', 201, { headers: user.headers, body: { service_id: serviceId, plan } });
+export async function subscribe(
+  base: string,
+  user: TestUser,
+  serviceId: string,
+  plan = 'free',
+): Promise<{ id: string }> {
+  const { body } = await expectHttp(base, 'POST', '/subscriptions', 201, {
+    headers: user.headers,
+    body: { service_id: serviceId, plan },
+  });
   return body;
 }
 
 /** Create a session of `user` (or of an agent, with its headers). */
-export async function newSession(base: string, headers: Record<string, string>, body: Record<string, unknown> = {}): Promise<string> {
+export async function newSession(
+  base: string,
+  headers: Record<string, string>,
+  body: Record<string, unknown> = {},
+): Promise<string> {
   const { body: s } = await expectHttp(base, 'POST', '/v1/agents', 201, { headers, body });
   return s.id;
 }
 
 /** `POST /v1/agents/:id/execute`. */
-export function execute(base: string, headers: Record<string, string>, sessionId: string, body: Record<string, unknown>): Promise<HttpAnswer> {
+export function execute(
+  base: string,
+  headers: Record<string, string>,
+  sessionId: string,
+  body: Record<string, unknown>,
+): Promise<HttpAnswer> {
   return httpCall(base, 'POST', `/v1/agents/${sessionId}/execute`, { headers, body });
 }
 
@@ -99,7 +132,12 @@ export interface SubscribedFastTool {
  * A published one-tool service (`fast`: `GET /fast` on a fresh loopback upstream) of a new owner,
  * named `<prefix>-<time>`, a new user subscribed to it on the free plan, and a session of that user.
  */
-export async function subscribedFastTool(app: FastifyInstance, ctx: AppContext, base: string, prefix: string): Promise<SubscribedFastTool> {
+export async function subscribedFastTool(
+  app: FastifyInstance,
+  ctx: AppContext,
+  base: string,
+  prefix: string,
+): Promise<SubscribedFastTool> {
   const upstream = await startToolUpstream();
   const owner = await createUser(app);
   const user = await createUser(app);

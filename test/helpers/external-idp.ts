@@ -28,7 +28,12 @@ export interface ExternalIdp {
 }
 
 /** Finish a consent interaction of `provider` granting every scope the client asked for. */
-export async function grantConsent(provider: Provider, req: http.IncomingMessage, res: http.ServerResponse, details: Awaited<ReturnType<Provider['interactionDetails']>>): Promise<void> {
+export async function grantConsent(
+  provider: Provider,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  details: Awaited<ReturnType<Provider['interactionDetails']>>,
+): Promise<void> {
   const d = details.prompt.details as { missingOIDCScope?: string[]; missingResourceScopes?: Record<string, string[]> };
   const grant = details.grantId
     ? (await provider.Grant.find(details.grantId))!
@@ -39,7 +44,11 @@ export async function grantConsent(provider: Provider, req: http.IncomingMessage
   await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
 }
 
-export async function startExternalIdp(opts: { audience: string; rolesClaim: string; redirectUris: string[] }): Promise<ExternalIdp> {
+export async function startExternalIdp(opts: {
+  audience: string;
+  rolesClaim: string;
+  redirectUris: string[];
+}): Promise<ExternalIdp> {
   const clientId = 'external-client';
   const clientSecret = randomBytes(24).toString('base64url');
   const accounts = new Map<string, ExternalAccount>();
@@ -76,7 +85,12 @@ export async function startExternalIdp(opts: { audience: string; rolesClaim: str
         enabled: true,
         defaultResource: () => opts.audience,
         useGrantedResource: () => true,
-        getResourceServerInfo: () => ({ scope: 'openid profile email offline_access', audience: opts.audience, accessTokenFormat: 'jwt', accessTokenTTL: 3600 }),
+        getResourceServerInfo: () => ({
+          scope: 'openid profile email offline_access',
+          audience: opts.audience,
+          accessTokenFormat: 'jwt',
+          accessTokenTTL: 3600,
+        }),
       },
     },
     issueRefreshToken: () => true,
@@ -100,7 +114,12 @@ export async function startExternalIdp(opts: { audience: string; rolesClaim: str
       const details = await provider.interactionDetails(req, res);
       if (details.prompt.name === 'login') {
         if (!current) throw new Error('signInAs() was not called');
-        return await provider.interactionFinished(req, res, { login: { accountId: current.sub } }, { mergeWithLastSubmission: false });
+        return await provider.interactionFinished(
+          req,
+          res,
+          { login: { accountId: current.sub } },
+          { mergeWithLastSubmission: false },
+        );
       }
       await grantConsent(provider, req, res, details);
     } catch (err) {

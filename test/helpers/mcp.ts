@@ -12,14 +12,21 @@ export interface McpConnection {
 }
 
 /** Connect an SDK `Client` to `<base>/mcp<query>` with `headers` (a bearer token, an API key…). */
-export async function connectMcp(base: string, headers: Record<string, string>, opts: { name?: string; query?: string } = {}): Promise<McpConnection> {
+export async function connectMcp(
+  base: string,
+  headers: Record<string, string>,
+  opts: { name?: string; query?: string } = {},
+): Promise<McpConnection> {
   const client = new Client({ name: opts.name ?? 'vitest-mcp', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp${opts.query ?? ''}`), { requestInit: { headers } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp${opts.query ?? ''}`), {
+    requestInit: { headers },
+  });
   await client.connect(transport);
   return {
     client,
     transport,
-    call: async (name, args = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent?: any },
+    call: async (name, args = {}) =>
+      (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent?: any },
     close: () => client.close(),
   };
 }

@@ -54,7 +54,10 @@ async function readForm(req: http.IncomingMessage): Promise<URLSearchParams> {
 }
 
 /** Start the authorization server and the notes API; `redirectUri` is the platform's callback. */
-export async function startOAuthUpstream(opts: { redirectUri: string; accessTokenTtl?: number }): Promise<OAuthUpstream> {
+export async function startOAuthUpstream(opts: {
+  redirectUri: string;
+  accessTokenTtl?: number;
+}): Promise<OAuthUpstream> {
   const clientId = 'agent-platform';
   const clientSecret = randomBytes(24).toString('base64url');
   let ttl = opts.accessTokenTtl ?? 3600;
@@ -62,7 +65,12 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
   const rejected = new Set<string>();
   const seenTokens: JWTPayload[] = [];
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  const jwk = { ...(await exportJWK(privateKey)), kid: `up-${randomBytes(4).toString('hex')}`, alg: 'RS256', use: 'sig' };
+  const jwk = {
+    ...(await exportJWK(privateKey)),
+    kid: `up-${randomBytes(4).toString('hex')}`,
+    alg: 'RS256',
+    use: 'sig',
+  };
 
   let handler: http.RequestListener = (_req, res) => res.end();
   const server = http.createServer((req, res) => handler(req, res));
@@ -97,12 +105,25 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
         enabled: true,
         defaultResource: () => resource,
         useGrantedResource: () => true,
-        getResourceServerInfo: () => ({ scope: 'notes:read', audience: resource, accessTokenFormat: 'jwt', accessTokenTTL: ttl }),
+        getResourceServerInfo: () => ({
+          scope: 'notes:read',
+          audience: resource,
+          accessTokenFormat: 'jwt',
+          accessTokenTTL: ttl,
+        }),
       },
     },
     issueRefreshToken: () => true,
     rotateRefreshToken: () => true,
-    ttl: { AccessToken: () => ttl, AuthorizationCode: 60, IdToken: 3600, Interaction: 600, Session: 3600, Grant: 14 * 24 * 3600, RefreshToken: 14 * 24 * 3600 },
+    ttl: {
+      AccessToken: () => ttl,
+      AuthorizationCode: 60,
+      IdToken: 3600,
+      Interaction: 600,
+      Session: 3600,
+      Grant: 14 * 24 * 3600,
+      RefreshToken: 14 * 24 * 3600,
+    },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, email: sub }) }),
   });
@@ -121,7 +142,12 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
           const form = await readForm(req);
           const email = form.get('email') ?? '';
           if (!email) throw new Error('email is required');
-          return await provider.interactionFinished(req, res, { login: { accountId: email } }, { mergeWithLastSubmission: false });
+          return await provider.interactionFinished(
+            req,
+            res,
+            { login: { accountId: email } },
+            { mergeWithLastSubmission: false },
+          );
         }
         const scope = String(details.params.scope ?? '');
         return page(
@@ -144,7 +170,10 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
     const auth = /^Bearer (\S+)$/.exec(String(req.headers.authorization ?? ''));
     const token = auth?.[1] ?? url.searchParams.get('access_token');
     const deny = (why: string) => {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': `Bearer error="invalid_token", error_description="${why}"` });
+      res.writeHead(401, {
+        'content-type': 'application/json',
+        'www-authenticate': `Bearer error="invalid_token", error_description="${why}"`,
+      });
       res.end(JSON.stringify({ error: 'invalid_token', why }));
     };
     if (!token) return deny('no token');
@@ -156,8 +185,18 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
     }
     seenTokens.push(payload);
     if (payload.jti && rejected.has(payload.jti)) return deny('token rejected');
-    if (!String(payload.scope ?? '').split(' ').includes('notes:read')) return deny('scope notes:read missing');
-    const body = JSON.stringify({ sub: payload.sub, jti: payload.jti, notes: [`first note of ${payload.sub}`, `second note of ${payload.sub}`], path: url.pathname });
+    if (
+      !String(payload.scope ?? '')
+        .split(' ')
+        .includes('notes:read')
+    )
+      return deny('scope notes:read missing');
+    const body = JSON.stringify({
+      sub: payload.sub,
+      jti: payload.jti,
+      notes: [`first note of ${payload.sub}`, `second note of ${payload.sub}`],
+      path: url.pathname,
+    });
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(body);
   }
@@ -179,11 +218,19 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
       rejected.add(jti);
     },
     async revoke(token) {
-      const res = await fetch(`${issuer}/revoke`, { method: 'POST', headers: form, body: new URLSearchParams({ token, token_type_hint: 'refresh_token' }) });
+      const res = await fetch(`${issuer}/revoke`, {
+        method: 'POST',
+        headers: form,
+        body: new URLSearchParams({ token, token_type_hint: 'refresh_token' }),
+      });
       if (res.status !== 200) throw new Error(`revocation failed: ${res.status}`);
     },
     async refreshGrant(refreshToken) {
-      const res = await fetch(`${issuer}/token`, { method: 'POST', headers: form, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }) });
+      const res = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        headers: form,
+        body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }),
+      });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     },
     async close() {
@@ -202,6 +249,7 @@ export async function startOAuthUpstream(opts: { redirectUri: string; accessToke
 export function connectionBrowser(app: FastifyInstance, upstream: { issuer: string }): Browser {
   const toUpstream = fetchSend(upstream.issuer);
   const toApp = injectSend(app);
-  const send: Send = (req) => (new URL(req.url, upstream.issuer).origin === upstream.issuer ? toUpstream(req) : toApp(req));
+  const send: Send = (req) =>
+    new URL(req.url, upstream.issuer).origin === upstream.issuer ? toUpstream(req) : toApp(req);
   return new Browser(send);
 }

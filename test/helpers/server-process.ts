@@ -28,12 +28,23 @@ export interface ServerProcess {
  * `child` is the npm process and signals go through npm and its `sh -c`.
  */
 export function startServerProcess(env: Record<string, string>, opts: { via?: 'node' | 'npm' } = {}): ServerProcess {
-  const [cmd, args] = opts.via === 'npm' ? ['npm', ['start', '--silent', '--ignore-scripts']] : [process.execPath, ['--import', 'tsx', 'src/main.ts']];
+  const [cmd, args] =
+    opts.via === 'npm'
+      ? ['npm', ['start', '--silent', '--ignore-scripts']]
+      : [process.execPath, ['--import', 'tsx', 'src/main.ts']];
   const child = spawn(cmd, args, {
     cwd: ROOT,
     // the local embedder unless `env` picks one: servers of the PostgreSQL pass share the test database,
     // whose stored vectors must stay in one embedding space (the default encoder would record its own)
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'info', HOST: '127.0.0.1', ...(env.EMBEDDINGS_URL ? {} : { EMBEDDINGS_PROVIDER: 'local' }), ...env },
+    env: {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/tmp',
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
+      ...(env.EMBEDDINGS_URL ? {} : { EMBEDDINGS_PROVIDER: 'local' }),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
@@ -63,9 +74,15 @@ export function startServerProcess(env: Record<string, string>, opts: { via?: 'n
       const hit = lines.find((l) => re.test(l));
       if (hit) return Promise.resolve(hit);
       return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`timeout waiting for ${re}; stderr: ${stderr}; stdout: ${lines.slice(-20).join('\n')}`)), timeoutMs);
+        const t = setTimeout(
+          () =>
+            reject(new Error(`timeout waiting for ${re}; stderr: ${stderr}; stdout: ${lines.slice(-20).join('\n')}`)),
+          timeoutMs,
+        );
         waiters.push({ re, resolve: (l) => (clearTimeout(t), resolve(l)) });
-        void exited.then(({ code, signal }) => reject(new Error(`process exited (${code ?? signal}) before ${re}: ${stderr}`)));
+        void exited.then(({ code, signal }) =>
+          reject(new Error(`process exited (${code ?? signal}) before ${re}: ${stderr}`)),
+        );
       });
     },
   };

@@ -11,11 +11,16 @@ import { freePort } from './net.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 
 /** Start and wait for "agent platform ready". `stop()` sends SIGTERM, waits for the exit and removes the data directory. */
-export async function startTestServer(overrides: Record<string, string> = {}): Promise<ServerProcess & { stop(): Promise<void> }> {
+export async function startTestServer(
+  overrides: Record<string, string> = {},
+): Promise<ServerProcess & { stop(): Promise<void> }> {
   const port = String(await freePort());
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-srv-'));
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(testEnv({ LOG_LEVEL: 'info', PORT: port, PUBLIC_URL: `http://127.0.0.1:${port}`, DATA_DIR: dataDir, ...overrides }))) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(
+    testEnv({ LOG_LEVEL: 'info', PORT: port, PUBLIC_URL: `http://127.0.0.1:${port}`, DATA_DIR: dataDir, ...overrides }),
+  ))
+    if (v !== undefined) env[k] = v;
   const server = startServerProcess(env);
   await server.waitFor(/agent platform ready/, 300_000);
   return {

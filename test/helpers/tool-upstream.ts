@@ -23,10 +23,17 @@ export interface SeenRequest {
 }
 
 /** The verification function of docs/upstream-signing.md, verbatim (the upstream's side). */
-export function verifyAgentPlatform(req: { method?: string; url?: string; headers: http.IncomingHttpHeaders }, rawBody: Buffer | undefined, secret: string, toleranceSeconds = 300): boolean {
+export function verifyAgentPlatform(
+  req: { method?: string; url?: string; headers: http.IncomingHttpHeaders },
+  rawBody: Buffer | undefined,
+  secret: string,
+  toleranceSeconds = 300,
+): boolean {
   const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(req.headers['x-agent-platform-signature'] ?? ''));
   if (!m || Math.abs(Date.now() / 1000 - Number(m[1])) > toleranceSeconds) return false;
-  const bodyHash = createHash('sha256').update(rawBody ?? '').digest('hex');
+  const bodyHash = createHash('sha256')
+    .update(rawBody ?? '')
+    .digest('hex');
   const payload = `${m[1]}.${req.method}.${req.url}.${bodyHash}`;
   const expected = createHmac('sha256', secret).update(payload).digest();
   return timingSafeEqual(expected, Buffer.from(m[2], 'hex'));
@@ -96,7 +103,11 @@ export async function startToolUpstream(): Promise<ToolUpstream> {
           const all = u.searchParams.getAll(k);
           query[k] = all.length > 1 ? all : all[0];
         }
-        return json(res, 200, { id: decodeURIComponent(item[1]), query, auth: { authorization: req.headers.authorization ?? null, 'x-api-key': req.headers['x-api-key'] ?? null } });
+        return json(res, 200, {
+          id: decodeURIComponent(item[1]),
+          query,
+          auth: { authorization: req.headers.authorization ?? null, 'x-api-key': req.headers['x-api-key'] ?? null },
+        });
       }
       if (req.method === 'POST' && p === '/items') {
         let parsed: unknown = null;
@@ -145,7 +156,12 @@ export async function startToolUpstream(): Promise<ToolUpstream> {
 }
 
 /** The MCP upstream (stateless Streamable HTTP at `/mcp`): tools `add` {a, b} and `explode`. */
-export async function startMcpUpstream(): Promise<{ url: string; seen: SeenRequest[]; calls: Array<{ name: string; args: unknown }>; close(): Promise<void> }> {
+export async function startMcpUpstream(): Promise<{
+  url: string;
+  seen: SeenRequest[];
+  calls: Array<{ name: string; args: unknown }>;
+  close(): Promise<void>;
+}> {
   const seen: SeenRequest[] = [];
   const calls: Array<{ name: string; args: unknown }> = [];
   const makeServer = () => {
@@ -155,7 +171,11 @@ export async function startMcpUpstream(): Promise<{ url: string; seen: SeenReque
         {
           name: 'add',
           description: 'Add two numbers',
-          inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+          inputSchema: {
+            type: 'object',
+            properties: { a: { type: 'number' }, b: { type: 'number' } },
+            required: ['a', 'b'],
+          },
         },
         { name: 'explode', description: 'Always fails', inputSchema: { type: 'object', properties: {} } },
       ],

@@ -38,9 +38,18 @@ export interface Upstream {
 type Handler = (req: http.IncomingMessage, body: string, res: http.ServerResponse, self: Upstream) => unknown;
 
 /** Send JSON. */
-export function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: http.ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const s = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(s)), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(s)),
+    ...headers,
+  });
   res.end(s);
 }
 
@@ -90,7 +99,8 @@ export async function startJsonApi(): Promise<Upstream> {
       return sendJson(res, 200, { city, temp_c: 21 });
     }
     const user = /^\/users\/([^/]+)$/.exec(u.pathname);
-    if (req.method === 'GET' && user) return sendJson(res, 200, { id: decodeURIComponent(user[1]), name: `User ${user[1]}` });
+    if (req.method === 'GET' && user)
+      return sendJson(res, 200, { id: decodeURIComponent(user[1]), name: `User ${user[1]}` });
     if (req.method === 'POST' && u.pathname === '/echo') return sendJson(res, 200, body ? JSON.parse(body) : null);
     if (u.pathname === '/fail') return sendJson(res, 500, { error: 'upstream broke' });
     if (u.pathname === '/slow') return void setTimeout(() => sendJson(res, 200, { slow: true }), 3000);
@@ -111,14 +121,25 @@ export function petStoreDocument(serverUrl: string): Record<string, unknown> {
     servers: [{ url: serverUrl }],
     components: {
       securitySchemes: { key: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
-      parameters: { Limit: { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100 }, description: 'page size' } },
+      parameters: {
+        Limit: {
+          name: 'limit',
+          in: 'query',
+          schema: { type: 'integer', minimum: 1, maximum: 100 },
+          description: 'page size',
+        },
+      },
       schemas: {
         Pet: {
           type: 'object',
           required: ['id', 'name'],
           properties: { id: { type: 'integer' }, name: { type: 'string' }, tag: { type: 'string', nullable: true } },
         },
-        NewPet: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 }, tag: { type: 'string' } } },
+        NewPet: {
+          type: 'object',
+          required: ['name'],
+          properties: { name: { type: 'string', minLength: 1 }, tag: { type: 'string' } },
+        },
       },
     },
     security: [{ key: [] }],
@@ -127,21 +148,44 @@ export function petStoreDocument(serverUrl: string): Record<string, unknown> {
         get: {
           operationId: 'listPets',
           summary: 'List pets',
-          parameters: [{ $ref: '#/components/parameters/Limit' }, { name: 'x-trace', in: 'header', schema: { type: 'string' } }],
-          responses: { '200': { description: 'pets', content: { 'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Pet' } } } } } },
+          parameters: [
+            { $ref: '#/components/parameters/Limit' },
+            { name: 'x-trace', in: 'header', schema: { type: 'string' } },
+          ],
+          responses: {
+            '200': {
+              description: 'pets',
+              content: {
+                'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Pet' } } },
+              },
+            },
+          },
         },
         post: {
           operationId: 'createPet',
           summary: 'Create a pet',
-          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPet' } } } },
-          responses: { '201': { description: 'created', content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } } } },
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/NewPet' } } },
+          },
+          responses: {
+            '201': {
+              description: 'created',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } },
+            },
+          },
         },
       },
       '/pets/{petId}': {
         parameters: [{ name: 'petId', in: 'path', required: true, schema: { type: 'integer' }, description: 'pet id' }],
         get: {
           summary: 'Get one pet',
-          responses: { '200': { description: 'pet', content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } } } },
+          responses: {
+            '200': {
+              description: 'pet',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } },
+            },
+          },
         },
       },
     },
@@ -165,7 +209,8 @@ export async function startOpenApiServer(): Promise<Upstream> {
       return res.end(toYaml(petStoreDocument(self.url)));
     }
     if (req.headers['x-api-key'] !== 'pet-key') return sendJson(res, 401, { error: 'missing or wrong x-api-key' });
-    if (u.pathname === '/pets' && req.method === 'GET') return sendJson(res, 200, pets.slice(0, Number(u.searchParams.get('limit') ?? 100)));
+    if (u.pathname === '/pets' && req.method === 'GET')
+      return sendJson(res, 200, pets.slice(0, Number(u.searchParams.get('limit') ?? 100)));
     if (u.pathname === '/pets' && req.method === 'POST') {
       const input = JSON.parse(body || '{}') as { name?: string; tag?: string };
       const pet = { id: pets.length + 1, name: input.name ?? '', tag: input.tag ?? null };
@@ -184,11 +229,25 @@ function makeMcpServer(): McpServer {
   const server = new McpServer({ name: 'Calculator MCP', version: '2.1.0' });
   server.registerTool(
     'add',
-    { description: 'Add two numbers', inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() } },
-    async ({ a, b }) => ({ content: [{ type: 'text', text: JSON.stringify({ sum: a + b }) }], structuredContent: { sum: a + b } }),
+    {
+      description: 'Add two numbers',
+      inputSchema: { a: z.number(), b: z.number() },
+      outputSchema: { sum: z.number() },
+    },
+    async ({ a, b }) => ({
+      content: [{ type: 'text', text: JSON.stringify({ sum: a + b }) }],
+      structuredContent: { sum: a + b },
+    }),
   );
-  server.registerTool('echo', { description: 'Echo a message', inputSchema: { message: z.string() } }, async ({ message }) => ({ content: [{ type: 'text', text: message }] }));
-  server.registerTool('explode', { description: 'Always fails', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'kaboom' }], isError: true }));
+  server.registerTool(
+    'echo',
+    { description: 'Echo a message', inputSchema: { message: z.string() } },
+    async ({ message }) => ({ content: [{ type: 'text', text: message }] }),
+  );
+  server.registerTool('explode', { description: 'Always fails', inputSchema: {} }, async () => ({
+    content: [{ type: 'text', text: 'kaboom' }],
+    isError: true,
+  }));
   return server;
 }
 
@@ -197,17 +256,21 @@ function makeMcpServer(): McpServer {
  * with tools `add` (a, b → structured `{ sum }`), `echo` (message) and `explode` (always an error
  * result). `mcpUrl` is the endpoint. When `requireToken` is set, requests need `Authorization: Bearer <token>`.
  */
-export async function startMcpServer(opts: { requireToken?: string } = {}): Promise<Upstream & { mcpUrl: string; sessions: () => number }> {
+export async function startMcpServer(
+  opts: { requireToken?: string } = {},
+): Promise<Upstream & { mcpUrl: string; sessions: () => number }> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const up = await listen(async (req, body, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     if (u.pathname !== '/mcp') return sendJson(res, 404, { error: 'not found' });
-    if (opts.requireToken && req.headers.authorization !== `Bearer ${opts.requireToken}`) return sendJson(res, 401, { error: 'unauthorized' });
+    if (opts.requireToken && req.headers.authorization !== `Bearer ${opts.requireToken}`)
+      return sendJson(res, 401, { error: 'unauthorized' });
     const parsed = body ? JSON.parse(body) : undefined;
     const sid = req.headers['mcp-session-id'];
     let transport = typeof sid === 'string' ? transports.get(sid) : undefined;
     if (!transport) {
-      if (req.method !== 'POST' || !isInitializeRequest(parsed)) return sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'No valid session' }, id: null });
+      if (req.method !== 'POST' || !isInitializeRequest(parsed))
+        return sendJson(res, 400, { jsonrpc: '2.0', error: { code: -32000, message: 'No valid session' }, id: null });
       const t: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => void transports.set(id, t),
@@ -230,4 +293,3 @@ export async function startMcpServer(opts: { requireToken?: string } = {}): Prom
     },
   });
 }
-

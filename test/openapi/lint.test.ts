@@ -21,7 +21,9 @@ describe('GET /openapi.json', () => {
   });
 
   it('declares public routes with an empty security list and protected ones with a scheme', async () => {
-    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, { security?: unknown[] }>> };
+    const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, Record<string, { security?: unknown[] }>>;
+    };
     expect(doc.paths['/auth/login'].post.security).toEqual([]);
     expect(doc.paths['/v1/auth/login'].get.security).toEqual([]);
     expect(doc.paths['/v1/auth/me'].get.security).toEqual([{ bearerAuth: [] }, { apiKey: [] }]);

@@ -25,12 +25,18 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/net.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
-const why = 'needs TEST_DATABASE_URL and TEST_REDIS_URL: a killed PGlite process holds its data in its own memory (embedded mode keeps nothing to restart on)';
+const why =
+  'needs TEST_DATABASE_URL and TEST_REDIS_URL: a killed PGlite process holds its data in its own memory (embedded mode keeps nothing to restart on)';
 const enabled = !!process.env.TEST_DATABASE_URL && !!process.env.TEST_REDIS_URL;
 
 type Json = Record<string, any>;
 
-async function httpCall(base: string, method: string, url: string, opts: { headers?: Record<string, string>; body?: unknown } = {}): Promise<{ status: number; body: Json }> {
+async function httpCall(
+  base: string,
+  method: string,
+  url: string,
+  opts: { headers?: Record<string, string>; body?: unknown } = {},
+): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${base}${url}`, {
     method,
     headers: { ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers },
@@ -40,9 +46,16 @@ async function httpCall(base: string, method: string, url: string, opts: { heade
   return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
 }
 
-async function expectHttp(base: string, method: string, url: string, status: number, opts: { headers?: Record<string, string>; body?: unknown } = {}): Promise<Json> {
+async function expectHttp(
+  base: string,
+  method: string,
+  url: string,
+  status: number,
+  opts: { headers?: Record<string, string>; body?: unknown } = {},
+): Promise<Json> {
   const r = await httpCall(base, method, url, opts);
-  if (r.status !== status) throw new Error(`${method} ${url}: expected ${status}, got ${r.status}: ${JSON.stringify(r.body)}`);
+  if (r.status !== status)
+    throw new Error(`${method} ${url}: expected ${status}, got ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body;
 }
 
@@ -93,7 +106,9 @@ describe.skipIf(!enabled)(`durability under SIGKILL ${enabled ? '' : `(skipped: 
     upstream = http.createServer((req, res) => {
       upstreamCalls++;
       req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, temperature: 20 })));
+      req.on('end', () =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, temperature: 20 })),
+      );
     });
     await new Promise<void>((r) => upstream!.listen(0, '127.0.0.1', r));
     const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
@@ -110,7 +125,15 @@ describe.skipIf(!enabled)(`durability under SIGKILL ${enabled ? '' : `(skipped: 
         name: `durable-${randomBytes(4).toString('hex')}`,
         description: 'durability upstream',
         base_url: upstreamUrl,
-        tools: [{ name: 'current', description: 'Current weather', method: 'GET', path: '/weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+        tools: [
+          {
+            name: 'current',
+            description: 'Current weather',
+            method: 'GET',
+            path: '/weather',
+            input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+          },
+        ],
       },
     });
     const agent = await expectHttp(base, 'POST', '/v2/agents', 201, { headers: user, body: { name: 'durable agent' } });
@@ -131,13 +154,22 @@ describe.skipIf(!enabled)(`durability under SIGKILL ${enabled ? '' : `(skipped: 
         try {
           if (kind === 0) {
             const key = `k-${w}-${i % 20}`;
-            const r = await httpCall(base, 'PUT', `/v2/memory/${key}`, { headers: agentHeaders, body: { value: { w, i } } });
+            const r = await httpCall(base, 'PUT', `/v2/memory/${key}`, {
+              headers: agentHeaders,
+              body: { value: { w, i } },
+            });
             if (r.status === 200 || r.status === 201) ledger.kv.set(key, i);
           } else if (kind === 1) {
-            const r = await httpCall(base, 'POST', '/memory', { headers: user, body: { content: `durable note ${w}/${i}`, session_id: session.id } });
+            const r = await httpCall(base, 'POST', '/memory', {
+              headers: user,
+              body: { content: `durable note ${w}/${i}`, session_id: session.id },
+            });
             if (r.status === 201) ledger.memories.add(r.body.id);
           } else {
-            const r = await httpCall(base, 'POST', `/v1/agents/${session.id}/execute`, { headers: user, body: { service: svc.name, tool: 'current', arguments: { city: `c${w}-${i}` } } });
+            const r = await httpCall(base, 'POST', `/v1/agents/${session.id}/execute`, {
+              headers: user,
+              body: { service: svc.name, tool: 'current', arguments: { city: `c${w}-${i}` } },
+            });
             if (r.status === 200) ledger.executions.add(r.body.execution_id);
           }
         } catch {
@@ -149,7 +181,8 @@ describe.skipIf(!enabled)(`durability under SIGKILL ${enabled ? '' : `(skipped: 
     });
     // Kill in the middle of the load, once enough writes are acknowledged.
     const until = Date.now() + 60_000;
-    while (ledger.kv.size + ledger.memories.size + ledger.executions.size < 60 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    while (ledger.kv.size + ledger.memories.size + ledger.executions.size < 60 && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50));
     const inFlightAtKill = inFlight;
     first.child.kill('SIGKILL');
     killed = true;
@@ -170,14 +203,24 @@ describe.skipIf(!enabled)(`durability under SIGKILL ${enabled ? '' : `(skipped: 
     const events: Json[] = [];
     let cursor: string | null = null;
     do {
-      const page = await expectHttp(second.base, 'GET', `/memory/sessions/${session.id}/timeline?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, 200, { headers: user });
+      const page = await expectHttp(
+        second.base,
+        'GET',
+        `/memory/sessions/${session.id}/timeline?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        200,
+        { headers: user },
+      );
       events.push(...page.data);
       cursor = page.next_cursor;
     } while (cursor);
     const executionIds = new Set(events.filter((e) => e.type === 'execution').map((e) => e.id));
     const memoryEvents = events.filter((e) => e.type === 'memory');
     for (const id of ledger.executions) expect(executionIds.has(id), id).toBe(true);
-    for (const id of ledger.memories) expect(memoryEvents.some((e) => e.id === id), id).toBe(true);
+    for (const id of ledger.memories)
+      expect(
+        memoryEvents.some((e) => e.id === id),
+        id,
+      ).toBe(true);
     // Nothing appears that was neither acknowledged nor in flight at the kill.
     expect(executionIds.size - ledger.executions.size).toBeGreaterThanOrEqual(0);
     expect(executionIds.size - ledger.executions.size).toBeLessThanOrEqual(inFlightAtKill);
@@ -189,7 +232,15 @@ describe.skipIf(!enabled)(`durability under SIGKILL ${enabled ? '' : `(skipped: 
     // Every upstream call that was recorded is one execution (the ones in flight may be unrecorded).
     expect(upstreamCalls).toBeGreaterThanOrEqual(executionIds.size);
     expect(upstreamCalls - executionIds.size).toBeLessThanOrEqual(inFlightAtKill);
-    console.log(JSON.stringify({ test: 'durability', acknowledged: { kv: ledger.kv.size, memories: ledger.memories.size, executions: ledger.executions.size }, in_flight_at_kill: inFlightAtKill, automatic_memories_lost: executionIds.size - automatic, upstream_calls: upstreamCalls }));
+    console.log(
+      JSON.stringify({
+        test: 'durability',
+        acknowledged: { kv: ledger.kv.size, memories: ledger.memories.size, executions: ledger.executions.size },
+        in_flight_at_kill: inFlightAtKill,
+        automatic_memories_lost: executionIds.size - automatic,
+        upstream_calls: upstreamCalls,
+      }),
+    );
     second.child.kill('SIGTERM');
     await second.exited;
   }, 300_000);

@@ -13,7 +13,13 @@ describe('packages/sdk generated sources', () => {
   it('are what `npm run sdk:generate` produces now', async () => {
     const fresh = await generateSdkSources();
     const stale = 'stale: run `npm run sdk:generate` and commit the result';
-    expect(fs.readFileSync(path.join(ROOT, GENERATED.document), 'utf8') === fresh.document, `${GENERATED.document} is ${stale}`).toBe(true);
-    expect(fs.readFileSync(path.join(ROOT, GENERATED.types), 'utf8') === fresh.types, `${GENERATED.types} is ${stale}`).toBe(true);
+    expect(
+      fs.readFileSync(path.join(ROOT, GENERATED.document), 'utf8') === fresh.document,
+      `${GENERATED.document} is ${stale}`,
+    ).toBe(true);
+    expect(
+      fs.readFileSync(path.join(ROOT, GENERATED.types), 'utf8') === fresh.types,
+      `${GENERATED.types} is ${stale}`,
+    ).toBe(true);
   }, 300_000);
 });

@@ -16,13 +16,23 @@ export function recordingFetch(log: Exchange[]): typeof fetch {
     const req = new Request(input, init);
     const at = Date.now();
     const res = await fetch(req);
-    log.push({ method: req.method, path: new URL(req.url).pathname, status: res.status, at, authorization: req.headers.get('authorization') });
+    log.push({
+      method: req.method,
+      path: new URL(req.url).pathname,
+      status: res.status,
+      at,
+      authorization: req.headers.get('authorization'),
+    });
     return res;
   }) as typeof fetch;
 }
 
 /** A client signed in as a fresh test user with `roles` (enterprise by default: no rate limit). */
-export async function userClient(baseUrl: string, roles: Array<'user' | 'pro' | 'enterprise' | 'admin'> = ['enterprise'], opts: AgentPlatformOptions = {}): Promise<AgentPlatform> {
+export async function userClient(
+  baseUrl: string,
+  roles: Array<'user' | 'pro' | 'enterprise' | 'admin'> = ['enterprise'],
+  opts: AgentPlatformOptions = {},
+): Promise<AgentPlatform> {
   const client = new AgentPlatform({ baseUrl, env: {}, ...opts });
   await client.auth.testToken({ roles });
   return client;

@@ -4,7 +4,13 @@
  * `Retry-After`; problem+json and OAuth errors as typed `AgentPlatformError`s.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { AgentPlatform, AgentPlatformError, MemoryTokenStorage, retryDelay, DEFAULT_RETRY } from '../../packages/sdk/src/index.js';
+import {
+  AgentPlatform,
+  AgentPlatformError,
+  MemoryTokenStorage,
+  retryDelay,
+  DEFAULT_RETRY,
+} from '../../packages/sdk/src/index.js';
 import { startTestServer } from '../helpers/server.js';
 import { recordingFetch, userClient, type Exchange } from './helpers.js';
 
@@ -14,7 +20,11 @@ afterAll(() => server.stop());
 const baseUrl = server.base;
 
 async function testTokens(expiresIn: number): Promise<{ access_token: string; refresh_token: string }> {
-  const res = await fetch(`${baseUrl}/auth/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ roles: ['enterprise'], expires_in: expiresIn }) });
+  const res = await fetch(`${baseUrl}/auth/test`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ roles: ['enterprise'], expires_in: expiresIn }),
+  });
   return (await res.json()) as { access_token: string; refresh_token: string };
 }
 
@@ -23,7 +33,14 @@ describe('user token refresh', () => {
     const log: Exchange[] = [];
     const t = await testTokens(30);
     const storage = new MemoryTokenStorage();
-    const c = new AgentPlatform({ baseUrl, env: {}, accessToken: t.access_token, refreshToken: t.refresh_token, tokenStorage: storage, fetch: recordingFetch(log) });
+    const c = new AgentPlatform({
+      baseUrl,
+      env: {},
+      accessToken: t.access_token,
+      refreshToken: t.refresh_token,
+      tokenStorage: storage,
+      fetch: recordingFetch(log),
+    });
     await c.auth.me();
     expect(log.map((e) => `${e.path} ${e.status}`)).toEqual(['/v1/auth/refresh 200', '/v1/auth/me 200']);
     const stored = await storage.get();
@@ -37,7 +54,14 @@ describe('user token refresh', () => {
     const t = await testTokens(1);
     await new Promise((r) => setTimeout(r, 1500));
     // expiresAt in the future: the client believes the token is fine until the server says otherwise.
-    const c = new AgentPlatform({ baseUrl, env: {}, accessToken: t.access_token, refreshToken: t.refresh_token, expiresAt: Date.now() + 3600_000, fetch: recordingFetch(log) });
+    const c = new AgentPlatform({
+      baseUrl,
+      env: {},
+      accessToken: t.access_token,
+      refreshToken: t.refresh_token,
+      expiresAt: Date.now() + 3600_000,
+      fetch: recordingFetch(log),
+    });
     const [a, b] = await Promise.all([c.auth.me(), c.memory.stats()]);
     expect(a.user_id).toBeTruthy();
     expect(b.total_memories).toBe(0);
@@ -48,11 +72,22 @@ describe('user token refresh', () => {
   it('throws token_expired when there is no refresh token, and forgets a refused refresh token', async () => {
     const t = await testTokens(1);
     await new Promise((r) => setTimeout(r, 1500));
-    const noRefresh = new AgentPlatform({ baseUrl, env: {}, accessToken: t.access_token, expiresAt: Date.now() + 3600_000 });
+    const noRefresh = new AgentPlatform({
+      baseUrl,
+      env: {},
+      accessToken: t.access_token,
+      expiresAt: Date.now() + 3600_000,
+    });
     await expect(noRefresh.auth.me()).rejects.toMatchObject({ status: 401, code: 'token_expired' });
 
     const storage = new MemoryTokenStorage();
-    const bad = new AgentPlatform({ baseUrl, env: {}, accessToken: t.access_token, refreshToken: 'not-a-refresh-token', tokenStorage: storage });
+    const bad = new AgentPlatform({
+      baseUrl,
+      env: {},
+      accessToken: t.access_token,
+      refreshToken: 'not-a-refresh-token',
+      tokenStorage: storage,
+    });
     const err = await bad.auth.me().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentPlatformError);
     expect((err as AgentPlatformError).status).toBe(401);
@@ -66,11 +101,26 @@ describe('agent client credentials', () => {
     const owner = await userClient(baseUrl);
     const agent = await owner.agents.create({ name: 'renewing' });
     const log: Exchange[] = [];
-    const storage = new MemoryTokenStorage({ accessToken: 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', expiresAt: Date.now() + 3600_000 });
-    const c = new AgentPlatform({ baseUrl, env: {}, clientId: agent.client_id, clientSecret: agent.client_secret, tokenStorage: storage, fetch: recordingFetch(log) });
+    const storage = new MemoryTokenStorage({
+      accessToken: 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.',
+      expiresAt: Date.now() + 3600_000,
+    });
+    const c = new AgentPlatform({
+      baseUrl,
+      env: {},
+      clientId: agent.client_id,
+      clientSecret: agent.client_secret,
+      tokenStorage: storage,
+      fetch: recordingFetch(log),
+    });
     await c.agentMemory.put('k', 1);
     await c.agentMemory.put('k', 2);
-    expect(log.map((e) => `${e.method} ${e.path} ${e.status}`)).toEqual(['PUT /v2/memory/k 401', 'POST /auth/agent/token 200', 'PUT /v2/memory/k 201', 'PUT /v2/memory/k 200']);
+    expect(log.map((e) => `${e.method} ${e.path} ${e.status}`)).toEqual([
+      'PUT /v2/memory/k 401',
+      'POST /auth/agent/token 200',
+      'PUT /v2/memory/k 201',
+      'PUT /v2/memory/k 200',
+    ]);
 
     const wrong = new AgentPlatform({ baseUrl, env: {}, clientId: agent.client_id, clientSecret: 'wrong' });
     await expect(wrong.agentMemory.get('k')).rejects.toMatchObject({ status: 401, code: 'invalid_client' });
@@ -84,7 +134,9 @@ describe('agent memory optimistic concurrency', () => {
     const c = new AgentPlatform({ baseUrl, env: {}, clientId: agent.client_id, clientSecret: agent.client_secret });
     const first = await c.agentMemory.put('doc', { n: 1 });
     const second = await c.agentMemory.put('doc', { n: 2 }, { ifMatch: `"${first.version}"` });
-    await expect(c.agentMemory.put('doc', { n: 3 }, { ifMatch: `"${first.version}"` })).rejects.toMatchObject({ status: 412 });
+    await expect(c.agentMemory.put('doc', { n: 3 }, { ifMatch: `"${first.version}"` })).rejects.toMatchObject({
+      status: 412,
+    });
     expect((await c.agentMemory.get('doc')).value).toEqual({ n: 2 });
     await expect(c.agentMemory.put('doc', { n: 4 }, { ifNoneMatch: '*' })).rejects.toMatchObject({ status: 412 });
     expect((await c.agentMemory.put('fresh', 1, { ifNoneMatch: '*' })).version).toBe(1);

@@ -61,7 +61,9 @@ describe('auth and apiKeys', () => {
 describe('services, publishing, subscriptions, sessions, search', () => {
   it('registers a service, publishes it through the checklist, subscribes and calls a tool', async () => {
     const owner = await userClient(baseUrl);
-    const svc = await owner.services.register(weatherManifest(api.url) as Parameters<typeof owner.services.register>[0]);
+    const svc = await owner.services.register(
+      weatherManifest(api.url) as Parameters<typeof owner.services.register>[0],
+    );
     expect(svc.tools.map((t) => t.name)).toContain('get_weather');
     const own = await owner.services.listOwn({ limit: 1 }).toArray();
     expect(own.map((s) => s.id)).toEqual([svc.id]);
@@ -69,9 +71,14 @@ describe('services, publishing, subscriptions, sessions, search', () => {
     const first = await owner.publishing.verifyDomain(svc.id);
     api.verificationToken = first.token;
     expect((await owner.publishing.verifyDomain(svc.id)).status).toBe('verified');
-    await owner.publishing.setVerificationConfig(svc.id, { tests: [{ tool: 'get_weather', arguments: { city: 'Oslo' } }] });
+    await owner.publishing.setVerificationConfig(svc.id, {
+      tests: [{ tool: 'get_weather', arguments: { city: 'Oslo' } }],
+    });
     await owner.publishing.publish(svc.id);
-    const done = await until(() => owner.publishing.verificationStatus(svc.id), (s) => s.status !== 'pending_verification');
+    const done = await until(
+      () => owner.publishing.verificationStatus(svc.id),
+      (s) => s.status !== 'pending_verification',
+    );
     expect(done.status).toBe('published');
 
     const user = await userClient(baseUrl);
@@ -83,7 +90,11 @@ describe('services, publishing, subscriptions, sessions, search', () => {
     expect((await user.subscriptions.quotas(sub.id)).plan).toBe('free');
 
     const session = await user.sessions.create({});
-    const result = await user.sessions.execute(session.id, { service: svc.name, tool: 'get_weather', arguments: { city: 'Bergen' } });
+    const result = await user.sessions.execute(session.id, {
+      service: svc.name,
+      tool: 'get_weather',
+      arguments: { city: 'Bergen' },
+    });
     expect(result.output).toMatchObject({ city: 'Bergen', temp_c: 21 });
     expect((await user.sessions.list().toArray()).map((s) => s.id)).toContain(session.id);
     expect((await user.sessions.close(session.id)).status).toBe('closed');
@@ -124,13 +135,25 @@ describe('agents, agentMemory, permissions, deployments', () => {
     await agentA.agentMemory.put('notes/first', { n: 1 });
     await agentA.agentMemory.put('notes/second', { n: 2 }, { ttl_seconds: 3600 });
     expect((await agentA.agentMemory.get('notes/first')).value).toEqual({ n: 1 });
-    expect((await agentA.agentMemory.list({ prefix: 'notes/', limit: 1 }).toArray()).map((e) => e.key)).toEqual(['notes/first', 'notes/second']);
+    expect((await agentA.agentMemory.list({ prefix: 'notes/', limit: 1 }).toArray()).map((e) => e.key)).toEqual([
+      'notes/first',
+      'notes/second',
+    ]);
 
     const grant = await owner.permissions.create(a.id, { grantee_agent_id: b.id, access: 'read' });
     expect((await owner.permissions.list(a.id).toArray()).map((p) => p.id)).toEqual([grant.id]);
     expect((await owner.permissions.grants(b.id).toArray()).map((p) => p.id)).toEqual([grant.id]);
-    const agentB = new AgentPlatform({ env: { AGENT_PLATFORM_URL: baseUrl, AGENT_PLATFORM_CLIENT_ID: b.client_id, AGENT_PLATFORM_CLIENT_SECRET: b.client_secret } });
-    expect((await agentB.agentMemory.list({}, a.id).toArray()).map((e) => e.key)).toEqual(['notes/first', 'notes/second']);
+    const agentB = new AgentPlatform({
+      env: {
+        AGENT_PLATFORM_URL: baseUrl,
+        AGENT_PLATFORM_CLIENT_ID: b.client_id,
+        AGENT_PLATFORM_CLIENT_SECRET: b.client_secret,
+      },
+    });
+    expect((await agentB.agentMemory.list({}, a.id).toArray()).map((e) => e.key)).toEqual([
+      'notes/first',
+      'notes/second',
+    ]);
     await owner.permissions.revoke(a.id, grant.id);
     await expect(agentB.agentMemory.list({}, a.id).toArray()).rejects.toMatchObject({ status: 403 });
 
@@ -144,7 +167,11 @@ describe('agents, agentMemory, permissions, deployments', () => {
     const agent = await owner.agents.create({ name: 'runner' });
     const progress: Array<[number, number]> = [];
     const artifact = await tarball({ 'index.mjs': HANDLERS.echo });
-    const dep = await owner.deployments.deploy(agent.id, { artifact, env: { GREETING: 'hi' }, onUploadProgress: (sent, total) => progress.push([sent, total]) });
+    const dep = await owner.deployments.deploy(agent.id, {
+      artifact,
+      env: { GREETING: 'hi' },
+      onUploadProgress: (sent, total) => progress.push([sent, total]),
+    });
     expect(dep.status).toBe('preparing');
     expect(dep.env_keys).toEqual(['GREETING']);
     // The total (the whole multipart body, more than the artifact) is known before the first byte and never changes.
@@ -153,7 +180,10 @@ describe('agents, agentMemory, permissions, deployments', () => {
     expect(total).toBeGreaterThan(artifact.length);
     expect(progress.every(([, t]) => t === total)).toBe(true);
     expect(progress.at(-1)).toEqual([total, total]);
-    const ready = await until(async () => (await owner.deployments.list(agent.id).page()).data[0], (d) => d.status !== 'preparing');
+    const ready = await until(
+      async () => (await owner.deployments.list(agent.id).page()).data[0],
+      (d) => d.status !== 'preparing',
+    );
     expect(ready.status).toBe('active');
 
     const exe = await owner.deployments.invoke(agent.id, { input: { hello: 'world' } });
@@ -164,9 +194,12 @@ describe('agents, agentMemory, permissions, deployments', () => {
 
     const lines = [];
     for await (const l of owner.deployments.logs(agent.id)) lines.push(l);
-    expect(lines.map((l) => l.message)).toEqual(expect.arrayContaining([expect.stringContaining('echo called'), 'to stderr']));
+    expect(lines.map((l) => l.message)).toEqual(
+      expect.arrayContaining([expect.stringContaining('echo called'), 'to stderr']),
+    );
     const followed = [];
-    for await (const l of owner.deployments.logs(agent.id, { executionId: exe.id, follow: true, pollMs: 100 })) followed.push(l);
+    for await (const l of owner.deployments.logs(agent.id, { executionId: exe.id, follow: true, pollMs: 100 }))
+      followed.push(l);
     expect(followed.map((l) => l.stream).sort()).toEqual(['stderr', 'stdout']);
     expect(followed.every((l) => l.execution_id === exe.id)).toBe(true);
 
@@ -177,8 +210,15 @@ describe('agents, agentMemory, permissions, deployments', () => {
       for await (const l of owner.deployments.logs(agent.id, { follow: true, signal: abort.signal })) tail.push(l);
     })();
     await new Promise((r) => setTimeout(r, 200)); // the stream is open before the runs start
-    const runs = [await owner.deployments.invoke(agent.id, { input: { n: 1 } }), await owner.deployments.invoke(agent.id, { input: { n: 2 } })];
-    await until(async () => tail.length, (n) => n >= 4, 10_000);
+    const runs = [
+      await owner.deployments.invoke(agent.id, { input: { n: 1 } }),
+      await owner.deployments.invoke(agent.id, { input: { n: 2 } }),
+    ];
+    await until(
+      async () => tail.length,
+      (n) => n >= 4,
+      10_000,
+    );
     abort.abort();
     await following;
     expect(new Set(tail.map((l) => l.execution_id))).toEqual(new Set(runs.map((r) => r.id)));

@@ -18,7 +18,21 @@ import type { Role } from '../../src/config.js';
 import { AUTH_EXTENSION, type AuthDeclaration } from '../../src/http/auth.js';
 import { agentToken } from '../helpers/agents.js';
 import { setupApp } from '../helpers/app.js';
-import { ROOT_EMAIL, createAccount, fillPath, forge, operations, ownedId, pathParams, publishedService, rootAdmin, userWithRole, type Account, type Forged, type Operation } from './fixtures.js';
+import {
+  ROOT_EMAIL,
+  createAccount,
+  fillPath,
+  forge,
+  operations,
+  ownedId,
+  pathParams,
+  publishedService,
+  rootAdmin,
+  userWithRole,
+  type Account,
+  type Forged,
+  type Operation,
+} from './fixtures.js';
 import { SchemaArbitraries } from './schema-arbitrary.js';
 
 /**
@@ -37,13 +51,17 @@ const PUBLIC: Record<string, string> = {
   'auth.refresh': 'refresh-token grant: the refresh token is the credential',
   'auth.validate': 'token introspection: the token in the request is the subject, not a credential',
   'agents.token': 'client_credentials grant (RFC 6749 §4.4): client id and secret are the credential',
-  'auth.session.create': "browser sign-in (step 4): the single-use state and the code are the credential, as for auth.callback",
+  'auth.session.create':
+    'browser sign-in (step 4): the single-use state and the code are the credential, as for auth.callback',
   'auth.session.refresh': 'the HttpOnly SameSite=Strict refresh cookie is the credential (Origin checked)',
   'auth.session.delete': 'sign-out: revokes the cookie it is sent with, nothing else',
-  'connections.callback': "the upstream's browser redirect: the single-use state bound to the user who started the connection is the credential",
-  'mcp.resourceMetadata': 'OAuth 2.0 Protected Resource Metadata (RFC 9728) must be public for MCP clients to discover sign-in',
+  'connections.callback':
+    "the upstream's browser redirect: the single-use state bound to the user who started the connection is the credential",
+  'mcp.resourceMetadata':
+    'OAuth 2.0 Protected Resource Metadata (RFC 9728) must be public for MCP clients to discover sign-in',
   'mcp.resourceMetadataRoot': 'the same metadata at the root well-known location (RFC 9728 §3)',
-  'triggers.deliver': "an inbound trigger's URL: the delivery's signature (or bearer secret) made with the trigger's own secret is the credential",
+  'triggers.deliver':
+    "an inbound trigger's URL: the delivery's signature (or bearer secret) made with the trigger's own secret is the credential",
 };
 
 /**
@@ -103,13 +121,19 @@ async function send(o: Operation, headers: Record<string, string>, ids: Record<s
   const res = await app.inject({
     method: o.method as 'GET',
     url: fillPath(o.path, ids),
-    headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(multipart ? { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } : {}) },
+    headers: {
+      ...headers,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(multipart ? { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } : {}),
+    },
     ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     ...(multipart ? { payload: MULTIPART } : {}),
   });
   const label = `${o.key} (${o.method} ${o.path})`;
   expect(res.statusCode, `${label}: ${res.body.slice(0, 300)}`).toBeLessThan(500);
-  expect(res.body.includes(victim.marker), `${label} answered another account's data: ${res.body.slice(0, 300)}`).toBe(false);
+  expect(res.body.includes(victim.marker), `${label} answered another account's data: ${res.body.slice(0, 300)}`).toBe(
+    false,
+  );
   return { status: res.statusCode, code: safeCode(res.body), label, body: res.body };
 }
 
@@ -128,7 +152,9 @@ function safeCode(body: string): string | undefined {
 function authRefusal(r: { status: number; code?: string; body: string }): boolean {
   if (r.status === 401) return true;
   if (r.status !== 403) return false;
-  return r.code === 'insufficient_role' || r.code === 'agent_token_required' || r.body.includes('is for users, not agents');
+  return (
+    r.code === 'insufficient_role' || r.code === 'agent_token_required' || r.body.includes('is for users, not agents')
+  );
 }
 
 function declaration(o: Operation): AuthDeclaration | undefined {
@@ -137,14 +163,19 @@ function declaration(o: Operation): AuthDeclaration | undefined {
 
 /** Fake ids of the right shape, so allowed calls reach the handler without touching fixtures. */
 function fakeIds(o: Operation): Record<string, string> {
-  return Object.fromEntries(pathParams(o.path).map((n) => [n, n === 'key' ? 'no-such-key' : 'zzz_00000000000000000000000000']));
+  return Object.fromEntries(
+    pathParams(o.path).map((n) => [n, n === 'key' ? 'no-such-key' : 'zzz_00000000000000000000000000']),
+  );
 }
 
 describe('authorization matrix', () => {
   it('every route declares who may call it', () => {
     const undeclared = ops.filter((o) => !declaration(o) && !(o.key in PUBLIC));
     const message = undeclared
-      .map((o) => `  ${o.key} (${o.method} ${o.path}): register it inside a requireAuth(scope, ctx.auth, { principals, roles }) scope, or add '${o.key}': '<why anyone may call it>' to PUBLIC in test/security/access.test.ts`)
+      .map(
+        (o) =>
+          `  ${o.key} (${o.method} ${o.path}): register it inside a requireAuth(scope, ctx.auth, { principals, roles }) scope, or add '${o.key}': '<why anyone may call it>' to PUBLIC in test/security/access.test.ts`,
+      )
       .join('\n');
     expect(undeclared, `Routes without a declared access rule:\n${message}`).toEqual([]);
     const stale = Object.keys(PUBLIC).filter((k) => !ops.some((o) => o.key === k));
@@ -154,7 +185,11 @@ describe('authorization matrix', () => {
   });
 
   it("an agent reading its own memory never sees another agent's entry under the same key", async () => {
-    const res = await app.inject({ method: 'GET', url: `/v2/memory/${victim.memoryKey}`, headers: attacker.agentHeaders });
+    const res = await app.inject({
+      method: 'GET',
+      url: `/v2/memory/${victim.memoryKey}`,
+      headers: attacker.agentHeaders,
+    });
     expect(res.statusCode).toBe(404);
     const { headers } = await agentToken(app, victim.other);
     const own = await app.inject({ method: 'GET', url: `/v2/agents/${victim.agent.id}/memory`, headers });
@@ -169,7 +204,10 @@ describe('authorization matrix', () => {
       if (!d) continue;
       const schemes = new Set((o.op.security ?? []).flatMap((s: object) => Object.keys(s)));
       if (!schemes.has('bearerAuth')) wrong.push(`${o.key}: security lacks bearerAuth`);
-      if (d.principals.includes('user') !== schemes.has('apiKey')) wrong.push(`${o.key}: security ${d.principals.includes('user') ? 'lacks' : 'lists'} apiKey but the route ${d.principals.includes('user') ? 'admits' : 'refuses'} user principals`);
+      if (d.principals.includes('user') !== schemes.has('apiKey'))
+        wrong.push(
+          `${o.key}: security ${d.principals.includes('user') ? 'lacks' : 'lists'} apiKey but the route ${d.principals.includes('user') ? 'admits' : 'refuses'} user principals`,
+        );
     }
     expect(wrong).toEqual([]);
   });
@@ -199,7 +237,14 @@ describe('authorization matrix', () => {
 
   it('public routes survive every credential (no 5xx, no data of another account)', { timeout: 120_000 }, async () => {
     for (const o of ops.filter((x) => !declaration(x) && x.key in PUBLIC)) {
-      for (const headers of [{}, { authorization: 'Bearer not-a-jwt' }, { authorization: `Bearer ${userForged.expired}` }, { authorization: `Bearer ${userForged.unsigned}` }, attacker.user.headers, attacker.agentHeaders]) {
+      for (const headers of [
+        {},
+        { authorization: 'Bearer not-a-jwt' },
+        { authorization: `Bearer ${userForged.expired}` },
+        { authorization: `Bearer ${userForged.unsigned}` },
+        attacker.user.headers,
+        attacker.agentHeaders,
+      ]) {
         await send(o, headers, fakeIds(o));
       }
     }
@@ -244,17 +289,24 @@ describe('authorization matrix', () => {
       const ids: Record<string, string> = {};
       for (const n of pathParams(o.path)) {
         const id = ownedId(victim, o.path, n);
-        if (id === null && !['exeId', 'reportId', 'scheduleId', 'triggerId', 'messageId'].includes(n)) throw new Error(`${o.key}: no fixture for path parameter {${n}}: add it to ownedId() in test/security/fixtures.ts`);
+        if (id === null && !['exeId', 'reportId', 'scheduleId', 'triggerId', 'messageId'].includes(n))
+          throw new Error(
+            `${o.key}: no fixture for path parameter {${n}}: add it to ownedId() in test/security/fixtures.ts`,
+          );
         ids[n] = id ?? 'zzz_00000000000000000000000000';
       }
       // Agent-scoped paths name the account's second agent for agent callers (own memory keys are per agent).
       const principals: Array<[string, Record<string, string>]> = [];
-      if (d.principals.includes('user')) principals.push(['user token', attacker.user.headers], ['API key', { 'x-api-key': attacker.apiKey }]);
+      if (d.principals.includes('user'))
+        principals.push(['user token', attacker.user.headers], ['API key', { 'x-api-key': attacker.apiKey }]);
       if (d.principals.includes('agent')) principals.push(['agent token', attacker.agentHeaders]);
       for (const [name, headers] of principals) {
         const r = await send(o, headers, ids);
         const allowed = name === 'agent token' && GRANT_CHECKED.has(o.key) ? [403, 404] : [404];
-        expect(allowed, `${r.label} with the attacker's ${name} and the victim's ids: ${r.status} ${r.body.slice(0, 200)}`).toContain(r.status);
+        expect(
+          allowed,
+          `${r.label} with the attacker's ${name} and the victim's ids: ${r.status} ${r.body.slice(0, 200)}`,
+        ).toContain(r.status);
         covered.push(o.key);
       }
     }
@@ -263,7 +315,9 @@ describe('authorization matrix', () => {
 
   it('reports its size', () => {
     const declared = ops.filter((o) => declaration(o)).length;
-    console.log(`authorization matrix: ${ops.length} operations (${declared} declared by scope, ${ops.length - declared} public), ${calls} calls`);
+    console.log(
+      `authorization matrix: ${ops.length} operations (${declared} declared by scope, ${ops.length - declared} public), ${calls} calls`,
+    );
     expect(calls).toBeGreaterThan(ops.length * 5);
   });
 });

@@ -32,7 +32,18 @@ describe.skipIf(!haveBrowser)('connections: the authorization_url page in chromi
   afterAll(() => env?.close());
 
   const start = async (h: { authorization: string }) =>
-    (await call(f.app, { method: 'POST', url: '/connections', headers: h, payload: { service, return_to: `${env!.base}/console/connections` } }, 201)).body;
+    (
+      await call(
+        f.app,
+        {
+          method: 'POST',
+          url: '/connections',
+          headers: h,
+          payload: { service, return_to: `${env!.base}/console/connections` },
+        },
+        201,
+      )
+    ).body;
 
   it('a link made through the API: the console asks to sign in, comes back to the flow, and the connection ends active', async () => {
     const started = await start(headers);

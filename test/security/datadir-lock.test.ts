@@ -27,7 +27,10 @@ setInterval(() => {}, 1000);
 
 /** A separate process that takes the lock of `dir` and holds it until killed. */
 async function holder(dir: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', HOLDER, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', HOLDER, dir], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   await new Promise<void>((resolve, reject) => {
@@ -37,7 +40,10 @@ async function holder(dir: string): Promise<ChildProcess> {
   return child;
 }
 
-const killed = (c: ChildProcess) => new Promise<void>((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve())));
+const killed = (c: ChildProcess) =>
+  new Promise<void>((resolve) =>
+    c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve()),
+  );
 
 describe('data directory lock: liveness, not age', () => {
   it('a live holder blocks, even when its lock looks an hour old; after kill -9 the lock is taken at once', async () => {
@@ -67,7 +73,10 @@ describe('data directory lock: liveness, not age', () => {
     const dir = freshDir();
     fs.mkdirSync(`${dir}.lock`, { recursive: true });
     // This very process's pid, but another start time: the pid was reused.
-    fs.writeFileSync(`${dir}.lock-owner.json`, JSON.stringify({ pid: process.pid, start: '1', boot: null, host: os.hostname() }));
+    fs.writeFileSync(
+      `${dir}.lock-owner.json`,
+      JSON.stringify({ pid: process.pid, start: '1', boot: null, host: os.hostname() }),
+    );
     const release = await lockDataDir(dir);
     await release();
   });
@@ -91,7 +100,9 @@ describe('data directory lock: liveness, not age', () => {
     const won = racers.filter((r) => r.status === 'fulfilled');
     try {
       expect(won).toHaveLength(1);
-      expect(String((racers.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason)).toMatch(/in use by another process/);
+      expect(String((racers.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason)).toMatch(
+        /in use by another process/,
+      );
     } finally {
       for (const r of won) (r as PromiseFulfilledResult<ChildProcess>).value.kill('SIGKILL');
     }

@@ -28,8 +28,21 @@ const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '100000', QUOTA_FREE_MONTH
 type Op = 'execute' | 'memory.get' | 'memory.list' | 'memory.put' | 'memory.delete';
 type Face = 'rest' | 'mcp' | 'exposed' | 'broker';
 const OPS: Op[] = ['execute', 'memory.get', 'memory.list', 'memory.put', 'memory.delete'];
-const NEEDS: Record<Op, string> = { execute: 'tools:execute', 'memory.get': 'memory:read', 'memory.list': 'memory:read', 'memory.put': 'memory:write', 'memory.delete': 'memory:write' };
-const EVERY = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute', 'agents:manage', 'api_keys:manage'];
+const NEEDS: Record<Op, string> = {
+  execute: 'tools:execute',
+  'memory.get': 'memory:read',
+  'memory.list': 'memory:read',
+  'memory.put': 'memory:write',
+  'memory.delete': 'memory:write',
+};
+const EVERY = [
+  'memory:read',
+  'memory:write',
+  'permissions:manage',
+  'tools:execute',
+  'agents:manage',
+  'api_keys:manage',
+];
 
 /**
  * Who calls, and how it relates to agent A and user U's session: `owner` (U's own token or keys),
@@ -44,7 +57,16 @@ interface PrincipalCase {
   headers?: Record<string, string>;
 }
 
-const agentSubsets = [['memory:read'], ['memory:write'], ['tools:execute'], ['memory:read', 'memory:write'], ['memory:read', 'tools:execute'], ['memory:write', 'tools:execute'], ['memory:read', 'memory:write', 'tools:execute'], ['permissions:manage']];
+const agentSubsets = [
+  ['memory:read'],
+  ['memory:write'],
+  ['tools:execute'],
+  ['memory:read', 'memory:write'],
+  ['memory:read', 'tools:execute'],
+  ['memory:write', 'tools:execute'],
+  ['memory:read', 'memory:write', 'tools:execute'],
+  ['permissions:manage'],
+];
 const PRINCIPALS: PrincipalCase[] = [
   { name: 'user token', relation: 'owner', scopes: EVERY },
   { name: 'API key without scopes (every scope)', relation: 'owner', scopes: EVERY },
@@ -54,7 +76,11 @@ const PRINCIPALS: PrincipalCase[] = [
   { name: 'API key []', relation: 'owner', scopes: [] },
   ...agentSubsets.map((s): PrincipalCase => ({ name: `agent token [${s.join(' ')}]`, relation: 'self', scopes: s })),
   { name: "another account's user", relation: 'other-user', scopes: EVERY },
-  { name: "another account's agent (every scope)", relation: 'other-agent', scopes: ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'] },
+  {
+    name: "another account's agent (every scope)",
+    relation: 'other-agent',
+    scopes: ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'],
+  },
 ];
 
 /** THE rule: the credential's scope first, then who the caller is to the object. */
@@ -68,7 +94,8 @@ function expected(op: Op, p: PrincipalCase): string {
 /** The faces an operation has for a principal (MCP memory tools are for agents; the broker runs as the invoker's own agent). */
 function facesOf(op: Op, p: PrincipalCase): Face[] {
   const agent = p.relation === 'self' || p.relation === 'other-agent';
-  const invokes = p.relation === 'owner' || p.relation === 'self' || (p.relation === 'other-agent' && op === 'memory.get');
+  const invokes =
+    p.relation === 'owner' || p.relation === 'self' || (p.relation === 'other-agent' && op === 'memory.get');
   const faces: Face[] = [];
   if (op !== 'memory.get' && op !== 'memory.delete') faces.push('rest');
   else if (p.relation === 'self') faces.push('rest');
@@ -94,7 +121,12 @@ beforeAll(async () => {
   base = await listen(app);
   upstream = await startToolUpstream();
   const publisher = await createUser(app);
-  service = await registerService(base, publisher, { name: `faces-${Date.now().toString(36)}`, description: 'faces', base_url: upstream.url, tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }] });
+  service = await registerService(base, publisher, {
+    name: `faces-${Date.now().toString(36)}`,
+    description: 'faces',
+    base_url: upstream.url,
+    tools: [{ name: 'fast', description: 'fast', method: 'GET', path: '/fast', input_schema: { type: 'object' } }],
+  });
   await publish(ctx, service.id);
   owner = await createUser(app);
   stranger = await createUser(app);
@@ -102,8 +134,20 @@ beforeAll(async () => {
   await subscribe(base, stranger, service.id);
   agentA = await createAgent(app, owner);
   agentB = await createAgent(app, stranger);
-  for (const [u, a] of [[owner, agentA], [stranger, agentB]] as const) {
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/tools/subscribe`, headers: u.headers, payload: { service: service.name } }, 201);
+  for (const [u, a] of [
+    [owner, agentA],
+    [stranger, agentB],
+  ] as const) {
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/tools/subscribe`,
+        headers: u.headers,
+        payload: { service: service.name },
+      },
+      201,
+    );
   }
   userSession = await newSession(base, owner.headers);
   agentSession = await newSession(base, (await agentToken(app, agentA)).headers);
@@ -147,7 +191,9 @@ async function tool(p: PrincipalCase, name: string, args: Record<string, unknown
 
 /** The broker of an invocation `p` starts (its own agent, or A for A's owner), as invocations.ts builds it. */
 async function broker(p: PrincipalCase, op: string, args: Record<string, unknown>): Promise<string> {
-  const principal = await ctx.auth.authenticate(p.headers!['x-api-key'] ?? p.headers!.authorization.slice('Bearer '.length));
+  const principal = await ctx.auth.authenticate(
+    p.headers!['x-api-key'] ?? p.headers!.authorization.slice('Bearer '.length),
+  );
   const agentId = p.relation === 'other-agent' ? agentB.id : agentA.id;
   const inv = { id: newId('inv'), agentId, ownerId: principal.kind === 'agent' ? principal.ownerId : principal.userId };
   try {
@@ -163,22 +209,40 @@ async function run(face: Face, op: Op, p: PrincipalCase): Promise<string> {
   const A = agentA.id;
   if (op === 'memory.delete') await putEntry(ctx, A, 'd', { value: 1 });
   switch (`${face} ${op}`) {
-    case 'rest execute': return rest('POST', `/v1/agents/${session}/execute`, p, { service: service.name, tool: 'fast' });
-    case 'mcp execute': return tool(p, 'execute_tool', { service: service.name, tool: 'fast', session_id: session });
-    case 'exposed execute': return tool(p, `${service.name}__fast`, {});
-    case 'broker execute': return broker(p, 'tools.execute', { service: service.name, tool: 'fast' });
-    case 'rest memory.get': return rest('GET', '/v2/memory/k', p);
-    case 'mcp memory.get': return tool(p, 'memory_get', { key: 'k', agent_id: A });
-    case 'broker memory.get': return p.relation === 'other-agent' ? broker(p, 'memory.read', { agentId: A, key: 'k' }) : broker(p, 'memory.get', { key: 'k' });
-    case 'rest memory.list': return rest('GET', `/v2/agents/${A}/memory`, p);
-    case 'mcp memory.list': return tool(p, 'memory_list', { agent_id: A });
-    case 'broker memory.list': return broker(p, 'memory.list', {});
-    case 'rest memory.put': return rest('PUT', `/v2/agents/${A}/memory/p`, p, { value: 1 });
-    case 'mcp memory.put': return tool(p, 'memory_put', { key: 'p', value: 1, agent_id: A });
-    case 'broker memory.put': return broker(p, 'memory.put', { key: 'p', value: 1 });
-    case 'rest memory.delete': return rest('DELETE', '/v2/memory/d', p);
-    case 'mcp memory.delete': return tool(p, 'memory_delete', { key: 'd' });
-    case 'broker memory.delete': return broker(p, 'memory.delete', { key: 'd' });
+    case 'rest execute':
+      return rest('POST', `/v1/agents/${session}/execute`, p, { service: service.name, tool: 'fast' });
+    case 'mcp execute':
+      return tool(p, 'execute_tool', { service: service.name, tool: 'fast', session_id: session });
+    case 'exposed execute':
+      return tool(p, `${service.name}__fast`, {});
+    case 'broker execute':
+      return broker(p, 'tools.execute', { service: service.name, tool: 'fast' });
+    case 'rest memory.get':
+      return rest('GET', '/v2/memory/k', p);
+    case 'mcp memory.get':
+      return tool(p, 'memory_get', { key: 'k', agent_id: A });
+    case 'broker memory.get':
+      return p.relation === 'other-agent'
+        ? broker(p, 'memory.read', { agentId: A, key: 'k' })
+        : broker(p, 'memory.get', { key: 'k' });
+    case 'rest memory.list':
+      return rest('GET', `/v2/agents/${A}/memory`, p);
+    case 'mcp memory.list':
+      return tool(p, 'memory_list', { agent_id: A });
+    case 'broker memory.list':
+      return broker(p, 'memory.list', {});
+    case 'rest memory.put':
+      return rest('PUT', `/v2/agents/${A}/memory/p`, p, { value: 1 });
+    case 'mcp memory.put':
+      return tool(p, 'memory_put', { key: 'p', value: 1, agent_id: A });
+    case 'broker memory.put':
+      return broker(p, 'memory.put', { key: 'p', value: 1 });
+    case 'rest memory.delete':
+      return rest('DELETE', '/v2/memory/d', p);
+    case 'mcp memory.delete':
+      return tool(p, 'memory_delete', { key: 'd' });
+    case 'broker memory.delete':
+      return broker(p, 'memory.delete', { key: 'd' });
   }
   throw new Error(`no ${face} face for ${op}`);
 }
@@ -195,7 +259,8 @@ describe('every face answers the same (operations × principals × scopes)', () 
         for (const face of faces) {
           const before = upstream.seenAt('/fast').length;
           got[face] = await run(face, op, p);
-          if (op === 'execute') expect(upstream.seenAt('/fast').length - before, `${face}: upstream calls`).toBe(want === 'ok' ? 1 : 0);
+          if (op === 'execute')
+            expect(upstream.seenAt('/fast').length - before, `${face}: upstream calls`).toBe(want === 'ok' ? 1 : 0);
         }
         expect(got).toEqual(Object.fromEntries(faces.map((f) => [f, want])));
       });
@@ -209,18 +274,32 @@ describe('every face answers the same (operations × principals × scopes)', () 
     const before = upstream.seenAt('/fast').length;
     const r = await mcp.get(p.name)!.call(`${service.name}__fast`, {});
     expect(r.isError).toBe(true);
-    expect(r.structuredContent).toMatchObject({ code: 'insufficient_scope', status: 403, required_scope: 'tools:execute' });
+    expect(r.structuredContent).toMatchObject({
+      code: 'insufficient_scope',
+      status: 403,
+      required_scope: 'tools:execute',
+    });
     expect(upstream.seenAt('/fast').length).toBe(before);
   });
 });
 
 describe('the faces stay adapters', () => {
-  const FACES = ['src/modules/sessions/routes.ts', 'src/modules/mcp/server.ts', 'src/modules/mcp/tools.ts', 'src/modules/deployments/broker.ts', 'src/modules/agent-memory/routes.ts'];
+  const FACES = [
+    'src/modules/sessions/routes.ts',
+    'src/modules/mcp/server.ts',
+    'src/modules/mcp/tools.ts',
+    'src/modules/deployments/broker.ts',
+    'src/modules/agent-memory/routes.ts',
+  ];
   it('no face checks a scope itself or reaches agent memory storage without the principal', () => {
     for (const file of FACES) {
       const src = fs.readFileSync(path.join(process.cwd(), file), 'utf8');
-      expect(src, `${file} checks a scope itself: move the check into the service function it calls`).not.toMatch(/\b(requireScope|hasScope)\(/);
-      expect(src, `${file} calls agent-memory storage directly: call agent-memory/access.ts`).not.toMatch(/\b(getEntry|putEntry|deleteEntry|listEntries)\(/);
+      expect(src, `${file} checks a scope itself: move the check into the service function it calls`).not.toMatch(
+        /\b(requireScope|hasScope)\(/,
+      );
+      expect(src, `${file} calls agent-memory storage directly: call agent-memory/access.ts`).not.toMatch(
+        /\b(getEntry|putEntry|deleteEntry|listEntries)\(/,
+      );
     }
   });
 });

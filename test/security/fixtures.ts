@@ -25,14 +25,31 @@ export async function rootAdmin(app: FastifyInstance): Promise<TestUser> {
   const password = ROOT_PASSWORD;
   // Test files of one worker share this module (and, on PostgreSQL, one database): the second
   // file finds the admin already registered (409) and signs in with the same password.
-  const registered = await app.inject({ method: 'POST', url: '/auth/register', payload: { email: ROOT_EMAIL, password } });
-  if (registered.statusCode !== 201 && registered.statusCode !== 409) throw new Error(`POST /auth/register: ${registered.statusCode} ${registered.body}`);
-  const { body } = await call(app, { method: 'POST', url: '/auth/login', payload: { email: ROOT_EMAIL, password } }, 200);
+  const registered = await app.inject({
+    method: 'POST',
+    url: '/auth/register',
+    payload: { email: ROOT_EMAIL, password },
+  });
+  if (registered.statusCode !== 201 && registered.statusCode !== 409)
+    throw new Error(`POST /auth/register: ${registered.statusCode} ${registered.body}`);
+  const { body } = await call(
+    app,
+    { method: 'POST', url: '/auth/login', payload: { email: ROOT_EMAIL, password } },
+    200,
+  );
   const headers = { authorization: `Bearer ${body.access_token}` };
   const me = await call(app, { method: 'GET', url: '/v1/auth/me', headers }, 200);
-  if (!me.body.roles?.includes('admin')) throw new Error(`ADMIN_EMAILS did not make ${ROOT_EMAIL} an admin: ${JSON.stringify(me.body)}`);
+  if (!me.body.roles?.includes('admin'))
+    throw new Error(`ADMIN_EMAILS did not make ${ROOT_EMAIL} an admin: ${JSON.stringify(me.body)}`);
   const userId = JSON.parse(Buffer.from(body.access_token.split('.')[1], 'base64url').toString()).sub;
-  return { userId, subject: me.body.user_id, email: ROOT_EMAIL, token: body.access_token, refreshToken: body.refresh_token, headers };
+  return {
+    userId,
+    subject: me.body.user_id,
+    email: ROOT_EMAIL,
+    token: body.access_token,
+    refreshToken: body.refresh_token,
+    headers,
+  };
 }
 
 /** A user of `role`: roles set by `admin` through `PUT /admin/users/:id/roles`, then the token refreshed. */
@@ -40,9 +57,22 @@ export async function userWithRole(app: FastifyInstance, admin: TestUser | null,
   const u = await createUser(app);
   if (role === 'user') return u;
   if (!admin) throw new Error('userWithRole: an admin is needed for roles above user');
-  await call(app, { method: 'PUT', url: `/admin/users/${u.userId}/roles`, headers: admin.headers, payload: { roles: [role] } }, 200);
-  const { body } = await call(app, { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: u.refreshToken } }, 200);
-  return { ...u, token: body.access_token, refreshToken: body.refresh_token, headers: { authorization: `Bearer ${body.access_token}` } };
+  await call(
+    app,
+    { method: 'PUT', url: `/admin/users/${u.userId}/roles`, headers: admin.headers, payload: { roles: [role] } },
+    200,
+  );
+  const { body } = await call(
+    app,
+    { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: u.refreshToken } },
+    200,
+  );
+  return {
+    ...u,
+    token: body.access_token,
+    refreshToken: body.refresh_token,
+    headers: { authorization: `Bearer ${body.access_token}` },
+  };
 }
 
 /** One account with one object of each kind. */
@@ -70,7 +100,16 @@ export interface Account {
 
 /** A one-tool service owned by `owner`, published directly in the store (no verification run). */
 export async function publishedService(app: FastifyInstance, ctx: AppContext, owner: TestUser): Promise<string> {
-  const { body } = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: serviceBody(`pub-${randomBytes(4).toString('hex')}`) }, 201);
+  const { body } = await call(
+    app,
+    {
+      method: 'POST',
+      url: '/owner/services',
+      headers: owner.headers,
+      payload: serviceBody(`pub-${randomBytes(4).toString('hex')}`),
+    },
+    201,
+  );
   await setServiceStatus(ctx, body.id, 'published');
   return body.id;
 }
@@ -82,28 +121,91 @@ function serviceBody(name: string, marker = name) {
     description: `${marker} description`,
     base_url: 'http://127.0.0.1:9',
     auth: { type: 'bearer', secret: `${marker}-upstream-secret` },
-    tools: [{ name: 'ping', description: `${marker} tool`, method: 'POST', path: '/ping', input_schema: { type: 'object' } }],
+    tools: [
+      { name: 'ping', description: `${marker} tool`, method: 'POST', path: '/ping', input_schema: { type: 'object' } },
+    ],
   };
 }
 
 /** Create an account of `role` with every kind of object, all marked; `subscribeTo` is a published service id. */
-export async function createAccount(app: FastifyInstance, subscribeTo: string, opts: { role?: Role; admin?: TestUser } = {}): Promise<Account> {
+export async function createAccount(
+  app: FastifyInstance,
+  subscribeTo: string,
+  opts: { role?: Role; admin?: TestUser } = {},
+): Promise<Account> {
   const marker = `mark${randomBytes(6).toString('hex')}`;
   const user = await userWithRole(app, opts.admin ?? null, opts.role ?? 'user');
   const h = user.headers;
-  const key = (await call(app, { method: 'POST', url: '/api-keys', headers: h, payload: { name: `${marker} key` } }, 201)).body;
+  const key = (
+    await call(app, { method: 'POST', url: '/api-keys', headers: h, payload: { name: `${marker} key` } }, 201)
+  ).body;
   const agent = await createAgent(app, user, { name: `${marker} agent`, description: marker });
   const other = await createAgent(app, user, { name: `${marker} other`, description: marker });
   const { headers: agentHeaders } = await agentToken(app, agent);
   const memoryKey = `k-${randomBytes(6).toString('hex')}`;
-  await call(app, { method: 'PUT', url: `/v2/memory/${memoryKey}`, headers: agentHeaders, payload: { value: { marker } } }, 201);
-  await call(app, { method: 'PUT', url: `/v2/agents/${other.id}/memory/${memoryKey}`, headers: h, payload: { value: { marker } } }, 201);
-  const perm = (await call(app, { method: 'POST', url: `/v2/agents/${agent.id}/permissions`, headers: agentHeaders, payload: { grantee_agent_id: other.id, access: 'read', key_prefix: marker } }, 201)).body;
-  const session = (await call(app, { method: 'POST', url: '/v1/agents', headers: h, payload: { name: `${marker} session`, metadata: { marker } } }, 201)).body;
-  const memory = (await call(app, { method: 'POST', url: '/memory', headers: h, payload: { content: `${marker} remembers`, session_id: session.id } }, 201)).body;
-  const svc = (await call(app, { method: 'POST', url: '/owner/services', headers: h, payload: serviceBody(`svc-${marker}`, marker) }, 201)).body;
-  const sub = (await call(app, { method: 'POST', url: '/subscriptions', headers: h, payload: { service_id: subscribeTo } }, 201)).body;
-  const webhook = (await call(app, { method: 'POST', url: '/v2/webhooks', headers: h, payload: { url: `https://example.com/${marker}`, events: ['*'], description: marker } }, 201)).body;
+  await call(
+    app,
+    { method: 'PUT', url: `/v2/memory/${memoryKey}`, headers: agentHeaders, payload: { value: { marker } } },
+    201,
+  );
+  await call(
+    app,
+    { method: 'PUT', url: `/v2/agents/${other.id}/memory/${memoryKey}`, headers: h, payload: { value: { marker } } },
+    201,
+  );
+  const perm = (
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agent.id}/permissions`,
+        headers: agentHeaders,
+        payload: { grantee_agent_id: other.id, access: 'read', key_prefix: marker },
+      },
+      201,
+    )
+  ).body;
+  const session = (
+    await call(
+      app,
+      { method: 'POST', url: '/v1/agents', headers: h, payload: { name: `${marker} session`, metadata: { marker } } },
+      201,
+    )
+  ).body;
+  const memory = (
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: h,
+        payload: { content: `${marker} remembers`, session_id: session.id },
+      },
+      201,
+    )
+  ).body;
+  const svc = (
+    await call(
+      app,
+      { method: 'POST', url: '/owner/services', headers: h, payload: serviceBody(`svc-${marker}`, marker) },
+      201,
+    )
+  ).body;
+  const sub = (
+    await call(app, { method: 'POST', url: '/subscriptions', headers: h, payload: { service_id: subscribeTo } }, 201)
+  ).body;
+  const webhook = (
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: '/v2/webhooks',
+        headers: h,
+        payload: { url: `https://example.com/${marker}`, events: ['*'], description: marker },
+      },
+      201,
+    )
+  ).body;
   return {
     marker,
     user,
@@ -173,7 +275,9 @@ export async function forge(ctx: AppContext, token: string): Promise<Forged> {
   const header = decodeProtectedHeader(token);
   const now = Math.floor(Date.now() / 1000);
   const keys = await loadKeySet(ctx.db);
-  const expired = await new SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 }).setProtectedHeader({ ...header, alg: 'RS256' }).sign(keys.signingKey);
+  const expired = await new SignJWT({ ...claims, iat: now - 7200, exp: now - 3600 })
+    .setProtectedHeader({ ...header, alg: 'RS256' })
+    .sign(keys.signingKey);
   const { privateKey } = await generateKeyPair('RS256');
   const foreignKey = await new SignJWT({ ...claims }).setProtectedHeader({ ...header, alg: 'RS256' }).sign(privateKey);
   const [h, p, s] = token.split('.');

@@ -17,7 +17,15 @@ export interface FuzzReport {
   cases: number;
   byStatus: Record<number, number>;
   /** Every 5xx: operation, request and the start of the answer. */
-  serverErrors: Array<{ op: string; method: string; url: string; payload?: string; what: string; status: number; body: string }>;
+  serverErrors: Array<{
+    op: string;
+    method: string;
+    url: string;
+    payload?: string;
+    what: string;
+    status: number;
+    body: string;
+  }>;
 }
 
 /** Operations whose generated calls would end the fuzzing account's own session or run for long. */
@@ -27,7 +35,12 @@ const SKIP_GENERATED = new Set<string>([]);
  * Fuzz every operation of `doc` against `app`. `fuzzer` is the calling account (its user should
  * hold a role every route admits, e.g. admin); `throwaway` a user id that `admin.*` routes may change.
  */
-export async function runFuzz(app: FastifyInstance, doc: any, fuzzer: Account, opts: { runs: number; seed: number; throwawayUserId: string }): Promise<FuzzReport> {
+export async function runFuzz(
+  app: FastifyInstance,
+  doc: any,
+  fuzzer: Account,
+  opts: { runs: number; seed: number; throwawayUserId: string },
+): Promise<FuzzReport> {
   const arbs = new SchemaArbitraries(doc);
   const report: FuzzReport = { routes: 0, cases: 0, byStatus: {}, serverErrors: [] };
   for (const op of operations(doc)) {
@@ -41,13 +54,21 @@ export async function runFuzz(app: FastifyInstance, doc: any, fuzzer: Account, o
       return ownedId(fuzzer, op.path, name);
     };
     const seed = opts.seed ^ createHash('sha256').update(op.key).digest().readInt32LE(0);
-    const generated = SKIP_GENERATED.has(op.key) ? [] : fc.sample(requestArbitrary(op, arbs, owned), { seed, numRuns: opts.runs });
+    const generated = SKIP_GENERATED.has(op.key)
+      ? []
+      : fc.sample(requestArbitrary(op, arbs, owned), { seed, numRuns: opts.runs });
     for (const req of [...fixedCases(op, arbs, owned), ...generated]) await send(app, op.key, headers, req, report);
   }
   return report;
 }
 
-async function send(app: FastifyInstance, key: string, headers: Record<string, string>, req: FuzzRequest, report: FuzzReport): Promise<void> {
+async function send(
+  app: FastifyInstance,
+  key: string,
+  headers: Record<string, string>,
+  req: FuzzRequest,
+  report: FuzzReport,
+): Promise<void> {
   const res = await app.inject({
     method: req.method as 'GET',
     url: req.url,
@@ -56,7 +77,16 @@ async function send(app: FastifyInstance, key: string, headers: Record<string, s
   });
   report.cases++;
   report.byStatus[res.statusCode] = (report.byStatus[res.statusCode] ?? 0) + 1;
-  if (res.statusCode >= 500) report.serverErrors.push({ op: key, method: req.method, url: req.url.slice(0, 200), payload: req.payload?.slice(0, 200), what: req.what, status: res.statusCode, body: res.body.slice(0, 300) });
+  if (res.statusCode >= 500)
+    report.serverErrors.push({
+      op: key,
+      method: req.method,
+      url: req.url.slice(0, 200),
+      payload: req.payload?.slice(0, 200),
+      what: req.what,
+      status: res.statusCode,
+      body: res.body.slice(0, 300),
+    });
 }
 
 /** Everything `acct` owns, read through its own credentials (volatile fields removed), for before/after comparison. */
@@ -84,7 +114,11 @@ export async function snapshot(app: FastifyInstance, acct: Account): Promise<unk
 function strip(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(strip);
   if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.entries(v).filter(([k]) => !['last_used_at', 'request_id'].includes(k)).map(([k, x]) => [k, strip(x)]));
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([k]) => !['last_used_at', 'request_id'].includes(k))
+        .map(([k, x]) => [k, strip(x)]),
+    );
   }
   return v;
 }

@@ -28,12 +28,16 @@ beforeAll(async () => {
   throwawayUserId = (await createUser(app)).userId;
 }, 300_000);
 
-it(`no route answers 5xx to generated and broken input, and other accounts' objects are untouched (FUZZ_RUNS=${RUNS})`, { timeout: 600_000 }, async () => {
+it(`no route answers 5xx to generated and broken input, and other accounts' objects are untouched (FUZZ_RUNS=${RUNS})`, {
+  timeout: 600_000,
+}, async () => {
   const { app } = built;
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   const before = await snapshot(app, bystander);
   const report = await runFuzz(app, doc, fuzzer, { runs: RUNS, seed: SEED, throwawayUserId });
-  console.log(`fuzz: ${report.routes} routes, ${report.cases} cases, statuses ${JSON.stringify(report.byStatus)}, 5xx ${report.serverErrors.length}`);
+  console.log(
+    `fuzz: ${report.routes} routes, ${report.cases} cases, statuses ${JSON.stringify(report.byStatus)}, 5xx ${report.serverErrors.length}`,
+  );
   expect(report.serverErrors, JSON.stringify(report.serverErrors.slice(0, 20), null, 1)).toEqual([]);
   expect(await snapshot(app, bystander)).toEqual(before);
   expect(report.routes).toBeGreaterThan(90);

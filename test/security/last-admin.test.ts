@@ -32,9 +32,15 @@ const { app } = await setupApp({ DATABASE_URL: databaseUrl });
 
 let survivor: TestUser | undefined;
 const setRoles = (by: TestUser, target: TestUser, roles: string[]) =>
-  app.inject({ method: 'PUT', url: `/admin/users/${encodeURIComponent(target.subject)}/roles`, headers: by.headers, payload: { roles } });
+  app.inject({
+    method: 'PUT',
+    url: `/admin/users/${encodeURIComponent(target.subject)}/roles`,
+    headers: by.headers,
+    payload: { roles },
+  });
 
-const roles = async (u: TestUser): Promise<string[]> => (await call(app, { method: 'GET', url: '/v1/auth/me', headers: u.headers }, 200)).body.roles;
+const roles = async (u: TestUser): Promise<string[]> =>
+  (await call(app, { method: 'GET', url: '/v1/auth/me', headers: u.headers }, 200)).body.roles;
 
 describe('last admin', () => {
   it('two admins demoting each other at once: exactly one succeeds, one admin remains', async () => {

@@ -17,12 +17,22 @@ describe('registration refuses common passwords', () => {
     ['a long breached password', '1qaz2wsx3edc'],
   ])('%s → 400 validation_failed at /password, not stored', async (_what, password) => {
     const e = email();
-    const { body, res } = await call(app, { method: 'POST', url: '/auth/register', payload: { email: e, password } }, 400);
+    const { body, res } = await call(
+      app,
+      { method: 'POST', url: '/auth/register', payload: { email: e, password } },
+      400,
+    );
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(body.code).toBe('validation_failed');
-    expect(body.errors).toEqual([{ in: 'body', pointer: '/password', message: expect.stringMatching(/common passwords/) }]);
+    expect(body.errors).toEqual([
+      { in: 'body', pointer: '/password', message: expect.stringMatching(/common passwords/) },
+    ]);
     // Not stored: the same email registers fine with a good password afterwards.
-    await call(app, { method: 'POST', url: '/auth/register', payload: { email: e, password: 'plum tractor ocean 42' } }, 201);
+    await call(
+      app,
+      { method: 'POST', url: '/auth/register', payload: { email: e, password: 'plum tractor ocean 42' } },
+      201,
+    );
   });
 
   it('refuses the email address or its name part as the password', async () => {
@@ -35,7 +45,15 @@ describe('registration refuses common passwords', () => {
 
   it('accepts an uncommon passphrase and signs in with it', async () => {
     const e = email();
-    await call(app, { method: 'POST', url: '/auth/register', payload: { email: e, password: 'violet anchor 7 mango' } }, 201);
-    await call(app, { method: 'POST', url: '/auth/login', payload: { email: e, password: 'violet anchor 7 mango' } }, 200);
+    await call(
+      app,
+      { method: 'POST', url: '/auth/register', payload: { email: e, password: 'violet anchor 7 mango' } },
+      201,
+    );
+    await call(
+      app,
+      { method: 'POST', url: '/auth/login', payload: { email: e, password: 'violet anchor 7 mango' } },
+      200,
+    );
   });
 });

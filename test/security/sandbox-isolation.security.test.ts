@@ -59,8 +59,17 @@ function hostConnects(p: string): Promise<boolean> {
 const mark = randomBytes(6).toString('hex');
 const u = await createUser(app);
 const agent = await createAgent(app, u);
-await deployReady(app, u.headers, agent.id, await tarball({ 'index.mjs': PROBE }), { env: JSON.stringify({ AP_SANDBOX_MARK: mark }) });
-const run = async (input: Record<string, unknown>) => (await call(app, { method: 'POST', url: `/v2/agents/${agent.id}/invoke`, headers: u.headers, payload: { input } }, 200)).body;
+await deployReady(app, u.headers, agent.id, await tarball({ 'index.mjs': PROBE }), {
+  env: JSON.stringify({ AP_SANDBOX_MARK: mark }),
+});
+const run = async (input: Record<string, unknown>) =>
+  (
+    await call(
+      app,
+      { method: 'POST', url: `/v2/agents/${agent.id}/invoke`, headers: u.headers, payload: { input } },
+      200,
+    )
+  ).body;
 
 afterAll(() => app.close());
 
@@ -77,12 +86,15 @@ describe.skipIf(config.sandbox.isolation !== 'bwrap')('sandbox: sealed off the h
     }
   });
 
-  it.skipIf(!process.env.TEST_DATABASE_URL)('a handler cannot reach the PostgreSQL socket; the test process can', async () => {
-    const pg = '/var/run/postgresql/.s.PGSQL.5432';
-    expect(await hostConnects(pg)).toBe(true);
-    const r = await run({ op: 'unix', path: pg });
-    expect(r.output).toEqual({ ok: false, code: 'ENOENT' });
-  });
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'a handler cannot reach the PostgreSQL socket; the test process can',
+    async () => {
+      const pg = '/var/run/postgresql/.s.PGSQL.5432';
+      expect(await hostConnects(pg)).toBe(true);
+      const r = await run({ op: 'unix', path: pg });
+      expect(r.output).toEqual({ ok: false, code: 'ENOENT' });
+    },
+  );
 
   it('has a private writable /tmp, and its pid is that of a new PID namespace', async () => {
     expect((await run({ op: 'tmp', text: 'scratch ok' })).output).toBe('scratch ok');
@@ -97,7 +109,9 @@ describe.skipIf(config.sandbox.isolation !== 'bwrap')('sandbox: sealed off the h
     const held = run({ op: 'hold', ms: 1500 });
     let node: number | undefined;
     for (let i = 0; i < 100 && !node; i++) {
-      node = processesWithEnv('AP_SANDBOX_MARK', mark).find((p) => fs.readFileSync(`/proc/${p}/status`, 'utf8').match(/^NSpid:\s+\d+\s+2$/m));
+      node = processesWithEnv('AP_SANDBOX_MARK', mark).find((p) =>
+        fs.readFileSync(`/proc/${p}/status`, 'utf8').match(/^NSpid:\s+\d+\s+2$/m),
+      );
       if (!node) await new Promise((r) => setTimeout(r, 20));
     }
     expect(node, 'the sandbox node process (pid 2 of its namespace)').toBeDefined();
@@ -108,8 +122,17 @@ describe.skipIf(config.sandbox.isolation !== 'bwrap')('sandbox: sealed off the h
     expect(path.basename(cmd('1'))).toBe('bwrap');
     expect(cmd('2')).toBe(process.execPath);
     const top = fs.readdirSync(root).sort();
-    expect(top.every((n) => ['app', 'dev', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'tmp', 'usr'].includes(n)), top.join(',')).toBe(true);
-    for (const hostPath of ['etc/passwd', 'var/run/postgresql', 'run/postgresql', path.relative('/', dataDir), path.relative('/', path.resolve('package.json'))]) {
+    expect(
+      top.every((n) => ['app', 'dev', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'tmp', 'usr'].includes(n)),
+      top.join(','),
+    ).toBe(true);
+    for (const hostPath of [
+      'etc/passwd',
+      'var/run/postgresql',
+      'run/postgresql',
+      path.relative('/', dataDir),
+      path.relative('/', path.resolve('package.json')),
+    ]) {
       expect(fs.existsSync(path.join(root, hostPath)), hostPath).toBe(false);
     }
     expect(fs.readdirSync(path.join(root, 'app'))).toEqual(['index.mjs']);

@@ -36,18 +36,35 @@ async function server(name: string): Promise<ServerProcess> {
 /** Deploy a trivial handler through the HTTP API and wait until it is active (its prepare step runs in the sandbox). */
 async function deploy(s: ServerProcess): Promise<void> {
   const json = async (url: string, init: RequestInit = {}, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${s.base}${url}`, { ...init, headers: { ...(init.body && typeof init.body === 'string' ? { 'content-type': 'application/json' } : {}), ...headers } });
+    const res = await fetch(`${s.base}${url}`, {
+      ...init,
+      headers: {
+        ...(init.body && typeof init.body === 'string' ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+    });
     return { status: res.status, body: (await res.json()) as any };
   };
-  const login = await json('/auth/test', { method: 'POST', body: JSON.stringify({ email: `sweep-${Date.now()}@example.test` }) });
+  const login = await json('/auth/test', {
+    method: 'POST',
+    body: JSON.stringify({ email: `sweep-${Date.now()}@example.test` }),
+  });
   const auth = { authorization: `Bearer ${login.body.access_token}` };
   const agent = await json('/v2/agents', { method: 'POST', body: JSON.stringify({ name: 'sweeper' }) }, auth);
   expect(agent.status).toBe(201);
   const form = new FormData();
-  form.set('artifact', new Blob([new Uint8Array(await tarball({ 'index.mjs': 'export default async () => "ok";' }))]), 'agent.tar.gz');
+  form.set(
+    'artifact',
+    new Blob([new Uint8Array(await tarball({ 'index.mjs': 'export default async () => "ok";' }))]),
+    'agent.tar.gz',
+  );
   const d = await json(`/v2/agents/${agent.body.id}/deploy`, { method: 'POST', body: form }, auth);
   expect(d.status).toBe(202);
-  await waitFor(async () => (await json(`/v2/agents/${agent.body.id}/deployments`, {}, auth)).body.data[0]?.status === 'active', 60_000, 'the deployment to be active');
+  await waitFor(
+    async () => (await json(`/v2/agents/${agent.body.id}/deployments`, {}, auth)).body.data[0]?.status === 'active',
+    60_000,
+    'the deployment to be active',
+  );
 }
 
 /** This process's start time in clock ticks since boot (field 22 of /proc/self/stat). */
@@ -86,7 +103,11 @@ describe('spawn directories of a killed server', () => {
     expect(fs.existsSync(path.join(tmp, own[0]))).toBe(true);
 
     const second = await server('second');
-    await waitFor(async () => !fs.existsSync(path.join(tmp, own[0])), 15_000, 'the dead server\'s spawn directory to be removed');
+    await waitFor(
+      async () => !fs.existsSync(path.join(tmp, own[0])),
+      15_000,
+      "the dead server's spawn directory to be removed",
+    );
     expect(fs.existsSync(legacyDead)).toBe(false);
     expect(fs.existsSync(reused)).toBe(false);
     expect(fs.existsSync(live)).toBe(true);

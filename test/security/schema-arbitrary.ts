@@ -21,7 +21,9 @@ export class SchemaArbitraries {
     let cur = s;
     for (let i = 0; i < 20 && cur && typeof cur.$ref === 'string'; i++) {
       const ref: string = cur.$ref;
-      const name = ref.startsWith('#/components/schemas/') ? ref.slice('#/components/schemas/'.length) : ref.replace(/#$/, '');
+      const name = ref.startsWith('#/components/schemas/')
+        ? ref.slice('#/components/schemas/'.length)
+        : ref.replace(/#$/, '');
       cur = this.doc.components?.schemas?.[name] ?? {};
     }
     return cur ?? {};
@@ -34,7 +36,8 @@ export class SchemaArbitraries {
     if ('const' in s) return fc.constant(s.const);
     if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum);
     const branches = s.anyOf ?? s.oneOf;
-    if (Array.isArray(branches) && branches.length > 0) return fc.oneof(...branches.map((b: Schema) => this.valid(b, depth + 1)));
+    if (Array.isArray(branches) && branches.length > 0)
+      return fc.oneof(...branches.map((b: Schema) => this.valid(b, depth + 1)));
     if (Array.isArray(s.allOf)) return this.valid(this.mergeAll(s.allOf), depth);
     const type = Array.isArray(s.type) ? s.type : s.type ? [s.type] : s.properties ? ['object'] : [];
     if (type.length > 1) return fc.oneof(...type.map((t: string) => this.valid({ ...s, type: t }, depth)));
@@ -50,7 +53,10 @@ export class SchemaArbitraries {
       case 'string':
         return this.string(s);
       case 'array':
-        return fc.array(this.valid(s.items ?? {}, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 3, 3) });
+        return fc.array(this.valid(s.items ?? {}, depth + 1), {
+          minLength: s.minItems ?? 0,
+          maxLength: Math.min(s.maxItems ?? 3, 3),
+        });
       case 'object':
         return this.object(s, depth);
       default:
@@ -74,7 +80,9 @@ export class SchemaArbitraries {
     let arb: fc.Arbitrary<string>;
     switch (s.format) {
       case 'date-time':
-        return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+        return fc
+          .date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true })
+          .map((d) => d.toISOString());
       case 'email':
         return fc.emailAddress();
       case 'uri':
@@ -83,7 +91,9 @@ export class SchemaArbitraries {
       case 'uuid':
         return fc.uuid();
       default:
-        arb = s.pattern ? fc.stringMatching(new RegExp(s.pattern)) : fc.string({ minLength: min, maxLength: max, unit: 'grapheme' });
+        arb = s.pattern
+          ? fc.stringMatching(new RegExp(s.pattern))
+          : fc.string({ minLength: min, maxLength: max, unit: 'grapheme' });
     }
     return arb.filter((x) => x.length >= min && x.length <= (s.maxLength ?? Infinity));
   }
@@ -93,12 +103,19 @@ export class SchemaArbitraries {
     const names = Object.keys(props);
     if (names.length === 0) {
       if (s.additionalProperties === false) return fc.constant({});
-      const values = typeof s.additionalProperties === 'object' ? this.valid(s.additionalProperties, depth + 1) : fc.jsonValue({ maxDepth: 2 });
-      return fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), values, { maxKeys: Math.min(s.maxProperties ?? 3, 3) });
+      const values =
+        typeof s.additionalProperties === 'object'
+          ? this.valid(s.additionalProperties, depth + 1)
+          : fc.jsonValue({ maxDepth: 2 });
+      return fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), values, {
+        maxKeys: Math.min(s.maxProperties ?? 3, 3),
+      });
     }
     const record: Record<string, fc.Arbitrary<unknown>> = {};
     for (const n of names) record[n] = this.valid(props[n], depth + 1);
-    return fc.record(record, { requiredKeys: (s.required ?? []).filter((n: string) => n in props) }) as fc.Arbitrary<Record<string, unknown>>;
+    return fc.record(record, { requiredKeys: (s.required ?? []).filter((n: string) => n in props) }) as fc.Arbitrary<
+      Record<string, unknown>
+    >;
   }
 
   /** Top-level property names of an object schema (after `$ref`/`allOf`). */
@@ -149,6 +166,7 @@ export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
     '😀'.repeat(2_000),
     '../../../../etc/passwd',
     '%00',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a Log4Shell-style probe, sent literally
     '${jndi:ldap://127.0.0.1/a}',
     "'; DROP TABLE users; --",
     '<script>alert(1)</script>',
@@ -184,4 +202,22 @@ export const HOSTILE_PATH = [
 ];
 
 /** Hostile query-string values. */
-export const HOSTILE_QUERY = ['1e400', '-1e400', '1e308', '2147483648', '9007199254740993', 'NaN', 'Infinity', '-1', '0', '', '%00', '%ED%A0%80', 'x'.repeat(10_240), '[]', '{}', 'true', '../..'];
+export const HOSTILE_QUERY = [
+  '1e400',
+  '-1e400',
+  '1e308',
+  '2147483648',
+  '9007199254740993',
+  'NaN',
+  'Infinity',
+  '-1',
+  '0',
+  '',
+  '%00',
+  '%ED%A0%80',
+  'x'.repeat(10_240),
+  '[]',
+  '{}',
+  'true',
+  '../..',
+];

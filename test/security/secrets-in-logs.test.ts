@@ -29,7 +29,12 @@ afterAll(() => {
 });
 
 /** `fetch` against the server; JSON body in, parsed body out. */
-async function http(base: string, method: string, url: string, opts: { headers?: Record<string, string>; body?: unknown; form?: FormData } = {}): Promise<{ status: number; body: any }> {
+async function http(
+  base: string,
+  method: string,
+  url: string,
+  opts: { headers?: Record<string, string>; body?: unknown; form?: FormData } = {},
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}${url}`, {
     method,
     headers: { ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers },
@@ -73,18 +78,60 @@ it('no minted secret appears in the logs', { timeout: 300_000 }, async () => {
   const rotated = await call('POST', `/v2/agents/${agent.id}/rotate-secret`, { headers: h, body: {} }, 200);
   secrets.clientSecretOld = agent.client_secret;
   secrets.clientSecret = rotated.client_secret;
-  const tok = await call('POST', '/auth/agent/token', { body: { grant_type: 'client_credentials', client_id: agent.client_id, client_secret: rotated.client_secret } }, 200);
+  const tok = await call(
+    'POST',
+    '/auth/agent/token',
+    { body: { grant_type: 'client_credentials', client_id: agent.client_id, client_secret: rotated.client_secret } },
+    200,
+  );
   secrets.agentToken = tok.access_token;
-  const basic = await fetch(`${b}/auth/agent/token`, { method: 'POST', headers: { authorization: basicAuth(agent.client_id, rotated.client_secret), 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  const basic = await fetch(`${b}/auth/agent/token`, {
+    method: 'POST',
+    headers: {
+      authorization: basicAuth(agent.client_id, rotated.client_secret),
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: 'grant_type=client_credentials',
+  });
   expect(basic.status).toBe(200);
-  await call('POST', '/auth/agent/token', { body: { grant_type: 'client_credentials', client_id: agent.client_id, client_secret: agent.client_secret } }, 401);
+  await call(
+    'POST',
+    '/auth/agent/token',
+    { body: { grant_type: 'client_credentials', client_id: agent.client_id, client_secret: agent.client_secret } },
+    401,
+  );
 
   secrets.upstream = `up-${randomBytes(16).toString('hex')}`;
-  await call('POST', '/owner/services', { headers: h, body: { name: `logs-${randomBytes(3).toString('hex')}`, description: 'd', base_url: 'http://127.0.0.1:9', auth: { type: 'bearer', secret: secrets.upstream }, tools: [{ name: 't', description: 't', method: 'GET', path: '/t', input_schema: { type: 'object' } }] } }, 201);
+  await call(
+    'POST',
+    '/owner/services',
+    {
+      headers: h,
+      body: {
+        name: `logs-${randomBytes(3).toString('hex')}`,
+        description: 'd',
+        base_url: 'http://127.0.0.1:9',
+        auth: { type: 'bearer', secret: secrets.upstream },
+        tools: [{ name: 't', description: 't', method: 'GET', path: '/t', input_schema: { type: 'object' } }],
+      },
+    },
+    201,
+  );
 
   secrets.envValue = `env-${randomBytes(16).toString('hex')}`;
   const form = new FormData();
-  form.append('artifact', new Blob([new Uint8Array(await tarball({ 'package.json': '{"type":"module","main":"index.js"}', 'index.js': 'export default async () => ({ ok: true });' }))]), 'agent.tar.gz');
+  form.append(
+    'artifact',
+    new Blob([
+      new Uint8Array(
+        await tarball({
+          'package.json': '{"type":"module","main":"index.js"}',
+          'index.js': 'export default async () => ({ ok: true });',
+        }),
+      ),
+    ]),
+    'agent.tar.gz',
+  );
   form.append('env', JSON.stringify({ API_TOKEN: secrets.envValue }));
   const dep = await http(b, 'POST', `/v2/agents/${agent.id}/deploy`, { headers: h, form });
   expect([201, 202], JSON.stringify(dep.body)).toContain(dep.status);
@@ -92,7 +139,10 @@ it('no minted secret appears in the logs', { timeout: 300_000 }, async () => {
   server.child.kill('SIGTERM');
   const { stderr } = await server.exited;
   const logs = `${server.lines.join('\n')}\n${stderr}`;
-  expect(logs.split('\n').filter((l) => l.includes('"msg":"request"')).length, 'the capture holds the request logs').toBeGreaterThan(10);
+  expect(
+    logs.split('\n').filter((l) => l.includes('"msg":"request"')).length,
+    'the capture holds the request logs',
+  ).toBeGreaterThan(10);
   for (const [name, value] of Object.entries(secrets)) {
     expect(logs.includes(value), `${name} appears in the logs`).toBe(false);
     // Signature or secret halves should not appear either (e.g. a JWT logged without its header).

@@ -36,8 +36,16 @@ describe('POST /auth/test: reserved domains only', () => {
     const squatter = await createUser(app);
     await ctx.db.update(users).set({ email }).where(eq(users.subject, squatter.subject));
     await call(app, { method: 'POST', url: '/auth/register', payload: { email, password: 'the real owner 2' } }, 201);
-    const login = (await call(app, { method: 'POST', url: '/auth/login', payload: { email, password: 'the real owner 2' } }, 200)).body;
-    const owner = (await call(app, { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${login.access_token}` } }, 200)).body;
+    const login = (
+      await call(app, { method: 'POST', url: '/auth/login', payload: { email, password: 'the real owner 2' } }, 200)
+    ).body;
+    const owner = (
+      await call(
+        app,
+        { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${login.access_token}` } },
+        200,
+      )
+    ).body;
     expect(owner).toMatchObject({ email, test: false });
     expect(owner.user_id).not.toBe(squatter.subject);
     const [row] = await ctx.db.select({ email: users.email }).from(users).where(eq(users.subject, squatter.subject));
@@ -47,7 +55,16 @@ describe('POST /auth/test: reserved domains only', () => {
   });
 
   it('RFC 2606 domains and their subdomains are test domains', async () => {
-    for (const domain of ['example.test', 'a.b.test', 'x.example', 'no.invalid', 'dev.localhost', 'example.com', 'mail.example.org', 'EXAMPLE.NET']) {
+    for (const domain of [
+      'example.test',
+      'a.b.test',
+      'x.example',
+      'no.invalid',
+      'dev.localhost',
+      'example.com',
+      'mail.example.org',
+      'EXAMPLE.NET',
+    ]) {
       const email = `t-${hex()}@${domain}`;
       const { body } = await call(app, { method: 'POST', url: '/auth/test', payload: { email } }, 200);
       expect(body.token_type).toBe('Bearer');
@@ -55,13 +72,26 @@ describe('POST /auth/test: reserved domains only', () => {
   });
 
   it('NODE_ENV=production refuses test roles and test tokens at start, naming the variable', async () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on', AUTH_TEST_ROLES: 'on' })).toThrow(/AUTH_TEST_ROLES must be off with NODE_ENV=production/);
-    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on' })).toThrow(/AUTH_TEST_TOKENS must be off with NODE_ENV=production/);
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on', AUTH_TEST_ROLES: 'on' })).toThrow(
+      /AUTH_TEST_ROLES must be off with NODE_ENV=production/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on' })).toThrow(
+      /AUTH_TEST_TOKENS must be off with NODE_ENV=production/,
+    );
     expect(loadConfig({ NODE_ENV: 'production' }).auth.testTokens).toBe(false);
     // The real entry point: exit 1 before anything listens.
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'production', AUTH_TEST_TOKENS: 'on', AUTH_TEST_ROLES: 'on', DATABASE_IN_MEMORY: 'on', PORT: '0', HOST: '127.0.0.1' },
+      env: {
+        PATH: process.env.PATH!,
+        HOME: process.env.HOME ?? '/tmp',
+        NODE_ENV: 'production',
+        AUTH_TEST_TOKENS: 'on',
+        AUTH_TEST_ROLES: 'on',
+        DATABASE_IN_MEMORY: 'on',
+        PORT: '0',
+        HOST: '127.0.0.1',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -77,8 +107,16 @@ describe('POST /auth/test: reserved domains only', () => {
 describe('profile picture: http and https only', () => {
   it('javascript:, data:, vbscript:, file: and relative values → 400; http(s) is stored', async () => {
     const u = await createUser(app);
-    const patch = (picture: string, status: number) => call(app, { method: 'PUT', url: '/v1/auth/profile', headers: u.headers, payload: { picture } }, status);
-    for (const bad of ['javascript:alert(document.cookie)', 'JavaScript://%0aalert(1)', 'data:text/html,<script>alert(1)</script>', 'vbscript:msgbox(1)', 'file:///etc/passwd', '//evil.example/x.png']) {
+    const patch = (picture: string, status: number) =>
+      call(app, { method: 'PUT', url: '/v1/auth/profile', headers: u.headers, payload: { picture } }, status);
+    for (const bad of [
+      'javascript:alert(document.cookie)',
+      'JavaScript://%0aalert(1)',
+      'data:text/html,<script>alert(1)</script>',
+      'vbscript:msgbox(1)',
+      'file:///etc/passwd',
+      '//evil.example/x.png',
+    ]) {
       const { body } = await patch(bad, 400);
       expect(body.code).toBe('validation_failed');
       expect(body.errors[0].pointer).toBe('/picture');
@@ -102,13 +140,23 @@ describe('X-Content-Type-Options: nosniff on every answer', () => {
       app.inject({ method: 'GET', url: '/v1/auth/me', headers: u.headers }),
       app.inject({ method: 'GET', url: '/v1/auth/me' }),
       app.inject({ method: 'GET', url: '/no/such/route' }),
-      app.inject({ method: 'POST', url: '/auth/login', payload: '{"bad json' , headers: { 'content-type': 'application/json' } }),
-      app.inject({ method: 'OPTIONS', url: '/v1/auth/me', headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' } }),
+      app.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: '{"bad json',
+        headers: { 'content-type': 'application/json' },
+      }),
+      app.inject({
+        method: 'OPTIONS',
+        url: '/v1/auth/me',
+        headers: { origin: 'http://localhost:5173', 'access-control-request-method': 'GET' },
+      }),
       app.inject({ method: 'GET', url: '/docs/json' }),
       app.inject({ method: 'GET', url: '/idp/.well-known/openid-configuration' }),
     ]);
     expect(answers.map((r) => r.statusCode)).toEqual([200, 401, 404, 400, expect.any(Number), 200, 200]);
-    for (const r of answers) expect(r.headers['x-content-type-options'], `${r.statusCode} ${r.body.slice(0, 80)}`).toBe('nosniff');
+    for (const r of answers)
+      expect(r.headers['x-content-type-options'], `${r.statusCode} ${r.body.slice(0, 80)}`).toBe('nosniff');
   });
 });
 
@@ -118,7 +166,12 @@ describe('agent tool subscription: no existence oracle', () => {
     const draft = await registerToolService(app, publisher);
     const u = await createUser(app);
     const agent = await createAgent(app, u);
-    const subscribe = (service: string, status: number) => call(app, { method: 'POST', url: `/v2/agents/${agent.id}/tools/subscribe`, headers: u.headers, payload: { service } }, status);
+    const subscribe = (service: string, status: number) =>
+      call(
+        app,
+        { method: 'POST', url: `/v2/agents/${agent.id}/tools/subscribe`, headers: u.headers, payload: { service } },
+        status,
+      );
     const unknown = (await subscribe(`no-such-${hex()}`, 404)).body;
     for (const ref of [draft.name, draft.id]) {
       const hidden = (await subscribe(ref, 404)).body;
@@ -130,6 +183,15 @@ describe('agent tool subscription: no existence oracle', () => {
     expect((await subscribe(draft.name, 403)).body.code).toBe('not_subscribed');
     // Its owner may subscribe an agent to it in any status.
     const own = await createAgent(app, publisher);
-    await call(app, { method: 'POST', url: `/v2/agents/${own.id}/tools/subscribe`, headers: publisher.headers, payload: { service: draft.name } }, 201);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${own.id}/tools/subscribe`,
+        headers: publisher.headers,
+        payload: { service: draft.name },
+      },
+      201,
+    );
   });
 });

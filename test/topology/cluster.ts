@@ -27,8 +27,11 @@ export interface Cluster {
 
 /** True when the topology can run: PostgreSQL and Redis given, and haproxy on PATH. */
 export function topologyAvailable(): { ok: boolean; why: string } {
-  if (!process.env.TEST_DATABASE_URL || !process.env.TEST_REDIS_URL) return { ok: false, why: 'needs TEST_DATABASE_URL and TEST_REDIS_URL' };
-  const found = (process.env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'haproxy'))) || fs.existsSync('/usr/sbin/haproxy');
+  if (!process.env.TEST_DATABASE_URL || !process.env.TEST_REDIS_URL)
+    return { ok: false, why: 'needs TEST_DATABASE_URL and TEST_REDIS_URL' };
+  const found =
+    (process.env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'haproxy'))) ||
+    fs.existsSync('/usr/sbin/haproxy');
   return found ? { ok: true, why: '' } : { ok: false, why: 'needs haproxy (apt-get install haproxy)' };
 }
 

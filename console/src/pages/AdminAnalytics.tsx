@@ -39,20 +39,56 @@ export function AdminAnalytics({ window }: { window: Window }) {
       </Section>
       <Section state={endpoints} empty={(e) => e.data.length === 0} emptyText="No API requests in this period.">
         {(e) => {
-          const byRequests = e.data.slice(0, TOP).map((r) => ({ route: `${r.method} ${r.route}`, ok: r.requests - r.errors - r.client_errors, client_errors: r.client_errors, errors: r.errors }));
+          const byRequests = e.data.slice(0, TOP).map((r) => ({
+            route: `${r.method} ${r.route}`,
+            ok: r.requests - r.errors - r.client_errors,
+            client_errors: r.client_errors,
+            errors: r.errors,
+          }));
           const slowest = [...e.data]
             .sort((a, b) => (b.p95_ms ?? 0) - (a.p95_ms ?? 0))
             .slice(0, TOP)
-            .map((r) => ({ route: `${r.method} ${r.route}`, p50: r.p50_ms ?? 0, p95: r.p95_ms ?? 0, p99: r.p99_ms ?? 0 }));
+            .map((r) => ({
+              route: `${r.method} ${r.route}`,
+              p50: r.p50_ms ?? 0,
+              p95: r.p95_ms ?? 0,
+              p99: r.p99_ms ?? 0,
+            }));
           return (
             <Stack>
               <Card withBorder data-testid="chart-endpoints">
                 <Title order={3}>Busiest endpoints</Title>
-                <BarChart h={300} data={byRequests} dataKey="route" type="stacked" orientation="vertical" yAxisProps={ROUTE_AXIS} xAxisProps={{ allowDecimals: false }} withLegend series={[{ name: 'ok', color: 'teal.8' }, { name: 'client_errors', label: '4xx', color: 'yellow.8' }, { name: 'errors', label: '5xx', color: 'red.8' }]} />
+                <BarChart
+                  h={300}
+                  data={byRequests}
+                  dataKey="route"
+                  type="stacked"
+                  orientation="vertical"
+                  yAxisProps={ROUTE_AXIS}
+                  xAxisProps={{ allowDecimals: false }}
+                  withLegend
+                  series={[
+                    { name: 'ok', color: 'teal.8' },
+                    { name: 'client_errors', label: '4xx', color: 'yellow.8' },
+                    { name: 'errors', label: '5xx', color: 'red.8' },
+                  ]}
+                />
               </Card>
               <Card withBorder data-testid="chart-endpoint-latency">
                 <Title order={3}>Slowest endpoints (ms)</Title>
-                <BarChart h={300} data={slowest} dataKey="route" orientation="vertical" yAxisProps={ROUTE_AXIS} withLegend series={[{ name: 'p50', color: 'blue.8' }, { name: 'p95', color: 'violet.8' }, { name: 'p99', color: 'grape.8' }]} />
+                <BarChart
+                  h={300}
+                  data={slowest}
+                  dataKey="route"
+                  orientation="vertical"
+                  yAxisProps={ROUTE_AXIS}
+                  withLegend
+                  series={[
+                    { name: 'p50', color: 'blue.8' },
+                    { name: 'p95', color: 'violet.8' },
+                    { name: 'p99', color: 'grape.8' },
+                  ]}
+                />
               </Card>
               <Text size="sm">
                 {e.totals.requests} requests on {e.totals.routes} routes · error rate {pct(e.totals.error_rate)}

@@ -20,12 +20,15 @@ export function AnalyticsPage() {
       <Stack>
         <Title order={2}>Analytics</Title>
         <Alert color="yellow" title="Analytics need the pro plan" data-testid="needs-pro">
-          Usage over time, latency percentiles, top tools and errors are part of the pro plan and above. Your roles: {auth.me?.roles.join(', ') || 'none'}.
+          Usage over time, latency percentiles, top tools and errors are part of the pro plan and above. Your roles:{' '}
+          {auth.me?.roles.join(', ') || 'none'}.
         </Alert>
       </Stack>
     );
   }
-  const picker = <SegmentedControl value={window} onChange={(v) => setWindow(v as Window)} data={WINDOWS} aria-label="Window" />;
+  const picker = (
+    <SegmentedControl value={window} onChange={(v) => setWindow(v as Window)} data={WINDOWS} aria-label="Window" />
+  );
   return (
     <Stack>
       <Group justify="space-between">
@@ -59,7 +62,11 @@ function UserAnalytics({ window }: { window: Window }) {
     <Section state={data}>
       {(d) => {
         // Days without calls have no error rate or latency (a gap, not a zero).
-        const days = d.by_day.map((x) => ({ ...x, error_rate: x.calls ? (100 * x.failures) / x.calls : null, avg_duration_ms: x.calls ? x.avg_duration_ms : null }));
+        const days = d.by_day.map((x) => ({
+          ...x,
+          error_rate: x.calls ? (100 * x.failures) / x.calls : null,
+          avg_duration_ms: x.calls ? x.avg_duration_ms : null,
+        }));
         return (
           <Stack>
             <SimpleGrid cols={{ base: 2, md: 5 }}>
@@ -71,22 +78,65 @@ function UserAnalytics({ window }: { window: Window }) {
             </SimpleGrid>
             <Card withBorder data-testid="chart-usage">
               <Title order={3}>Calls per day</Title>
-              <LineChart h={240} data={days} dataKey="day" series={[{ name: 'successes', color: 'teal.8' }, { name: 'failures', color: 'red.8' }]} curveType="linear" yAxisProps={COUNT_AXIS} withLegend />
+              <LineChart
+                h={240}
+                data={days}
+                dataKey="day"
+                series={[
+                  { name: 'successes', color: 'teal.8' },
+                  { name: 'failures', color: 'red.8' },
+                ]}
+                curveType="linear"
+                yAxisProps={COUNT_AXIS}
+                withLegend
+              />
             </Card>
             <Card withBorder data-testid="chart-errors">
               <Title order={3}>Error rate per day (%)</Title>
-              <LineChart h={200} data={days} dataKey="day" series={[{ name: 'error_rate', label: 'error rate', color: 'red.8' }]} curveType="linear" connectNulls yAxisProps={{ domain: [0, 100] }} valueFormatter={(v) => `${Math.round(v * 10) / 10} %`} />
+              <LineChart
+                h={200}
+                data={days}
+                dataKey="day"
+                series={[{ name: 'error_rate', label: 'error rate', color: 'red.8' }]}
+                curveType="linear"
+                connectNulls
+                yAxisProps={{ domain: [0, 100] }}
+                valueFormatter={(v) => `${Math.round(v * 10) / 10} %`}
+              />
             </Card>
             <Card withBorder data-testid="chart-latency">
               <Title order={3}>Average latency per day (ms)</Title>
-              <LineChart h={200} data={days} dataKey="day" series={[{ name: 'avg_duration_ms', label: 'average ms', color: 'blue.8' }]} curveType="linear" connectNulls />
+              <LineChart
+                h={200}
+                data={days}
+                dataKey="day"
+                series={[{ name: 'avg_duration_ms', label: 'average ms', color: 'blue.8' }]}
+                curveType="linear"
+                connectNulls
+              />
             </Card>
             <Card withBorder data-testid="chart-tools">
               <Title order={3}>Top tools</Title>
               {d.top_tools.length === 0 ? (
                 <Text c="dimmed">No tool calls in this period.</Text>
               ) : (
-                <BarChart h={240} data={d.top_tools.map((t) => ({ tool: `${t.service_name ?? ''}/${t.tool_name}`, successes: t.successes, failures: t.failures }))} dataKey="tool" type="stacked" maxBarWidth={64} yAxisProps={COUNT_AXIS} series={[{ name: 'successes', color: 'blue.8' }, { name: 'failures', color: 'red.8' }]} withLegend />
+                <BarChart
+                  h={240}
+                  data={d.top_tools.map((t) => ({
+                    tool: `${t.service_name ?? ''}/${t.tool_name}`,
+                    successes: t.successes,
+                    failures: t.failures,
+                  }))}
+                  dataKey="tool"
+                  type="stacked"
+                  maxBarWidth={64}
+                  yAxisProps={COUNT_AXIS}
+                  series={[
+                    { name: 'successes', color: 'blue.8' },
+                    { name: 'failures', color: 'red.8' },
+                  ]}
+                  withLegend
+                />
               )}
             </Card>
             <Section state={live}>

@@ -26,7 +26,13 @@ export function ApiKeysPage() {
     <Stack>
       <Title order={2}>API keys</Title>
       <Group align="end">
-        <TextInput label="Key name" value={name} onChange={(e) => setName(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Enter' && name.trim() && void create()} placeholder="laptop" />
+        <TextInput
+          label="Key name"
+          value={name}
+          onChange={(e) => setName(e.currentTarget.value)}
+          onKeyDown={(e) => e.key === 'Enter' && name.trim() && void create()}
+          placeholder="laptop"
+        />
         <Button onClick={() => void create()} disabled={!name.trim()}>
           Create key
         </Button>
@@ -45,7 +51,13 @@ export function ApiKeysPage() {
                   <Table.Td>{fmtDate(k.last_used_at)}</Table.Td>
                   <Table.Td>{fmtDate(k.created_at)}</Table.Td>
                   <Table.Td>
-                    <Button size="xs" color="red" variant="light" onClick={() => void revoke(k.id)} aria-label={`Revoke ${k.name}`}>
+                    <Button
+                      size="xs"
+                      color="red"
+                      variant="light"
+                      onClick={() => void revoke(k.id)}
+                      aria-label={`Revoke ${k.name}`}
+                    >
                       Revoke
                     </Button>
                   </Table.Td>

@@ -18,7 +18,13 @@ import { ProblemAlert, Section, TableHead, fmtDate, useAction, useLoad } from '.
 
 type Connection = Item<'connections.list'>;
 
-const STATUS_COLOR: Record<Connection['status'], string> = { active: 'green', pending: 'gray', expired: 'orange', error: 'red', revoked: 'gray' };
+const STATUS_COLOR: Record<Connection['status'], string> = {
+  active: 'green',
+  pending: 'gray',
+  expired: 'orange',
+  error: 'red',
+  revoked: 'gray',
+};
 
 /** sessionStorage key of a flow opened from a link (`?state=`) that waits for the sign-in. */
 const PENDING_KEY = 'ap.connections.pending-state';
@@ -37,15 +43,25 @@ async function takeFlow(state: string): Promise<void> {
 
 /** Start (or renew) the connection of the caller's account — or of agent `agentId` — at `service`, and go to the upstream's consent page. */
 export async function connectAccount(service: string, agentId?: string): Promise<void> {
-  const started = await client.connections.create({ service, return_to: connectionsReturnUri(), ...(agentId ? { agent_id: agentId } : {}) });
+  const started = await client.connections.create({
+    service,
+    return_to: connectionsReturnUri(),
+    ...(agentId ? { agent_id: agentId } : {}),
+  });
   await takeFlow(started.state);
 }
 
 /** A refused link, in words: another account's flow answers 404; a used or expired one 400. */
 function linkProblem(e: unknown): Error {
   const status = (e as { status?: number }).status;
-  if (status === 404) return new Error('This connection link was made by another account (or does not exist). Nothing was connected. Start the connection from your own account.');
-  if (status === 400) return new Error(`This connection link can no longer be used: ${(e as { detail?: string }).detail ?? 'it expired or was used'}. Start the connection again.`);
+  if (status === 404)
+    return new Error(
+      'This connection link was made by another account (or does not exist). Nothing was connected. Start the connection from your own account.',
+    );
+  if (status === 400)
+    return new Error(
+      `This connection link can no longer be used: ${(e as { detail?: string }).detail ?? 'it expired or was used'}. Start the connection again.`,
+    );
   return e as Error;
 }
 
@@ -84,7 +100,11 @@ export function ConnectionsPage() {
   useEffect(() => {
     const q = new URLSearchParams(location.search);
     if (!q.has('status') && !q.has('error')) return;
-    setReturned({ status: q.get('status') ?? 'error', id: q.get('connection_id'), error: q.get('error_description') ?? q.get('error') });
+    setReturned({
+      status: q.get('status') ?? 'error',
+      id: q.get('connection_id'),
+      error: q.get('error_description') ?? q.get('error'),
+    });
     navigate('/connections', { replace: true });
   }, [location.search, navigate]);
 
@@ -99,7 +119,8 @@ export function ConnectionsPage() {
     <Stack>
       <Title order={2}>Connected accounts</Title>
       <Text c="dimmed" size="sm">
-        Services that act on your own account at another provider (OAuth 2.0). Tools of these services run with your grant; you can revoke it here at any time.
+        Services that act on your own account at another provider (OAuth 2.0). Tools of these services run with your
+        grant; you can revoke it here at any time.
       </Text>
       {returned ? (
         returned.error || returned.status !== 'active' ? (
@@ -139,7 +160,9 @@ export function ConnectionsPage() {
       <Section state={connections} empty={(d) => d.length === 0} emptyText="No connected accounts yet.">
         {(d) => (
           <Table data-testid="connections">
-            <TableHead columns={['Service', 'For', 'Status', 'Scopes', 'Token expires', 'Last used', { hidden: 'Actions' }]} />
+            <TableHead
+              columns={['Service', 'For', 'Status', 'Scopes', 'Token expires', 'Last used', { hidden: 'Actions' }]}
+            />
             <Table.Tbody>
               {d.map((c) => (
                 <Table.Tr key={c.id}>
@@ -161,11 +184,21 @@ export function ConnectionsPage() {
                   <Table.Td>
                     <Group gap="xs" wrap="nowrap">
                       {c.status !== 'active' ? (
-                        <Button size="xs" onClick={() => void act(() => connectAccount(c.service.id, c.agent_id ?? undefined))} aria-label={`Reconnect ${c.service.name}`}>
+                        <Button
+                          size="xs"
+                          onClick={() => void act(() => connectAccount(c.service.id, c.agent_id ?? undefined))}
+                          aria-label={`Reconnect ${c.service.name}`}
+                        >
                           Reconnect
                         </Button>
                       ) : null}
-                      <Button size="xs" color="red" variant="light" onClick={() => void disconnect(c)} aria-label={`Disconnect ${c.service.name}`}>
+                      <Button
+                        size="xs"
+                        color="red"
+                        variant="light"
+                        onClick={() => void disconnect(c)}
+                        aria-label={`Disconnect ${c.service.name}`}
+                      >
                         Disconnect
                       </Button>
                     </Group>

@@ -1,4 +1,20 @@
-import { Autocomplete, Badge, Button, Card, Chip, Code, Drawer, Group, ScrollArea, Select, SimpleGrid, Stack, Text, Textarea, Title } from '@mantine/core';
+import {
+  Autocomplete,
+  Badge,
+  Button,
+  Card,
+  Chip,
+  Code,
+  Drawer,
+  Group,
+  ScrollArea,
+  Select,
+  SimpleGrid,
+  Stack,
+  Text,
+  Textarea,
+  Title,
+} from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
 import { useEffect, useState } from 'react';
 import { AgentPlatformError, all, client, type Body, type Result } from '../api';
@@ -38,9 +54,13 @@ export function MarketplacePage() {
   });
   const tools = useLoad(async () => {
     if (!debounced.trim()) return [];
-    return (await client.search.tools({ q: debounced.trim(), limit: 30, ...(category ? { category } : {}) }).page()).data;
+    return (await client.search.tools({ q: debounced.trim(), limit: 30, ...(category ? { category } : {}) }).page())
+      .data;
   }, [debounced, category]);
-  const services = useLoad(() => all(client.services.list({ limit: 60, ...(category ? { category } : {}) }), 60), [category]);
+  const services = useLoad(
+    () => all(client.services.list({ limit: 60, ...(category ? { category } : {}) }), 60),
+    [category],
+  );
 
   useEffect(() => {
     if (debounced.trim().length < 2) return setSuggestions([]);
@@ -53,7 +73,13 @@ export function MarketplacePage() {
   return (
     <Stack>
       <Title order={2}>Marketplace</Title>
-      <Autocomplete label="Search tools" placeholder="weather forecast, send email…" value={q} onChange={setQ} data={suggestions} />
+      <Autocomplete
+        label="Search tools"
+        placeholder="weather forecast, send email…"
+        value={q}
+        onChange={setQ}
+        data={suggestions}
+      />
       <Section state={categories}>
         {(cats) => (
           <Chip.Group value={category ?? ''} onChange={(v) => setCategory((v as string) || null)}>
@@ -69,7 +95,11 @@ export function MarketplacePage() {
         )}
       </Section>
       {debounced.trim() ? (
-        <Section state={tools} empty={(d) => d.length === 0} emptyText={`No tool matches “${debounced.trim()}”${category ? ` in ${category}` : ''}.`}>
+        <Section
+          state={tools}
+          empty={(d) => d.length === 0}
+          emptyText={`No tool matches “${debounced.trim()}”${category ? ` in ${category}` : ''}.`}
+        >
           {(d) => (
             <SimpleGrid cols={{ base: 1, md: 2, lg: 3 }}>
               {d.map((t) => (
@@ -84,7 +114,13 @@ export function MarketplacePage() {
                   <Text size="sm" mt="xs" lineClamp={3}>
                     {t.description}
                   </Text>
-                  <Button mt="sm" size="xs" variant="light" onClick={() => setOpen({ id: t.service.id, name: t.service.name, tool: t.name })} aria-label={`Details and try it: ${t.name} of ${t.service.name}`}>
+                  <Button
+                    mt="sm"
+                    size="xs"
+                    variant="light"
+                    onClick={() => setOpen({ id: t.service.id, name: t.service.name, tool: t.name })}
+                    aria-label={`Details and try it: ${t.name} of ${t.service.name}`}
+                  >
                     Details and try it
                   </Button>
                 </Card>
@@ -105,7 +141,13 @@ export function MarketplacePage() {
                   <Text size="sm" mt="xs" lineClamp={3}>
                     {sv.description}
                   </Text>
-                  <Button mt="sm" size="xs" variant="light" onClick={() => setOpen({ id: sv.id, name: sv.name })} aria-label={`${plural(sv.tool_count, 'tool')} of ${sv.name}`}>
+                  <Button
+                    mt="sm"
+                    size="xs"
+                    variant="light"
+                    onClick={() => setOpen({ id: sv.id, name: sv.name })}
+                    aria-label={`${plural(sv.tool_count, 'tool')} of ${sv.name}`}
+                  >
                     {plural(sv.tool_count, 'tool')}
                   </Button>
                 </Card>
@@ -114,7 +156,13 @@ export function MarketplacePage() {
           )}
         </Section>
       )}
-      <Drawer opened={!!open} onClose={() => setOpen(null)} position="right" size="lg" title={open ? `${open.name}${open.tool ? ` · ${open.tool}` : ''}` : ''}>
+      <Drawer
+        opened={!!open}
+        onClose={() => setOpen(null)}
+        position="right"
+        size="lg"
+        title={open ? `${open.name}${open.tool ? ` · ${open.tool}` : ''}` : ''}
+      >
         {open ? <ServiceTools target={open} /> : null}
       </Drawer>
     </Stack>
@@ -220,7 +268,11 @@ function ReportForm({ serviceId, tools, tool }: { serviceId: string; tools: Mani
   const { error, act } = useAction();
   const submit = () =>
     act(async () => {
-      const r = await client.publishing.report(serviceId, { reason: reason as Body<'publishing.report'>['reason'], ...(target ? { tool_id: target } : {}), ...(details.trim() ? { details: details.trim() } : {}) });
+      const r = await client.publishing.report(serviceId, {
+        reason: reason as Body<'publishing.report'>['reason'],
+        ...(target ? { tool_id: target } : {}),
+        ...(details.trim() ? { details: details.trim() } : {}),
+      });
       setSent(`Reported (${r.id}); the owner sees it in their reports.`);
       setDetails('');
     });
@@ -230,9 +282,21 @@ function ReportForm({ serviceId, tools, tool }: { serviceId: string; tools: Mani
         <Title order={4}>Report a problem</Title>
         <Group grow>
           <Select label="Reason" data={REASONS} value={reason} onChange={setReason} allowDeselect={false} />
-          <Select label="About" data={[{ value: '', label: 'The whole service' }, ...tools.map((t) => ({ value: t.name, label: t.name }))]} value={target} onChange={setTarget} allowDeselect={false} />
+          <Select
+            label="About"
+            data={[{ value: '', label: 'The whole service' }, ...tools.map((t) => ({ value: t.name, label: t.name }))]}
+            value={target}
+            onChange={setTarget}
+            allowDeselect={false}
+          />
         </Group>
-        <Textarea label="Details" value={details} onChange={(e) => setDetails(e.currentTarget.value)} autosize minRows={2} />
+        <Textarea
+          label="Details"
+          value={details}
+          onChange={(e) => setDetails(e.currentTarget.value)}
+          autosize
+          minRows={2}
+        />
         <Button size="xs" variant="light" color="red" onClick={() => void submit()} disabled={!reason}>
           Send report
         </Button>

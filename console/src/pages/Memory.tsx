@@ -1,5 +1,18 @@
 /** Memory explorer: add and search memories (by kind, with a similarity threshold), and sessions' summaries and timelines. */
-import { Badge, Button, Card, Group, SegmentedControl, Slider, Stack, Tabs, Text, TextInput, Textarea, Title } from '@mantine/core';
+import {
+  Badge,
+  Button,
+  Card,
+  Group,
+  SegmentedControl,
+  Slider,
+  Stack,
+  Tabs,
+  Text,
+  TextInput,
+  Textarea,
+  Title,
+} from '@mantine/core';
 import { useState } from 'react';
 import { client, type Result } from '../api';
 import { ProblemAlert, fmtDate, useAction } from '../ui';
@@ -49,7 +62,13 @@ function MemorySearch() {
     <Stack>
       <Card withBorder>
         <Stack>
-          <Textarea label="Remember" value={content} onChange={(e) => setContent(e.currentTarget.value)} autosize minRows={2} />
+          <Textarea
+            label="Remember"
+            value={content}
+            onChange={(e) => setContent(e.currentTarget.value)}
+            autosize
+            minRows={2}
+          />
           <Button onClick={() => void add()} disabled={!content.trim()}>
             Add memory
           </Button>
@@ -61,7 +80,13 @@ function MemorySearch() {
         </Stack>
       </Card>
       <Group align="end">
-        <TextInput label="Search memory" value={q} onChange={(e) => setQ(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Enter' && q.trim() && void search()} style={{ flex: 1 }} />
+        <TextInput
+          label="Search memory"
+          value={q}
+          onChange={(e) => setQ(e.currentTarget.value)}
+          onKeyDown={(e) => e.key === 'Enter' && q.trim() && void search()}
+          style={{ flex: 1 }}
+        />
         <Button onClick={() => void search()} disabled={!q.trim()}>
           Search
         </Button>

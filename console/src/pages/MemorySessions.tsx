@@ -11,13 +11,20 @@ export function MemorySessions() {
   const [selected, setSelected] = useState<string | null>(null);
   return (
     <Stack>
-      <Section state={sessions} empty={(d) => d.length === 0} emptyText="No sessions yet: running a tool in the marketplace starts one.">
+      <Section
+        state={sessions}
+        empty={(d) => d.length === 0}
+        emptyText="No sessions yet: running a tool in the marketplace starts one."
+      >
         {(d) => (
           <Select
             label="Session"
             placeholder="Choose a session"
             searchable
-            data={d.map((s) => ({ value: s.id, label: `${s.name ?? s.id} · ${plural(s.execution_count, 'call')} · ${s.status} · ${fmtDate(s.last_activity_at ?? s.created_at)}` }))}
+            data={d.map((s) => ({
+              value: s.id,
+              label: `${s.name ?? s.id} · ${plural(s.execution_count, 'call')} · ${s.status} · ${fmtDate(s.last_activity_at ?? s.created_at)}`,
+            }))}
             value={selected}
             onChange={setSelected}
           />
@@ -32,7 +39,10 @@ export function MemorySessions() {
 const TIMELINE_MAX = 300;
 
 function SessionDetail({ sessionId }: { sessionId: string }) {
-  const timeline = useLoad(() => all(client.memory.sessionTimeline(sessionId, { limit: 100 }), TIMELINE_MAX), [sessionId]);
+  const timeline = useLoad(
+    () => all(client.memory.sessionTimeline(sessionId, { limit: 100 }), TIMELINE_MAX),
+    [sessionId],
+  );
   const events = timeline.data;
   // The summary is asked for only when the timeline shows one (or was cut short): "no summary yet"
   // is a 404 of `GET /memory/sessions/{id}`, which a browser logs as an error, and it is shown as
@@ -62,23 +72,28 @@ function SessionDetail({ sessionId }: { sessionId: string }) {
             </Button>
           </Group>
           <ProblemAlert error={error} />
-          <Section state={summary} empty={(d) => d.s === null} emptyText="No summary yet: summarize the session to build one.">
+          <Section
+            state={summary}
+            empty={(d) => d.s === null}
+            emptyText="No summary yet: summarize the session to build one."
+          >
             {({ s }) =>
               s && (
-              <Stack gap="xs" data-testid="session-summary">
-                <Text>{s.summary}</Text>
-                {s.key_points.length ? (
-                  <List size="sm">
-                    {s.key_points.map((k, i) => (
-                      <List.Item key={i}>{k}</List.Item>
-                    ))}
-                  </List>
-                ) : null}
-                <Text size="xs" c="dimmed">
-                  {plural(s.execution_count, 'call')} · {s.tools_used.map((t) => `${t.tool_name} ×${t.calls}`).join(', ') || 'no tools'} · {s.generator}
-                  {s.model ? ` (${s.model})` : ''} · {fmtDate(s.generated_at)}
-                </Text>
-              </Stack>
+                <Stack gap="xs" data-testid="session-summary">
+                  <Text>{s.summary}</Text>
+                  {s.key_points.length ? (
+                    <List size="sm">
+                      {s.key_points.map((k, i) => (
+                        <List.Item key={i}>{k}</List.Item>
+                      ))}
+                    </List>
+                  ) : null}
+                  <Text size="xs" c="dimmed">
+                    {plural(s.execution_count, 'call')} ·{' '}
+                    {s.tools_used.map((t) => `${t.tool_name} ×${t.calls}`).join(', ') || 'no tools'} · {s.generator}
+                    {s.model ? ` (${s.model})` : ''} · {fmtDate(s.generated_at)}
+                  </Text>
+                </Stack>
               )
             }
           </Section>
@@ -101,13 +116,20 @@ function SessionDetail({ sessionId }: { sessionId: string }) {
 }
 
 function TimelineTitle({ e }: { e: Event }) {
-  const label = e.type === 'execution' ? (e.execution?.tool_name ?? 'call') : e.type === 'memory' ? `memory (${e.memory?.source ?? ''})` : 'summary';
+  const label =
+    e.type === 'execution'
+      ? (e.execution?.tool_name ?? 'call')
+      : e.type === 'memory'
+        ? `memory (${e.memory?.source ?? ''})`
+        : 'summary';
   return (
     <Group gap="xs">
       <Text size="sm" fw={600}>
         {label}
       </Text>
-      {e.execution ? <Badge color={e.execution.status === 'succeeded' ? 'green' : 'red'}>{e.execution.status}</Badge> : null}
+      {e.execution ? (
+        <Badge color={e.execution.status === 'succeeded' ? 'green' : 'red'}>{e.execution.status}</Badge>
+      ) : null}
       <Text size="xs" c="dimmed">
         {fmtDate(e.at)}
       </Text>

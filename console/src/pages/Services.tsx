@@ -5,7 +5,20 @@ import { ProblemAlert, SecretOnce, Section, TableHead, useAction, useLoad } from
 import { ServicePanel } from './services/ServicePanel';
 
 const EXAMPLE = JSON.stringify(
-  { name: 'weather', description: 'Weather by city', base_url: 'https://api.example.com', tools: [{ name: 'get_weather', description: 'Weather for a city', method: 'GET', path: '/weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }] },
+  {
+    name: 'weather',
+    description: 'Weather by city',
+    base_url: 'https://api.example.com',
+    tools: [
+      {
+        name: 'get_weather',
+        description: 'Weather for a city',
+        method: 'GET',
+        path: '/weather',
+        input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    ],
+  },
   null,
   2,
 );
@@ -24,7 +37,12 @@ export function ServicesPage() {
     act(async () => {
       let body: Body<'registry.register'>;
       try {
-        body = mode === 'manifest' ? (JSON.parse(manifest) as Body<'registry.register'>) : mode === 'openapi' ? { name, openapi_url: url } : { name, mcp_url: url };
+        body =
+          mode === 'manifest'
+            ? (JSON.parse(manifest) as Body<'registry.register'>)
+            : mode === 'openapi'
+              ? { name, openapi_url: url }
+              : { name, mcp_url: url };
       } catch (e) {
         return setError(new Error(`The manifest is not valid JSON: ${(e as Error).message}`));
       }
@@ -51,11 +69,22 @@ export function ServicesPage() {
             aria-label="Source"
           />
           {mode === 'manifest' ? (
-            <JsonInput label="Manifest (JSON)" autosize minRows={8} value={manifest} onChange={setManifest} data-testid="manifest" />
+            <JsonInput
+              label="Manifest (JSON)"
+              autosize
+              minRows={8}
+              value={manifest}
+              onChange={setManifest}
+              data-testid="manifest"
+            />
           ) : (
             <>
               <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
-              <TextInput label={mode === 'openapi' ? 'OpenAPI document URL' : 'MCP endpoint URL (Streamable HTTP)'} value={url} onChange={(e) => setUrl(e.currentTarget.value)} />
+              <TextInput
+                label={mode === 'openapi' ? 'OpenAPI document URL' : 'MCP endpoint URL (Streamable HTTP)'}
+                value={url}
+                onChange={(e) => setUrl(e.currentTarget.value)}
+              />
             </>
           )}
           <Button onClick={() => void register()}>Register</Button>
@@ -98,4 +127,3 @@ export function ServicesPage() {
     </Stack>
   );
 }
-

@@ -4,9 +4,18 @@ import { ProblemAlert, Section, fmtDate, useAction, useLoad } from '../ui';
 
 export function SubscriptionsPage() {
   const subs = useLoad(async () => {
-    const [list, services] = await Promise.all([all(client.subscriptions.list({ status: 'active', limit: 100 })), all(client.services.list({ limit: 100 }), 500)]);
+    const [list, services] = await Promise.all([
+      all(client.subscriptions.list({ status: 'active', limit: 100 })),
+      all(client.services.list({ limit: 100 }), 500),
+    ]);
     const names = new Map(services.map((s) => [s.id, s.display_name || s.name]));
-    return Promise.all(list.map(async (s) => ({ ...s, name: names.get(s.service_id) ?? s.service_id, windows: (await client.subscriptions.quotas(s.id)).windows })));
+    return Promise.all(
+      list.map(async (s) => ({
+        ...s,
+        name: names.get(s.service_id) ?? s.service_id,
+        windows: (await client.subscriptions.quotas(s.id)).windows,
+      })),
+    );
   });
   const { error, act } = useAction();
   const cancel = (id: string) =>
@@ -18,7 +27,11 @@ export function SubscriptionsPage() {
     <Stack>
       <Title order={2}>Subscriptions</Title>
       <ProblemAlert error={error} />
-      <Section state={subs} empty={(d) => d.length === 0} emptyText="No subscriptions yet: running a tool in the marketplace subscribes you to its free plan.">
+      <Section
+        state={subs}
+        empty={(d) => d.length === 0}
+        emptyText="No subscriptions yet: running a tool in the marketplace subscribes you to its free plan."
+      >
         {(d) => (
           <SimpleGrid cols={{ base: 1, md: 2 }}>
             {d.map((s) => (
@@ -43,7 +56,14 @@ export function SubscriptionsPage() {
                     />
                   </Stack>
                 ))}
-                <Button mt="md" size="xs" variant="light" color="red" onClick={() => void cancel(s.id)} aria-label={`Cancel the subscription to ${s.name}`}>
+                <Button
+                  mt="md"
+                  size="xs"
+                  variant="light"
+                  color="red"
+                  onClick={() => void cancel(s.id)}
+                  aria-label={`Cancel the subscription to ${s.name}`}
+                >
                   Cancel
                 </Button>
               </Card>

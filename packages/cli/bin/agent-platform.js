@@ -22,8 +22,14 @@ if (!fs.existsSync(entry) || !fs.existsSync(path.join(sdkDir, 'dist', 'index.js'
   } catch {
     tsc = null;
   }
-  if (!tsc || !fs.existsSync(path.join(cliDir, 'src', 'index.ts')) || !fs.existsSync(path.join(sdkDir, 'tsconfig.json'))) {
-    process.stderr.write(`agent-platform: the CLI is not built (${entry} is missing). Run \`npm run build:packages\` in the repository.\n`);
+  if (
+    !tsc ||
+    !fs.existsSync(path.join(cliDir, 'src', 'index.ts')) ||
+    !fs.existsSync(path.join(sdkDir, 'tsconfig.json'))
+  ) {
+    process.stderr.write(
+      `agent-platform: the CLI is not built (${entry} is missing). Run \`npm run build:packages\` in the repository.\n`,
+    );
     process.exit(1);
   }
   process.stderr.write('agent-platform: building the SDK and the CLI once (tsc -b)…\n');

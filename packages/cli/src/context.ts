@@ -37,7 +37,8 @@ export function apiUrl(opts: GlobalOptions): string {
 export function client(opts: GlobalOptions, credentials = new CredentialsFile()): AgentPlatform {
   const baseUrl = apiUrl(opts);
   const headers = { 'user-agent': 'agent-platform-cli/0.1.0' };
-  if (process.env[ENV.apiKey] || (process.env[ENV.clientId] && process.env[ENV.clientSecret])) return new AgentPlatform({ baseUrl, headers });
+  if (process.env[ENV.apiKey] || (process.env[ENV.clientId] && process.env[ENV.clientSecret]))
+    return new AgentPlatform({ baseUrl, headers });
   return new AgentPlatform({ baseUrl, headers, env: {}, tokenStorage: credentials.storage(baseUrl) });
 }
 
@@ -49,9 +50,19 @@ export function output<T>(opts: GlobalOptions, value: T, human: (v: T) => string
 /** A plain text table: one row per item, columns padded to the widest cell. */
 export function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
   if (rows.length === 0) return '(none)';
-  const cells = [columns, ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))))];
+  const cells = [
+    columns,
+    ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c])))),
+  ];
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i].length)));
-  return cells.map((row) => row.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((row) =>
+      row
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** Parse a JSON flag value. @throws CliError (usage) naming the flag. */
@@ -64,19 +75,30 @@ export function parseJsonFlag(flag: string, text: string): unknown {
 }
 
 /** Turn any failure into a message and exit code. */
-export function describeError(err: unknown, opts: GlobalOptions): { message: string; exitCode: number } {
+export function describeError(err: unknown, _opts: GlobalOptions): { message: string; exitCode: number } {
   if (err instanceof CliError) return { message: err.message, exitCode: err.exitCode };
   if (err instanceof AgentPlatformError) {
     const fields = err.errors.map((e) => `\n  ${e.in ? `${e.in} ` : ''}${e.pointer || '/'}: ${e.message}`).join('');
     const ref = err.requestId ? ` (request id ${err.requestId})` : '';
-    if (err.status === 0) return { message: `${err.detail}. Is the server running? Check --url or ${ENV.url}.`, exitCode: EXIT.failure };
+    if (err.status === 0)
+      return { message: `${err.detail}. Is the server running? Check --url or ${ENV.url}.`, exitCode: EXIT.failure };
     if (err.status === 401) {
-      return { message: `Not signed in or the credentials were refused (${err.code}: ${err.detail}). Run \`agent-platform login\` or set ${ENV.apiKey}.${ref}`, exitCode: EXIT.auth };
+      return {
+        message: `Not signed in or the credentials were refused (${err.code}: ${err.detail}). Run \`agent-platform login\` or set ${ENV.apiKey}.${ref}`,
+        exitCode: EXIT.auth,
+      };
     }
     if (err.status === 403) return { message: `Not allowed (${err.code}): ${err.detail}${ref}`, exitCode: EXIT.auth };
     if (err.status === 404) return { message: `Not found: ${err.detail}${ref}`, exitCode: EXIT.notFound };
-    if (err.status === 429) return { message: `Rate limited (${err.code}): ${err.detail}${err.retryAfterSeconds !== undefined ? `; retry in ${err.retryAfterSeconds} s` : ''}${ref}`, exitCode: EXIT.failure };
-    return { message: `${err.code} (HTTP ${err.status}): ${err.detail}${fields}${ref}`, exitCode: err.status === 400 || err.status === 413 || err.status === 415 ? EXIT.usage : EXIT.failure };
+    if (err.status === 429)
+      return {
+        message: `Rate limited (${err.code}): ${err.detail}${err.retryAfterSeconds !== undefined ? `; retry in ${err.retryAfterSeconds} s` : ''}${ref}`,
+        exitCode: EXIT.failure,
+      };
+    return {
+      message: `${err.code} (HTTP ${err.status}): ${err.detail}${fields}${ref}`,
+      exitCode: err.status === 400 || err.status === 413 || err.status === 415 ? EXIT.usage : EXIT.failure,
+    };
   }
   return { message: (err as Error)?.message ?? String(err), exitCode: EXIT.failure };
 }

@@ -42,7 +42,10 @@ try {
   } else {
     const g = program.opts<GlobalOptions>();
     const { message, exitCode } = describeError(err, g);
-    if (g.json) process.stdout.write(`${JSON.stringify({ error: message, exit_code: exitCode, ...(err instanceof Error && 'code' in err ? { code: (err as { code: unknown }).code } : {}) })}\n`);
+    if (g.json)
+      process.stdout.write(
+        `${JSON.stringify({ error: message, exit_code: exitCode, ...(err instanceof Error && 'code' in err ? { code: (err as { code: unknown }).code } : {}) })}\n`,
+      );
     process.stderr.write(`Error: ${message}\n`);
     process.exitCode = exitCode;
   }

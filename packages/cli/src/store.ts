@@ -10,7 +10,10 @@ import type { TokenSet, TokenStorage } from '@agent-platform/sdk';
 
 /** The configuration directory (`$XDG_CONFIG_HOME/agent-platform`). */
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(os.homedir(), '.config');
+  const base =
+    env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME)
+      ? env.XDG_CONFIG_HOME
+      : path.join(os.homedir(), '.config');
   return path.join(base, 'agent-platform');
 }
 

@@ -15,7 +15,13 @@ import type { paths } from './generated/openapi.js';
 import { AgentsResource, DeploymentsResource, PermissionsResource } from './resources/agents.js';
 import { AnalyticsResource } from './resources/analytics.js';
 import { ConnectionsResource } from './resources/connections.js';
-import { PublishingResource, SearchResource, ServicesResource, SessionsResource, SubscriptionsResource } from './resources/catalog.js';
+import {
+  PublishingResource,
+  SearchResource,
+  ServicesResource,
+  SessionsResource,
+  SubscriptionsResource,
+} from './resources/catalog.js';
 import { AdminResource, ApiKeysResource, AuthResource } from './resources/identity.js';
 import { AgentMemoryResource, MemoryResource } from './resources/memory.js';
 import { ToolsResource } from './resources/tools.js';
@@ -60,7 +66,12 @@ export interface AgentPlatformOptions {
 }
 
 /** Environment variables the SDK and the CLI read. */
-export const ENV = { url: 'AGENT_PLATFORM_URL', apiKey: 'AGENT_PLATFORM_API_KEY', clientId: 'AGENT_PLATFORM_CLIENT_ID', clientSecret: 'AGENT_PLATFORM_CLIENT_SECRET' } as const;
+export const ENV = {
+  url: 'AGENT_PLATFORM_URL',
+  apiKey: 'AGENT_PLATFORM_API_KEY',
+  clientId: 'AGENT_PLATFORM_CLIENT_ID',
+  clientSecret: 'AGENT_PLATFORM_CLIENT_SECRET',
+} as const;
 
 function processEnv(): Record<string, string | undefined> {
   return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {};
@@ -97,22 +108,42 @@ export class AgentPlatform {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
 
-    const explicit = !!(options.apiKey || options.clientId || options.accessToken || options.refreshToken || options.browserSession);
+    const explicit = !!(
+      options.apiKey ||
+      options.clientId ||
+      options.accessToken ||
+      options.refreshToken ||
+      options.browserSession
+    );
     let credentials: Credentials = { kind: 'user' };
     let initial = null;
     if (options.browserSession) credentials = { kind: 'session' };
     else if (options.apiKey) credentials = { kind: 'apiKey', apiKey: options.apiKey };
-    else if (options.clientId && options.clientSecret) credentials = { kind: 'client', clientId: options.clientId, clientSecret: options.clientSecret };
+    else if (options.clientId && options.clientSecret)
+      credentials = { kind: 'client', clientId: options.clientId, clientSecret: options.clientSecret };
     else if (options.accessToken || options.refreshToken) {
-      const expiresAt = options.expiresAt instanceof Date ? options.expiresAt.getTime() : (options.expiresAt ?? (options.accessToken ? jwtExpiry(options.accessToken) : Date.now() - 1));
-      initial = { accessToken: options.accessToken ?? '', ...(options.refreshToken ? { refreshToken: options.refreshToken } : {}), ...(expiresAt !== undefined ? { expiresAt } : {}) };
+      const expiresAt =
+        options.expiresAt instanceof Date
+          ? options.expiresAt.getTime()
+          : (options.expiresAt ?? (options.accessToken ? jwtExpiry(options.accessToken) : Date.now() - 1));
+      initial = {
+        accessToken: options.accessToken ?? '',
+        ...(options.refreshToken ? { refreshToken: options.refreshToken } : {}),
+        ...(expiresAt !== undefined ? { expiresAt } : {}),
+      };
     } else if (!explicit && env[ENV.apiKey]) credentials = { kind: 'apiKey', apiKey: env[ENV.apiKey]! };
-    else if (!explicit && env[ENV.clientId] && env[ENV.clientSecret]) credentials = { kind: 'client', clientId: env[ENV.clientId]!, clientSecret: env[ENV.clientSecret]! };
+    else if (!explicit && env[ENV.clientId] && env[ENV.clientSecret])
+      credentials = { kind: 'client', clientId: env[ENV.clientId]!, clientSecret: env[ENV.clientSecret]! };
 
     this.tokenStorage = options.tokenStorage ?? new MemoryTokenStorage();
     if (initial) void this.tokenStorage.set(initial);
-    const auth = new Authenticator(credentials, this.tokenStorage, { baseUrl: this.baseUrl, fetch: doFetch, refreshSkewMs: (options.refreshSkewSeconds ?? 60) * 1000 });
-    const retry = options.retry === false ? { ...DEFAULT_RETRY, maxRetries: 0 } : { ...DEFAULT_RETRY, ...options.retry };
+    const auth = new Authenticator(credentials, this.tokenStorage, {
+      baseUrl: this.baseUrl,
+      fetch: doFetch,
+      refreshSkewMs: (options.refreshSkewSeconds ?? 60) * 1000,
+    });
+    const retry =
+      options.retry === false ? { ...DEFAULT_RETRY, maxRetries: 0 } : { ...DEFAULT_RETRY, ...options.retry };
     const transport = createTransport({ auth, fetch: doFetch, retry, headers: options.headers ?? {} });
     this.http = createClient<paths>({ baseUrl: this.baseUrl, fetch: transport });
     const core: Core = { http: this.http, fetch: transport, baseUrl: this.baseUrl };

@@ -19,7 +19,9 @@ type Op = keyof operations;
 /** Query parameters of operation `K`. */
 export type Query<K extends Op> = operations[K]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
 /** JSON request body of operation `K`. */
-export type Body<K extends Op> = operations[K] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+export type Body<K extends Op> = operations[K] extends { requestBody?: { content: { 'application/json': infer B } } }
+  ? B
+  : never;
 type Ok<R> = R extends { 200: { content: { 'application/json': infer B } } }
   ? B
   : R extends { 201: { content: { 'application/json': infer B } } }

@@ -49,8 +49,10 @@ export class Authenticator {
     }
     let tokens = await this.storage.get();
     // A browser session without tokens is signed out: requests go out anonymous (auth.refresh() restores one).
-    const canRenew = this.credentials.kind === 'client' || !!tokens?.refreshToken || (this.credentials.kind === 'session' && !!tokens);
-    const stale = !tokens || (tokens.expiresAt !== undefined && tokens.expiresAt - Date.now() < this.opts.refreshSkewMs);
+    const canRenew =
+      this.credentials.kind === 'client' || !!tokens?.refreshToken || (this.credentials.kind === 'session' && !!tokens);
+    const stale =
+      !tokens || (tokens.expiresAt !== undefined && tokens.expiresAt - Date.now() < this.opts.refreshSkewMs);
     if (stale && canRenew) tokens = await this.renew();
     if (tokens) headers.set('authorization', `Bearer ${tokens.accessToken}`);
   }
@@ -85,24 +87,53 @@ export class Authenticator {
     let res: Response;
     let previousRefresh: string | undefined;
     if (this.credentials.kind === 'client') {
-      const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: this.credentials.clientId, client_secret: this.credentials.clientSecret });
+      const form = new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: this.credentials.clientId,
+        client_secret: this.credentials.clientSecret,
+      });
       if (this.credentials.scope) form.set('scope', this.credentials.scope);
-      res = await doFetch(`${baseUrl}/auth/agent/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form });
+      res = await doFetch(`${baseUrl}/auth/agent/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        body: form,
+      });
     } else if (this.credentials.kind === 'session') {
       // The browser sends the cookie (same origin); the answer carries the access token only.
-      res = await doFetch(`${baseUrl}/v1/auth/session/refresh`, { method: 'POST', credentials: 'same-origin', headers: { accept: 'application/json' } });
+      res = await doFetch(`${baseUrl}/v1/auth/session/refresh`, {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { accept: 'application/json' },
+      });
     } else {
       previousRefresh = (await this.storage.get())?.refreshToken;
-      if (!previousRefresh) throw new AgentPlatformError({ status: 401, code: 'unauthenticated', detail: 'No refresh token: log in again' });
-      res = await doFetch(`${baseUrl}/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ refresh_token: previousRefresh }) });
+      if (!previousRefresh)
+        throw new AgentPlatformError({
+          status: 401,
+          code: 'unauthenticated',
+          detail: 'No refresh token: log in again',
+        });
+      res = await doFetch(`${baseUrl}/v1/auth/refresh`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ refresh_token: previousRefresh }),
+      });
     }
     if (!res.ok) {
       const err = await AgentPlatformError.fromFetchResponse(res);
       // A refused refresh token will never work again (single use, or revoked): forget it.
-      if ((this.credentials.kind === 'user' || this.credentials.kind === 'session') && res.status >= 400 && res.status < 500) await this.storage.set(null);
+      if (
+        (this.credentials.kind === 'user' || this.credentials.kind === 'session') &&
+        res.status >= 400 &&
+        res.status < 500
+      )
+        await this.storage.set(null);
       throw err;
     }
-    const tokens = fromTokenResponse((await res.json()) as { access_token: string; refresh_token?: string; expires_in?: number }, previousRefresh);
+    const tokens = fromTokenResponse(
+      (await res.json()) as { access_token: string; refresh_token?: string; expires_in?: number },
+      previousRefresh,
+    );
     await this.storage.set(tokens);
     return tokens;
   }

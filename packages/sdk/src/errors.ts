@@ -26,7 +26,16 @@ export class AgentPlatformError extends Error {
   /** The parsed body as received (problem+json, OAuth error, or text). */
   readonly body: unknown;
 
-  constructor(init: { status: number; code: string; detail: string; errors?: FieldError[]; requestId?: string; retryAfterSeconds?: number; body?: unknown; cause?: unknown }) {
+  constructor(init: {
+    status: number;
+    code: string;
+    detail: string;
+    errors?: FieldError[];
+    requestId?: string;
+    retryAfterSeconds?: number;
+    body?: unknown;
+    cause?: unknown;
+  }) {
     super(`${init.code}: ${init.detail}`, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = 'AgentPlatformError';
     this.status = init.status;
@@ -43,7 +52,11 @@ export class AgentPlatformError extends Error {
     const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     const text = typeof body === 'string' ? body : undefined;
     const code = str(b.code) ?? str(b.error) ?? `http_${response.status}`;
-    const detail = str(b.detail) ?? str(b.error_description) ?? str(b.title) ?? (text?.slice(0, 500) || response.statusText || `HTTP ${response.status}`);
+    const detail =
+      str(b.detail) ??
+      str(b.error_description) ??
+      str(b.title) ??
+      (text?.slice(0, 500) || response.statusText || `HTTP ${response.status}`);
     return new AgentPlatformError({
       status: response.status,
       code,

@@ -13,6 +13,14 @@ export { CursorList, type Page } from './pagination.js';
 export { DEFAULT_RETRY, retryDelay, type RetryOptions } from './transport.js';
 export type { LogEvent } from './logs.js';
 export type { DeployInput } from './resources/agents.js';
-export type { AnthropicToolDefinition, GeminiToolDefinition, OpenAIResponsesToolDefinition, OpenAIToolDefinition, ToolDefinitions, ToolExport, ToolExportFormat } from './resources/tools.js';
+export type {
+  AnthropicToolDefinition,
+  GeminiToolDefinition,
+  OpenAIResponsesToolDefinition,
+  OpenAIToolDefinition,
+  ToolDefinitions,
+  ToolExport,
+  ToolExportFormat,
+} from './resources/tools.js';
 export type { Body, Item, Query, Result } from './core.js';
 export type { components, operations, paths } from './generated/openapi.js';

@@ -20,25 +20,49 @@ export interface LogEvent {
 }
 
 interface ExecutionReader {
-  execution(agentId: string, executionId: string): Promise<{ id: string; status: string; logs: Array<{ ts: string; stream: 'stdout' | 'stderr' | 'platform'; message: string; level?: 'info' | 'warn' | 'error'; fields?: Record<string, unknown> }> }>;
-  executions(agentId: string, query?: { limit?: number }): { page(cursor?: string): Promise<{ data: Array<{ id: string; status: string }> }> };
+  execution(
+    agentId: string,
+    executionId: string,
+  ): Promise<{
+    id: string;
+    status: string;
+    logs: Array<{
+      ts: string;
+      stream: 'stdout' | 'stderr' | 'platform';
+      message: string;
+      level?: 'info' | 'warn' | 'error';
+      fields?: Record<string, unknown>;
+    }>;
+  }>;
+  executions(
+    agentId: string,
+    query?: { limit?: number },
+  ): { page(cursor?: string): Promise<{ data: Array<{ id: string; status: string }> }> };
 }
 
 const FINISHED = new Set(['succeeded', 'failed', 'timed_out']);
 
 /** See {@link DeploymentsResource.logs}. */
-export async function* streamLogs(core: Core, reader: ExecutionReader, agentId: string, opts: { executionId?: string; follow?: boolean; signal?: AbortSignal; pollMs?: number }): AsyncGenerator<LogEvent> {
+export async function* streamLogs(
+  core: Core,
+  reader: ExecutionReader,
+  agentId: string,
+  opts: { executionId?: string; follow?: boolean; signal?: AbortSignal; pollMs?: number },
+): AsyncGenerator<LogEvent> {
   const agentPath = `${core.baseUrl}/v2/agents/${encodeURIComponent(agentId)}`;
   const url = `${opts.executionId ? `${agentPath}/executions/${encodeURIComponent(opts.executionId)}/logs` : `${agentPath}/logs`}${opts.follow ? '?follow=true' : ''}`;
   let res: Response;
   try {
-    res = await core.fetch(new Request(url, { headers: { accept: 'text/event-stream, application/json' }, signal: opts.signal }));
+    res = await core.fetch(
+      new Request(url, { headers: { accept: 'text/event-stream, application/json' }, signal: opts.signal }),
+    );
   } catch (err) {
     if (opts.signal?.aborted) return;
     throw err;
   }
   if (res.ok) {
-    if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) yield* readEvents(res, !!opts.executionId, opts.signal);
+    if ((res.headers.get('content-type') ?? '').includes('text/event-stream'))
+      yield* readEvents(res, !!opts.executionId, opts.signal);
     else {
       const body = (await res.json()) as { data?: unknown[]; logs?: unknown[] };
       for (const item of body.data ?? body.logs ?? []) yield toEvent(item);
@@ -80,11 +104,17 @@ async function* readEvents(res: Response, oneRun: boolean, signal?: AbortSignal)
   }
 }
 
-async function* pollExecutions(reader: ExecutionReader, agentId: string, opts: { executionId?: string; follow?: boolean; signal?: AbortSignal; pollMs?: number }): AsyncGenerator<LogEvent> {
+async function* pollExecutions(
+  reader: ExecutionReader,
+  agentId: string,
+  opts: { executionId?: string; follow?: boolean; signal?: AbortSignal; pollMs?: number },
+): AsyncGenerator<LogEvent> {
   const seen = new Map<string, number>();
   const done = new Set<string>();
   for (;;) {
-    const ids = opts.executionId ? [opts.executionId] : (await reader.executions(agentId, { limit: 100 }).page()).data.map((e) => e.id).reverse();
+    const ids = opts.executionId
+      ? [opts.executionId]
+      : (await reader.executions(agentId, { limit: 100 }).page()).data.map((e) => e.id).reverse();
     for (const id of ids) {
       if (done.has(id)) continue;
       const exe = await reader.execution(agentId, id);
@@ -111,16 +141,30 @@ function parseData(data: string): unknown {
 function toEvent(item: unknown): LogEvent {
   if (typeof item === 'string') return { message: item };
   const o = (item ?? {}) as Record<string, unknown>;
-  const message = typeof o.message === 'string' ? o.message : typeof o.line === 'string' ? o.line : typeof o.text === 'string' ? o.text : '';
+  const message =
+    typeof o.message === 'string'
+      ? o.message
+      : typeof o.line === 'string'
+        ? o.line
+        : typeof o.text === 'string'
+          ? o.text
+          : '';
   // The platform names the run `invocation_id` in log lines.
-  const run = typeof o.execution_id === 'string' ? o.execution_id : typeof o.invocation_id === 'string' ? o.invocation_id : undefined;
+  const run =
+    typeof o.execution_id === 'string'
+      ? o.execution_id
+      : typeof o.invocation_id === 'string'
+        ? o.invocation_id
+        : undefined;
   return {
     message,
     ...(run ? { execution_id: run } : {}),
     ...(typeof o.ts === 'string' ? { ts: o.ts } : {}),
     ...(o.stream === 'stdout' || o.stream === 'stderr' || o.stream === 'platform' ? { stream: o.stream } : {}),
     ...(o.level === 'info' || o.level === 'warn' || o.level === 'error' ? { level: o.level } : {}),
-    ...(o.fields && typeof o.fields === 'object' && !Array.isArray(o.fields) ? { fields: o.fields as Record<string, unknown> } : {}),
+    ...(o.fields && typeof o.fields === 'object' && !Array.isArray(o.fields)
+      ? { fields: o.fields as Record<string, unknown> }
+      : {}),
   };
 }
 

@@ -40,7 +40,12 @@ export function jwtExpiry(token: string): number | undefined {
   const part = token.split('.')[1];
   if (!part) return undefined;
   try {
-    const json = atob(part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '='));
+    const json = atob(
+      part
+        .replace(/-/g, '+')
+        .replace(/_/g, '/')
+        .padEnd(Math.ceil(part.length / 4) * 4, '='),
+    );
     const exp = (JSON.parse(json) as { exp?: unknown }).exp;
     return typeof exp === 'number' ? exp * 1000 : undefined;
   } catch {
@@ -49,8 +54,16 @@ export function jwtExpiry(token: string): number | undefined {
 }
 
 /** A token set from an OAuth token response (`expires_in` in seconds, RFC 6749 §5.1). */
-export function fromTokenResponse(body: { access_token: string; refresh_token?: string | null; expires_in?: number | null }, previousRefresh?: string, now = Date.now()): TokenSet {
+export function fromTokenResponse(
+  body: { access_token: string; refresh_token?: string | null; expires_in?: number | null },
+  previousRefresh?: string,
+  now = Date.now(),
+): TokenSet {
   const expiresAt = typeof body.expires_in === 'number' ? now + body.expires_in * 1000 : jwtExpiry(body.access_token);
   const refreshToken = body.refresh_token ?? previousRefresh;
-  return { accessToken: body.access_token, ...(refreshToken ? { refreshToken } : {}), ...(expiresAt ? { expiresAt } : {}) };
+  return {
+    accessToken: body.access_token,
+    ...(refreshToken ? { refreshToken } : {}),
+    ...(expiresAt ? { expiresAt } : {}),
+  };
 }

@@ -23,7 +23,12 @@ export const DEFAULT_RETRY: RetryOptions = { maxRetries: 3, baseDelayMs: 500, ma
  * 10 % jitter, at most 1 s), else full jitter over `min(maxDelay, base × 2^attempt)` (AWS
  * Architecture Blog, "Exponential Backoff and Jitter"). Undefined when the wait exceeds `maxDelayMs`.
  */
-export function retryDelay(attempt: number, retryAfterSeconds: number | undefined, opts: RetryOptions, random: () => number = Math.random): number | undefined {
+export function retryDelay(
+  attempt: number,
+  retryAfterSeconds: number | undefined,
+  opts: RetryOptions,
+  random: () => number = Math.random,
+): number | undefined {
   if (retryAfterSeconds !== undefined) {
     const ms = retryAfterSeconds * 1000;
     if (ms > opts.maxDelayMs) return undefined;
@@ -56,7 +61,12 @@ export function createTransport(opts: TransportOptions): (request: Request) => P
       } catch (err) {
         if ((err as Error).name === 'AbortError') throw err;
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        throw new AgentPlatformError({ status: 0, code: 'network_error', detail: `Cannot reach ${new URL(request.url).origin} (${cause?.code ?? cause?.message ?? (err as Error).message})`, cause: err });
+        throw new AgentPlatformError({
+          status: 0,
+          code: 'network_error',
+          detail: `Cannot reach ${new URL(request.url).origin} (${cause?.code ?? cause?.message ?? (err as Error).message})`,
+          cause: err,
+        });
       }
       if (res.status === 401 && !renewed) {
         const code = await errorCode(res);

@@ -22,7 +22,9 @@ export interface VerificationResult {
 }
 
 export const servicePublications = pgTable('service_publications', {
-  serviceId: text('service_id').primaryKey().references(() => services.id, { onDelete: 'cascade' }),
+  serviceId: text('service_id')
+    .primaryKey()
+    .references(() => services.id, { onDelete: 'cascade' }),
   /** Domain-ownership token (published in DNS TXT or the well-known file). */
   domainToken: text('domain_token').notNull(),
   /** Host the token was verified for (a base_url change of host invalidates it). */
@@ -32,7 +34,13 @@ export const servicePublications = pgTable('service_publications', {
   domainMethod: text('domain_method'),
   domainDetail: text('domain_detail'),
   /** `{ tests: [{ tool, arguments, expect: { status?, json_schema? } }] }` */
-  verificationConfig: jsonb('verification_config').$type<{ tests: Array<{ tool: string; arguments: Record<string, unknown>; expect?: { status?: number; json_schema?: Record<string, unknown> } }> } | null>(),
+  verificationConfig: jsonb('verification_config').$type<{
+    tests: Array<{
+      tool: string;
+      arguments: Record<string, unknown>;
+      expect?: { status?: number; json_schema?: Record<string, unknown> };
+    }>;
+  } | null>(),
   /** Id of the current publish run; a job for another run id is stale and does nothing. */
   runId: text('run_id'),
   /** `not_started` | `pending` | `running` | `passed` | `failed` */
@@ -45,20 +53,28 @@ export const servicePublications = pgTable('service_publications', {
   updatedAt: updatedAt(),
 });
 
-export const serviceReports = pgTable('service_reports', {
-  id: text('id').primaryKey(),
-  serviceId: text('service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
-  /** Reported tool; null for a report about the whole service. */
-  toolId: text('tool_id'),
-  userId: userFk(),
-  /** `broken` | `wrong_output` | `security` | `other` */
-  reason: text('reason').notNull(),
-  details: text('details'),
-  /** `open` | `resolved` */
-  status: text('status').notNull().default('open'),
-  createdAt: createdAt(),
-  resolvedAt: tz('resolved_at'),
-}, (t) => [
-  uniqueIndex('service_reports_open_key').on(t.serviceId, sql`coalesce(${t.toolId}, '')`, t.userId).where(sql`${t.status} = 'open'`),
-  index('service_reports_service_idx').on(t.serviceId, t.status),
-]);
+export const serviceReports = pgTable(
+  'service_reports',
+  {
+    id: text('id').primaryKey(),
+    serviceId: text('service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
+    /** Reported tool; null for a report about the whole service. */
+    toolId: text('tool_id'),
+    userId: userFk(),
+    /** `broken` | `wrong_output` | `security` | `other` */
+    reason: text('reason').notNull(),
+    details: text('details'),
+    /** `open` | `resolved` */
+    status: text('status').notNull().default('open'),
+    createdAt: createdAt(),
+    resolvedAt: tz('resolved_at'),
+  },
+  (t) => [
+    uniqueIndex('service_reports_open_key')
+      .on(t.serviceId, sql`coalesce(${t.toolId}, '')`, t.userId)
+      .where(sql`${t.status} = 'open'`),
+    index('service_reports_service_idx').on(t.serviceId, t.status),
+  ],
+);

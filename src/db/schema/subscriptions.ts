@@ -8,26 +8,32 @@ import { date, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg
 import { userFk } from './identity.js';
 import { tz, createdAt, updatedAt } from './columns.js';
 
-export const subscriptions = pgTable('subscriptions', {
-  id: text('id').primaryKey(),
-  userId: userFk(),
-  /** `svc_…` of the registry (no foreign key: modules do not share tables). */
-  serviceId: text('service_id').notNull(),
-  /** `free` | `pro` | `enterprise` */
-  plan: text('plan').notNull(),
-  /** `active` | `canceled` */
-  status: text('status').notNull().default('active'),
-  /** UTC calendar day the `day_used` counter belongs to. */
-  dayStart: date('day_start', { mode: 'string' }).notNull().default(sql`(now() at time zone 'utc')::date`),
-  dayUsed: integer('day_used').notNull().default(0),
-  /** First day (UTC) of the calendar month the `month_used` counter belongs to. */
-  monthStart: date('month_start', { mode: 'string' }).notNull().default(sql`date_trunc('month', now() at time zone 'utc')::date`),
-  monthUsed: integer('month_used').notNull().default(0),
-  createdAt: createdAt(),
-  updatedAt: updatedAt(),
-  canceledAt: tz('canceled_at'),
-}, (t) => [
-  index('subscriptions_user_idx').on(t.userId, t.id),
-  /** At most one active subscription per user and service (canceled ones stay as history). */
-  uniqueIndex('subscriptions_active_key').on(t.userId, t.serviceId).where(sql`status = 'active'`),
-]);
+export const subscriptions = pgTable(
+  'subscriptions',
+  {
+    id: text('id').primaryKey(),
+    userId: userFk(),
+    /** `svc_…` of the registry (no foreign key: modules do not share tables). */
+    serviceId: text('service_id').notNull(),
+    /** `free` | `pro` | `enterprise` */
+    plan: text('plan').notNull(),
+    /** `active` | `canceled` */
+    status: text('status').notNull().default('active'),
+    /** UTC calendar day the `day_used` counter belongs to. */
+    dayStart: date('day_start', { mode: 'string' }).notNull().default(sql`(now() at time zone 'utc')::date`),
+    dayUsed: integer('day_used').notNull().default(0),
+    /** First day (UTC) of the calendar month the `month_used` counter belongs to. */
+    monthStart: date('month_start', { mode: 'string' })
+      .notNull()
+      .default(sql`date_trunc('month', now() at time zone 'utc')::date`),
+    monthUsed: integer('month_used').notNull().default(0),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    canceledAt: tz('canceled_at'),
+  },
+  (t) => [
+    index('subscriptions_user_idx').on(t.userId, t.id),
+    /** At most one active subscription per user and service (canceled ones stay as history). */
+    uniqueIndex('subscriptions_active_key').on(t.userId, t.serviceId).where(sql`status = 'active'`),
+  ],
+);

@@ -14,11 +14,19 @@ import { toProfile } from '../identity/profile.js';
 import type { IdentityService } from '../identity/service.js';
 import { SetRolesBody, UserIdParams } from './schemas.js';
 
-export async function adminRoutes(app: FastifyInstance, { ctx, identity }: { ctx: AppContext; identity: IdentityService }): Promise<void> {
+export async function adminRoutes(
+  app: FastifyInstance,
+  { ctx, identity }: { ctx: AppContext; identity: IdentityService },
+): Promise<void> {
   requireAuth(app, ctx.auth, { principals: ['user'], roles: ['admin'] });
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.put('/admin/users/:id/roles',
-    operations(['admin'], USER_SECURITY)('admin.setUserRoles', "Replace a user's roles (admin only; taking admin away from the only admin → 409 last_admin)", { params: UserIdParams, body: SetRolesBody, response: { 200: ProfileSchema, ...errorResponses(403, 404, 409) } }),
+  r.put(
+    '/admin/users/:id/roles',
+    operations(['admin'], USER_SECURITY)(
+      'admin.setUserRoles',
+      "Replace a user's roles (admin only; taking admin away from the only admin → 409 last_admin)",
+      { params: UserIdParams, body: SetRolesBody, response: { 200: ProfileSchema, ...errorResponses(403, 404, 409) } },
+    ),
     async (req) => {
       const u = await identity.setRolesById(req.params.id, req.body.roles);
       req.log.info({ admin: userOf(req).userId, user: u.id, roles: u.roles }, 'roles changed');

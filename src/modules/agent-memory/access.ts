@@ -24,7 +24,17 @@ import type { Page } from '../../http/pagination.js';
 import { findAgent, getAgentForAccount } from '../agents/service.js';
 import { coveringGrant, liveGrants, type Access } from '../permissions/service.js';
 import type { AuditQuery } from './schemas.js';
-import { auditPage, deleteEntry, getEntry, listEntries, putEntry, recordAudit, type AuditView, type EntryView, type Preconditions } from './service.js';
+import {
+  auditPage,
+  deleteEntry,
+  getEntry,
+  listEntries,
+  putEntry,
+  recordAudit,
+  type AuditView,
+  type EntryView,
+  type Preconditions,
+} from './service.js';
 
 /** How the caller relates to the agent whose memory it addresses. */
 type Relation = { kind: 'owner' | 'self' } | { kind: 'grantee'; agentId: string };
@@ -46,11 +56,20 @@ async function relationTo(ctx: AppContext, principal: Principal, targetId: strin
 }
 
 function permissionRequired(access: Access, what: string): AppError {
-  return new AppError('permission_required', `No live ${access} grant of this agent's memory covers ${what}; ask its owner for one (POST /v2/agents/:id/permissions)`);
+  return new AppError(
+    'permission_required',
+    `No live ${access} grant of this agent's memory covers ${what}; ask its owner for one (POST /v2/agents/:id/permissions)`,
+  );
 }
 
 /** The grant of `grantee` covering `key` with `access`; a refusal is audited and thrown. */
-async function grantFor(ctx: AppContext, targetId: string, grantee: string, access: Access, key: string): Promise<{ id: string }> {
+async function grantFor(
+  ctx: AppContext,
+  targetId: string,
+  grantee: string,
+  access: Access,
+  key: string,
+): Promise<{ id: string }> {
   const grant = await coveringGrant(ctx, targetId, grantee, access, key);
   if (grant) return grant;
   await recordAudit(ctx.db, { owner: targetId, actor: grantee, action: access, outcome: 'denied', key });
@@ -62,7 +81,12 @@ async function grantFor(ctx: AppContext, targetId: string, grantee: string, acce
  * `memory_get`, the runtime's `context.memory.get` / `.read`).
  * @throws AppError insufficient_scope | not_found (agent, or entry missing/expired) | permission_required
  */
-export async function getAgentMemory(ctx: AppContext, principal: Principal, targetId: string, key: string): Promise<EntryView> {
+export async function getAgentMemory(
+  ctx: AppContext,
+  principal: Principal,
+  targetId: string,
+  key: string,
+): Promise<EntryView> {
   // The agent reading its own key is the hot path: a set lookup, then the (coalesced) read.
   if (principal.kind === 'agent' && principal.agentId === targetId) {
     requireScope(principal, 'memory:read');
@@ -77,7 +101,15 @@ export async function getAgentMemory(ctx: AppContext, principal: Principal, targ
     return entry;
   } finally {
     // Audited whether the key exists or not (`keys` lists what was returned).
-    await recordAudit(ctx.db, { owner: targetId, actor: rel.agentId, action: 'read', outcome: 'allowed', key, keys: entry ? [key] : [], permissionId: grant.id });
+    await recordAudit(ctx.db, {
+      owner: targetId,
+      actor: rel.agentId,
+      action: 'read',
+      outcome: 'allowed',
+      key,
+      keys: entry ? [key] : [],
+      permissionId: grant.id,
+    });
   }
 }
 
@@ -100,10 +132,18 @@ export async function listAgentMemory(
   // Grants that can cover some key under the requested prefix.
   const useful = grants.filter((g) => !g.keyPrefix || g.keyPrefix.startsWith(qp) || qp.startsWith(g.keyPrefix));
   if (useful.length === 0) {
-    await recordAudit(ctx.db, { owner: targetId, actor: rel.agentId, action: 'read', outcome: 'denied', prefix: q.prefix ?? null });
+    await recordAudit(ctx.db, {
+      owner: targetId,
+      actor: rel.agentId,
+      action: 'read',
+      outcome: 'denied',
+      prefix: q.prefix ?? null,
+    });
     throw permissionRequired('read', q.prefix ? `keys under "${q.prefix}"` : 'any key');
   }
-  const allowed = useful.some((g) => !g.keyPrefix || qp.startsWith(g.keyPrefix)) ? null : useful.map((g) => g.keyPrefix!);
+  const allowed = useful.some((g) => !g.keyPrefix || qp.startsWith(g.keyPrefix))
+    ? null
+    : useful.map((g) => g.keyPrefix!);
   const page = await listEntries(ctx, targetId, q, allowed);
   await recordAudit(ctx.db, {
     owner: targetId,
@@ -141,7 +181,14 @@ export async function putAgentMemory(
   const grant = await grantFor(ctx, targetId, rel.agentId, 'write', key);
   return ctx.db.transaction(async (tx) => {
     const res = await putEntry(ctx, targetId, key, input, pre, tx);
-    await recordAudit(tx, { owner: targetId, actor: rel.agentId, action: 'write', outcome: 'allowed', key, permissionId: grant.id });
+    await recordAudit(tx, {
+      owner: targetId,
+      actor: rel.agentId,
+      action: 'write',
+      outcome: 'allowed',
+      key,
+      permissionId: grant.id,
+    });
     return res;
   });
 }
@@ -152,19 +199,37 @@ export async function putAgentMemory(
  * needs a write grant covering the key, and is audited.
  * @throws AppError insufficient_scope | not_found (agent or entry) | permission_required | precondition_failed
  */
-export async function deleteAgentMemory(ctx: AppContext, principal: Principal, targetId: string, key: string, pre: Preconditions = {}): Promise<void> {
+export async function deleteAgentMemory(
+  ctx: AppContext,
+  principal: Principal,
+  targetId: string,
+  key: string,
+  pre: Preconditions = {},
+): Promise<void> {
   const rel = await relationTo(ctx, principal, targetId, 'write');
   if (rel.kind !== 'grantee') return deleteEntry(ctx, targetId, key, pre);
   const grant = await grantFor(ctx, targetId, rel.agentId, 'write', key);
   await deleteEntry(ctx, targetId, key, pre);
-  await recordAudit(ctx.db, { owner: targetId, actor: rel.agentId, action: 'write', outcome: 'allowed', key, permissionId: grant.id });
+  await recordAudit(ctx.db, {
+    owner: targetId,
+    actor: rel.agentId,
+    action: 'write',
+    outcome: 'allowed',
+    key,
+    permissionId: grant.id,
+  });
 }
 
 /**
  * Cross-agent accesses of `targetId`'s memory, newest first; for its owner user or the agent
  * itself (`memory:read`); anybody else gets 404. @throws AppError insufficient_scope | not_found
  */
-export async function listAudit(ctx: AppContext, principal: Principal, targetId: string, q: Static<typeof AuditQuery>): Promise<Page<AuditView>> {
+export async function listAudit(
+  ctx: AppContext,
+  principal: Principal,
+  targetId: string,
+  q: Static<typeof AuditQuery>,
+): Promise<Page<AuditView>> {
   requireScope(principal, 'memory:read');
   if (principal.kind === 'user') await getAgentForAccount(ctx, principal.userId, targetId);
   else if (principal.agentId !== targetId) throw notFound('Agent');

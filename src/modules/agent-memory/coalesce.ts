@@ -20,7 +20,13 @@ import type { PreparedRaw } from '../../db/prepared.js';
 import { WriteBatcher } from '../../lib/batcher.js';
 
 /** A row of the hot statements as the driver returns it (column names; timestamps as text). */
-export type RawEntryRow = { key: string; value: unknown; version: number; updated_at: string; expires_at: string | null };
+export type RawEntryRow = {
+  key: string;
+  value: unknown;
+  version: number;
+  updated_at: string;
+  expires_at: string | null;
+};
 
 /** One entry of one agent. */
 export interface EntryRef {
@@ -145,11 +151,22 @@ async function writeBatch(st: CoalescedStatements, writes: EntryWrite[]): Promis
   const out: Array<RawEntryRow | Error> = new Array(writes.length);
   for (const round of rounds(writes)) {
     try {
-      const rows = await upsertDistinct(st, round.map((i) => writes[i]));
+      const rows = await upsertDistinct(
+        st,
+        round.map((i) => writes[i]),
+      );
       round.forEach((i, j) => (out[i] = rows[j]));
     } catch (err) {
       if (round.length === 1) out[round[0]] = asError(err);
-      else await Promise.all(round.map((i) => upsertDistinct(st, [writes[i]]).then(([row]) => (out[i] = row), (e: unknown) => (out[i] = asError(e)))));
+      else
+        await Promise.all(
+          round.map((i) =>
+            upsertDistinct(st, [writes[i]]).then(
+              ([row]) => (out[i] = row),
+              (e: unknown) => (out[i] = asError(e)),
+            ),
+          ),
+        );
     }
   }
   return out;
@@ -163,7 +180,10 @@ export interface EntryWriter {
 
 /** The upserter of one set of statements (one per database handle). */
 export function createEntryWriter(st: CoalescedStatements): EntryWriter {
-  const batcher = new WriteBatcher<EntryWrite, RawEntryRow | Error>({ maxBatch: MAX_BATCH, write: (writes) => writeBatch(st, writes) });
+  const batcher = new WriteBatcher<EntryWrite, RawEntryRow | Error>({
+    maxBatch: MAX_BATCH,
+    write: (writes) => writeBatch(st, writes),
+  });
   return {
     write: async (w) => {
       const result = await batcher.add(w);

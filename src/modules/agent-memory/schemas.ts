@@ -3,8 +3,13 @@ import { Type } from 'typebox';
 import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
 
 /** A key: 1–256 characters, URL-encoded in paths. */
-export const KeyParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 256, description: 'the key, URL-encoded' }) });
-export const AgentKeyParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), key: Type.String({ minLength: 1, maxLength: 256 }) });
+export const KeyParams = Type.Object({
+  key: Type.String({ minLength: 1, maxLength: 256, description: 'the key, URL-encoded' }),
+});
+export const AgentKeyParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  key: Type.String({ minLength: 1, maxLength: 256 }),
+});
 
 export const EntrySchema = Type.Object({
   key: Type.String(),
@@ -16,13 +21,20 @@ export const EntrySchema = Type.Object({
 
 export const PutEntryBody = Type.Object(
   {
-    value: Type.Unknown({ description: 'any JSON value, at most AGENT_MEMORY_MAX_VALUE_BYTES serialised (default 256 KiB)' }),
-    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 315_360_000, description: 'expire after this many seconds; absent = never' })),
+    value: Type.Unknown({
+      description: 'any JSON value, at most AGENT_MEMORY_MAX_VALUE_BYTES serialised (default 256 KiB)',
+    }),
+    ttl_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 315_360_000, description: 'expire after this many seconds; absent = never' }),
+    ),
   },
   { additionalProperties: false, required: ['value'] },
 );
 
-export const ListEntriesQuery = Type.Object({ ...PageQuery.properties, prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })) });
+export const ListEntriesQuery = Type.Object({
+  ...PageQuery.properties,
+  prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+});
 
 export const ConditionalHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ maxLength: 1000 })),

@@ -27,7 +27,15 @@ import { AppError, notFound } from '../../http/errors.js';
 import { iso, newId } from '../../http/ids.js';
 import { encodeCursor, mapPage, selectPage, toPage, type Page } from '../../http/pagination.js';
 import type { AuditQuery, AuditSchema, EntrySchema } from './schemas.js';
-import { EXPIRED, RETURNING, UPSERT_SET, prepareAgentMemoryStatements, type AgentMemoryStatements, type EntryRow, type RawEntryRow } from './statements.js';
+import {
+  EXPIRED,
+  RETURNING,
+  UPSERT_SET,
+  prepareAgentMemoryStatements,
+  type AgentMemoryStatements,
+  type EntryRow,
+  type RawEntryRow,
+} from './statements.js';
 
 /** An entry as the API shows it (`EntrySchema`; `version` is 1 on creation, +1 per write, and the entity tag). */
 export type EntryView = Static<typeof EntrySchema>;
@@ -52,14 +60,20 @@ export function etagOf(version: number): string {
  * (strong comparison); tags that are not versions can never match.
  * @throws AppError validation_failed for malformed values
  */
-export function parseTagCondition(header: string | undefined, name: 'If-Match' | 'If-None-Match'): TagCondition | undefined {
+export function parseTagCondition(
+  header: string | undefined,
+  name: 'If-Match' | 'If-None-Match',
+): TagCondition | undefined {
   if (header === undefined) return undefined;
   const v = header.trim();
   if (v === '*') return '*';
   const versions: number[] = [];
   for (const part of v.split(',')) {
     const m = /^\s*(W\/)?"([\x21\x23-\x7e\x80-\xff]*)"\s*$/.exec(part);
-    if (!m) throw new AppError('validation_failed', `${name} must be * or a list of entity tags such as "3"`, { errors: [{ in: 'headers', pointer: `/${name.toLowerCase()}`, message: 'malformed entity tag' }] });
+    if (!m)
+      throw new AppError('validation_failed', `${name} must be * or a list of entity tags such as "3"`, {
+        errors: [{ in: 'headers', pointer: `/${name.toLowerCase()}`, message: 'malformed entity tag' }],
+      });
     if (m[1] && name === 'If-Match') continue;
     if (/^[1-9]\d{0,9}$/.test(m[2])) versions.push(Number(m[2]));
   }
@@ -79,7 +93,13 @@ function statements(ctx: AppContext): AgentMemoryStatements {
 /** The API view of an entry: a row mapped by drizzle, or a hot statement's row as the driver gives it (column names, timestamps as text). */
 function view(r: EntryRow | RawEntryRow): EntryView {
   const raw = 'updated_at' in r;
-  return { key: r.key, value: r.value, version: r.version, updated_at: iso(raw ? r.updated_at : r.updatedAt), expires_at: iso(raw ? r.expires_at : r.expiresAt) };
+  return {
+    key: r.key,
+    value: r.value,
+    version: r.version,
+    updated_at: iso(raw ? r.updated_at : r.updatedAt),
+    expires_at: iso(raw ? r.expires_at : r.expiresAt),
+  };
 }
 
 /**
@@ -91,11 +111,15 @@ function view(r: EntryRow | RawEntryRow): EntryView {
  */
 function serialise(ctx: AppContext, value: unknown): { json: string; bytes: number } {
   const hit = findUnstorable(value, '/value');
-  if (hit) throw new AppError('validation_failed', `value at "${hit.pointer}" ${UNSTORABLE_MESSAGE[hit.reason]}`, { errors: [{ in: 'body', pointer: hit.pointer, message: UNSTORABLE_MESSAGE[hit.reason] }] });
+  if (hit)
+    throw new AppError('validation_failed', `value at "${hit.pointer}" ${UNSTORABLE_MESSAGE[hit.reason]}`, {
+      errors: [{ in: 'body', pointer: hit.pointer, message: UNSTORABLE_MESSAGE[hit.reason] }],
+    });
   const json = JSON.stringify(value);
   const max = ctx.config.agents.memoryMaxValueBytes;
   const bytes = Buffer.byteLength(json);
-  if (bytes > max) throw new AppError('payload_too_large', `The value serialises to ${bytes} bytes; the limit is ${max} bytes`);
+  if (bytes > max)
+    throw new AppError('payload_too_large', `The value serialises to ${bytes} bytes; the limit is ${max} bytes`);
   return { json, bytes };
 }
 
@@ -127,7 +151,9 @@ function decodeKeyCursor(cursor: string | undefined): string | undefined {
   if (cursor === undefined) return undefined;
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!key || key.length > 512 || encodeCursor(key) !== cursor) {
-    throw new AppError('validation_failed', 'cursor is malformed', { errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }] });
+    throw new AppError('validation_failed', 'cursor is malformed', {
+      errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }],
+    });
   }
   return key;
 }
@@ -187,7 +213,8 @@ export async function putEntry(
 
   if (pre.ifMatch !== undefined) {
     // The entry must exist (and match): a plain conditional UPDATE.
-    if (pre.ifNoneMatch === '*') throw new AppError('precondition_failed', 'If-Match and If-None-Match: * cannot both hold');
+    if (pre.ifNoneMatch === '*')
+      throw new AppError('precondition_failed', 'If-Match and If-None-Match: * cannot both hold');
     const [row] = await db
       .update(agentMemory)
       .set({ value, sizeBytes: bytes, expiresAt, version: sql`${agentMemory.version} + 1`, updatedAt: sql`now()` })
@@ -197,11 +224,17 @@ export async function putEntry(
           eq(agentMemory.key, key),
           LIVE,
           pre.ifMatch === '*' ? undefined : pre.ifMatch.length ? inArray(agentMemory.version, pre.ifMatch) : sql`false`,
-          Array.isArray(pre.ifNoneMatch) && pre.ifNoneMatch.length ? not(inArray(agentMemory.version, pre.ifNoneMatch)) : undefined,
+          Array.isArray(pre.ifNoneMatch) && pre.ifNoneMatch.length
+            ? not(inArray(agentMemory.version, pre.ifNoneMatch))
+            : undefined,
         ),
       )
       .returning(RETURNING);
-    if (!row) throw new AppError('precondition_failed', 'If-Match does not match the current version of the entry (or the entry does not exist)');
+    if (!row)
+      throw new AppError(
+        'precondition_failed',
+        'If-Match does not match the current version of the entry (or the entry does not exist)',
+      );
     return { entry: view(row), created: false };
   }
 
@@ -218,7 +251,12 @@ export async function putEntry(
     })
     .returning(RETURNING);
   if (!row) {
-    throw new AppError('precondition_failed', pre.ifNoneMatch === '*' ? 'The entry already exists (If-None-Match: *)' : 'If-None-Match matches the current version of the entry');
+    throw new AppError(
+      'precondition_failed',
+      pre.ifNoneMatch === '*'
+        ? 'The entry already exists (If-None-Match: *)'
+        : 'If-None-Match matches the current version of the entry',
+    );
   }
   const created = row.version === 1;
   if (created) await enforceEntryCap(ctx, db, agentId, key);
@@ -237,21 +275,43 @@ async function enforceEntryCap(ctx: AppContext, db: Exec, agentId: string, key: 
     sql`select count(*)::int as n from (select 1 from ${agentMemory} where ${agentMemory.agentId} = ${agentId} and ${LIVE} limit ${cap + 1}) t`,
   );
   if (n <= cap) return;
-  await db.delete(agentMemory).where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key), eq(agentMemory.version, 1)));
-  throw new AppError('memory_entry_limit', `This agent already holds the maximum of ${cap} live memory entries; delete some or let them expire`, { extra: { limit: cap } });
+  await db
+    .delete(agentMemory)
+    .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key), eq(agentMemory.version, 1)));
+  throw new AppError(
+    'memory_entry_limit',
+    `This agent already holds the maximum of ${cap} live memory entries; delete some or let them expire`,
+    { extra: { limit: cap } },
+  );
 }
 
 /** Delete a live entry (`If-Match` honoured). @throws AppError not_found | precondition_failed */
-export async function deleteEntry(ctx: AppContext, agentId: string, key: string, pre: Preconditions = {}): Promise<void> {
+export async function deleteEntry(
+  ctx: AppContext,
+  agentId: string,
+  key: string,
+  pre: Preconditions = {},
+): Promise<void> {
   const versions = pre.ifMatch && pre.ifMatch !== '*' ? pre.ifMatch : undefined;
   const rows = await ctx.db
     .delete(agentMemory)
-    .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key), LIVE, versions ? (versions.length ? inArray(agentMemory.version, versions) : sql`false`) : undefined))
+    .where(
+      and(
+        eq(agentMemory.agentId, agentId),
+        eq(agentMemory.key, key),
+        LIVE,
+        versions ? (versions.length ? inArray(agentMemory.version, versions) : sql`false`) : undefined,
+      ),
+    )
     .returning({ version: agentMemory.version });
   if (rows.length) return;
   if (versions) {
-    const exists = await ctx.db.select({ v: agentMemory.version }).from(agentMemory).where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key), LIVE));
-    if (exists.length) throw new AppError('precondition_failed', 'If-Match does not match the current version of the entry');
+    const exists = await ctx.db
+      .select({ v: agentMemory.version })
+      .from(agentMemory)
+      .where(and(eq(agentMemory.agentId, agentId), eq(agentMemory.key, key), LIVE));
+    if (exists.length)
+      throw new AppError('precondition_failed', 'If-Match does not match the current version of the entry');
   }
   throw notFound('Memory entry');
 }
@@ -276,7 +336,16 @@ export type AuditView = Static<typeof AuditSchema>;
 /** Record one cross-agent access (or refusal) of `owner`'s memory by agent `actor`, on `db` (a transaction when the write commits with it). */
 export async function recordAudit(
   db: Exec,
-  e: { owner: string; actor: string; action: 'read' | 'write'; outcome: 'allowed' | 'denied'; key?: string | null; prefix?: string | null; keys?: string[]; permissionId?: string | null },
+  e: {
+    owner: string;
+    actor: string;
+    action: 'read' | 'write';
+    outcome: 'allowed' | 'denied';
+    key?: string | null;
+    prefix?: string | null;
+    keys?: string[];
+    permissionId?: string | null;
+  },
 ): Promise<void> {
   await db.insert(agentMemoryAudit).values({
     id: newId('aud'),
@@ -292,7 +361,11 @@ export async function recordAudit(
 }
 
 /** Cross-agent accesses of `targetId`'s memory, newest first (no access check: see `access.ts`). */
-export async function auditPage(ctx: AppContext, targetId: string, q: Static<typeof AuditQuery>): Promise<Page<AuditView>> {
+export async function auditPage(
+  ctx: AppContext,
+  targetId: string,
+  q: Static<typeof AuditQuery>,
+): Promise<Page<AuditView>> {
   const page = await selectPage(ctx.db, agentMemoryAudit, q, [
     eq(agentMemoryAudit.ownerAgentId, targetId),
     q.actor_agent_id ? eq(agentMemoryAudit.actorAgentId, q.actor_agent_id) : undefined,

@@ -51,22 +51,49 @@ export async function agentRoutes(app: FastifyInstance, { ctx, identity }: Agent
 async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const { r, op } = authScope(app, ctx.auth, { principals: ['user'], tags: ['agents'], security: USER_SECURITY });
 
-  r.post('/v2/agents',
-    op('agents.create', 'Create an agent; the answer carries client_secret once', { body: CreateAgentBody, response: { 201: AgentWithSecretSchema, ...errorResponses(403) } }),
-    async (req, reply) => created(reply, createAgent(ctx, userOf(req), req.body), { noStore: true }));
-  r.get('/v2/agents',
-    op('agents.list', "List the account's agents", { querystring: ListAgentsQuery, response: { 200: ListOf(AgentSchema), ...errorResponses(403) } }),
-    async (req) => listAgents(ctx, userOf(req), req.query));
-  r.get('/v2/agents/:id',
-    op('agents.get', 'Agent details (live secrets listed without the secret)', { params: IdParams, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
-    async (req) => getAgent(ctx, userOf(req), req.params.id));
-  r.patch('/v2/agents/:id',
-    op('agents.update', 'Update name, description, metadata or status (active | disabled)', { params: IdParams, body: UpdateAgentBody, response: { 200: AgentSchema, ...errorResponses(403, 404) } }),
-    async (req) => updateAgent(ctx, userOf(req), req.params.id, req.body));
-  r.delete('/v2/agents/:id',
-    op('agents.delete', 'Soft delete an agent (its tokens stop working; memory is kept)', { params: IdParams, response: { 204: Type.Null(), ...errorResponses(403, 404) } }),
-    async (req, reply) => noContent(reply, deleteAgent(ctx, userOf(req), req.params.id)));
-  r.post('/v2/agents/:id/rotate-secret',
+  r.post(
+    '/v2/agents',
+    op('agents.create', 'Create an agent; the answer carries client_secret once', {
+      body: CreateAgentBody,
+      response: { 201: AgentWithSecretSchema, ...errorResponses(403) },
+    }),
+    async (req, reply) => created(reply, createAgent(ctx, userOf(req), req.body), { noStore: true }),
+  );
+  r.get(
+    '/v2/agents',
+    op('agents.list', "List the account's agents", {
+      querystring: ListAgentsQuery,
+      response: { 200: ListOf(AgentSchema), ...errorResponses(403) },
+    }),
+    async (req) => listAgents(ctx, userOf(req), req.query),
+  );
+  r.get(
+    '/v2/agents/:id',
+    op('agents.get', 'Agent details (live secrets listed without the secret)', {
+      params: IdParams,
+      response: { 200: AgentSchema, ...errorResponses(403, 404) },
+    }),
+    async (req) => getAgent(ctx, userOf(req), req.params.id),
+  );
+  r.patch(
+    '/v2/agents/:id',
+    op('agents.update', 'Update name, description, metadata or status (active | disabled)', {
+      params: IdParams,
+      body: UpdateAgentBody,
+      response: { 200: AgentSchema, ...errorResponses(403, 404) },
+    }),
+    async (req) => updateAgent(ctx, userOf(req), req.params.id, req.body),
+  );
+  r.delete(
+    '/v2/agents/:id',
+    op('agents.delete', 'Soft delete an agent (its tokens stop working; memory is kept)', {
+      params: IdParams,
+      response: { 204: Type.Null(), ...errorResponses(403, 404) },
+    }),
+    async (req, reply) => noContent(reply, deleteAgent(ctx, userOf(req), req.params.id)),
+  );
+  r.post(
+    '/v2/agents/:id/rotate-secret',
     op('agents.rotateSecret', 'Issue a new client secret; older secrets end now or after grace_period_seconds', {
       params: IdParams,
       body: Type.Union([Type.Null(), RotateSecretBody]), // no body = no grace period
@@ -78,28 +105,50 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
     },
   );
 
-  r.post('/v2/agents/:id/tools/subscribe',
-    op('agents.tools.subscribe', 'Subscribe the agent to a service by name (the owner must be subscribed to it or own it)', {
-      params: IdParams,
-      body: SubscribeToolBody,
-      response: { 200: AgentToolSchema, 201: AgentToolSchema, ...errorResponses(403, 404) },
-    }),
+  r.post(
+    '/v2/agents/:id/tools/subscribe',
+    op(
+      'agents.tools.subscribe',
+      'Subscribe the agent to a service by name (the owner must be subscribed to it or own it)',
+      {
+        params: IdParams,
+        body: SubscribeToolBody,
+        response: { 200: AgentToolSchema, 201: AgentToolSchema, ...errorResponses(403, 404) },
+      },
+    ),
     async (req, reply) => {
-      const { created: isNew, subscription } = await subscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body.service);
+      const { created: isNew, subscription } = await subscribeAgentTool(
+        ctx,
+        userOf(req).userId,
+        req.params.id,
+        req.body.service,
+      );
       return reply.code(isNew ? 201 : 200).send(subscription);
     },
   );
-  r.delete('/v2/agents/:id/tools/unsubscribe',
+  r.delete(
+    '/v2/agents/:id/tools/unsubscribe',
     op('agents.tools.unsubscribe', 'Unsubscribe the agent from a service (`service` in the body or the query)', {
       params: IdParams,
       querystring: UnsubscribeToolQuery,
       body: Type.Union([Type.Null(), UnsubscribeToolBody]),
       response: { 204: Type.Null(), ...errorResponses(403, 404) },
     }),
-    async (req, reply) => noContent(reply, unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body?.service ?? req.query.service)));
-  r.get('/v2/agents/:id/tools',
-    op('agents.tools.list', "List the agent's tool subscriptions", { params: IdParams, querystring: ToolsQuery, response: { 200: ListOf(AgentToolSchema), ...errorResponses(403, 404) } }),
-    async (req) => listAgentTools(ctx, userOf(req).userId, req.params.id, req.query));
+    async (req, reply) =>
+      noContent(
+        reply,
+        unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body?.service ?? req.query.service),
+      ),
+  );
+  r.get(
+    '/v2/agents/:id/tools',
+    op('agents.tools.list', "List the agent's tool subscriptions", {
+      params: IdParams,
+      querystring: ToolsQuery,
+      response: { 200: ListOf(AgentToolSchema), ...errorResponses(403, 404) },
+    }),
+    async (req) => listAgentTools(ctx, userOf(req).userId, req.params.id, req.query),
+  );
 }
 
 // ------------------------------------------------------------------------- token endpoint
@@ -128,19 +177,25 @@ async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext })
 
   app.setErrorHandler((err: Error & { validation?: unknown; code?: string; statusCode?: number }, req, reply) => {
     if (err instanceof OAuthError) return sendOAuthError(reply, err);
-    if (err instanceof AppError && err.code === 'rate_limited') return sendOAuthError(reply, new OAuthError('rate_limited', err.message), err.headers);
+    if (err instanceof AppError && err.code === 'rate_limited')
+      return sendOAuthError(reply, new OAuthError('rate_limited', err.message), err.headers);
     // Client errors of any layer (schema validation, content-type parsing, the edge's unstorable-input check) are RFC 6749 §5.2 invalid_request.
-    const clientError = err instanceof AppError ? err.status < 500 : err.statusCode !== undefined && err.statusCode < 500;
+    const clientError =
+      err instanceof AppError ? err.status < 500 : err.statusCode !== undefined && err.statusCode < 500;
     if (err.validation || (err.code?.startsWith('FST_ERR_CTP_') ?? false) || clientError) {
       return sendOAuthError(reply, new OAuthError('invalid_request', `Malformed token request: ${err.message}`));
     }
     req.log.error({ err }, 'token endpoint failure');
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    return reply.code(500).send({ error: 'server_error', error_description: 'An unexpected error occurred; the request id identifies it in our logs' });
+    return reply.code(500).send({
+      error: 'server_error',
+      error_description: 'An unexpected error occurred; the request id identifies it in our logs',
+    });
   });
 
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
-  r.post('/auth/agent/token',
+  r.post(
+    '/auth/agent/token',
     {
       schema: {
         tags: ['auth'],
@@ -151,14 +206,27 @@ async function tokenEndpoint(app: FastifyInstance, { ctx }: { ctx: AppContext })
         security: [],
         consumes: ['application/x-www-form-urlencoded', 'application/json'],
         body: Type.Union([Type.Null(), TokenRequestBody]),
-        response: { 200: TokenResponseSchema, 400: OAuthErrorSchema, 401: OAuthErrorSchema, 429: OAuthErrorSchema, 500: OAuthErrorSchema },
+        response: {
+          200: TokenResponseSchema,
+          400: OAuthErrorSchema,
+          401: OAuthErrorSchema,
+          429: OAuthErrorSchema,
+          500: OAuthErrorSchema,
+        },
       },
       preHandler: async (req, reply) => {
         const res = await perClient(req);
         if (res.isAllowed) return;
-        reply.header('ratelimit-limit', res.max).header('ratelimit-remaining', res.remaining).header('ratelimit-reset', res.ttlInSeconds);
+        reply
+          .header('ratelimit-limit', res.max)
+          .header('ratelimit-remaining', res.remaining)
+          .header('ratelimit-reset', res.ttlInSeconds);
         if (res.isExceeded) {
-          throw new AppError('rate_limited', `Too many token requests for this client; retry in ${res.ttlInSeconds} s`, { headers: { 'retry-after': String(res.ttlInSeconds) } });
+          throw new AppError(
+            'rate_limited',
+            `Too many token requests for this client; retry in ${res.ttlInSeconds} s`,
+            { headers: { 'retry-after': String(res.ttlInSeconds) } },
+          );
         }
       },
     },

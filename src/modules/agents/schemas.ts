@@ -4,13 +4,18 @@ import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 100 });
 const Description = Type.String({ maxLength: 2000 });
-const Metadata = Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 50, description: 'free-form JSON object, at most 16 KiB' });
+const Metadata = Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
+  maxProperties: 50,
+  description: 'free-form JSON object, at most 16 KiB',
+});
 
 export const SecretSchema = Type.Object({
   id: Type.String({ description: 'secret id (`sec_…`), also the `sid` claim of tokens issued with it' }),
   created_at: Timestamp,
   last_used_at: Nullable(Timestamp),
-  expires_at: Nullable(Timestamp, { description: 'null while it is the current secret; set when a rotation gave it a grace period' }),
+  expires_at: Nullable(Timestamp, {
+    description: 'null while it is the current secret; set when a rotation gave it a grace period',
+  }),
 });
 
 export const AgentSchema = Type.Object({
@@ -20,7 +25,9 @@ export const AgentSchema = Type.Object({
   client_id: Type.String(),
   status: Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('deleted')]),
   metadata: Type.Record(Type.String(), Type.Unknown()),
-  secrets: Type.Array(SecretSchema, { description: 'live client secrets, newest first: two during a rotation grace period (never the secret itself)' }),
+  secrets: Type.Array(SecretSchema, {
+    description: 'live client secrets, newest first: two during a rotation grace period (never the secret itself)',
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
   deleted_at: Nullable(Timestamp),
@@ -49,11 +56,22 @@ export const UpdateAgentBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const ListAgentsQuery = Type.Object({ ...PageQuery.properties, include_deleted: Type.Optional(Type.Boolean({ default: false })) });
+export const ListAgentsQuery = Type.Object({
+  ...PageQuery.properties,
+  include_deleted: Type.Optional(Type.Boolean({ default: false })),
+});
 export const ToolsQuery = PageQuery;
 
 export const RotateSecretBody = Type.Object(
-  { grace_period_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400, description: 'how long older secrets (and their tokens) keep working; default 0' })) },
+  {
+    grace_period_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 86400,
+        description: 'how long older secrets (and their tokens) keep working; default 0',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -63,9 +81,17 @@ export const AgentToolSchema = Type.Object({
   subscribed_at: Timestamp,
 });
 
-export const SubscribeToolBody = Type.Object({ service: Type.String({ minLength: 1, maxLength: 200, description: 'service name (or id)' }) }, { additionalProperties: false });
-export const UnsubscribeToolQuery = Type.Object({ service: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) });
-export const UnsubscribeToolBody = Type.Object({ service: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
+export const SubscribeToolBody = Type.Object(
+  { service: Type.String({ minLength: 1, maxLength: 200, description: 'service name (or id)' }) },
+  { additionalProperties: false },
+);
+export const UnsubscribeToolQuery = Type.Object({
+  service: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+});
+export const UnsubscribeToolBody = Type.Object(
+  { service: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
 
 /**
  * Token request parameters (RFC 6749 §4.4.2 and §2.3.1). Form-encoded or JSON. Unrecognised
@@ -73,7 +99,11 @@ export const UnsubscribeToolBody = Type.Object({ service: Type.String({ minLengt
  */
 export const TokenRequestBody = Type.Object({
   grant_type: Type.Optional(Type.Unknown({ description: 'must be "client_credentials"' })),
-  scope: Type.Optional(Type.Unknown({ description: 'space-delimited: memory:read memory:write permissions:manage tools:execute (default: all)' })),
+  scope: Type.Optional(
+    Type.Unknown({
+      description: 'space-delimited: memory:read memory:write permissions:manage tools:execute (default: all)',
+    }),
+  ),
   client_id: Type.Optional(Type.Unknown({ description: 'client_secret_post only' })),
   client_secret: Type.Optional(Type.Unknown({ description: 'client_secret_post only' })),
 });

@@ -64,7 +64,11 @@ export async function getAgentForAccount(
  * @returns `{id, ownerId, status}`
  * @throws AppError not_found for a missing, deleted or other account's agent (no existence leaks)
  */
-export async function getLiveAgentForAccount(ctx: AppContext, accountId: string, agentId: string): Promise<{ id: string; ownerId: string; status: string }> {
+export async function getLiveAgentForAccount(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+): Promise<{ id: string; ownerId: string; status: string }> {
   const cache = ctx.agentAuth?.cache;
   if (!cache || ctx.config.agents.authCacheMs === 0) return getAgentForAccount(ctx, accountId, agentId);
   const load = async () => {
@@ -96,7 +100,13 @@ export async function isAgentSubscribed(ctx: AppContext, agentId: string, servic
       .select({ one: sql<number>`1` })
       .from(agentToolSubscriptions)
       .innerJoin(agents, eq(agents.id, agentToolSubscriptions.agentId))
-      .where(and(eq(agentToolSubscriptions.agentId, agentId), eq(agentToolSubscriptions.serviceId, serviceId), ne(agents.status, 'deleted')))
+      .where(
+        and(
+          eq(agentToolSubscriptions.agentId, agentId),
+          eq(agentToolSubscriptions.serviceId, serviceId),
+          ne(agents.status, 'deleted'),
+        ),
+      )
       .limit(1);
     return rows.length > 0;
   });
@@ -111,7 +121,10 @@ export async function agentToolsChanged(ctx: AppContext, agentId: string, servic
  * Any account's agent by id, unless deleted; null when missing. For modules that address agents
  * across accounts (cross-agent grants and memory), which then apply their own access rules.
  */
-export async function findAgent(ctx: AppContext, agentId: string): Promise<{ id: string; ownerId: string; name: string; status: string } | null> {
+export async function findAgent(
+  ctx: AppContext,
+  agentId: string,
+): Promise<{ id: string; ownerId: string; name: string; status: string } | null> {
   const [a] = await ctx.db
     .select({ id: agents.id, ownerId: agents.ownerId, name: agents.name, status: agents.status })
     .from(agents)
@@ -148,7 +161,12 @@ function view(a: AgentRow, secrets: Array<typeof agentSecrets.$inferSelect>): Ag
     secrets: secrets
       .filter((s) => s.agentId === a.id && (!s.expiresAt || s.expiresAt.getTime() > now))
       .sort((x, y) => (x.id < y.id ? 1 : -1))
-      .map((s) => ({ id: s.id, created_at: s.createdAt.toISOString(), last_used_at: iso(s.lastUsedAt), expires_at: iso(s.expiresAt) })),
+      .map((s) => ({
+        id: s.id,
+        created_at: s.createdAt.toISOString(),
+        last_used_at: iso(s.lastUsedAt),
+        expires_at: iso(s.expiresAt),
+      })),
     created_at: a.createdAt.toISOString(),
     updated_at: a.updatedAt.toISOString(),
     deleted_at: iso(a.deletedAt),
@@ -160,7 +178,12 @@ async function secretsOf(ctx: AppContext, agentIds: string[]): Promise<Array<typ
   return ctx.db
     .select()
     .from(agentSecrets)
-    .where(and(inArray(agentSecrets.agentId, agentIds), or(isNull(agentSecrets.expiresAt), gt(agentSecrets.expiresAt, new Date()))));
+    .where(
+      and(
+        inArray(agentSecrets.agentId, agentIds),
+        or(isNull(agentSecrets.expiresAt), gt(agentSecrets.expiresAt, new Date())),
+      ),
+    );
 }
 
 function checkMetadata(metadata: Record<string, unknown> | undefined): void {
@@ -214,7 +237,14 @@ export async function createAgent(
   const { row, sec } = await ctx.db.transaction(async (tx) => {
     const [row] = await tx
       .insert(agents)
-      .values({ id, ownerId: accountId, name: input.name, description: input.description ?? null, clientId: newClientId(), metadata: input.metadata ?? {} })
+      .values({
+        id,
+        ownerId: accountId,
+        name: input.name,
+        description: input.description ?? null,
+        clientId: newClientId(),
+        metadata: input.metadata ?? {},
+      })
       .returning();
     const [sec] = await tx.insert(agentSecrets).values({ id: sid, agentId: id, secretHash }).returning();
     return { row, sec };
@@ -230,8 +260,14 @@ export async function listAgents(
 ): Promise<Page<AgentView>> {
   assertManagesAgents(owner);
   const accountId = owner.userId;
-  const rows = await selectPage(ctx.db, agents, q, [eq(agents.ownerId, accountId), q.include_deleted ? undefined : ne(agents.status, 'deleted')]);
-  const secrets = await secretsOf(ctx, rows.data.map((r) => r.id));
+  const rows = await selectPage(ctx.db, agents, q, [
+    eq(agents.ownerId, accountId),
+    q.include_deleted ? undefined : ne(agents.status, 'deleted'),
+  ]);
+  const secrets = await secretsOf(
+    ctx,
+    rows.data.map((r) => r.id),
+  );
   return mapPage(rows, (r) => view(r, secrets));
 }
 
@@ -251,7 +287,12 @@ export async function updateAgent(
   ctx: AppContext,
   owner: UserPrincipal,
   agentId: string,
-  input: { name?: string; description?: string | null; metadata?: Record<string, unknown>; status?: 'active' | 'disabled' },
+  input: {
+    name?: string;
+    description?: string | null;
+    metadata?: Record<string, unknown>;
+    status?: 'active' | 'disabled';
+  },
 ): Promise<AgentView> {
   assertManagesAgents(owner);
   const accountId = owner.userId;

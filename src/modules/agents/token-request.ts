@@ -20,7 +20,8 @@ function formDecode(s: string): string {
 /** Client credentials of an `Authorization: Basic` header (RFC 6749 §2.3.1). @throws OAuthError invalid_client */
 function basicCredentials(header: string): { id: string; secret: string } {
   const m = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header);
-  if (!m) throw new OAuthError('invalid_client', 'Authorization header must be "Basic <base64(client_id:client_secret)>"');
+  if (!m)
+    throw new OAuthError('invalid_client', 'Authorization header must be "Basic <base64(client_id:client_secret)>"');
   const decoded = Buffer.from(m[1], 'base64').toString('utf8');
   const i = decoded.indexOf(':');
   if (i < 0) throw new OAuthError('invalid_client', 'Basic credentials must be "client_id:client_secret"');
@@ -51,29 +52,42 @@ export function claimedClientId(body: unknown, h: string | undefined): string | 
  */
 export function readTokenRequest(body: unknown, header: string | undefined): TokenRequest {
   const raw = body ?? {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new OAuthError('invalid_request', 'The request body must be form-urlencoded parameters or a JSON object');
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw new OAuthError('invalid_request', 'The request body must be form-urlencoded parameters or a JSON object');
   const params: Record<string, string | undefined> = {};
   for (const name of ['grant_type', 'scope', 'client_id', 'client_secret']) {
     const v = (raw as Record<string, unknown>)[name];
     if (Array.isArray(v)) throw new OAuthError('invalid_request', `Parameter "${name}" is included more than once`);
-    if (v !== undefined && v !== null && typeof v !== 'string') throw new OAuthError('invalid_request', `Parameter "${name}" must be a string`);
+    if (v !== undefined && v !== null && typeof v !== 'string')
+      throw new OAuthError('invalid_request', `Parameter "${name}" must be a string`);
     params[name] = v === '' || v === null ? undefined : (v as string | undefined);
   }
   if (header && params.client_secret !== undefined) {
-    throw new OAuthError('invalid_request', 'Use exactly one client authentication method (HTTP Basic or client_secret in the body), not both');
+    throw new OAuthError(
+      'invalid_request',
+      'Use exactly one client authentication method (HTTP Basic or client_secret in the body), not both',
+    );
   }
   if (params.grant_type === undefined) throw new OAuthError('invalid_request', 'Missing parameter "grant_type"');
   if (params.grant_type !== 'client_credentials') {
-    throw new OAuthError('unsupported_grant_type', `grant_type "${params.grant_type}" is not supported; use "client_credentials"`);
+    throw new OAuthError(
+      'unsupported_grant_type',
+      `grant_type "${params.grant_type}" is not supported; use "client_credentials"`,
+    );
   }
   if (header) {
     const { id, secret } = basicCredentials(header);
-    if (params.client_id !== undefined && params.client_id !== id) throw new OAuthError('invalid_request', 'client_id in the body does not match the Basic credentials');
-    if (!id || !secret) throw new OAuthError('invalid_client', 'Basic credentials need a client_id and a client_secret');
+    if (params.client_id !== undefined && params.client_id !== id)
+      throw new OAuthError('invalid_request', 'client_id in the body does not match the Basic credentials');
+    if (!id || !secret)
+      throw new OAuthError('invalid_client', 'Basic credentials need a client_id and a client_secret');
     return { clientId: id, clientSecret: secret, scope: params.scope };
   }
   if (params.client_id === undefined || params.client_secret === undefined) {
-    throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic (client_secret_basic) or client_id and client_secret in the body (client_secret_post)');
+    throw new OAuthError(
+      'invalid_client',
+      'Client authentication is required: HTTP Basic (client_secret_basic) or client_id and client_secret in the body (client_secret_post)',
+    );
   }
   return { clientId: params.client_id, clientSecret: params.client_secret, scope: params.scope };
 }

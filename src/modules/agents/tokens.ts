@@ -32,7 +32,12 @@ import type { TokenResponseSchema } from './schemas.js';
 export type { PlatformSigner } from './auth-state.js';
 
 /** Scopes an agent token can carry (a subset of `CREDENTIAL_SCOPES`). The default (no `scope` parameter) is all of them. */
-export const AGENT_SCOPES = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'] as const satisfies readonly Scope[];
+export const AGENT_SCOPES = [
+  'memory:read',
+  'memory:write',
+  'permissions:manage',
+  'tools:execute',
+] as const satisfies readonly Scope[];
 export type AgentScope = (typeof AGENT_SCOPES)[number];
 
 /**
@@ -46,7 +51,12 @@ export function agentScopeSet(granted: Iterable<string>): ReadonlySet<Scope> {
 }
 
 /** RFC 6749 §5.2 error codes used by the token endpoint. */
-export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'rate_limited';
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'rate_limited';
 
 /** A token-endpoint failure, rendered as the RFC 6749 §5.2 body (not problem+json). */
 export class OAuthError extends Error {
@@ -75,7 +85,11 @@ function stateOf(ctx: AppContext): AgentAuthState {
  */
 export async function installAgentAuth(ctx: AppContext, signer: PlatformSigner): Promise<void> {
   if (ctx.agentAuth) return;
-  const cache = SharedCache.of<Liveness>(ctx, { name: 'agents.liveness', max: 50_000, ttlMs: ctx.config.agents.authCacheMs });
+  const cache = SharedCache.of<Liveness>(ctx, {
+    name: 'agents.liveness',
+    max: 50_000,
+    ttlMs: ctx.config.agents.authCacheMs,
+  });
   const load = async (agentId: string): Promise<Liveness> => {
     const loaded = await loadLiveness(ctx, agentId);
     if (!loaded) throw new AppError('invalid_token', 'The agent of this token does not exist');
@@ -113,7 +127,8 @@ export async function loadLiveness(ctx: AppContext, agentId: string): Promise<Li
 function refusal(live: Liveness, sid: string): string | null {
   if (live.status !== 'active') return `The agent is ${live.status}`;
   const exp = live.secrets.get(sid);
-  if (exp === undefined || (exp !== null && exp <= Date.now())) return 'The client secret this token was issued with has been rotated; request a new token';
+  if (exp === undefined || (exp !== null && exp <= Date.now()))
+    return 'The client secret this token was issued with has been rotated; request a new token';
   return null;
 }
 
@@ -133,7 +148,12 @@ export async function resolveAgentToken(ctx: AppContext, token: string): Promise
   const p = await state.signer.verifyPlatformToken(token);
   const agentId = p.sub;
   const sid = p.sid;
-  if (typeof agentId !== 'string' || !agentId.startsWith('agt_') || typeof sid !== 'string' || typeof p.client_id !== 'string') {
+  if (
+    typeof agentId !== 'string' ||
+    !agentId.startsWith('agt_') ||
+    typeof sid !== 'string' ||
+    typeof p.client_id !== 'string'
+  ) {
     throw new AppError('invalid_token', 'Token is not an agent access token');
   }
   let live = await state.cache.get(agentId, state.load);
@@ -174,7 +194,8 @@ export function knownAgentToken(ctx: AppContext, token: string): AgentPrincipal 
   const known = p && state!.principals.get(p);
   if (!known) return undefined;
   const live = state!.cache.peek(known.principal.agentId);
-  if (live === undefined || live.ownerId !== known.principal.ownerId || refusal(live, known.sid) !== null) return undefined;
+  if (live === undefined || live.ownerId !== known.principal.ownerId || refusal(live, known.sid) !== null)
+    return undefined;
   return known.principal;
 }
 
@@ -186,7 +207,8 @@ export function parseScope(scope: string | undefined): AgentScope[] {
   if (scope === undefined || scope.trim() === '') return [...AGENT_SCOPES];
   const asked = [...new Set(scope.split(' ').filter(Boolean))];
   const unknown = asked.filter((s) => !(AGENT_SCOPES as readonly string[]).includes(s));
-  if (unknown.length) throw new OAuthError('invalid_scope', `Unknown scope: ${unknown.join(' ')}; allowed: ${AGENT_SCOPES.join(' ')}`);
+  if (unknown.length)
+    throw new OAuthError('invalid_scope', `Unknown scope: ${unknown.join(' ')}; allowed: ${AGENT_SCOPES.join(' ')}`);
   return AGENT_SCOPES.filter((s) => asked.includes(s));
 }
 
@@ -204,16 +226,33 @@ export async function issueAgentToken(
   const scopes = parseScope(input.scope);
   const sid = secretIdOf(input.clientSecret);
   const [row] = await ctx.db
-    .select({ id: agents.id, ownerId: agents.ownerId, status: agents.status, secretHash: agentSecrets.secretHash, expiresAt: agentSecrets.expiresAt })
+    .select({
+      id: agents.id,
+      ownerId: agents.ownerId,
+      status: agents.status,
+      secretHash: agentSecrets.secretHash,
+      expiresAt: agentSecrets.expiresAt,
+    })
     .from(agents)
-    .leftJoin(agentSecrets, and(eq(agentSecrets.agentId, agents.id), eq(agentSecrets.id, sid ?? ''), or(isNull(agentSecrets.expiresAt), gt(agentSecrets.expiresAt, new Date()))))
+    .leftJoin(
+      agentSecrets,
+      and(
+        eq(agentSecrets.agentId, agents.id),
+        eq(agentSecrets.id, sid ?? ''),
+        or(isNull(agentSecrets.expiresAt), gt(agentSecrets.expiresAt, new Date())),
+      ),
+    )
     .where(eq(agents.clientId, input.clientId));
   const ok = await verifyPassword(input.clientSecret, row?.secretHash ?? DUMMY_HASH);
   if (!row || !row.secretHash || !ok) throw new OAuthError('invalid_client', 'Client authentication failed');
-  if (row.status !== 'active') throw new OAuthError('invalid_client', `Client authentication failed: the agent is ${row.status}`);
+  if (row.status !== 'active')
+    throw new OAuthError('invalid_client', `Client authentication failed: the agent is ${row.status}`);
   const owner = await state.signer.getUser(row.ownerId);
   const now = Date.now();
-  await ctx.db.update(agentSecrets).set({ lastUsedAt: new Date(now) }).where(eq(agentSecrets.id, sid!));
+  await ctx.db
+    .update(agentSecrets)
+    .set({ lastUsedAt: new Date(now) })
+    .where(eq(agentSecrets.id, sid!));
   const nowS = Math.floor(now / 1000);
   let exp = nowS + ctx.config.agents.tokenTtlSeconds;
   if (row.expiresAt) exp = Math.min(exp, Math.floor(row.expiresAt.getTime() / 1000));

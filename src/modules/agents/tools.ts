@@ -40,7 +40,10 @@ export async function subscribeAgentTool(
     // Another account's unpublished service does not exist for this account (as in the catalog):
     // 404 like an unknown name, never a 403 that confirms the name.
     if (svc.status !== 'published') throw notFound('Service');
-    throw new AppError('not_subscribed', `Subscribe to "${svc.name}" first (POST /subscriptions); an agent may use only services its owner subscribes to or owns`);
+    throw new AppError(
+      'not_subscribed',
+      `Subscribe to "${svc.name}" first (POST /subscriptions); an agent may use only services its owner subscribes to or owns`,
+    );
   }
   const [inserted] = await ctx.db
     .insert(agentToolSubscriptions)
@@ -63,9 +66,16 @@ export async function subscribeAgentTool(
  * `serviceRef` is the body's `service`, else the query's.
  * @throws AppError validation_failed (no service named), not_found (agent, or no such subscription)
  */
-export async function unsubscribeAgentTool(ctx: AppContext, accountId: string, agentId: string, serviceRef: string | undefined): Promise<void> {
+export async function unsubscribeAgentTool(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+  serviceRef: string | undefined,
+): Promise<void> {
   if (!serviceRef) {
-    throw new AppError('validation_failed', 'Name the service in the body or as ?service=', { errors: [{ in: 'body', pointer: '/service', message: 'is required' }] });
+    throw new AppError('validation_failed', 'Name the service in the body or as ?service=', {
+      errors: [{ in: 'body', pointer: '/service', message: 'is required' }],
+    });
   }
   await getAgentForAccount(ctx, accountId, agentId);
   const svc = await getServiceSummary(ctx, serviceRef);
@@ -80,7 +90,11 @@ export async function unsubscribeAgentTool(ctx: AppContext, accountId: string, a
     )
     .returning({ id: agentToolSubscriptions.serviceId });
   if (rows.length === 0) throw notFound('Subscription of this agent to the service');
-  await agentToolsChanged(ctx, agentId, rows.map((r) => r.id));
+  await agentToolsChanged(
+    ctx,
+    agentId,
+    rows.map((r) => r.id),
+  );
 }
 
 /** The agent's tool subscriptions, newest first (keyset on service id within equal times). */
@@ -91,5 +105,8 @@ export async function listAgentTools(
   q: { limit?: number; cursor?: string },
 ): Promise<Page<AgentToolView>> {
   await getAgentForAccount(ctx, accountId, agentId);
-  return mapPage(await selectPage(ctx.db, agentToolSubscriptions, q, [eq(agentToolSubscriptions.agentId, agentId)], 'serviceId'), toolView);
+  return mapPage(
+    await selectPage(ctx.db, agentToolSubscriptions, q, [eq(agentToolSubscriptions.agentId, agentId)], 'serviceId'),
+    toolView,
+  );
 }

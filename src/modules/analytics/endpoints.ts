@@ -41,13 +41,30 @@ export class EndpointRecorder {
   constructor(private readonly ctx: AppContext) {}
 
   /** Count one finished request (hot path: a map lookup and a few additions). */
-  record(method: string, route: string, status: number, operationId: string | null, ms: number, now = Date.now()): void {
+  record(
+    method: string,
+    route: string,
+    status: number,
+    operationId: string | null,
+    ms: number,
+    now = Date.now(),
+  ): void {
     const minute = now - (now % 60_000);
     const key = `${minute}|${method}|${status}|${route}`;
     let c = this.cells.get(key);
     if (!c) {
       if (this.cells.size >= MAX_PENDING_CELLS) this.dropOldest();
-      c = { minute, method, route, status, op: operationId, count: 0, totalMs: 0, maxMs: 0, buckets: new Array<number>(BUCKETS).fill(0) };
+      c = {
+        minute,
+        method,
+        route,
+        status,
+        op: operationId,
+        count: 0,
+        totalMs: 0,
+        maxMs: 0,
+        buckets: new Array<number>(BUCKETS).fill(0),
+      };
       this.cells.set(key, c);
     }
     c.count++;
@@ -85,7 +102,9 @@ export class EndpointRecorder {
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
     if (!this.cells.size) return;
-    const batch = [...this.cells.values()].sort((a, b) => a.minute - b.minute || cmp(a.method, b.method) || cmp(a.route, b.route) || a.status - b.status);
+    const batch = [...this.cells.values()].sort(
+      (a, b) => a.minute - b.minute || cmp(a.method, b.method) || cmp(a.route, b.route) || a.status - b.status,
+    );
     this.cells = new Map();
     this.flushing = (async () => {
       for (let i = 0; i < batch.length; i += BATCH) {
@@ -93,7 +112,10 @@ export class EndpointRecorder {
         try {
           await this.upsert(part);
         } catch (err) {
-          this.ctx.log.warn({ err: (err as Error).message, cells: batch.length - i }, 'endpoint analytics: flush failed; will retry');
+          this.ctx.log.warn(
+            { err: (err as Error).message, cells: batch.length - i },
+            'endpoint analytics: flush failed; will retry',
+          );
           for (const c of batch.slice(i)) this.merge(c);
           return;
         }
@@ -191,8 +213,14 @@ export interface EndpointRow {
 export async function readEndpointStats(
   ctx: AppContext,
   f: { from: Date; to: Date; method?: string; route?: string; sort?: 'requests' | 'p95' | 'errors'; limit?: number },
-): Promise<{ data: EndpointRow[]; totals: { requests: number; errors: number; client_errors: number; routes: number } }> {
-  const parts: SQL[] = [sql`minute >= ${floorMinute(f.from).toISOString()}::timestamptz`, sql`minute < ${f.to.toISOString()}::timestamptz`];
+): Promise<{
+  data: EndpointRow[];
+  totals: { requests: number; errors: number; client_errors: number; routes: number };
+}> {
+  const parts: SQL[] = [
+    sql`minute >= ${floorMinute(f.from).toISOString()}::timestamptz`,
+    sql`minute < ${f.to.toISOString()}::timestamptz`,
+  ];
   if (f.method) parts.push(sql`method = ${f.method.toUpperCase()}`);
   if (f.route) parts.push(sql`starts_with(route, ${f.route})`);
   const where = sql.join(parts, sql` and `);
@@ -258,14 +286,26 @@ export async function readEndpointStats(
   }));
   const sort = f.sort ?? 'requests';
   rows.sort((a, b) =>
-    sort === 'p95' ? (b.p95_ms ?? 0) - (a.p95_ms ?? 0) || b.requests - a.requests : sort === 'errors' ? b.errors - a.errors || b.error_rate - a.error_rate : b.requests - a.requests || cmp(a.route, b.route),
+    sort === 'p95'
+      ? (b.p95_ms ?? 0) - (a.p95_ms ?? 0) || b.requests - a.requests
+      : sort === 'errors'
+        ? b.errors - a.errors || b.error_rate - a.error_rate
+        : b.requests - a.requests || cmp(a.route, b.route),
   );
-  const totals = rows.reduce((t, r) => ({ requests: t.requests + r.requests, errors: t.errors + r.errors, client_errors: t.client_errors + r.client_errors, routes: t.routes + 1 }), {
-    requests: 0,
-    errors: 0,
-    client_errors: 0,
-    routes: 0,
-  });
+  const totals = rows.reduce(
+    (t, r) => ({
+      requests: t.requests + r.requests,
+      errors: t.errors + r.errors,
+      client_errors: t.client_errors + r.client_errors,
+      routes: t.routes + 1,
+    }),
+    {
+      requests: 0,
+      errors: 0,
+      client_errors: 0,
+      routes: 0,
+    },
+  );
   return { data: rows.slice(0, f.limit ?? 100), totals };
 }
 

@@ -4,7 +4,9 @@
  */
 
 /** Upper bounds of the latency buckets, ms; one more overflow bucket follows. */
-export const LATENCY_BOUNDS_MS = [1, 2, 3, 5, 8, 13, 20, 30, 50, 75, 100, 150, 250, 400, 600, 1000, 1500, 2500, 4000, 6000, 10000, 20000, 30000, 60000] as const;
+export const LATENCY_BOUNDS_MS = [
+  1, 2, 3, 5, 8, 13, 20, 30, 50, 75, 100, 150, 250, 400, 600, 1000, 1500, 2500, 4000, 6000, 10000, 20000, 30000, 60000,
+] as const;
 
 /** Number of buckets (bounds + overflow). */
 export const BUCKETS = LATENCY_BOUNDS_MS.length + 1;

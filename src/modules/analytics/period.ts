@@ -7,7 +7,12 @@ import type { UsageTotals } from '../sessions/usage.js';
 
 export type Window = '24h' | '7d' | '30d' | '90d';
 
-const WINDOW_MS: Record<Window, number> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, '90d': 90 * 86_400_000 };
+const WINDOW_MS: Record<Window, number> = {
+  '24h': 86_400_000,
+  '7d': 7 * 86_400_000,
+  '30d': 30 * 86_400_000,
+  '90d': 90 * 86_400_000,
+};
 /** Longest `from`..`to` span, days. */
 export const MAX_PERIOD_DAYS = 366;
 
@@ -27,14 +32,20 @@ export function periodView(p: Period) {
 }
 
 function badQuery(pointer: string, message: string): AppError {
-  return new AppError('validation_failed', `${pointer.slice(1)} ${message}`, { errors: [{ in: 'query', pointer, message }] });
+  return new AppError('validation_failed', `${pointer.slice(1)} ${message}`, {
+    errors: [{ in: 'query', pointer, message }],
+  });
 }
 
 /**
  * Resolve `window` or `from`/`to` (default: `def` ending now).
  * @throws AppError validation_failed (both given, from ≥ to, span over 366 days)
  */
-export function resolvePeriod(q: { window?: Window; from?: string; to?: string }, def: Window, now = new Date()): Period {
+export function resolvePeriod(
+  q: { window?: Window; from?: string; to?: string },
+  def: Window,
+  now = new Date(),
+): Period {
   if (q.window && (q.from || q.to)) throw badQuery('/window', 'cannot be combined with from/to');
   let from: Date;
   let to: Date;
@@ -44,20 +55,32 @@ export function resolvePeriod(q: { window?: Window; from?: string; to?: string }
     if (Number.isNaN(from.getTime())) throw badQuery('/from', 'must be an ISO 8601 date-time');
     if (Number.isNaN(to.getTime())) throw badQuery('/to', 'must be an ISO 8601 date-time');
     if (from.getTime() >= to.getTime()) throw badQuery('/from', 'must be before to');
-    if (to.getTime() - from.getTime() > MAX_PERIOD_DAYS * 86_400_000) throw badQuery('/from', `must be at most ${MAX_PERIOD_DAYS} days before to`);
+    if (to.getTime() - from.getTime() > MAX_PERIOD_DAYS * 86_400_000)
+      throw badQuery('/from', `must be at most ${MAX_PERIOD_DAYS} days before to`);
   } else {
     to = now;
     from = new Date(now.getTime() - WINDOW_MS[q.window ?? def]);
   }
   // `to` is exclusive: its UTC day counts only when the period reaches into it.
   const lastInstant = new Date(to.getTime() - 1);
-  return { from, to, window: q.from || q.to ? null : (q.window ?? def), fromDay: from.toISOString().slice(0, 10), toDay: lastInstant.toISOString().slice(0, 10) };
+  return {
+    from,
+    to,
+    window: q.from || q.to ? null : (q.window ?? def),
+    fromDay: from.toISOString().slice(0, 10),
+    toDay: lastInstant.toISOString().slice(0, 10),
+  };
 }
 
 /** Every UTC day of the period, `YYYY-MM-DD`, oldest first. */
 export function daysOf(p: Period): string[] {
   const out: string[] = [];
-  for (let d = new Date(`${p.fromDay}T00:00:00Z`); d.toISOString().slice(0, 10) <= p.toDay; d = new Date(d.getTime() + 86_400_000)) out.push(d.toISOString().slice(0, 10));
+  for (
+    let d = new Date(`${p.fromDay}T00:00:00Z`);
+    d.toISOString().slice(0, 10) <= p.toDay;
+    d = new Date(d.getTime() + 86_400_000)
+  )
+    out.push(d.toISOString().slice(0, 10));
   return out;
 }
 
@@ -68,7 +91,13 @@ export function rate(part: number, whole: number): number | null {
 
 /** Usage totals as shown in answers (with `success_rate`). */
 export function usageView(t: UsageTotals) {
-  return { calls: t.calls, successes: t.successes, failures: t.failures, success_rate: rate(t.successes, t.calls), avg_duration_ms: t.avg_duration_ms };
+  return {
+    calls: t.calls,
+    successes: t.successes,
+    failures: t.failures,
+    success_rate: rate(t.successes, t.calls),
+    avg_duration_ms: t.avg_duration_ms,
+  };
 }
 
 /** Daily series with every day of the period (zeros where nothing happened), PostHog-style. */
@@ -76,6 +105,12 @@ export function filledDays(p: Period, rows: Array<UsageTotals & { day: string }>
   const byDay = new Map(rows.map((r) => [r.day, r]));
   return daysOf(p).map((day) => {
     const r = byDay.get(day);
-    return { day, calls: r?.calls ?? 0, successes: r?.successes ?? 0, failures: r?.failures ?? 0, avg_duration_ms: r?.avg_duration_ms ?? 0 };
+    return {
+      day,
+      calls: r?.calls ?? 0,
+      successes: r?.successes ?? 0,
+      failures: r?.failures ?? 0,
+      avg_duration_ms: r?.avg_duration_ms ?? 0,
+    };
   });
 }

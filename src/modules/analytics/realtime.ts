@@ -93,7 +93,12 @@ export class RealtimeCounters {
         cell.lat.forEach((n, i) => {
           if (n) pipe.hincrby(key, `l${i}`, n);
         });
-        pipe.eval(`local m = tonumber(redis.call('HGET', KEYS[1], 'm') or '0'); if tonumber(ARGV[1]) > m then redis.call('HSET', KEYS[1], 'm', ARGV[1]) end; return 1`, 1, key, String(Math.round(cell.max)));
+        pipe.eval(
+          `local m = tonumber(redis.call('HGET', KEYS[1], 'm') or '0'); if tonumber(ARGV[1]) > m then redis.call('HSET', KEYS[1], 'm', ARGV[1]) end; return 1`,
+          1,
+          key,
+          String(Math.round(cell.max)),
+        );
         pipe.expire(key, KEY_TTL_S);
       }
     }

@@ -61,31 +61,73 @@ export async function analyticsRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   await app.register(async (scope) => {
     requireAuth(scope, ctx.auth, { principals: ['user'], roles: ['pro', 'enterprise', 'admin'] });
     const r = scope.withTypeProvider<TypeBoxTypeProvider>();
-    r.get('/analytics/user',
-      op('analytics.user', "The caller's usage: totals, success rate, latency, daily series, top tools and services, sessions, memories", report(UserQuery, UserAnalytics)),
-      async (req) => userAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d')));
-    r.get('/analytics/services',
-      op('analytics.services', "Usage per service: all users' calls of services the caller owns (aggregated), and the caller's own calls", report(ServicesQuery, ServicesAnalytics, 404)),
-      async (req) => servicesAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d'), req.query));
-    r.get('/analytics/tools',
-      op('analytics.tools', "Usage per tool: the caller's calls (scope=mine) or all users' calls of owned tools (scope=owned)", report(ToolsQuery, ToolsAnalytics, 404)),
-      async (req) => toolsAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d'), req.query));
-    r.get('/analytics/sessions',
-      op('analytics.sessions', "The caller's sessions: counts by status, durations, executions per session, daily series", report(SessionsQuery, SessionsAnalytics)),
-      async (req) => sessionsAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d'), req.query));
-    r.get('/analytics/realtime',
-      op('analytics.realtime', 'Last 1 and 5 minutes: requests, errors, latency, executions, active sessions', report(RealtimeQuery, RealtimeAnalytics)),
-      async (req) => realtimeAnalytics(ctx, principalOf(req), req.query));
+    r.get(
+      '/analytics/user',
+      op(
+        'analytics.user',
+        "The caller's usage: totals, success rate, latency, daily series, top tools and services, sessions, memories",
+        report(UserQuery, UserAnalytics),
+      ),
+      async (req) => userAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d')),
+    );
+    r.get(
+      '/analytics/services',
+      op(
+        'analytics.services',
+        "Usage per service: all users' calls of services the caller owns (aggregated), and the caller's own calls",
+        report(ServicesQuery, ServicesAnalytics, 404),
+      ),
+      async (req) => servicesAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d'), req.query),
+    );
+    r.get(
+      '/analytics/tools',
+      op(
+        'analytics.tools',
+        "Usage per tool: the caller's calls (scope=mine) or all users' calls of owned tools (scope=owned)",
+        report(ToolsQuery, ToolsAnalytics, 404),
+      ),
+      async (req) => toolsAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d'), req.query),
+    );
+    r.get(
+      '/analytics/sessions',
+      op(
+        'analytics.sessions',
+        "The caller's sessions: counts by status, durations, executions per session, daily series",
+        report(SessionsQuery, SessionsAnalytics),
+      ),
+      async (req) => sessionsAnalytics(ctx, userOf(req).userId, resolvePeriod(req.query, '30d'), req.query),
+    );
+    r.get(
+      '/analytics/realtime',
+      op(
+        'analytics.realtime',
+        'Last 1 and 5 minutes: requests, errors, latency, executions, active sessions',
+        report(RealtimeQuery, RealtimeAnalytics),
+      ),
+      async (req) => realtimeAnalytics(ctx, principalOf(req), req.query),
+    );
   });
 
   await app.register(async (scope) => {
     requireAuth(scope, ctx.auth, { principals: ['user'], roles: ['admin'] });
     const r = scope.withTypeProvider<TypeBoxTypeProvider>();
-    r.get('/analytics/system',
-      op('analytics.system', 'Platform totals: users, services, executions, error rate, agents, deployments, memories, requests (admin)', report(SystemQuery, SystemAnalytics)),
-      async (req) => systemAnalytics(ctx, resolvePeriod(req.query, '30d')));
-    r.get('/analytics/endpoints',
-      op('analytics.endpoints', 'Per-route requests, errors and latency percentiles (admin)', report(EndpointsQuery, EndpointsAnalytics)),
-      async (req) => endpointsAnalytics(ctx, resolvePeriod(req.query, '24h'), req.query));
+    r.get(
+      '/analytics/system',
+      op(
+        'analytics.system',
+        'Platform totals: users, services, executions, error rate, agents, deployments, memories, requests (admin)',
+        report(SystemQuery, SystemAnalytics),
+      ),
+      async (req) => systemAnalytics(ctx, resolvePeriod(req.query, '30d')),
+    );
+    r.get(
+      '/analytics/endpoints',
+      op(
+        'analytics.endpoints',
+        'Per-route requests, errors and latency percentiles (admin)',
+        report(EndpointsQuery, EndpointsAnalytics),
+      ),
+      async (req) => endpointsAnalytics(ctx, resolvePeriod(req.query, '24h'), req.query),
+    );
   });
 }

@@ -51,7 +51,15 @@ export const UserAnalytics = Type.Object({
     p95_duration_ms: Nullable(Type.Integer()),
   }),
   by_day: Type.Array(Day),
-  top_tools: Type.Array(Type.Object({ tool_id: Type.String(), tool_name: Type.String(), service_id: Type.String(), service_name: Nullable(Type.String()), ...Usage })),
+  top_tools: Type.Array(
+    Type.Object({
+      tool_id: Type.String(),
+      tool_name: Type.String(),
+      service_id: Type.String(),
+      service_name: Nullable(Type.String()),
+      ...Usage,
+    }),
+  ),
   top_services: Type.Array(Type.Object({ service_id: Type.String(), service_name: Nullable(Type.String()), ...Usage })),
   sessions: Type.Object({ total: Type.Integer(), active: Type.Integer(), created_in_period: Type.Integer() }),
   memories: Type.Object({
@@ -64,18 +72,28 @@ export const UserAnalytics = Type.Object({
 // ------------------------------------------------------------------ services
 
 export const ServicesQuery = periodQuery('30d', {
-  service_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'one service: adds by_day and tools' })),
+  service_id: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'one service: adds by_day and tools' }),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
 });
 
 const Breakdown = { ...Usage, last_day: Nullable(Type.String()) };
-const OwnerBreakdown = Type.Object({ ...Breakdown, unique_users: Type.Integer({ description: 'distinct accounts that called it' }) });
+const OwnerBreakdown = Type.Object({
+  ...Breakdown,
+  unique_users: Type.Integer({ description: 'distinct accounts that called it' }),
+});
 
 export const ServicesAnalytics = Type.Object({
   period: PeriodSchema,
   data: Type.Array(
     Type.Object({
-      service: Type.Object({ id: Type.String(), name: Type.String(), display_name: Type.String(), status: Type.String() }),
+      service: Type.Object({
+        id: Type.String(),
+        name: Type.String(),
+        display_name: Type.String(),
+        status: Type.String(),
+      }),
       owned: Type.Boolean(),
       usage: Nullable(OwnerBreakdown),
       my_usage: Type.Object(Breakdown),
@@ -99,7 +117,11 @@ export const ServicesAnalytics = Type.Object({
 // ------------------------------------------------------------------ tools
 
 export const ToolsQuery = periodQuery('30d', {
-  scope: Type.Optional(Type.Union([Type.Literal('mine'), Type.Literal('owned')], { description: "mine: the caller's calls (default); owned: all users' calls of the caller's services' tools" })),
+  scope: Type.Optional(
+    Type.Union([Type.Literal('mine'), Type.Literal('owned')], {
+      description: "mine: the caller's calls (default); owned: all users' calls of the caller's services' tools",
+    }),
+  ),
   service_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
 });
@@ -123,7 +145,9 @@ export const ToolsAnalytics = Type.Object({
 
 // ------------------------------------------------------------------ sessions
 
-export const SessionsQuery = periodQuery('30d', { agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) });
+export const SessionsQuery = periodQuery('30d', {
+  agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+});
 
 const Dist = (t: TSchema) => Type.Object({ avg: t, p50: t, p95: t, max: t });
 
@@ -136,14 +160,22 @@ export const SessionsAnalytics = Type.Object({
   executions_per_session: Dist(Type.Number()),
   duration_ms: Dist(Nullable(Type.Integer())),
   by_day: Type.Array(Type.Object({ day: Type.String(), sessions: Type.Integer(), executions: Type.Integer() })),
-  by_agent: Type.Array(Type.Object({ agent_id: Nullable(Type.String()), sessions: Type.Integer(), executions: Type.Integer() })),
+  by_agent: Type.Array(
+    Type.Object({ agent_id: Nullable(Type.String()), sessions: Type.Integer(), executions: Type.Integer() }),
+  ),
   currently_active: Type.Integer({ description: 'active sessions now, whenever created' }),
 });
 
 // ------------------------------------------------------------------ realtime
 
 export const RealtimeQuery = Type.Object(
-  { scope: Type.Optional(Type.Union([Type.Literal('account'), Type.Literal('system')], { description: "account (default): the caller's; system: the platform (admin)" })) },
+  {
+    scope: Type.Optional(
+      Type.Union([Type.Literal('account'), Type.Literal('system')], {
+        description: "account (default): the caller's; system: the platform (admin)",
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -166,7 +198,9 @@ const RealtimeWindow = Type.Object({
 export const RealtimeAnalytics = Type.Object({
   at: Timestamp,
   scope: Type.String(),
-  backend: Type.Union([Type.Literal('redis'), Type.Literal('memory')], { description: 'redis: shared by all instances; memory: this instance only' }),
+  backend: Type.Union([Type.Literal('redis'), Type.Literal('memory')], {
+    description: 'redis: shared by all instances; memory: this instance only',
+  }),
   last_1m: RealtimeWindow,
   last_5m: RealtimeWindow,
   active_sessions: Type.Integer({ description: 'active sessions with activity in the last 5 minutes' }),
@@ -180,7 +214,12 @@ export const SystemQuery = periodQuery('30d', {});
 
 export const SystemAnalytics = Type.Object({
   period: PeriodSchema,
-  users: Type.Object({ total: Type.Integer(), created_in_period: Type.Integer(), active_in_period: Type.Integer(), by_role: Counts }),
+  users: Type.Object({
+    total: Type.Integer(),
+    created_in_period: Type.Integer(),
+    active_in_period: Type.Integer(),
+    by_role: Counts,
+  }),
   services: Type.Object({ total: Type.Integer(), by_status: Counts }),
   tools: Type.Object({ total: Type.Integer() }),
   executions: Type.Object({ ...Usage, error_rate: Nullable(Type.Number()) }),
@@ -190,21 +229,37 @@ export const SystemAnalytics = Type.Object({
   invocations: Type.Object({ total: Type.Integer(), by_status: Counts }),
   memories: Type.Object({ total: Type.Integer(), by_source: Counts, summaries: Type.Integer() }),
   subscriptions: Type.Object({ active: Type.Integer(), canceled: Type.Integer(), by_plan: Counts }),
-  requests: Type.Object({ total: Type.Integer(), errors: Type.Integer(), client_errors: Type.Integer(), error_rate: Nullable(Type.Number()), routes: Type.Integer() }),
+  requests: Type.Object({
+    total: Type.Integer(),
+    errors: Type.Integer(),
+    client_errors: Type.Integer(),
+    error_rate: Nullable(Type.Number()),
+    routes: Type.Integer(),
+  }),
 });
 
 // ------------------------------------------------------------------ endpoints
 
 export const EndpointsQuery = periodQuery('24h', {
   method: Type.Optional(Type.String({ pattern: '^[A-Za-z]{3,7}$' })),
-  route: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'route template prefix, e.g. /v1/agents' })),
-  sort: Type.Optional(Type.Union([Type.Literal('requests'), Type.Literal('p95'), Type.Literal('errors')], { default: 'requests' })),
+  route: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'route template prefix, e.g. /v1/agents' }),
+  ),
+  sort: Type.Optional(
+    Type.Union([Type.Literal('requests'), Type.Literal('p95'), Type.Literal('errors')], { default: 'requests' }),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
 });
 
 export const EndpointsAnalytics = Type.Object({
   period: PeriodSchema,
-  totals: Type.Object({ requests: Type.Integer(), errors: Type.Integer(), client_errors: Type.Integer(), error_rate: Nullable(Type.Number()), routes: Type.Integer() }),
+  totals: Type.Object({
+    requests: Type.Integer(),
+    errors: Type.Integer(),
+    client_errors: Type.Integer(),
+    error_rate: Nullable(Type.Number()),
+    routes: Type.Integer(),
+  }),
   data: Type.Array(
     Type.Object({
       method: Type.String(),

@@ -19,8 +19,17 @@ import { countDeployments } from '../deployments/stats.js';
 import { countUsers } from '../identity/stats.js';
 import { countMemories } from '../memory/stats.js';
 import { countCatalog, getCatalogServices, listCatalogToolsOf, listOwnedCatalogServices } from '../registry/catalog.js';
-import { activeSessionCount, countSessions, executionLatency, recentExecutions, sessionStats, uniqueUsers, usageBreakdown, type UsageBreakdownRow } from '../sessions/stats.js';
-import { topServices, topTools, usageByDay, usageTotals, type UsageTotals } from '../sessions/usage.js';
+import {
+  activeSessionCount,
+  countSessions,
+  executionLatency,
+  recentExecutions,
+  sessionStats,
+  uniqueUsers,
+  usageBreakdown,
+  type UsageBreakdownRow,
+} from '../sessions/stats.js';
+import { topServices, topTools, usageByDay, usageTotals } from '../sessions/usage.js';
 import { countSubscriptions } from '../subscriptions/stats.js';
 import { EndpointRecorder, readEndpointStats } from './endpoints.js';
 import { RealtimeCounters } from './realtime.js';
@@ -60,14 +69,30 @@ export async function userAnalytics(ctx: AppContext, userId: string, period: Per
     countSessions(ctx, { userId, since: period.from, until: period.to }),
     countMemories(ctx, { userId }),
   ]);
-  const names = new Map((await getCatalogServices(ctx, '*', [...new Set([...tools.map((t) => t.service_id), ...services.map((s) => s.service_id)])])).map((s) => [s.id, s]));
+  const names = new Map(
+    (
+      await getCatalogServices(ctx, '*', [
+        ...new Set([...tools.map((t) => t.service_id), ...services.map((s) => s.service_id)]),
+      ])
+    ).map((s) => [s.id, s]),
+  );
   const lat = latency[0];
   return {
     period: periodView(period),
     totals: { ...usageView(totals), p50_duration_ms: lat?.p50_ms ?? null, p95_duration_ms: lat?.p95_ms ?? null },
     by_day: filledDays(period, byDay),
-    top_tools: tools.map((t) => ({ tool_id: t.tool_id, tool_name: t.tool_name, service_id: t.service_id, service_name: names.get(t.service_id)?.name ?? null, ...usageView(t) })),
-    top_services: services.map((s) => ({ service_id: s.service_id, service_name: names.get(s.service_id)?.name ?? null, ...usageView(s) })),
+    top_tools: tools.map((t) => ({
+      tool_id: t.tool_id,
+      tool_name: t.tool_name,
+      service_id: t.service_id,
+      service_name: names.get(t.service_id)?.name ?? null,
+      ...usageView(t),
+    })),
+    top_services: services.map((s) => ({
+      service_id: s.service_id,
+      service_name: names.get(s.service_id)?.name ?? null,
+      ...usageView(s),
+    })),
     sessions,
     memories,
   };
@@ -98,7 +123,12 @@ function ownerBreakdownView(r: UsageBreakdownRow | undefined) {
  * breakdown (all users' for an owned service, the caller's otherwise).
  * @throws AppError not_found (serviceId neither owned, visible, nor called by the caller)
  */
-export async function servicesAnalytics(ctx: AppContext, userId: string, period: Period, q: { service_id?: string; limit?: number }) {
+export async function servicesAnalytics(
+  ctx: AppContext,
+  userId: string,
+  period: Period,
+  q: { service_id?: string; limit?: number },
+) {
   const days = { sinceDay: period.fromDay, untilDay: period.toDay };
   const owned = await listOwnedCatalogServices(ctx, userId);
   const ownedIds = owned.map((s) => s.id);
@@ -110,9 +140,21 @@ export async function servicesAnalytics(ctx: AppContext, userId: string, period:
   const mineBy = new Map(mine.map((r) => [r.key, r]));
   const ownedSet = new Set(ownedIds);
   const ids = q.service_id ? [q.service_id] : [...new Set([...ownedIds, ...mine.map((r) => r.key)])];
-  const details = new Map([...owned, ...(await getCatalogServices(ctx, '*', ids.filter((id) => !ownedSet.has(id))))].map((s) => [s.id, s]));
+  const details = new Map(
+    [
+      ...owned,
+      ...(await getCatalogServices(
+        ctx,
+        '*',
+        ids.filter((id) => !ownedSet.has(id)),
+      )),
+    ].map((s) => [s.id, s]),
+  );
   if (q.service_id) {
-    const visible = ownedSet.has(q.service_id) || mineBy.has(q.service_id) || (await getCatalogServices(ctx, userId, [q.service_id])).length > 0;
+    const visible =
+      ownedSet.has(q.service_id) ||
+      mineBy.has(q.service_id) ||
+      (await getCatalogServices(ctx, userId, [q.service_id])).length > 0;
     if (!visible || !details.has(q.service_id)) throw notFound('Service');
   }
   const data = ids
@@ -121,13 +163,23 @@ export async function servicesAnalytics(ctx: AppContext, userId: string, period:
       const s = details.get(id)!;
       const isOwned = ownedSet.has(id);
       return {
-        service: { id: s.id, name: s.name, display_name: s.display_name, status: isOwned || s.status === 'published' ? s.status : 'unavailable' },
+        service: {
+          id: s.id,
+          name: s.name,
+          display_name: s.display_name,
+          status: isOwned || s.status === 'published' ? s.status : 'unavailable',
+        },
         owned: isOwned,
         usage: isOwned ? ownerBreakdownView(allBy.get(id)) : null,
         my_usage: breakdownView(mineBy.get(id)),
       };
     })
-    .sort((a, b) => Number(b.owned) - Number(a.owned) || (b.usage?.calls ?? 0) - (a.usage?.calls ?? 0) || b.my_usage.calls - a.my_usage.calls)
+    .sort(
+      (a, b) =>
+        Number(b.owned) - Number(a.owned) ||
+        (b.usage?.calls ?? 0) - (a.usage?.calls ?? 0) ||
+        b.my_usage.calls - a.my_usage.calls,
+    )
     .slice(0, q.limit ?? 100);
   if (!q.service_id) return { period: periodView(period), data };
 
@@ -137,13 +189,34 @@ export async function servicesAnalytics(ctx: AppContext, userId: string, period:
   const [byDay, tools, latency, toolRefs] = await Promise.all([
     usageByDay(ctx, { ...scope, serviceId: id, since: period.fromDay, until: period.toDay }),
     usageBreakdown(ctx, { by: 'tool', serviceIds: [id], ...scope, ...days, limit: 1000 }),
-    listCatalogToolsOf(ctx, [id]).then((t) => executionLatency(ctx, { ...scope, toolIds: t.map((x) => x.id), since: period.from, until: period.to, groupBy: 'tool' })),
+    listCatalogToolsOf(ctx, [id]).then((t) =>
+      executionLatency(ctx, {
+        ...scope,
+        toolIds: t.map((x) => x.id),
+        since: period.from,
+        until: period.to,
+        groupBy: 'tool',
+      }),
+    ),
     isOwned ? listCatalogToolsOf(ctx, [id]) : Promise.resolve([]),
   ]);
   const latBy = new Map(latency.map((l) => [l.key, l]));
   const toolRows = new Map(tools.map((t) => [t.key, t]));
   // An owner sees every tool, called or not.
-  for (const t of toolRefs) if (!toolRows.has(t.id)) toolRows.set(t.id, { key: t.id, service_id: id, tool_name: t.name, calls: 0, successes: 0, failures: 0, total_duration_ms: 0, avg_duration_ms: 0, unique_users: 0, last_day: null });
+  for (const t of toolRefs)
+    if (!toolRows.has(t.id))
+      toolRows.set(t.id, {
+        key: t.id,
+        service_id: id,
+        tool_name: t.name,
+        calls: 0,
+        successes: 0,
+        failures: 0,
+        total_duration_ms: 0,
+        avg_duration_ms: 0,
+        unique_users: 0,
+        last_day: null,
+      });
   return {
     period: periodView(period),
     data: data.map((d) => ({
@@ -167,12 +240,23 @@ export async function servicesAnalytics(ctx: AppContext, userId: string, period:
  * users' calls (aggregated, with distinct user counts) of the tools of services the caller owns,
  * including tools nobody called. Latency percentiles from the executions of the period.
  */
-export async function toolsAnalytics(ctx: AppContext, userId: string, period: Period, q: { scope?: 'mine' | 'owned'; service_id?: string; limit?: number }) {
+export async function toolsAnalytics(
+  ctx: AppContext,
+  userId: string,
+  period: Period,
+  q: { scope?: 'mine' | 'owned'; service_id?: string; limit?: number },
+) {
   const scope = q.scope ?? 'mine';
   const days = { sinceDay: period.fromDay, untilDay: period.toDay };
   const limit = q.limit ?? 50;
   if (scope === 'mine') {
-    const rows = await usageBreakdown(ctx, { by: 'tool', userId, ...(q.service_id ? { serviceIds: [q.service_id] } : {}), ...days, limit });
+    const rows = await usageBreakdown(ctx, {
+      by: 'tool',
+      userId,
+      ...(q.service_id ? { serviceIds: [q.service_id] } : {}),
+      ...days,
+      limit,
+    });
     const [latency, services] = await Promise.all([
       executionLatency(ctx, { userId, since: period.from, until: period.to, groupBy: 'tool' }),
       getCatalogServices(ctx, '*', [...new Set(rows.map((r) => r.service_id))]),
@@ -202,7 +286,14 @@ export async function toolsAnalytics(ctx: AppContext, userId: string, period: Pe
   const toolRefs = await listCatalogToolsOf(ctx, serviceIds);
   const [rows, latency] = await Promise.all([
     serviceIds.length ? usageBreakdown(ctx, { by: 'tool', serviceIds, ...days, limit: 1000 }) : [],
-    toolRefs.length ? executionLatency(ctx, { toolIds: toolRefs.map((t) => t.id), since: period.from, until: period.to, groupBy: 'tool' }) : [],
+    toolRefs.length
+      ? executionLatency(ctx, {
+          toolIds: toolRefs.map((t) => t.id),
+          since: period.from,
+          until: period.to,
+          groupBy: 'tool',
+        })
+      : [],
   ]);
   const byTool = new Map(rows.map((r) => [r.key, r]));
   const latBy = new Map(latency.map((l) => [l.key, l]));
@@ -235,7 +326,11 @@ export async function sessionsAnalytics(ctx: AppContext, userId: string, period:
     period: periodView(period),
     ...stats,
     currently_active: now.active,
-    by_day: daysOf(period).map((day) => ({ day, sessions: byDay.get(day)?.sessions ?? 0, executions: byDay.get(day)?.executions ?? 0 })),
+    by_day: daysOf(period).map((day) => ({
+      day,
+      sessions: byDay.get(day)?.sessions ?? 0,
+      executions: byDay.get(day)?.executions ?? 0,
+    })),
   };
 }
 
@@ -249,7 +344,8 @@ export async function sessionsAnalytics(ctx: AppContext, userId: string, period:
  */
 export async function realtimeAnalytics(ctx: AppContext, principal: Principal, q: { scope?: 'account' | 'system' }) {
   const scope = q.scope ?? 'account';
-  if (scope === 'system' && !principal.roles.includes('admin')) throw new AppError('insufficient_role', 'scope=system needs the admin role');
+  if (scope === 'system' && !principal.roles.includes('admin'))
+    throw new AppError('insufficient_role', 'scope=system needs the admin role');
   const account = accountOf(principal);
   const userId = scope === 'system' ? undefined : account;
   const now = new Date();
@@ -282,18 +378,19 @@ export async function realtimeAnalytics(ctx: AppContext, principal: Principal, q
 /** Platform totals through each module's counting functions, plus traffic from the per-route aggregates. */
 export async function systemAnalytics(ctx: AppContext, period: Period) {
   await runtimeOf(ctx).endpoints.flush();
-  const [users, catalog, usage, activeUsers, sessions, agents, deployments, memories, subscriptions, traffic] = await Promise.all([
-    countUsers(ctx, { since: period.from, until: period.to }),
-    countCatalog(ctx),
-    usageTotals(ctx, { since: period.fromDay, until: period.toDay }),
-    uniqueUsers(ctx, { sinceDay: period.fromDay, untilDay: period.toDay }),
-    countSessions(ctx, { since: period.from, until: period.to }),
-    countAgents(ctx),
-    countDeployments(ctx, { since: period.from, until: period.to }),
-    countMemories(ctx),
-    countSubscriptions(ctx),
-    readEndpointStats(ctx, { from: period.from, to: period.to, limit: 1 }),
-  ]);
+  const [users, catalog, usage, activeUsers, sessions, agents, deployments, memories, subscriptions, traffic] =
+    await Promise.all([
+      countUsers(ctx, { since: period.from, until: period.to }),
+      countCatalog(ctx),
+      usageTotals(ctx, { since: period.fromDay, until: period.toDay }),
+      uniqueUsers(ctx, { sinceDay: period.fromDay, untilDay: period.toDay }),
+      countSessions(ctx, { since: period.from, until: period.to }),
+      countAgents(ctx),
+      countDeployments(ctx, { since: period.from, until: period.to }),
+      countMemories(ctx),
+      countSubscriptions(ctx),
+      readEndpointStats(ctx, { from: period.from, to: period.to, limit: 1 }),
+    ]);
   return {
     period: periodView(period),
     users: { ...users, active_in_period: activeUsers },
@@ -306,7 +403,13 @@ export async function systemAnalytics(ctx: AppContext, period: Period) {
     invocations: deployments.invocations,
     memories,
     subscriptions,
-    requests: { total: traffic.totals.requests, errors: traffic.totals.errors, client_errors: traffic.totals.client_errors, error_rate: rate(traffic.totals.errors, traffic.totals.requests), routes: traffic.totals.routes },
+    requests: {
+      total: traffic.totals.requests,
+      errors: traffic.totals.errors,
+      client_errors: traffic.totals.client_errors,
+      error_rate: rate(traffic.totals.errors, traffic.totals.requests),
+      routes: traffic.totals.routes,
+    },
   };
 }
 
@@ -317,8 +420,23 @@ export async function systemAnalytics(ctx: AppContext, period: Period) {
  * from the persisted aggregates of every instance (this instance's pending minute cells are
  * flushed first).
  */
-export async function endpointsAnalytics(ctx: AppContext, period: Period, q: { method?: string; route?: string; sort?: 'requests' | 'p95' | 'errors'; limit?: number }) {
+export async function endpointsAnalytics(
+  ctx: AppContext,
+  period: Period,
+  q: { method?: string; route?: string; sort?: 'requests' | 'p95' | 'errors'; limit?: number },
+) {
   await runtimeOf(ctx).endpoints.flush();
-  const res = await readEndpointStats(ctx, { method: q.method, route: q.route, sort: q.sort, limit: q.limit, from: period.from, to: period.to });
-  return { period: periodView(period), totals: { ...res.totals, error_rate: rate(res.totals.errors, res.totals.requests) }, data: res.data };
+  const res = await readEndpointStats(ctx, {
+    method: q.method,
+    route: q.route,
+    sort: q.sort,
+    limit: q.limit,
+    from: period.from,
+    to: period.to,
+  });
+  return {
+    period: periodView(period),
+    totals: { ...res.totals, error_rate: rate(res.totals.errors, res.totals.requests) },
+    data: res.data,
+  };
 }

@@ -5,20 +5,28 @@ import { Nullable, Timestamp } from '../../http/schemas.js';
 
 /** One scope word of the credential vocabulary (`http/auth.ts` CREDENTIAL_SCOPES). */
 export const ScopeSchema = Type.Enum(CREDENTIAL_SCOPES, {
-  description: 'memory:read, memory:write, permissions:manage, tools:execute (as agent tokens), agents:manage (create and manage agents), api_keys:manage (create, list and revoke keys)',
+  description:
+    'memory:read, memory:write, permissions:manage, tools:execute (as agent tokens), agents:manage (create and manage agents), api_keys:manage (create, list and revoke keys)',
 });
 
 export const ApiKeySchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   prefix: Type.String({ description: 'first characters of the key, to tell keys apart' }),
-  scopes: Type.Array(ScopeSchema, { description: 'what the key may do; a key created without `scopes` has every scope' }),
+  scopes: Type.Array(ScopeSchema, {
+    description: 'what the key may do; a key created without `scopes` has every scope',
+  }),
   last_used_at: Nullable(Timestamp),
-  expires_at: Nullable(Timestamp, { description: 'after this instant the key answers 401 token_expired; null = never' }),
+  expires_at: Nullable(Timestamp, {
+    description: 'after this instant the key answers 401 token_expired; null = never',
+  }),
   created_at: Timestamp,
 });
 
-export const CreatedApiKeySchema = Type.Intersect([ApiKeySchema, Type.Object({ key: Type.String({ description: 'the secret; shown only in this answer' }) })]);
+export const CreatedApiKeySchema = Type.Intersect([
+  ApiKeySchema,
+  Type.Object({ key: Type.String({ description: 'the secret; shown only in this answer' }) }),
+]);
 
 export const CreateApiKeyBody = Type.Object(
   {
@@ -28,7 +36,8 @@ export const CreateApiKeyBody = Type.Object(
       Type.Array(ScopeSchema, {
         uniqueItems: true,
         maxItems: CREDENTIAL_SCOPES.length,
-        description: "default: the creating credential's scopes (every scope for a user's own token); an API key may only give a subset of its own (403 exceeds_credential)",
+        description:
+          "default: the creating credential's scopes (every scope for a user's own token); an API key may only give a subset of its own (403 exceeds_credential)",
       }),
     ),
   },

@@ -13,7 +13,14 @@ import type { AppContext } from '../../context.js';
 import { apiKeys, users } from '../../db/schema/index.js';
 import { revokeLive } from '../../db/revoke.js';
 import { AppError, notFound } from '../../http/errors.js';
-import { CREDENTIAL_SCOPES, hasScope, requireScope, requireWithin, type Scope, type UserPrincipal } from '../../http/auth.js';
+import {
+  CREDENTIAL_SCOPES,
+  hasScope,
+  requireScope,
+  requireWithin,
+  type Scope,
+  type UserPrincipal,
+} from '../../http/auth.js';
 import { hashSecret, newId, newSecret, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import type { ApiKeySchema, CreateApiKeyBody } from './schemas.js';
@@ -45,35 +52,62 @@ const view = (k: ApiKeyRow): ApiKeyView => ({
  * @throws AppError insufficient_scope | exceeds_credential (scopes, or an expiry later than the
  *   creating key's) | validation_failed (expiry in the past)
  */
-export async function createApiKey(ctx: AppContext, creator: UserPrincipal, input: Static<typeof CreateApiKeyBody>): Promise<ApiKeyView & { key: string }> {
+export async function createApiKey(
+  ctx: AppContext,
+  creator: UserPrincipal,
+  input: Static<typeof CreateApiKeyBody>,
+): Promise<ApiKeyView & { key: string }> {
   requireScope(creator, 'api_keys:manage');
-  const scopes = input.scopes ? CREDENTIAL_SCOPES.filter((s) => input.scopes!.includes(s)) : CREDENTIAL_SCOPES.filter((s) => hasScope(creator, s));
+  const scopes = input.scopes
+    ? CREDENTIAL_SCOPES.filter((s) => input.scopes!.includes(s))
+    : CREDENTIAL_SCOPES.filter((s) => hasScope(creator, s));
   requireWithin(creator, scopes, 'an API key');
   let expiresAt = input.expires_at ? new Date(input.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
-    throw new AppError('validation_failed', 'expires_at must be in the future', { errors: [{ in: 'body', pointer: '/expires_at', message: 'must be in the future' }] });
+    throw new AppError('validation_failed', 'expires_at must be in the future', {
+      errors: [{ in: 'body', pointer: '/expires_at', message: 'must be in the future' }],
+    });
   }
   const ceiling = creator.via === 'api_key' ? creator.expiresAt : undefined;
   if (ceiling) {
     if (expiresAt && expiresAt > ceiling) {
-      throw new AppError('exceeds_credential', `This key expires at ${ceiling.toISOString()}; a key it creates cannot outlive it (expires_at at most that)`, {
-        extra: { max_expires_at: ceiling.toISOString() },
-      });
+      throw new AppError(
+        'exceeds_credential',
+        `This key expires at ${ceiling.toISOString()}; a key it creates cannot outlive it (expires_at at most that)`,
+        {
+          extra: { max_expires_at: ceiling.toISOString() },
+        },
+      );
     }
     expiresAt ??= ceiling;
   }
   const key = newSecret('apk');
   const [row] = await ctx.db
     .insert(apiKeys)
-    .values({ id: newId('key'), userId: creator.userId, name: input.name, prefix: key.slice(0, 12), keyHash: hashSecret(key), expiresAt, scopes })
+    .values({
+      id: newId('key'),
+      userId: creator.userId,
+      name: input.name,
+      prefix: key.slice(0, 12),
+      keyHash: hashSecret(key),
+      expiresAt,
+      scopes,
+    })
     .returning();
   return { ...view(row), key };
 }
 
 /** The account's live (not revoked) keys, newest first. Needs `api_keys:manage`. @throws AppError insufficient_scope */
-export async function listApiKeys(ctx: AppContext, principal: UserPrincipal, q: { limit?: number; cursor?: string }): Promise<Page<ApiKeyView>> {
+export async function listApiKeys(
+  ctx: AppContext,
+  principal: UserPrincipal,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<ApiKeyView>> {
   requireScope(principal, 'api_keys:manage');
-  return mapPage(await selectPage(ctx.db, apiKeys, q, [eq(apiKeys.userId, principal.userId), isNull(apiKeys.revokedAt)]), view);
+  return mapPage(
+    await selectPage(ctx.db, apiKeys, q, [eq(apiKeys.userId, principal.userId), isNull(apiKeys.revokedAt)]),
+    view,
+  );
 }
 
 /**
@@ -82,7 +116,8 @@ export async function listApiKeys(ctx: AppContext, principal: UserPrincipal, q: 
  */
 export async function revokeApiKey(ctx: AppContext, principal: UserPrincipal, id: string): Promise<void> {
   requireScope(principal, 'api_keys:manage');
-  if (!(await revokeLive(ctx.db, apiKeys, and(eq(apiKeys.id, id), eq(apiKeys.userId, principal.userId))))) throw notFound('API key');
+  if (!(await revokeLive(ctx.db, apiKeys, and(eq(apiKeys.id, id), eq(apiKeys.userId, principal.userId)))))
+    throw notFound('API key');
 }
 
 /** Minimum interval between `last_used_at` writes for one key (avoids a write per request). */
@@ -100,10 +135,14 @@ export async function resolveApiKey(ctx: AppContext, key: string): Promise<UserP
     .innerJoin(users, eq(users.id, apiKeys.userId))
     .where(eq(apiKeys.keyHash, hashSecret(key)));
   if (!row || row.key.revokedAt) throw new AppError('invalid_token', 'API key is unknown or revoked');
-  if (row.key.expiresAt && row.key.expiresAt.getTime() <= Date.now()) throw new AppError('token_expired', 'API key has expired');
+  if (row.key.expiresAt && row.key.expiresAt.getTime() <= Date.now())
+    throw new AppError('token_expired', 'API key has expired');
   const now = Date.now();
   if (!row.key.lastUsedAt || now - row.key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
-    await ctx.db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(eq(apiKeys.id, row.key.id));
+    await ctx.db
+      .update(apiKeys)
+      .set({ lastUsedAt: new Date(now) })
+      .where(eq(apiKeys.id, row.key.id));
   }
   return {
     kind: 'user',

@@ -53,19 +53,31 @@ export async function takeAuthorization(ctx: AppContext, userId: string, state: 
   const restart = 'start again with POST /connections';
   if (row.consumedAt) throw new AppError('invalid_connection_state', `this authorization was already used; ${restart}`);
   const left = row.expiresAt.getTime() - Date.now();
-  if (left <= 0) throw new AppError('invalid_connection_state', `this authorization has expired (10 minutes); ${restart}`);
-  if (!row.authorizationUrl) throw new AppError('invalid_connection_state', `this authorization predates browser binding; ${restart}`);
+  if (left <= 0)
+    throw new AppError('invalid_connection_state', `this authorization has expired (10 minutes); ${restart}`);
+  if (!row.authorizationUrl)
+    throw new AppError('invalid_connection_state', `this authorization predates browser binding; ${restart}`);
   const value = randomBytes(32).toString('base64url');
   const [bound] = await ctx.db
     .update(connectionStates)
     .set({ bindingHash: hashSecret(value) })
-    .where(and(eq(connectionStates.stateHash, stateHash), eq(connectionStates.userId, userId), isNull(connectionStates.consumedAt)))
+    .where(
+      and(
+        eq(connectionStates.stateHash, stateHash),
+        eq(connectionStates.userId, userId),
+        isNull(connectionStates.consumedAt),
+      ),
+    )
     .returning({ connectionId: connectionStates.connectionId });
   if (!bound) throw new AppError('invalid_connection_state', `this authorization was already used; ${restart}`);
   ctx.log.info({ connection_id: row.connectionId }, 'connection authorization taken by the browser');
   const cookie: BindingCookie = { name: bindingCookieName(stateHash), value, maxAge: Math.ceil(left / 1000) };
   return {
-    answer: { connection_id: row.connectionId, authorization_url: decryptSecret(ctx, row.authorizationUrl), expires_at: row.expiresAt.toISOString() },
+    answer: {
+      connection_id: row.connectionId,
+      authorization_url: decryptSecret(ctx, row.authorizationUrl),
+      expires_at: row.expiresAt.toISOString(),
+    },
     cookie,
   };
 }
@@ -78,10 +90,19 @@ export async function takeAuthorization(ctx: AppContext, userId: string, state: 
  * @throws AppError connection_not_bound (403): the flow was not taken in this browser — nothing is
  *   exchanged or stored, and the state is spent
  */
-export async function checkBinding(ctx: AppContext, state: string, cookies: Record<string, string | undefined>): Promise<string | null> {
+export async function checkBinding(
+  ctx: AppContext,
+  state: string,
+  cookies: Record<string, string | undefined>,
+): Promise<string | null> {
   const stateHash = hashSecret(state);
   const [row] = await ctx.db
-    .select({ bindingHash: connectionStates.bindingHash, consumedAt: connectionStates.consumedAt, expiresAt: connectionStates.expiresAt, connectionId: connectionStates.connectionId })
+    .select({
+      bindingHash: connectionStates.bindingHash,
+      consumedAt: connectionStates.consumedAt,
+      expiresAt: connectionStates.expiresAt,
+      connectionId: connectionStates.connectionId,
+    })
     .from(connectionStates)
     .where(eq(connectionStates.stateHash, stateHash))
     .limit(1);
@@ -93,8 +114,14 @@ export async function checkBinding(ctx: AppContext, state: string, cookies: Reco
   if (row.bindingHash && value && hashSecret(value) === row.bindingHash) return name;
   // Burn the state: the code this browser brought must not be usable later with this state (say,
   // replayed from the browser that holds the cookie). The connection itself is left as it was.
-  await ctx.db.update(connectionStates).set({ consumedAt: new Date() }).where(and(eq(connectionStates.stateHash, stateHash), isNull(connectionStates.consumedAt)));
-  ctx.log.warn({ connection_id: row.connectionId, bound: row.bindingHash !== null, cookie: value !== undefined }, 'connection callback refused: not the browser that took the flow');
+  await ctx.db
+    .update(connectionStates)
+    .set({ consumedAt: new Date() })
+    .where(and(eq(connectionStates.stateHash, stateHash), isNull(connectionStates.consumedAt)));
+  ctx.log.warn(
+    { connection_id: row.connectionId, bound: row.bindingHash !== null, cookie: value !== undefined },
+    'connection callback refused: not the browser that took the flow',
+  );
   throw new AppError(
     'connection_not_bound',
     'This authorization was not started in this browser by the signed-in owner of the connection, so nothing was connected. ' +

@@ -47,7 +47,9 @@ function nearExpiry(row: ConnectionRow): boolean {
 function grantOf(ctx: AppContext, t: ExecutableTool, client: OAuth2Client, row: ConnectionRow): CallerGrant {
   const token = decryptSecret(ctx, row.accessToken!);
   const upstreamAuth: ExecutableTool['upstreamAuth'] =
-    client.settings.token_placement === 'query' ? { type: 'query', name: 'access_token', secret: token } : { type: 'bearer', secret: token };
+    client.settings.token_placement === 'query'
+      ? { type: 'query', name: 'access_token', secret: token }
+      : { type: 'bearer', secret: token };
   return { tool: { ...t, upstreamAuth }, connection: { id: row.id, client, accessBlob: row.accessToken! } };
 }
 
@@ -56,13 +58,31 @@ function grantOf(ctx: AppContext, t: ExecutableTool, client: OAuth2Client, row: 
  * URL that reconnects the existing one — the platform's page, which only the account's user can
  * take in their signed-in browser (an agent passes it on to its owner).
  */
-async function connectionRequired(ctx: AppContext, actor: GrantActor, t: ExecutableTool, client: OAuth2Client, row: ConnectionRow | null): Promise<AppError> {
-  const connect = { method: 'POST', path: '/connections', body: { service: t.service.name, ...(row?.agentId ? { agent_id: row.agentId } : {}) } };
+async function connectionRequired(
+  ctx: AppContext,
+  actor: GrantActor,
+  t: ExecutableTool,
+  client: OAuth2Client,
+  row: ConnectionRow | null,
+): Promise<AppError> {
+  const connect = {
+    method: 'POST',
+    path: '/connections',
+    body: { service: t.service.name, ...(row?.agentId ? { agent_id: row.agentId } : {}) },
+  };
   if (!row || !row.accessToken) {
     const who = actor.agentId ? "This agent's owner has" : 'You have';
-    return new AppError('connection_required', `${who} not connected an account at ${t.service.name}: POST /connections {"service":"${t.service.name}"} and open the authorization_url it returns`, {
-      extra: { service: t.service.name, ...(row ? { connection_id: row.id, connection_status: row.status } : {}), connect },
-    });
+    return new AppError(
+      'connection_required',
+      `${who} not connected an account at ${t.service.name}: POST /connections {"service":"${t.service.name}"} and open the authorization_url it returns`,
+      {
+        extra: {
+          service: t.service.name,
+          ...(row ? { connection_id: row.id, connection_status: row.status } : {}),
+          connect,
+        },
+      },
+    );
   }
   let reconnect: { authorization_url: string; expires_at: string } | undefined;
   try {
@@ -71,9 +91,19 @@ async function connectionRequired(ctx: AppContext, actor: GrantActor, t: Executa
   } catch (err) {
     ctx.log.warn({ connection_id: row.id, err: (err as Error).message }, 'could not prepare a reconnect URL');
   }
-  return new AppError('connection_required', `The connection to ${t.service.name} is ${row.status}${row.lastError ? ` (${row.lastError})` : ''}: the user must authorize again${reconnect ? ' at authorization_url' : ''}`, {
-    extra: { service: t.service.name, connection_id: row.id, connection_status: row.status, ...(reconnect ?? {}), connect },
-  });
+  return new AppError(
+    'connection_required',
+    `The connection to ${t.service.name} is ${row.status}${row.lastError ? ` (${row.lastError})` : ''}: the user must authorize again${reconnect ? ' at authorization_url' : ''}`,
+    {
+      extra: {
+        service: t.service.name,
+        connection_id: row.id,
+        connection_status: row.status,
+        ...(reconnect ?? {}),
+        connect,
+      },
+    },
+  );
 }
 
 /**
@@ -93,13 +123,16 @@ export async function withCallerGrant(ctx: AppContext, actor: GrantActor, t: Exe
       and(
         eq(connections.userId, actor.accountId),
         eq(connections.serviceId, t.service.id),
-        actor.agentId ? or(eq(connections.agentId, actor.agentId), isNull(connections.agentId)) : isNull(connections.agentId),
+        actor.agentId
+          ? or(eq(connections.agentId, actor.agentId), isNull(connections.agentId))
+          : isNull(connections.agentId),
       ),
     )
     .orderBy(sql`${connections.agentId} is null`)
     .limit(1);
   let row = found;
-  if (!row || row.status !== 'active' || !row.accessToken) throw await connectionRequired(ctx, actor, t, client, row ?? null);
+  if (!row || row.status !== 'active' || !row.accessToken)
+    throw await connectionRequired(ctx, actor, t, client, row ?? null);
   if (nearExpiry(row)) row = await refreshOrThrow(ctx, actor, t, client, row, null);
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
     await ctx.db.update(connections).set({ lastUsedAt: new Date() }).where(eq(connections.id, row.id));
@@ -113,7 +146,12 @@ export async function withCallerGrant(ctx: AppContext, actor: GrantActor, t: Exe
  * is nothing to retry.
  * @throws AppError connection_required (the refresh failed: the connection is now `expired`), upstream_error
  */
-export async function grantAfterUnauthorized(ctx: AppContext, actor: GrantActor, grant: CallerGrant, httpStatus: number | null): Promise<CallerGrant | null> {
+export async function grantAfterUnauthorized(
+  ctx: AppContext,
+  actor: GrantActor,
+  grant: CallerGrant,
+  httpStatus: number | null,
+): Promise<CallerGrant | null> {
   if (httpStatus !== 401 || !grant.connection) return null;
   const { id, client, accessBlob } = grant.connection;
   const [row] = await ctx.db.select().from(connections).where(eq(connections.id, id)).limit(1);
@@ -122,16 +160,29 @@ export async function grantAfterUnauthorized(ctx: AppContext, actor: GrantActor,
   return grantOf(ctx, grant.tool, client, fresh);
 }
 
-type RefreshResult = { kind: 'ok'; row: ConnectionRow } | { kind: 'unusable'; row: ConnectionRow } | { kind: 'unavailable'; row: ConnectionRow; error: OAuthUpstreamError };
+type RefreshResult =
+  | { kind: 'ok'; row: ConnectionRow }
+  | { kind: 'unusable'; row: ConnectionRow }
+  | { kind: 'unavailable'; row: ConnectionRow; error: OAuthUpstreamError };
 
 /** {@link refreshLocked}, with its failures turned into the execution's errors. */
-async function refreshOrThrow(ctx: AppContext, actor: GrantActor, t: ExecutableTool, client: OAuth2Client, row: ConnectionRow, staleBlob: string | null): Promise<ConnectionRow> {
+async function refreshOrThrow(
+  ctx: AppContext,
+  actor: GrantActor,
+  t: ExecutableTool,
+  client: OAuth2Client,
+  row: ConnectionRow,
+  staleBlob: string | null,
+): Promise<ConnectionRow> {
   const r = await refreshLocked(ctx, client, row.id, staleBlob);
   if (r.kind === 'ok') return r.row;
   if (r.kind === 'unusable') throw await connectionRequired(ctx, actor, t, client, r.row);
   // Token endpoint unreachable: a token that has not actually expired is still worth a try.
   if (staleBlob === null && r.row.expiresAt && r.row.expiresAt.getTime() > Date.now()) return r.row;
-  throw new AppError('upstream_error', `The token of the connection to ${t.service.name} could not be refreshed: ${r.error.message}`);
+  throw new AppError(
+    'upstream_error',
+    `The token of the connection to ${t.service.name} could not be refreshed: ${r.error.message}`,
+  );
 }
 
 /**
@@ -141,7 +192,12 @@ async function refreshOrThrow(ctx: AppContext, actor: GrantActor, t: ExecutableT
  * the connection `expired` (`error` when the service's client is refused); a transport failure
  * changes nothing. The HTTP exchange runs inside the transaction so nobody else refreshes meanwhile.
  */
-async function refreshLocked(ctx: AppContext, client: OAuth2Client, id: string, staleBlob: string | null): Promise<RefreshResult> {
+async function refreshLocked(
+  ctx: AppContext,
+  client: OAuth2Client,
+  id: string,
+  staleBlob: string | null,
+): Promise<RefreshResult> {
   return ctx.db.transaction(async (tx) => {
     const [row] = await tx.select().from(connections).where(eq(connections.id, id)).for('update');
     if (!row || row.status !== 'active' || !row.accessToken) return { kind: 'unusable', row };
@@ -154,7 +210,11 @@ async function refreshLocked(ctx: AppContext, client: OAuth2Client, id: string, 
       const e = err instanceof OAuthUpstreamError ? err : new OAuthUpstreamError('unavailable', (err as Error).message);
       if (e.kind === 'unavailable') return { kind: 'unavailable', row, error: e };
       const status = e.kind === 'client' ? 'error' : 'expired';
-      const [marked] = await tx.update(connections).set({ status, lastError: e.message.slice(0, 1000), updatedAt: new Date() }).where(eq(connections.id, id)).returning();
+      const [marked] = await tx
+        .update(connections)
+        .set({ status, lastError: e.message.slice(0, 1000), updatedAt: new Date() })
+        .where(eq(connections.id, id))
+        .returning();
       ctx.log.info({ connection_id: id, status, code: e.error }, 'connection refresh refused');
       return { kind: 'unusable', row: marked };
     }

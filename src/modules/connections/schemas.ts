@@ -5,10 +5,24 @@ import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
 /** `POST /connections` */
 export const CreateConnectionBody = Type.Object(
   {
-    service: Type.String({ minLength: 1, maxLength: 100, description: 'service id (svc_…) or name; its auth type must be oauth2' }),
-    agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "one of the caller's agents: the connection is that agent's instead of the caller's own" })),
+    service: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'service id (svc_…) or name; its auth type must be oauth2',
+    }),
+    agent_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: "one of the caller's agents: the connection is that agent's instead of the caller's own",
+      }),
+    ),
     return_to: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 2000, description: 'where the browser goes after the callback: loopback, or on the AUTH_REDIRECT_URIS allow-list' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 2000,
+        description: 'where the browser goes after the callback: loopback, or on the AUTH_REDIRECT_URIS allow-list',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -23,22 +37,40 @@ export const CreatedConnectionSchema = Type.Object({
       "it binds that browser to this flow and goes on to the upstream's consent page. Anyone else who opens it is refused",
   }),
   state: Type.String({ description: 'single-use, bound to the caller and this connection' }),
-  expires_at: Type.String({ format: 'date-time', description: 'the state (and so authorization_url) is good until then' }),
+  expires_at: Type.String({
+    format: 'date-time',
+    description: 'the state (and so authorization_url) is good until then',
+  }),
 });
 
 /** `POST /connections/authorize` */
 export const AuthorizeConnectionBody = Type.Object(
-  { state: Type.String({ minLength: 1, maxLength: 500, description: 'the `state` of the flow (the `state` query parameter of `authorization_url`)' }) },
+  {
+    state: Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'the `state` of the flow (the `state` query parameter of `authorization_url`)',
+    }),
+  },
   { additionalProperties: false },
 );
 
 export const AuthorizedConnectionSchema = Type.Object({
   connection_id: Type.String(),
-  authorization_url: Type.String({ description: "the upstream's consent page: send this browser (the one that made this request, which now holds the flow's binding cookie) there" }),
+  authorization_url: Type.String({
+    description:
+      "the upstream's consent page: send this browser (the one that made this request, which now holds the flow's binding cookie) there",
+  }),
   expires_at: Type.String({ format: 'date-time', description: 'the flow is good until then' }),
 });
 
-export const ConnectionStatus = Type.Union([Type.Literal('pending'), Type.Literal('active'), Type.Literal('expired'), Type.Literal('revoked'), Type.Literal('error')]);
+export const ConnectionStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('active'),
+  Type.Literal('expired'),
+  Type.Literal('revoked'),
+  Type.Literal('error'),
+]);
 
 /** A connection as shown to its user: never a token. */
 export const ConnectionSchema = Type.Object({
@@ -58,7 +90,9 @@ export type ConnectionView = Static<typeof ConnectionSchema>;
 
 export const ConnectionListQuery = Type.Object({
   ...PageQuery.properties,
-  service: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'only connections to this service (id or name)' })),
+  service: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'only connections to this service (id or name)' }),
+  ),
 });
 
 /** `DELETE /connections/:id` */
@@ -66,7 +100,8 @@ export const DeletedConnectionSchema = Type.Object({
   id: Type.String(),
   status: Type.Literal('revoked'),
   upstream_revocation: Type.Union([Type.Literal('revoked'), Type.Literal('not_supported'), Type.Literal('failed')], {
-    description: 'RFC 7009 revocation at the upstream: done, the upstream has no revocation endpoint, or it failed (the connection is deleted anyway)',
+    description:
+      'RFC 7009 revocation at the upstream: done, the upstream has no revocation endpoint, or it failed (the connection is deleted anyway)',
   }),
 });
 
@@ -82,4 +117,8 @@ export const CallbackQuery = Type.Object({
 export type CallbackInput = Static<typeof CallbackQuery>;
 
 /** Callback answer when the flow was started without `return_to`. */
-export const CallbackResultSchema = Type.Object({ connection_id: Type.String(), service: Type.String(), status: ConnectionStatus });
+export const CallbackResultSchema = Type.Object({
+  connection_id: Type.String(),
+  service: Type.String(),
+  status: ConnectionStatus,
+});

@@ -27,7 +27,17 @@ import { consumeState } from '../../http/oauth-state.js';
 import { hashSecret, iso, newId } from '../../http/ids.js';
 import { decodeCursor, mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { decryptSecret, encryptSecret } from '../../lib/secrets.js';
-import { authorizationUrl, exchangeCode, newPkce, newState, oauth2Configuration, revokeToken, OAuthUpstreamError, type OAuth2Client, type UpstreamTokens } from '../../upstream/oauth2.js';
+import {
+  authorizationUrl,
+  exchangeCode,
+  newPkce,
+  newState,
+  oauth2Configuration,
+  revokeToken,
+  OAuthUpstreamError,
+  type OAuth2Client,
+  type UpstreamTokens,
+} from '../../upstream/oauth2.js';
 import { getAgentForAccount } from '../agents/service.js';
 import { consoleConnectionsUri, redirectUriProblem } from '../identity/redirect-uris.js';
 import { oauth2ClientOf } from '../registry/oauth2.js';
@@ -57,20 +67,29 @@ export function browserAuthorizationUri(ctx: AppContext, state: string): string 
 
 /** Map an authorization-server failure to the platform's error. */
 export function oauthProblem(err: unknown): AppError {
-  if (!(err instanceof OAuthUpstreamError)) return err instanceof AppError ? err : new AppError('upstream_error', String((err as Error)?.message ?? err));
+  if (!(err instanceof OAuthUpstreamError))
+    return err instanceof AppError ? err : new AppError('upstream_error', String((err as Error)?.message ?? err));
   if (err.kind === 'unavailable' || err.kind === 'client') return new AppError('upstream_error', err.message);
   return new AppError('invalid_grant', err.message);
 }
 
 /** The connectable (oauth2) service `ref` as `accountId` sees it. @throws AppError not_found | validation_failed */
-async function connectableService(ctx: AppContext, accountId: string, ref: string): Promise<{ row: ServiceRow; client: OAuth2Client }> {
+async function connectableService(
+  ctx: AppContext,
+  accountId: string,
+  ref: string,
+): Promise<{ row: ServiceRow; client: OAuth2Client }> {
   const row = await getServiceRow(ctx, ref);
   if (row.ownerId !== accountId && row.status !== 'published') throw notFound('Service');
   const client = oauth2ClientOf(ctx, row);
   if (!client) {
-    throw new AppError('validation_failed', `Service "${row.name}" does not use oauth2 auth: there is no account to connect`, {
-      errors: [{ in: 'body', pointer: '/service', message: 'has no oauth2 auth' }],
-    });
+    throw new AppError(
+      'validation_failed',
+      `Service "${row.name}" does not use oauth2 auth: there is no account to connect`,
+      {
+        errors: [{ in: 'body', pointer: '/service', message: 'has no oauth2 auth' }],
+      },
+    );
   }
   return { row, client };
 }
@@ -96,7 +115,11 @@ export async function beginAuthorization(
   const state = newState();
   const pkce = client.settings.pkce ? await newPkce() : null;
   const expiresAt = new Date(Date.now() + CONNECTION_STATE_TTL_MS);
-  const upstreamUrl = authorizationUrl(config, client.settings, { redirectUri: connectionCallbackUri(ctx), state, codeChallenge: pkce?.challenge ?? null });
+  const upstreamUrl = authorizationUrl(config, client.settings, {
+    redirectUri: connectionCallbackUri(ctx),
+    state,
+    codeChallenge: pkce?.challenge ?? null,
+  });
   await ctx.db.insert(connectionStates).values({
     stateHash: hashSecret(state),
     connectionId,
@@ -110,12 +133,25 @@ export async function beginAuthorization(
 }
 
 /** The connection row of (user, service, agent | own), created `pending` when missing. */
-async function connectionRowFor(ctx: AppContext, userId: string, serviceId: string, agentId: string | null): Promise<ConnectionRow> {
-  const where = and(eq(connections.userId, userId), eq(connections.serviceId, serviceId), agentId ? eq(connections.agentId, agentId) : isNull(connections.agentId));
+async function connectionRowFor(
+  ctx: AppContext,
+  userId: string,
+  serviceId: string,
+  agentId: string | null,
+): Promise<ConnectionRow> {
+  const where = and(
+    eq(connections.userId, userId),
+    eq(connections.serviceId, serviceId),
+    agentId ? eq(connections.agentId, agentId) : isNull(connections.agentId),
+  );
   const [existing] = await ctx.db.select().from(connections).where(where).limit(1);
   if (existing) return existing;
   // A concurrent start may insert the same (user, service, agent): the unique index keeps one.
-  const [created] = await ctx.db.insert(connections).values({ id: newId('con'), userId, serviceId, agentId }).onConflictDoNothing().returning();
+  const [created] = await ctx.db
+    .insert(connections)
+    .values({ id: newId('con'), userId, serviceId, agentId })
+    .onConflictDoNothing()
+    .returning();
   if (created) return created;
   const [raced] = await ctx.db.select().from(connections).where(where).limit(1);
   return raced;
@@ -129,8 +165,13 @@ async function connectionRowFor(ctx: AppContext, userId: string, serviceId: stri
  */
 export async function startConnection(ctx: AppContext, userId: string, input: CreateConnectionInput) {
   if (input.return_to !== undefined) {
-    const problem = redirectUriProblem(input.return_to, ctx.config.auth.redirectUris, [consoleConnectionsUri(ctx.config.publicUrl)]);
-    if (problem) throw new AppError('validation_failed', `return_to: ${problem.replace(/^redirect_uri /, '')}`, { errors: [{ in: 'body', pointer: '/return_to', message: problem }] });
+    const problem = redirectUriProblem(input.return_to, ctx.config.auth.redirectUris, [
+      consoleConnectionsUri(ctx.config.publicUrl),
+    ]);
+    if (problem)
+      throw new AppError('validation_failed', `return_to: ${problem.replace(/^redirect_uri /, '')}`, {
+        errors: [{ in: 'body', pointer: '/return_to', message: problem }],
+      });
   }
   const { row: service, client } = await connectableService(ctx, userId, input.service);
   if (input.agent_id !== undefined) await getAgentForAccount(ctx, userId, input.agent_id);
@@ -158,25 +199,45 @@ export interface CallbackOutcome {
  * @throws AppError connection_not_bound (403: not the browser of the user who started it; nothing
  *   is exchanged or stored, the state is spent), invalid_connection_state (unknown, used or expired state)
  */
-export async function completeConnection(ctx: AppContext, input: CallbackInput, cookies: Record<string, string | undefined>): Promise<CallbackOutcome> {
+export async function completeConnection(
+  ctx: AppContext,
+  input: CallbackInput,
+  cookies: Record<string, string | undefined>,
+): Promise<CallbackOutcome> {
   const bindingCookie = await checkBinding(ctx, input.state, cookies);
-  const state = await consumeState(ctx.db, connectionStates, input.state, { code: 'invalid_connection_state', restart: 'start again with POST /connections' });
+  const state = await consumeState(ctx.db, connectionStates, input.state, {
+    code: 'invalid_connection_state',
+    restart: 'start again with POST /connections',
+  });
   const [connection] = await ctx.db
     .select()
     .from(connections)
     .where(and(eq(connections.id, state.connectionId), eq(connections.userId, state.userId)))
     .limit(1);
-  if (!connection) throw new AppError('invalid_connection_state', 'the connection of this state was deleted; start again with POST /connections');
+  if (!connection)
+    throw new AppError(
+      'invalid_connection_state',
+      'the connection of this state was deleted; start again with POST /connections',
+    );
   const service = await getServiceRow(ctx, connection.serviceId);
   const client = oauth2ClientOf(ctx, service);
   const base = { connectionId: connection.id, service: service.name, returnTo: state.returnTo, bindingCookie };
-  if (!client) return fail(ctx, connection, base, new AppError('invalid_state', `Service "${service.name}" no longer uses oauth2 auth`));
+  if (!client)
+    return fail(
+      ctx,
+      connection,
+      base,
+      new AppError('invalid_state', `Service "${service.name}" no longer uses oauth2 auth`),
+    );
 
   const callbackUrl = new URL(connectionCallbackUri(ctx));
   for (const [k, v] of Object.entries(input)) if (typeof v === 'string') callbackUrl.searchParams.set(k, v);
   let tokens: UpstreamTokens;
   try {
-    tokens = await exchangeCode(ctx, client, callbackUrl, { state: input.state, codeVerifier: state.codeVerifier ? decryptSecret(ctx, state.codeVerifier) : null });
+    tokens = await exchangeCode(ctx, client, callbackUrl, {
+      state: input.state,
+      codeVerifier: state.codeVerifier ? decryptSecret(ctx, state.codeVerifier) : null,
+    });
   } catch (err) {
     return fail(ctx, connection, base, oauthProblem(err));
   }
@@ -199,9 +260,17 @@ export async function completeConnection(ctx: AppContext, input: CallbackInput, 
 }
 
 /** A failed authorization: a `pending` connection becomes `error`; an existing grant is left as it was. */
-async function fail(ctx: AppContext, c: ConnectionRow, base: Omit<CallbackOutcome, 'status'>, error: AppError): Promise<CallbackOutcome> {
+async function fail(
+  ctx: AppContext,
+  c: ConnectionRow,
+  base: Omit<CallbackOutcome, 'status'>,
+  error: AppError,
+): Promise<CallbackOutcome> {
   const status = c.status === 'pending' ? 'error' : (c.status as ConnectionView['status']);
-  await ctx.db.update(connections).set({ status, lastError: error.message.slice(0, 1000), updatedAt: new Date() }).where(eq(connections.id, c.id));
+  await ctx.db
+    .update(connections)
+    .set({ status, lastError: error.message.slice(0, 1000), updatedAt: new Date() })
+    .where(eq(connections.id, c.id));
   ctx.log.info({ connection_id: c.id, code: error.code }, 'connection authorization failed');
   return { ...base, status, error };
 }
@@ -229,7 +298,11 @@ async function serviceNames(ctx: AppContext, ids: string[]): Promise<Map<string,
 }
 
 /** `GET /connections`: the user's connections, newest first; `service` filters by id or name. */
-export async function listConnections(ctx: AppContext, userId: string, q: { limit?: number; cursor?: string; service?: string }): Promise<Page<ConnectionView>> {
+export async function listConnections(
+  ctx: AppContext,
+  userId: string,
+  q: { limit?: number; cursor?: string; service?: string },
+): Promise<Page<ConnectionView>> {
   decodeCursor(q.cursor); // a malformed cursor is refused even when the service filter matches nothing
   let serviceId: string | undefined;
   if (q.service !== undefined) {
@@ -237,14 +310,24 @@ export async function listConnections(ctx: AppContext, userId: string, q: { limi
     if (!s) return { data: [], next_cursor: null };
     serviceId = s.id;
   }
-  const rows = await selectPage(ctx.db, connections, q, [eq(connections.userId, userId), serviceId ? eq(connections.serviceId, serviceId) : undefined]);
-  const names = await serviceNames(ctx, rows.data.map((r) => r.serviceId));
+  const rows = await selectPage(ctx.db, connections, q, [
+    eq(connections.userId, userId),
+    serviceId ? eq(connections.serviceId, serviceId) : undefined,
+  ]);
+  const names = await serviceNames(
+    ctx,
+    rows.data.map((r) => r.serviceId),
+  );
   return mapPage(rows, (r) => view(r, names.get(r.serviceId)!));
 }
 
 /** The user's connection `id`. @throws AppError not_found (also for other accounts' connections) */
 async function ownConnection(ctx: AppContext, userId: string, id: string): Promise<ConnectionRow> {
-  const [c] = await ctx.db.select().from(connections).where(and(eq(connections.id, id), eq(connections.userId, userId))).limit(1);
+  const [c] = await ctx.db
+    .select()
+    .from(connections)
+    .where(and(eq(connections.id, id), eq(connections.userId, userId)))
+    .limit(1);
   if (!c) throw notFound('Connection');
   return c;
 }
@@ -267,7 +350,14 @@ export async function deleteConnection(ctx: AppContext, userId: string, id: stri
   const token = c.refreshToken ?? c.accessToken;
   if (client && token) {
     try {
-      upstream = (await revokeToken(ctx, client, decryptSecret(ctx, token), c.refreshToken ? 'refresh_token' : 'access_token')) ? 'revoked' : 'not_supported';
+      upstream = (await revokeToken(
+        ctx,
+        client,
+        decryptSecret(ctx, token),
+        c.refreshToken ? 'refresh_token' : 'access_token',
+      ))
+        ? 'revoked'
+        : 'not_supported';
     } catch (err) {
       upstream = 'failed';
       ctx.log.warn({ connection_id: c.id, err: (err as Error).message }, 'upstream token revocation failed');

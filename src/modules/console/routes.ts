@@ -40,7 +40,10 @@ const CSP = [
  * origins differ. Behind a proxy (a public URL on another host) nothing is redirected, so a proxy
  * that does not forward `Host` cannot cause a redirect loop.
  */
-export function canonicalOrigin(publicUrl: string | undefined, req: Pick<FastifyRequest, 'host' | 'protocol'>): string | null {
+export function canonicalOrigin(
+  publicUrl: string | undefined,
+  req: Pick<FastifyRequest, 'host' | 'protocol'>,
+): string | null {
   if (!publicUrl) return null;
   const pub = new URL(publicUrl);
   if (!isLoopbackHost(pub.hostname)) return null;
@@ -61,13 +64,19 @@ export function canonicalOrigin(publicUrl: string | undefined, req: Pick<Fastify
  * answer 503 `service_unavailable`. `publicUrl` (`PUBLIC_URL`) is the canonical origin that page
  * loads on another loopback origin are redirected to ({@link canonicalOrigin}).
  */
-export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string; publicUrl?: string } = {}): Promise<void> {
+export async function consoleRoutes(
+  app: FastifyInstance,
+  opts: { dist?: string; publicUrl?: string } = {},
+): Promise<void> {
   const dist = opts.dist ?? CONSOLE_DIST;
   const indexFile = path.join(dist, 'index.html');
   const hidden = { schema: { hide: true } };
   if (!fs.existsSync(indexFile)) {
     const missing = async () => {
-      throw new AppError('service_unavailable', 'The console is not built: run `npm run build` (npm start builds it when missing)');
+      throw new AppError(
+        'service_unavailable',
+        'The console is not built: run `npm run build` (npm start builds it when missing)',
+      );
     };
     app.get('/console', hidden, missing);
     app.get('/console/*', hidden, missing);
@@ -88,7 +97,8 @@ export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string;
   const favicon = path.join(dist, 'favicon.svg');
   if (fs.existsSync(favicon)) {
     const icon = fs.readFileSync(favicon);
-    const sendIcon = async (_req: FastifyRequest, reply: FastifyReply) => reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(icon);
+    const sendIcon = async (_req: FastifyRequest, reply: FastifyReply) =>
+      reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(icon);
     app.get('/console/favicon.svg', hidden, sendIcon);
     app.get('/favicon.ico', hidden, sendIcon);
   }
@@ -109,7 +119,9 @@ export async function consoleRoutes(app: FastifyInstance, opts: { dist?: string;
       .header('referrer-policy', 'no-referrer')
       .send(index);
   };
-  app.get('/console', hidden, (req, reply) => (toCanonical(req, reply, '/console/') ? reply : reply.redirect('/console/', 301)));
+  app.get('/console', hidden, (req, reply) =>
+    toCanonical(req, reply, '/console/') ? reply : reply.redirect('/console/', 301),
+  );
   app.get('/console/', hidden, sendIndex);
   app.get('/console/*', hidden, sendIndex);
 }

@@ -58,15 +58,37 @@ interface Identity {
   expiresAt: number;
 }
 
-const KeyArgs = { type: 'object', properties: { key: { type: 'string', minLength: 1, maxLength: 512 } }, required: ['key'] } as const;
+const KeyArgs = {
+  type: 'object',
+  properties: { key: { type: 'string', minLength: 1, maxLength: 512 } },
+  required: ['key'],
+} as const;
 const check = <T extends TSchema>(schema: T) => Compile(schema);
 const validators = {
   execute: check(ExecuteBody),
   search: check(ToolSearchQuery),
-  put: check({ ...PutEntryBody, properties: { ...PutEntryBody.properties, ...KeyArgs.properties, if_match: { type: 'string', maxLength: 200 }, if_none_match: { type: 'string', maxLength: 200 } }, required: ['key', 'value'] } as unknown as TSchema),
-  key: check({ ...KeyArgs, properties: { ...KeyArgs.properties, if_match: { type: 'string', maxLength: 200 } }, additionalProperties: false } as unknown as TSchema),
+  put: check({
+    ...PutEntryBody,
+    properties: {
+      ...PutEntryBody.properties,
+      ...KeyArgs.properties,
+      if_match: { type: 'string', maxLength: 200 },
+      if_none_match: { type: 'string', maxLength: 200 },
+    },
+    required: ['key', 'value'],
+  } as unknown as TSchema),
+  key: check({
+    ...KeyArgs,
+    properties: { ...KeyArgs.properties, if_match: { type: 'string', maxLength: 200 } },
+    additionalProperties: false,
+  } as unknown as TSchema),
   list: check(ListEntriesQuery),
-  read: check({ type: 'object', properties: { agentId: { type: 'string', minLength: 1, maxLength: 100 }, key: KeyArgs.properties.key }, required: ['agentId', 'key'], additionalProperties: false } as unknown as TSchema),
+  read: check({
+    type: 'object',
+    properties: { agentId: { type: 'string', minLength: 1, maxLength: 100 }, key: KeyArgs.properties.key },
+    required: ['agentId', 'key'],
+    additionalProperties: false,
+  } as unknown as TSchema),
   userSearch: check(SearchQuery),
   userAdd: check(AddMemoryBody),
 };
@@ -83,8 +105,16 @@ function valid<T>(v: { Check(x: unknown): boolean }, args: unknown, what: string
  * or the agent's own token, which carries its owner's roles); absent (a queued invocation run by
  * a job), they are read from the owner's row.
  */
-async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, roles?: Role[], scopes?: ReadonlySet<Scope>): Promise<Identity> {
-  const owner = roles ? { roles } : (await ctx.db.select({ roles: users.roles }).from(users).where(eq(users.id, inv.ownerId)))[0];
+async function mintIdentity(
+  ctx: AppContext,
+  inv: { id: string; agentId: string; ownerId: string },
+  expiresAt: number,
+  roles?: Role[],
+  scopes?: ReadonlySet<Scope>,
+): Promise<Identity> {
+  const owner = roles
+    ? { roles }
+    : (await ctx.db.select({ roles: users.roles }).from(users).where(eq(users.id, inv.ownerId)))[0];
   const granted = scopes ? AGENT_SCOPES.filter((s) => scopes.has(s)) : [...AGENT_SCOPES];
   return {
     invocationId: inv.id,
@@ -109,24 +139,41 @@ async function mintIdentity(ctx: AppContext, inv: { id: string; agentId: string;
  * and at most `invokerScopes` (the invoking principal's `scopes`: an agent token's or a scoped API
  * key's; absent = every agent scope, as for the owner's own token or a queued invocation).
  */
-export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; ownerId: string }, expiresAt: number, calls: CallRecord[], ownerRoles?: Role[], invokerScopes?: ReadonlySet<Scope>): Broker {
+export function brokerFor(
+  ctx: AppContext,
+  inv: { id: string; agentId: string; ownerId: string },
+  expiresAt: number,
+  calls: CallRecord[],
+  ownerRoles?: Role[],
+  invokerScopes?: ReadonlySet<Scope>,
+): Broker {
   let count = 0;
   let inFlight = 0;
   let session: Promise<string> | null = null;
   let minted: Promise<Identity> | null = null;
   const actor = { accountId: inv.ownerId, agentId: inv.agentId };
   // Tool executions are recorded in one session per invocation, created on the first one.
-  const sessionOf = () => (session ??= createSession(ctx, actor, { name: `invocation ${inv.id}`, metadata: { invocation_id: inv.id } }).then((s) => s.id));
+  const sessionOf = () =>
+    (session ??= createSession(ctx, actor, { name: `invocation ${inv.id}`, metadata: { invocation_id: inv.id } }).then(
+      (s) => s.id,
+    ));
 
   const dispatch = async (op: string, args: unknown, rec: CallRecord): Promise<unknown> => {
     const id = await (minted ??= mintIdentity(ctx, inv, expiresAt, ownerRoles, invokerScopes));
     const p = id.principal;
     switch (op) {
       case 'tools.execute': {
-        const a = valid<{ service: string; tool: string; arguments?: Record<string, unknown>; timeout_ms?: number }>(validators.execute, args, 'tools.execute');
+        const a = valid<{ service: string; tool: string; arguments?: Record<string, unknown>; timeout_ms?: number }>(
+          validators.execute,
+          args,
+          'tools.execute',
+        );
         rec.target = `${a.service}/${a.tool}`.slice(0, 200);
         const remaining = id.expiresAt - Date.now();
-        const { result } = await executeTool(ctx, p, sessionOf, { ...a, timeout_ms: Math.max(100, Math.min(a.timeout_ms ?? remaining, remaining)) });
+        const { result } = await executeTool(ctx, p, sessionOf, {
+          ...a,
+          timeout_ms: Math.max(100, Math.min(a.timeout_ms ?? remaining, remaining)),
+        });
         rec.execution_id = result.execution_id;
         return result;
       }
@@ -141,10 +188,23 @@ export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; o
         return withEtag(await getAgentMemory(ctx, p, p.agentId, a.key));
       }
       case 'memory.put': {
-        const a = valid<{ key: string; value: unknown; ttl_seconds?: number; if_match?: string; if_none_match?: string }>(validators.put, args, 'memory.put');
+        const a = valid<{
+          key: string;
+          value: unknown;
+          ttl_seconds?: number;
+          if_match?: string;
+          if_none_match?: string;
+        }>(validators.put, args, 'memory.put');
         rec.target = a.key.slice(0, 100);
         const ifNoneMatch = parseTagCondition(a.if_none_match, 'If-None-Match');
-        const r = await putAgentMemory(ctx, p, p.agentId, a.key, { value: a.value, ttl_seconds: a.ttl_seconds }, { ifMatch: parseTagCondition(a.if_match, 'If-Match'), ifNoneMatch });
+        const r = await putAgentMemory(
+          ctx,
+          p,
+          p.agentId,
+          a.key,
+          { value: a.value, ttl_seconds: a.ttl_seconds },
+          { ifMatch: parseTagCondition(a.if_match, 'If-Match'), ifNoneMatch },
+        );
         return { ...withEtag(r.entry), created: r.created };
       }
       case 'memory.delete': {
@@ -164,12 +224,20 @@ export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; o
         return withEtag(await getAgentMemory(ctx, p, a.agentId, a.key));
       }
       case 'userMemory.search': {
-        const a = valid<{ q: string; threshold?: number; limit?: number }>(validators.userSearch, renameQuery(args), 'userMemory.search');
+        const a = valid<{ q: string; threshold?: number; limit?: number }>(
+          validators.userSearch,
+          renameQuery(args),
+          'userMemory.search',
+        );
         rec.target = a.q.slice(0, 100);
         return searchMemories(ctx, actor, a);
       }
       case 'userMemory.add': {
-        const a = valid<{ content: string; metadata?: Record<string, unknown> }>(validators.userAdd, args, 'userMemory.add');
+        const a = valid<{ content: string; metadata?: Record<string, unknown> }>(
+          validators.userAdd,
+          args,
+          'userMemory.add',
+        );
         return addMemory(ctx, actor, { ...a, agent_id: p.agentId });
       }
       default:
@@ -182,8 +250,10 @@ export function brokerFor(ctx: AppContext, inv: { id: string; agentId: string; o
     const t0 = performance.now();
     try {
       if (Date.now() >= expiresAt) throw new AppError('invalid_state', 'The invocation has reached its deadline');
-      if (++count > MAX_CALLS) throw new AppError('limit_reached', `At most ${MAX_CALLS} platform calls per invocation`);
-      if (inFlight >= MAX_IN_FLIGHT) throw new AppError('rate_limited', `At most ${MAX_IN_FLIGHT} platform calls in flight per invocation`);
+      if (++count > MAX_CALLS)
+        throw new AppError('limit_reached', `At most ${MAX_CALLS} platform calls per invocation`);
+      if (inFlight >= MAX_IN_FLIGHT)
+        throw new AppError('rate_limited', `At most ${MAX_IN_FLIGHT} platform calls in flight per invocation`);
       inFlight++;
       try {
         return await beforeDeadline(dispatch(op, args, rec), expiresAt);
@@ -219,7 +289,10 @@ function withEtag<T extends { version: number }>(e: T): T & { etag: string } {
 
 function beforeDeadline<T>(p: Promise<T>, deadline: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new AppError('invalid_state', 'The invocation has reached its deadline')), Math.max(0, deadline - Date.now()));
+    const t = setTimeout(
+      () => reject(new AppError('invalid_state', 'The invocation has reached its deadline')),
+      Math.max(0, deadline - Date.now()),
+    );
     p.then(
       (v) => {
         clearTimeout(t);

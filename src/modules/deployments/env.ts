@@ -15,7 +15,8 @@ const MAX_ENV_BYTES = 16 * 1024;
  */
 export function parseEnv(raw: string | undefined): Record<string, string> | null {
   if (raw === undefined || raw.trim() === '') return null;
-  const bad = (message: string) => new AppError('validation_failed', `env: ${message}`, { errors: [{ in: 'body', pointer: '/env', message }] });
+  const bad = (message: string) =>
+    new AppError('validation_failed', `env: ${message}`, { errors: [{ in: 'body', pointer: '/env', message }] });
   if (Buffer.byteLength(raw) > MAX_ENV_BYTES) throw bad(`must be at most ${MAX_ENV_BYTES} bytes`);
   let v: unknown;
   try {
@@ -29,14 +30,15 @@ export function parseEnv(raw: string | undefined): Record<string, string> | null
   if (entries.length > MAX_ENV_KEYS) throw bad(`at most ${MAX_ENV_KEYS} variables`);
   for (const [k, val] of entries) {
     if (!ENV_KEY.test(k)) throw bad(`${JSON.stringify(k)} is not a valid variable name`);
-    if (ENV_RESERVED.test(k)) throw bad(`${JSON.stringify(k)} is reserved (NODE_*, LD_*, DYLD_*, UV_*, OPENSSL_* are not allowed)`);
-    if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean') throw bad(`value of ${k} must be a string`);
+    if (ENV_RESERVED.test(k))
+      throw bad(`${JSON.stringify(k)} is reserved (NODE_*, LD_*, DYLD_*, UV_*, OPENSSL_* are not allowed)`);
+    if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean')
+      throw bad(`value of ${k} must be a string`);
     if (String(val).includes('\0')) throw bad(`value of ${k} contains a NUL byte`);
     out[k] = String(val);
   }
   return out;
 }
-
 
 /**
  * The deployment's egress allow-list: the form field `egress` when sent (a JSON array
@@ -55,7 +57,9 @@ export function resolveEgress(field: string | undefined, agentJson: Record<strin
       try {
         list = JSON.parse(raw);
       } catch {
-        throw new AppError('validation_failed', 'egress: must be a JSON array of strings', { errors: [{ in: 'body', pointer: base, message: 'must be a JSON array of strings' }] });
+        throw new AppError('validation_failed', 'egress: must be a JSON array of strings', {
+          errors: [{ in: 'body', pointer: base, message: 'must be a JSON array of strings' }],
+        });
       }
     } else list = raw.split(/[\s,]+/).filter(Boolean);
   } else if (agentJson && agentJson.egress !== undefined) {
@@ -64,8 +68,14 @@ export function resolveEgress(field: string | undefined, agentJson: Record<strin
   } else return [];
   const r = parseEgress(list);
   if (r.errors) {
-    const errors = r.errors.map((e) => ({ in: 'body' as const, pointer: e.index === null ? base : `${base}/${e.index}`, message: e.message }));
-    throw new AppError('validation_failed', `egress: ${errors.map((e) => `${e.pointer}: ${e.message}`).join('; ')}`, { errors });
+    const errors = r.errors.map((e) => ({
+      in: 'body' as const,
+      pointer: e.index === null ? base : `${base}/${e.index}`,
+      message: e.message,
+    }));
+    throw new AppError('validation_failed', `egress: ${errors.map((e) => `${e.pointer}: ${e.message}`).join('; ')}`, {
+      errors,
+    });
   }
   return r.patterns;
 }

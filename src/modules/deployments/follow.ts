@@ -9,7 +9,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LogEntry } from '../../sandbox/runner.js';
 
 /** One event to followers: a line, or the end of an invocation. */
-export type FollowEvent = { type: 'log'; invocationId: string; entry: LogEntry } | { type: 'end'; invocationId: string; status: string };
+export type FollowEvent =
+  | { type: 'log'; invocationId: string; entry: LogEntry }
+  | { type: 'end'; invocationId: string; status: string };
 
 const hub = new EventEmitter();
 hub.setMaxListeners(0);
@@ -53,10 +55,19 @@ export function follow(channel: `inv:${string}` | `agent:${string}`, listener: (
 }
 
 /** An open SSE stream on `reply` (hijacked); `send` writes one event; a comment every 15 s keeps proxies from closing it. */
-export function openEventStream(req: FastifyRequest, reply: FastifyReply, onClose: () => void): { send: (event: string, data: unknown, id?: string) => void; end: () => void } {
+export function openEventStream(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  onClose: () => void,
+): { send: (event: string, data: unknown, id?: string) => void; end: () => void } {
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
   res.write(': stream open\n\n');
   let ended = false;
   const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
@@ -114,7 +125,11 @@ export function streamInvocation(
   }
   unsubscribe = follow(`inv:${inv.id}`, (ev) => {
     if (ev.type === 'log') line(ev.entry);
-    else void reload().then((r) => finish(ev.status, r.logs), () => finish(ev.status, []));
+    else
+      void reload().then(
+        (r) => finish(ev.status, r.logs),
+        () => finish(ev.status, []),
+      );
   });
   // Queued, or running in another process: its lines arrive with its record.
   poll = setInterval(() => {

@@ -17,7 +17,15 @@ import { agentScopeSet } from '../agents/tokens.js';
 import { brokerFor, type CallRecord } from './broker.js';
 import { publishEnd, publishLog, type FollowedLine } from './follow.js';
 import { deferredRecord, settledRecords, storedRecord, type InvocationRecord } from './record.js';
-import { activeDeployment, ensureUnpacked, envOf, INVOKE_JOB, sandboxOf, warmKey, type DeploymentRow } from './runtime.js';
+import {
+  activeDeployment,
+  ensureUnpacked,
+  envOf,
+  INVOKE_JOB,
+  sandboxOf,
+  warmKey,
+  type DeploymentRow,
+} from './runtime.js';
 import type { InvocationSummary, InvocationView, InvokeBody } from './schemas.js';
 import { agentInScope, invalidState, principalId } from './service.js';
 import { invocationSummary, invocationView, summaryColumns, type InvocationRow } from './views.js';
@@ -32,31 +40,55 @@ export type InvokeInput = Static<typeof InvokeBody>;
  * @throws AppError not_found; invalid_state (agent disabled, nothing active: never deployed,
  *   stopped, or still preparing); validation_failed (timeout_ms above SANDBOX_MAX_TIMEOUT_MS)
  */
-export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string, body: InvokeInput, opts: { trigger?: 'api' | 'schedule' | 'trigger' | 'a2a' } = {}): Promise<InvocationView> {
+export async function invokeAgent(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  body: InvokeInput,
+  opts: { trigger?: 'api' | 'schedule' | 'trigger' | 'a2a' } = {},
+): Promise<InvocationView> {
   // The scope check and the active version are read concurrently (one round trip of latency); the
   // scope error still comes first, so nothing about another account's agent is revealed.
-  const [scoped, active] = await Promise.allSettled([agentInScope(ctx, p, agentId, { cached: true }), activeDeployment(ctx, agentId)]);
+  const [scoped, active] = await Promise.allSettled([
+    agentInScope(ctx, p, agentId, { cached: true }),
+    activeDeployment(ctx, agentId),
+  ]);
   if (scoped.status === 'rejected') throw scoped.reason;
   if (active.status === 'rejected') throw active.reason;
   const agent = scoped.value;
   if (agent.status !== 'active') throw invalidState(`Agent is ${agent.status}`);
   const max = ctx.config.sandbox.maxTimeoutMs;
   if (body.timeout_ms !== undefined && body.timeout_ms > max) {
-    throw new AppError('validation_failed', `timeout_ms must be at most ${max}`, { errors: [{ in: 'body', pointer: '/timeout_ms', message: `must be <= ${max}` }] });
+    throw new AppError('validation_failed', `timeout_ms must be at most ${max}`, {
+      errors: [{ in: 'body', pointer: '/timeout_ms', message: `must be <= ${max}` }],
+    });
   }
   const timeoutMs = body.timeout_ms ?? Math.min(ctx.config.sandbox.timeoutMs, max);
   const d = active.value;
   if (!d) {
-    const [latest] = await ctx.db.select().from(deployments).where(eq(deployments.agentId, agentId)).orderBy(desc(deployments.updatedAt), desc(deployments.version)).limit(1);
+    const [latest] = await ctx.db
+      .select()
+      .from(deployments)
+      .where(eq(deployments.agentId, agentId))
+      .orderBy(desc(deployments.updatedAt), desc(deployments.version))
+      .limit(1);
     if (!latest) throw invalidState('The agent has no deployment; deploy code first');
-    if (latest.status === 'stopped') throw invalidState(`The deployment (version ${latest.version}) is stopped; redeploy, roll back or deploy to invoke`);
-    if (latest.status === 'preparing') throw invalidState(`Version ${latest.version} is still preparing; retry shortly`);
+    if (latest.status === 'stopped')
+      throw invalidState(
+        `The deployment (version ${latest.version}) is stopped; redeploy, roll back or deploy to invoke`,
+      );
+    if (latest.status === 'preparing')
+      throw invalidState(`Version ${latest.version} is still preparing; retry shortly`);
     throw invalidState(`No active deployment (last changed: version ${latest.version}, ${latest.status})`);
   }
   const async = body.async === true;
   const sandbox = sandboxOf(ctx);
   if (!async && sandbox.load.waiting >= ctx.config.sandbox.concurrency * 4) {
-    throw new AppError('service_unavailable', 'All sandboxes of this instance are busy; retry shortly or invoke with async=true', { headers: { 'retry-after': '1' } });
+    throw new AppError(
+      'service_unavailable',
+      'All sandboxes of this instance are busy; retry shortly or invoke with async=true',
+      { headers: { 'retry-after': '1' } },
+    );
   }
   const now = new Date();
   const values = {
@@ -89,14 +121,21 @@ export async function invokeAgent(ctx: AppContext, p: Principal, agentId: string
  * and `invokerScopes`: see `brokerFor`; a queued invocation's scopes come from its stored
  * `invoker_scope`, so deployed code never holds more than the credential that started it.
  */
-async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentRow, ownerRoles?: Role[], invokerScopes?: ReadonlySet<Scope>): Promise<InvocationRow> {
+async function execute(
+  ctx: AppContext,
+  record: InvocationRecord,
+  d: DeploymentRow,
+  ownerRoles?: Role[],
+  invokerScopes?: ReadonlySet<Scope>,
+): Promise<InvocationRow> {
   const row = record.row;
   let r: SandboxResult;
   const calls: CallRecord[] = [];
   try {
     const root = await ensureUnpacked(ctx, d.artifactSha256);
     // The broker's identity expires with the invocation (plus the start-up of a cold environment, bounded by the same timer).
-    const scopes = invokerScopes ?? (row.invokerScope === null ? undefined : agentScopeSet(row.invokerScope.split(' ')));
+    const scopes =
+      invokerScopes ?? (row.invokerScope === null ? undefined : agentScopeSet(row.invokerScope.split(' ')));
     const broker = brokerFor(ctx, row, Date.now() + row.timeoutMs, calls, ownerRoles, scopes);
     r = await sandboxOf(ctx).run({
       mode: 'invoke',
@@ -113,22 +152,43 @@ async function execute(ctx: AppContext, record: InvocationRecord, d: DeploymentR
     });
   } catch (err) {
     ctx.log.error({ err, invocation_id: row.id }, 'sandbox failed to run');
-    r = { status: 'failed', output: null, error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' }, logs: [], logsTruncated: false, durationMs: 0, cold: false, cpuMs: null };
+    r = {
+      status: 'failed',
+      output: null,
+      error: { code: 'sandbox_error', message: 'the sandbox could not run this invocation' },
+      logs: [],
+      logsTruncated: false,
+      durationMs: 0,
+      cold: false,
+      cpuMs: null,
+    };
   }
   const done = await record.finish({
-      status: r.status,
-      output: r.output ?? null,
-      error: r.error ? { ...r.error } : null,
-      logs: r.logs,
-      logsTruncated: r.logsTruncated,
-      calls,
-      cold: r.cold,
-      durationMs: r.durationMs,
-      cpuMs: r.cpuMs,
-      finishedAt: new Date(),
+    status: r.status,
+    output: r.output ?? null,
+    error: r.error ? { ...r.error } : null,
+    logs: r.logs,
+    logsTruncated: r.logsTruncated,
+    calls,
+    cold: r.cold,
+    durationMs: r.durationMs,
+    cpuMs: r.cpuMs,
+    finishedAt: new Date(),
   });
   publishEnd(done);
-  ctx.log.info({ invocation_id: row.id, agent_id: row.agentId, version: d.version, status: r.status, duration_ms: r.durationMs, cpu_ms: r.cpuMs, cold: r.cold, calls: calls.length }, 'agent invoked');
+  ctx.log.info(
+    {
+      invocation_id: row.id,
+      agent_id: row.agentId,
+      version: d.version,
+      status: r.status,
+      duration_ms: r.durationMs,
+      cpu_ms: r.cpuMs,
+      cold: r.cold,
+      calls: calls.length,
+    },
+    'agent invoked',
+  );
   return done;
 }
 
@@ -144,7 +204,12 @@ export async function runQueuedInvocation(ctx: AppContext, invocationId: string)
   if (!d || d.status === 'stopped') {
     await ctx.db
       .update(agentInvocations)
-      .set({ status: 'failed', error: { code: 'deployment_stopped', message: 'the deployment was stopped before the queued invocation ran' }, durationMs: 0, finishedAt: new Date() })
+      .set({
+        status: 'failed',
+        error: { code: 'deployment_stopped', message: 'the deployment was stopped before the queued invocation ran' },
+        durationMs: 0,
+        finishedAt: new Date(),
+      })
       .where(eq(agentInvocations.id, row.id));
     return;
   }
@@ -152,7 +217,12 @@ export async function runQueuedInvocation(ctx: AppContext, invocationId: string)
 }
 
 /** Invocations of the agent, newest first (no input/output/logs). @throws AppError not_found */
-export async function listInvocations(ctx: AppContext, p: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<InvocationSummary>> {
+export async function listInvocations(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<InvocationSummary>> {
   await agentInScope(ctx, p, agentId);
   await settledRecords(ctx, agentId);
   const limit = q.limit ?? 20;
@@ -167,17 +237,28 @@ export async function listInvocations(ctx: AppContext, p: Principal, agentId: st
 }
 
 /** One invocation with input, output and logs. @throws AppError not_found */
-export async function getInvocation(ctx: AppContext, p: Principal, agentId: string, invocationId: string): Promise<InvocationView> {
+export async function getInvocation(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  invocationId: string,
+): Promise<InvocationView> {
   await agentInScope(ctx, p, agentId);
   await settledRecords(ctx, agentId, invocationId);
-  const [row] = await ctx.db.select().from(agentInvocations).where(and(eq(agentInvocations.id, invocationId), eq(agentInvocations.agentId, agentId)));
+  const [row] = await ctx.db
+    .select()
+    .from(agentInvocations)
+    .where(and(eq(agentInvocations.id, invocationId), eq(agentInvocations.agentId, agentId)));
   if (!row) throw notFound('Execution');
   return invocationView(row);
 }
 
-
 /** Lines of the agent's 20 most recent invocations, oldest first. @throws AppError not_found */
-export async function recentLogs(ctx: AppContext, p: Principal, agentId: string): Promise<{ data: FollowedLine[]; logs_truncated: boolean }> {
+export async function recentLogs(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+): Promise<{ data: FollowedLine[]; logs_truncated: boolean }> {
   await agentInScope(ctx, p, agentId);
   await settledRecords(ctx, agentId);
   const rows = await ctx.db

@@ -20,7 +20,9 @@ export function registerDeploymentJobs(ctx: AppContext): void {
     (dirs) => dirs.length && ctx.log.info({ dirs }, 'sandbox: removed spawn directories of dead servers'),
     (err: unknown) => ctx.log.warn({ err }, 'sandbox: sweeping spawn directories failed'),
   );
-  ctx.jobs.register<{ deploymentId: string; activate: 'always' | 'if_newest' }>(PREPARE_JOB, (p) => prepareDeployment(ctx, p.deploymentId, p.activate));
+  ctx.jobs.register<{ deploymentId: string; activate: 'always' | 'if_newest' }>(PREPARE_JOB, (p) =>
+    prepareDeployment(ctx, p.deploymentId, p.activate),
+  );
   ctx.jobs.register<{ invocationId: string }>(INVOKE_JOB, (p) => runQueuedInvocation(ctx, p.invocationId));
   if (ctx.config.processRole !== 'api') {
     recoverInterrupted(ctx).catch((err) => ctx.log.error({ err }, 'deployments: recovery of interrupted work failed'));
@@ -37,8 +39,17 @@ export async function recoverInterrupted(ctx: AppContext): Promise<void> {
   const now = Date.now();
   const interrupted = await ctx.db
     .update(agentInvocations)
-    .set({ status: 'failed', error: { code: 'interrupted', message: 'the process running this invocation stopped before it finished' }, finishedAt: new Date() })
-    .where(and(eq(agentInvocations.status, 'running'), lt(agentInvocations.startedAt, new Date(now - ctx.config.sandbox.maxTimeoutMs - STALE_MARGIN_MS))))
+    .set({
+      status: 'failed',
+      error: { code: 'interrupted', message: 'the process running this invocation stopped before it finished' },
+      finishedAt: new Date(),
+    })
+    .where(
+      and(
+        eq(agentInvocations.status, 'running'),
+        lt(agentInvocations.startedAt, new Date(now - ctx.config.sandbox.maxTimeoutMs - STALE_MARGIN_MS)),
+      ),
+    )
     .returning({ id: agentInvocations.id });
   if (ctx.jobs.kind !== 'in-process') return;
   const cutoff = new Date(now - STALE_MARGIN_MS);
@@ -50,10 +61,17 @@ export async function recoverInterrupted(ctx: AppContext): Promise<void> {
   const preparing = await ctx.db
     .select({ id: deployments.id })
     .from(deployments)
-    .where(and(eq(deployments.status, 'preparing'), lt(deployments.updatedAt, new Date(now - ctx.config.sandbox.prepareTimeoutMs - STALE_MARGIN_MS))));
+    .where(
+      and(
+        eq(deployments.status, 'preparing'),
+        lt(deployments.updatedAt, new Date(now - ctx.config.sandbox.prepareTimeoutMs - STALE_MARGIN_MS)),
+      ),
+    );
   for (const d of preparing) await ctx.jobs.enqueue(PREPARE_JOB, { deploymentId: d.id, activate: 'if_newest' });
   if (interrupted.length || queued.length || preparing.length) {
-    ctx.log.info({ interrupted: interrupted.length, requeued_invocations: queued.length, requeued_prepares: preparing.length }, 'deployments: recovered interrupted work');
+    ctx.log.info(
+      { interrupted: interrupted.length, requeued_invocations: queued.length, requeued_prepares: preparing.length },
+      'deployments: recovered interrupted work',
+    );
   }
 }
-

@@ -27,7 +27,10 @@ const MAX_BATCH = 128;
 
 function logOf(ctx: AppContext): InvocationLog {
   if (ctx.invocationLog) return ctx.invocationLog;
-  const batcher = new WriteBatcher<InvocationInsert>({ write: async (rows) => void (await ctx.db.insert(agentInvocations).values(rows)), maxBatch: MAX_BATCH });
+  const batcher = new WriteBatcher<InvocationInsert>({
+    write: async (rows) => void (await ctx.db.insert(agentInvocations).values(rows)),
+    maxBatch: MAX_BATCH,
+  });
   const log: InvocationLog = { batcher, pending: new Map() };
   ctx.invocationLog = log;
   ctx.onClose.push(() => batcher.drain());
@@ -72,7 +75,13 @@ export interface InvocationRecord {
 
 /** A record that exists (a claimed queued invocation): the outcome is one UPDATE. */
 export function storedRecord(ctx: AppContext, row: InvocationRow): InvocationRecord {
-  return { row, finish: async (outcome) => (await ctx.db.update(agentInvocations).set(storable(outcome)).where(eq(agentInvocations.id, row.id)).returning())[0] };
+  return {
+    row,
+    finish: async (outcome) =>
+      (
+        await ctx.db.update(agentInvocations).set(storable(outcome)).where(eq(agentInvocations.id, row.id)).returning()
+      )[0],
+  };
 }
 
 /**
@@ -81,7 +90,10 @@ export function storedRecord(ctx: AppContext, row: InvocationRow): InvocationRec
  * `running` at that point (visible to `GET …/executions/:id` and to the stale-run recovery), then
  * UPDATEd with the outcome. What a crash may lose: see the module comment.
  */
-export function deferredRecord(ctx: AppContext, values: InvocationInsert & { id: string; agentId: string }): InvocationRecord {
+export function deferredRecord(
+  ctx: AppContext,
+  values: InvocationInsert & { id: string; agentId: string },
+): InvocationRecord {
   /** Resolves true once the `running` row is in, false when that INSERT failed (logged). */
   let inserted: Promise<boolean> | null = null;
   const insertRunning = () =>
@@ -97,7 +109,18 @@ export function deferredRecord(ctx: AppContext, values: InvocationInsert & { id:
   if (deferMs === 0) void insertRunning();
   const timer = deferMs > 0 ? setTimeout(insertRunning, deferMs) : null;
   timer?.unref();
-  const row = { logs: [], logsTruncated: false, calls: [], output: null, error: null, durationMs: null, cpuMs: null, cold: null, finishedAt: null, ...values } as InvocationRow;
+  const row = {
+    logs: [],
+    logsTruncated: false,
+    calls: [],
+    output: null,
+    error: null,
+    durationMs: null,
+    cpuMs: null,
+    cold: null,
+    finishedAt: null,
+    ...values,
+  } as InvocationRow;
   return {
     row,
     finish: async (outcome) => {
@@ -108,7 +131,13 @@ export function deferredRecord(ctx: AppContext, values: InvocationInsert & { id:
         writeBehind(ctx, finished);
         return { ...row, ...finished } as InvocationRow;
       }
-      return (await ctx.db.update(agentInvocations).set(storable(outcome)).where(eq(agentInvocations.id, values.id)).returning())[0];
+      return (
+        await ctx.db
+          .update(agentInvocations)
+          .set(storable(outcome))
+          .where(eq(agentInvocations.id, values.id))
+          .returning()
+      )[0];
     },
   };
 }

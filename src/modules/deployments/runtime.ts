@@ -43,18 +43,41 @@ export function sandboxOf(ctx: AppContext): Sandbox {
       freeze: c.freeze,
       user: c.user,
       readableDir: fs.realpathSync(c.dir),
-      warm: c.warmPerVersion > 0 && c.warmTotal > 0 ? { perVersion: c.warmPerVersion, total: c.warmTotal, idleMs: c.warmIdleMs } : undefined,
+      warm:
+        c.warmPerVersion > 0 && c.warmTotal > 0
+          ? { perVersion: c.warmPerVersion, total: c.warmTotal, idleMs: c.warmIdleMs }
+          : undefined,
       // Egress targets pass the same SSRF rules as the platform's own upstream calls.
       egress: { resolve: (host) => ctx.upstream.resolveChecked(host) },
       forkServer: c.forkServer,
       provisioned: c.provisioned,
     });
-    if (!s.egressAvailable) ctx.log.warn('sandbox: egress proxy unavailable (iproute2 ip, sh or setpriv missing): deployments with egress have no network');
-    if (!s.sealed) ctx.log.warn('sandbox: SANDBOX_ISOLATION=off: deployed code is confined by Node\'s permission model alone and can reach the host\'s Unix sockets');
-    if (!s.networkIsolated) ctx.log.warn('sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access');
+    if (!s.egressAvailable)
+      ctx.log.warn(
+        'sandbox: egress proxy unavailable (iproute2 ip, sh or setpriv missing): deployments with egress have no network',
+      );
+    if (!s.sealed)
+      ctx.log.warn(
+        "sandbox: SANDBOX_ISOLATION=off: deployed code is confined by Node's permission model alone and can reach the host's Unix sockets",
+      );
+    if (!s.networkIsolated)
+      ctx.log.warn(
+        'sandbox: network isolation unavailable (unshare --net failed or SANDBOX_NETWORK=allowed): deployed code has network access',
+      );
     if (s.runAsNote) ctx.log.warn(`sandbox: ${s.runAsNote}`);
-    if (c.processMemoryMb > 0 && s.processMemoryMb === 0) ctx.log.warn('sandbox: prlimit not found: only the V8 heap of sandbox processes is limited');
-    ctx.log.info({ sealed: s.sealed, network_isolated: s.networkIsolated, run_as: s.runAs, process_memory_mb: s.processMemoryMb, warm_per_version: c.warmPerVersion, warm_total: c.warmTotal }, 'sandbox ready');
+    if (c.processMemoryMb > 0 && s.processMemoryMb === 0)
+      ctx.log.warn('sandbox: prlimit not found: only the V8 heap of sandbox processes is limited');
+    ctx.log.info(
+      {
+        sealed: s.sealed,
+        network_isolated: s.networkIsolated,
+        run_as: s.runAs,
+        process_memory_mb: s.processMemoryMb,
+        warm_per_version: c.warmPerVersion,
+        warm_total: c.warmTotal,
+      },
+      'sandbox ready',
+    );
     const sandbox = s;
     ctx.onClose.push(() => sandbox.killAll());
     ctx.sandbox = s;
@@ -83,7 +106,10 @@ function activeCache(ctx: AppContext): SharedCache<DeploymentRow | null> {
  */
 export async function activeDeployment(ctx: AppContext, agentId: string): Promise<DeploymentRow | null> {
   return activeCache(ctx).get(agentId, async () => {
-    const [d] = await ctx.db.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')));
+    const [d] = await ctx.db
+      .select()
+      .from(deployments)
+      .where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')));
     return d ?? null;
   });
 }
@@ -113,9 +139,18 @@ export async function ensureUnpacked(ctx: AppContext, sha256: string): Promise<s
   let p = unpacking.get(key);
   if (!p) {
     p = (async () => {
-      const [a] = await ctx.db.select({ data: deploymentArtifacts.data }).from(deploymentArtifacts).where(eq(deploymentArtifacts.sha256, sha256));
+      const [a] = await ctx.db
+        .select({ data: deploymentArtifacts.data })
+        .from(deploymentArtifacts)
+        .where(eq(deploymentArtifacts.sha256, sha256));
       if (!a) throw new ArtifactError(`artifact ${sha256} is missing from storage`);
-      const buf = Buffer.isBuffer(a.data) ? a.data : Buffer.from((a.data as Uint8Array).buffer, (a.data as Uint8Array).byteOffset, (a.data as Uint8Array).byteLength);
+      const buf = Buffer.isBuffer(a.data)
+        ? a.data
+        : Buffer.from(
+            (a.data as Uint8Array).buffer,
+            (a.data as Uint8Array).byteOffset,
+            (a.data as Uint8Array).byteLength,
+          );
       return unpackArtifact(buf, dir, limitsOf(ctx));
     })().finally(() => unpacking.delete(key));
     unpacking.set(key, p);
@@ -126,4 +161,3 @@ export async function ensureUnpacked(ctx: AppContext, sha256: string): Promise<s
 export function envOf(ctx: AppContext, d: DeploymentRow): Record<string, string> {
   return d.envEncrypted ? (JSON.parse(decryptSecret(ctx, d.envEncrypted)) as Record<string, string>) : {};
 }
-

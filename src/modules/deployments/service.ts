@@ -28,7 +28,16 @@ import { encryptSecret } from '../../lib/secrets.js';
 import { getAgentForAccount, getLiveAgentForAccount } from '../agents/service.js';
 import { ArtifactError, inspectArtifact, resolveEntrypoint } from '../../sandbox/artifact.js';
 import { parseEnv, resolveEgress } from './env.js';
-import { drainAgent, ensureUnpacked, envOf, limitsOf, PREPARE_JOB, sandboxOf, STALE_MARGIN_MS, type DeploymentRow } from './runtime.js';
+import {
+  drainAgent,
+  ensureUnpacked,
+  envOf,
+  limitsOf,
+  PREPARE_JOB,
+  sandboxOf,
+  STALE_MARGIN_MS,
+  type DeploymentRow,
+} from './runtime.js';
 import type { DeployForm, DeploymentView } from './schemas.js';
 import { deploymentView } from './views.js';
 
@@ -52,7 +61,12 @@ export type DeployInput = Omit<Static<typeof DeployForm>, 'artifact'> & { artifa
  * evict it on every instance) instead of the database.
  * @throws AppError not_found
  */
-export async function agentInScope(ctx: AppContext, p: Principal, agentId: string, opts: { cached?: boolean } = {}): Promise<{ id: string; ownerId: string; status: string }> {
+export async function agentInScope(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  opts: { cached?: boolean } = {},
+): Promise<{ id: string; ownerId: string; status: string }> {
   if (p.kind === 'agent' && p.agentId !== agentId) throw notFound('Agent');
   return (opts.cached ? getLiveAgentForAccount : getAgentForAccount)(ctx, accountOf(p), agentId);
 }
@@ -67,7 +81,10 @@ async function lockAgent(tx: Tx, agentId: string): Promise<void> {
 }
 
 async function activeOf(tx: Tx, agentId: string): Promise<DeploymentRow | undefined> {
-  const [d] = await tx.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')));
+  const [d] = await tx
+    .select()
+    .from(deployments)
+    .where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'active')));
   return d;
 }
 
@@ -81,7 +98,12 @@ export function invalidState(detail: string): AppError {
  * @throws AppError not_found (agent not in scope), invalid_state (agent disabled),
  *   invalid_artifact (archive rejected: see `src/sandbox/artifact.ts`), validation_failed (env, entrypoint)
  */
-export async function createDeployment(ctx: AppContext, p: Principal, agentId: string, input: DeployInput): Promise<DeploymentView> {
+export async function createDeployment(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  input: DeployInput,
+): Promise<DeploymentView> {
   const agent = await agentInScope(ctx, p, agentId);
   if (agent.status !== 'active') throw invalidState(`Agent is ${agent.status}; enable it before deploying`);
   const env = parseEnv(input.env);
@@ -128,7 +150,10 @@ export async function createDeployment(ctx: AppContext, p: Principal, agentId: s
     return d;
   });
   await ctx.jobs.enqueue(PREPARE_JOB, { deploymentId: row.id, activate: 'if_newest' });
-  ctx.log.info({ agent_id: agentId, deployment_id: row.id, version: row.version, sha256: inspected.sha256 }, 'deployment created');
+  ctx.log.info(
+    { agent_id: agentId, deployment_id: row.id, version: row.version, sha256: inspected.sha256 },
+    'deployment created',
+  );
   return deploymentView(row);
 }
 
@@ -138,7 +163,11 @@ export async function createDeployment(ctx: AppContext, p: Principal, agentId: s
  * deploy) activates unless a newer version became active meanwhile; `always` (redeploy) activates.
  * Idempotent: does nothing unless the deployment is still `preparing`.
  */
-export async function prepareDeployment(ctx: AppContext, deploymentId: string, activate: 'always' | 'if_newest' = 'if_newest'): Promise<void> {
+export async function prepareDeployment(
+  ctx: AppContext,
+  deploymentId: string,
+  activate: 'always' | 'if_newest' = 'if_newest',
+): Promise<void> {
   const [d] = await ctx.db.select().from(deployments).where(eq(deployments.id, deploymentId));
   if (!d || d.status !== 'preparing') return;
   let failure: string | null = null;
@@ -148,8 +177,17 @@ export async function prepareDeployment(ctx: AppContext, deploymentId: string, a
     if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
       failure = `entrypoint ${d.entrypoint} is not a file of the artifact`;
     } else {
-      const r = await sandboxOf(ctx).run({ mode: 'load', root, entrypoint: d.entrypoint, timeoutMs: ctx.config.sandbox.prepareTimeoutMs, env: envOf(ctx, d), egress: d.egress, context: { agentId: d.agentId, deploymentId: d.id, version: d.version } });
-      if (r.status === 'timed_out') failure = `smoke load did not finish within ${ctx.config.sandbox.prepareTimeoutMs} ms`;
+      const r = await sandboxOf(ctx).run({
+        mode: 'load',
+        root,
+        entrypoint: d.entrypoint,
+        timeoutMs: ctx.config.sandbox.prepareTimeoutMs,
+        env: envOf(ctx, d),
+        egress: d.egress,
+        context: { agentId: d.agentId, deploymentId: d.id, version: d.version },
+      });
+      if (r.status === 'timed_out')
+        failure = `smoke load did not finish within ${ctx.config.sandbox.prepareTimeoutMs} ms`;
       else if (r.status !== 'succeeded') failure = `smoke load failed (${r.error?.code}): ${r.error?.message}`;
     }
   } catch (err) {
@@ -165,19 +203,32 @@ export async function prepareDeployment(ctx: AppContext, deploymentId: string, a
     if (!cur || cur.status !== 'preparing') return;
     const now = new Date();
     if (failure) {
-      await tx.update(deployments).set({ status: 'failed', failureReason: failure.slice(0, 2000), updatedAt: now }).where(eq(deployments.id, d.id));
+      await tx
+        .update(deployments)
+        .set({ status: 'failed', failureReason: failure.slice(0, 2000), updatedAt: now })
+        .where(eq(deployments.id, d.id));
       return;
     }
     const active = await activeOf(tx, d.agentId);
     if (activate === 'if_newest' && active && active.version > d.version) {
-      await tx.update(deployments).set({ status: 'superseded', failureReason: null, preparedAt: now, updatedAt: now }).where(eq(deployments.id, d.id));
+      await tx
+        .update(deployments)
+        .set({ status: 'superseded', failureReason: null, preparedAt: now, updatedAt: now })
+        .where(eq(deployments.id, d.id));
       return;
     }
-    if (active) await tx.update(deployments).set({ status: 'superseded', updatedAt: now }).where(eq(deployments.id, active.id));
-    await tx.update(deployments).set({ status: 'active', failureReason: null, preparedAt: now, activatedAt: now, updatedAt: now }).where(eq(deployments.id, d.id));
+    if (active)
+      await tx.update(deployments).set({ status: 'superseded', updatedAt: now }).where(eq(deployments.id, active.id));
+    await tx
+      .update(deployments)
+      .set({ status: 'active', failureReason: null, preparedAt: now, activatedAt: now, updatedAt: now })
+      .where(eq(deployments.id, d.id));
   });
   if (!failure) drainAgent(ctx, d.agentId);
-  ctx.log.info({ deployment_id: d.id, agent_id: d.agentId, version: d.version, ok: !failure, reason: failure ?? undefined }, 'deployment prepared');
+  ctx.log.info(
+    { deployment_id: d.id, agent_id: d.agentId, version: d.version, ok: !failure, reason: failure ?? undefined },
+    'deployment prepared',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,7 +242,12 @@ async function drained<T>(ctx: AppContext, agentId: string, change: Promise<T>):
 }
 
 /** Deployments of the agent, newest first. @throws AppError not_found */
-export async function listDeployments(ctx: AppContext, p: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<DeploymentView>> {
+export async function listDeployments(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<DeploymentView>> {
   await agentInScope(ctx, p, agentId);
   const limit = q.limit ?? 20;
   const after = decodeCursor(q.cursor);
@@ -211,47 +267,78 @@ export async function listDeployments(ctx: AppContext, p: Principal, agentId: st
  * @throws AppError not_found; invalid_state when nothing is active, no earlier good version exists,
  *   or the requested version was never prepared successfully / is the active one.
  */
-export async function rollbackDeployment(ctx: AppContext, p: Principal, agentId: string, input: { version?: number }): Promise<DeploymentView> {
+export async function rollbackDeployment(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  input: { version?: number },
+): Promise<DeploymentView> {
   await agentInScope(ctx, p, agentId);
-  return drained(ctx, agentId, ctx.db.transaction(async (tx) => {
-    await lockAgent(tx, agentId);
-    const active = await activeOf(tx, agentId);
-    if (!active) throw invalidState('No active deployment to roll back');
-    let target: DeploymentRow | undefined;
-    if (input.version !== undefined) {
-      [target] = await tx.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.version, input.version)));
-      if (!target) throw notFound(`Version ${input.version}`);
-      if (target.id === active.id) throw invalidState(`Version ${input.version} is already active`);
-      if (!target.preparedAt || !['superseded', 'rolled_back', 'stopped'].includes(target.status)) {
-        throw invalidState(`Version ${input.version} is ${target.status} and cannot be made active by a rollback`);
+  return drained(
+    ctx,
+    agentId,
+    ctx.db.transaction(async (tx) => {
+      await lockAgent(tx, agentId);
+      const active = await activeOf(tx, agentId);
+      if (!active) throw invalidState('No active deployment to roll back');
+      let target: DeploymentRow | undefined;
+      if (input.version !== undefined) {
+        [target] = await tx
+          .select()
+          .from(deployments)
+          .where(and(eq(deployments.agentId, agentId), eq(deployments.version, input.version)));
+        if (!target) throw notFound(`Version ${input.version}`);
+        if (target.id === active.id) throw invalidState(`Version ${input.version} is already active`);
+        if (!target.preparedAt || !['superseded', 'rolled_back', 'stopped'].includes(target.status)) {
+          throw invalidState(`Version ${input.version} is ${target.status} and cannot be made active by a rollback`);
+        }
+      } else {
+        [target] = await tx
+          .select()
+          .from(deployments)
+          .where(
+            and(
+              eq(deployments.agentId, agentId),
+              eq(deployments.status, 'superseded'),
+              lt(deployments.version, active.version),
+              sql`${deployments.preparedAt} is not null`,
+            ),
+          )
+          .orderBy(desc(deployments.version))
+          .limit(1);
+        if (!target) throw invalidState(`No earlier good version to roll back to from version ${active.version}`);
       }
-    } else {
-      [target] = await tx
-        .select()
-        .from(deployments)
-        .where(and(eq(deployments.agentId, agentId), eq(deployments.status, 'superseded'), lt(deployments.version, active.version), sql`${deployments.preparedAt} is not null`))
-        .orderBy(desc(deployments.version))
-        .limit(1);
-      if (!target) throw invalidState(`No earlier good version to roll back to from version ${active.version}`);
-    }
-    const now = new Date();
-    await tx.update(deployments).set({ status: 'rolled_back', updatedAt: now }).where(eq(deployments.id, active.id));
-    const [row] = await tx.update(deployments).set({ status: 'active', activatedAt: now, updatedAt: now }).where(eq(deployments.id, target.id)).returning();
-    ctx.log.info({ agent_id: agentId, from: active.version, to: row.version }, 'deployment rolled back');
-    return deploymentView(row);
-  }));
+      const now = new Date();
+      await tx.update(deployments).set({ status: 'rolled_back', updatedAt: now }).where(eq(deployments.id, active.id));
+      const [row] = await tx
+        .update(deployments)
+        .set({ status: 'active', activatedAt: now, updatedAt: now })
+        .where(eq(deployments.id, target.id))
+        .returning();
+      ctx.log.info({ agent_id: agentId, from: active.version, to: row.version }, 'deployment rolled back');
+      return deploymentView(row);
+    }),
+  );
 }
 
 /** Stop the active deployment (→ `stopped`; invocations then answer 409). @throws AppError not_found, invalid_state */
 export async function stopDeployment(ctx: AppContext, p: Principal, agentId: string): Promise<DeploymentView> {
   await agentInScope(ctx, p, agentId);
-  return drained(ctx, agentId, ctx.db.transaction(async (tx) => {
-    await lockAgent(tx, agentId);
-    const active = await activeOf(tx, agentId);
-    if (!active) throw invalidState('No active deployment to stop');
-    const [row] = await tx.update(deployments).set({ status: 'stopped', updatedAt: new Date() }).where(eq(deployments.id, active.id)).returning();
-    return deploymentView(row);
-  }));
+  return drained(
+    ctx,
+    agentId,
+    ctx.db.transaction(async (tx) => {
+      await lockAgent(tx, agentId);
+      const active = await activeOf(tx, agentId);
+      if (!active) throw invalidState('No active deployment to stop');
+      const [row] = await tx
+        .update(deployments)
+        .set({ status: 'stopped', updatedAt: new Date() })
+        .where(eq(deployments.id, active.id))
+        .returning();
+      return deploymentView(row);
+    }),
+  );
 }
 
 /**
@@ -260,14 +347,22 @@ export async function stopDeployment(ctx: AppContext, p: Principal, agentId: str
  * that is `stopped` or `failed`. Any version except one already `preparing` may be named.
  * @throws AppError not_found, invalid_state
  */
-export async function redeployDeployment(ctx: AppContext, p: Principal, agentId: string, input: { version?: number }): Promise<DeploymentView> {
+export async function redeployDeployment(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  input: { version?: number },
+): Promise<DeploymentView> {
   const agent = await agentInScope(ctx, p, agentId);
   if (agent.status !== 'active') throw invalidState(`Agent is ${agent.status}; enable it before redeploying`);
   const row = await ctx.db.transaction(async (tx) => {
     await lockAgent(tx, agentId);
     let target: DeploymentRow | undefined;
     if (input.version !== undefined) {
-      [target] = await tx.select().from(deployments).where(and(eq(deployments.agentId, agentId), eq(deployments.version, input.version)));
+      [target] = await tx
+        .select()
+        .from(deployments)
+        .where(and(eq(deployments.agentId, agentId), eq(deployments.version, input.version)));
       if (!target) throw notFound(`Version ${input.version}`);
     } else {
       target = await activeOf(tx, agentId);
@@ -275,7 +370,9 @@ export async function redeployDeployment(ctx: AppContext, p: Principal, agentId:
         [target] = await tx
           .select()
           .from(deployments)
-          .where(and(eq(deployments.agentId, agentId), sql`${deployments.status} in ('stopped', 'failed', 'preparing')`))
+          .where(
+            and(eq(deployments.agentId, agentId), sql`${deployments.status} in ('stopped', 'failed', 'preparing')`),
+          )
           .orderBy(desc(deployments.version))
           .limit(1);
       }
@@ -284,7 +381,11 @@ export async function redeployDeployment(ctx: AppContext, p: Principal, agentId:
     // A prepare older than its timeout plus a margin was lost (its host died): it may be retried.
     const stale = target.updatedAt.getTime() < Date.now() - ctx.config.sandbox.prepareTimeoutMs - STALE_MARGIN_MS;
     if (target.status === 'preparing' && !stale) throw invalidState(`Version ${target.version} is already preparing`);
-    const [r] = await tx.update(deployments).set({ status: 'preparing', failureReason: null, updatedAt: new Date() }).where(eq(deployments.id, target.id)).returning();
+    const [r] = await tx
+      .update(deployments)
+      .set({ status: 'preparing', failureReason: null, updatedAt: new Date() })
+      .where(eq(deployments.id, target.id))
+      .returning();
     return r;
   });
   drainAgent(ctx, agentId);
@@ -294,4 +395,3 @@ export async function redeployDeployment(ctx: AppContext, p: Principal, agentId:
 
 // ---------------------------------------------------------------------------------------------
 // Invocations.
-

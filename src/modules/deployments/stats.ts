@@ -7,9 +7,15 @@ import { execRows } from '../../db/client.js';
 export async function countDeployments(
   ctx: AppContext,
   f: { since: Date; until: Date },
-): Promise<{ deployments: { total: number; by_status: Record<string, number> }; invocations: { total: number; by_status: Record<string, number> } }> {
+): Promise<{
+  deployments: { total: number; by_status: Record<string, number> };
+  invocations: { total: number; by_status: Record<string, number> };
+}> {
   const [deps, invs] = await Promise.all([
-    execRows<{ status: string; n: number | string }>(ctx.db, sql`select status, count(*) as n from deployments group by status`),
+    execRows<{ status: string; n: number | string }>(
+      ctx.db,
+      sql`select status, count(*) as n from deployments group by status`,
+    ),
     execRows<{ status: string; n: number | string }>(
       ctx.db,
       sql`select status, count(*) as n from agent_invocations

@@ -9,7 +9,14 @@ import type { DeploymentView, InvocationSummary, InvocationView } from './schema
 export type InvocationRow = typeof agentInvocations.$inferSelect;
 
 /** Columns of an invocation without its (possibly large) input, output and logs. */
-export const { input: _input, output: _output, logs: _logs, logsTruncated: _lt, calls: _calls, ...summaryColumns } = getTableColumns(agentInvocations);
+export const {
+  input: _input,
+  output: _output,
+  logs: _logs,
+  logsTruncated: _lt,
+  calls: _calls,
+  ...summaryColumns
+} = getTableColumns(agentInvocations);
 
 export type DeploymentStatus = DeploymentView['status'];
 export type InvocationStatus = InvocationView['status'];
@@ -22,7 +29,12 @@ export function deploymentView(d: DeploymentRow): DeploymentView {
     status: d.status as DeploymentStatus,
     entrypoint: d.entrypoint,
     description: d.description,
-    artifact: { sha256: d.artifactSha256, size_bytes: d.artifactSize, files: d.fileCount, unpacked_bytes: d.unpackedBytes },
+    artifact: {
+      sha256: d.artifactSha256,
+      size_bytes: d.artifactSize,
+      files: d.fileCount,
+      unpacked_bytes: d.unpackedBytes,
+    },
     env_keys: d.envKeys,
     egress: d.egress,
     failure_reason: d.failureReason,
@@ -34,7 +46,9 @@ export function deploymentView(d: DeploymentRow): DeploymentView {
   };
 }
 
-export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'logs' | 'logsTruncated' | 'calls'>): InvocationSummary {
+export function invocationSummary(
+  r: Omit<InvocationRow, 'input' | 'output' | 'logs' | 'logsTruncated' | 'calls'>,
+): InvocationSummary {
   return {
     id: r.id,
     agent_id: r.agentId,
@@ -54,5 +68,12 @@ export function invocationSummary(r: Omit<InvocationRow, 'input' | 'output' | 'l
 }
 
 export function invocationView(r: InvocationRow): InvocationView {
-  return { ...invocationSummary(r), input: r.input ?? null, output: r.output ?? null, logs: r.logs as InvocationView['logs'], logs_truncated: r.logsTruncated, calls: r.calls as InvocationView['calls'] };
+  return {
+    ...invocationSummary(r),
+    input: r.input ?? null,
+    output: r.output ?? null,
+    logs: r.logs as InvocationView['logs'],
+    logs_truncated: r.logsTruncated,
+    calls: r.calls as InvocationView['calls'],
+  };
 }

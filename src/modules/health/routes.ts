@@ -9,16 +9,36 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { metricsGuard, type Metrics } from '../../http/metrics.js';
 
-const Check = Type.Object({ status: Type.Union([Type.Literal('ok'), Type.Literal('error')]), detail: Type.Optional(Type.String()) });
+const Check = Type.Object({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('error')]),
+  detail: Type.Optional(Type.String()),
+});
 
-export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx: AppContext; metrics: Metrics }): Promise<void> {
+export async function healthRoutes(
+  app: FastifyInstance,
+  { ctx, metrics }: { ctx: AppContext; metrics: Metrics },
+): Promise<void> {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['operations'];
   const config = { rateLimit: false as const };
 
-  r.get('/healthz', { config, schema: { hide: true, tags, operationId: 'ops.healthz', summary: 'Process is up', response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+  r.get(
+    '/healthz',
+    {
+      config,
+      schema: {
+        hide: true,
+        tags,
+        operationId: 'ops.healthz',
+        summary: 'Process is up',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
 
-  r.get('/readyz',
+  r.get(
+    '/readyz',
     {
       config,
       schema: {
@@ -27,8 +47,16 @@ export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx
         operationId: 'ops.readyz',
         summary: 'Dependencies reachable',
         response: {
-          200: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check), details: Type.Record(Type.String(), Type.Unknown()) }),
-          503: Type.Object({ status: Type.String(), checks: Type.Record(Type.String(), Check), details: Type.Record(Type.String(), Type.Unknown()) }),
+          200: Type.Object({
+            status: Type.String(),
+            checks: Type.Record(Type.String(), Check),
+            details: Type.Record(Type.String(), Type.Unknown()),
+          }),
+          503: Type.Object({
+            status: Type.String(),
+            checks: Type.Record(Type.String(), Check),
+            details: Type.Record(Type.String(), Type.Unknown()),
+          }),
         },
       },
     },
@@ -53,17 +81,26 @@ export async function healthRoutes(app: FastifyInstance, { ctx, metrics }: { ctx
       const ok = Object.values(checks).every((c) => c.status === 'ok');
       const details = {
         database_engine: ctx.database.engine,
-        vector_search: ctx.database.hasVector ? 'pgvector (HNSW index)' : 'exact cosine over real[] (no pgvector on this server; slower at scale)',
+        vector_search: ctx.database.hasVector
+          ? 'pgvector (HNSW index)'
+          : 'exact cosine over real[] (no pgvector on this server; slower at scale)',
       };
       return reply.code(ok ? 200 : 503).send({ status: ok ? 'ok' : 'error', checks, details });
     },
   );
 
-  app.get('/metrics',
+  app.get(
+    '/metrics',
     {
       config,
       onRequest: metricsGuard(ctx.config.metricsToken),
-      schema: { hide: true, tags, operationId: 'ops.metrics', summary: 'Prometheus metrics (text exposition format); loopback clients, or METRICS_TOKEN as a bearer token', response: { 200: { type: 'string' } } },
+      schema: {
+        hide: true,
+        tags,
+        operationId: 'ops.metrics',
+        summary: 'Prometheus metrics (text exposition format); loopback clients, or METRICS_TOKEN as a bearer token',
+        response: { 200: { type: 'string' } },
+      },
     },
     async (_req, reply) => {
       reply.type(metrics.registry.contentType);

@@ -53,13 +53,21 @@ export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity
 
   const checkOrigin = (req: FastifyRequest) => {
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== publicOrigin) throw new AppError('forbidden', `Origin ${origin} may not use the browser session (only ${publicOrigin})`);
+    if (origin !== undefined && origin !== publicOrigin)
+      throw new AppError('forbidden', `Origin ${origin} may not use the browser session (only ${publicOrigin})`);
   };
   const setCookie = (reply: FastifyReply, token: string | undefined) => {
     if (!token) return;
-    reply.setCookie(REFRESH_COOKIE, token, { httpOnly: true, secure: true, sameSite: 'strict', path: COOKIE_PATH, maxAge: ctx.config.auth.refreshTokenTtlSeconds });
+    reply.setCookie(REFRESH_COOKIE, token, {
+      httpOnly: true,
+      secure: true,
+      sameSite: 'strict',
+      path: COOKIE_PATH,
+      maxAge: ctx.config.auth.refreshTokenTtlSeconds,
+    });
   };
-  const clearCookie = (reply: FastifyReply) => reply.clearCookie(REFRESH_COOKIE, { httpOnly: true, secure: true, sameSite: 'strict', path: COOKIE_PATH });
+  const clearCookie = (reply: FastifyReply) =>
+    reply.clearCookie(REFRESH_COOKIE, { httpOnly: true, secure: true, sameSite: 'strict', path: COOKIE_PATH });
   const withoutRefresh = <T extends { refresh_token?: string; user_id?: string }>(set: T, userId: string) => {
     const { refresh_token: _drop, ...rest } = set;
     return { ...rest, user_id: userId } as Omit<T, 'refresh_token'> & { user_id: string };
@@ -68,10 +76,14 @@ export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity
 
   r.post(
     '/v1/auth/session',
-    op('auth.session.create', 'Browser sign-in (step 4): exchange the code; the refresh token goes into an HttpOnly cookie, not the body', {
-      body: CallbackBody,
-      response: { 200: BrowserTokenSet, ...errorResponses(403, 502, 503) },
-    }),
+    op(
+      'auth.session.create',
+      'Browser sign-in (step 4): exchange the code; the refresh token goes into an HttpOnly cookie, not the body',
+      {
+        body: CallbackBody,
+        response: { 200: BrowserTokenSet, ...errorResponses(403, 502, 503) },
+      },
+    ),
     async (req, reply) => {
       checkOrigin(req);
       reply.header('cache-control', 'no-store');
@@ -83,7 +95,9 @@ export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity
 
   r.post(
     '/v1/auth/session/refresh',
-    op('auth.session.refresh', "Rotate the session cookie's refresh token and return a new access token", { response: { 200: BrowserTokenSet, ...errorResponses(403) } }),
+    op('auth.session.refresh', "Rotate the session cookie's refresh token and return a new access token", {
+      response: { 200: BrowserTokenSet, ...errorResponses(403) },
+    }),
     async (req, reply) => {
       checkOrigin(req);
       reply.header('cache-control', 'no-store');
@@ -107,7 +121,9 @@ export async function browserSessionRoutes(app: FastifyInstance, { ctx, identity
 
   r.delete(
     '/v1/auth/session',
-    op('auth.session.delete', 'Sign out: revoke the refresh token (RFC 7009) and clear the session cookie', { response: { 204: Type.Null(), ...errorResponses(403) } }),
+    op('auth.session.delete', 'Sign out: revoke the refresh token (RFC 7009) and clear the session cookie', {
+      response: { 204: Type.Null(), ...errorResponses(403) },
+    }),
     async (req, reply) => {
       checkOrigin(req);
       const token = req.cookies[REFRESH_COOKIE];

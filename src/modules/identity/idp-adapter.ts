@@ -37,7 +37,14 @@ export class DbAdapter implements Adapter {
       .values(row)
       .onConflictDoUpdate({
         target: [oidcPayloads.model, oidcPayloads.id],
-        set: { payload: row.payload, grantId: row.grantId, userCode: row.userCode, uid: row.uid, expiresAt: row.expiresAt, consumedAt: null },
+        set: {
+          payload: row.payload,
+          grantId: row.grantId,
+          userCode: row.userCode,
+          uid: row.uid,
+          expiresAt: row.expiresAt,
+          consumedAt: null,
+        },
       });
   }
 
@@ -77,7 +84,9 @@ export class DbAdapter implements Adapter {
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
-    await this.db.delete(oidcPayloads).where(and(eq(oidcPayloads.model, this.model), eq(oidcPayloads.grantId, grantId)));
+    await this.db
+      .delete(oidcPayloads)
+      .where(and(eq(oidcPayloads.model, this.model), eq(oidcPayloads.grantId, grantId)));
   }
 }
 

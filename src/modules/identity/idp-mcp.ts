@@ -24,11 +24,16 @@ import { redirectUriProblem } from './redirect-uris.js';
 
 export { MCP_SCOPE };
 
-
 /** The resource server info of `<PUBLIC_URL>/mcp`, or null for another indicator. */
 export function mcpResourceServerInfo(config: Config, indicator: string): ResourceServer | null {
   if (indicator !== mcpResourceUrl(config)) return null;
-  return { scope: MCP_SCOPE, audience: indicator, accessTokenTTL: config.auth.accessTokenTtlSeconds, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } };
+  return {
+    scope: MCP_SCOPE,
+    audience: indicator,
+    accessTokenTTL: config.auth.accessTokenTtlSeconds,
+    accessTokenFormat: 'jwt',
+    jwt: { sign: { alg: 'RS256' } },
+  };
 }
 
 /** Why a registered client's redirect URI is refused (https, or http on loopback only), or null. */
@@ -41,12 +46,16 @@ export function registeredRedirectUriProblem(uri: string): string | null {
 /** The registration policy: throws `invalid_client_metadata` / `invalid_redirect_uri` (RFC 7591 §3.2.2). */
 function checkRegistration(oidcErrors: typeof OidcErrors, metadata: Record<string, unknown>): void {
   if (metadata.token_endpoint_auth_method !== 'none') {
-    throw new oidcErrors.InvalidClientMetadata('only public clients may register: token_endpoint_auth_method must be "none" (PKCE S256 is required)');
+    throw new oidcErrors.InvalidClientMetadata(
+      'only public clients may register: token_endpoint_auth_method must be "none" (PKCE S256 is required)',
+    );
   }
   const grants = (metadata.grant_types as string[] | undefined) ?? ['authorization_code'];
-  if (!grants.every((g) => g === 'authorization_code' || g === 'refresh_token')) throw new oidcErrors.InvalidClientMetadata('grant_types may only hold authorization_code and refresh_token');
+  if (!grants.every((g) => g === 'authorization_code' || g === 'refresh_token'))
+    throw new oidcErrors.InvalidClientMetadata('grant_types may only hold authorization_code and refresh_token');
   const responses = (metadata.response_types as string[] | undefined) ?? ['code'];
-  if (!responses.every((r) => r === 'code')) throw new oidcErrors.InvalidClientMetadata('response_types may only hold "code"');
+  if (!responses.every((r) => r === 'code'))
+    throw new oidcErrors.InvalidClientMetadata('response_types may only hold "code"');
   const uris = (metadata.redirect_uris as string[] | undefined) ?? [];
   for (const uri of uris) {
     const problem = registeredRedirectUriProblem(uri);
@@ -58,14 +67,17 @@ function checkRegistration(oidcErrors: typeof OidcErrors, metadata: Record<strin
  * The provider settings for dynamic registration (merged into the tenant's configuration);
  * `oidcErrors`: the provider's error classes (oidc-provider is loaded only with the provider).
  */
-export function registrationSettings(oidcErrors: typeof OidcErrors): Pick<Configuration, 'extraClientMetadata'> & { registration: NonNullable<Configuration['features']>['registration'] } {
+export function registrationSettings(oidcErrors: typeof OidcErrors): Pick<Configuration, 'extraClientMetadata'> & {
+  registration: NonNullable<Configuration['features']>['registration'];
+} {
   return {
     registration: { enabled: true, initialAccessToken: false, issueRegistrationAccessToken: false },
     extraClientMetadata: {
       // RFC 7591 §2 `software_id`: kept as metadata; its validator runs the policy on registration.
       properties: ['software_id'],
       validator(kctx, key, _value, metadata) {
-        if (key === 'software_id' && (kctx as KoaContextWithOIDC | undefined)?.oidc?.route === 'registration') checkRegistration(oidcErrors, metadata as Record<string, unknown>);
+        if (key === 'software_id' && (kctx as KoaContextWithOIDC | undefined)?.oidc?.route === 'registration')
+          checkRegistration(oidcErrors, metadata as Record<string, unknown>);
       },
     },
   };
@@ -78,8 +90,15 @@ export type ProviderForward = (req: FastifyRequest, reply: FastifyReply) => Prom
  * Routes of the MCP authorization server: RFC 8414 metadata, the rate-limited registration
  * endpoint (forwarded to the provider) and the consent form's answer.
  */
-export async function mcpAuthorizationRoutes(app: FastifyInstance, { config, provider, forward }: { config: Config; provider: () => Promise<Provider>; forward: ProviderForward }): Promise<void> {
-  const limit = app.rateLimit({ max: config.mcp.registrationsPerHour, timeWindow: 3_600_000, keyGenerator: (req) => `idp-reg:${req.ip}` });
+export async function mcpAuthorizationRoutes(
+  app: FastifyInstance,
+  { config, provider, forward }: { config: Config; provider: () => Promise<Provider>; forward: ProviderForward },
+): Promise<void> {
+  const limit = app.rateLimit({
+    max: config.mcp.registrationsPerHour,
+    timeWindow: 3_600_000,
+    keyGenerator: (req) => `idp-reg:${req.ip}`,
+  });
   app.route({
     method: 'POST',
     url: '/idp/reg',
@@ -92,18 +111,35 @@ export async function mcpAuthorizationRoutes(app: FastifyInstance, { config, pro
   // RFC 8414 §3: the issuer's path after the well-known prefix.
   app.get('/.well-known/oauth-authorization-server/idp', { schema: { hide: true } }, async (_req, reply) => {
     const res = await app.inject({ method: 'GET', url: '/idp/.well-known/openid-configuration' });
-    return reply.code(res.statusCode).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'public, max-age=300').send(res.body);
+    return reply
+      .code(res.statusCode)
+      .header('content-type', 'application/json; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .send(res.body);
   });
 
   // The consent form posts an empty urlencoded body.
   await app.register(formbody);
   app.post<{ Params: { uid: string } }>(
     '/idp/interaction/:uid/confirm',
-    { schema: { hide: true, params: { type: 'object', properties: { uid: { type: 'string', minLength: 1, maxLength: 100 } }, required: ['uid'] } } },
+    {
+      schema: {
+        hide: true,
+        params: {
+          type: 'object',
+          properties: { uid: { type: 'string', minLength: 1, maxLength: 100 } },
+          required: ['uid'],
+        },
+      },
+    },
     async (req, reply) => {
       const p = await provider();
       const details = await interactionOf(p, req.raw, reply.raw, req.params.uid);
-      if (!details || details.prompt.name !== 'consent') return reply.code(400).headers(PAGE_HEADERS).send(page('Error', '<h1>This request has expired</h1><p>Start again from your MCP client.</p>'));
+      if (!details || details.prompt.name !== 'consent')
+        return reply
+          .code(400)
+          .headers(PAGE_HEADERS)
+          .send(page('Error', '<h1>This request has expired</h1><p>Start again from your MCP client.</p>'));
       return grantAndContinue(p, req.raw, reply, details);
     },
   );
@@ -111,7 +147,12 @@ export async function mcpAuthorizationRoutes(app: FastifyInstance, { config, pro
 
 type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 
-async function interactionOf(provider: Provider, req: IncomingMessage, res: ServerResponse, uid: string): Promise<Interaction | null> {
+async function interactionOf(
+  provider: Provider,
+  req: IncomingMessage,
+  res: ServerResponse,
+  uid: string,
+): Promise<Interaction | null> {
   try {
     const details = await provider.interactionDetails(req, res);
     return details.uid === uid ? details : null;
@@ -121,7 +162,12 @@ async function interactionOf(provider: Provider, req: IncomingMessage, res: Serv
 }
 
 /** Grant what the interaction asks for (missing OIDC scopes/claims, resource scopes) and resume the authorization. */
-export async function grantAndContinue(provider: Provider, req: IncomingMessage, reply: FastifyReply, details: Interaction): Promise<FastifyReply> {
+export async function grantAndContinue(
+  provider: Provider,
+  req: IncomingMessage,
+  reply: FastifyReply,
+  details: Interaction,
+): Promise<FastifyReply> {
   const { missingOIDCScope, missingOIDCClaims, missingResourceScopes } = details.prompt.details as {
     missingOIDCScope?: string[];
     missingOIDCClaims?: string[];
@@ -131,9 +177,15 @@ export async function grantAndContinue(provider: Provider, req: IncomingMessage,
   grant ??= new provider.Grant({ accountId: details.session!.accountId, clientId: String(details.params.client_id) });
   if (missingOIDCScope) grant.addOIDCScope(missingOIDCScope.join(' '));
   if (missingOIDCClaims) grant.addOIDCClaims(missingOIDCClaims);
-  for (const [indicator, scopes] of Object.entries(missingResourceScopes ?? {})) grant.addResourceScope(indicator, scopes.join(' '));
+  for (const [indicator, scopes] of Object.entries(missingResourceScopes ?? {}))
+    grant.addResourceScope(indicator, scopes.join(' '));
   const grantId = await grant.save();
-  const to = await provider.interactionResult(req, reply.raw, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  const to = await provider.interactionResult(
+    req,
+    reply.raw,
+    { consent: { grantId } },
+    { mergeWithLastSubmission: true },
+  );
   return reply.code(303).header('location', to).header('cache-control', 'no-store').send();
 }
 

@@ -24,7 +24,9 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
   const indicator = resourceIndicatorFor(auth.audience);
   const apiScope = auth.scope;
   const cookieSecret = await loadOrCreateSecret(ctx.db, 'idp_cookie_secret');
-  const cookieKey = Buffer.from(hkdfSync('sha256', cookieSecret, Buffer.alloc(0), 'agent-platform idp cookies v1', 32)).toString('base64url');
+  const cookieKey = Buffer.from(
+    hkdfSync('sha256', cookieSecret, Buffer.alloc(0), 'agent-platform idp cookies v1', 32),
+  ).toString('base64url');
   // MCP clients register themselves (RFC 7591) and ask for the /mcp resource (idp-mcp.ts).
   const { registration, extraClientMetadata } = registrationSettings(oidcErrors);
 
@@ -121,7 +123,8 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
       };
     },
     async extraTokenClaims(_ctx, token) {
-      if (token.kind !== 'AccessToken' || !('accountId' in token) || typeof token.accountId !== 'string') return undefined;
+      if (token.kind !== 'AccessToken' || !('accountId' in token) || typeof token.accountId !== 'string')
+        return undefined;
       const u = await identity.findUser(token.accountId);
       return u ? { roles: u.roles, email: u.email ?? undefined } : undefined;
     },
@@ -130,11 +133,15 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
       const oidc = kctx.oidc;
       const client = oidc.client!;
       const session = oidc.session!;
-      const grantId = (oidc.result?.consent as { grantId?: string } | undefined)?.grantId ?? session.grantIdFor(client.clientId);
+      const grantId =
+        (oidc.result?.consent as { grantId?: string } | undefined)?.grantId ?? session.grantIdFor(client.clientId);
       let grant = grantId ? await oidc.provider.Grant.find(grantId) : undefined;
       if (client.clientId !== clientId) return grant;
-      if (!grant || grant.accountId !== session.accountId) grant = new oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId });
-      const requested = String(oidc.params?.scope ?? '').split(' ').filter(Boolean);
+      if (!grant || grant.accountId !== session.accountId)
+        grant = new oidc.provider.Grant({ clientId: client.clientId, accountId: session.accountId });
+      const requested = String(oidc.params?.scope ?? '')
+        .split(' ')
+        .filter(Boolean);
       grant.addOIDCScope(requested.filter((s) => OIDC_SCOPES.includes(s)).join(' '));
       const apiScopes = new Set(apiScope.split(' '));
       grant.addResourceScope(indicator, requested.filter((s) => apiScopes.has(s)).join(' '));
@@ -154,10 +161,13 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
 
   // Redirect URIs of the first-party client follow the platform's policy (allow-list, or any
   // loopback URI per RFC 8252 §7.3), not only the registered list.
-  const Client = provider.Client as unknown as { prototype: { redirectUriAllowed(this: { clientId: string }, uri: string): boolean } };
+  const Client = provider.Client as unknown as {
+    prototype: { redirectUriAllowed(this: { clientId: string }, uri: string): boolean };
+  };
   const registered = Client.prototype.redirectUriAllowed;
   Client.prototype.redirectUriAllowed = function (this: { clientId: string }, uri: string) {
-    if (this.clientId === clientId) return isRedirectUriAllowed(uri, auth.redirectUris, [consoleRedirectUri(ctx.config.publicUrl)]);
+    if (this.clientId === clientId)
+      return isRedirectUriAllowed(uri, auth.redirectUris, [consoleRedirectUri(ctx.config.publicUrl)]);
     return registered.call(this, uri);
   };
 

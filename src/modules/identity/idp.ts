@@ -34,7 +34,10 @@ import { userinfoRoutes } from './userinfo.js';
  * even where `PUBLIC_URL` does not resolve from the server itself.
  */
 export function inProcessFetch(app: FastifyInstance) {
-  return async (url: string, options: { method: string; headers: Record<string, string>; body?: unknown }): Promise<Response> => {
+  return async (
+    url: string,
+    options: { method: string; headers: Record<string, string>; body?: unknown },
+  ): Promise<Response> => {
     const u = new URL(url);
     const body = options.body === undefined || options.body === null ? undefined : String(options.body);
     const res = await app.inject({
@@ -64,13 +67,23 @@ const LoginForm = Type.Object({ email: Type.String({ maxLength: 254 }), password
  */
 export async function idpRoutes(
   app: FastifyInstance,
-  { ctx, identity, config, deferred }: { ctx: AppContext; identity: IdentityService; config: Config; deferred?: Array<() => Promise<unknown>> },
+  {
+    ctx,
+    identity,
+    config,
+    deferred,
+  }: { ctx: AppContext; identity: IdentityService; config: Config; deferred?: Array<() => Promise<unknown>> },
 ): Promise<void> {
-  let building: Promise<{ provider: Provider; handle: (req: IncomingMessage, res: ServerResponse) => void }> | undefined;
+  let building:
+    | Promise<{ provider: Provider; handle: (req: IncomingMessage, res: ServerResponse) => void }>
+    | undefined;
   const built = () =>
     (building ??= import('./idp-provider.js')
       .then((m) => m.createEmbeddedIdp(ctx, identity))
-      .then((provider) => ({ provider, handle: provider.callback() as (req: IncomingMessage, res: ServerResponse) => void }))
+      .then((provider) => ({
+        provider,
+        handle: provider.callback() as (req: IncomingMessage, res: ServerResponse) => void,
+      }))
       .catch((err: unknown) => {
         building = undefined;
         throw err;
@@ -119,14 +132,25 @@ export async function idpRoutes(
     const hide = true;
 
     /** The interaction of this request, checked against the `uid` in the URL (CSRF). */
-    const interaction = async (provider: Provider, req: { raw: IncomingMessage; params: { uid: string } }, res: ServerResponse) => {
+    const interaction = async (
+      provider: Provider,
+      req: { raw: IncomingMessage; params: { uid: string } },
+      res: ServerResponse,
+    ) => {
       let details;
       try {
         details = await provider.interactionDetails(req.raw, res);
       } catch {
-        throw new PageError(400, { error: 'invalid_request', error_description: 'This sign-in request has expired or was already completed.' });
+        throw new PageError(400, {
+          error: 'invalid_request',
+          error_description: 'This sign-in request has expired or was already completed.',
+        });
       }
-      if (details.uid !== req.params.uid) throw new PageError(400, { error: 'invalid_request', error_description: 'This sign-in request does not belong to this browser.' });
+      if (details.uid !== req.params.uid)
+        throw new PageError(400, {
+          error: 'invalid_request',
+          error_description: 'This sign-in request does not belong to this browser.',
+        });
       return details;
     };
 
@@ -140,45 +164,73 @@ export async function idpRoutes(
       const details = await interaction(provider, req, reply.raw);
       const firstParty = details.params.client_id === config.auth.clientId;
       if (details.prompt.name === 'login') {
-        const clientName = firstParty ? 'Agent Platform' : await clientNameOf(provider, String(details.params.client_id));
-        return reply.headers(PAGE_HEADERS).send(loginPage({ uid: details.uid, clientName, email: String(details.params.login_hint ?? '') }));
+        const clientName = firstParty
+          ? 'Agent Platform'
+          : await clientNameOf(provider, String(details.params.client_id));
+        return reply
+          .headers(PAGE_HEADERS)
+          .send(loginPage({ uid: details.uid, clientName, email: String(details.params.login_hint ?? '') }));
       }
       // Consent: implicit for the first-party client; a registered client needs the user's Allow.
       if (!firstParty) return reply.headers(PAGE_HEADERS).send(await consentPage(provider, details));
       return grantAndContinue(provider, req.raw, reply, details);
     });
 
-    r.post(`${IDP_PREFIX}/interaction/:uid/login`, { schema: { hide, params: InteractionParams, body: LoginForm } }, async (req, reply) => {
-      const provider = await providerOf();
-      const details = await interaction(provider, req, reply.raw);
-      if (details.prompt.name !== 'login') throw new PageError(400, { error: 'invalid_request', error_description: 'This sign-in request is not waiting for a password.' });
-      let user;
-      try {
-        user = await identity.checkPassword(req.body.email, req.body.password);
-      } catch (err) {
-        if (err instanceof AppError && err.code === 'invalid_credentials') {
-          return reply
-            .code(401)
-            .headers(PAGE_HEADERS)
-            .send(loginPage({ uid: details.uid, clientName: 'Agent Platform', email: req.body.email, error: 'Email or password is wrong.' }));
+    r.post(
+      `${IDP_PREFIX}/interaction/:uid/login`,
+      { schema: { hide, params: InteractionParams, body: LoginForm } },
+      async (req, reply) => {
+        const provider = await providerOf();
+        const details = await interaction(provider, req, reply.raw);
+        if (details.prompt.name !== 'login')
+          throw new PageError(400, {
+            error: 'invalid_request',
+            error_description: 'This sign-in request is not waiting for a password.',
+          });
+        let user;
+        try {
+          user = await identity.checkPassword(req.body.email, req.body.password);
+        } catch (err) {
+          if (err instanceof AppError && err.code === 'invalid_credentials') {
+            return reply
+              .code(401)
+              .headers(PAGE_HEADERS)
+              .send(
+                loginPage({
+                  uid: details.uid,
+                  clientName: 'Agent Platform',
+                  email: req.body.email,
+                  error: 'Email or password is wrong.',
+                }),
+              );
+          }
+          throw err;
         }
-        throw err;
-      }
-      const to = await provider.interactionResult(req.raw, reply.raw, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
-      return reply.code(303).header('location', to).header('cache-control', 'no-store').send();
-    });
+        const to = await provider.interactionResult(
+          req.raw,
+          reply.raw,
+          { login: { accountId: user.id } },
+          { mergeWithLastSubmission: false },
+        );
+        return reply.code(303).header('location', to).header('cache-control', 'no-store').send();
+      },
+    );
 
-    r.post(`${IDP_PREFIX}/interaction/:uid/abort`, { schema: { hide, params: InteractionParams } }, async (req, reply) => {
-      const provider = await providerOf();
-      await interaction(provider, req, reply.raw);
-      const to = await provider.interactionResult(
-        req.raw,
-        reply.raw,
-        { error: 'access_denied', error_description: 'The user cancelled the sign-in' },
-        { mergeWithLastSubmission: false },
-      );
-      return reply.code(303).header('location', to).header('cache-control', 'no-store').send();
-    });
+    r.post(
+      `${IDP_PREFIX}/interaction/:uid/abort`,
+      { schema: { hide, params: InteractionParams } },
+      async (req, reply) => {
+        const provider = await providerOf();
+        await interaction(provider, req, reply.raw);
+        const to = await provider.interactionResult(
+          req.raw,
+          reply.raw,
+          { error: 'access_denied', error_description: 'The user cancelled the sign-in' },
+          { mergeWithLastSubmission: false },
+        );
+        return reply.code(303).header('location', to).header('cache-control', 'no-store').send();
+      },
+    );
   });
 }
 

@@ -37,7 +37,10 @@ export async function loadKeySet(db: Db): Promise<KeySet> {
     const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true, modulusLength: 2048 });
     const kid = newId('key').slice(4);
     const jwk = { ...(await exportJWK(privateKey)), kid, alg: SIGNING_ALG, use: 'sig' };
-    await db.insert(signingKeys).values({ kid, alg: SIGNING_ALG, privateJwk: jwk as Record<string, unknown> }).onConflictDoNothing();
+    await db
+      .insert(signingKeys)
+      .values({ kid, alg: SIGNING_ALG, privateJwk: jwk as Record<string, unknown> })
+      .onConflictDoNothing();
     rows = await db.select().from(signingKeys).orderBy(asc(signingKeys.createdAt), asc(signingKeys.kid));
   }
   const privateJwks = rows.map((r) => r.privateJwk as JWK);
@@ -56,7 +59,10 @@ export async function loadKeySet(db: Db): Promise<KeySet> {
  * @returns the secret as bytes.
  */
 export async function loadOrCreateSecret(db: Db, name: string): Promise<Buffer> {
-  await db.insert(identitySecrets).values({ name, value: randomBytes(32).toString('base64url') }).onConflictDoNothing();
+  await db
+    .insert(identitySecrets)
+    .values({ name, value: randomBytes(32).toString('base64url') })
+    .onConflictDoNothing();
   const [row] = await db.select().from(identitySecrets).where(eq(identitySecrets.name, name));
   return Buffer.from(row.value, 'base64url');
 }

@@ -24,13 +24,16 @@ import { hashSecret } from '../../http/ids.js';
 import { IDP_ROUTES, resourceIndicatorFor } from './idp-endpoints.js';
 import { consoleRedirectUri, redirectUriProblem } from './redirect-uris.js';
 import type { AuthConfig, ProviderTokenSetSchema } from './schemas.js';
-import { IdentityService } from './service.js';
+import type { IdentityService } from './service.js';
 import { tokenError } from './tokens.js';
 
 /** Lifetime of a login `state`, ms (issue: 10 minutes). */
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;
 
-type Fetch = (url: string, options: { method: string; headers: Record<string, string>; body?: unknown }) => Promise<Response>;
+type Fetch = (
+  url: string,
+  options: { method: string; headers: Record<string, string>; body?: unknown },
+) => Promise<Response>;
 
 /** Token set of the callback and of provider refreshes (RFC 6749 §5.1 + OIDC `id_token`); `user_id` always set here. */
 export type ProviderTokenSet = Static<typeof ProviderTokenSetSchema> & { user_id: string };
@@ -53,16 +56,27 @@ export function oauthError(err: unknown, kind: 'code' | 'refresh'): AppError {
     if (err.error === 'invalid_grant') {
       return kind === 'refresh'
         ? new AppError('invalid_token', 'Refresh token is unknown, expired or was already used')
-        : new AppError('invalid_grant', `The authorization code is invalid, expired, already used, or was issued for another redirect_uri or PKCE verifier${desc}`);
+        : new AppError(
+            'invalid_grant',
+            `The authorization code is invalid, expired, already used, or was issued for another redirect_uri or PKCE verifier${desc}`,
+          );
     }
-    if (err.error === 'invalid_client' || err.error === 'unauthorized_client') return new AppError('invalid_client', `The identity provider rejected the client${desc}`);
-    if (err.status >= 400 && err.status < 500) return new AppError('bad_request', `The identity provider rejected the request (${err.error})${desc}`);
+    if (err.error === 'invalid_client' || err.error === 'unauthorized_client')
+      return new AppError('invalid_client', `The identity provider rejected the client${desc}`);
+    if (err.status >= 400 && err.status < 500)
+      return new AppError('bad_request', `The identity provider rejected the request (${err.error})${desc}`);
     return new AppError('upstream_error', `The identity provider failed (${err.status} ${err.error})`);
   }
-  if (err instanceof oidc.WWWAuthenticateChallengeError) return new AppError('invalid_client', 'The identity provider rejected the client credentials');
-  if (err instanceof oidc.AuthorizationResponseError) return new AppError('invalid_grant', `The authorization response is an error: ${err.error}`);
-  if (err instanceof oidc.ClientError) return new AppError('upstream_error', `Unexpected answer from the identity provider: ${err.message}`);
-  return new AppError('upstream_error', `The identity provider is unreachable: ${(err as Error)?.message ?? String(err)}`);
+  if (err instanceof oidc.WWWAuthenticateChallengeError)
+    return new AppError('invalid_client', 'The identity provider rejected the client credentials');
+  if (err instanceof oidc.AuthorizationResponseError)
+    return new AppError('invalid_grant', `The authorization response is an error: ${err.error}`);
+  if (err instanceof oidc.ClientError)
+    return new AppError('upstream_error', `Unexpected answer from the identity provider: ${err.message}`);
+  return new AppError(
+    'upstream_error',
+    `The identity provider is unreachable: ${(err as Error)?.message ?? String(err)}`,
+  );
 }
 
 /** The login flow of one app; created by {@link createLoginFlow}. */
@@ -131,7 +145,8 @@ export class LoginFlow {
     } else {
       const issuer = new URL(this.externalIssuer!);
       const insecure = issuer.protocol === 'http:';
-      if (insecure && !isLoopbackUrl(issuer)) this.ctx.log.warn({ issuer: issuer.href }, 'AUTH_ISSUER uses plain http: tokens travel unencrypted');
+      if (insecure && !isLoopbackUrl(issuer))
+        this.ctx.log.warn({ issuer: issuer.href }, 'AUTH_ISSUER uses plain http: tokens travel unencrypted');
       config = await oidc.discovery(issuer, clientId, clientSecret, clientSecret ? undefined : oidc.None(), {
         execute: insecure ? [oidc.allowInsecureRequests] : [],
         [oidc.customFetch]: customFetch,
@@ -149,7 +164,13 @@ export class LoginFlow {
     const base = { domain: new URL(issuer).host, clientId, audience, scope, issuer };
     try {
       const m = (await this.configuration()).serverMetadata();
-      return { ...base, issuer: m.issuer, authorization_endpoint: m.authorization_endpoint, token_endpoint: m.token_endpoint, jwks_uri: m.jwks_uri };
+      return {
+        ...base,
+        issuer: m.issuer,
+        authorization_endpoint: m.authorization_endpoint,
+        token_endpoint: m.token_endpoint,
+        jwks_uri: m.jwks_uri,
+      };
     } catch (err) {
       this.ctx.log.warn({ err: (err as Error).message }, 'identity provider discovery failed');
       return base;
@@ -161,7 +182,9 @@ export class LoginFlow {
    * @throws AppError redirect_uri_not_allowed; upstream_error when discovery fails.
    */
   async start(redirectUri: string): Promise<{ auth_url: string; state: string }> {
-    const problem = redirectUriProblem(redirectUri, this.ctx.config.auth.redirectUris, [consoleRedirectUri(this.ctx.config.publicUrl)]);
+    const problem = redirectUriProblem(redirectUri, this.ctx.config.auth.redirectUris, [
+      consoleRedirectUri(this.ctx.config.publicUrl),
+    ]);
     if (problem) throw new AppError('redirect_uri_not_allowed', problem);
     const config = await this.configuration().catch((err: unknown) => {
       throw oauthError(err, 'code');
@@ -192,8 +215,16 @@ export class LoginFlow {
    * @throws AppError invalid_login_state (unknown, used or expired state), redirect_uri_mismatch,
    *   invalid_grant (bad code, RFC 6749 §5.2), invalid_client, upstream_error.
    */
-  async complete(input: { code: string; redirect_uri: string; state: string; iss?: string }): Promise<ProviderTokenSet> {
-    const row = await consumeState(this.ctx.db, loginStates, input.state, { code: 'invalid_login_state', restart: 'start again at GET /v1/auth/login' });
+  async complete(input: {
+    code: string;
+    redirect_uri: string;
+    state: string;
+    iss?: string;
+  }): Promise<ProviderTokenSet> {
+    const row = await consumeState(this.ctx.db, loginStates, input.state, {
+      code: 'invalid_login_state',
+      restart: 'start again at GET /v1/auth/login',
+    });
     if (row.redirectUri !== input.redirect_uri) {
       throw new AppError('redirect_uri_mismatch', 'redirect_uri differs from the one given to GET /v1/auth/login', {
         errors: [{ in: 'body', pointer: '/redirect_uri', message: 'must equal the redirect_uri of the login request' }],
@@ -210,7 +241,12 @@ export class LoginFlow {
       // body) get the configured issuer, which is the only one this state can belong to.
       callbackUrl.searchParams.set('iss', input.iss ?? config.serverMetadata().issuer);
       tokens = await this.redirectUri.run(input.redirect_uri, () =>
-        oidc.authorizationCodeGrant(config, callbackUrl, { pkceCodeVerifier: row.codeVerifier, expectedState: input.state, idTokenExpected: true }, this.resourceParams),
+        oidc.authorizationCodeGrant(
+          config,
+          callbackUrl,
+          { pkceCodeVerifier: row.codeVerifier, expectedState: input.state, idTokenExpected: true },
+          this.resourceParams,
+        ),
       );
     } catch (err) {
       throw oauthError(err, 'code');
@@ -264,7 +300,10 @@ export class LoginFlow {
     });
   }
 
-  private tokenSet(tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers, subject: string): ProviderTokenSet {
+  private tokenSet(
+    tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers,
+    subject: string,
+  ): ProviderTokenSet {
     return {
       access_token: tokens.access_token,
       token_type: 'Bearer',

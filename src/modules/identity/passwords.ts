@@ -13,7 +13,9 @@ const KEYLEN = 32;
 
 function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: 64 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))),
+    scrypt(password.normalize('NFKC'), salt, KEYLEN, { N: n, r, p, maxmem: 64 * 1024 * 1024 }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    ),
   );
 }
 
@@ -61,5 +63,8 @@ export async function assertAcceptablePassword(password: string, account: { emai
     : p === email || p === email.split('@')[0] || /^agent[-_ ]?platform\d*$/.test(p)
       ? 'must not be your email address, its name part or the name of the service'
       : null;
-  if (reason) throw new AppError('validation_failed', `The password ${reason}`, { errors: [{ in: 'body', pointer: '/password', message: reason }] });
+  if (reason)
+    throw new AppError('validation_failed', `The password ${reason}`, {
+      errors: [{ in: 'body', pointer: '/password', message: reason }],
+    });
 }

@@ -29,5 +29,7 @@ export function webPicture(value: unknown): string | undefined {
  */
 export function assertWebPicture(value: string): string {
   if (webPicture(value) !== undefined) return value;
-  throw new AppError('validation_failed', 'picture must be an http or https URL', { errors: [{ in: 'body', pointer: '/picture', message: 'must be an http or https URL' }] });
+  throw new AppError('validation_failed', 'picture must be an http or https URL', {
+    errors: [{ in: 'body', pointer: '/picture', message: 'must be an http or https URL' }],
+  });
 }

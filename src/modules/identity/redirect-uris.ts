@@ -27,7 +27,11 @@ export function consoleConnectionsUri(publicUrl: string): string {
  * Why `uri` is not acceptable, or null when it is. `alwaysAllowed` (the platform's own console
  * callback) is accepted besides the allow-list or the loopback rule.
  */
-export function redirectUriProblem(uri: string, allowList: readonly string[], alwaysAllowed: readonly string[] = []): string | null {
+export function redirectUriProblem(
+  uri: string,
+  allowList: readonly string[],
+  alwaysAllowed: readonly string[] = [],
+): string | null {
   let u: URL;
   try {
     u = new URL(uri);
@@ -41,10 +45,16 @@ export function redirectUriProblem(uri: string, allowList: readonly string[], al
   if (allowList.length > 0) {
     return allowList.includes(uri) ? null : 'redirect_uri is not on the allow-list (AUTH_REDIRECT_URIS)';
   }
-  return isLoopbackHost(u.hostname) ? null : 'redirect_uri must be a loopback URI (localhost, 127.0.0.1 or [::1]) unless AUTH_REDIRECT_URIS allows it';
+  return isLoopbackHost(u.hostname)
+    ? null
+    : 'redirect_uri must be a loopback URI (localhost, 127.0.0.1 or [::1]) unless AUTH_REDIRECT_URIS allows it';
 }
 
 /** True when `uri` passes {@link redirectUriProblem}. */
-export function isRedirectUriAllowed(uri: string, allowList: readonly string[], alwaysAllowed: readonly string[] = []): boolean {
+export function isRedirectUriAllowed(
+  uri: string,
+  allowList: readonly string[],
+  alwaysAllowed: readonly string[] = [],
+): boolean {
   return redirectUriProblem(uri, allowList, alwaysAllowed) === null;
 }

@@ -3,7 +3,12 @@ import { Type } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.js';
 import { PICTURE_MAX_LENGTH, PICTURE_PATTERN } from './picture.js';
 
-const RoleSchema = Type.Union([Type.Literal('user'), Type.Literal('pro'), Type.Literal('enterprise'), Type.Literal('admin')]);
+const RoleSchema = Type.Union([
+  Type.Literal('user'),
+  Type.Literal('pro'),
+  Type.Literal('enterprise'),
+  Type.Literal('admin'),
+]);
 
 export const AuthConfig = Type.Object({
   domain: Type.String({ description: 'host of the identity provider' }),
@@ -16,7 +21,11 @@ export const AuthConfig = Type.Object({
   jwks_uri: Type.Optional(Type.String()),
 });
 
-const RedirectUri = Type.String({ minLength: 1, maxLength: 2048, description: 'the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI)' });
+const RedirectUri = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'the callback address of the client (allow-list: AUTH_REDIRECT_URIS, default any loopback URI)',
+});
 
 export const LoginQuery = Type.Object({ redirect_uri: RedirectUri });
 
@@ -29,8 +38,14 @@ export const CallbackBody = Type.Object(
   {
     code: Type.String({ minLength: 1, maxLength: 2048, description: 'authorization code from the redirect' }),
     redirect_uri: RedirectUri,
-    state: Type.String({ minLength: 1, maxLength: 512, description: 'the state of GET /v1/auth/login (returned on the redirect too)' }),
-    iss: Type.Optional(Type.String({ maxLength: 2048, description: 'the `iss` parameter of the redirect (RFC 9207), when present' })),
+    state: Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: 'the state of GET /v1/auth/login (returned on the redirect too)',
+    }),
+    iss: Type.Optional(
+      Type.String({ maxLength: 2048, description: 'the `iss` parameter of the redirect (RFC 9207), when present' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -65,13 +80,19 @@ export const ProfileSchema = Type.Object({
   preferences: Type.Record(Type.String(), Type.Unknown()),
   created_at: Timestamp,
   subscription: Type.Object({ tier: Type.String(), valid_until: Nullable(Timestamp) }),
-  test: Type.Boolean({ description: 'true for accounts created by POST /auth/test (test tokens are issued for these only)' }),
+  test: Type.Boolean({
+    description: 'true for accounts created by POST /auth/test (test tokens are issued for these only)',
+  }),
 });
 
 const Email = Type.String({ format: 'email', maxLength: 254 });
 
 export const RegisterBody = Type.Object(
-  { email: Email, password: Type.String({ minLength: 8, maxLength: 256 }), name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
+  {
+    email: Email,
+    password: Type.String({ minLength: 8, maxLength: 256 }),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
   { additionalProperties: false },
 );
 
@@ -90,12 +111,22 @@ export const TestTokenBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const RefreshBody = Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false });
+export const RefreshBody = Type.Object(
+  { refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) },
+  { additionalProperties: false },
+);
 
 export const ProfileUpdateBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    picture: Type.Optional(Type.String({ format: 'uri', pattern: PICTURE_PATTERN, maxLength: PICTURE_MAX_LENGTH, description: 'an http or https URL' })),
+    picture: Type.Optional(
+      Type.String({
+        format: 'uri',
+        pattern: PICTURE_PATTERN,
+        maxLength: PICTURE_MAX_LENGTH,
+        description: 'an http or https URL',
+      }),
+    ),
     preferences: Type.Optional(
       Type.Object(
         { theme: Type.Optional(Type.String({ maxLength: 50 })), notifications: Type.Optional(Type.Boolean()) },

@@ -6,7 +6,7 @@
  * issuer `<PUBLIC_URL>/idp` (the embedded OpenID Provider) and audience `AUTH_AUDIENCE`.
  */
 import { randomBytes } from 'node:crypto';
-import { and, eq, sql, type SQL } from 'drizzle-orm';
+import { eq, sql, type SQL } from 'drizzle-orm';
 import { createLocalJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Role } from '../../config.js';
@@ -59,9 +59,15 @@ export class IdentityService {
    * honoured within that time.
    */
   private readonly verifiedTokens = new LRUCache<string, JWTPayload>({ max: 10_000, ttl: 5 * 60_000 });
-  private readonly userCache = new LRUCache<string, Pick<UserRow, 'id' | 'subject' | 'email' | 'roles'>>({ max: 10_000, ttl: USER_CACHE_MS });
+  private readonly userCache = new LRUCache<string, Pick<UserRow, 'id' | 'subject' | 'email' | 'roles'>>({
+    max: 10_000,
+    ttl: USER_CACHE_MS,
+  });
 
-  private constructor(private readonly ctx: AppContext, keys: KeySet) {
+  private constructor(
+    private readonly ctx: AppContext,
+    keys: KeySet,
+  ) {
     this.keys = keys;
     this.issuer = ctx.config.auth.issuer ?? `${ctx.config.publicUrl}/idp`;
     this.localJwks = createLocalJWKSet(keys.publicJwks);
@@ -137,14 +143,24 @@ export class IdentityService {
   }
 
   /** Get or create the user of an external-provider subject (just-in-time provisioning; a `picture` claim that is not an http/https URL is dropped). */
-  async upsertExternalUser(subject: string, claims: { email?: string; name?: string; picture?: string }): Promise<UserRow> {
+  async upsertExternalUser(
+    subject: string,
+    claims: { email?: string; name?: string; picture?: string },
+  ): Promise<UserRow> {
     const cached = this.subjectCache.get(subject);
     if (cached) return cached;
     let [u] = await this.ctx.db.select().from(users).where(eq(users.subject, subject));
     if (!u) {
       [u] = await this.ctx.db
         .insert(users)
-        .values({ id: newId('usr'), subject, email: claims.email?.toLowerCase() ?? null, name: claims.name ?? null, picture: webPicture(claims.picture) ?? null, roles: ['user'] })
+        .values({
+          id: newId('usr'),
+          subject,
+          email: claims.email?.toLowerCase() ?? null,
+          name: claims.name ?? null,
+          picture: webPicture(claims.picture) ?? null,
+          roles: ['user'],
+        })
         .onConflictDoNothing()
         .returning();
       if (!u) [u] = await this.ctx.db.select().from(users).where(eq(users.subject, subject));
@@ -180,12 +196,23 @@ export class IdentityService {
       const [target] = await tx.select({ id: users.id, roles: users.roles }).from(users).where(which).limit(1);
       if (!target) throw notFound('User');
       if (target.roles.includes('admin') && !next.includes('admin')) {
-        const admins = await tx.select({ id: users.id }).from(users).where(sql`'admin' = any(${users.roles})`).for('update');
+        const admins = await tx
+          .select({ id: users.id })
+          .from(users)
+          .where(sql`'admin' = any(${users.roles})`)
+          .for('update');
         if (!admins.some((a) => a.id !== target.id)) {
-          throw new AppError('last_admin', 'This user is the only admin: make another user admin first (PUT /admin/users/{id}/roles), then change these roles');
+          throw new AppError(
+            'last_admin',
+            'This user is the only admin: make another user admin first (PUT /admin/users/{id}/roles), then change these roles',
+          );
         }
       }
-      const [row] = await tx.update(users).set({ roles: next, updatedAt: new Date() }).where(eq(users.id, target.id)).returning();
+      const [row] = await tx
+        .update(users)
+        .set({ roles: next, updatedAt: new Date() })
+        .where(eq(users.id, target.id))
+        .returning();
       return row;
     });
     if (!u) throw notFound('User');
@@ -207,7 +234,10 @@ export class IdentityService {
   async currentUser(userId: string): Promise<Pick<UserRow, 'id' | 'subject' | 'email' | 'roles'>> {
     const hit = this.userCache.get(userId);
     if (hit) return hit;
-    const [u] = await this.ctx.db.select({ id: users.id, subject: users.subject, email: users.email, roles: users.roles }).from(users).where(eq(users.id, userId));
+    const [u] = await this.ctx.db
+      .select({ id: users.id, subject: users.subject, email: users.email, roles: users.roles })
+      .from(users)
+      .where(eq(users.id, userId));
     if (!u) throw new AppError('invalid_token', 'The user of this token no longer exists');
     this.userCache.set(userId, u);
     return u;
@@ -226,13 +256,18 @@ export class IdentityService {
    * Update name and picture, and merge preferences (unknown keys kept).
    * @throws AppError validation_failed (picture not an http/https URL), not_found
    */
-  async updateProfile(userId: string, input: { name?: string; picture?: string; preferences?: Record<string, unknown> }): Promise<Profile> {
+  async updateProfile(
+    userId: string,
+    input: { name?: string; picture?: string; preferences?: Record<string, unknown> },
+  ): Promise<Profile> {
     const [u] = await this.ctx.db
       .update(users)
       .set({
         ...(input.name !== undefined ? { name: input.name } : {}),
         ...(input.picture !== undefined ? { picture: assertWebPicture(input.picture) } : {}),
-        ...(input.preferences ? { preferences: sql`${users.preferences} || ${JSON.stringify(input.preferences)}::jsonb` } : {}),
+        ...(input.preferences
+          ? { preferences: sql`${users.preferences} || ${JSON.stringify(input.preferences)}::jsonb` }
+          : {}),
         updatedAt: new Date(),
       })
       .where(eq(users.id, userId))
@@ -244,7 +279,10 @@ export class IdentityService {
   // ---------------------------------------------------------------- tokens
 
   /** Issue a token set signed by the platform for `user`. Roles default to the user's stored roles. */
-  async issueTokenSet(user: UserRow, opts: { expiresIn?: number; roles?: Role[]; familyId?: string } = {}): Promise<TokenSet> {
+  async issueTokenSet(
+    user: UserRow,
+    opts: { expiresIn?: number; roles?: Role[]; familyId?: string } = {},
+  ): Promise<TokenSet> {
     return signTokenSet(this.ctx, this.keys, this.platformIssuer, user, opts);
   }
 
@@ -319,7 +357,8 @@ export class IdentityService {
   async resolveAccessToken(token: string, unverifiedIssuer: unknown, resource?: string): Promise<UserPrincipal> {
     if (unverifiedIssuer === this.platformIssuer || !this.externalVerifier) {
       const p = await this.verifyPlatformToken(token, resource);
-      if (typeof p.sub !== 'string' || !p.sub.startsWith('usr_')) throw new AppError('invalid_token', 'Token subject is not a user');
+      if (typeof p.sub !== 'string' || !p.sub.startsWith('usr_'))
+        throw new AppError('invalid_token', 'Token subject is not a user');
       // Roles are the stored ones (not the token's claim), so a role change or a deleted user
       // takes effect without waiting up to 24 h for the token to expire.
       const u = await this.currentUser(p.sub);
@@ -344,7 +383,15 @@ export class IdentityService {
     const current = await this.currentUser(user.id);
     // Roles: those the provider asserts in AUTH_ROLES_CLAIM plus those granted on the platform.
     const roles = cleanRoles([...rolesClaim(p[this.ctx.config.auth.rolesClaim]), ...current.roles]);
-    return { kind: 'user', userId: user.id, subject, email: current.email, roles, via: 'token', expiresAt: new Date((p.exp ?? 0) * 1000) };
+    return {
+      kind: 'user',
+      userId: user.id,
+      subject,
+      email: current.email,
+      roles,
+      via: 'token',
+      expiresAt: new Date((p.exp ?? 0) * 1000),
+    };
   }
 
   /** `<provider>|<id>` for a subject of the external provider (kept as is when it already has a `|`). */
@@ -362,14 +409,27 @@ export class IdentityService {
    * @throws AppError forbidden (elevated roles not enabled), validation_failed (email outside the
    *   reserved domains), conflict (email of a non-test account)
    */
-  async testToken(input: { email?: string; name?: string; roles?: Role[]; expires_in?: number }): Promise<TokenSet & { user_id: string }> {
+  async testToken(input: {
+    email?: string;
+    name?: string;
+    roles?: Role[];
+    expires_in?: number;
+  }): Promise<TokenSet & { user_id: string }> {
     const cfg = this.ctx.config.auth;
     const roles = input.roles ? cleanRoles(input.roles) : undefined;
     if (roles?.some((r) => r !== 'user') && !cfg.testRoles) {
-      throw new AppError('forbidden', 'Test tokens carry the role "user" only; elevated roles need AUTH_TEST_TOKENS=on and AUTH_TEST_ROLES=on');
+      throw new AppError(
+        'forbidden',
+        'Test tokens carry the role "user" only; elevated roles need AUTH_TEST_TOKENS=on and AUTH_TEST_ROLES=on',
+      );
     }
     const email = (input.email ?? `test-${randomBytes(6).toString('hex')}@example.test`).trim().toLowerCase();
-    const user = await provisionTestUser(this.ctx.db, { email, name: input.name, roles }, cfg.adminEmails, IdentityService.subjectFor);
+    const user = await provisionTestUser(
+      this.ctx.db,
+      { email, name: input.name, roles },
+      cfg.adminEmails,
+      IdentityService.subjectFor,
+    );
     if (roles) this.forget(user);
     const set = await this.issueTokenSet(user, { expiresIn: input.expires_in });
     return { ...set, user_id: user.subject };

@@ -21,7 +21,10 @@ const RESERVED_DOMAINS = new Set(['example.com', 'example.net', 'example.org']);
  * `example.com`, `example.net`, `example.org`.
  */
 export function isReservedTestEmail(email: string): boolean {
-  const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase().replace(/\.$/, '');
+  const domain = email
+    .slice(email.lastIndexOf('@') + 1)
+    .toLowerCase()
+    .replace(/\.$/, '');
   const labels = domain.split('.');
   return RESERVED_TLDS.has(labels[labels.length - 1]) || RESERVED_DOMAINS.has(labels.slice(-2).join('.'));
 }
@@ -31,9 +34,15 @@ export function isReservedTestEmail(email: string): boolean {
  */
 export function assertReservedTestEmail(email: string): void {
   if (isReservedTestEmail(email)) return;
-  throw new AppError('validation_failed', 'Test accounts live in domains reserved for testing only (RFC 2606): *.test, *.example, *.invalid, *.localhost, example.com, example.net or example.org; register real addresses with POST /auth/register', {
-    errors: [{ in: 'body', pointer: '/email', message: 'must be in a domain reserved for testing (e.g. name@example.test)' }],
-  });
+  throw new AppError(
+    'validation_failed',
+    'Test accounts live in domains reserved for testing only (RFC 2606): *.test, *.example, *.invalid, *.localhost, example.com, example.net or example.org; register real addresses with POST /auth/register',
+    {
+      errors: [
+        { in: 'body', pointer: '/email', message: 'must be in a domain reserved for testing (e.g. name@example.test)' },
+      ],
+    },
+  );
 }
 
 /**
@@ -70,7 +79,11 @@ export async function provisionTestUser(
 ): Promise<typeof users.$inferSelect> {
   const { email, roles } = input;
   assertReservedTestEmail(email);
-  const taken = () => new AppError('conflict', 'This email belongs to an account that was not created by POST /auth/test; test tokens are issued for test accounts only');
+  const taken = () =>
+    new AppError(
+      'conflict',
+      'This email belongs to an account that was not created by POST /auth/test; test tokens are issued for test accounts only',
+    );
   if (adminEmails.includes(email)) throw taken();
   const byEmail = async () => (await db.select().from(users).where(sql`lower(${users.email}) = ${email}`))[0];
   let user = await byEmail();
@@ -78,7 +91,14 @@ export async function provisionTestUser(
     const id = newId('usr');
     [user] = await db
       .insert(users)
-      .values({ id, subject: subjectFor(id), email, name: input.name ?? email.split('@')[0], roles: roles ?? ['user'], test: true })
+      .values({
+        id,
+        subject: subjectFor(id),
+        email,
+        name: input.name ?? email.split('@')[0],
+        roles: roles ?? ['user'],
+        test: true,
+      })
       .onConflictDoNothing()
       .returning();
     user ??= await byEmail();
@@ -86,7 +106,11 @@ export async function provisionTestUser(
   }
   if (!user.test) throw taken();
   if (roles) {
-    [user] = await db.update(users).set({ roles, updatedAt: new Date() }).where(and(eq(users.id, user.id), eq(users.test, true))).returning();
+    [user] = await db
+      .update(users)
+      .set({ roles, updatedAt: new Date() })
+      .where(and(eq(users.id, user.id), eq(users.test, true)))
+      .returning();
     if (!user) throw taken();
   }
   return user;

@@ -41,9 +41,12 @@ export function audienceMatches(aud: unknown, accepted: string[]): boolean {
 /** Map a jose verification failure to the platform's 401 codes. */
 export function tokenError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  if (err instanceof joseErrors.JWTExpired) return new AppError('token_expired', 'The access token has expired; refresh it');
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return new AppError('invalid_token', `Token claim "${err.claim}" is invalid`);
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return new AppError('invalid_token', 'Token signature is invalid');
+  if (err instanceof joseErrors.JWTExpired)
+    return new AppError('token_expired', 'The access token has expired; refresh it');
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return new AppError('invalid_token', `Token claim "${err.claim}" is invalid`);
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed)
+    return new AppError('invalid_token', 'Token signature is invalid');
   if (err instanceof joseErrors.JOSEError) return new AppError('invalid_token', 'Token is invalid');
   return new AppError('invalid_token', 'Token is invalid');
 }
@@ -74,7 +77,11 @@ export async function signTokenSet(
     .setExpirationTime(now + expiresIn)
     .setJti(randomBytes(12).toString('base64url'))
     .sign(keys.signingKey);
-  const idToken = await new SignJWT({ email: user.email ?? undefined, name: user.name ?? undefined, picture: webPicture(user.picture) })
+  const idToken = await new SignJWT({
+    email: user.email ?? undefined,
+    name: user.name ?? undefined,
+    picture: webPicture(user.picture),
+  })
     .setProtectedHeader({ alg: 'RS256', kid: keys.signingKid, typ: 'JWT' })
     .setIssuer(issuer)
     .setAudience(cfg.clientId)
@@ -90,7 +97,14 @@ export async function signTokenSet(
     familyId: opts.familyId ?? newId('rt'),
     expiresAt: new Date(Date.now() + cfg.refreshTokenTtlSeconds * 1000),
   });
-  return { access_token: access, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refresh, id_token: idToken, scope: cfg.scope };
+  return {
+    access_token: access,
+    token_type: 'Bearer',
+    expires_in: expiresIn,
+    refresh_token: refresh,
+    id_token: idToken,
+    scope: cfg.scope,
+  };
 }
 
 /**
@@ -108,7 +122,8 @@ export async function consumeRefreshToken(db: Db, refreshToken: string): Promise
     .returning();
   if (!row) {
     const [used] = await db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, hash));
-    if (used) await db.update(refreshTokens).set({ consumedAt: new Date() }).where(eq(refreshTokens.familyId, used.familyId));
+    if (used)
+      await db.update(refreshTokens).set({ consumedAt: new Date() }).where(eq(refreshTokens.familyId, used.familyId));
     throw new AppError('invalid_token', 'Refresh token is unknown or was already used');
   }
   if (row.expiresAt.getTime() < Date.now()) throw new AppError('invalid_token', 'Refresh token has expired');
@@ -120,6 +135,13 @@ export async function consumeRefreshToken(db: Db, refreshToken: string): Promise
  * semantics: unknown tokens are not an error).
  */
 export async function revokeRefreshFamily(db: Db, refreshToken: string): Promise<void> {
-  const [row] = await db.select({ familyId: refreshTokens.familyId }).from(refreshTokens).where(eq(refreshTokens.tokenHash, hashSecret(refreshToken)));
-  if (row) await db.update(refreshTokens).set({ consumedAt: new Date() }).where(and(eq(refreshTokens.familyId, row.familyId), isNull(refreshTokens.consumedAt)));
+  const [row] = await db
+    .select({ familyId: refreshTokens.familyId })
+    .from(refreshTokens)
+    .where(eq(refreshTokens.tokenHash, hashSecret(refreshToken)));
+  if (row)
+    await db
+      .update(refreshTokens)
+      .set({ consumedAt: new Date() })
+      .where(and(eq(refreshTokens.familyId, row.familyId), isNull(refreshTokens.consumedAt)));
 }

@@ -33,7 +33,10 @@ export const SCOPE_CLAIMS: Readonly<Record<string, readonly string[]>> = {
  * always, then each released claim that has a value. `email_verified` is false (the platform does
  * not verify addresses); `updated_at` is seconds since the epoch (§5.1).
  */
-export function userinfoClaims(user: Pick<UserRow, 'id' | 'email' | 'name' | 'picture' | 'updatedAt'>, scope: string): Record<string, string | number | boolean> {
+export function userinfoClaims(
+  user: Pick<UserRow, 'id' | 'email' | 'name' | 'picture' | 'updatedAt'>,
+  scope: string,
+): Record<string, string | number | boolean> {
   const values: Record<string, string | number | boolean | null> = {
     email: user.email,
     email_verified: user.email ? false : null,
@@ -54,16 +57,30 @@ export function userinfoClaims(user: Pick<UserRow, 'id' | 'email' | 'name' | 'pi
 /** The bearer token of a UserInfo request (header or form body, RFC 6750 §2.1–2.2). */
 function tokenOf(req: FastifyRequest): string {
   const header = req.headers.authorization;
-  const body = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>).access_token : undefined;
-  if (header !== undefined && body !== undefined) throw new AppError('bad_request', 'Send the access token in the Authorization header or in the body, not both (RFC 6750 §2)');
+  const body =
+    req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>).access_token : undefined;
+  if (header !== undefined && body !== undefined)
+    throw new AppError(
+      'bad_request',
+      'Send the access token in the Authorization header or in the body, not both (RFC 6750 §2)',
+    );
   if (typeof body === 'string' && body) return body;
   const m = /^Bearer ([\w.~+/-]+=*)$/i.exec(header ?? '');
-  if (!m) throw new AppError(header ? 'invalid_token' : 'unauthenticated', header ? 'Authorization header must be "Bearer <token>"' : 'Send an access token of this tenant: Authorization: Bearer <token>');
+  if (!m)
+    throw new AppError(
+      header ? 'invalid_token' : 'unauthenticated',
+      header
+        ? 'Authorization header must be "Bearer <token>"'
+        : 'Send an access token of this tenant: Authorization: Bearer <token>',
+    );
   return m[1];
 }
 
 /** Mount `GET|POST /idp/userinfo` (inside the `/idp` routes; see the module comment). */
-export async function userinfoRoutes(app: FastifyInstance, { identity, path }: { identity: IdentityService; path: string }): Promise<void> {
+export async function userinfoRoutes(
+  app: FastifyInstance,
+  { identity, path }: { identity: IdentityService; path: string },
+): Promise<void> {
   await app.register(formbody, { bodyLimit: 16 * 1024 });
   app.route({
     method: ['GET', 'POST'],
@@ -71,16 +88,26 @@ export async function userinfoRoutes(app: FastifyInstance, { identity, path }: {
     schema: { hide: true },
     handler: async (req, reply) => {
       const claims = await identity.verifyPlatformToken(tokenOf(req));
-      if (typeof claims.sub !== 'string' || !claims.sub.startsWith('usr_')) throw new AppError('invalid_token', 'Token subject is not a user');
+      if (typeof claims.sub !== 'string' || !claims.sub.startsWith('usr_'))
+        throw new AppError('invalid_token', 'Token subject is not a user');
       const scope = typeof claims.scope === 'string' ? claims.scope : '';
       if (!scope.split(' ').includes('openid')) {
-        throw new AppError('insufficient_scope', 'The access token was not issued with the openid scope (OIDC Core §5.3.1)', {
-          headers: { 'www-authenticate': 'Bearer realm="agent-platform", error="insufficient_scope", scope="openid"' },
-        });
+        throw new AppError(
+          'insufficient_scope',
+          'The access token was not issued with the openid scope (OIDC Core §5.3.1)',
+          {
+            headers: {
+              'www-authenticate': 'Bearer realm="agent-platform", error="insufficient_scope", scope="openid"',
+            },
+          },
+        );
       }
       const user = await identity.findUser(claims.sub);
       if (!user) throw new AppError('invalid_token', 'The user of this token no longer exists');
-      return reply.header('cache-control', 'no-store').type('application/json; charset=utf-8').send(userinfoClaims(user, scope));
+      return reply
+        .header('cache-control', 'no-store')
+        .type('application/json; charset=utf-8')
+        .send(userinfoClaims(user, scope));
     },
   });
 }

@@ -12,9 +12,15 @@ import { subscribedServiceIds } from '../subscriptions/service.js';
 import type { SessionActor } from '../../http/auth.js';
 
 /** `input_schema` by tool id. */
-export async function inputSchemasOf(ctx: AppContext, toolIds: string[]): Promise<Map<string, Record<string, unknown>>> {
+export async function inputSchemasOf(
+  ctx: AppContext,
+  toolIds: string[],
+): Promise<Map<string, Record<string, unknown>>> {
   if (toolIds.length === 0) return new Map();
-  const rows = await ctx.db.select({ id: tools.id, schema: tools.inputSchema }).from(tools).where(inArray(tools.id, toolIds));
+  const rows = await ctx.db
+    .select({ id: tools.id, schema: tools.inputSchema })
+    .from(tools)
+    .where(inArray(tools.id, toolIds));
   return new Map(rows.map((r) => [r.id, r.schema]));
 }
 
@@ -41,19 +47,38 @@ export function exposedName(service: string, tool: string): string {
 export async function exposedTools(ctx: AppContext, actor: SessionActor): Promise<ExposedTool[]> {
   let serviceIds = await subscribedServiceIds(ctx, actor.accountId);
   if (actor.agentId) {
-    const own = await ctx.db.select({ id: agentToolSubscriptions.serviceId }).from(agentToolSubscriptions).where(eq(agentToolSubscriptions.agentId, actor.agentId));
+    const own = await ctx.db
+      .select({ id: agentToolSubscriptions.serviceId })
+      .from(agentToolSubscriptions)
+      .where(eq(agentToolSubscriptions.agentId, actor.agentId));
     const account = new Set(serviceIds);
     const ids = own.map((r) => r.id);
-    const owned = ids.length ? await ctx.db.select({ id: services.id }).from(services).where(and(inArray(services.id, ids), eq(services.ownerId, actor.accountId))) : [];
+    const owned = ids.length
+      ? await ctx.db
+          .select({ id: services.id })
+          .from(services)
+          .where(and(inArray(services.id, ids), eq(services.ownerId, actor.accountId)))
+      : [];
     const ownedIds = new Set(owned.map((r) => r.id));
     serviceIds = ids.filter((id) => account.has(id) || ownedIds.has(id));
   }
   if (serviceIds.length === 0) return [];
   const rows = await ctx.db
-    .select({ service: services.name, displayName: services.displayName, tool: tools.name, description: tools.description, inputSchema: tools.inputSchema })
+    .select({
+      service: services.name,
+      displayName: services.displayName,
+      tool: tools.name,
+      description: tools.description,
+      inputSchema: tools.inputSchema,
+    })
     .from(tools)
     .innerJoin(services, eq(services.id, tools.serviceId))
-    .where(and(inArray(services.id, serviceIds), or(eq(services.status, 'published'), eq(services.ownerId, actor.accountId))))
+    .where(
+      and(
+        inArray(services.id, serviceIds),
+        or(eq(services.status, 'published'), eq(services.ownerId, actor.accountId)),
+      ),
+    )
     .orderBy(asc(services.name), asc(tools.name));
   const seen = new Set<string>();
   const out: ExposedTool[] = [];
@@ -61,7 +86,14 @@ export async function exposedTools(ctx: AppContext, actor: SessionActor): Promis
     const name = exposedName(r.service, r.tool);
     if (seen.has(name)) continue;
     seen.add(name);
-    out.push({ name, service: r.service, tool: r.tool, title: `${r.displayName}: ${r.tool}`, description: r.description || `${r.tool} of ${r.displayName}`, inputSchema: r.inputSchema });
+    out.push({
+      name,
+      service: r.service,
+      tool: r.tool,
+      title: `${r.displayName}: ${r.tool}`,
+      description: r.description || `${r.tool} of ${r.displayName}`,
+      inputSchema: r.inputSchema,
+    });
   }
   return out;
 }

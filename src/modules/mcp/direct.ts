@@ -18,7 +18,13 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
-import { JSONRPCRequestSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest, type MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
+import {
+  JSONRPCRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type JSONRPCMessage,
+  type JSONRPCRequest,
+  type MessageExtraInfo,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * `body` as one JSON-RPC request when the SDK's Streamable HTTP transport (stateless, JSON
@@ -30,8 +36,10 @@ export function directRequest(headers: IncomingHttpHeaders, body: unknown): JSON
   if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) return undefined;
   if (!isJsonContentType(headers['content-type'])) return undefined;
   const version = headers['mcp-protocol-version'];
-  if (version !== undefined && (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version))) return undefined;
-  if (typeof body !== 'object' || body === null || (body as { method?: unknown }).method === 'initialize') return undefined;
+  if (version !== undefined && (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version)))
+    return undefined;
+  if (typeof body !== 'object' || body === null || (body as { method?: unknown }).method === 'initialize')
+    return undefined;
   const parsed = JSONRPCRequestSchema.safeParse(body);
   return parsed.success ? (parsed.data as JSONRPCRequest) : undefined;
 }

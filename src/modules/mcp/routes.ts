@@ -15,7 +15,12 @@ import { SESSION_HEADER, closeMcpSession, findMcpSession, purgeExpiredMcpSession
 import type { OpenStreams } from './transport.js';
 
 const McpQuery = Type.Object({
-  expose_tools: Type.Optional(Type.Boolean({ description: 'list each subscribed tool as its own MCP tool (<service>__<tool>); default MCP_EXPOSE_SUBSCRIBED_TOOLS' })),
+  expose_tools: Type.Optional(
+    Type.Boolean({
+      description:
+        'list each subscribed tool as its own MCP tool (<service>__<tool>); default MCP_EXPOSE_SUBSCRIBED_TOOLS',
+    }),
+  ),
 });
 
 const Metadata = Type.Object(
@@ -31,7 +36,11 @@ const Metadata = Type.Object(
 );
 
 /** A JSON-RPC 2.0 error answer without a request id (transport-level faults of MCP, e.g. an unknown session). */
-const JsonRpcError = Type.Object({ jsonrpc: Type.Literal('2.0'), error: Type.Object({ code: Type.Integer(), message: Type.String() }), id: Type.Null() });
+const JsonRpcError = Type.Object({
+  jsonrpc: Type.Literal('2.0'),
+  error: Type.Object({ code: Type.Integer(), message: Type.String() }),
+  id: Type.Null(),
+});
 
 /**
  * The transport and the MCP SDK behind it are loaded by the first `/mcp` request, not at start-up
@@ -58,8 +67,18 @@ export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext
   for (const url of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
     r.get(
       url,
-      { schema: { tags: ['mcp'], operationId: url.endsWith('/mcp') ? 'mcp.resourceMetadata' : 'mcp.resourceMetadataRoot', summary: 'OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728)', security: PUBLIC_SECURITY, response: { 200: Metadata, ...errorResponses() } } },
-      async (_req, reply) => reply.header('cache-control', 'public, max-age=300').send(protectedResourceMetadata(ctx.config)));
+      {
+        schema: {
+          tags: ['mcp'],
+          operationId: url.endsWith('/mcp') ? 'mcp.resourceMetadata' : 'mcp.resourceMetadataRoot',
+          summary: 'OAuth 2.0 Protected Resource Metadata of /mcp (RFC 9728)',
+          security: PUBLIC_SECURITY,
+          response: { 200: Metadata, ...errorResponses() },
+        },
+      },
+      async (_req, reply) =>
+        reply.header('cache-control', 'public, max-age=300').send(protectedResourceMetadata(ctx.config)),
+    );
   }
 
   await app.register(async (scope) => {
@@ -68,30 +87,84 @@ export async function mcpRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext
     scope.addHook('onSend', async (_req, reply, payload) => {
       if (reply.statusCode === 401) {
         const current = String(reply.getHeader('www-authenticate') ?? 'Bearer');
-        reply.header('www-authenticate', current.replace(/^Bearer\b\s*/i, `Bearer resource_metadata="${metadataUrl}", `).replace(/,\s*$/, ''));
+        reply.header(
+          'www-authenticate',
+          current.replace(/^Bearer\b\s*/i, `Bearer resource_metadata="${metadataUrl}", `).replace(/,\s*$/, ''),
+        );
       }
       return payload;
     });
     const s = scope.withTypeProvider<TypeBoxTypeProvider>();
     const tags = ['mcp'];
     const security = USER_SECURITY;
-    const description = 'MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".';
+    const description =
+      'MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".';
 
-    s.post('/mcp',
-      { schema: { tags, security, operationId: 'mcp.post', summary: 'Send an MCP message', description, querystring: McpQuery, body: Type.Unknown(), response: { 200: Type.Unknown({ description: 'the JSON-RPC answer' }), ...errorResponses(401, 403) } } },
-      async (req, reply) => (await transport()).handlePost(ctx, req, reply, principalOf(req), req.query.expose_tools));
-    s.get('/mcp',
-      { schema: { tags, security, operationId: 'mcp.stream', summary: 'Open the server-to-client stream (notifications/tools/list_changed)', description, response: { 200: Type.Unknown({ description: 'text/event-stream of notifications' }), ...errorResponses(401, 403) } } },
-      async (req, reply) => (await transport()).handleGet(ctx, req, reply, principalOf(req), streams));
-    s.delete('/mcp', { schema: { tags, security, operationId: 'mcp.delete', summary: 'End an MCP session', description, response: { ...errorResponses(401, 403), 204: Type.Null(), 400: JsonRpcError, 404: JsonRpcError } } }, async (req, reply) => {
-      const sid = req.headers[SESSION_HEADER];
-      if (typeof sid !== 'string' || !sid) return reply.code(400).send({ jsonrpc: '2.0' as const, error: { code: -32600, message: 'Mcp-Session-Id header required' }, id: null });
-      const actor = actorOf(principalOf(req));
-      const session = await findMcpSession(ctx, actor, sid).catch(() => null);
-      if (!session) return reply.code(404).send({ jsonrpc: '2.0' as const, error: { code: -32001, message: 'MCP session not found or expired' }, id: null });
-      await closeMcpSession(ctx, actor, sid);
-      if (session.platformSessionId) await closeSession(ctx, actor, session.platformSessionId);
-      return reply.code(204).send(null);
-    });
+    s.post(
+      '/mcp',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'mcp.post',
+          summary: 'Send an MCP message',
+          description,
+          querystring: McpQuery,
+          body: Type.Unknown(),
+          response: { 200: Type.Unknown({ description: 'the JSON-RPC answer' }), ...errorResponses(401, 403) },
+        },
+      },
+      async (req, reply) => (await transport()).handlePost(ctx, req, reply, principalOf(req), req.query.expose_tools),
+    );
+    s.get(
+      '/mcp',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'mcp.stream',
+          summary: 'Open the server-to-client stream (notifications/tools/list_changed)',
+          description,
+          response: {
+            200: Type.Unknown({ description: 'text/event-stream of notifications' }),
+            ...errorResponses(401, 403),
+          },
+        },
+      },
+      async (req, reply) => (await transport()).handleGet(ctx, req, reply, principalOf(req), streams),
+    );
+    s.delete(
+      '/mcp',
+      {
+        schema: {
+          tags,
+          security,
+          operationId: 'mcp.delete',
+          summary: 'End an MCP session',
+          description,
+          response: { ...errorResponses(401, 403), 204: Type.Null(), 400: JsonRpcError, 404: JsonRpcError },
+        },
+      },
+      async (req, reply) => {
+        const sid = req.headers[SESSION_HEADER];
+        if (typeof sid !== 'string' || !sid)
+          return reply.code(400).send({
+            jsonrpc: '2.0' as const,
+            error: { code: -32600, message: 'Mcp-Session-Id header required' },
+            id: null,
+          });
+        const actor = actorOf(principalOf(req));
+        const session = await findMcpSession(ctx, actor, sid).catch(() => null);
+        if (!session)
+          return reply.code(404).send({
+            jsonrpc: '2.0' as const,
+            error: { code: -32001, message: 'MCP session not found or expired' },
+            id: null,
+          });
+        await closeMcpSession(ctx, actor, sid);
+        if (session.platformSessionId) await closeSession(ctx, actor, session.platformSessionId);
+        return reply.code(204).send(null);
+      },
+    );
   });
 }

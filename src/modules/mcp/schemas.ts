@@ -5,14 +5,20 @@
 import { Type, type Static } from 'typebox';
 
 const Key = Type.String({ minLength: 1, maxLength: 256, description: 'the entry key' });
-const AgentId = Type.String({ minLength: 1, maxLength: 100, description: "another agent's id (agt_…) whose memory this agent holds a grant for; absent = own memory" });
+const AgentId = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description: "another agent's id (agt_…) whose memory this agent holds a grant for; absent = own memory",
+});
 const strict = { additionalProperties: false };
 
 export const SearchToolsArgs = Type.Object(
   {
     query: Type.String({ minLength: 1, maxLength: 200, description: 'what the tool should do, in plain words' }),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10 })),
-    category: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'only tools of services in this category' })),
+    category: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'only tools of services in this category' }),
+    ),
   },
   strict,
 );
@@ -29,8 +35,18 @@ export const ExecuteToolArgs = Type.Object(
   {
     service: Type.String({ minLength: 1, maxLength: 100, description: 'service name or id' }),
     tool: Type.String({ minLength: 1, maxLength: 200, description: 'tool name or id' }),
-    arguments: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "the tool's arguments, matching its input_schema (describe_tool)" })),
-    session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'a platform session (ses_…) to record the call in; absent = this connection’s session' })),
+    arguments: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description: "the tool's arguments, matching its input_schema (describe_tool)",
+      }),
+    ),
+    session_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'a platform session (ses_…) to record the call in; absent = this connection’s session',
+      }),
+    ),
   },
   strict,
 );
@@ -38,7 +54,9 @@ export const ExecuteToolArgs = Type.Object(
 export const RememberArgs = Type.Object(
   {
     content: Type.String({ minLength: 1, description: 'the fact or note to keep' }),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'free-form JSON object stored with it (≤ 8 KiB)' })),
+    metadata: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'free-form JSON object stored with it (≤ 8 KiB)' }),
+    ),
   },
   strict,
 );
@@ -58,7 +76,9 @@ export const MemoryPutArgs = Type.Object(
   {
     key: Key,
     value: Type.Unknown({ description: 'any JSON value' }),
-    ttl_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 315_360_000, description: 'expire after this many seconds' })),
+    ttl_seconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 315_360_000, description: 'expire after this many seconds' }),
+    ),
     agent_id: Type.Optional(AgentId),
   },
   { ...strict, required: ['key', 'value'] },
@@ -70,7 +90,9 @@ export const MemoryListArgs = Type.Object(
   {
     prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 600, description: 'next_cursor of the previous page' })),
+    cursor: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 600, description: 'next_cursor of the previous page' }),
+    ),
     agent_id: Type.Optional(AgentId),
   },
   strict,

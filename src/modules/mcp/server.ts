@@ -10,7 +10,14 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../../context.js';
 import { AppError, CODES } from '../../http/errors.js';
 import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
@@ -29,7 +36,13 @@ function toolsFor(call: McpCall): PlatformTool[] {
 }
 
 function asMcpTool(t: PlatformTool): Tool {
-  return { name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema as Tool['inputSchema'], ...(t.annotations ? { annotations: t.annotations } : {}) };
+  return {
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    inputSchema: t.inputSchema as Tool['inputSchema'],
+    ...(t.annotations ? { annotations: t.annotations } : {}),
+  };
 }
 
 /** The tool list of `call` (MCP `tools/list` result `tools`). */
@@ -37,7 +50,12 @@ export async function listTools(ctx: AppContext, call: McpCall): Promise<Tool[]>
   const list = toolsFor(call).map(asMcpTool);
   if (call.expose) {
     for (const t of await exposedTools(ctx, call.actor)) {
-      list.push({ name: t.name, title: t.title, description: t.description, inputSchema: { ...t.inputSchema, type: 'object' } as Tool['inputSchema'] });
+      list.push({
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        inputSchema: { ...t.inputSchema, type: 'object' } as Tool['inputSchema'],
+      });
     }
   }
   return list;
@@ -46,31 +64,55 @@ export async function listTools(ctx: AppContext, call: McpCall): Promise<Tool[]>
 /** A platform problem as a tool result (MCP tool error). */
 export function toolError(err: AppError): CallToolResult {
   const [status, title] = CODES[err.code];
-  const value: Record<string, unknown> = { code: err.code, status, title, detail: err.message, ...(err.errors ? { errors: err.errors } : {}), ...err.extra };
+  const value: Record<string, unknown> = {
+    code: err.code,
+    status,
+    title,
+    detail: err.message,
+    ...(err.errors ? { errors: err.errors } : {}),
+    ...err.extra,
+  };
   const retry = err.headers?.['retry-after'];
   if (retry) value.retry_after_seconds = Number(retry);
   return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}` }], structuredContent: value };
 }
 
 function toolResult(out: ToolOutcome): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(out.value) }], structuredContent: out.value, ...(out.isError ? { isError: true } : {}) };
+  return {
+    content: [{ type: 'text', text: JSON.stringify(out.value) }],
+    structuredContent: out.value,
+    ...(out.isError ? { isError: true } : {}),
+  };
 }
 
 /** Run tool `name` for `call`. @throws McpError InvalidParams for an unknown tool name */
-export async function callTool(ctx: AppContext, call: McpCall, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+export async function callTool(
+  ctx: AppContext,
+  call: McpCall,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<CallToolResult> {
   try {
     const platform = toolsFor(call).find((t) => t.name === name);
     if (platform) {
       const validate = validatorFor(`mcp:${platform.name}`, platform.inputSchema as unknown as Record<string, unknown>);
       if (!validate(args)) {
-        const errors = argumentErrors(validate.errors).map((e) => ({ ...e, pointer: e.pointer.replace(/^\/arguments/, '') || '/' }));
-        throw new AppError('validation_failed', `Arguments do not match the input schema of ${name}: ${errors.map((e) => `${e.pointer} ${e.message}`).join('; ')}`, { errors });
+        const errors = argumentErrors(validate.errors).map((e) => ({
+          ...e,
+          pointer: e.pointer.replace(/^\/arguments/, '') || '/',
+        }));
+        throw new AppError(
+          'validation_failed',
+          `Arguments do not match the input schema of ${name}: ${errors.map((e) => `${e.pointer} ${e.message}`).join('; ')}`,
+          { errors },
+        );
       }
       return toolResult(await platform.run(ctx, call, args as never));
     }
     if (call.expose && name.includes('__')) {
       const exposed = (await exposedTools(ctx, call.actor)).find((t) => t.name === name);
-      if (exposed) return toolResult(await runTool(ctx, call, { service: exposed.service, tool: exposed.tool, arguments: args }));
+      if (exposed)
+        return toolResult(await runTool(ctx, call, { service: exposed.service, tool: exposed.tool, arguments: args }));
     }
   } catch (err) {
     if (err instanceof AppError) return toolError(err);
@@ -89,8 +131,14 @@ const jsonSchemaValidator = new AjvJsonSchemaValidator();
 
 /** The SDK server of one request. */
 export function buildServer(ctx: AppContext, call: McpCall): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS, jsonSchemaValidator });
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: { listChanged: true } },
+    instructions: INSTRUCTIONS,
+    jsonSchemaValidator,
+  });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listTools(ctx, call) }));
-  server.setRequestHandler(CallToolRequestSchema, async (req) => callTool(ctx, call, req.params.name, (req.params.arguments ?? {}) as Record<string, unknown>));
+  server.setRequestHandler(CallToolRequestSchema, async (req) =>
+    callTool(ctx, call, req.params.name, (req.params.arguments ?? {}) as Record<string, unknown>),
+  );
   return server;
 }

@@ -34,7 +34,12 @@ function cache(ctx: AppContext): SharedCache<McpSessionRow | null> {
 }
 
 /** Open a session for `actor` (on `initialize`). Returns the row; its `id` goes in `Mcp-Session-Id`. */
-export async function openMcpSession(ctx: AppContext, actor: SessionActor, client: McpClientInfo, exposeTools: boolean): Promise<McpSessionRow> {
+export async function openMcpSession(
+  ctx: AppContext,
+  actor: SessionActor,
+  client: McpClientInfo,
+  exposeTools: boolean,
+): Promise<McpSessionRow> {
   const [row] = await ctx.db
     .insert(mcpSessions)
     .values({
@@ -62,7 +67,12 @@ export async function findMcpSession(ctx: AppContext, actor: SessionActor, id: s
         return r ?? null;
       })
     : null;
-  if (!row || row.userId !== actor.accountId || row.agentId !== actor.agentId || row.expiresAt.getTime() <= Date.now()) {
+  if (
+    !row ||
+    row.userId !== actor.accountId ||
+    row.agentId !== actor.agentId ||
+    row.expiresAt.getTime() <= Date.now()
+  ) {
     throw new AppError('not_found', 'MCP session not found or expired; initialize a new one');
   }
   return row;
@@ -82,7 +92,10 @@ export async function closeMcpSession(ctx: AppContext, actor: SessionActor, id: 
  */
 export async function platformSessionOf(ctx: AppContext, actor: SessionActor, session: McpSessionRow): Promise<string> {
   if (session.platformSessionId) return session.platformSessionId;
-  const created = await createSession(ctx, actor, { name: session.clientName, metadata: { mcp_client: session.clientName, mcp_client_version: session.clientVersion } });
+  const created = await createSession(ctx, actor, {
+    name: session.clientName,
+    metadata: { mcp_client: session.clientName, mcp_client_version: session.clientVersion },
+  });
   const [won] = await ctx.db
     .update(mcpSessions)
     .set({ platformSessionId: created.id })
@@ -90,7 +103,10 @@ export async function platformSessionOf(ctx: AppContext, actor: SessionActor, se
     .returning({ id: mcpSessions.platformSessionId });
   await cache(ctx).invalidate(session.id);
   if (won?.id) return won.id;
-  const [current] = await ctx.db.select({ id: mcpSessions.platformSessionId }).from(mcpSessions).where(eq(mcpSessions.id, session.id));
+  const [current] = await ctx.db
+    .select({ id: mcpSessions.platformSessionId })
+    .from(mcpSessions)
+    .where(eq(mcpSessions.id, session.id));
   await closeSession(ctx, actor, created.id);
   if (!current?.id) throw new AppError('not_found', 'MCP session not found or expired; initialize a new one');
   return current.id;
@@ -98,6 +114,9 @@ export async function platformSessionOf(ctx: AppContext, actor: SessionActor, se
 
 /** Delete expired sessions (periodic). Returns how many. */
 export async function purgeExpiredMcpSessions(ctx: AppContext): Promise<number> {
-  const gone = await ctx.db.delete(mcpSessions).where(lt(mcpSessions.expiresAt, new Date())).returning({ id: mcpSessions.id });
+  const gone = await ctx.db
+    .delete(mcpSessions)
+    .where(lt(mcpSessions.expiresAt, new Date()))
+    .returning({ id: mcpSessions.id });
   return gone.length;
 }

@@ -58,7 +58,12 @@ export interface PlatformTool<S extends TSchema = TSchema> {
   inputSchema: S;
   /** Only listed for (and callable by) agent principals. */
   agentsOnly?: boolean;
-  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  annotations?: {
+    readOnlyHint?: boolean;
+    destructiveHint?: boolean;
+    idempotentHint?: boolean;
+    openWorldHint?: boolean;
+  };
   run(ctx: AppContext, call: McpCall, args: Static<S>): Promise<ToolOutcome>;
 }
 
@@ -68,7 +73,8 @@ function tool<S extends TSchema>(t: PlatformTool<S>): PlatformTool {
 
 /** The agent of an agent-only tool. */
 function agentId(call: McpCall): string {
-  if (call.principal.kind !== 'agent') throw new AppError('agent_token_required', 'This tool needs an agent access token');
+  if (call.principal.kind !== 'agent')
+    throw new AppError('agent_token_required', 'This tool needs an agent access token');
   return call.principal.agentId;
 }
 
@@ -81,8 +87,15 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     inputSchema: SearchToolsArgs,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(ctx, call, args) {
-      const res = await searchTools(ctx, call.principal, { q: args.query, category: args.category, limit: args.limit ?? 10 });
-      const schemas = await inputSchemasOf(ctx, res.data.map((h) => h.id));
+      const res = await searchTools(ctx, call.principal, {
+        q: args.query,
+        category: args.category,
+        limit: args.limit ?? 10,
+      });
+      const schemas = await inputSchemasOf(
+        ctx,
+        res.data.map((h) => h.id),
+      );
       const tools = res.data.map((h) => ({
         service: h.service.name,
         service_display_name: h.service.display_name,
@@ -106,7 +119,14 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
       const m = await getPublicManifest(ctx, call.actor.accountId, args.service);
       const t = m.tools.find((x) => x.name === args.tool || x.id === args.tool || x.aliases.includes(args.tool));
       if (!t) throw notFound(`Tool "${args.tool}" of service "${m.name}"`);
-      const service = { id: m.id, name: m.name, display_name: m.display_name, description: m.description, category: m.category, status: m.status };
+      const service = {
+        id: m.id,
+        name: m.name,
+        display_name: m.display_name,
+        description: m.description,
+        category: m.category,
+        status: m.status,
+      };
       return { value: { service, ...t } };
     },
   }),
@@ -135,18 +155,24 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
   tool({
     name: 'recall',
     title: 'Recall',
-    description: 'Search your long-term memory (stored notes and past tool executions) by meaning and words; best matches first.',
+    description:
+      'Search your long-term memory (stored notes and past tool executions) by meaning and words; best matches first.',
     inputSchema: RecallArgs,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(ctx, call, args) {
-      const res = await searchMemories(ctx, call.actor, { q: args.query, threshold: args.threshold, limit: args.limit });
+      const res = await searchMemories(ctx, call.actor, {
+        q: args.query,
+        threshold: args.threshold,
+        limit: args.limit,
+      });
       return { value: { memories: res.data, threshold: res.threshold, filtered_count: res.filtered_count } };
     },
   }),
   tool({
     name: 'memory_get',
     title: 'Get a memory entry',
-    description: "Read one key of this agent's key/value memory, or of another agent's memory it holds a read grant for (agent_id).",
+    description:
+      "Read one key of this agent's key/value memory, or of another agent's memory it holds a read grant for (agent_id).",
     inputSchema: MemoryGetArgs,
     agentsOnly: true,
     annotations: { readOnlyHint: true, openWorldHint: false },
@@ -157,12 +183,16 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
   tool({
     name: 'memory_put',
     title: 'Put a memory entry',
-    description: "Create or replace one key of this agent's key/value memory, or of another agent's memory it holds a write grant for (agent_id).",
+    description:
+      "Create or replace one key of this agent's key/value memory, or of another agent's memory it holds a write grant for (agent_id).",
     inputSchema: MemoryPutArgs,
     agentsOnly: true,
     annotations: { readOnlyHint: false, idempotentHint: true, openWorldHint: false },
     async run(ctx, call, args) {
-      const { entry, created } = await putAgentMemory(ctx, call.principal, args.agent_id ?? agentId(call), args.key, { value: args.value, ttl_seconds: args.ttl_seconds });
+      const { entry, created } = await putAgentMemory(ctx, call.principal, args.agent_id ?? agentId(call), args.key, {
+        value: args.value,
+        ttl_seconds: args.ttl_seconds,
+      });
       return { value: { ...entry, created } };
     },
   }),
@@ -181,7 +211,8 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
   tool({
     name: 'memory_list',
     title: 'List memory entries',
-    description: "List keys and values of this agent's key/value memory (or of a granted agent's, agent_id) in key order, optionally under a prefix.",
+    description:
+      "List keys and values of this agent's key/value memory (or of a granted agent's, agent_id) in key order, optionally under a prefix.",
     inputSchema: MemoryListArgs,
     agentsOnly: true,
     annotations: { readOnlyHint: true, openWorldHint: false },
@@ -198,12 +229,25 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
  * platform session. A failed upstream call (`status: failed`) is a tool error; its record is the
  * structured content either way.
  */
-export async function runTool(ctx: AppContext, call: McpCall, args: { service: string; tool: string; arguments?: Record<string, unknown>; session_id?: string }): Promise<ToolOutcome> {
+export async function runTool(
+  ctx: AppContext,
+  call: McpCall,
+  args: { service: string; tool: string; arguments?: Record<string, unknown>; session_id?: string },
+): Promise<ToolOutcome> {
   let sessionId = args.session_id;
   const session = async (): Promise<string> => {
-    if (!call.session) throw new AppError('validation_failed', 'session_id is required when the client has no MCP session (Mcp-Session-Id)', { errors: [{ pointer: '/session_id', message: 'is required' }] });
+    if (!call.session)
+      throw new AppError(
+        'validation_failed',
+        'session_id is required when the client has no MCP session (Mcp-Session-Id)',
+        { errors: [{ pointer: '/session_id', message: 'is required' }] },
+      );
     return (sessionId = await platformSessionOf(ctx, call.actor, call.session));
   };
-  const { result } = await executeTool(ctx, call.principal, sessionId ?? session, { service: args.service, tool: args.tool, arguments: args.arguments });
+  const { result } = await executeTool(ctx, call.principal, sessionId ?? session, {
+    service: args.service,
+    tool: args.tool,
+    arguments: args.arguments,
+  });
   return { value: { ...result, session_id: sessionId }, isError: result.status === 'failed' };
 }

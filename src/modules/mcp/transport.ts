@@ -28,7 +28,13 @@ import type { McpCall } from './tools.js';
 /** `?expose_tools=` of the connection URL; undefined when absent. */
 export type ExposeFlag = boolean | undefined;
 
-function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, id: unknown = null): FastifyReply {
+function jsonRpcError(
+  reply: FastifyReply,
+  status: number,
+  code: number,
+  message: string,
+  id: unknown = null,
+): FastifyReply {
   return reply.code(status).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id });
 }
 
@@ -38,7 +44,12 @@ function sessionIdOf(req: FastifyRequest): string | undefined {
 }
 
 /** The session named by the request, or null when none; 404 (JSON-RPC error) answered when unknown. */
-async function sessionOf(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, principal: Principal): Promise<McpSessionRow | null | 'answered'> {
+async function sessionOf(
+  ctx: AppContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  principal: Principal,
+): Promise<McpSessionRow | null | 'answered'> {
   const sid = sessionIdOf(req);
   if (!sid) return null;
   try {
@@ -53,17 +64,34 @@ async function sessionOf(ctx: AppContext, req: FastifyRequest, reply: FastifyRep
 }
 
 /** Handle `POST /mcp` for `principal`. */
-export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, principal: Principal, exposeFlag: ExposeFlag): Promise<FastifyReply | void> {
+export async function handlePost(
+  ctx: AppContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  principal: Principal,
+  exposeFlag: ExposeFlag,
+): Promise<FastifyReply | void> {
   const actor = actorOf(principal);
   const body = req.body;
   let session: McpSessionRow | null;
   if ((body as { method?: unknown } | null)?.method === 'initialize' && isInitializeRequest(body)) {
-    if (sessionIdOf(req)) return jsonRpcError(reply, 400, -32600, 'initialize must not carry Mcp-Session-Id', (body as { id?: unknown }).id);
+    if (sessionIdOf(req))
+      return jsonRpcError(
+        reply,
+        400,
+        -32600,
+        'initialize must not carry Mcp-Session-Id',
+        (body as { id?: unknown }).id,
+      );
     const p = body.params;
     session = await openMcpSession(
       ctx,
       actor,
-      { name: p.clientInfo.name, version: p.clientInfo.version, protocolVersion: p.protocolVersion || LATEST_PROTOCOL_VERSION },
+      {
+        name: p.clientInfo.name,
+        version: p.clientInfo.version,
+        protocolVersion: p.protocolVersion || LATEST_PROTOCOL_VERSION,
+      },
       exposeFlag ?? ctx.config.mcp.exposeSubscribedTools,
     );
   } else {
@@ -71,7 +99,12 @@ export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: Fa
     if (found === 'answered') return reply;
     session = found;
   }
-  const call: McpCall = { principal, actor, session, expose: session?.exposeTools ?? exposeFlag ?? ctx.config.mcp.exposeSubscribedTools };
+  const call: McpCall = {
+    principal,
+    actor,
+    session,
+    expose: session?.exposeTools ?? exposeFlag ?? ctx.config.mcp.exposeSubscribedTools,
+  };
 
   // From here the response is written on the raw socket.
   reply.hijack();
@@ -98,14 +131,23 @@ export async function handlePost(ctx: AppContext, req: FastifyRequest, reply: Fa
       }
       return;
     }
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     await server.connect(transport);
     await writeResponse(res, await transport.handleRequest(webRequest(ctx, req), { parsedBody: body }));
   } catch (err) {
     ctx.log.error({ err }, 'mcp transport failed');
     if (!res.headersSent) {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error; it was logged' }, id: (body as { id?: unknown } | undefined)?.id ?? null }));
+      res.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32603, message: 'Internal error; it was logged' },
+          id: (body as { id?: unknown } | undefined)?.id ?? null,
+        }),
+      );
     } else res.end();
   }
 }
@@ -149,16 +191,37 @@ export type OpenStreams = Set<() => void>;
  * `notifications/tools/list_changed`, so it is offered to sessions that list subscribed tools;
  * others get 405 (allowed by the spec when the server offers no stream).
  */
-export async function handleGet(ctx: AppContext, req: FastifyRequest, reply: FastifyReply, principal: Principal, streams: OpenStreams): Promise<FastifyReply | void> {
+export async function handleGet(
+  ctx: AppContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  principal: Principal,
+  streams: OpenStreams,
+): Promise<FastifyReply | void> {
   const found = await sessionOf(ctx, req, reply, principal);
   if (found === 'answered') return reply;
-  if (!found?.exposeTools) return reply.code(405).header('allow', 'POST, DELETE').type('application/json').send({ jsonrpc: '2.0', error: { code: -32000, message: 'This session has no server-to-client stream (tools are not exposed)' }, id: null });
+  if (!found?.exposeTools)
+    return reply
+      .code(405)
+      .header('allow', 'POST, DELETE')
+      .type('application/json')
+      .send({
+        jsonrpc: '2.0',
+        error: { code: -32000, message: 'This session has no server-to-client stream (tools are not exposed)' },
+        id: null,
+      });
   const actor = actorOf(principal);
   let fingerprint = toolListFingerprint(await exposedTools(ctx, actor));
 
   reply.hijack();
   const res = reply.raw;
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-request-id': String(req.id), [SESSION_HEADER]: found.id });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-request-id': String(req.id),
+    [SESSION_HEADER]: found.id,
+  });
   res.write(': stream open\n\n');
   let polling = false;
   let ticks = 0;
@@ -169,7 +232,9 @@ export async function handleGet(ctx: AppContext, req: FastifyRequest, reply: Fas
       const now = toolListFingerprint(await exposedTools(ctx, actor));
       if (now !== fingerprint) {
         fingerprint = now;
-        res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`);
+        res.write(
+          `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`,
+        );
       } else if (++ticks * ctx.config.mcp.listChangedPollMs >= 25_000) {
         ticks = 0;
         res.write(': keep-alive\n\n');

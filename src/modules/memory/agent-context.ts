@@ -2,11 +2,11 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { sessionSummaries } from '../../db/schema/index.js';
-import { type SessionActor } from '../../http/auth.js';
+import type { SessionActor } from '../../http/auth.js';
 import { listSessions, type SessionView } from '../sessions/service.js';
 import { topTools } from '../sessions/usage.js';
 
-import { type MemoryView } from './views.js';
+import type { MemoryView } from './views.js';
 import { listMemories, memoryStats, searchMemories, type MemoryStats } from './service.js';
 import { summaryView, type SummaryView } from './summaries.js';
 
@@ -16,7 +16,16 @@ export interface AgentContext {
   query: string | null;
   relevant_memories: Array<MemoryView & { score?: number; similarity?: number }>;
   recent_sessions: Array<SessionView & { summary: SummaryView | null }>;
-  frequent_tools: Array<{ service_id: string; tool_id: string; tool_name: string; calls: number; successes: number; failures: number; success_rate: number; avg_duration_ms: number }>;
+  frequent_tools: Array<{
+    service_id: string;
+    tool_id: string;
+    tool_name: string;
+    calls: number;
+    successes: number;
+    failures: number;
+    success_rate: number;
+    avg_duration_ms: number;
+  }>;
   stats: MemoryStats;
 }
 
@@ -25,14 +34,20 @@ export interface AgentContext {
  * when no `q`), recent sessions with their summaries, the most used tools with success rates, and
  * memory statistics. The parts are fetched concurrently.
  */
-export async function agentContext(ctx: AppContext, actor: SessionActor, q: { q?: string; agent_id?: string; limit?: number }): Promise<AgentContext> {
+export async function agentContext(
+  ctx: AppContext,
+  actor: SessionActor,
+  q: { q?: string; agent_id?: string; limit?: number },
+): Promise<AgentContext> {
   const agentId = actor.agentId ?? q.agent_id ?? null;
   const limit = q.limit ?? 10;
   const query = q.q?.trim() ? q.q.trim() : null;
   const filter = { agent_id: agentId ?? undefined };
   const [relevant, sessions, tools, stats] = await Promise.all([
     query
-      ? searchMemories(ctx, actor, { q: query, limit, ...filter }).then((r) => r.data.map(({ vector_rank: _v, text_rank: _t, ...h }) => h))
+      ? searchMemories(ctx, actor, { q: query, limit, ...filter }).then((r) =>
+          r.data.map(({ vector_rank: _v, text_rank: _t, ...h }) => h),
+        )
       : listMemories(ctx, actor, { limit, ...filter }).then((p) => p.data),
     listSessions(ctx, actor, { limit: 5, ...(agentId ? { agent_id: agentId } : {}) }),
     topTools(ctx, { userId: actor.accountId, ...(agentId ? { agentId } : {}), limit: 5 }),
@@ -40,7 +55,10 @@ export async function agentContext(ctx: AppContext, actor: SessionActor, q: { q?
   ]);
   const ids = sessions.data.map((s) => s.id);
   const sums = ids.length
-    ? await ctx.db.select().from(sessionSummaries).where(and(eq(sessionSummaries.userId, actor.accountId), inArray(sessionSummaries.sessionId, ids)))
+    ? await ctx.db
+        .select()
+        .from(sessionSummaries)
+        .where(and(eq(sessionSummaries.userId, actor.accountId), inArray(sessionSummaries.sessionId, ids)))
     : [];
   const sumOf = new Map(sums.map((s) => [s.sessionId, summaryView(s)]));
   return {

@@ -118,7 +118,11 @@ export class EmbeddingBackfill {
         if (this.failing) this.log.info({}, 'memory embedding back-fill recovered');
         this.failing = false;
       } catch (err) {
-        if (!this.failing) this.log.warn({ err: (err as Error).message }, 'memory embedding back-fill failed; retrying in the background');
+        if (!this.failing)
+          this.log.warn(
+            { err: (err as Error).message },
+            'memory embedding back-fill failed; retrying in the background',
+          );
         this.failing = true;
         this.wanted = true;
       }

@@ -24,7 +24,7 @@ export const KIND_FILTER_PATTERN = '^(all|(note|execution|summary)(,(note|execut
 /** A small integer per kind (0 note, 1 execution, 2 summary), as the in-process indexes keep it. */
 export function kindCode(kind: string): number {
   const i = MEMORY_KINDS.indexOf(kind as MemoryKind);
-  return i < 0 ? 0 : i;
+  return Math.max(i, 0);
 }
 
 /**

@@ -42,7 +42,9 @@ export interface RankedInput {
 }
 
 /** Facts and scores of neighbours that are not candidates (in process: from the indexes), by id. */
-export type NeighbourScores = (ids: string[]) => Map<string, { text: number; distance: number | null; facts: TurnFacts }>;
+export type NeighbourScores = (
+  ids: string[],
+) => Map<string, { text: number; distance: number | null; facts: TurnFacts }>;
 
 /** Options of {@link rankCandidates}. */
 export interface RankOptions<T> {
@@ -78,7 +80,12 @@ export async function rankCandidates<T extends RankedInput>(
   opts: RankOptions<T>,
 ): Promise<Array<T & { score: number }>> {
   const { neighbourWeight, timeBoost } = ctx.config.memory.fusion;
-  const w = opts.mode === 'text' ? 0 : opts.mode === 'vector' ? 1 : (ctx.memory?.vectorWeight ?? ctx.config.memory.fusion.vectorWeight);
+  const w =
+    opts.mode === 'text'
+      ? 0
+      : opts.mode === 'vector'
+        ? 1
+        : (ctx.memory?.vectorWeight ?? ctx.config.memory.fusion.vectorWeight);
   const tw = opts.mode === 'vector' ? 0 : 1;
   const best = candidates.reduce((m, c) => Math.max(m, c.score), 0);
   const hybrid = opts.mode === 'hybrid';
@@ -98,21 +105,38 @@ export async function rankCandidates<T extends RankedInput>(
   const final = new Map(own);
   if (hybrid && neighbourWeight > 0 && candidates.length > 0) {
     const ids = [...turns];
-    const near = ids.length === 0 ? new Map<string, { prev: string | null; next: string | null }>() : (opts.neighbours?.(ids) ?? (await sqlNeighbours(db, userId, opts.where, ids)));
-    const missing = [...new Set([...near.values()].flatMap((n) => [n.prev, n.next]).filter((id): id is string => id !== null && !own.has(id)))];
+    const near =
+      ids.length === 0
+        ? new Map<string, { prev: string | null; next: string | null }>()
+        : (opts.neighbours?.(ids) ?? (await sqlNeighbours(db, userId, opts.where, ids)));
+    const missing = [
+      ...new Set(
+        [...near.values()].flatMap((n) => [n.prev, n.next]).filter((id): id is string => id !== null && !own.has(id)),
+      ),
+    ];
     const others = new Map<string, number>();
     if (missing.length && opts.neighbourScores) {
-      for (const [id, s] of opts.neighbourScores(missing)) if (s.facts.speaker !== null) others.set(id, relevance(s.text, s.distance, s.facts));
+      for (const [id, s] of opts.neighbourScores(missing))
+        if (s.facts.speaker !== null) others.set(id, relevance(s.text, s.distance, s.facts));
     }
     const scoreOf = (id: string | null) => (id === null ? 0 : turns.has(id) ? own.get(id)! : (others.get(id) ?? 0));
     for (const c of candidates) {
       const n = near.get(c.id);
-      final.set(c.id, (own.get(c.id)! + (n ? neighbourWeight * Math.max(scoreOf(n.prev), scoreOf(n.next)) : 0)) / (1 + neighbourWeight));
+      final.set(
+        c.id,
+        (own.get(c.id)! + (n ? neighbourWeight * Math.max(scoreOf(n.prev), scoreOf(n.next)) : 0)) /
+          (1 + neighbourWeight),
+      );
     }
   }
   return candidates
     .map((c) => ({ ...c, score: final.get(c.id)! }))
-    .sort((a, b) => b.score - a.score || (a.text_rank ?? Infinity) - (b.text_rank ?? Infinity) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    .sort(
+      (a, b) =>
+        b.score - a.score ||
+        (a.text_rank ?? Infinity) - (b.text_rank ?? Infinity) ||
+        (a.id < b.id ? 1 : a.id > b.id ? -1 : 0),
+    );
 }
 
 /**
@@ -132,7 +156,12 @@ function timeFactor(f: TurnFacts, when: boolean, range: TimeRange | null, boost:
  * apart from the other kinds), among those `where` admits, by id: two index probes per id
  * (`memories_user_idx`, backwards and forwards from the id).
  */
-async function sqlNeighbours(db: Db | Tx, userId: string, where: SQL, ids: string[]): Promise<Map<string, { prev: string | null; next: string | null }>> {
+async function sqlNeighbours(
+  db: Db | Tx,
+  userId: string,
+  where: SQL,
+  ids: string[],
+): Promise<Map<string, { prev: string | null; next: string | null }>> {
   const same = sql`m.user_id = h.user_id and (case when h.session_id is null then m.session_id is null else m.session_id = h.session_id end)
                    and (m.kind = 'execution') = (h.kind = 'execution') and ${where}`;
   const rows = await execRows<{ id: string; prev: string | null; next: string | null }>(
@@ -140,7 +169,10 @@ async function sqlNeighbours(db: Db | Tx, userId: string, where: SQL, ids: strin
     sql`select h.id,
           (select m.id from memories m where ${same} and m.id < h.id order by m.id desc limit 1) as prev,
           (select m.id from memories m where ${same} and m.id > h.id order by m.id limit 1) as next
-        from memories h where h.user_id = ${userId} and h.id in (${sql.join(ids.map((i) => sql`${i}`), sql`, `)})`,
+        from memories h where h.user_id = ${userId} and h.id in (${sql.join(
+          ids.map((i) => sql`${i}`),
+          sql`, `,
+        )})`,
   );
   return new Map(rows.map((r) => [r.id, { prev: r.prev, next: r.next }]));
 }

@@ -36,58 +36,129 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   const tags = ['memory'];
   const security = USER_SECURITY;
   /** Route options of a GET with only a query: `querystring` in, `result` (200) or a problem (400/401/429 and `errors`) out. */
-  const queryRoute = <Q extends TSchema, R extends TSchema>(operationId: string, summary: string, querystring: Q, result: R, ...errors: number[]) => ({
-    schema: { tags, security, operationId, summary, querystring, response: { 200: result, ...errorResponses(...errors) } },
+  const queryRoute = <Q extends TSchema, R extends TSchema>(
+    operationId: string,
+    summary: string,
+    querystring: Q,
+    result: R,
+    ...errors: number[]
+  ) => ({
+    schema: {
+      tags,
+      security,
+      operationId,
+      summary,
+      querystring,
+      response: { 200: result, ...errorResponses(...errors) },
+    },
   });
 
-  r.post('/memory',
+  r.post(
+    '/memory',
     {
       schema: {
-        tags, security, operationId: 'memory.create', summary: 'Store a memory (embedded for search)',
-        body: AddMemoryBody, response: { 201: MemorySchema, ...errorResponses(403, 404, 413, 502, 504) },
+        tags,
+        security,
+        operationId: 'memory.create',
+        summary: 'Store a memory (embedded for search)',
+        body: AddMemoryBody,
+        response: { 201: MemorySchema, ...errorResponses(403, 404, 413, 502, 504) },
       },
     },
-    async (req, reply) => reply.code(201).send(await addMemory(ctx, actorOf(principalOf(req)), req.body)));
-  r.get('/memory',
+    async (req, reply) => reply.code(201).send(await addMemory(ctx, actorOf(principalOf(req)), req.body)),
+  );
+  r.get(
+    '/memory',
     queryRoute('memory.list', "List the caller's memories, newest first", ListMemoryQuery, ListOf(MemorySchema)),
-    async (req) => listMemories(ctx, actorOf(principalOf(req)), req.query));
-  r.get('/memory/paginated',
+    async (req) => listMemories(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/paginated',
     queryRoute('memory.listPaginated', 'Memories by page, with a total', PagedMemoryQuery, MemoryPageSchema),
-    async (req) => listMemoriesPaged(ctx, actorOf(principalOf(req)), req.query));
-  r.get('/memory/search',
-    queryRoute('memory.search', 'Hybrid search (vector + full text, fused) with a similarity threshold', SearchQuery, SearchResultSchema, 502, 504),
-    async (req) => searchMemories(ctx, actorOf(principalOf(req)), req.query));
-  r.get('/memory/context/agent',
-    queryRoute('memory.agentContext', 'What an agent should know before acting: relevant memories, recent sessions, frequent tools, stats', ContextQuery, ContextSchema, 502, 504),
-    async (req) => agentContext(ctx, actorOf(principalOf(req)), req.query));
-  r.get('/memory/sessions/:id',
-    { schema: { tags, security, operationId: 'memory.sessionSummary', summary: "A session's summary", params: IdParams, response: { 200: SummarySchema, ...errorResponses(404) } } },
-    async (req) => getSessionSummary(ctx, actorOf(principalOf(req)), req.params.id));
-  r.get('/memory/sessions/:id/timeline',
+    async (req) => listMemoriesPaged(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/search',
+    queryRoute(
+      'memory.search',
+      'Hybrid search (vector + full text, fused) with a similarity threshold',
+      SearchQuery,
+      SearchResultSchema,
+      502,
+      504,
+    ),
+    async (req) => searchMemories(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/context/agent',
+    queryRoute(
+      'memory.agentContext',
+      'What an agent should know before acting: relevant memories, recent sessions, frequent tools, stats',
+      ContextQuery,
+      ContextSchema,
+      502,
+      504,
+    ),
+    async (req) => agentContext(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.get(
+    '/memory/sessions/:id',
     {
       schema: {
-        tags, security, operationId: 'memory.sessionTimeline', summary: 'Every event of a session in order (executions, memories, summary)',
-        params: IdParams, querystring: TimelineQuery, response: { 200: ListOf(TimelineEventSchema), ...errorResponses(404) },
+        tags,
+        security,
+        operationId: 'memory.sessionSummary',
+        summary: "A session's summary",
+        params: IdParams,
+        response: { 200: SummarySchema, ...errorResponses(404) },
       },
     },
-    async (req) => sessionTimeline(ctx, actorOf(principalOf(req)), req.params.id, req.query));
-  r.post('/memory/sessions/:id/summarize',
+    async (req) => getSessionSummary(ctx, actorOf(principalOf(req)), req.params.id),
+  );
+  r.get(
+    '/memory/sessions/:id/timeline',
     {
       schema: {
-        tags, security, operationId: 'memory.summarizeSession', summary: 'Build (or rebuild) the summary of a session; it is stored as a memory too',
-        params: IdParams, response: { 200: SummarySchema, ...errorResponses(404, 502, 504) },
+        tags,
+        security,
+        operationId: 'memory.sessionTimeline',
+        summary: 'Every event of a session in order (executions, memories, summary)',
+        params: IdParams,
+        querystring: TimelineQuery,
+        response: { 200: ListOf(TimelineEventSchema), ...errorResponses(404) },
       },
     },
-    async (req) => summarizeSession(ctx, actorOf(principalOf(req)), req.params.id));
-  r.get('/memory/stats',
-    queryRoute('memory.stats', 'Memory statistics', StatsQuery, StatsSchema),
-    async (req) => memoryStats(ctx, actorOf(principalOf(req)), req.query));
-  r.delete('/memory',
+    async (req) => sessionTimeline(ctx, actorOf(principalOf(req)), req.params.id, req.query),
+  );
+  r.post(
+    '/memory/sessions/:id/summarize',
     {
       schema: {
-        tags, security, operationId: 'memory.deleteAll', summary: "Delete the caller's memories and summaries (optionally one session's)",
-        querystring: DeleteQuery, response: { 200: DeletedSchema, ...errorResponses(404) },
+        tags,
+        security,
+        operationId: 'memory.summarizeSession',
+        summary: 'Build (or rebuild) the summary of a session; it is stored as a memory too',
+        params: IdParams,
+        response: { 200: SummarySchema, ...errorResponses(404, 502, 504) },
       },
     },
-    async (req) => deleteMemories(ctx, actorOf(principalOf(req)), req.query));
+    async (req) => summarizeSession(ctx, actorOf(principalOf(req)), req.params.id),
+  );
+  r.get('/memory/stats', queryRoute('memory.stats', 'Memory statistics', StatsQuery, StatsSchema), async (req) =>
+    memoryStats(ctx, actorOf(principalOf(req)), req.query),
+  );
+  r.delete(
+    '/memory',
+    {
+      schema: {
+        tags,
+        security,
+        operationId: 'memory.deleteAll',
+        summary: "Delete the caller's memories and summaries (optionally one session's)",
+        querystring: DeleteQuery,
+        response: { 200: DeletedSchema, ...errorResponses(404) },
+      },
+    },
+    async (req) => deleteMemories(ctx, actorOf(principalOf(req)), req.query),
+  );
 }

@@ -21,7 +21,6 @@ import { EmbeddingBackfill } from './backfill.js';
 import { MemoryWriter } from './writer.js';
 import { LRUCache } from 'lru-cache';
 
-
 /**
  * Write the automatic memory of one execution (the `execution.recorded` listener wired in `app.ts`). Must add < 0.2 ms to the caller's request: it only
  * queues a reference; the sentence and insert happen in a batched flush off the request
@@ -56,11 +55,15 @@ function executionMemoryRow(e: ExecutionRecorded): NewMemoryRow {
     source: 'execution',
     kind: 'execution',
     content: describeExecution(e),
-    metadata: { service_name: e.serviceName, tool_name: e.toolName, status: e.status, http_status: e.httpStatus, duration_ms: Math.round(e.durationMs) },
+    metadata: {
+      service_name: e.serviceName,
+      tool_name: e.toolName,
+      status: e.status,
+      http_status: e.httpStatus,
+      duration_ms: Math.round(e.durationMs),
+    },
   };
 }
-
-
 
 /** The per-app state (`ctx.memory`: embedding provider, batching writer), created on first use. */
 function runtimeOf(ctx: AppContext): MemoryRuntime {
@@ -104,7 +107,12 @@ function vectorCacheFor(ctx: AppContext, dimensions: number): VectorCache | null
  * default (the sentence encoder): its vectors are not comparable with the encoder's, and re-embedding
  * a large store at start-up takes minutes, so it is the operator's choice (`MEMORY_REEMBED=on`).
  */
-function adoptStoredSpace(ctx: AppContext, rt: MemoryRuntime, space: { model: string; dimensions: number }, stored: number): void {
+function adoptStoredSpace(
+  ctx: AppContext,
+  rt: MemoryRuntime,
+  space: { model: string; dimensions: number },
+  stored: number,
+): void {
   const previous = rt.embedder;
   rt.embedder = new LocalHashEmbedder(space.dimensions, space.model);
   rt.vectors = vectorCacheFor(ctx, space.dimensions);
@@ -165,12 +173,21 @@ export async function initMemory(ctx: AppContext): Promise<void> {
     const reembed = await ctx.db.transaction(async (tx) => {
       await tx.execute(sql`select pg_advisory_xact_lock(hashtext('agent-platform:memory-embedding-space'))`);
       const [have] = await tx.select().from(memorySettings).where(eq(memorySettings.key, 'embedding'));
-      const colType = (await execRows<{ t: string }>(tx, sql`select format_type(atttypid, atttypmod) as t from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`))[0]?.t;
+      const colType = (
+        await execRows<{ t: string }>(
+          tx,
+          sql`select format_type(atttypid, atttypmod) as t from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`,
+        )
+      )[0]?.t;
       const colDims = colType?.startsWith('vector(') ? Number(colType.slice(7, -1)) : null;
-      const sameSpace = have && have.provider === want.provider && have.model === want.model && have.dimensions === want.dimensions;
+      const sameSpace =
+        have && have.provider === want.provider && have.model === want.model && have.dimensions === want.dimensions;
       const columnOk = !ctx.database.hasVector || colDims === want.dimensions;
       if (sameSpace && columnOk) return false;
-      const [{ n }] = await execRows<{ n: number | string }>(tx, sql`select count(*) as n from memories where embedding is not null`);
+      const [{ n }] = await execRows<{ n: number | string }>(
+        tx,
+        sql`select count(*) as n from memories where embedding is not null`,
+      );
       const stored = Number(n);
       const earlierDefault = await earlierDefaultSpace(tx, have, colDims);
       if (stored > 0 && !ctx.config.memory.reembedOnStart && ctx.config.memory.embeddings.defaulted && earlierDefault) {
@@ -178,7 +195,9 @@ export async function initMemory(ctx: AppContext): Promise<void> {
         return false;
       }
       if (stored > 0 && !ctx.config.memory.reembedOnStart) {
-        const from = have ? `${have.provider}/${have.model} (${have.dimensions} dimensions)` : `a ${colDims}-dimension model`;
+        const from = have
+          ? `${have.provider}/${have.model} (${have.dimensions} dimensions)`
+          : `a ${colDims}-dimension model`;
         throw new Error(
           `Memory embeddings mismatch: ${stored} stored memories were embedded with ${from}, but the configuration asks for ` +
             `${want.provider}/${want.model} (${want.dimensions} dimensions). Restore the previous EMBEDDINGS_* settings, ` +
@@ -187,7 +206,9 @@ export async function initMemory(ctx: AppContext): Promise<void> {
       }
       if (ctx.database.hasVector && colDims !== want.dimensions) {
         await tx.execute(sql`drop index if exists memories_embedding_hnsw_idx`);
-        await tx.execute(sql.raw(`alter table memories alter column embedding type vector(${want.dimensions}) using null`));
+        await tx.execute(
+          sql.raw(`alter table memories alter column embedding type vector(${want.dimensions}) using null`),
+        );
         await tx.execute(HNSW_INDEX);
       } else if (stored > 0) {
         await tx.execute(sql`update memories set embedding = null where embedding is not null`);
@@ -196,7 +217,11 @@ export async function initMemory(ctx: AppContext): Promise<void> {
         .insert(memorySettings)
         .values({ key: 'embedding', ...want })
         .onConflictDoUpdate({ target: memorySettings.key, set: { ...want, updatedAt: new Date() } });
-      if (stored > 0) ctx.log.warn({ stored, ...want }, 'memory embedding space changed: re-embedding every memory in the background');
+      if (stored > 0)
+        ctx.log.warn(
+          { stored, ...want },
+          'memory embedding space changed: re-embedding every memory in the background',
+        );
       return stored > 0;
     });
     // Re-embedding runs in the background (the back-fill loop, kicked below): a large store takes
@@ -209,7 +234,10 @@ export async function initMemory(ctx: AppContext): Promise<void> {
     throw err;
   }
   // Memories stored while the provider was failing get their vectors in the background.
-  const [missing] = await execRows<{ one: number }>(ctx.db, sql`select 1 as one from memories where embedding is null limit 1`);
+  const [missing] = await execRows<{ one: number }>(
+    ctx.db,
+    sql`select 1 as one from memories where embedding is null limit 1`,
+  );
   if (missing) rt.backfill.kick();
 }
 
@@ -223,8 +251,20 @@ async function earlierDefaultSpace(
   have: { provider: string; model: string; dimensions: number } | undefined,
   colDims: number | null,
 ): Promise<{ model: string; dimensions: number } | null> {
-  if (have) return have.provider === 'local' && (have.dimensions === 384 || have.dimensions === 512) ? { model: have.model, dimensions: have.dimensions } : null;
-  const dims = colDims ?? Number((await execRows<{ d: number | null }>(tx, sql`select array_length(embedding, 1) as d from memories where embedding is not null limit 1`))[0]?.d);
+  if (have)
+    return have.provider === 'local' && (have.dimensions === 384 || have.dimensions === 512)
+      ? { model: have.model, dimensions: have.dimensions }
+      : null;
+  const dims =
+    colDims ??
+    Number(
+      (
+        await execRows<{ d: number | null }>(
+          tx,
+          sql`select array_length(embedding, 1) as d from memories where embedding is not null limit 1`,
+        )
+      )[0]?.d,
+    );
   return dims === 384 || dims === 512 ? { model: 'local-hash-v1', dimensions: dims } : null;
 }
 
@@ -242,7 +282,17 @@ const PGLITE_BACKFILL_ROWS_PER_STATEMENT = 4;
 export async function embedMissing(ctx: AppContext, max: number): Promise<number> {
   const rt = runtimeOf(ctx);
   // a note is embedded with the note before it in its stream (turns.ts)
-  const rows = await execRows<{ id: string; user_id: string; agent_id: string | null; kind: string; content: string; metadata: unknown; p_kind: string | null; p_content: string | null; p_metadata: unknown }>(
+  const rows = await execRows<{
+    id: string;
+    user_id: string;
+    agent_id: string | null;
+    kind: string;
+    content: string;
+    metadata: unknown;
+    p_kind: string | null;
+    p_content: string | null;
+    p_metadata: unknown;
+  }>(
     ctx.db,
     sql`select m.id, m.user_id, m.agent_id, m.kind, m.content, m.metadata,
                p.kind as p_kind, p.content as p_content, p.metadata as p_metadata
@@ -255,8 +305,11 @@ export async function embedMissing(ctx: AppContext, max: number): Promise<number
         where m.embedding is null order by m.id desc limit ${max}::int`,
   );
   if (rows.length === 0) return 0;
-  const previous = (r: (typeof rows)[number]) => (r.p_kind === null || r.p_content === null ? null : previousText(r.p_kind, r.p_content, rawJsonObject(r.p_metadata)));
-  const vectors = await rt.embedder.embed(rows.map((r) => embeddingText(r.content, rawJsonObject(r.metadata), previous(r))));
+  const previous = (r: (typeof rows)[number]) =>
+    r.p_kind === null || r.p_content === null ? null : previousText(r.p_kind, r.p_content, rawJsonObject(r.p_metadata));
+  const vectors = await rt.embedder.embed(
+    rows.map((r) => embeddingText(r.content, rawJsonObject(r.metadata), previous(r))),
+  );
   const step = ctx.database.engine === 'pglite' ? PGLITE_BACKFILL_ROWS_PER_STATEMENT : rows.length;
   for (let at = 0; at < rows.length; at += step) {
     if (at > 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -270,7 +323,10 @@ export async function embedMissing(ctx: AppContext, max: number): Promise<number
     if (rt.vectors && filled.length > 0) {
       const done = new Set(filled.map((f) => f.id));
       const kept = part.map((r, i) => [r, vectors[at + i]] as const).filter(([r]) => done.has(r.id));
-      rt.vectors.added(kept.map(([r]) => ({ id: r.id, userId: r.user_id, agentId: r.agent_id, kind: r.kind })), kept.map(([, v]) => v));
+      rt.vectors.added(
+        kept.map(([r]) => ({ id: r.id, userId: r.user_id, agentId: r.agent_id, kind: r.kind })),
+        kept.map(([, v]) => v),
+      );
     }
   }
   return rows.length;
@@ -282,7 +338,10 @@ export async function embedMissing(ctx: AppContext, max: number): Promise<number
  */
 export async function memoryBacklog(ctx: AppContext): Promise<{ queued: number; unembedded: number }> {
   const rt = runtimeOf(ctx);
-  const [{ n }] = await execRows<{ n: number | string }>(ctx.db, sql`select count(*) as n from memories where embedding is null`);
+  const [{ n }] = await execRows<{ n: number | string }>(
+    ctx.db,
+    sql`select count(*) as n from memories where embedding is null`,
+  );
   return { queued: rt.writer.pending, unembedded: Number(n) };
 }
 

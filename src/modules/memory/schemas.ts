@@ -7,7 +7,8 @@ const Id = Type.String({ minLength: 1, maxLength: 100 });
 const Metadata = Type.Record(Type.String(), Type.Unknown());
 const Source = Type.Union([Type.Literal('explicit'), Type.Literal('execution'), Type.Literal('summary')]);
 const Kind = Type.Union([Type.Literal('note'), Type.Literal('execution'), Type.Literal('summary')], {
-  description: "what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary`",
+  description:
+    "what it is: `note` (the user's or agent's own), `execution` (written by each tool execution) or `summary`",
 });
 
 export const MemorySchema = Type.Object({
@@ -22,7 +23,10 @@ export const MemorySchema = Type.Object({
   execution_id: Nullable(Type.String()),
   metadata: Metadata,
   created_at: Timestamp,
-  occurred_at: Type.String({ format: 'date-time', description: 'when what it records happened (created_at unless given on POST /memory)' }),
+  occurred_at: Type.String({
+    format: 'date-time',
+    description: 'when what it records happened (created_at unless given on POST /memory)',
+  }),
 });
 
 export const AddMemoryBody = Type.Object(
@@ -30,11 +34,23 @@ export const AddMemoryBody = Type.Object(
     content: Type.String({ minLength: 1, description: 'at most 16 KiB (UTF-8); more → 413' }),
     session_id: Type.Optional(Id),
     agent_id: Type.Optional(Id),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'any JSON object, at most 8 KiB' })),
-    occurred_at: Type.Optional(
-      Type.String({ format: 'date-time', maxLength: 40, description: 'RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it' }),
+    metadata: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'any JSON object, at most 8 KiB' }),
     ),
-    kind: Type.Optional(Type.Union([Type.Literal('note'), Type.Literal('summary')], { default: 'note', description: '`note` (default) or `summary`; `execution` memories are written by tool executions only' })),
+    occurred_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 40,
+        description:
+          'RFC 3339 time of what the memory records (a conversation turn, an event); default: now. Search matches time expressions ("last May") against it',
+      }),
+    ),
+    kind: Type.Optional(
+      Type.Union([Type.Literal('note'), Type.Literal('summary')], {
+        default: 'note',
+        description: '`note` (default) or `summary`; `execution` memories are written by tool executions only',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -45,7 +61,12 @@ const Filters = {
   since: Type.Optional(Type.String({ format: 'date-time', description: 'created at or after' })),
   until: Type.Optional(Type.String({ format: 'date-time', description: 'created at or before' })),
   kind: Type.Optional(
-    Type.String({ pattern: KIND_FILTER_PATTERN, maxLength: 40, description: 'kinds to return, separated by commas (`note`, `execution`, `summary`), or `all`; default `note,summary` (executions only on request)' }),
+    Type.String({
+      pattern: KIND_FILTER_PATTERN,
+      maxLength: 40,
+      description:
+        'kinds to return, separated by commas (`note`, `execution`, `summary`), or `all`; default `note,summary` (executions only on request)',
+    }),
   ),
 };
 
@@ -71,28 +92,50 @@ export const MemoryPageSchema = Type.Object({
 
 export const SearchQuery = Type.Object({
   q: Type.String({ minLength: 1, maxLength: 2000, description: 'what to look for (free text)' }),
-  threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1, default: 0, description: 'minimum cosine similarity of a hit' })),
+  threshold: Type.Optional(
+    Type.Number({ minimum: 0, maximum: 1, default: 0, description: 'minimum cosine similarity of a hit' }),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
   session_id: Type.Optional(Id),
   agent_id: Type.Optional(Id),
   mode: Type.Optional(
-    Type.Union([Type.Literal('hybrid'), Type.Literal('vector'), Type.Literal('text')], { default: 'hybrid', description: 'retrieval arms: both fused (default), vector only, full text only' }),
+    Type.Union([Type.Literal('hybrid'), Type.Literal('vector'), Type.Literal('text')], {
+      default: 'hybrid',
+      description: 'retrieval arms: both fused (default), vector only, full text only',
+    }),
   ),
-  expand: Type.Optional(Type.Literal('neighbors', { description: "`neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context)" })),
+  expand: Type.Optional(
+    Type.Literal('neighbors', {
+      description:
+        "`neighbors`: each hit also carries the memories just before and after it in its session (the conversation's context)",
+    }),
+  ),
   kind: Filters.kind,
 });
 
 export const SearchHitSchema = Type.Intersect([
   MemorySchema,
   Type.Object({
-    score: Type.Number({ minimum: 0, maximum: 1, description: 'relevance, 0..1 (higher is better; the order of the results): text match, similarity, time and neighbouring memories' }),
-    similarity: Type.Number({ minimum: 0, maximum: 1, description: 'cosine similarity of its embedding to the query, 0..1' }),
+    score: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description:
+        'relevance, 0..1 (higher is better; the order of the results): text match, similarity, time and neighbouring memories',
+    }),
+    similarity: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description: 'cosine similarity of its embedding to the query, 0..1',
+    }),
     vector_rank: Nullable(Type.Integer()),
     text_rank: Nullable(Type.Integer()),
     neighbors: Type.Optional(
       Type.Object(
         { previous: Nullable(MemorySchema), next: Nullable(MemorySchema) },
-        { description: 'with `expand=neighbors`: the memories before and after this one in its session, among those the search could return (null: none, or no session)' },
+        {
+          description:
+            'with `expand=neighbors`: the memories before and after this one in its session, among those the search could return (null: none, or no session)',
+        },
       ),
     ),
   }),
@@ -168,11 +211,15 @@ export const TimelineEventSchema = Type.Object({
     }),
   ),
   memory: Type.Optional(Type.Object({ source: Type.String(), content: Type.String(), metadata: Metadata })),
-  summary: Type.Optional(Type.Object({ summary: Type.String(), key_points: Type.Array(Type.String()), generator: Type.String() })),
+  summary: Type.Optional(
+    Type.Object({ summary: Type.String(), key_points: Type.Array(Type.String()), generator: Type.String() }),
+  ),
 });
 
 export const ContextQuery = Type.Object({
-  q: Type.Optional(Type.String({ maxLength: 2000, description: 'what the agent is about to do; omitted → the newest memories' })),
+  q: Type.Optional(
+    Type.String({ maxLength: 2000, description: 'what the agent is about to do; omitted → the newest memories' }),
+  ),
   agent_id: Type.Optional(Id),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10 })),
 });
@@ -194,7 +241,10 @@ export const ContextSchema = Type.Object({
   agent_id: Nullable(Type.String()),
   query: Nullable(Type.String()),
   relevant_memories: Type.Array(
-    Type.Intersect([MemorySchema, Type.Object({ score: Type.Optional(Type.Number()), similarity: Type.Optional(Type.Number()) })]),
+    Type.Intersect([
+      MemorySchema,
+      Type.Object({ score: Type.Optional(Type.Number()), similarity: Type.Optional(Type.Number()) }),
+    ]),
   ),
   recent_sessions: Type.Array(SessionWithSummary),
   frequent_tools: Type.Array(

@@ -16,7 +16,15 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, type Db, type Tx } from '../../db/client.js';
 import { flatOrOperands, type TextHit, type TextIndex, type TextTerm } from './text-index.js';
-import { CANDIDATE_COLUMNS, candidateRow, distance, queryTerms, SAFE_LEXEME, type CandidateRow, type SearchMode } from './store.js';
+import {
+  CANDIDATE_COLUMNS,
+  candidateRow,
+  distance,
+  queryTerms,
+  SAFE_LEXEME,
+  type CandidateRow,
+  type SearchMode,
+} from './store.js';
 import { rowFacts, type TurnFacts } from './turn-facts.js';
 import { rankCandidates, similarityOf, type NeighbourScores } from './ranking.js';
 import type { VectorCache } from './vector-cache.js';
@@ -52,7 +60,7 @@ export type FusedHit = Omit<CandidateRow, 'row'>;
  * text-index.ts).
  */
 export async function inProcessCandidates(
-  ctx: AppContext,
+  _ctx: AppContext,
   db: Db | Tx,
   input: InProcessSearch,
 ): Promise<{ hits: FusedHit[]; vector: Float32Array; distances: boolean; terms: TextTerm[] } | null> {
@@ -63,13 +71,27 @@ export async function inProcessCandidates(
     const items = flatOrOperands(qt.tsquery);
     if (items === null) return null;
     // the weights as the SQL arm inlines them: 6-decimal literals, unsafe lexemes left out
-    terms = qt.terms.filter((w) => SAFE_LEXEME.test(w.lexeme)).map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
-    textHits = await input.text.search(db, input.userId, { terms, items, pool: input.pool, agentId: input.agentId, expectedCount: qt.docs, kinds: input.kinds });
+    terms = qt.terms
+      .filter((w) => SAFE_LEXEME.test(w.lexeme))
+      .map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
+    textHits = await input.text.search(db, input.userId, {
+      terms,
+      items,
+      pool: input.pool,
+      agentId: input.agentId,
+      expectedCount: qt.docs,
+      kinds: input.kinds,
+    });
   }
   const vector = await input.vector;
-  const vectorHits = input.mode === 'text' ? [] : await input.vectors.nearest(db, input.userId, vector, input.pool, input.agentId, input.kinds);
+  const vectorHits =
+    input.mode === 'text'
+      ? []
+      : await input.vectors.nearest(db, input.userId, vector, input.pool, input.agentId, input.kinds);
   const merged = new Map<string, FusedHit>();
-  vectorHits.forEach((h, i) => merged.set(h.id, { id: h.id, score: 0, distance: null, vector_rank: i + 1, text_rank: null }));
+  vectorHits.forEach((h, i) =>
+    merged.set(h.id, { id: h.id, score: 0, distance: null, vector_rank: i + 1, text_rank: null }),
+  );
   for (const t of textHits) {
     const have = merged.get(t.id);
     if (have) {
@@ -80,7 +102,13 @@ export async function inProcessCandidates(
   const hits = [...merged.values()];
   // distances from the loaded vectors (reading 512-d vectors back from their TOAST table cost ~20 ms
   // for a pool of 100 at load ~13, bench/memory-profile.ts); left null when the user's are not loaded
-  const known = hits.length ? input.vectors.distances(input.userId, vector, hits.map((h) => h.id)) : new Map<string, number>();
+  const known = hits.length
+    ? input.vectors.distances(
+        input.userId,
+        vector,
+        hits.map((h) => h.id),
+      )
+    : new Map<string, number>();
   if (known) for (const h of hits) h.distance = known.get(h.id) ?? null;
   hits.sort(byScore);
   return { hits, vector, distances: known !== null, terms };
@@ -88,7 +116,11 @@ export async function inProcessCandidates(
 
 /** `fusedCandidates`'s order: text score descending, then the text arm's rank, then id descending. */
 function byScore(a: FusedHit, b: FusedHit): number {
-  return b.score - a.score || (a.text_rank ?? Infinity) - (b.text_rank ?? Infinity) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+  return (
+    b.score - a.score ||
+    (a.text_rank ?? Infinity) - (b.text_rank ?? Infinity) ||
+    (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
+  );
 }
 
 /** A page of a search: the best `limit` candidates at or above the threshold, and how many were below it. */
@@ -99,7 +131,11 @@ export interface SearchPage<T> {
 }
 
 /** Candidates (best first) with `similarity < threshold` dropped, then the first `limit`. */
-export function pageOf<T extends { distance: number | null }>(candidates: T[], threshold: number, limit: number): SearchPage<T> {
+export function pageOf<T extends { distance: number | null }>(
+  candidates: T[],
+  threshold: number,
+  limit: number,
+): SearchPage<T> {
   const withSim = candidates.map((c) => ({ ...c, similarity: similarityOf(c.distance) }));
   const kept = withSim.filter((c) => c.similarity >= threshold);
   return { top: kept.slice(0, limit), filteredCount: withSim.length - kept.length };
@@ -126,27 +162,57 @@ export async function searchInProcess(
   const now = input.now ?? new Date();
   const neighbours = (ids: string[]) => input.text.neighbours(input.userId, ids);
   const hybrid = input.mode === 'hybrid';
-  const facts = hybrid ? input.text.facts(input.userId, fused.hits.map((h) => h.id)) : new Map<string, TurnFacts>();
+  const facts = hybrid
+    ? input.text.facts(
+        input.userId,
+        fused.hits.map((h) => h.id),
+      )
+    : new Map<string, TurnFacts>();
   const base = { mode: input.mode, now, neighbours, where: input.where };
   if (!facts || !fused.distances) {
-    const all = await readRows(ctx, db, input.where, fused.hits.map((h) => h.id), fused.distances ? null : fused.vector);
+    const all = await readRows(
+      ctx,
+      db,
+      input.where,
+      fused.hits.map((h) => h.id),
+      fused.distances ? null : fused.vector,
+    );
     const rows = fused.hits.flatMap((h) => {
       const r = all.get(h.id);
-      return r ? [{ ...r, score: h.score, distance: fused.distances ? h.distance : r.distance, vector_rank: h.vector_rank, text_rank: h.text_rank }] : [];
+      return r
+        ? [
+            {
+              ...r,
+              score: h.score,
+              distance: fused.distances ? h.distance : r.distance,
+              vector_rank: h.vector_rank,
+              text_rank: h.text_rank,
+            },
+          ]
+        : [];
     });
-    const ranked = await rankCandidates(ctx, db, input.userId, input.query, rows, { ...base, facts: (c) => rowFacts(c.row) });
+    const ranked = await rankCandidates(ctx, db, input.userId, input.query, rows, {
+      ...base,
+      facts: (c) => rowFacts(c.row),
+    });
     return pageOf(ranked, input.threshold, input.limit);
   }
   const neighbourScores: NeighbourScores = (ids) => {
     const scored = input.text.scoreRows(input.userId, fused.terms, ids, input.agentId);
     const d = input.vectors.distances(input.userId, fused.vector, ids);
-    return new Map([...(scored ?? [])].map(([id, s]) => [id, { text: s.micro / 1e6, distance: d?.get(id) ?? null, facts: s.facts }]));
+    return new Map(
+      [...(scored ?? [])].map(([id, s]) => [id, { text: s.micro / 1e6, distance: d?.get(id) ?? null, facts: s.facts }]),
+    );
   };
   // (a vector of a memory deleted behind the vector cache's back, e.g. a replaced summary's, is not in the index)
   let live = hybrid ? fused.hits.filter((h) => facts.has(h.id)) : fused.hits;
   const read = new Map<string, CandidateRow>();
   for (;;) {
-    const ranked = await rankCandidates(ctx, db, input.userId, input.query, live, { ...base, facts: (c) => facts.get(c.id)!, neighbourScores });
+    const ranked = await rankCandidates(ctx, db, input.userId, input.query, live, {
+      ...base,
+      facts: (c) => facts.get(c.id)!,
+      neighbourScores,
+    });
     const page = pageOf(ranked, input.threshold, input.limit);
     const want = page.top.map((c) => c.id).filter((id) => !read.has(id));
     for (const [id, r] of await readRows(ctx, db, input.where, want, null)) read.set(id, r);
@@ -162,14 +228,22 @@ export async function searchInProcess(
  * The rows of `ids` that `where` admits, by primary key, with the SQL distance to `vector` when
  * one is given (else null).
  */
-async function readRows(ctx: AppContext, db: Db | Tx, where: SQL, ids: string[], vector: Float32Array | null): Promise<Map<string, CandidateRow>> {
+async function readRows(
+  ctx: AppContext,
+  db: Db | Tx,
+  where: SQL,
+  ids: string[],
+  vector: Float32Array | null,
+): Promise<Map<string, CandidateRow>> {
   if (ids.length === 0) return new Map();
   const rows = await execRows<Record<string, unknown>>(
     db,
     sql`select m.id, ${vector ? distance(ctx, vector, sql`m.embedding`) : sql`null::float8`} as distance, ${CANDIDATE_COLUMNS}
         from memories m where m.id = any(${idArray(ids)}::text[]) and ${where}`,
   );
-  return new Map(rows.map((r) => [r.id as string, candidateRow({ ...r, score: 0, vector_rank: null, text_rank: null })]));
+  return new Map(
+    rows.map((r) => [r.id as string, candidateRow({ ...r, score: 0, vector_rank: null, text_rank: null })]),
+  );
 }
 
 /**

@@ -28,7 +28,8 @@ function renderValue(v: unknown, max = MAX_VALUE_CHARS): string | null {
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
   if (Array.isArray(v)) {
     if (v.length === 0) return 'none';
-    if (v.length <= 3 && v.every((x) => typeof x === 'string' || typeof x === 'number')) return trim(v.map(String).join(', '), max);
+    if (v.length <= 3 && v.every((x) => typeof x === 'string' || typeof x === 'number'))
+      return trim(v.map(String).join(', '), max);
     return `${v.length} items`;
   }
   if (typeof v === 'object') {
@@ -39,7 +40,12 @@ function renderValue(v: unknown, max = MAX_VALUE_CHARS): string | null {
 }
 
 /** `key value, key value` for the first scalar-ish, non-secret fields of an object. */
-function renderFields(o: Record<string, unknown>, maxFields: number, maxValue = MAX_VALUE_CHARS, skip?: string): string {
+function renderFields(
+  o: Record<string, unknown>,
+  maxFields: number,
+  maxValue = MAX_VALUE_CHARS,
+  skip?: string,
+): string {
   const parts: string[] = [];
   for (const [k, v] of Object.entries(o)) {
     if (parts.length >= maxFields) break;
@@ -61,14 +67,19 @@ export function describeOutput(output: unknown): string {
   if (output === null || output === undefined) return 'no content';
   if (typeof output === 'string') return output.trim() ? `"${trim(output, 200)}"` : 'no content';
   if (typeof output !== 'object') return String(output);
-  const list = Array.isArray(output) ? (['results', output] as [string, unknown[]]) : mainList(output as Record<string, unknown>);
+  const list = Array.isArray(output)
+    ? (['results', output] as [string, unknown[]])
+    : mainList(output as Record<string, unknown>);
   if (list) {
     const [name, items] = list;
     const noun = items.length === 1 ? name.replace(/s$/, '') : name;
     let s = `${items.length} ${noun.replace(/[_-]+/g, ' ')}`;
     const first = items[0];
     if (first !== undefined) {
-      const r = typeof first === 'object' && first !== null && !Array.isArray(first) ? renderFields(first as Record<string, unknown>, 4) : renderValue(first);
+      const r =
+        typeof first === 'object' && first !== null && !Array.isArray(first)
+          ? renderFields(first as Record<string, unknown>, 4)
+          : renderValue(first);
       if (r) s += `; first: ${r}`;
     }
     if (!Array.isArray(output)) {
@@ -95,7 +106,10 @@ export function describeArguments(args: Record<string, unknown>): string {
 
 /** What {@link describeExecution} needs to know about an execution. */
 export interface ExecutionFacts
-  extends Pick<ExecutionRecorded, 'toolName' | 'serviceName' | 'arguments' | 'status' | 'httpStatus' | 'output' | 'error' | 'durationMs'> {}
+  extends Pick<
+    ExecutionRecorded,
+    'toolName' | 'serviceName' | 'arguments' | 'status' | 'httpStatus' | 'output' | 'error' | 'durationMs'
+  > {}
 
 /** The one-sentence memory of an execution (≤ 600 characters). */
 export function describeExecution(e: ExecutionFacts): string {

@@ -16,9 +16,16 @@ import { AppError } from '../../http/errors.js';
 import { iso, newId } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { getAgentForAccount } from '../agents/service.js';
-import { type SessionActor } from '../../http/auth.js';
+import type { SessionActor } from '../../http/auth.js';
 import { getSessionFor } from '../sessions/service.js';
-import { fusedCandidates, insertMemoryRows, withSearchSettings, type CandidateRow, type NewMemoryRow, type SearchMode } from './store.js';
+import {
+  fusedCandidates,
+  insertMemoryRows,
+  withSearchSettings,
+  type CandidateRow,
+  type NewMemoryRow,
+  type SearchMode,
+} from './store.js';
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
 import { pageOf, searchInProcess } from './search-in-process.js';
@@ -26,7 +33,15 @@ import { rowFacts } from './turn-facts.js';
 import { embeddingText, previousNoteOf, sessionNeighbours } from './turns.js';
 import { rankCandidates } from './ranking.js';
 import { kindMask, selectedKinds } from './kinds.js';
-import { filtered, filteredSql, MEMORY_COLUMNS, memoryView, scoped, type MemoryFilter, type MemoryView } from './views.js';
+import {
+  filtered,
+  filteredSql,
+  MEMORY_COLUMNS,
+  memoryView,
+  scoped,
+  type MemoryFilter,
+  type MemoryView,
+} from './views.js';
 
 /** Input of `POST /memory`. */
 export interface AddMemoryInput {
@@ -44,9 +59,14 @@ export interface AddMemoryInput {
 function occurredAt(value: string | undefined): Date | null {
   if (value === undefined) return null;
   const d = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(value) || Number.isNaN(d.getTime())) {
+  if (
+    !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(value) ||
+    Number.isNaN(d.getTime())
+  ) {
     throw new AppError('validation_failed', 'occurred_at must be an RFC 3339 date-time with an offset', {
-      errors: [{ in: 'body', pointer: '/occurred_at', message: 'not an RFC 3339 date-time (e.g. 2023-05-04T18:20:00Z)' }],
+      errors: [
+        { in: 'body', pointer: '/occurred_at', message: 'not an RFC 3339 date-time (e.g. 2023-05-04T18:20:00Z)' },
+      ],
     });
   }
   return d;
@@ -66,8 +86,12 @@ export const MAX_METADATA_BYTES = 8 * 1024;
 export async function addMemory(ctx: AppContext, actor: SessionActor, input: AddMemoryInput): Promise<MemoryView> {
   const max = ctx.config.memory.maxContentBytes;
   const bytes = Buffer.byteLength(input.content, 'utf8');
-  if (bytes > max) throw new AppError('payload_too_large', `content is ${bytes} bytes; at most ${max} bytes (UTF-8) are accepted`);
-  if (!input.content.trim()) throw new AppError('validation_failed', 'content must not be blank', { errors: [{ in: 'body', pointer: '/content', message: 'must not be blank' }] });
+  if (bytes > max)
+    throw new AppError('payload_too_large', `content is ${bytes} bytes; at most ${max} bytes (UTF-8) are accepted`);
+  if (!input.content.trim())
+    throw new AppError('validation_failed', 'content must not be blank', {
+      errors: [{ in: 'body', pointer: '/content', message: 'must not be blank' }],
+    });
   const metadata = input.metadata ?? {};
   const occurred = occurredAt(input.occurred_at);
   if (Buffer.byteLength(JSON.stringify(metadata), 'utf8') > MAX_METADATA_BYTES) {
@@ -75,14 +99,17 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
   }
   let agentId: string | null = actor.agentId;
   if (input.agent_id !== undefined) {
-    if (actor.agentId && input.agent_id !== actor.agentId) throw new AppError('forbidden', 'An agent can only write memories under its own agent_id');
+    if (actor.agentId && input.agent_id !== actor.agentId)
+      throw new AppError('forbidden', 'An agent can only write memories under its own agent_id');
     if (!actor.agentId) agentId = (await getAgentForAccount(ctx, actor.accountId, input.agent_id)).id;
   }
   if (input.session_id !== undefined) {
     const s = await getSessionFor(ctx, actor, input.session_id);
     if (agentId === null) agentId = s.agentId;
     else if (s.agentId !== null && s.agentId !== agentId) {
-      throw new AppError('validation_failed', "agent_id does not match the session's agent", { errors: [{ in: 'body', pointer: '/agent_id', message: "differs from the session's agent" }] });
+      throw new AppError('validation_failed', "agent_id does not match the session's agent", {
+        errors: [{ in: 'body', pointer: '/agent_id', message: "differs from the session's agent" }],
+      });
     }
   }
   const kind = input.kind ?? 'note';
@@ -111,7 +138,11 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
  * Pending automatic memories of this instance are written first, so none reappears afterwards.
  * @throws AppError not_found when `session_id` is not a session of the caller
  */
-export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { session_id?: string }): Promise<{ deleted: number; deleted_summaries: number }> {
+export async function deleteMemories(
+  ctx: AppContext,
+  actor: SessionActor,
+  q: { session_id?: string },
+): Promise<{ deleted: number; deleted_summaries: number }> {
   if (q.session_id) await getSessionFor(ctx, actor, q.session_id);
   await flushMemoryWrites(ctx);
   const result = await ctx.db.transaction(async (tx) => {
@@ -137,10 +168,12 @@ export async function deleteMemories(ctx: AppContext, actor: SessionActor, q: { 
   return result;
 }
 
-
-
 /** The caller's memories, newest first, keyset-paginated. */
-export async function listMemories(ctx: AppContext, actor: SessionActor, q: MemoryFilter & { limit?: number; cursor?: string }): Promise<Page<MemoryView>> {
+export async function listMemories(
+  ctx: AppContext,
+  actor: SessionActor,
+  q: MemoryFilter & { limit?: number; cursor?: string },
+): Promise<Page<MemoryView>> {
   await flushMemoryWrites(ctx);
   const limit = q.limit ?? 20;
   const after = decodeCursor(q.cursor);
@@ -163,20 +196,28 @@ export interface MemoryPage {
 }
 
 /** The caller's memories, newest first, page `page` (1-based) of `page_size`. */
-export async function listMemoriesPaged(ctx: AppContext, actor: SessionActor, q: MemoryFilter & { page?: number; page_size?: number }): Promise<MemoryPage> {
+export async function listMemoriesPaged(
+  ctx: AppContext,
+  actor: SessionActor,
+  q: MemoryFilter & { page?: number; page_size?: number },
+): Promise<MemoryPage> {
   await flushMemoryWrites(ctx);
   const page = q.page ?? 1;
   const pageSize = q.page_size ?? 20;
   const where = filtered(actor, q);
   const [rows, [{ n }]] = await Promise.all([
-    ctx.db.select(MEMORY_COLUMNS).from(memories).where(where).orderBy(desc(memories.id)).limit(pageSize).offset((page - 1) * pageSize),
+    ctx.db
+      .select(MEMORY_COLUMNS)
+      .from(memories)
+      .where(where)
+      .orderBy(desc(memories.id))
+      .limit(pageSize)
+      .offset((page - 1) * pageSize),
     ctx.db.select({ n: count() }).from(memories).where(where),
   ]);
   const total = Number(n);
   return { data: rows.map(memoryView), page, page_size: pageSize, total, total_pages: Math.ceil(total / pageSize) };
 }
-
-
 
 /** Query of `GET /memory/search`. */
 export interface SearchInput {
@@ -231,7 +272,10 @@ function poolSize(limit: number): number {
  */
 export async function searchMemories(ctx: AppContext, actor: SessionActor, input: SearchInput): Promise<SearchResult> {
   const q = input.q.trim();
-  if (!q) throw new AppError('validation_failed', 'q must not be empty', { errors: [{ in: 'query', pointer: '/q', message: 'must not be empty' }] });
+  if (!q)
+    throw new AppError('validation_failed', 'q must not be empty', {
+      errors: [{ in: 'query', pointer: '/q', message: 'must not be empty' }],
+    });
   // the query's embedding (in the encoder's worker) overlaps the pending writes' flush and the full-text arm
   const pending = embedQuery(ctx, q);
   pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
@@ -248,7 +292,20 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   const kinds = kindMask(selectedKinds(input.kind));
   const local =
     rt?.text && rt.vectors && scopeOnly
-      ? await searchInProcess(ctx, ctx.db, { userId: actor.accountId, agentId: agent, kinds, where, query: q, vector: pending, pool, mode, text: rt.text, vectors: rt.vectors, limit, threshold })
+      ? await searchInProcess(ctx, ctx.db, {
+          userId: actor.accountId,
+          agentId: agent,
+          kinds,
+          where,
+          query: q,
+          vector: pending,
+          pool,
+          mode,
+          text: rt.text,
+          vectors: rt.vectors,
+          limit,
+          threshold,
+        })
       : null;
   const vector = await pending;
   const { top, filteredCount } =
@@ -258,13 +315,28 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
         // the vector arm in process where it can be (vector-cache.ts)
         const cache = scopeOnly && mode !== 'text' ? rt?.vectors : null;
         const vectorHits = cache ? await cache.nearest(tx, actor.accountId, vector, pool, agent, kinds) : undefined;
-        const fused = await fusedCandidates(ctx, tx, { userId: actor.accountId, where, query: q, vector, pool, mode, vectorHits });
+        const fused = await fusedCandidates(ctx, tx, {
+          userId: actor.accountId,
+          where,
+          query: q,
+          vector,
+          pool,
+          mode,
+          vectorHits,
+        });
         return rankCandidates(ctx, tx, actor.accountId, q, fused, { mode, where, facts: (c) => rowFacts(c.row) });
       }),
       threshold,
       limit,
     );
-  const near = input.expand === 'neighbors' ? await sessionNeighbours(ctx.db, where, top.map((c) => c.id)) : null;
+  const near =
+    input.expand === 'neighbors'
+      ? await sessionNeighbours(
+          ctx.db,
+          where,
+          top.map((c) => c.id),
+        )
+      : null;
   const view = (r: CandidateRow['row'] | null) => (r ? memoryView(r) : null);
   return {
     data: top.map((c) => ({
@@ -283,8 +355,6 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
   };
 }
 
-
-
 /** Answer of `GET /memory/stats`. */
 export interface MemoryStats {
   total_memories: number;
@@ -301,7 +371,11 @@ export interface MemoryStats {
 }
 
 /** Statistics of the caller's memories (optionally of one agent's). */
-export async function memoryStats(ctx: AppContext, actor: SessionActor, f: { agent_id?: string } = {}): Promise<MemoryStats> {
+export async function memoryStats(
+  ctx: AppContext,
+  actor: SessionActor,
+  f: { agent_id?: string } = {},
+): Promise<MemoryStats> {
   await flushMemoryWrites(ctx);
   const where = filteredSql(actor, { ...f, kind: 'all' });
   const [[m], [s]] = await Promise.all([

@@ -15,7 +15,10 @@ export async function countMemories(
                  count(*) filter (where source = 'execution') as execution, count(*) filter (where source = 'summary') as summary
           from memories ${f.userId ? sql`where user_id = ${f.userId}` : sql``}`,
     ),
-    execRows<{ n: number | string }>(ctx.db, sql`select count(*) as n from session_summaries ${f.userId ? sql`where user_id = ${f.userId}` : sql``}`),
+    execRows<{ n: number | string }>(
+      ctx.db,
+      sql`select count(*) as n from session_summaries ${f.userId ? sql`where user_id = ${f.userId}` : sql``}`,
+    ),
   ]);
   return {
     total: Number(m.total),

@@ -97,15 +97,20 @@ export async function insertMemoryRows(
   if (cache || text) {
     const stored = new Map(inserted.map((r) => [r.id, r.tsv ?? '']));
     const kept = rows.map((r, i) => [r, vectors[i] ?? null] as const).filter(([r]) => stored.has(r.id));
-    cache?.added(kept.map(([r]) => r), kept.map(([, v]) => v));
-    text?.added(kept.map(([r]) => ({ ...r, createdAt: new Date(now) })), kept.map(([r]) => stored.get(r.id)!));
+    cache?.added(
+      kept.map(([r]) => r),
+      kept.map(([, v]) => v),
+    );
+    text?.added(
+      kept.map(([r]) => ({ ...r, createdAt: new Date(now) })),
+      kept.map(([r]) => stored.get(r.id)!),
+    );
   }
   return inserted.map((r) => ({ id: r.id, created_at: r.created_at }));
 }
 
 /** Retrieval arms of a search. */
 export type SearchMode = 'hybrid' | 'vector' | 'text';
-
 
 /** One fused candidate, with its rank in each arm (null when the arm did not return it). */
 export interface CandidateRow {
@@ -247,7 +252,11 @@ export async function fusedCandidates(
   const ctes: SQL[] = [];
   if (input.mode !== 'text' && input.vectorHits) {
     const hits = input.vectorHits.map((h, i) => sql`(${h.id}, ${i + 1}::bigint)`);
-    ctes.push(hits.length ? sql`v as (select * from (values ${sql.join(hits, sql`, `)}) x(id, r))` : sql`v as (select null::text as id, null::bigint as r where false)`);
+    ctes.push(
+      hits.length
+        ? sql`v as (select * from (values ${sql.join(hits, sql`, `)}) x(id, r))`
+        : sql`v as (select null::text as id, null::bigint as r where false)`,
+    );
     arms.push(sql`select id, 0::float8 as score, r as vr, null::bigint as tr from v`);
   } else if (input.mode !== 'text') {
     ctes.push(sql`v as (
@@ -266,9 +275,18 @@ export async function fusedCandidates(
     // Inlined as literals: bound parameters made the text arm ~2.5x slower at 100k memories (p95).
     const terms = weights.filter((w) => SAFE_LEXEME.test(w.lexeme));
     const idfSum = terms.length
-      ? sql.raw(terms.map((w) => `(case when m.content_tsv @@ ${lexemeLiteral(w.lexeme)}::tsquery then ${w.idf.toFixed(6)} else 0 end)`).join(' + '))
+      ? sql.raw(
+          terms
+            .map(
+              (w) =>
+                `(case when m.content_tsv @@ ${lexemeLiteral(w.lexeme)}::tsquery then ${w.idf.toFixed(6)} else 0 end)`,
+            )
+            .join(' + '),
+        )
       : sql`0::float8`;
-    const scored = (match: SQL) => sql`select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
+    const scored = (
+      match: SQL,
+    ) => sql`select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
         where ${input.where} and m.content_tsv @@ ${match}
         order by bm desc, rk desc, m.id desc limit ${input.pool}::int`;
     ctes.push(sql`tq as (select ${orTsQuery(input.query)} as q)`);
@@ -285,7 +303,13 @@ export async function fusedCandidates(
     ctes.push(sql`t as (select id, bm, row_number() over (order by bm desc, rk desc, id desc) as r from (${top}) s)`);
     arms.push(sql`select id, bm::float8 as score, null::bigint as vr, r as tr from t`);
   }
-  type Raw = Record<string, unknown> & { id: string; score: unknown; distance: unknown; vector_rank: unknown; text_rank: unknown };
+  type Raw = Record<string, unknown> & {
+    id: string;
+    score: unknown;
+    distance: unknown;
+    vector_rank: unknown;
+    text_rank: unknown;
+  };
   const rows = await execRows<Raw>(
     db,
     sql`with ${sql.join(ctes, sql`, `)},
@@ -323,7 +347,8 @@ export function candidateRow(r: Record<string, unknown>): CandidateRow {
       content: r.content as string,
       metadata: rawJsonObject(r.metadata),
       createdAt: rawTimestamp(r.created_at as Date | string),
-      occurredAt: r.occurred_at === null || r.occurred_at === undefined ? null : rawTimestamp(r.occurred_at as Date | string),
+      occurredAt:
+        r.occurred_at === null || r.occurred_at === undefined ? null : rawTimestamp(r.occurred_at as Date | string),
     },
   };
 }
@@ -337,7 +362,11 @@ export function candidateRow(r: Record<string, unknown>): CandidateRow {
  * 0.8), so a filtered index scan keeps going until it has `pool` rows of the caller instead of
  * returning the few that survive the filter. No index settings on the real[] path (exact).
  */
-export async function withSearchSettings<T>(ctx: AppContext, userId: string, fn: (tx: Db | Tx) => Promise<T>): Promise<T> {
+export async function withSearchSettings<T>(
+  ctx: AppContext,
+  userId: string,
+  fn: (tx: Db | Tx) => Promise<T>,
+): Promise<T> {
   if (!ctx.database.hasVector) {
     // exact path: no index settings; keep JIT off (compiling the scan costs more than it saves).
     return ctx.db.transaction(async (tx) => {

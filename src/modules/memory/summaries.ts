@@ -7,7 +7,7 @@ import type { AppContext } from '../../context.js';
 import { memories, sessionSummaries } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 import { iso, newId } from '../../http/ids.js';
-import { type SessionActor } from '../../http/auth.js';
+import type { SessionActor } from '../../http/auth.js';
 import { getSessionFor, listSessionExecutions } from '../sessions/service.js';
 import { insertMemoryRows } from './store.js';
 import { extractiveSummary, llmSummary, type BuiltSummary, type SummaryExecution } from './summarizer.js';
@@ -55,8 +55,12 @@ export function summaryView(r: SummaryRow): SummaryView {
 /** The summary of a session of the caller. @throws AppError not_found (session not the caller's, or no summary yet) */
 export async function getSessionSummary(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<SummaryView> {
   await getSessionFor(ctx, actor, sessionId);
-  const [row] = await ctx.db.select().from(sessionSummaries).where(and(eq(sessionSummaries.sessionId, sessionId), eq(sessionSummaries.userId, actor.accountId)));
-  if (!row) throw new AppError('not_found', 'This session has no summary yet; POST /memory/sessions/{id}/summarize builds one');
+  const [row] = await ctx.db
+    .select()
+    .from(sessionSummaries)
+    .where(and(eq(sessionSummaries.sessionId, sessionId), eq(sessionSummaries.userId, actor.accountId)));
+  if (!row)
+    throw new AppError('not_found', 'This session has no summary yet; POST /memory/sessions/{id}/summarize builds one');
   return summaryView(row);
 }
 
@@ -91,10 +95,13 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
     ctx.db
       .select({ executionId: memories.executionId, metadata: memories.metadata })
       .from(memories)
-      .where(and(eq(memories.userId, actor.accountId), eq(memories.sessionId, sessionId), eq(memories.source, 'execution'))),
+      .where(
+        and(eq(memories.userId, actor.accountId), eq(memories.sessionId, sessionId), eq(memories.source, 'execution')),
+      ),
   ]);
   const serviceNames = new Map<string, string>();
-  for (const m of execMems) if (typeof m.metadata?.service_name === 'string') serviceNames.set(m.executionId!, m.metadata.service_name);
+  for (const m of execMems)
+    if (typeof m.metadata?.service_name === 'string') serviceNames.set(m.executionId!, m.metadata.service_name);
   for (const e of rawExecs) {
     execs.push({
       id: e.id,
@@ -118,10 +125,15 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
     try {
       built = await llmSummary(llm, input, built);
     } catch (err) {
-      ctx.log.warn({ err: (err as Error).message, session_id: sessionId }, 'summary model failed: using the extractive summary');
+      ctx.log.warn(
+        { err: (err as Error).message, session_id: sessionId },
+        'summary model failed: using the extractive summary',
+      );
     }
   }
-  const content = [built.summary, ...built.key_points.map((k) => `- ${k}`)].join('\n').slice(0, ctx.config.memory.maxContentBytes);
+  const content = [built.summary, ...built.key_points.map((k) => `- ${k}`)]
+    .join('\n')
+    .slice(0, ctx.config.memory.maxContentBytes);
   let vector: Float32Array | null = null;
   try {
     [vector] = await embeddingProviderOf(ctx).embed([content]);
@@ -134,7 +146,10 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
   const memoryId = newId('mem');
   let replaced: string | null = null;
   const row = await ctx.db.transaction(async (tx) => {
-    const [old] = await tx.select({ memoryId: sessionSummaries.memoryId }).from(sessionSummaries).where(eq(sessionSummaries.sessionId, sessionId));
+    const [old] = await tx
+      .select({ memoryId: sessionSummaries.memoryId })
+      .from(sessionSummaries)
+      .where(eq(sessionSummaries.sessionId, sessionId));
     if (old?.memoryId) {
       await tx.delete(memories).where(and(eq(memories.id, old.memoryId), eq(memories.userId, actor.accountId)));
       ctx.memory?.text?.removed(actor.accountId, [old.memoryId]); // (a rollback is caught by the index's count check)
@@ -155,7 +170,11 @@ export async function summarizeSession(ctx: AppContext, actor: SessionActor, ses
           source: 'summary',
           kind: 'summary',
           content,
-          metadata: { generator: built.generator, ...(built.model ? { model: built.model } : {}), execution_count: execs.length },
+          metadata: {
+            generator: built.generator,
+            ...(built.model ? { model: built.model } : {}),
+            execution_count: execs.length,
+          },
         },
       ],
       [vector],

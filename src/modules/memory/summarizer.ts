@@ -49,7 +49,14 @@ const MAX_KEY_POINTS = 6;
 function toolsUsed(execs: SummaryExecution[]): ToolUsed[] {
   const byTool = new Map<string, ToolUsed>();
   for (const e of execs) {
-    const t = byTool.get(e.toolId) ?? { service_id: e.serviceId, tool_id: e.toolId, tool_name: e.toolName, calls: 0, succeeded: 0, failed: 0 };
+    const t = byTool.get(e.toolId) ?? {
+      service_id: e.serviceId,
+      tool_id: e.toolId,
+      tool_name: e.toolName,
+      calls: 0,
+      succeeded: 0,
+      failed: 0,
+    };
     t.calls++;
     if (e.status === 'succeeded') t.succeeded++;
     else t.failed++;
@@ -98,19 +105,25 @@ export function extractiveSummary(input: SummaryInput): BuiltSummary {
     parts.push(`${name} ran no tools.`);
   } else {
     const list = tools.map((t) => (t.calls > 1 ? `${t.tool_name} ×${t.calls}` : t.tool_name)).join(', ');
-    parts.push(`${name} made ${execs.length} tool call${execs.length === 1 ? '' : 's'}${span(execs)} using ${tools.length} tool${tools.length === 1 ? '' : 's'} (${list}).`);
+    parts.push(
+      `${name} made ${execs.length} tool call${execs.length === 1 ? '' : 's'}${span(execs)} using ${tools.length} tool${tools.length === 1 ? '' : 's'} (${list}).`,
+    );
     if (failed === 0) parts.push(`All ${ok === 1 ? 'of it' : ok} succeeded.`);
     else {
-      const failures = tools.filter((t) => t.failed > 0).map((t) => `${t.tool_name}${t.failed > 1 ? ` ×${t.failed}` : ''}`);
+      const failures = tools
+        .filter((t) => t.failed > 0)
+        .map((t) => `${t.tool_name}${t.failed > 1 ? ` ×${t.failed}` : ''}`);
       parts.push(`${ok} succeeded and ${failed} failed (${failures.join(', ')}).`);
     }
   }
-  if (input.notes.length) parts.push(`${input.notes.length} note${input.notes.length === 1 ? ' was' : 's were'} saved.`);
+  if (input.notes.length)
+    parts.push(`${input.notes.length} note${input.notes.length === 1 ? ' was' : 's were'} saved.`);
 
   const keyPoints: string[] = [];
   const picked = salientExecutions(execs).slice(0, Math.max(0, MAX_KEY_POINTS - Math.min(2, input.notes.length)));
   for (const i of picked.sort((a, b) => a - b)) keyPoints.push(describeExecution(execs[i]));
-  for (const n of input.notes.slice(-2)) keyPoints.push(`Note: ${n.content.length > 300 ? `${n.content.slice(0, 299)}…` : n.content}`);
+  for (const n of input.notes.slice(-2))
+    keyPoints.push(`Note: ${n.content.length > 300 ? `${n.content.slice(0, 299)}…` : n.content}`);
   if (keyPoints.length) {
     const best = execs.length ? describeExecution(execs[salientExecutions(execs)[0]]) : keyPoints[0];
     parts.push(`Most notable: ${best}`);
@@ -119,23 +132,31 @@ export function extractiveSummary(input: SummaryInput): BuiltSummary {
 }
 
 const SYSTEM_PROMPT =
-  'You summarise an AI agent\'s work session for its future self. Answer with JSON only: ' +
+  "You summarise an AI agent's work session for its future self. Answer with JSON only: " +
   '{"summary": "<3-5 sentences: goal, what was done, outcome, open problems>", "key_points": ["<at most 6 short facts worth remembering>"]}. ' +
   'Use only the facts given; do not invent results.';
 
 /** Parse the chat model's answer: JSON `{summary, key_points}`, or prose with `-` bullets. */
 export function parseLlmSummary(text: string): { summary: string; key_points: string[] } | null {
-  const body = text.trim().replace(/^```(?:json)?\s*/i, '').replace(/\s*```$/, '');
+  const body = text
+    .trim()
+    .replace(/^```(?:json)?\s*/i, '')
+    .replace(/\s*```$/, '');
   try {
     const j = JSON.parse(body) as { summary?: unknown; key_points?: unknown };
     if (typeof j.summary === 'string' && j.summary.trim()) {
-      const kp = Array.isArray(j.key_points) ? j.key_points.filter((x): x is string => typeof x === 'string' && x.trim() !== '').slice(0, MAX_KEY_POINTS) : [];
+      const kp = Array.isArray(j.key_points)
+        ? j.key_points.filter((x): x is string => typeof x === 'string' && x.trim() !== '').slice(0, MAX_KEY_POINTS)
+        : [];
       return { summary: j.summary.trim(), key_points: kp.map((s) => s.trim()) };
     }
   } catch {
     /* prose */
   }
-  const lines = body.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = body
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const bullets = lines.filter((l) => /^[-*\u2022]\s+/.test(l)).map((l) => l.replace(/^[-*\u2022]\s+/, ''));
   const prose = lines.filter((l) => !/^[-*\u2022]\s+/.test(l)).join(' ');
   if (!prose && bullets.length === 0) return null;
@@ -146,7 +167,11 @@ export function parseLlmSummary(text: string): { summary: string; key_points: st
  * Summary by an OpenAI-compatible chat model, built from the extractive facts.
  * @throws AppError upstream_error / upstream_timeout when the model fails or answers nothing usable
  */
-export async function llmSummary(cfg: MemoryConfig['summaryLlm'], input: SummaryInput, facts: BuiltSummary): Promise<BuiltSummary> {
+export async function llmSummary(
+  cfg: MemoryConfig['summaryLlm'],
+  input: SummaryInput,
+  facts: BuiltSummary,
+): Promise<BuiltSummary> {
   const lines = [
     `Session: ${input.sessionName ?? '(unnamed)'}`,
     `Overview: ${facts.summary}`,
@@ -157,7 +182,14 @@ export async function llmSummary(cfg: MemoryConfig['summaryLlm'], input: Summary
   const user = lines.join('\n').slice(0, 24_000);
   const body = (await postJson(
     openAiEndpoint(cfg.url!, 'chat/completions'),
-    { model: cfg.model, temperature: 0.2, messages: [{ role: 'system', content: SYSTEM_PROMPT }, { role: 'user', content: user }] },
+    {
+      model: cfg.model,
+      temperature: 0.2,
+      messages: [
+        { role: 'system', content: SYSTEM_PROMPT },
+        { role: 'user', content: user },
+      ],
+    },
     { apiKey: cfg.apiKey, timeoutMs: cfg.timeoutMs, what: 'The summary model', attempts: 2 },
   )) as { choices?: Array<{ message?: { content?: unknown } }> };
   const content = body?.choices?.[0]?.message?.content;

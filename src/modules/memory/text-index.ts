@@ -166,7 +166,14 @@ export class TextIndex extends UserEntries<Entry> {
   async search(
     db: Db | Tx,
     userId: string,
-    input: { terms: TextTerm[]; items: string[]; pool: number; agentId?: string | null; expectedCount: number; kinds?: number },
+    input: {
+      terms: TextTerm[];
+      items: string[];
+      pool: number;
+      agentId?: string | null;
+      expectedCount: number;
+      kinds?: number;
+    },
   ): Promise<TextHit[]> {
     let e = await this.entry(db, userId);
     // a write may have landed since the count was read: ask again before reloading
@@ -216,7 +223,8 @@ export class TextIndex extends UserEntries<Entry> {
       let j = i;
       while (j < top.length && top[j].bm === top[i].bm) j++;
       // positions i+1 … j share bm: rank() is i+1, the mean position i+1 + (j−i−1)/2
-      for (let k = i; k < j; k++) out.push({ id: e.ids[top[k].row], bm: top[k].bm, rk: top[k].rk, r: k + 1, fr: i + 1 + (j - i - 1) / 2 });
+      for (let k = i; k < j; k++)
+        out.push({ id: e.ids[top[k].row], bm: top[k].bm, rk: top[k].rk, r: k + 1, fr: i + 1 + (j - i - 1) / 2 });
       i = j;
     }
     return out;
@@ -245,7 +253,12 @@ export class TextIndex extends UserEntries<Entry> {
    * entry of `userId` holds alive (of `agentId` when given), with its facts; null when none is
    * loaded. For the neighbours a search ranks without their being candidates.
    */
-  scoreRows(userId: string, terms: TextTerm[], ids: string[], agentId: string | null): Map<string, { micro: number; facts: TurnFacts }> | null {
+  scoreRows(
+    userId: string,
+    terms: TextTerm[],
+    ids: string[],
+    agentId: string | null,
+  ): Map<string, { micro: number; facts: TurnFacts }> | null {
     const e = this.users.get(userId);
     if (!e || e.loading) return null;
     const facts = this.facts(userId, ids)!;
@@ -306,7 +319,23 @@ export class TextIndex extends UserEntries<Entry> {
   }
 
   protected empty(): Entry {
-    return { ids: [], agentIds: [], sessionIds: [], speakers: [], times: [], timely: [], alive: [], kinds: [], rowOf: new Map(), postings: new Map(), sessions: new Map(), count: 0, size: 0, stale: false, loading: null };
+    return {
+      ids: [],
+      agentIds: [],
+      sessionIds: [],
+      speakers: [],
+      times: [],
+      timely: [],
+      alive: [],
+      kinds: [],
+      rowOf: new Map(),
+      postings: new Map(),
+      sessions: new Map(),
+      count: 0,
+      size: 0,
+      stale: false,
+      loading: null,
+    };
   }
 
   protected sizeOf(e: Entry): number {
@@ -314,12 +343,32 @@ export class TextIndex extends UserEntries<Entry> {
   }
 
   protected async load(db: Db | Tx, userId: string, e: Entry): Promise<Entry> {
-    const rows = await execRows<{ id: string; agent_id: string | null; session_id: string | null; kind: string; t: string; content: string; metadata: unknown; created_at: Date | string; occurred_at: Date | string | null }>(
+    const rows = await execRows<{
+      id: string;
+      agent_id: string | null;
+      session_id: string | null;
+      kind: string;
+      t: string;
+      content: string;
+      metadata: unknown;
+      created_at: Date | string;
+      occurred_at: Date | string | null;
+    }>(
       db,
       sql`select id, agent_id, session_id, kind, content_tsv::text as t, content, metadata, created_at, occurred_at from memories where user_id = ${userId} order by id`,
     );
     for (const r of rows) {
-      const row = { id: r.id, userId, agentId: r.agent_id, kind: r.kind, sessionId: r.session_id, content: r.content, metadata: rawJsonObject(r.metadata), createdAt: rawTimestamp(r.created_at), occurredAt: r.occurred_at === null ? null : rawTimestamp(r.occurred_at) };
+      const row = {
+        id: r.id,
+        userId,
+        agentId: r.agent_id,
+        kind: r.kind,
+        sessionId: r.session_id,
+        content: r.content,
+        metadata: rawJsonObject(r.metadata),
+        createdAt: rawTimestamp(r.created_at),
+        occurredAt: r.occurred_at === null ? null : rawTimestamp(r.occurred_at),
+      };
       append(e, row, r.t);
     }
     return e;
@@ -328,7 +377,10 @@ export class TextIndex extends UserEntries<Entry> {
 
 /** The user's memories according to the trigger-maintained `memory_doc_counts`. */
 async function docCount(db: Db | Tx, userId: string): Promise<number> {
-  const [row] = await execRows<{ n: number | string }>(db, sql`select n from memory_doc_counts where user_id = ${userId}`);
+  const [row] = await execRows<{ n: number | string }>(
+    db,
+    sql`select n from memory_doc_counts where user_id = ${userId}`,
+  );
   return Number(row?.n ?? 0);
 }
 

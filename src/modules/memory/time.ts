@@ -14,17 +14,33 @@
  * "next", "this", "early", "late", "since", "until", "by" or before a day or year number.
  */
 
-const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTHS = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+];
 const MONTH_ABBR = new Map(MONTHS.map((m, i) => [m.slice(0, 3), i]));
 const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
 const NUMBER_WORDS = new Map(
-  ['a', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'].map((w, i) => [w, Math.max(1, i)]),
+  ['a', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'].map(
+    (w, i) => [w, Math.max(1, i)],
+  ),
 );
 NUMBER_WORDS.set('an', 1);
 NUMBER_WORDS.set('couple', 2);
 NUMBER_WORDS.set('few', 3);
 
-const MONTH_RE = '(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)';
+const MONTH_RE =
+  '(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)';
 const MONTH_CUE = /\b(in|last|next|this|early|late|mid|since|until|by|of|before|after)\s+$/i;
 
 /** A half-open period `[from, to)` named by a time expression, and the expression itself. */
@@ -37,7 +53,11 @@ export interface TimeRange {
 
 /** True when `query` asks for a time: "when …", "what day/date/time/month/year …", "how long ago …". */
 export function asksWhen(query: string): boolean {
-  return /^\s*(when\b|what\s+(day|date|time|month|year|week)(?![\w-])|which\s+(day|date|month|year|week)(?![\w-])|how\s+long\s+ago\b)/i.test(query) || /\bsince\s+when\b/i.test(query);
+  return (
+    /^\s*(when\b|what\s+(day|date|time|month|year|week)(?![\w-])|which\s+(day|date|month|year|week)(?![\w-])|how\s+long\s+ago\b)/i.test(
+      query,
+    ) || /\bsince\s+when\b/i.test(query)
+  );
 }
 
 /** Is the `may` at `index` of `text` the month? (see the module comment) */
@@ -50,10 +70,15 @@ function isMonthMay(text: string, index: number, after: string): boolean {
 }
 
 /** A month name or abbreviation, with "last"/"next"/"this" before it and a year after it, when present (`matchAll` copies it: no shared state). */
-const MONTH_MENTION = new RegExp(`\\b(?:(last|next|this)\\s+)?${MONTH_RE}\\b\\.?(?:\\s+(?:\\d{1,2}(?:st|nd|rd|th)?,?\\s+)?(\\d{4})\\b)?`, 'gi');
+const MONTH_MENTION = new RegExp(
+  `\\b(?:(last|next|this)\\s+)?${MONTH_RE}\\b\\.?(?:\\s+(?:\\d{1,2}(?:st|nd|rd|th)?,?\\s+)?(\\d{4})\\b)?`,
+  'gi',
+);
 
 /** Month mentions of `text` (0-based month, optional 4-digit year, the matched words, whether "last" or "next" preceded it). */
-function monthMentions(text: string): Array<{ month: number; year: number | null; words: string; cue: 'last' | 'next' | 'this' | null }> {
+function monthMentions(
+  text: string,
+): Array<{ month: number; year: number | null; words: string; cue: 'last' | 'next' | 'this' | null }> {
   const out: Array<{ month: number; year: number | null; words: string; cue: 'last' | 'next' | 'this' | null }> = [];
   for (const m of text.matchAll(MONTH_MENTION)) {
     const name = m[2].toLowerCase();
@@ -64,7 +89,12 @@ function monthMentions(text: string): Array<{ month: number; year: number | null
       if (!m[3] && !/^\.?\s+\d/.test(text.slice(at + name.length))) continue;
     }
     const month = MONTHS.indexOf(name) >= 0 ? MONTHS.indexOf(name) : MONTH_ABBR.get(name.slice(0, 3))!;
-    out.push({ month, year: m[3] ? Number(m[3]) : null, words: m[0].toLowerCase().trim(), cue: (m[1]?.toLowerCase() as 'last' | 'next' | 'this') ?? null });
+    out.push({
+      month,
+      year: m[3] ? Number(m[3]) : null,
+      words: m[0].toLowerCase().trim(),
+      cue: (m[1]?.toLowerCase() as 'last' | 'next' | 'this') ?? null,
+    });
   }
   return out;
 }
@@ -122,7 +152,8 @@ export function timeRange(query: string, now: Date = new Date()): TimeRange | nu
   const range = (from: Date, to: Date, expression: string): TimeRange => ({ from, to, expression });
   let m: RegExpMatchArray | null;
   if ((m = q.match(/\byesterday\b/))) return range(new Date(today.getTime() - DAY), today, m[0]);
-  if ((m = q.match(/\b(today|tonight|this morning|this afternoon|this evening)\b/))) return range(today, new Date(today.getTime() + DAY), m[0]);
+  if ((m = q.match(/\b(today|tonight|this morning|this afternoon|this evening)\b/)))
+    return range(today, new Date(today.getTime() + DAY), m[0]);
   const numbers = [...NUMBER_WORDS.keys()].join('|');
   if ((m = q.match(new RegExp(`\\b(\\d+|${numbers})(?:\\s+of)?\\s+(day|week|month|year)s?\\s+ago\\b`)))) {
     const n = /^\d+$/.test(m[1]) ? Number(m[1]) : NUMBER_WORDS.get(m[1])!;
@@ -136,7 +167,11 @@ export function timeRange(query: string, now: Date = new Date()): TimeRange | nu
       return range(w, new Date(w.getTime() + 7 * DAY), m[0]);
     }
     if (unit === 'month') return range(...monthRange(now.getUTCFullYear(), now.getUTCMonth() - n), m[0]);
-    return range(new Date(Date.UTC(now.getUTCFullYear() - n, 0, 1)), new Date(Date.UTC(now.getUTCFullYear() - n + 1, 0, 1)), m[0]);
+    return range(
+      new Date(Date.UTC(now.getUTCFullYear() - n, 0, 1)),
+      new Date(Date.UTC(now.getUTCFullYear() - n + 1, 0, 1)),
+      m[0],
+    );
   }
   if ((m = q.match(/\b(last|this|next)\s+(week|month|year)\b/))) {
     const shift = m[1] === 'last' ? -1 : m[1] === 'next' ? 1 : 0;
@@ -150,8 +185,8 @@ export function timeRange(query: string, now: Date = new Date()): TimeRange | nu
   }
   if ((m = q.match(new RegExp(`\\b(last|this|next|on)\\s+(${WEEKDAYS.join('|')})\\b`)))) {
     const target = WEEKDAYS.indexOf(m[2]);
-    const back = ((today.getUTCDay() - target + 7) % 7) || (m[1] === 'this' ? 0 : 7);
-    const forward = ((target - today.getUTCDay() + 7) % 7) || 7;
+    const back = (today.getUTCDay() - target + 7) % 7 || (m[1] === 'this' ? 0 : 7);
+    const forward = (target - today.getUTCDay() + 7) % 7 || 7;
     const d = m[1] === 'next' ? new Date(today.getTime() + forward * DAY) : new Date(today.getTime() - back * DAY);
     return range(d, new Date(d.getTime() + DAY), m[0]);
   }

@@ -3,7 +3,7 @@ import { and, eq, inArray, ne, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { memories, sessionSummaries } from '../../db/schema/index.js';
 import { decodeCursor, encodeCursor, toPage, type Page } from '../../http/pagination.js';
-import { type SessionActor } from '../../http/auth.js';
+import type { SessionActor } from '../../http/auth.js';
 import { getSessionFor, listSessionExecutions } from '../sessions/service.js';
 
 import { flushMemoryWrites } from './runtime.js';
@@ -40,14 +40,22 @@ function bodyOf(id: string): string {
  * memories, the summary — with cursor pagination over the merged stream.
  * @throws AppError not_found (session not the caller's), validation_failed (bad cursor)
  */
-export async function sessionTimeline(ctx: AppContext, actor: SessionActor, sessionId: string, q: { limit?: number; cursor?: string }): Promise<Page<TimelineEvent>> {
+export async function sessionTimeline(
+  ctx: AppContext,
+  actor: SessionActor,
+  sessionId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<TimelineEvent>> {
   const session = await getSessionFor(ctx, actor, sessionId);
   const limit = q.limit ?? 50;
   const after = decodeCursor(q.cursor);
   const afterBody = after ? bodyOf(after) : null;
   await flushMemoryWrites(ctx);
   const [execPage, mems, [summary]] = await Promise.all([
-    listSessionExecutions(ctx, actor.accountId, session.id, { limit: limit + 1, cursor: afterBody ? encodeCursor(`exe_${afterBody}`) : undefined }),
+    listSessionExecutions(ctx, actor.accountId, session.id, {
+      limit: limit + 1,
+      cursor: afterBody ? encodeCursor(`exe_${afterBody}`) : undefined,
+    }),
     ctx.db
       .select(MEMORY_COLUMNS)
       .from(memories)
@@ -61,7 +69,10 @@ export async function sessionTimeline(ctx: AppContext, actor: SessionActor, sess
       )
       .orderBy(sql`substr(${memories.id}, 5)`)
       .limit(limit + 1),
-    ctx.db.select().from(sessionSummaries).where(and(eq(sessionSummaries.sessionId, session.id), eq(sessionSummaries.userId, actor.accountId))),
+    ctx.db
+      .select()
+      .from(sessionSummaries)
+      .where(and(eq(sessionSummaries.sessionId, session.id), eq(sessionSummaries.userId, actor.accountId))),
   ]);
   const execIds = execPage.data.map((e) => e.id);
   const execMems = execIds.length
@@ -91,10 +102,24 @@ export async function sessionTimeline(ctx: AppContext, actor: SessionActor, sess
   }
   for (const m of mems) {
     if (summary && m.id === summary.memoryId) continue; // shown as the summary event
-    events.push({ type: 'memory', id: m.id, at: iso(m.createdAt)!, memory: { source: m.source as 'explicit' | 'summary', content: m.content, metadata: m.metadata ?? {} } });
+    events.push({
+      type: 'memory',
+      id: m.id,
+      at: iso(m.createdAt)!,
+      memory: { source: m.source as 'explicit' | 'summary', content: m.content, metadata: m.metadata ?? {} },
+    });
   }
   if (summary && (!afterBody || bodyOf(summary.id) > afterBody)) {
-    events.push({ type: 'summary', id: summary.id, at: iso(summary.generatedAt)!, summary: { summary: summary.summary, key_points: summary.keyPoints, generator: summary.generator as 'extractive' | 'llm' } });
+    events.push({
+      type: 'summary',
+      id: summary.id,
+      at: iso(summary.generatedAt)!,
+      summary: {
+        summary: summary.summary,
+        key_points: summary.keyPoints,
+        generator: summary.generator as 'extractive' | 'llm',
+      },
+    });
   }
   events.sort((a, b) => (bodyOf(a.id) < bodyOf(b.id) ? -1 : bodyOf(a.id) > bodyOf(b.id) ? 1 : a.id < b.id ? -1 : 1));
   return toPage(events.slice(0, limit + 1), limit, (e) => e);

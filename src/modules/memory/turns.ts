@@ -29,7 +29,11 @@ export function isTurn(content: string, metadata: Record<string, unknown> | null
  * its stream when both are turns, cut to 600 characters; else omitted), with `"<speaker>: "`
  * before the content when `metadata.speaker` names one.
  */
-export function embeddingText(content: string, metadata: Record<string, unknown> | null | undefined, previous: string | null): string {
+export function embeddingText(
+  content: string,
+  metadata: Record<string, unknown> | null | undefined,
+  previous: string | null,
+): string {
   const speaker = speakerOf(metadata);
   const own = speaker ? `${speaker}: ${content}` : content;
   return previous && isTurn(content, metadata) ? `${previous.slice(0, MAX_PREVIOUS_CHARS)} ${own}` : own;
@@ -50,7 +54,11 @@ export async function previousNoteOf(db: Db | Tx, userId: string, sessionId: str
 }
 
 /** A stored memory as the previous turn of the next one: its text when it is a note and a turn, else null. */
-export function previousText(kind: string, content: string, metadata: Record<string, unknown> | string | null): string | null {
+export function previousText(
+  kind: string,
+  content: string,
+  metadata: Record<string, unknown> | string | null,
+): string | null {
   const meta = typeof metadata === 'string' ? (JSON.parse(metadata) as Record<string, unknown>) : metadata;
   if (kind !== 'note' || !isTurn(content, meta)) return null;
   const speaker = speakerOf(meta);
@@ -69,7 +77,11 @@ export interface SessionNeighbours {
  * columns, so an agent sees only its own); memories without a session have none. One statement:
  * two index probes per id (`memories_user_session_idx`).
  */
-export async function sessionNeighbours(db: Db | Tx, where: SQL, ids: string[]): Promise<Map<string, SessionNeighbours>> {
+export async function sessionNeighbours(
+  db: Db | Tx,
+  where: SQL,
+  ids: string[],
+): Promise<Map<string, SessionNeighbours>> {
   const out = new Map<string, SessionNeighbours>(ids.map((id) => [id, { previous: null, next: null }]));
   if (ids.length === 0) return out;
   const side = (name: string, cmp: SQL, order: SQL) =>
@@ -80,7 +92,10 @@ export async function sessionNeighbours(db: Db | Tx, where: SQL, ids: string[]):
     db,
     sql`select h.id as hit, n.* from memories h
         cross join lateral (${side('previous', sql`m.id < h.id`, sql`m.id desc`)} union all ${side('next', sql`m.id > h.id`, sql`m.id`)}) n
-        where h.id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)}) and h.session_id is not null`,
+        where h.id in (${sql.join(
+          ids.map((id) => sql`${id}`),
+          sql`, `,
+        )}) and h.session_id is not null`,
   );
   for (const r of rows) {
     const row = candidateRow({ ...r, score: 0, distance: null, vector_rank: null, text_rank: null }).row;

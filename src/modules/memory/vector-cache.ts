@@ -56,7 +56,14 @@ export class VectorCache extends UserEntries<Entry> {
    * and only of the kinds in the `kinds` bit mask, kinds.ts `kindMask`), nearest first, ties by id;
    * loads the user's vectors on first use.
    */
-  async nearest(db: Db | Tx, userId: string, q: Float32Array, k: number, agentId?: string | null, kinds = ~0): Promise<VectorHit[]> {
+  async nearest(
+    db: Db | Tx,
+    userId: string,
+    q: Float32Array,
+    k: number,
+    agentId?: string | null,
+    kinds = ~0,
+  ): Promise<VectorHit[]> {
     const e = await this.entry(db, userId);
     const dims = this.dimensions;
     const n = e.ids.length;
@@ -114,7 +121,10 @@ export class VectorCache extends UserEntries<Entry> {
    * Rows given a vector — inserted with one, or embedded later (a back-fill) — appended to loaded
    * users' entries; a row already held gets the new vector. Rows without a vector are skipped.
    */
-  added(rows: Array<{ id: string; userId: string; agentId: string | null; kind?: string }>, vectors: Array<Float32Array | null>): void {
+  added(
+    rows: Array<{ id: string; userId: string; agentId: string | null; kind?: string }>,
+    vectors: Array<Float32Array | null>,
+  ): void {
     rows.forEach((row, i) => {
       const v = vectors[i];
       const e = v ? this.forWrite(row.userId) : undefined;
@@ -167,7 +177,15 @@ export class VectorCache extends UserEntries<Entry> {
   }
 
   protected empty(): Entry {
-    return { ids: [], rowOf: new Map(), agentIds: [], kinds: [], matrix: new ScanMatrix(this.dimensions, 0), stale: false, loading: null };
+    return {
+      ids: [],
+      rowOf: new Map(),
+      agentIds: [],
+      kinds: [],
+      matrix: new ScanMatrix(this.dimensions, 0),
+      stale: false,
+      loading: null,
+    };
   }
 
   protected sizeOf(e: Entry): number {
@@ -199,4 +217,3 @@ export class VectorCache extends UserEntries<Entry> {
     return e;
   }
 }
-

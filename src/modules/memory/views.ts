@@ -1,14 +1,23 @@
 /** How memories are shown and scoped (the caller's account, and for an agent its own agent id). */
 import { and, eq, gte, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import { memories } from '../../db/schema/index.js';
-import { type SessionActor } from '../../http/auth.js';
+import type { SessionActor } from '../../http/auth.js';
 import { iso } from '../../http/ids.js';
 import { MEMORY_KINDS, selectedKinds, type MemoryKind } from './kinds.js';
 
-
 export type MemoryRow = Pick<
   typeof memories.$inferSelect,
-  'id' | 'userId' | 'sessionId' | 'agentId' | 'serviceId' | 'toolId' | 'executionId' | 'source' | 'content' | 'metadata' | 'createdAt'
+  | 'id'
+  | 'userId'
+  | 'sessionId'
+  | 'agentId'
+  | 'serviceId'
+  | 'toolId'
+  | 'executionId'
+  | 'source'
+  | 'content'
+  | 'metadata'
+  | 'createdAt'
 > & { occurredAt?: Date | null; kind: string };
 
 /** A memory as the API shows it. */
@@ -97,7 +106,13 @@ export function filteredSql(actor: SessionActor, f: MemoryFilter): SQL {
   if (f.since) parts.push(sql`created_at >= ${new Date(f.since).toISOString()}::timestamptz`);
   if (f.until) parts.push(sql`created_at <= ${new Date(f.until).toISOString()}::timestamptz`);
   const kinds = selectedKinds(f.kind);
-  if (kinds.length < MEMORY_KINDS.length) parts.push(sql`kind in (${sql.join(kinds.map((k) => sql`${k}`), sql`, `)})`);
+  if (kinds.length < MEMORY_KINDS.length)
+    parts.push(
+      sql`kind in (${sql.join(
+        kinds.map((k) => sql`${k}`),
+        sql`, `,
+      )})`,
+    );
   return sql.join(parts, sql` and `);
 }
 

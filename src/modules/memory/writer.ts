@@ -46,7 +46,12 @@ export class MemoryWriter implements MemoryWriterPort {
   ) {
     // per-batch costs (parse/plan/commit, the term-statistics trigger) are paid once per batch;
     // writeBatch never rejects, so the batcher's one-at-a-time retry never runs
-    this.batcher = new WriteBatcher({ write: (items) => this.writeBatch(items), maxBatch: batchSize, delayMs: flushDelayMs, gather: false });
+    this.batcher = new WriteBatcher({
+      write: (items) => this.writeBatch(items),
+      maxBatch: batchSize,
+      delayMs: flushDelayMs,
+      gather: false,
+    });
   }
 
   /** Memories queued, not yet handed to an INSERT. */
@@ -57,7 +62,11 @@ export class MemoryWriter implements MemoryWriterPort {
   /** Queue one memory. O(1); never throws. */
   enqueue(item: PendingMemory): void {
     if (this.batcher.pending >= MAX_PENDING) {
-      if (this.dropped++ % 1000 === 0) this.ctx.log.error({ pending: this.batcher.pending, dropped: this.dropped }, 'memory writer queue full: dropping execution memories');
+      if (this.dropped++ % 1000 === 0)
+        this.ctx.log.error(
+          { pending: this.batcher.pending, dropped: this.dropped },
+          'memory writer queue full: dropping execution memories',
+        );
       return;
     }
     this.batcher.add(item).catch(() => undefined);
@@ -103,7 +112,10 @@ export class MemoryWriter implements MemoryWriterPort {
         try {
           await insertMemoryRows(this.ctx, this.ctx.database.hotDb, [row], [null]);
         } catch (err) {
-          this.ctx.log.error({ err: (err as Error).message, execution_id: row.executionId }, 'could not store an execution memory');
+          this.ctx.log.error(
+            { err: (err as Error).message, execution_id: row.executionId },
+            'could not store an execution memory',
+          );
         }
       }
     }

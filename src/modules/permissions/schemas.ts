@@ -19,10 +19,18 @@ export const CreatePermissionBody = Type.Object(
   {
     grantee_agent_id: Type.String({ minLength: 1, maxLength: 100 }),
     access: Access,
-    key_prefix: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 256, description: 'only keys starting with this; absent = every key' })])),
+    key_prefix: Type.Optional(
+      Type.Union([
+        Type.Null(),
+        Type.String({ maxLength: 256, description: 'only keys starting with this; absent = every key' }),
+      ]),
+    ),
     expires_at: Type.Optional(Type.Union([Type.Null(), Timestamp])), // null first: coerceTypes would turn null into ""
   },
   { additionalProperties: false },
 );
 
-export const PermissionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), permId: Type.String({ minLength: 1, maxLength: 100 }) });
+export const PermissionParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  permId: Type.String({ minLength: 1, maxLength: 100 }),
+});

@@ -26,13 +26,22 @@ type PermissionRow = typeof agentPermissions.$inferSelect;
 export type PermissionView = Static<typeof PermissionSchema>;
 
 const view = (p: PermissionRow): PermissionView => ({
-  id: p.id, agent_id: p.ownerAgentId, grantee_agent_id: p.granteeAgentId, access: p.access as Access, key_prefix: p.keyPrefix,
-  expires_at: iso(p.expiresAt), created_by: p.createdBy, created_at: iso(p.createdAt),
+  id: p.id,
+  agent_id: p.ownerAgentId,
+  grantee_agent_id: p.granteeAgentId,
+  access: p.access as Access,
+  key_prefix: p.keyPrefix,
+  expires_at: iso(p.expiresAt),
+  created_by: p.createdBy,
+  created_at: iso(p.createdAt),
 });
 
 /** Live = not revoked and not expired. */
 function live() {
-  return and(isNull(agentPermissions.revokedAt), or(isNull(agentPermissions.expiresAt), gt(agentPermissions.expiresAt, sql`now()`)));
+  return and(
+    isNull(agentPermissions.revokedAt),
+    or(isNull(agentPermissions.expiresAt), gt(agentPermissions.expiresAt, sql`now()`)),
+  );
 }
 
 /**
@@ -65,7 +74,9 @@ export async function createPermission(
   }
   const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
-    throw new AppError('validation_failed', 'expires_at must be in the future', { errors: [{ in: 'body', pointer: '/expires_at', message: 'must be in the future' }] });
+    throw new AppError('validation_failed', 'expires_at must be in the future', {
+      errors: [{ in: 'body', pointer: '/expires_at', message: 'must be in the future' }],
+    });
   }
   const grantee = await findAgent(ctx, input.grantee_agent_id);
   if (!grantee) throw notFound('Grantee agent');
@@ -85,32 +96,63 @@ export async function createPermission(
 }
 
 /** Live grants on `agentId`'s memory (who may access it), newest first. */
-export async function listPermissions(ctx: AppContext, principal: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<PermissionView>> {
+export async function listPermissions(
+  ctx: AppContext,
+  principal: Principal,
+  agentId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<PermissionView>> {
   await assertManages(ctx, principal, agentId);
   return page(ctx, eq(agentPermissions.ownerAgentId, agentId), q);
 }
 
 /** Live grants held by `agentId` (what it may access), newest first. */
-export async function listGrants(ctx: AppContext, principal: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<PermissionView>> {
+export async function listGrants(
+  ctx: AppContext,
+  principal: Principal,
+  agentId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<PermissionView>> {
   await assertManages(ctx, principal, agentId);
   return page(ctx, eq(agentPermissions.granteeAgentId, agentId), q);
 }
 
-async function page(ctx: AppContext, where: ReturnType<typeof eq>, q: { limit?: number; cursor?: string }): Promise<Page<PermissionView>> {
+async function page(
+  ctx: AppContext,
+  where: ReturnType<typeof eq>,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<PermissionView>> {
   return mapPage(await selectPage(ctx.db, agentPermissions, q, [where, live()]), view);
 }
 
 /** Revoke a grant on `agentId`'s memory; effective for the next request. @throws AppError not_found */
-export async function revokePermission(ctx: AppContext, principal: Principal, agentId: string, permissionId: string): Promise<void> {
+export async function revokePermission(
+  ctx: AppContext,
+  principal: Principal,
+  agentId: string,
+  permissionId: string,
+): Promise<void> {
   await assertManages(ctx, principal, agentId);
-  if (!(await revokeLive(ctx.db, agentPermissions, and(eq(agentPermissions.id, permissionId), eq(agentPermissions.ownerAgentId, agentId))))) throw notFound('Permission');
+  if (
+    !(await revokeLive(
+      ctx.db,
+      agentPermissions,
+      and(eq(agentPermissions.id, permissionId), eq(agentPermissions.ownerAgentId, agentId)),
+    ))
+  )
+    throw notFound('Permission');
 }
 
 /**
  * Live grants from `ownerAgentId` to `granteeAgentId` that give at least `access` (a `write`
  * grant also gives `read`). One indexed query; never cached, so revocation is immediate.
  */
-export async function liveGrants(ctx: AppContext, ownerAgentId: string, granteeAgentId: string, access: Access): Promise<Array<{ id: string; keyPrefix: string | null }>> {
+export async function liveGrants(
+  ctx: AppContext,
+  ownerAgentId: string,
+  granteeAgentId: string,
+  access: Access,
+): Promise<Array<{ id: string; keyPrefix: string | null }>> {
   return ctx.db
     .select({ id: agentPermissions.id, keyPrefix: agentPermissions.keyPrefix })
     .from(agentPermissions)
@@ -126,7 +168,13 @@ export async function liveGrants(ctx: AppContext, ownerAgentId: string, granteeA
 }
 
 /** The first live grant covering `key` with at least `access`, or null. */
-export async function coveringGrant(ctx: AppContext, ownerAgentId: string, granteeAgentId: string, access: Access, key: string): Promise<{ id: string } | null> {
+export async function coveringGrant(
+  ctx: AppContext,
+  ownerAgentId: string,
+  granteeAgentId: string,
+  access: Access,
+  key: string,
+): Promise<{ id: string } | null> {
   const grants = await liveGrants(ctx, ownerAgentId, granteeAgentId, access);
   const g = grants.find((x) => !x.keyPrefix || key.startsWith(x.keyPrefix));
   return g ? { id: g.id } : null;

@@ -58,13 +58,24 @@ export async function checkDomain(ctx: AppContext, baseUrl: string, token: strin
   const u = new URL(baseUrl);
   const host = u.hostname.replace(/^\[|\]$/g, '');
   if (isLoopbackHost(host) && !ctx.config.upstream.allowLoopback) {
-    return { verified: false, method: null, detail: `${host} is a loopback host; loopback hosts count only when ALLOW_LOOPBACK_UPSTREAMS=on` };
+    return {
+      verified: false,
+      method: null,
+      detail: `${host} is a loopback host; loopback hosts count only when ALLOW_LOOPBACK_UPSTREAMS=on`,
+    };
   }
   const reasons: string[] = [];
   try {
-    const res = await upstreamFetch(ctx, { method: 'GET', url: `${u.origin}${WELL_KNOWN_PATH}`, headers: { accept: 'text/plain' }, maxResponseBytes: 4096, timeoutMs: Math.min(10_000, ctx.config.upstream.timeoutMs) });
+    const res = await upstreamFetch(ctx, {
+      method: 'GET',
+      url: `${u.origin}${WELL_KNOWN_PATH}`,
+      headers: { accept: 'text/plain' },
+      maxResponseBytes: 4096,
+      timeoutMs: Math.min(10_000, ctx.config.upstream.timeoutMs),
+    });
     if (res.status !== 200) reasons.push(`HTTP file answered ${res.status}`);
-    else if (!res.body.toString('utf8').split(/\s+/).includes(token)) reasons.push('HTTP file does not contain the token');
+    else if (!res.body.toString('utf8').split(/\s+/).includes(token))
+      reasons.push('HTTP file does not contain the token');
     else return { verified: true, method: 'http', detail: `token found at ${u.origin}${WELL_KNOWN_PATH}` };
   } catch (err) {
     reasons.push(`HTTP file: ${err instanceof AppError ? err.message : 'could not be fetched'}`);
@@ -72,11 +83,14 @@ export async function checkDomain(ctx: AppContext, baseUrl: string, token: strin
   if (isIP(host) === 0 && !isLoopbackHost(host)) {
     try {
       const records = await txtResolver(`${TXT_PREFIX}${host}`);
-      if (records.some((chunks) => chunks.join('').trim() === token)) return { verified: true, method: 'dns', detail: `TXT record ${TXT_PREFIX}${host} holds the token` };
+      if (records.some((chunks) => chunks.join('').trim() === token))
+        return { verified: true, method: 'dns', detail: `TXT record ${TXT_PREFIX}${host} holds the token` };
       reasons.push(`TXT record ${TXT_PREFIX}${host} does not hold the token`);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      reasons.push(`TXT record ${TXT_PREFIX}${host}: ${code === 'ENOTFOUND' || code === 'ENODATA' ? 'not found' : 'lookup failed'}`);
+      reasons.push(
+        `TXT record ${TXT_PREFIX}${host}: ${code === 'ENOTFOUND' || code === 'ENODATA' ? 'not found' : 'lookup failed'}`,
+      );
     }
   } else {
     reasons.push('DNS method not available for an IP address or loopback host');

@@ -32,7 +32,13 @@ async function reconcileToolStatus(ctx: AppContext, serviceId: string, toolId: s
   const [{ n }] = await ctx.db
     .select({ n: countDistinct(serviceReports.userId) })
     .from(serviceReports)
-    .where(and(eq(serviceReports.serviceId, serviceId), eq(serviceReports.toolId, toolId), eq(serviceReports.status, 'open')));
+    .where(
+      and(
+        eq(serviceReports.serviceId, serviceId),
+        eq(serviceReports.toolId, toolId),
+        eq(serviceReports.status, 'open'),
+      ),
+    );
   const status = Number(n) >= ctx.config.reportThreshold ? 'degraded' : 'active';
   await setToolStatus(ctx, toolId, status);
   return status;
@@ -43,7 +49,12 @@ async function reconcileToolStatus(ctx: AppContext, serviceId: string, toolId: s
  * tool (per service when `tool_id` is absent).
  * @throws AppError not_found (service invisible to the caller, unknown tool) | conflict (already reported)
  */
-export async function reportService(ctx: AppContext, accountId: string, ref: string, input: { tool_id?: string; reason: ReportReason; details?: string }) {
+export async function reportService(
+  ctx: AppContext,
+  accountId: string,
+  ref: string,
+  input: { tool_id?: string; reason: ReportReason; details?: string },
+) {
   const s = await getServiceRow(ctx, ref).catch(() => null);
   if (!s || (s.status !== 'published' && s.ownerId !== accountId)) throw notFound('Service');
   let toolId: string | null = null;
@@ -55,21 +66,50 @@ export async function reportService(ctx: AppContext, accountId: string, ref: str
   const [existing] = await ctx.db
     .select({ id: serviceReports.id })
     .from(serviceReports)
-    .where(and(eq(serviceReports.serviceId, s.id), eq(serviceReports.userId, accountId), eq(serviceReports.status, 'open'), toolId ? eq(serviceReports.toolId, toolId) : sql`${serviceReports.toolId} is null`))
+    .where(
+      and(
+        eq(serviceReports.serviceId, s.id),
+        eq(serviceReports.userId, accountId),
+        eq(serviceReports.status, 'open'),
+        toolId ? eq(serviceReports.toolId, toolId) : sql`${serviceReports.toolId} is null`,
+      ),
+    )
     .limit(1);
-  if (existing) throw new AppError('conflict', `You already have an open report (${existing.id}) for this ${toolId ? 'tool' : 'service'}`);
+  if (existing)
+    throw new AppError(
+      'conflict',
+      `You already have an open report (${existing.id}) for this ${toolId ? 'tool' : 'service'}`,
+    );
   const [row] = await ctx.db
     .insert(serviceReports)
-    .values({ id: newId('rep'), serviceId: s.id, toolId, userId: accountId, reason: input.reason, details: input.details ?? null })
+    .values({
+      id: newId('rep'),
+      serviceId: s.id,
+      toolId,
+      userId: accountId,
+      reason: input.reason,
+      details: input.details ?? null,
+    })
     .returning();
   const toolStatus = toolId ? await reconcileToolStatus(ctx, s.id, toolId) : null;
   return { ...reportView(row), tool_status: toolStatus };
 }
 
 /** Reports on the owner's service, newest first (`status` filter optional). @throws AppError not_found */
-export async function listServiceReports(ctx: AppContext, ownerId: string, ref: string, q: { limit?: number; cursor?: string; status?: 'open' | 'resolved' }) {
+export async function listServiceReports(
+  ctx: AppContext,
+  ownerId: string,
+  ref: string,
+  q: { limit?: number; cursor?: string; status?: 'open' | 'resolved' },
+) {
   const s = await getOwnedService(ctx, ownerId, ref);
-  return mapPage(await selectPage(ctx.db, serviceReports, q, [eq(serviceReports.serviceId, s.id), q.status ? eq(serviceReports.status, q.status) : undefined]), reportView);
+  return mapPage(
+    await selectPage(ctx.db, serviceReports, q, [
+      eq(serviceReports.serviceId, s.id),
+      q.status ? eq(serviceReports.status, q.status) : undefined,
+    ]),
+    reportView,
+  );
 }
 
 /** Resolve a report on the owner's service; the tool returns to `active` below the threshold. @throws AppError not_found */

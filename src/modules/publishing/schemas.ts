@@ -4,8 +4,14 @@ import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
 import { ChecklistSchema } from '../registry/schemas.js';
 
 export const ServiceParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
-export const ToolParams = Type.Object({ serviceId: Type.String({ minLength: 1, maxLength: 100 }), toolId: Type.String({ minLength: 1, maxLength: 100 }) });
-export const ReportParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), reportId: Type.String({ minLength: 1, maxLength: 100 }) });
+export const ToolParams = Type.Object({
+  serviceId: Type.String({ minLength: 1, maxLength: 100 }),
+  toolId: Type.String({ minLength: 1, maxLength: 100 }),
+});
+export const ReportParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  reportId: Type.String({ minLength: 1, maxLength: 100 }),
+});
 
 const TestResult = Type.Object({
   tool: Type.String(),
@@ -20,7 +26,13 @@ export const PublishStatusSchema = Type.Object({
   service_id: Type.String(),
   status: Type.String({ description: 'service status' }),
   verification: Type.Object({
-    state: Type.Union([Type.Literal('not_started'), Type.Literal('pending'), Type.Literal('running'), Type.Literal('passed'), Type.Literal('failed')]),
+    state: Type.Union([
+      Type.Literal('not_started'),
+      Type.Literal('pending'),
+      Type.Literal('running'),
+      Type.Literal('passed'),
+      Type.Literal('failed'),
+    ]),
     started_at: Nullable(Timestamp),
     finished_at: Nullable(Timestamp),
     tests: Type.Array(TestResult),
@@ -57,7 +69,11 @@ export const TestInput = Type.Object(
       Type.Object(
         {
           status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599 })),
-          json_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema (2020-12) the response body must match' })),
+          json_schema: Type.Optional(
+            Type.Record(Type.String(), Type.Unknown(), {
+              description: 'JSON Schema (2020-12) the response body must match',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -66,14 +82,24 @@ export const TestInput = Type.Object(
   { additionalProperties: false },
 );
 
-export const VerificationConfigBody = Type.Object({ tests: Type.Array(TestInput, { maxItems: 20 }) }, { additionalProperties: false });
+export const VerificationConfigBody = Type.Object(
+  { tests: Type.Array(TestInput, { maxItems: 20 }) },
+  { additionalProperties: false },
+);
 export const VerificationConfigSchema = Type.Object({ service_id: Type.String(), tests: Type.Array(TestInput) });
 
-export const ReportReason = Type.Union([Type.Literal('broken'), Type.Literal('wrong_output'), Type.Literal('security'), Type.Literal('other')]);
+export const ReportReason = Type.Union([
+  Type.Literal('broken'),
+  Type.Literal('wrong_output'),
+  Type.Literal('security'),
+  Type.Literal('other'),
+]);
 
 export const ReportBody = Type.Object(
   {
-    tool_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'tool id or name; absent → the whole service' })),
+    tool_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'tool id or name; absent → the whole service' }),
+    ),
     reason: ReportReason,
     details: Type.Optional(Type.String({ maxLength: 4000 })),
   },
@@ -91,8 +117,17 @@ export const ReportSchema = Type.Object({
   resolved_at: Nullable(Timestamp),
 });
 
-export const ReportResultSchema = Type.Object({ ...ReportSchema.properties, tool_status: Nullable(Type.Union([Type.Literal('active'), Type.Literal('degraded')])) });
+export const ReportResultSchema = Type.Object({
+  ...ReportSchema.properties,
+  tool_status: Nullable(Type.Union([Type.Literal('active'), Type.Literal('degraded')])),
+});
 
-export const ReportsQuery = Type.Object({ ...PageQuery.properties, status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('resolved')])) });
+export const ReportsQuery = Type.Object({
+  ...PageQuery.properties,
+  status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('resolved')])),
+});
 
-export const RenameBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
+export const RenameBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 64 }) },
+  { additionalProperties: false },
+);

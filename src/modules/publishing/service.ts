@@ -16,7 +16,12 @@
 import { randomBytes } from 'node:crypto';
 import { and, count, eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
-import { servicePublications, serviceReports, type ChecklistItem, type VerificationResult } from '../../db/schema/index.js';
+import {
+  servicePublications,
+  serviceReports,
+  type ChecklistItem,
+  type VerificationResult,
+} from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
 import { newId, iso } from '../../http/ids.js';
 import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
@@ -33,7 +38,11 @@ import { checkDomain, verificationMethods } from './domain.js';
 import { runTest, type VerificationTest } from './verification.js';
 
 type PublicationRow = typeof servicePublications.$inferSelect;
-export type Checklist = { manifest_valid: ChecklistItem; domain_verified: ChecklistItem; functional_verification: ChecklistItem };
+export type Checklist = {
+  manifest_valid: ChecklistItem;
+  domain_verified: ChecklistItem;
+  functional_verification: ChecklistItem;
+};
 
 /** Name of the background job that finishes a publish run. */
 export const VERIFY_JOB = 'publishing.verify';
@@ -46,7 +55,10 @@ function item(status: ChecklistItem['status'], detail: string, at: Date | null =
 
 /** The publication row of a service, created (with a fresh domain token) on first use. */
 async function publicationOf(ctx: AppContext, serviceId: string): Promise<PublicationRow> {
-  const [existing] = await ctx.db.select().from(servicePublications).where(eq(servicePublications.serviceId, serviceId));
+  const [existing] = await ctx.db
+    .select()
+    .from(servicePublications)
+    .where(eq(servicePublications.serviceId, serviceId));
   if (existing) return existing;
   await ctx.db
     .insert(servicePublications)
@@ -69,7 +81,8 @@ function currentChecklist(pub: PublicationRow, s: ServiceRow): Checklist {
   if (pub.checklist) {
     const c = pub.checklist as Checklist;
     // A later base_url change invalidates a stored domain result.
-    if (c.domain_verified.status === 'passed' && !domainVerifiedFor(pub, s)) return { ...c, domain_verified: item('pending', `domain not verified for ${hostOf(s.baseUrl)}`, null) };
+    if (c.domain_verified.status === 'passed' && !domainVerifiedFor(pub, s))
+      return { ...c, domain_verified: item('pending', `domain not verified for ${hostOf(s.baseUrl)}`, null) };
     return c;
   }
   return {
@@ -126,11 +139,20 @@ export async function verifyDomain(ctx: AppContext, ownerId: string, ref: string
   const methods = verificationMethods(s.baseUrl, pub.domainToken);
   const base = { service_id: s.id, host: hostOf(s.baseUrl), token: pub.domainToken, methods };
   if (domainVerifiedFor(pub, s)) {
-    return { ...base, status: 'verified' as const, method: pub.domainMethod, verified_at: pub.domainVerifiedAt!.toISOString(), detail: pub.domainDetail ?? 'verified' };
+    return {
+      ...base,
+      status: 'verified' as const,
+      method: pub.domainMethod,
+      verified_at: pub.domainVerifiedAt!.toISOString(),
+      detail: pub.domainDetail ?? 'verified',
+    };
   }
   if (pub.domainDetail === null) {
     const detail = 'token issued: publish it by one of the methods, then call this endpoint again';
-    await ctx.db.update(servicePublications).set({ domainDetail: detail, updatedAt: new Date() }).where(eq(servicePublications.serviceId, s.id));
+    await ctx.db
+      .update(servicePublications)
+      .set({ domainDetail: detail, updatedAt: new Date() })
+      .where(eq(servicePublications.serviceId, s.id));
     return { ...base, status: 'pending' as const, method: null, verified_at: null, detail };
   }
   const check = await checkDomain(ctx, s.baseUrl, pub.domainToken);
@@ -145,7 +167,13 @@ export async function verifyDomain(ctx: AppContext, ownerId: string, ref: string
       updatedAt: now,
     })
     .where(eq(servicePublications.serviceId, s.id));
-  return { ...base, status: check.verified ? ('verified' as const) : ('failed' as const), method: check.method, verified_at: check.verified ? now.toISOString() : null, detail: check.detail };
+  return {
+    ...base,
+    status: check.verified ? ('verified' as const) : ('failed' as const),
+    method: check.method,
+    verified_at: check.verified ? now.toISOString() : null,
+    detail: check.detail,
+  };
 }
 
 // ------------------------------------------------------------------ functional verification config
@@ -155,10 +183,16 @@ export async function verifyDomain(ctx: AppContext, ownerId: string, ref: string
  * satisfy the tool's input schema, and `expect.json_schema` must be a valid schema.
  * @throws AppError not_found | validation_failed (every problem, with pointers)
  */
-export async function setVerificationConfig(ctx: AppContext, ownerId: string, ref: string, input: { tests: VerificationTest[] }) {
+export async function setVerificationConfig(
+  ctx: AppContext,
+  ownerId: string,
+  ref: string,
+  input: { tests: VerificationTest[] },
+) {
   const s = await getOwnedService(ctx, ownerId, ref);
   const errors: Array<{ in: 'body'; pointer: string; message: string }> = [];
-  if (input.tests.length === 0) errors.push({ in: 'body', pointer: '/tests', message: 'must list at least one test call' });
+  if (input.tests.length === 0)
+    errors.push({ in: 'body', pointer: '/tests', message: 'must list at least one test call' });
   for (const [i, t] of input.tests.entries()) {
     const tool = await findTool(ctx, s.id, t.tool);
     if (!tool) {
@@ -168,17 +202,26 @@ export async function setVerificationConfig(ctx: AppContext, ownerId: string, re
     try {
       const validate = validatorFor(tool.id, tool.inputSchema);
       if (!validate(t.arguments)) {
-        for (const e of argumentErrors(validate.errors ?? [])) errors.push({ in: 'body', pointer: `/tests/${i}${e.pointer}`, message: e.message });
+        for (const e of argumentErrors(validate.errors ?? []))
+          errors.push({ in: 'body', pointer: `/tests/${i}${e.pointer}`, message: e.message });
       }
     } catch {
       errors.push({ in: 'body', pointer: `/tests/${i}/tool`, message: 'the tool input_schema does not compile' });
     }
     if (t.expect?.json_schema) {
-      for (const p of checkToolSchema(t.expect.json_schema, `/tests/${i}/expect/json_schema`, false)) errors.push({ in: 'body', ...p });
+      for (const p of checkToolSchema(t.expect.json_schema, `/tests/${i}/expect/json_schema`, false))
+        errors.push({ in: 'body', ...p });
     }
   }
   if (errors.length) {
-    throw new AppError('validation_failed', `Verification config is invalid: ${errors.map((e) => `${e.pointer} ${e.message}`).join('; ').slice(0, 2000)}`, { errors });
+    throw new AppError(
+      'validation_failed',
+      `Verification config is invalid: ${errors
+        .map((e) => `${e.pointer} ${e.message}`)
+        .join('; ')
+        .slice(0, 2000)}`,
+      { errors },
+    );
   }
   await publicationOf(ctx, s.id);
   await ctx.db
@@ -222,9 +265,18 @@ export async function startPublish(ctx: AppContext, ownerId: string, ref: string
   const now = new Date();
   const checklist: Checklist = {
     manifest_valid: problems.length
-      ? item('failed', problems.slice(0, 10).map((p) => `${p.pointer} ${p.message}`).join('; '), now)
+      ? item(
+          'failed',
+          problems
+            .slice(0, 10)
+            .map((p) => `${p.pointer} ${p.message}`)
+            .join('; '),
+          now,
+        )
       : item('passed', 'manifest valid; every tool described', now),
-    domain_verified: domainVerifiedFor(pub, s) ? item('passed', pub.domainDetail ?? 'verified', pub.domainVerifiedAt) : item('pending', 'checking the domain', null),
+    domain_verified: domainVerifiedFor(pub, s)
+      ? item('passed', pub.domainDetail ?? 'verified', pub.domainVerifiedAt)
+      : item('pending', 'checking the domain', null),
     functional_verification: pub.verificationConfig
       ? item('pending', `${pub.verificationConfig.tests.length} test call(s) queued`, null)
       : item('failed', 'no verification config: POST /v1/services/:id/verification-config', now),
@@ -257,11 +309,18 @@ export async function verificationStatus(ctx: AppContext, ownerId: string, ref: 
 /** Take a service off the marketplace (also cancels a pending run). @throws AppError not_found | invalid_state */
 export async function unpublish(ctx: AppContext, ownerId: string, ref: string) {
   const s = await getOwnedService(ctx, ownerId, ref);
-  if (s.status !== 'published' && s.status !== 'pending_verification') throw new AppError('invalid_state', `Service is ${s.status}, not published`);
+  if (s.status !== 'published' && s.status !== 'pending_verification')
+    throw new AppError('invalid_state', `Service is ${s.status}, not published`);
   const pub = await publicationOf(ctx, s.id);
   const [updated] = await ctx.db
     .update(servicePublications)
-    .set({ runId: null, ...(pub.verificationState === 'pending' || pub.verificationState === 'running' ? { verificationState: 'not_started' } : {}), updatedAt: new Date() })
+    .set({
+      runId: null,
+      ...(pub.verificationState === 'pending' || pub.verificationState === 'running'
+        ? { verificationState: 'not_started' }
+        : {}),
+      updatedAt: new Date(),
+    })
     .where(eq(servicePublications.serviceId, s.id))
     .returning();
   await setServiceStatus(ctx, s.id, 'unpublished');
@@ -273,8 +332,14 @@ export async function unpublish(ctx: AppContext, ownerId: string, ref: string) {
  * test calls, store the checklist and decide `published` / `rejected`. A job whose run id is no
  * longer current (unpublished, or superseded by a newer run) does nothing.
  */
-export async function runVerificationJob(ctx: AppContext, payload: { serviceId: string; runId: string }): Promise<void> {
-  const [pub] = await ctx.db.select().from(servicePublications).where(eq(servicePublications.serviceId, payload.serviceId));
+export async function runVerificationJob(
+  ctx: AppContext,
+  payload: { serviceId: string; runId: string },
+): Promise<void> {
+  const [pub] = await ctx.db
+    .select()
+    .from(servicePublications)
+    .where(eq(servicePublications.serviceId, payload.serviceId));
   if (!pub || pub.runId !== payload.runId) return;
   let s: ServiceRow;
   try {
@@ -284,7 +349,10 @@ export async function runVerificationJob(ctx: AppContext, payload: { serviceId: 
   }
   const checklist = { ...(pub.checklist as Checklist) };
   const stillCurrent = async () => {
-    const [p] = await ctx.db.select({ runId: servicePublications.runId }).from(servicePublications).where(eq(servicePublications.serviceId, s.id));
+    const [p] = await ctx.db
+      .select({ runId: servicePublications.runId })
+      .from(servicePublications)
+      .where(eq(servicePublications.serviceId, s.id));
     return p?.runId === payload.runId;
   };
 
@@ -296,7 +364,17 @@ export async function runVerificationJob(ctx: AppContext, payload: { serviceId: 
       : item('failed', `${check.detail}. Token and methods: POST /v1/services/:id/verify-domain`, now);
     await ctx.db
       .update(servicePublications)
-      .set(check.verified ? { domainVerifiedAt: now, domainHost: hostOf(s.baseUrl), domainMethod: check.method, domainDetail: check.detail, checklist } : { checklist })
+      .set(
+        check.verified
+          ? {
+              domainVerifiedAt: now,
+              domainHost: hostOf(s.baseUrl),
+              domainMethod: check.method,
+              domainDetail: check.detail,
+              checklist,
+            }
+          : { checklist },
+      )
       .where(and(eq(servicePublications.serviceId, s.id), eq(servicePublications.runId, payload.runId)));
   }
 
@@ -328,7 +406,11 @@ export async function runVerificationJob(ctx: AppContext, payload: { serviceId: 
     .update(servicePublications)
     .set({
       checklist,
-      verificationState: tests.length ? (checklist.functional_verification.status === 'passed' ? 'passed' : 'failed') : 'failed',
+      verificationState: tests.length
+        ? checklist.functional_verification.status === 'passed'
+          ? 'passed'
+          : 'failed'
+        : 'failed',
       verificationFinishedAt: now,
       runId: null,
       updatedAt: now,

@@ -11,7 +11,13 @@ import { newId } from '../../http/ids.js';
 import { upstreamFetch } from '../../upstream/http.js';
 import { mcpCallTool } from '../../upstream/mcp.js';
 import { applyUpstreamAuth, buildHttpRequest, parseBody } from '../../upstream/request.js';
-import { HEADER_REQUEST_ID, HEADER_SIGNATURE, HEADER_USER, signRequest, userPseudonym } from '../../upstream/signing.js';
+import {
+  HEADER_REQUEST_ID,
+  HEADER_SIGNATURE,
+  HEADER_USER,
+  signRequest,
+  userPseudonym,
+} from '../../upstream/signing.js';
 import { resolveExecutableTool } from '../registry/executable.js';
 import { withCallerGrant } from '../connections/grant.js';
 import type { TestInput } from './schemas.js';
@@ -32,14 +38,26 @@ export function schemaMismatch(schema: Record<string, unknown>, value: unknown):
     return `expect.json_schema does not compile: ${(err as Error).message}`;
   }
   if (validate(value)) return null;
-  const first = validate.errors?.slice(0, 3).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+  const first = validate.errors
+    ?.slice(0, 3)
+    .map((e) => `${e.instancePath || '/'} ${e.message}`)
+    .join('; ');
   return `response does not match expect.json_schema: ${first}`;
 }
 
 /** Run one test against service `serviceId`. Never throws: failures are results. */
-export async function runTest(ctx: AppContext, serviceId: string, test: VerificationTest, timeoutMs: number): Promise<VerificationResult> {
+export async function runTest(
+  ctx: AppContext,
+  serviceId: string,
+  test: VerificationTest,
+  timeoutMs: number,
+): Promise<VerificationResult> {
   const started = performance.now();
-  const result = (status: 'passed' | 'failed', httpStatus: number | null, error: string | null): VerificationResult => ({
+  const result = (
+    status: 'passed' | 'failed',
+    httpStatus: number | null,
+    error: string | null,
+  ): VerificationResult => ({
     tool: test.tool,
     status,
     http_status: httpStatus,
@@ -47,14 +65,16 @@ export async function runTest(ctx: AppContext, serviceId: string, test: Verifica
     error,
   });
   const resolved = await resolveExecutableTool(ctx, serviceId, test.tool);
-  if (!resolved) return { tool: test.tool, status: 'failed', http_status: null, latency_ms: null, error: 'tool no longer exists' };
+  if (!resolved)
+    return { tool: test.tool, status: 'failed', http_status: null, latency_ms: null, error: 'tool no longer exists' };
   try {
     // An oauth2 service is verified with its owner's own connection (docs/connections.md).
     const exec = (await withCallerGrant(ctx, { accountId: resolved.service.ownerId, agentId: null }, resolved)).tool;
     if (exec.service.source === 'mcp' || exec.tool.method === 'MCP') {
       const { url, headers } = applyUpstreamAuth(exec.upstreamAuth, exec.service.mcpUrl!);
       const res = await mcpCallTool(ctx, url, exec.tool.path, test.arguments, { headers, timeoutMs });
-      if (res.isError) return result('failed', null, `tool answered an error: ${JSON.stringify(res.content).slice(0, 300)}`);
+      if (res.isError)
+        return result('failed', null, `tool answered an error: ${JSON.stringify(res.content).slice(0, 300)}`);
       if (test.expect?.json_schema) {
         let value: unknown = res.structuredContent;
         if (value === undefined) {
@@ -74,10 +94,23 @@ export async function runTest(ctx: AppContext, serviceId: string, test: Verifica
     const requestId = newId('job');
     req.headers[HEADER_REQUEST_ID] = requestId;
     req.headers[HEADER_USER] = userPseudonym(exec.signingSecret, `verification:${serviceId}`);
-    req.headers[HEADER_SIGNATURE] = signRequest(exec.signingSecret, req.method, req.url.pathname + req.url.search, req.body);
-    const res = await upstreamFetch(ctx, { method: req.method, url: req.url.toString(), headers: req.headers, body: req.body, timeoutMs });
-    const statusOk = test.expect?.status !== undefined ? res.status === test.expect.status : res.status >= 200 && res.status < 300;
-    if (!statusOk) return result('failed', res.status, `expected HTTP ${test.expect?.status ?? '2xx'}, got ${res.status}`);
+    req.headers[HEADER_SIGNATURE] = signRequest(
+      exec.signingSecret,
+      req.method,
+      req.url.pathname + req.url.search,
+      req.body,
+    );
+    const res = await upstreamFetch(ctx, {
+      method: req.method,
+      url: req.url.toString(),
+      headers: req.headers,
+      body: req.body,
+      timeoutMs,
+    });
+    const statusOk =
+      test.expect?.status !== undefined ? res.status === test.expect.status : res.status >= 200 && res.status < 300;
+    if (!statusOk)
+      return result('failed', res.status, `expected HTTP ${test.expect?.status ?? '2xx'}, got ${res.status}`);
     if (test.expect?.json_schema) {
       const parsed = parseBody(res.headers['content-type'], res.body);
       if (!parsed.ok) return result('failed', res.status, parsed.message);

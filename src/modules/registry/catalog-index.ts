@@ -15,7 +15,9 @@ import { idList } from './catalog-sql.js';
  * the service's `updated_at`, status and owner, its tool count, and the sum and maximum of its tools' `updated_at` (a
  * sum, so that a write committed late with an older timestamp still changes it).
  */
-export async function catalogFingerprints(ctx: AppContext): Promise<Map<string, { fingerprint: string; tools: number }>> {
+export async function catalogFingerprints(
+  ctx: AppContext,
+): Promise<Map<string, { fingerprint: string; tools: number }>> {
   const rows = await execRows<{ id: string; f: string; n: number | string }>(
     ctx.db,
     sql`select s.id, concat_ws('/', s.updated_at, s.status, s.owner_id, count(t.id), sum(extract(epoch from t.updated_at)), max(t.updated_at)) as f, count(t.id) as n
@@ -51,11 +53,17 @@ export interface IndexToolRow {
 }
 
 /** The services with these ids (those still there) and all their tools. */
-export async function catalogIndexRows(ctx: AppContext, serviceIds: string[]): Promise<{ services: IndexServiceRow[]; tools: IndexToolRow[] }> {
+export async function catalogIndexRows(
+  ctx: AppContext,
+  serviceIds: string[],
+): Promise<{ services: IndexServiceRow[]; tools: IndexToolRow[] }> {
   if (!serviceIds.length) return { services: [], tools: [] };
   // A list of parameters, not a subquery: the planner then uses the service-id indexes (with the
   // jsonb subquery PGlite scanned every tool for each page: 56 ms at 10k tools).
-  const ids = sql`(${sql.join(serviceIds.map((id) => sql`${id}`), sql`, `)})`;
+  const ids = sql`(${sql.join(
+    serviceIds.map((id) => sql`${id}`),
+    sql`, `,
+  )})`;
   const [services, tools] = await Promise.all([
     execRows<Omit<IndexServiceRow, 'strgm'> & { display_name: string }>(
       ctx.db,
@@ -69,7 +77,11 @@ export async function catalogIndexRows(ctx: AppContext, serviceIds: string[]): P
   // The trigram strings as `SERVICE_TRGM` / `TOOL_TRGM` compute them, here rather than by the
   // database's regular expressions (most of a 10k-tool build's time on PGlite).
   return {
-    services: services.map(({ display_name, ...s }) => ({ ...s, tags: s.tags ?? [], strgm: `${s.name} ${display_name}`.toLowerCase() })),
+    services: services.map(({ display_name, ...s }) => ({
+      ...s,
+      tags: s.tags ?? [],
+      strgm: `${s.name} ${display_name}`.toLowerCase(),
+    })),
     tools: tools.map(({ name, ...t }) => ({ ...t, lname: name.toLowerCase(), ttrgm: nameWords(name).toLowerCase() })),
   };
 }

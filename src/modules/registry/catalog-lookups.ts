@@ -3,7 +3,15 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { iso } from '../../http/ids.js';
-import { idList, serviceCoreOf, TOOL_NAME_WORDS_SQL, TOOL_SERVICE_COLUMNS, toolServiceOf, visible, type CatalogServiceCore } from './catalog-sql.js';
+import {
+  idList,
+  serviceCoreOf,
+  TOOL_NAME_WORDS_SQL,
+  TOOL_SERVICE_COLUMNS,
+  toolServiceOf,
+  visible,
+  type CatalogServiceCore,
+} from './catalog-sql.js';
 
 // ------------------------------------------------------------------ lookups
 
@@ -42,7 +50,11 @@ function andVisible(accountId: string | null | '*'): SQL {
  * Services by id, in any order, restricted to those visible to `accountId` (`published` or owned;
  * `accountId` null → published only; `'*'` → any status, for analytics of already-authorised ids).
  */
-export async function getCatalogServices(ctx: AppContext, accountId: string | null | '*', ids: string[]): Promise<CatalogService[]> {
+export async function getCatalogServices(
+  ctx: AppContext,
+  accountId: string | null | '*',
+  ids: string[],
+): Promise<CatalogService[]> {
   if (!ids.length) return [];
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
@@ -58,11 +70,23 @@ export interface CatalogTool {
   description: string;
   method: string;
   status: string;
-  service: { id: string; name: string; display_name: string; category: string | null; tags: string[]; status: string; owner_id: string };
+  service: {
+    id: string;
+    name: string;
+    display_name: string;
+    category: string | null;
+    tags: string[];
+    status: string;
+    owner_id: string;
+  };
 }
 
 /** Tools by id with their service, restricted like {@link getCatalogServices}. */
-export async function getCatalogTools(ctx: AppContext, accountId: string | null | '*', ids: string[]): Promise<CatalogTool[]> {
+export async function getCatalogTools(
+  ctx: AppContext,
+  accountId: string | null | '*',
+  ids: string[],
+): Promise<CatalogTool[]> {
   if (!ids.length) return [];
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
@@ -82,18 +106,27 @@ export async function getCatalogTools(ctx: AppContext, accountId: string | null 
 
 /** The services `ownerId` owns (any status), newest first, at most 1000. */
 export async function listOwnedCatalogServices(ctx: AppContext, ownerId: string): Promise<CatalogService[]> {
-  const rows = await execRows<Record<string, unknown>>(ctx.db, sql`select ${SERVICE_COLUMNS} from services s where s.owner_id = ${ownerId} order by s.id desc limit 1000`);
+  const rows = await execRows<Record<string, unknown>>(
+    ctx.db,
+    sql`select ${SERVICE_COLUMNS} from services s where s.owner_id = ${ownerId} order by s.id desc limit 1000`,
+  );
   return rows.map(serviceOf);
 }
 
 /** Ids of published services in `category` (exact), at most 5000. */
 export async function publishedServiceIdsIn(ctx: AppContext, category: string): Promise<string[]> {
-  const rows = await execRows<{ id: string }>(ctx.db, sql`select s.id from services s where s.status = 'published' and s.category = ${category} order by s.id desc limit 5000`);
+  const rows = await execRows<{ id: string }>(
+    ctx.db,
+    sql`select s.id from services s where s.status = 'published' and s.category = ${category} order by s.id desc limit 5000`,
+  );
   return rows.map((r) => r.id);
 }
 
 /** Tools of the given services (id, name, service id), at most 5000. */
-export async function listCatalogToolsOf(ctx: AppContext, serviceIds: string[]): Promise<Array<{ id: string; name: string; service_id: string }>> {
+export async function listCatalogToolsOf(
+  ctx: AppContext,
+  serviceIds: string[],
+): Promise<Array<{ id: string; name: string; service_id: string }>> {
   if (!serviceIds.length) return [];
   return execRows<{ id: string; name: string; service_id: string }>(
     ctx.db,
@@ -126,11 +159,18 @@ export async function similarCatalogServices(
         order by (case when category_match then 2 else 0 end) + cardinality(shared_tags) desc, id desc
         limit ${input.limit}::int`,
   );
-  return rows.map((r) => ({ ...serviceOf(r), category_match: Boolean(r.category_match), shared_tags: (r.shared_tags as string[]) ?? [] }));
+  return rows.map((r) => ({
+    ...serviceOf(r),
+    category_match: Boolean(r.category_match),
+    shared_tags: (r.shared_tags as string[]) ?? [],
+  }));
 }
 
 /** Newest published services, excluding `excludeIds`. */
-export async function newestCatalogServices(ctx: AppContext, input: { excludeIds: string[]; limit: number }): Promise<CatalogService[]> {
+export async function newestCatalogServices(
+  ctx: AppContext,
+  input: { excludeIds: string[]; limit: number },
+): Promise<CatalogService[]> {
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
     sql`select ${SERVICE_COLUMNS} from services s
@@ -141,9 +181,14 @@ export async function newestCatalogServices(ctx: AppContext, input: { excludeIds
 }
 
 /** Platform totals: services by status and tools (admin analytics). */
-export async function countCatalog(ctx: AppContext): Promise<{ services: { total: number; by_status: Record<string, number> }; tools: number }> {
+export async function countCatalog(
+  ctx: AppContext,
+): Promise<{ services: { total: number; by_status: Record<string, number> }; tools: number }> {
   const [byStatus, [tools]] = await Promise.all([
-    execRows<{ status: string; n: number | string }>(ctx.db, sql`select status, count(*) as n from services group by status`),
+    execRows<{ status: string; n: number | string }>(
+      ctx.db,
+      sql`select status, count(*) as n from services group by status`,
+    ),
     execRows<{ n: number | string }>(ctx.db, sql`select count(*) as n from tools`),
   ]);
   const by: Record<string, number> = { draft: 0, pending_verification: 0, published: 0, rejected: 0, unpublished: 0 };
@@ -198,7 +243,12 @@ export async function catalogVocabulary(
     range = ` and t.id > '${page.afterId}' and t.id <= '${lastId}'`;
   }
   const [words, count] = await Promise.all([
-    execRows<{ word: string; ndoc: number }>(ctx.db, sql.raw(`select word, ndoc from ts_stat($vocab$select ${doc} ${published}${range}$vocab$) where word ~ '^[a-z]{3,30}$'`)),
+    execRows<{ word: string; ndoc: number }>(
+      ctx.db,
+      sql.raw(
+        `select word, ndoc from ts_stat($vocab$select ${doc} ${published}${range}$vocab$) where word ~ '^[a-z]{3,30}$'`,
+      ),
+    ),
     execRows<{ n: number | string }>(ctx.db, sql.raw(`select count(*) as n ${published}${range}`)),
   ]);
   return { docs: Number(count[0]?.n ?? 0), words: words.map((w) => ({ word: w.word, ndoc: Number(w.ndoc) })), lastId };
@@ -209,7 +259,11 @@ export async function catalogVocabulary(
  * order after `afterId`, at most `limit` (≤ 5000): id, name and the first 300 characters of the
  * description. For the search module's tool vectors.
  */
-export async function catalogToolTexts(ctx: AppContext, afterId: string, limit: number): Promise<Array<{ id: string; name: string; description: string }>> {
+export async function catalogToolTexts(
+  ctx: AppContext,
+  afterId: string,
+  limit: number,
+): Promise<Array<{ id: string; name: string; description: string }>> {
   return execRows<{ id: string; name: string; description: string }>(
     ctx.db,
     sql`select t.id, t.name, left(t.description, 300) as description from tools t where t.id > ${afterId} order by t.id limit ${Math.min(limit, 5000)}::int`,

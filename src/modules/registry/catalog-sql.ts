@@ -49,7 +49,9 @@ export const TOOL_NAME_DOC = sql.raw(`ts_filter(t.search_doc, '{a}')`);
  */
 export const SERVICE_DOC = sql.raw('s.search_doc');
 /** Lower-cased words of a tool name for trigram matching (indexed: `tools_name_trgm_idx`). */
-export const TOOL_TRGM = sql.raw(`lower(regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g'))`);
+export const TOOL_TRGM = sql.raw(
+  `lower(regexp_replace(regexp_replace(t.name, '([a-z0-9])([A-Z])', '\\1 \\2', 'g'), '[_-]+', ' ', 'g'))`,
+);
 /** Lower-cased service name and display name for trigram matching (indexed: `services_name_trgm_idx`). */
 export const SERVICE_TRGM = sql.raw(`lower((s.name || ' ') || s.display_name)`);
 /** ts_rank weights {D, C, B, A}: tool name > tool description > service name > service text. */
@@ -94,9 +96,15 @@ export function escapeLike(s: string): string {
  * joins in written order (candidates → tools → services by primary key), since fresh or PGlite
  * tables (no autovacuum) have no statistics to pick that order from.
  */
-export const SEARCH_SETTINGS = sql.raw(`set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true), set_config('join_collapse_limit', '1', true)`);
+export const SEARCH_SETTINGS = sql.raw(
+  `set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true), set_config('join_collapse_limit', '1', true)`,
+);
 
-export async function withSearchSettings<T>(ctx: AppContext, fuzzy: boolean, fn: (tx: Db | Tx) => Promise<T>): Promise<T> {
+export async function withSearchSettings<T>(
+  ctx: AppContext,
+  fuzzy: boolean,
+  fn: (tx: Db | Tx) => Promise<T>,
+): Promise<T> {
   return ctx.db.transaction(async (tx) => {
     await tx.execute(
       fuzzy
@@ -116,7 +124,13 @@ export const TOOL_SERVICE_COLUMNS = sql`s.id as service_id, s.name as service_na
 
 /** The service of a tool row selected with {@link TOOL_SERVICE_COLUMNS}. */
 export function toolServiceOf(r: Record<string, unknown>): Omit<CatalogServiceCore, 'description'> {
-  const { description: _description, ...service } = serviceCoreOf({ ...r, id: r.service_id, name: r.service_name, description: '', status: r.service_status });
+  const { description: _description, ...service } = serviceCoreOf({
+    ...r,
+    id: r.service_id,
+    name: r.service_name,
+    description: '',
+    status: r.service_status,
+  });
   return service;
 }
 

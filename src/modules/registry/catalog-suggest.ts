@@ -26,13 +26,25 @@ export interface CatalogSuggestion {
  * Prefix completions among visible service names and display names, tool names (whole name or any
  * word of it), tags and categories; at most `limit` per kind (the caller merges).
  */
-export async function suggestCatalog(ctx: AppContext, accountId: string | null, prefix: string, limit: number): Promise<CatalogSuggestion[]> {
+export async function suggestCatalog(
+  ctx: AppContext,
+  accountId: string | null,
+  prefix: string,
+  limit: number,
+): Promise<CatalogSuggestion[]> {
   const p = prefix.trim().toLowerCase().slice(0, 100);
   if (!p) return [];
   const starts = `${escapeLike(p)}%`;
   const word = `% ${escapeLike(p)}%`;
   const vis = visible(accountId);
-  const rows = await execRows<{ type: CatalogSuggestion['type']; text: string; display: string | null; id: string | null; n: number | string; is_leading: boolean }>(
+  const rows = await execRows<{
+    type: CatalogSuggestion['type'];
+    text: string;
+    display: string | null;
+    id: string | null;
+    n: number | string;
+    is_leading: boolean;
+  }>(
     ctx.db,
     sql`(select 'service' as type, s.name as text, s.display_name as display, s.id as id, 1 as n,
                 (lower(s.name) like ${starts} or lower(s.display_name) like ${starts}) as is_leading

@@ -26,7 +26,6 @@ import {
   TOOL_TRGM,
   catalogCapabilities,
   escapeLike,
-  idList,
   queryTerms,
   round,
   serviceCoreOf,
@@ -90,11 +89,18 @@ export interface TermGroup {
   weight: number;
 }
 
-
 /** One ranked tool. */
 export interface CatalogToolHit {
   tool: { id: string; name: string; description: string; method: string; status: string; created_at: string };
-  service: { id: string; name: string; display_name: string; category: string | null; tags: string[]; status: string; owned: boolean };
+  service: {
+    id: string;
+    name: string;
+    display_name: string;
+    category: string | null;
+    tags: string[];
+    status: string;
+    owned: boolean;
+  };
   /** Final score: text relevance × (1 + 0.5 × popularity); popularity alone when browsing. */
   score: number;
   /** Text relevance: ts_rank over the weighted documents + fuzzy name similarity + exact-name bonus. */
@@ -130,7 +136,11 @@ export const MAX_BROWSE = 5000;
  *  2. details of the requested page, after blending popularity in (text × (1 + 0.5 × pop), where
  *     pop = ln(1 + calls) / ln(1 + max calls)).
  */
-export async function searchCatalogTools(ctx: AppContext, accountId: string | null, input: CatalogToolQuery): Promise<{ hits: CatalogToolHit[]; found: number; fuzzy: boolean }> {
+export async function searchCatalogTools(
+  ctx: AppContext,
+  accountId: string | null,
+  input: CatalogToolQuery,
+): Promise<{ hits: CatalogToolHit[]; found: number; fuzzy: boolean }> {
   const { fuzzy } = await catalogCapabilities(ctx);
   const raw = (input.q ?? '').trim().toLowerCase().slice(0, 200);
   const terms = queryTerms(raw);
@@ -146,12 +156,17 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   // query, full trigram similarity, no name coverage.
   const legacy = !input.groups;
   const q = (i: number, label = '') => sql.raw(`qq.q${i}${label}`);
-  const weighted = (term: (i: number) => SQL) => sql.join(groups.map((g, i) => sql`${sql.raw(String(g.weight))}::float8 * ${term(i)}`), sql` + `);
-  const fts = legacy && tsq
-    ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, c.doc, qq.query) else 0 end)`
-    : tsq
-    ? sql`(case when c.txt then (${weighted((i) => sql`ts_rank(${RANK_WEIGHTS}, c.doc, ${q(i)})`)}) / ${weightSum}::float8 else 0 end)`
-    : sql`0::float4`;
+  const weighted = (term: (i: number) => SQL) =>
+    sql.join(
+      groups.map((g, i) => sql`${sql.raw(String(g.weight))}::float8 * ${term(i)}`),
+      sql` + `,
+    );
+  const fts =
+    legacy && tsq
+      ? sql`(case when c.txt then ts_rank(${RANK_WEIGHTS}, c.doc, qq.query) else 0 end)`
+      : tsq
+        ? sql`(case when c.txt then (${weighted((i) => sql`ts_rank(${RANK_WEIGHTS}, c.doc, ${q(i)})`)}) / ${weightSum}::float8 else 0 end)`
+        : sql`0::float4`;
   const fuzzyScore = fuzzy
     ? sql`greatest(word_similarity(${raw}, c.ttrgm), 0.6 * word_similarity(${raw}, c.strgm))`
     : sql`(case when c.ttrgm like ${like} or lower(c.name) like ${like} then 0.5 when c.strgm like ${like} then 0.3 else 0 end)`;
@@ -159,10 +174,14 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   // query's terms found in the tool name × how much of the name they cover, so `issues_create`
   // beats `orgs_create_issue_type` for "create issue".
   const inName = (i: number) => sql`(c.nv @@ ${q(i)})::int`;
-  const nameCoverage = tsq && !legacy
-    ? sql`(${weighted(inName)}) / ${weightSum}::float8
-          * (0.5 + 0.5 * least(1, (${sql.join(groups.map((_, i) => inName(i)), sql` + `)})::float8 / greatest(length(c.nv), 1)))`
-    : sql`0`;
+  const nameCoverage =
+    tsq && !legacy
+      ? sql`(${weighted(inName)}) / ${weightSum}::float8
+          * (0.5 + 0.5 * least(1, (${sql.join(
+            groups.map((_, i) => inName(i)),
+            sql` + `,
+          )})::float8 / greatest(length(c.nv), 1)))`
+      : sql`0`;
   const bonus = sql`(case when lower(c.name) = ${raw} or c.ttrgm = ${raw} then 0.5 else 0 end) + (case when c.stag then 0.1 else 0 end) + 0.6 * ${nameCoverage}`;
 
   // Two phases, so the cost does not grow with the number of matches (a plain question matches
@@ -177,15 +196,23 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
   //     the best MAX_CANDIDATES kept.
   const prescored = PRESCORED * Math.ceil((input.offset + input.limit) / PRESCORED);
   const prescoredNames = PRESCORED_NAMES * Math.ceil((input.offset + input.limit) / PRESCORED_NAMES);
-  const preTool = tsq && !legacy
-    ? sql`(${weighted((i) => sql`(case when t.search_doc @@ ${q(i)} then 0.4 + 0.6 * (t.search_doc @@ ${q(i, 'a')})::int else 0 end)`)})`
-    : tsq
-    ? sql`(0.6 * (t.search_doc @@ qq.querya)::int + 0.4 * (t.search_doc @@ qq.query)::int) * ${weightSum}::float8`
-    : sql`0`;
-  const preService = tsq && !legacy ? sql`(${weighted((i) => sql`(s.search_doc @@ ${q(i)})::int`)})` : tsq ? sql`(s.search_doc @@ qq.query)::int * ${weightSum}::float8` : sql`0`;
+  const preTool =
+    tsq && !legacy
+      ? sql`(${weighted((i) => sql`(case when t.search_doc @@ ${q(i)} then 0.4 + 0.6 * (t.search_doc @@ ${q(i, 'a')})::int else 0 end)`)})`
+      : tsq
+        ? sql`(0.6 * (t.search_doc @@ qq.querya)::int + 0.4 * (t.search_doc @@ qq.query)::int) * ${weightSum}::float8`
+        : sql`0`;
+  const preService =
+    tsq && !legacy
+      ? sql`(${weighted((i) => sql`(s.search_doc @@ ${q(i)})::int`)})`
+      : tsq
+        ? sql`(s.search_doc @@ qq.query)::int * ${weightSum}::float8`
+        : sql`0`;
   // Fuzzy name matches of services and tools come from the trigram indexes (word_similarity costs
   // ~10 µs a call: it is computed only for the few hundred scored rows).
-  const fuzzyServices = fuzzy ? sql`select s.id from services s where ${raw} <% ${SERVICE_TRGM}` : sql`select s.id from services s where ${SERVICE_TRGM} like ${like}`;
+  const fuzzyServices = fuzzy
+    ? sql`select s.id from services s where ${raw} <% ${SERVICE_TRGM}`
+    : sql`select s.id from services s where ${SERVICE_TRGM} like ${like}`;
   // A service's match brings in all its tools: for the full query (every term group, in its
   // text), a tag equal to a query word, or a fuzzy name. Relaxed to any word, only the full-query
   // text match does (a word as common as a tag every service carries would bring in the catalog).
@@ -195,8 +222,12 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
     ...(terms.length && !anyMode ? [tagOverlap(terms)] : []),
     sql`s.id in (select id from fz)`,
   ];
-  const textCandidates = tsq ? sql`t.search_doc @@ qq.query or t.service_id = any(array(select id from vs where matched))` : sql`t.service_id = any(array(select id from vs where matched))`;
-  const nameCandidates = fuzzy ? sql`${raw} <% ${TOOL_TRGM}` : sql`(${TOOL_TRGM} like ${like} or lower(t.name) like ${like})`;
+  const textCandidates = tsq
+    ? sql`t.search_doc @@ qq.query or t.service_id = any(array(select id from vs where matched))`
+    : sql`t.service_id = any(array(select id from vs where matched))`;
+  const nameCandidates = fuzzy
+    ? sql`${raw} <% ${TOOL_TRGM}`
+    : sql`(${TOOL_TRGM} like ${like} or lower(t.name) like ${like})`;
   const queryColumns = sql.join(
     [
       sql`${tsQueryOf(tsq)} as query`,
@@ -238,8 +269,15 @@ export async function searchCatalogTools(ctx: AppContext, accountId: string | nu
               from tools t join services s on s.id = t.service_id
               where ${sql.join(filters, sql` and `)}
               order by t.id desc limit ${MAX_BROWSE}::int`;
-  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, (tx) => execRows<RankedCandidate & { found: string | number }>(tx, query));
-  return catalogToolPage(ctx, accountId, input, { ranked, found: ranked.length ? Number(ranked[0].found) : 0, fuzzy, legacy });
+  const ranked = await withSearchSettings(ctx, fuzzy && !!raw, (tx) =>
+    execRows<RankedCandidate & { found: string | number }>(tx, query),
+  );
+  return catalogToolPage(ctx, accountId, input, {
+    ranked,
+    found: ranked.length ? Number(ranked[0].found) : 0,
+    fuzzy,
+    legacy,
+  });
 }
 
 /** A candidate with its relevance parts (full text, fuzzy name, bonuses), before popularity. */
@@ -255,7 +293,8 @@ function toolFilters(accountId: string | null, input: CatalogToolQuery): SQL[] {
   const filters: SQL[] = [visible(accountId)];
   if (input.category) filters.push(sql`s.category = ${input.category}`);
   if (input.tag) filters.push(sql`exists (select 1 from unnest(s.tags) g where lower(g) = ${input.tag.toLowerCase()})`);
-  if (input.service) filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
+  if (input.service)
+    filters.push(input.service.startsWith('svc_') ? sql`s.id = ${input.service}` : sql`s.name = ${input.service}`);
   return filters;
 }
 
@@ -293,7 +332,10 @@ export async function catalogToolPage(
         sql`select t.id, t.name, t.description, t.method, t.status, t.created_at,
                    ${TOOL_SERVICE_COLUMNS}, (s.owner_id = ${accountId ?? ''}) as owned
             from tools t join services s on s.id = t.service_id
-            where t.id in (${sql.join(page.map((p) => sql`${p.id}`), sql`, `)}) and ${sql.join(toolFilters(accountId, input), sql` and `)}`,
+            where t.id in (${sql.join(
+              page.map((p) => sql`${p.id}`),
+              sql`, `,
+            )}) and ${sql.join(toolFilters(accountId, input), sql` and `)}`,
       )
     ).map((r) => [String(r.id), r]),
   );
@@ -302,7 +344,14 @@ export async function catalogToolPage(
     const r = details.get(h.id);
     if (!r) continue; // deleted or hidden since it was ranked
     hits.push({
-      tool: { id: h.id, name: String(r.name), description: String(r.description), method: String(r.method), status: String(r.status), created_at: iso(r.created_at as Date | string) },
+      tool: {
+        id: h.id,
+        name: String(r.name),
+        description: String(r.description),
+        method: String(r.method),
+        status: String(r.status),
+        created_at: iso(r.created_at as Date | string),
+      },
       service: { ...toolServiceOf(r), owned: Boolean(r.owned) },
       score: round(h.score),
       text_score: round(h.text),
@@ -335,7 +384,11 @@ export interface CatalogServiceHit extends CatalogServiceCore {
 }
 
 /** Services visible to `accountId` matching `q` (full text over names, category, description; tags; fuzzy names). */
-export async function searchCatalogServices(ctx: AppContext, accountId: string | null, input: { q: string; limit: number }): Promise<{ hits: CatalogServiceHit[]; found: number }> {
+export async function searchCatalogServices(
+  ctx: AppContext,
+  accountId: string | null,
+  input: { q: string; limit: number },
+): Promise<{ hits: CatalogServiceHit[]; found: number }> {
   const { fuzzy } = await catalogCapabilities(ctx);
   const raw = input.q.trim().toLowerCase().slice(0, 200);
   const terms = queryTerms(raw);
@@ -343,7 +396,9 @@ export async function searchCatalogServices(ctx: AppContext, accountId: string |
   const tsq = terms.length ? tsquerySource(terms, '&') : null;
   const like = `%${escapeLike(raw)}%`;
   const fts = tsq ? sql`ts_rank(${RANK_WEIGHTS}, ${SERVICE_DOC}, (select query from qq))` : sql`0::float4`;
-  const fz = fuzzy ? sql`word_similarity(${raw}, ${SERVICE_TRGM})` : sql`(case when ${SERVICE_TRGM} like ${like} then 0.5 else 0 end)`;
+  const fz = fuzzy
+    ? sql`word_similarity(${raw}, ${SERVICE_TRGM})`
+    : sql`(case when ${SERVICE_TRGM} like ${like} then 0.5 else 0 end)`;
   const textMatch = tsq ? sql`${SERVICE_DOC} @@ (select query from qq)` : sql`false`;
   const fuzzyMatch = fuzzy ? sql`${raw} <% ${SERVICE_TRGM}` : sql`${SERVICE_TRGM} like ${like}`;
   const tagMatch = terms.length ? tagOverlap(terms) : sql`false`;

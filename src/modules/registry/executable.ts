@@ -65,9 +65,15 @@ export function serviceWhere(ref: string) {
  * Service by id (`svc_…`) or unique name; tool by current name, alias (old name after rename) or
  * id. null when either is missing. No visibility check (callers decide who may execute).
  */
-export async function resolveExecutableTool(ctx: AppContext, serviceRef: string, toolRef: string): Promise<ExecutableTool | null> {
+export async function resolveExecutableTool(
+  ctx: AppContext,
+  serviceRef: string,
+  toolRef: string,
+): Promise<ExecutableTool | null> {
   // Length-prefixed: no pair of references can share a key.
-  return executableTools(ctx).get(`${serviceRef.length}:${serviceRef}${toolRef}`, () => loadExecutableTool(ctx, serviceRef, toolRef));
+  return executableTools(ctx).get(`${serviceRef.length}:${serviceRef}${toolRef}`, () =>
+    loadExecutableTool(ctx, serviceRef, toolRef),
+  );
 }
 
 /**
@@ -94,7 +100,11 @@ export async function registryChanged(ctx: AppContext): Promise<void> {
   await executableTools(ctx).invalidate(null);
 }
 
-async function loadExecutableTool(ctx: AppContext, serviceRef: string, toolRef: string): Promise<ExecutableTool | null> {
+async function loadExecutableTool(
+  ctx: AppContext,
+  serviceRef: string,
+  toolRef: string,
+): Promise<ExecutableTool | null> {
   const [svc] = await ctx.db.select().from(services).where(serviceWhere(serviceRef)).limit(1);
   if (!svc) return null;
   const tool = await findTool(ctx, svc.id, toolRef);
@@ -125,7 +135,10 @@ async function loadExecutableTool(ctx: AppContext, serviceRef: string, toolRef: 
 }
 
 /** Minimal facts about a service by id or name, any status; null when missing (deleted services are missing). */
-export async function getServiceSummary(ctx: AppContext, idOrName: string): Promise<{ id: string; name: string; ownerId: string; status: string } | null> {
+export async function getServiceSummary(
+  ctx: AppContext,
+  idOrName: string,
+): Promise<{ id: string; name: string; ownerId: string; status: string } | null> {
   const [s] = await ctx.db
     .select({ id: services.id, name: services.name, ownerId: services.ownerId, status: services.status })
     .from(services)
@@ -160,4 +173,3 @@ export async function findTool(ctx: AppContext, serviceId: string, toolRef: stri
     .limit(1);
   return a?.tool ?? null;
 }
-

@@ -10,7 +10,7 @@ import addFormatsModule from 'ajv-formats';
 import type { Static } from 'typebox';
 import type { ArgLocation } from '../../upstream/request.js';
 import { OAUTH2_FIELDS, checkOAuth2Fields } from './oauth2.js';
-import { AuthInput, RegisterServiceBody } from './schemas.js';
+import { type AuthInput, RegisterServiceBody } from './schemas.js';
 
 /** One problem found in a manifest: `pointer` into the request body. */
 export interface ManifestProblem {
@@ -43,7 +43,9 @@ export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 /** Shared ajv (2020-12) for tool schemas. Not strict: OpenAPI/MCP schemas carry annotations such as `example`. */
 const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: true });
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  a: Ajv2020,
+) => Ajv2020;
 addFormats(ajv);
 /**
  * The registration body's validator, compiled by {@link prepareRegistrationCheck} after start-up
@@ -81,10 +83,12 @@ function ajvProblems(errors: AjvErr[] | null | undefined, base: string): Manifes
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue;
     let p = base + e.instancePath;
     if (e.keyword === 'required' && e.params.missingProperty) p += `/${esc(String(e.params.missingProperty))}`;
-    if (e.keyword === 'additionalProperties' && e.params.additionalProperty) p += `/${esc(String(e.params.additionalProperty))}`;
+    if (e.keyword === 'additionalProperties' && e.params.additionalProperty)
+      p += `/${esc(String(e.params.additionalProperty))}`;
     let msg = e.message ?? 'is invalid';
     if (e.keyword === 'additionalProperties') msg = 'is not a known field';
-    if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) msg = `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`;
+    if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues))
+      msg = `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}`;
     const key = `${p} ${msg}`;
     if (!seen.has(key)) out.push({ pointer: p || '/', message: msg });
     seen.add(key);
@@ -104,12 +108,17 @@ export function checkRegistrationShape(body: unknown): ManifestProblem[] {
  * `requireObject` (input schemas): `type` must be `"object"`. Pointers are prefixed with `base`.
  */
 export function checkToolSchema(schema: unknown, base: string, requireObject: boolean): ManifestProblem[] {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return [{ pointer: base, message: 'must be a JSON Schema object' }];
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    return [{ pointer: base, message: 'must be a JSON Schema object' }];
   const s = schema as Record<string, unknown>;
   const out: ManifestProblem[] = [];
-  if (requireObject && s.type !== 'object') out.push({ pointer: `${base}/type`, message: 'must be "object" (tool arguments are a JSON object)' });
+  if (requireObject && s.type !== 'object')
+    out.push({ pointer: `${base}/type`, message: 'must be "object" (tool arguments are a JSON object)' });
   if (s.$schema !== undefined && s.$schema !== 'https://json-schema.org/draft/2020-12/schema') {
-    out.push({ pointer: `${base}/$schema`, message: 'must be https://json-schema.org/draft/2020-12/schema when present' });
+    out.push({
+      pointer: `${base}/$schema`,
+      message: 'must be https://json-schema.org/draft/2020-12/schema when present',
+    });
     return out;
   }
   if (!ajv.validateSchema(s)) {
@@ -135,7 +144,11 @@ export function pathParams(path: string): string[] {
  * placeholders declared in the input schema, schemas valid. `base` is the pointer of the tool list.
  * Returns errors and warnings.
  */
-export function checkTools(tools: NormalizedTool[], base: string, opts: { requireDescription: boolean }): { errors: ManifestProblem[]; warnings: ManifestProblem[] } {
+export function checkTools(
+  tools: NormalizedTool[],
+  base: string,
+  opts: { requireDescription: boolean },
+): { errors: ManifestProblem[]; warnings: ManifestProblem[] } {
   const errors: ManifestProblem[] = [];
   const warnings: ManifestProblem[] = [];
   const seen = new Map<string, number>();
@@ -146,14 +159,19 @@ export function checkTools(tools: NormalizedTool[], base: string, opts: { requir
     if (prev !== undefined) errors.push({ pointer: `${at}/name`, message: `duplicates the name of ${base}/${prev}` });
     else seen.set(t.name, i);
     if (!t.description.trim()) {
-      (opts.requireDescription ? errors : warnings).push({ pointer: `${at}/description`, message: 'is empty; agents choose tools by their descriptions (publishing requires one)' });
+      (opts.requireDescription ? errors : warnings).push({
+        pointer: `${at}/description`,
+        message: 'is empty; agents choose tools by their descriptions (publishing requires one)',
+      });
     }
     if (t.method !== 'MCP') {
-      if (!(HTTP_METHODS as readonly string[]).includes(t.method)) errors.push({ pointer: `${at}/method`, message: `must be one of ${HTTP_METHODS.join(', ')}` });
+      if (!(HTTP_METHODS as readonly string[]).includes(t.method))
+        errors.push({ pointer: `${at}/method`, message: `must be one of ${HTTP_METHODS.join(', ')}` });
       if (!t.path.startsWith('/')) errors.push({ pointer: `${at}/path`, message: 'must start with /' });
       const props = (t.inputSchema.properties ?? {}) as Record<string, unknown>;
       for (const p of pathParams(t.path)) {
-        if (!(p in props)) errors.push({ pointer: `${at}/path`, message: `placeholder {${p}} is not a property of input_schema` });
+        if (!(p in props))
+          errors.push({ pointer: `${at}/path`, message: `placeholder {${p}} is not a property of input_schema` });
       }
     }
     errors.push(...checkToolSchema(t.inputSchema, `${at}/input_schema`, true));
@@ -167,11 +185,19 @@ export function checkAuth(auth: UpstreamAuthInput | undefined, base: string): Ma
   if (!auth) return [];
   if (auth.type === 'oauth2') return checkOAuth2Fields(auth, base);
   const out: ManifestProblem[] = [];
-  for (const f of OAUTH2_FIELDS) if (auth[f] !== undefined) out.push({ pointer: `${base}/${f}`, message: 'is only for auth type oauth2' });
-  if (auth.type !== 'none' && !auth.secret) out.push({ pointer: `${base}/secret`, message: `is required for auth type ${auth.type}` });
-  if ((auth.type === 'header' || auth.type === 'query') && !auth.name) out.push({ pointer: `${base}/name`, message: `is required for auth type ${auth.type}` });
-  if (auth.type === 'header' && auth.name && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(auth.name)) out.push({ pointer: `${base}/name`, message: 'must be a valid HTTP header name' });
-  if (auth.type === 'header' && auth.name && ['host', 'content-length', 'transfer-encoding', 'connection'].includes(auth.name.toLowerCase())) {
+  for (const f of OAUTH2_FIELDS)
+    if (auth[f] !== undefined) out.push({ pointer: `${base}/${f}`, message: 'is only for auth type oauth2' });
+  if (auth.type !== 'none' && !auth.secret)
+    out.push({ pointer: `${base}/secret`, message: `is required for auth type ${auth.type}` });
+  if ((auth.type === 'header' || auth.type === 'query') && !auth.name)
+    out.push({ pointer: `${base}/name`, message: `is required for auth type ${auth.type}` });
+  if (auth.type === 'header' && auth.name && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(auth.name))
+    out.push({ pointer: `${base}/name`, message: 'must be a valid HTTP header name' });
+  if (
+    auth.type === 'header' &&
+    auth.name &&
+    ['host', 'content-length', 'transfer-encoding', 'connection'].includes(auth.name.toLowerCase())
+  ) {
     out.push({ pointer: `${base}/name`, message: 'cannot be a connection-level header' });
   }
   return out;
@@ -187,7 +213,8 @@ export function checkBaseUrl(raw: string | undefined, at: string): ManifestProbl
     return [{ pointer: at, message: 'must be an absolute URL' }];
   }
   const out: ManifestProblem[] = [];
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') out.push({ pointer: at, message: 'must be an http or https URL' });
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    out.push({ pointer: at, message: 'must be an http or https URL' });
   if (u.username || u.password) out.push({ pointer: at, message: 'must not embed credentials (use auth)' });
   if (u.search || u.hash) out.push({ pointer: at, message: 'must not carry a query or fragment' });
   return out;
@@ -207,6 +234,10 @@ export function slugify(text: string): string | null {
 
 /** A tool name from arbitrary text (operationId, method+path): invalid characters → `_`, at most 64. */
 export function toolNameFrom(text: string): string {
-  const s = text.replace(/[^a-zA-Z0-9_-]+/g, '_').replace(/_{2,}/g, '_').replace(/^_+|_+$/g, '').slice(0, 64);
+  const s = text
+    .replace(/[^a-zA-Z0-9_-]+/g, '_')
+    .replace(/_{2,}/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 64);
   return s || 'tool';
 }

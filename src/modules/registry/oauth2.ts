@@ -53,7 +53,8 @@ function endpointProblem(raw: string): string | null {
   } catch {
     return 'must be an absolute URL';
   }
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && isLoopbackHost(u.hostname))) return 'must be an https URL (http only on loopback)';
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && isLoopbackHost(u.hostname)))
+    return 'must be an https URL (http only on loopback)';
   if (u.username || u.password) return 'must not embed credentials';
   if (u.hash) return 'must not carry a fragment';
   return null;
@@ -63,21 +64,30 @@ function endpointProblem(raw: string): string | null {
 export function checkOAuth2Fields(auth: UpstreamAuthInput, base: string): Problem[] {
   const out: Problem[] = [];
   if (auth.name !== undefined) out.push({ pointer: `${base}/name`, message: 'is not used by auth type oauth2' });
-  if (auth.secret !== undefined) out.push({ pointer: `${base}/secret`, message: 'is not used by auth type oauth2 (use client_secret)' });
-  if (!auth.client_id) out.push({ pointer: `${base}/client_id`, message: 'is required for auth type oauth2 (the client the service registered at the upstream)' });
+  if (auth.secret !== undefined)
+    out.push({ pointer: `${base}/secret`, message: 'is not used by auth type oauth2 (use client_secret)' });
+  if (!auth.client_id)
+    out.push({
+      pointer: `${base}/client_id`,
+      message: 'is required for auth type oauth2 (the client the service registered at the upstream)',
+    });
   for (const f of ['issuer', 'authorization_url', 'token_url', 'revocation_url'] as const) {
     const p = auth[f] === undefined ? null : endpointProblem(auth[f]);
     if (p) out.push({ pointer: `${base}/${f}`, message: p });
   }
   if (auth.resource !== undefined) {
     try {
-      if (new URL(auth.resource).hash) out.push({ pointer: `${base}/resource`, message: 'must not carry a fragment (RFC 8707 §2)' });
+      if (new URL(auth.resource).hash)
+        out.push({ pointer: `${base}/resource`, message: 'must not carry a fragment (RFC 8707 §2)' });
     } catch {
       out.push({ pointer: `${base}/resource`, message: 'must be an absolute URI (RFC 8707 §2)' });
     }
   }
   if (auth.token_endpoint_auth_method && auth.token_endpoint_auth_method !== 'none' && !auth.client_secret) {
-    out.push({ pointer: `${base}/client_secret`, message: `is required for token_endpoint_auth_method ${auth.token_endpoint_auth_method}` });
+    out.push({
+      pointer: `${base}/client_secret`,
+      message: `is required for token_endpoint_auth_method ${auth.token_endpoint_auth_method}`,
+    });
   }
   return out;
 }
@@ -86,7 +96,10 @@ export function checkOAuth2Fields(auth: UpstreamAuthInput, base: string): Proble
 export function checkOAuth2Complete(auth: UpstreamAuthInput | undefined, base: string): Problem[] {
   if (auth?.type !== 'oauth2' || auth.issuer || (auth.authorization_url && auth.token_url)) return [];
   const missing = (['authorization_url', 'token_url'] as const).filter((f) => !auth[f]);
-  return missing.map((f) => ({ pointer: `${base}/${f}`, message: 'is required for auth type oauth2 unless issuer is given (OpenID Connect discovery)' }));
+  return missing.map((f) => ({
+    pointer: `${base}/${f}`,
+    message: 'is required for auth type oauth2 unless issuer is given (OpenID Connect discovery)',
+  }));
 }
 
 /**
@@ -96,7 +109,11 @@ export function checkOAuth2Complete(auth: UpstreamAuthInput | undefined, base: s
 export function oauth2FromSecuritySchemes(schemes: unknown): OAuth2Prefill | null {
   if (!schemes || typeof schemes !== 'object') return null;
   for (const scheme of Object.values(schemes as Record<string, unknown>)) {
-    const s = scheme as { type?: unknown; flows?: { authorizationCode?: Record<string, unknown> }; openIdConnectUrl?: unknown };
+    const s = scheme as {
+      type?: unknown;
+      flows?: { authorizationCode?: Record<string, unknown> };
+      openIdConnectUrl?: unknown;
+    };
     const flow = s?.type === 'oauth2' ? s.flows?.authorizationCode : undefined;
     if (flow && typeof flow.authorizationUrl === 'string' && typeof flow.tokenUrl === 'string') {
       const scopes = flow.scopes && typeof flow.scopes === 'object' ? Object.keys(flow.scopes) : [];
@@ -113,7 +130,10 @@ export function oauth2FromSecuritySchemes(schemes: unknown): OAuth2Prefill | nul
 }
 
 /** Fill the endpoints and scopes an `oauth2` block leaves out from the document's security scheme. */
-export function prefillOAuth2(auth: UpstreamAuthInput | undefined, fromDoc: OAuth2Prefill | null): UpstreamAuthInput | undefined {
+export function prefillOAuth2(
+  auth: UpstreamAuthInput | undefined,
+  fromDoc: OAuth2Prefill | null,
+): UpstreamAuthInput | undefined {
   if (auth?.type !== 'oauth2' || !fromDoc || auth.issuer || auth.authorization_url || auth.token_url) {
     return auth?.type === 'oauth2' && fromDoc && !auth.scopes ? { ...auth, scopes: fromDoc.scopes } : auth;
   }
@@ -144,7 +164,12 @@ function settingsOf(a: UpstreamAuthInput): OAuth2Settings {
 export function authColumns(ctx: AppContext, auth: UpstreamAuthInput | undefined, keptSecret?: string | null) {
   const type = auth?.type ?? 'none';
   if (type === 'oauth2') {
-    return { authType: type, authName: null, authSecret: auth!.client_secret ? encryptSecret(ctx, auth!.client_secret) : (keptSecret ?? null), authOauth2: settingsOf(auth!) };
+    return {
+      authType: type,
+      authName: null,
+      authSecret: auth!.client_secret ? encryptSecret(ctx, auth!.client_secret) : (keptSecret ?? null),
+      authOauth2: settingsOf(auth!),
+    };
   }
   return {
     authType: type,
@@ -162,5 +187,7 @@ export function oauth2ClientOf(ctx: AppContext, svc: ServiceRow): OAuth2Client |
 
 /** The `oauth2` settings as shown to anyone (never the client secret). */
 export function oauth2View(svc: ServiceRow): (OAuth2Settings & { has_client_secret: boolean }) | undefined {
-  return svc.authType === 'oauth2' && svc.authOauth2 ? { ...svc.authOauth2, has_client_secret: svc.authSecret !== null } : undefined;
+  return svc.authType === 'oauth2' && svc.authOauth2
+    ? { ...svc.authOauth2, has_client_secret: svc.authSecret !== null }
+    : undefined;
 }

@@ -39,10 +39,17 @@ function isObj(v: unknown): v is Obj {
 }
 
 /** Fetch an OpenAPI document through the guarded client (JSON or YAML). Problems point at `/openapi_url`. */
-export async function fetchOpenApiDocument(ctx: AppContext, url: string): Promise<{ doc?: Obj; problem?: ManifestProblem }> {
+export async function fetchOpenApiDocument(
+  ctx: AppContext,
+  url: string,
+): Promise<{ doc?: Obj; problem?: ManifestProblem }> {
   let res;
   try {
-    res = await upstreamFetch(ctx, { method: 'GET', url, headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.1' } });
+    res = await upstreamFetch(ctx, {
+      method: 'GET',
+      url,
+      headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.1' },
+    });
   } catch (err) {
     if (err instanceof AppError && err.code === 'upstream_blocked') throw err;
     return { problem: { pointer: '/openapi_url', message: `could not be fetched: ${(err as Error).message}` } };
@@ -69,7 +76,12 @@ export async function fetchOpenApiDocument(ctx: AppContext, url: string): Promis
  * Convert an OpenAPI schema object to JSON Schema 2020-12 (deep copy). `is30`: apply the 3.0
  * dialect fixes. Cycles (left by circular `$ref`s) and unresolved `$ref`s become `{}`.
  */
-export function toJsonSchema(node: unknown, is30: boolean, ancestors: Set<object> = new Set(), unresolved: { count: number } = { count: 0 }): unknown {
+export function toJsonSchema(
+  node: unknown,
+  is30: boolean,
+  ancestors: Set<object> = new Set(),
+  unresolved: { count: number } = { count: 0 },
+): unknown {
   if (Array.isArray(node)) return node.map((n) => toJsonSchema(n, is30, ancestors, unresolved));
   if (!isObj(node)) return node;
   if (ancestors.has(node)) return {};
@@ -83,7 +95,9 @@ export function toJsonSchema(node: unknown, is30: boolean, ancestors: Set<object
     if (k === 'discriminator' || k === 'xml' || k === 'externalDocs') continue;
     // `properties`, `patternProperties`, `$defs` map names to schemas: keep the names.
     if ((k === 'properties' || k === 'patternProperties' || k === '$defs' || k === 'dependentSchemas') && isObj(v)) {
-      out[k] = Object.fromEntries(Object.entries(v).map(([name, s]) => [name, toJsonSchema(s, is30, ancestors, unresolved)]));
+      out[k] = Object.fromEntries(
+        Object.entries(v).map(([name, s]) => [name, toJsonSchema(s, is30, ancestors, unresolved)]),
+      );
     } else {
       out[k] = toJsonSchema(v, is30, ancestors, unresolved);
     }
@@ -118,7 +132,8 @@ export function toJsonSchema(node: unknown, is30: boolean, ancestors: Set<object
 function serverUrlOf(doc: Obj, docUrl: string | undefined): string | null {
   const servers = Array.isArray(doc.servers) ? doc.servers : [];
   const first = servers[0];
-  if (!isObj(first) || typeof first.url !== 'string') return docUrl ? new URL('/', docUrl).toString().replace(/\/$/, '') : null;
+  if (!isObj(first) || typeof first.url !== 'string')
+    return docUrl ? new URL('/', docUrl).toString().replace(/\/$/, '') : null;
   let url = first.url;
   if (isObj(first.variables)) {
     for (const [name, v] of Object.entries(first.variables)) {
@@ -145,19 +160,38 @@ function jsonContent(content: unknown): Obj | null {
  * problems come back in `errors` (pointers into the request body under `base`).
  */
 export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: string): Promise<OpenApiImport> {
-  const out: OpenApiImport = { title: null, description: null, version: null, serverUrl: null, tools: [], warnings: [], errors: [], declaresSecurity: false, oauth2: null };
+  const out: OpenApiImport = {
+    title: null,
+    description: null,
+    version: null,
+    serverUrl: null,
+    tools: [],
+    warnings: [],
+    errors: [],
+    declaresSecurity: false,
+    oauth2: null,
+  };
   const version = typeof doc.openapi === 'string' ? doc.openapi : '';
   if (!/^3\.[01]\.\d+/.test(version)) {
-    out.errors.push({ pointer: `${base}/openapi`, message: 'must be an OpenAPI 3.0.x or 3.1.x document (field "openapi")' });
+    out.errors.push({
+      pointer: `${base}/openapi`,
+      message: 'must be an OpenAPI 3.0.x or 3.1.x document (field "openapi")',
+    });
     return out;
   }
   const is30 = version.startsWith('3.0');
-  const options = { resolve: { external: false, file: false, http: false }, dereference: { circular: 'ignore' as const } };
+  const options = {
+    resolve: { external: false, file: false, http: false },
+    dereference: { circular: 'ignore' as const },
+  };
   const { default: SwaggerParser } = await import('@apidevtools/swagger-parser');
   try {
     await SwaggerParser.validate(structuredClone(doc) as never, options as never);
   } catch (err) {
-    out.warnings.push({ pointer: base, message: `OpenAPI document does not validate: ${(err as Error).message.slice(0, 500)}` });
+    out.warnings.push({
+      pointer: base,
+      message: `OpenAPI document does not validate: ${(err as Error).message.slice(0, 500)}`,
+    });
   }
   let api: Obj;
   try {
@@ -171,7 +205,10 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
   out.description = typeof info.description === 'string' ? info.description : null;
   out.version = typeof info.version === 'string' ? info.version : null;
   out.serverUrl = serverUrlOf(api, docUrl);
-  out.declaresSecurity = isObj(api.components) && isObj(api.components.securitySchemes) && Object.keys(api.components.securitySchemes).length > 0;
+  out.declaresSecurity =
+    isObj(api.components) &&
+    isObj(api.components.securitySchemes) &&
+    Object.keys(api.components.securitySchemes).length > 0;
   out.oauth2 = isObj(api.components) ? oauth2FromSecuritySchemes(api.components.securitySchemes) : null;
   const paths = isObj(api.paths) ? api.paths : {};
   const usedNames = new Set<string>();
@@ -185,7 +222,8 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
       const at = `${base}/paths/${path.replaceAll('~', '~0').replaceAll('/', '~1')}/${method}`;
       // Operation parameters override path-item ones with the same name+in.
       const params = new Map<string, Obj>();
-      for (const p of [...shared, ...(Array.isArray(op.parameters) ? op.parameters.filter(isObj) : [])]) params.set(`${String(p.in)}:${String(p.name)}`, p);
+      for (const p of [...shared, ...(Array.isArray(op.parameters) ? op.parameters.filter(isObj) : [])])
+        params.set(`${String(p.in)}:${String(p.name)}`, p);
       const properties: Obj = {};
       const required: string[] = [];
       const locations: Record<string, ArgLocation> = {};
@@ -198,10 +236,14 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
         }
         if (where !== 'path' && where !== 'query' && where !== 'header') continue;
         if (name in properties) {
-          out.warnings.push({ pointer: at, message: `parameter "${name}" appears in two locations; the ${where} one was skipped` });
+          out.warnings.push({
+            pointer: at,
+            message: `parameter "${name}" appears in two locations; the ${where} one was skipped`,
+          });
           continue;
         }
-        const schema = (toJsonSchema(p.schema ?? jsonContent(p.content)?.schema ?? {}, is30, new Set(), unresolved) ?? {}) as Obj;
+        const schema = (toJsonSchema(p.schema ?? jsonContent(p.content)?.schema ?? {}, is30, new Set(), unresolved) ??
+          {}) as Obj;
         if (typeof p.description === 'string' && !schema.description) schema.description = p.description;
         properties[name] = schema;
         locations[name] = where;
@@ -222,7 +264,8 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
               properties[k] = v;
               locations[k] = 'body';
             }
-            if (body.required === true && Array.isArray(schema.required)) required.push(...schema.required.filter((r): r is string => typeof r === 'string' && r in props));
+            if (body.required === true && Array.isArray(schema.required))
+              required.push(...schema.required.filter((r): r is string => typeof r === 'string' && r in props));
           } else {
             bodyArgument = 'body' in properties ? 'request_body' : 'body';
             properties[bodyArgument] = schema;
@@ -237,7 +280,9 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
       let name = toolNameFrom(typeof op.operationId === 'string' ? op.operationId : `${method}_${path}`);
       for (let n = 2; usedNames.has(name); n++) name = `${name.slice(0, 60)}_${n}`;
       usedNames.add(name);
-      const description = [op.summary, op.description].filter((s): s is string => typeof s === 'string' && s.trim() !== '').join('\n\n');
+      const description = [op.summary, op.description]
+        .filter((s): s is string => typeof s === 'string' && s.trim() !== '')
+        .join('\n\n');
       out.tools.push({
         name,
         description,
@@ -249,7 +294,12 @@ export async function importOpenApi(doc: Obj, docUrl: string | undefined, base: 
       });
     }
   }
-  if (unresolved.count) out.warnings.push({ pointer: base, message: `${unresolved.count} external or circular $ref(s) were not followed and accept any value` });
-  if (out.tools.length === 0) out.errors.push({ pointer: `${base}/paths`, message: 'declares no GET, POST, PUT, PATCH or DELETE operation' });
+  if (unresolved.count)
+    out.warnings.push({
+      pointer: base,
+      message: `${unresolved.count} external or circular $ref(s) were not followed and accept any value`,
+    });
+  if (out.tools.length === 0)
+    out.errors.push({ pointer: `${base}/paths`, message: 'declares no GET, POST, PUT, PATCH or DELETE operation' });
   return out;
 }

@@ -56,9 +56,16 @@ interface Loaded {
 
 export function fail(errors: ManifestProblem[], what = 'Manifest is invalid'): never {
   const list = errors.slice(0, 200);
-  throw new AppError('validation_failed', `${what}: ${list.map((e) => `${e.pointer} ${e.message}`).join('; ').slice(0, 2000)}`, {
-    errors: list.map((e) => ({ in: 'body' as const, pointer: e.pointer, message: e.message })),
-  });
+  throw new AppError(
+    'validation_failed',
+    `${what}: ${list
+      .map((e) => `${e.pointer} ${e.message}`)
+      .join('; ')
+      .slice(0, 2000)}`,
+    {
+      errors: list.map((e) => ({ in: 'body' as const, pointer: e.pointer, message: e.message })),
+    },
+  );
 }
 
 export function fromManifestTools(list: NonNullable<RegisterInput['tools']>): NormalizedTool[] {
@@ -81,8 +88,22 @@ function importedSchema(schema: Record<string, unknown> | undefined): Record<str
 }
 
 /** Read tools from the registration's source (fetching OpenAPI / MCP through the guarded client). */
-export async function loadSource(ctx: AppContext, input: RegisterInput, auth: UpstreamAuthInput | undefined): Promise<Loaded> {
-  const loaded: Loaded = { source: 'manifest', sourceUrl: null, title: null, description: null, version: null, baseUrl: null, tools: [], warnings: [], errors: [] };
+export async function loadSource(
+  ctx: AppContext,
+  input: RegisterInput,
+  auth: UpstreamAuthInput | undefined,
+): Promise<Loaded> {
+  const loaded: Loaded = {
+    source: 'manifest',
+    sourceUrl: null,
+    title: null,
+    description: null,
+    version: null,
+    baseUrl: null,
+    tools: [],
+    warnings: [],
+    errors: [],
+  };
   if (input.tools) {
     loaded.tools = fromManifestTools(input.tools);
     return loaded;
@@ -105,14 +126,27 @@ export async function loadSource(ctx: AppContext, input: RegisterInput, auth: Up
       doc = fetched.doc;
     }
     const imp = await importOpenApi(doc!, loaded.sourceUrl ?? undefined, input.openapi ? '/openapi' : '/openapi_url');
-    Object.assign(loaded, { title: imp.title, description: imp.description, version: imp.version, baseUrl: imp.serverUrl, tools: imp.tools });
+    Object.assign(loaded, {
+      title: imp.title,
+      description: imp.description,
+      version: imp.version,
+      baseUrl: imp.serverUrl,
+      tools: imp.tools,
+    });
     loaded.warnings.push(...imp.warnings);
     loaded.errors.push(...imp.errors);
     loaded.oauth2 = imp.oauth2;
     if (imp.oauth2 && auth?.type !== 'oauth2') {
-      loaded.warnings.push({ pointer: '/auth', message: 'the OpenAPI document declares an OAuth 2.0 authorization-code flow: set auth {"type":"oauth2","client_id","client_secret"} (endpoints and scopes are read from the document) so each caller connects their own account' });
+      loaded.warnings.push({
+        pointer: '/auth',
+        message:
+          'the OpenAPI document declares an OAuth 2.0 authorization-code flow: set auth {"type":"oauth2","client_id","client_secret"} (endpoints and scopes are read from the document) so each caller connects their own account',
+      });
     } else if (imp.declaresSecurity && (!auth || auth.type === 'none')) {
-      loaded.warnings.push({ pointer: '/auth', message: 'the OpenAPI document declares security schemes but no upstream auth is set' });
+      loaded.warnings.push({
+        pointer: '/auth',
+        message: 'the OpenAPI document declares security schemes but no upstream auth is set',
+      });
     }
     return loaded;
   }
@@ -140,8 +174,20 @@ export async function loadSource(ctx: AppContext, input: RegisterInput, auth: Up
     let name = TOOL_NAME.test(t.name) ? t.name : toolNameFrom(t.name);
     for (let n = 2; used.has(name); n++) name = `${name.slice(0, 60)}_${n}`;
     used.add(name);
-    if (name !== t.name) loaded.warnings.push({ pointer: `/mcp_url`, message: `MCP tool ${i} "${t.name.slice(0, 100)}" is listed as "${name}"` });
-    return { name, description: t.description ?? '', method: 'MCP', path: t.name, inputSchema: importedSchema(t.inputSchema), outputSchema: t.outputSchema ? importedSchema(t.outputSchema) : null, argLocations: null };
+    if (name !== t.name)
+      loaded.warnings.push({
+        pointer: `/mcp_url`,
+        message: `MCP tool ${i} "${t.name.slice(0, 100)}" is listed as "${name}"`,
+      });
+    return {
+      name,
+      description: t.description ?? '',
+      method: 'MCP',
+      path: t.name,
+      inputSchema: importedSchema(t.inputSchema),
+      outputSchema: t.outputSchema ? importedSchema(t.outputSchema) : null,
+      argLocations: null,
+    };
   });
   return loaded;
 }
@@ -158,7 +204,9 @@ export function checkBaseUrlTarget(ctx: AppContext, raw: string, at: string): Ma
     return [];
   }
   if (isIP(host) && !isAddressAllowed(host, ctx.config.upstream.allowLoopback)) {
-    return [{ pointer: at, message: `points at a ${classifyAddress(host)} address, which upstream calls may not reach` }];
+    return [
+      { pointer: at, message: `points at a ${classifyAddress(host)} address, which upstream calls may not reach` },
+    ];
   }
   return [];
 }
@@ -182,7 +230,8 @@ async function nameTaken(ctx: AppContext, name: string): Promise<boolean> {
 /** A free service name derived from `text` (suffixes `-2`…, then random). */
 async function deriveName(ctx: AppContext, text: string): Promise<string> {
   const base = (slugify(text) ?? 'service').slice(0, 56);
-  for (const candidate of [base, `${base}-2`, `${base}-3`, `${base}-4`]) if (!(await nameTaken(ctx, candidate))) return candidate;
+  for (const candidate of [base, `${base}-2`, `${base}-3`, `${base}-4`])
+    if (!(await nameTaken(ctx, candidate))) return candidate;
   return `${base}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -198,13 +247,20 @@ export function newSigningSecret(): string {
  */
 export async function registerService(ctx: AppContext, ownerId: string, input: RegisterInput) {
   const errors = checkRegistrationShape(input);
-  const sources = typeof input === 'object' && input !== null ? (['tools', 'openapi', 'openapi_url', 'mcp_url'] as const).filter((k) => input[k] !== undefined) : [];
+  const sources =
+    typeof input === 'object' && input !== null
+      ? (['tools', 'openapi', 'openapi_url', 'mcp_url'] as const).filter((k) => input[k] !== undefined)
+      : [];
   if (sources.length !== 1) {
-    errors.push({ pointer: '/', message: `exactly one source is required: tools (native manifest), openapi, openapi_url or mcp_url${sources.length ? ` (got ${sources.join(', ')})` : ''}` });
+    errors.push({
+      pointer: '/',
+      message: `exactly one source is required: tools (native manifest), openapi, openapi_url or mcp_url${sources.length ? ` (got ${sources.join(', ')})` : ''}`,
+    });
   }
   // A body of the wrong shape cannot be read further: report what is known.
   if (errors.length) fail(errors);
-  if (input.name !== undefined && !SERVICE_NAME.test(input.name)) errors.push({ pointer: '/name', message: 'must match ^[a-z0-9][a-z0-9-]{1,62}$' });
+  if (input.name !== undefined && !SERVICE_NAME.test(input.name))
+    errors.push({ pointer: '/name', message: 'must match ^[a-z0-9][a-z0-9-]{1,62}$' });
   errors.push(...checkAuth(input.auth, '/auth'));
   if (input.base_url !== undefined) errors.push(...checkBaseUrl(input.base_url, '/base_url'));
   if (input.tools) {
@@ -225,16 +281,22 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
   errors.push(...toolCheck.errors);
   const warnings = [...loaded.warnings, ...toolCheck.warnings];
   const baseUrl = input.base_url ?? loaded.baseUrl;
-  if (!baseUrl && loaded.source !== 'manifest' && !loaded.errors.length) errors.push({ pointer: '/base_url', message: 'is required (the source gives no absolute server URL)' });
-  else if (!input.base_url && baseUrl) errors.push(...checkBaseUrl(baseUrl, '/base_url').map((e) => ({ ...e, message: `from the source ${e.message}` })));
+  if (!baseUrl && loaded.source !== 'manifest' && !loaded.errors.length)
+    errors.push({ pointer: '/base_url', message: 'is required (the source gives no absolute server URL)' });
+  else if (!input.base_url && baseUrl)
+    errors.push(...checkBaseUrl(baseUrl, '/base_url').map((e) => ({ ...e, message: `from the source ${e.message}` })));
   if (baseUrl) errors.push(...checkBaseUrlTarget(ctx, baseUrl, '/base_url'));
-  if (loaded.source !== 'manifest' && loaded.tools.length === 0 && !loaded.errors.length) errors.push({ pointer: base, message: 'the source lists no tools' });
+  if (loaded.source !== 'manifest' && loaded.tools.length === 0 && !loaded.errors.length)
+    errors.push({ pointer: base, message: 'the source lists no tools' });
   if (errors.length) fail(errors);
 
   const displayName = input.display_name ?? loaded.title ?? input.name ?? 'Service';
   let name = input.name;
   if (name !== undefined) {
-    if (await nameTaken(ctx, name)) throw new AppError('conflict', `Service name "${name}" is taken`, { errors: [{ in: 'body', pointer: '/name', message: 'is taken' }] });
+    if (await nameTaken(ctx, name))
+      throw new AppError('conflict', `Service name "${name}" is taken`, {
+        errors: [{ in: 'body', pointer: '/name', message: 'is taken' }],
+      });
   } else {
     name = await deriveName(ctx, displayName);
   }
@@ -267,7 +329,12 @@ export async function registerService(ctx: AppContext, ownerId: string, input: R
     return svc;
   });
   await registryChanged(ctx);
-  return { ...serviceView(row), tools: await listServiceTools(ctx, serviceId), warnings, signing_secret: signingSecret };
+  return {
+    ...serviceView(row),
+    tools: await listServiceTools(ctx, serviceId),
+    warnings,
+    signing_secret: signingSecret,
+  };
 }
 
 async function insertTools(tx: Tx, serviceId: string, list: NormalizedTool[]): Promise<void> {
@@ -293,9 +360,15 @@ async function insertTools(tx: Tx, serviceId: string, list: NormalizedTool[]): P
  * Replace the tools of a service. Existing tools are matched by `key` (kept: id, status and — for
  * upstream-keyed matching — the current name), others added, missing ones deleted (aliases go with them).
  */
-export async function replaceTools(tx: Tx, serviceId: string, next: NormalizedTool[], key: 'name' | 'upstream'): Promise<void> {
+export async function replaceTools(
+  tx: Tx,
+  serviceId: string,
+  next: NormalizedTool[],
+  key: 'name' | 'upstream',
+): Promise<void> {
   const current = await tx.select().from(tools).where(eq(tools.serviceId, serviceId));
-  const keyOf = (t: { name: string; method: string; path: string }) => (key === 'name' ? t.name : `${t.method} ${t.path}`);
+  const keyOf = (t: { name: string; method: string; path: string }) =>
+    key === 'name' ? t.name : `${t.method} ${t.path}`;
   const byKey = new Map(current.map((t) => [keyOf(t), t]));
   const kept = new Set<string>();
   const added: NormalizedTool[] = [];
@@ -314,10 +387,23 @@ export async function replaceTools(tx: Tx, serviceId: string, next: NormalizedTo
   for (const [old, t] of updates) {
     await tx
       .update(tools)
-      .set({ ...(key === 'name' ? { name: t.name } : {}), description: t.description, method: t.method, path: t.path, inputSchema: t.inputSchema, outputSchema: t.outputSchema, argLocations: t.argLocations, updatedAt: new Date() })
+      .set({
+        ...(key === 'name' ? { name: t.name } : {}),
+        description: t.description,
+        method: t.method,
+        path: t.path,
+        inputSchema: t.inputSchema,
+        outputSchema: t.outputSchema,
+        argLocations: t.argLocations,
+        updatedAt: new Date(),
+      })
       .where(eq(tools.id, old.id));
   }
-  const aliases = new Set((await tx.select({ name: toolAliases.name }).from(toolAliases).where(eq(toolAliases.serviceId, serviceId))).map((a) => a.name));
+  const aliases = new Set(
+    (await tx.select({ name: toolAliases.name }).from(toolAliases).where(eq(toolAliases.serviceId, serviceId))).map(
+      (a) => a.name,
+    ),
+  );
   for (const t of added) {
     let name = t.name;
     for (let n = 2; taken.has(name) || aliases.has(name); n++) name = `${t.name.slice(0, 60)}_${n}`;
@@ -326,4 +412,3 @@ export async function replaceTools(tx: Tx, serviceId: string, next: NormalizedTo
   }
   await insertTools(tx, serviceId, added);
 }
-

@@ -9,19 +9,43 @@ const EndpointUrl = (description: string) => Type.Optional(Type.String({ minLeng
 /** Upstream auth of a service (docs/manifest.md "auth"): a shared credential, or `oauth2` (each user's own grant, docs/connections.md). */
 export const AuthInput = Type.Object(
   {
-    type: Type.Union([Type.Literal('none'), Type.Literal('bearer'), Type.Literal('header'), Type.Literal('query'), Type.Literal('oauth2')]),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'header or query parameter name (header, query)' })),
-    secret: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'stored encrypted, never returned' })),
-    issuer: EndpointUrl('oauth2: issuer for OpenID Connect / RFC 8414 discovery (instead of the endpoint URLs), or the expected RFC 9207 iss'),
+    type: Type.Union([
+      Type.Literal('none'),
+      Type.Literal('bearer'),
+      Type.Literal('header'),
+      Type.Literal('query'),
+      Type.Literal('oauth2'),
+    ]),
+    name: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'header or query parameter name (header, query)' }),
+    ),
+    secret: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 8192, description: 'stored encrypted, never returned' }),
+    ),
+    issuer: EndpointUrl(
+      'oauth2: issuer for OpenID Connect / RFC 8414 discovery (instead of the endpoint URLs), or the expected RFC 9207 iss',
+    ),
     authorization_url: EndpointUrl('oauth2: authorization endpoint'),
     token_url: EndpointUrl('oauth2: token endpoint'),
     revocation_url: EndpointUrl('oauth2: RFC 7009 revocation endpoint'),
-    scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' }), { maxItems: 100 })),
+    scopes: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 200, pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' }), {
+        maxItems: 100,
+      }),
+    ),
     client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),
-    client_secret: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'oauth2: stored encrypted, never returned' })),
-    token_endpoint_auth_method: Type.Optional(Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post'), Type.Literal('none')])),
+    client_secret: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 8192, description: 'oauth2: stored encrypted, never returned' }),
+    ),
+    token_endpoint_auth_method: Type.Optional(
+      Type.Union([Type.Literal('client_secret_basic'), Type.Literal('client_secret_post'), Type.Literal('none')]),
+    ),
     pkce: Type.Optional(Type.Boolean({ description: 'oauth2: PKCE S256 (default true)' })),
-    token_placement: Type.Optional(Type.Union([Type.Literal('header'), Type.Literal('query')], { description: 'oauth2: Authorization header (default) or access_token query parameter' })),
+    token_placement: Type.Optional(
+      Type.Union([Type.Literal('header'), Type.Literal('query')], {
+        description: 'oauth2: Authorization header (default) or access_token query parameter',
+      }),
+    ),
     audience: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
     resource: EndpointUrl('oauth2: RFC 8707 resource indicator'),
   },
@@ -41,7 +65,9 @@ export const ToolInput = Type.Object(
 );
 
 const TopLevel = {
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'unique slug ^[a-z0-9][a-z0-9-]{1,62}$' })),
+  name: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 63, description: 'unique slug ^[a-z0-9][a-z0-9-]{1,62}$' }),
+  ),
   display_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   description: Type.Optional(Type.String({ maxLength: 4000 })),
   base_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
@@ -132,7 +158,11 @@ const OAuth2ViewSchema = Type.Object({
   has_client_secret: Type.Boolean(),
 });
 
-const AuthViewSchema = Type.Object({ type: Type.String(), name: Nullable(Type.String()), oauth2: Type.Optional(OAuth2ViewSchema) });
+const AuthViewSchema = Type.Object({
+  type: Type.String(),
+  name: Nullable(Type.String()),
+  oauth2: Type.Optional(OAuth2ViewSchema),
+});
 
 const ServiceFields = {
   ...ManifestFields,
@@ -171,12 +201,16 @@ export const CreatedServiceSchema = Type.Object({
   ...ServiceFields,
   tools: Type.Array(ToolSchema),
   warnings: Type.Array(Problem),
-  signing_secret: Type.String({ description: 'HMAC secret the platform signs upstream calls with; shown only in this answer' }),
+  signing_secret: Type.String({
+    description: 'HMAC secret the platform signs upstream calls with; shown only in this answer',
+  }),
 });
 
 export const OwnerServiceListItem = Type.Object({ ...ServiceFields, tool_count: Type.Integer() });
 
-export const SigningSecretSchema = Type.Object({ signing_secret: Type.String({ description: 'shown only in this answer' }) });
+export const SigningSecretSchema = Type.Object({
+  signing_secret: Type.String({ description: 'shown only in this answer' }),
+});
 
 /** Marketplace list item. */
 export const PublicServiceSchema = Type.Object({

@@ -13,11 +13,35 @@ import { AppError, notFound } from '../../http/errors.js';
 import { iso } from '../../http/ids.js';
 import { keyset, toPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
-import { TOOL_NAME, checkAuth, checkBaseUrl, checkTools, type ManifestProblem, type NormalizedTool, type UpstreamAuthInput } from './manifest.js';
-import { findTool, registryChanged, serviceWhere, upstreamAuthOf, type ServiceRow, type ServiceStatus } from './executable.js';
+import {
+  TOOL_NAME,
+  checkAuth,
+  checkBaseUrl,
+  checkTools,
+  type ManifestProblem,
+  type NormalizedTool,
+  type UpstreamAuthInput,
+} from './manifest.js';
+import {
+  findTool,
+  registryChanged,
+  serviceWhere,
+  upstreamAuthOf,
+  type ServiceRow,
+  type ServiceStatus,
+} from './executable.js';
 import { authView, listServiceTools, manifestView, serviceCardView, serviceView, type ToolView } from './views.js';
 import { authColumns, checkOAuth2Complete } from './oauth2.js';
-import { checkBaseUrlTarget, fail, fromManifestTools, loadSource, newSigningSecret, replaceTools, toolsBase, type RegisterInput } from './register.js';
+import {
+  checkBaseUrlTarget,
+  fail,
+  fromManifestTools,
+  loadSource,
+  newSigningSecret,
+  replaceTools,
+  toolsBase,
+  type RegisterInput,
+} from './register.js';
 import type { Static } from 'typebox';
 import type { UpdateServiceBody } from './schemas.js';
 
@@ -25,7 +49,11 @@ import type { UpdateServiceBody } from './schemas.js';
 
 /** The service `ref` (id or name) owned by `ownerId`. @throws AppError not_found (also for other owners' services) */
 export async function getOwnedService(ctx: AppContext, ownerId: string, ref: string): Promise<ServiceRow> {
-  const [s] = await ctx.db.select().from(services).where(and(serviceWhere(ref), eq(services.ownerId, ownerId))).limit(1);
+  const [s] = await ctx.db
+    .select()
+    .from(services)
+    .where(and(serviceWhere(ref), eq(services.ownerId, ownerId)))
+    .limit(1);
   if (!s) throw notFound('Service');
   return s;
 }
@@ -38,15 +66,27 @@ export async function getServiceRow(ctx: AppContext, ref: string): Promise<Servi
 }
 
 /** The owner's services, newest first, with tool counts. */
-export async function listOwnerServices(ctx: AppContext, ownerId: string, q: { limit?: number; cursor?: string }): Promise<Page<ReturnType<typeof serviceView> & { tool_count: number }>> {
+export async function listOwnerServices(
+  ctx: AppContext,
+  ownerId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<ReturnType<typeof serviceView> & { tool_count: number }>> {
   const page = keyset(q, services.id);
   const rows = await ctx.db
-    .select({ s: services, toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")` })
+    .select({
+      s: services,
+      toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")`,
+    })
     .from(services)
     .where(and(eq(services.ownerId, ownerId), page.after))
     .orderBy(page.orderBy)
     .limit(page.take);
-  return toPage(rows, page.limit, (r) => ({ ...serviceView(r.s), tool_count: Number(r.toolCount) }), (r) => r.s.id);
+  return toPage(
+    rows,
+    page.limit,
+    (r) => ({ ...serviceView(r.s), tool_count: Number(r.toolCount) }),
+    (r) => r.s.id,
+  );
 }
 
 /** The owner's view of one service (tools with aliases, warnings). Publishing adds checklist and reports. */
@@ -71,20 +111,29 @@ export async function updateService(ctx: AppContext, ownerId: string, ref: strin
     const p = checkBaseUrl(input.base_url, '/base_url');
     errors.push(...(p.length ? p : checkBaseUrlTarget(ctx, input.base_url, '/base_url')));
   }
-  if (input.description !== undefined && !input.description.trim() && s.source === 'manifest') errors.push({ pointer: '/description', message: 'must not be empty' });
+  if (input.description !== undefined && !input.description.trim() && s.source === 'manifest')
+    errors.push({ pointer: '/description', message: 'must not be empty' });
   let next: NormalizedTool[] | undefined;
   if (input.tools) {
-    if (s.source !== 'manifest') errors.push({ pointer: '/tools', message: `tools of a ${s.source} service come from its source: use POST /owner/services/:id/sync` });
+    if (s.source !== 'manifest')
+      errors.push({
+        pointer: '/tools',
+        message: `tools of a ${s.source} service come from its source: use POST /owner/services/:id/sync`,
+      });
     else if (input.tools.length === 0) errors.push({ pointer: '/tools', message: 'must list at least one tool' });
     else {
       next = fromManifestTools(input.tools);
       errors.push(...checkTools(next, '/tools', { requireDescription: true }).errors);
       const aliases = await ctx.db.select().from(toolAliases).where(eq(toolAliases.serviceId, s.id));
-      const current = await ctx.db.select({ id: tools.id, name: tools.name }).from(tools).where(eq(tools.serviceId, s.id));
+      const current = await ctx.db
+        .select({ id: tools.id, name: tools.name })
+        .from(tools)
+        .where(eq(tools.serviceId, s.id));
       const idByName = new Map(current.map((t) => [t.name, t.id]));
       next.forEach((t, i) => {
         const alias = aliases.find((a) => a.name === t.name);
-        if (alias && !idByName.has(t.name)) errors.push({ pointer: `/tools/${i}/name`, message: 'is a former name (alias) of another tool' });
+        if (alias && !idByName.has(t.name))
+          errors.push({ pointer: `/tools/${i}/name`, message: 'is a former name (alias) of another tool' });
       });
     }
   }
@@ -128,13 +177,18 @@ export async function deleteService(ctx: AppContext, ownerId: string, ref: strin
  */
 export async function syncService(ctx: AppContext, ownerId: string, ref: string) {
   const s = await getOwnedService(ctx, ownerId, ref);
-  if (!s.sourceUrl) throw new AppError('invalid_state', `A ${s.source} service registered inline has nothing to sync; PATCH its tools instead`);
+  if (!s.sourceUrl)
+    throw new AppError(
+      'invalid_state',
+      `A ${s.source} service registered inline has nothing to sync; PATCH its tools instead`,
+    );
   const auth = upstreamAuthOf(ctx, s);
   const input: RegisterInput = s.source === 'mcp' ? { mcp_url: s.sourceUrl } : { openapi_url: s.sourceUrl };
   const loaded = await loadSource(ctx, input, auth.type === 'none' ? undefined : (auth as UpstreamAuthInput));
   const check = checkTools(loaded.tools, toolsBase(loaded.source, input), { requireDescription: false });
   const errors = [...loaded.errors, ...check.errors];
-  if (!loaded.tools.length && !errors.length) errors.push({ pointer: toolsBase(loaded.source, input), message: 'the source lists no tools' });
+  if (!loaded.tools.length && !errors.length)
+    errors.push({ pointer: toolsBase(loaded.source, input), message: 'the source lists no tools' });
   if (errors.length) fail(errors, 'Source is invalid');
   const warnings = [...loaded.warnings, ...check.warnings];
   await ctx.db.transaction(async (tx) => {
@@ -146,10 +200,17 @@ export async function syncService(ctx: AppContext, ownerId: string, ref: string)
 }
 
 /** Replace the service's signing secret; the new one is returned this once. @throws AppError not_found */
-export async function rotateSigningSecret(ctx: AppContext, ownerId: string, ref: string): Promise<{ signing_secret: string }> {
+export async function rotateSigningSecret(
+  ctx: AppContext,
+  ownerId: string,
+  ref: string,
+): Promise<{ signing_secret: string }> {
   const s = await getOwnedService(ctx, ownerId, ref);
   const secret = newSigningSecret();
-  await ctx.db.update(services).set({ signingSecret: encryptSecret(ctx, secret), updatedAt: new Date() }).where(eq(services.id, s.id));
+  await ctx.db
+    .update(services)
+    .set({ signingSecret: encryptSecret(ctx, secret), updatedAt: new Date() })
+    .where(eq(services.id, s.id));
   await registryChanged(ctx);
   return { signing_secret: secret };
 }
@@ -174,19 +235,39 @@ export async function setToolStatus(ctx: AppContext, toolId: string, status: 'ac
  * {@link resolveExecutableTool}); renaming back to a former name of the same tool drops that alias.
  * @throws AppError not_found | validation_failed (pattern) | conflict (another tool's name or alias)
  */
-export async function renameTool(ctx: AppContext, ownerId: string, serviceRef: string, toolRef: string, newName: string): Promise<ToolView> {
+export async function renameTool(
+  ctx: AppContext,
+  ownerId: string,
+  serviceRef: string,
+  toolRef: string,
+  newName: string,
+): Promise<ToolView> {
   const s = await getOwnedService(ctx, ownerId, serviceRef);
   if (!TOOL_NAME.test(newName)) {
-    throw new AppError('validation_failed', 'name must match ^[a-zA-Z0-9_-]{1,64}$', { errors: [{ in: 'body', pointer: '/name', message: 'must match ^[a-zA-Z0-9_-]{1,64}$' }] });
+    throw new AppError('validation_failed', 'name must match ^[a-zA-Z0-9_-]{1,64}$', {
+      errors: [{ in: 'body', pointer: '/name', message: 'must match ^[a-zA-Z0-9_-]{1,64}$' }],
+    });
   }
   const tool = await findTool(ctx, s.id, toolRef);
   if (!tool) throw notFound('Tool');
   if (tool.name === newName) return (await listServiceTools(ctx, s.id)).find((t) => t.id === tool.id)!;
   await ctx.db.transaction(async (tx) => {
-    const [other] = await tx.select({ id: tools.id }).from(tools).where(and(eq(tools.serviceId, s.id), eq(tools.name, newName))).limit(1);
-    const [alias] = await tx.select().from(toolAliases).where(and(eq(toolAliases.serviceId, s.id), eq(toolAliases.name, newName))).limit(1);
+    const [other] = await tx
+      .select({ id: tools.id })
+      .from(tools)
+      .where(and(eq(tools.serviceId, s.id), eq(tools.name, newName)))
+      .limit(1);
+    const [alias] = await tx
+      .select()
+      .from(toolAliases)
+      .where(and(eq(toolAliases.serviceId, s.id), eq(toolAliases.name, newName)))
+      .limit(1);
     if (other || (alias && alias.toolId !== tool.id)) {
-      throw new AppError('conflict', `Tool name "${newName}" is already used in this service${alias ? ' (as a former name)' : ''}`, { errors: [{ in: 'body', pointer: '/name', message: 'is taken' }] });
+      throw new AppError(
+        'conflict',
+        `Tool name "${newName}" is already used in this service${alias ? ' (as a former name)' : ''}`,
+        { errors: [{ in: 'body', pointer: '/name', message: 'is taken' }] },
+      );
     }
     if (alias) await tx.delete(toolAliases).where(and(eq(toolAliases.serviceId, s.id), eq(toolAliases.name, newName)));
     await tx.insert(toolAliases).values({ serviceId: s.id, name: tool.name, toolId: tool.id });
@@ -206,7 +287,15 @@ export async function revalidateService(ctx: AppContext, serviceId: string): Pro
   const problems: ManifestProblem[] = [...checkBaseUrl(s.baseUrl, '/base_url')];
   if (!s.description.trim()) problems.push({ pointer: '/description', message: 'is empty' });
   if (rows.length === 0) problems.push({ pointer: '/tools', message: 'must list at least one tool' });
-  const normalized = rows.map((t) => ({ name: t.name, description: t.description, method: t.method, path: t.path, inputSchema: t.inputSchema, outputSchema: t.outputSchema ?? null, argLocations: t.argLocations }));
+  const normalized = rows.map((t) => ({
+    name: t.name,
+    description: t.description,
+    method: t.method,
+    path: t.path,
+    inputSchema: t.inputSchema,
+    outputSchema: t.outputSchema ?? null,
+    argLocations: t.argLocations,
+  }));
   problems.push(...checkTools(normalized, '/tools', { requireDescription: true }).errors);
   return problems;
 }
@@ -218,11 +307,17 @@ function likePattern(q: string): string {
 }
 
 /** Published services, newest first; filters: exact `category`, `tag` contained in tags, `q` substring of name/display name/description. */
-export async function listMarketplace(ctx: AppContext, q: { limit?: number; cursor?: string; category?: string; tag?: string; q?: string }) {
+export async function listMarketplace(
+  ctx: AppContext,
+  q: { limit?: number; cursor?: string; category?: string; tag?: string; q?: string },
+) {
   const page = keyset(q, services.id);
   const text = q.q ? likePattern(q.q) : undefined;
   const rows = await ctx.db
-    .select({ s: services, toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")` })
+    .select({
+      s: services,
+      toolCount: sql<number>`(select count(*)::int from "tools" t where t.service_id = "services"."id")`,
+    })
     .from(services)
     .where(
       and(
@@ -230,7 +325,9 @@ export async function listMarketplace(ctx: AppContext, q: { limit?: number; curs
         page.after,
         q.category ? eq(services.category, q.category) : undefined,
         q.tag ? arrayContains(services.tags, [q.tag]) : undefined,
-        text ? or(ilike(services.name, text), ilike(services.displayName, text), ilike(services.description, text)) : undefined,
+        text
+          ? or(ilike(services.name, text), ilike(services.displayName, text), ilike(services.description, text))
+          : undefined,
       ),
     )
     .orderBy(page.orderBy)

@@ -4,11 +4,10 @@ import type { AppContext } from '../../context.js';
 import { toolAliases, tools } from '../../db/schema/index.js';
 import type { Tx } from '../../db/client.js';
 import { iso } from '../../http/ids.js';
-import { type ServiceRow, type ServiceSource, type ToolRow } from './executable.js';
+import type { ServiceRow, ServiceSource, ToolRow } from './executable.js';
 import { oauth2View } from './oauth2.js';
 import type { Static } from 'typebox';
 import type { ToolSchema } from './schemas.js';
-
 
 /** Upstream auth as shown (never the secret). */
 export function authView(s: ServiceRow) {
@@ -68,10 +67,12 @@ export function serviceView(s: ServiceRow) {
 /** Tools of a service with their aliases, in creation order. */
 export async function listServiceTools(ctx: AppContext | { db: Tx }, serviceId: string): Promise<ToolView[]> {
   const rows = await ctx.db.select().from(tools).where(eq(tools.serviceId, serviceId)).orderBy(asc(tools.id));
-  const aliases = await ctx.db.select().from(toolAliases).where(eq(toolAliases.serviceId, serviceId)).orderBy(asc(toolAliases.createdAt));
+  const aliases = await ctx.db
+    .select()
+    .from(toolAliases)
+    .where(eq(toolAliases.serviceId, serviceId))
+    .orderBy(asc(toolAliases.createdAt));
   const byTool = new Map<string, string[]>();
   for (const a of aliases) byTool.set(a.toolId, [...(byTool.get(a.toolId) ?? []), a.name]);
   return rows.map((t) => toolView(t, byTool.get(t.id) ?? []));
 }
-
-

@@ -11,8 +11,21 @@ import { authScope, created, noContent } from '../../http/operations.js';
 import { BEARER_SECURITY, IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import { createScheduler } from '../../jobs/scheduler.js';
 import { dispatch, DISPATCH_JOB, startScheduling } from './runner.js';
-import { CreateScheduleBody, ScheduleParams, ScheduleRunSchema, ScheduleSchema, UpdateScheduleBody } from './schemas.js';
-import { createSchedule, deleteSchedule, getSchedule, listScheduleRuns, listSchedules, updateSchedule } from './service.js';
+import {
+  CreateScheduleBody,
+  ScheduleParams,
+  ScheduleRunSchema,
+  ScheduleSchema,
+  UpdateScheduleBody,
+} from './schemas.js';
+import {
+  createSchedule,
+  deleteSchedule,
+  getSchedule,
+  listScheduleRuns,
+  listSchedules,
+  updateSchedule,
+} from './service.js';
 
 export async function scheduleRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   const scheduler = await createScheduler(ctx.config, ctx.log);
@@ -21,35 +34,69 @@ export async function scheduleRoutes(app: FastifyInstance, { ctx }: { ctx: AppCo
   ctx.jobs.register<{ scheduleId: string }>(DISPATCH_JOB, (p) => dispatch(ctx, p.scheduleId));
   startScheduling(ctx).catch((err: unknown) => ctx.log.error({ err }, 'schedules: start-up recovery failed'));
 
-  const { r, op } = authScope(app, ctx.auth, { principals: ['user', 'agent'], tags: ['schedules'], security: [...USER_SECURITY, ...BEARER_SECURITY] });
-  r.post('/v2/agents/:id/schedules',
-    op('schedules.create', 'Create a cron schedule that invokes the active deployment (async, trigger "schedule") on every tick', {
+  const { r, op } = authScope(app, ctx.auth, {
+    principals: ['user', 'agent'],
+    tags: ['schedules'],
+    security: [...USER_SECURITY, ...BEARER_SECURITY],
+  });
+  r.post(
+    '/v2/agents/:id/schedules',
+    op(
+      'schedules.create',
+      'Create a cron schedule that invokes the active deployment (async, trigger "schedule") on every tick',
+      {
+        params: IdParams,
+        body: CreateScheduleBody,
+        response: { 201: ScheduleSchema, ...errorResponses(400, 404, 409, 503) },
+      },
+    ),
+    async (req, reply) => created(reply, createSchedule(ctx, principalOf(req), req.params.id, req.body)),
+  );
+  r.get(
+    '/v2/agents/:id/schedules',
+    op('schedules.list', "The agent's schedules, newest first", {
       params: IdParams,
-      body: CreateScheduleBody,
-      response: { 201: ScheduleSchema, ...errorResponses(400, 404, 409, 503) },
+      querystring: PageQuery,
+      response: { 200: ListOf(ScheduleSchema), ...errorResponses(404) },
     }),
-    async (req, reply) => created(reply, createSchedule(ctx, principalOf(req), req.params.id, req.body)));
-  r.get('/v2/agents/:id/schedules',
-    op('schedules.list', "The agent's schedules, newest first", { params: IdParams, querystring: PageQuery, response: { 200: ListOf(ScheduleSchema), ...errorResponses(404) } }),
-    async (req) => listSchedules(ctx, principalOf(req), req.params.id, req.query));
-  r.get('/v2/agents/:id/schedules/:scheduleId',
-    op('schedules.get', 'One schedule with its next run times', { params: ScheduleParams, response: { 200: ScheduleSchema, ...errorResponses(404) } }),
-    async (req) => getSchedule(ctx, principalOf(req), req.params.id, req.params.scheduleId));
-  r.patch('/v2/agents/:id/schedules/:scheduleId',
+    async (req) => listSchedules(ctx, principalOf(req), req.params.id, req.query),
+  );
+  r.get(
+    '/v2/agents/:id/schedules/:scheduleId',
+    op('schedules.get', 'One schedule with its next run times', {
+      params: ScheduleParams,
+      response: { 200: ScheduleSchema, ...errorResponses(404) },
+    }),
+    async (req) => getSchedule(ctx, principalOf(req), req.params.id, req.params.scheduleId),
+  );
+  r.patch(
+    '/v2/agents/:id/schedules/:scheduleId',
     op('schedules.update', 'Change a schedule; enabled=false pauses it, true resumes it from the next tick', {
       params: ScheduleParams,
       body: UpdateScheduleBody,
       response: { 200: ScheduleSchema, ...errorResponses(400, 404, 503) },
     }),
-    async (req) => updateSchedule(ctx, principalOf(req), req.params.id, req.params.scheduleId, req.body));
-  r.delete('/v2/agents/:id/schedules/:scheduleId',
-    op('schedules.delete', 'Delete a schedule', { params: ScheduleParams, response: { 204: Type.Null(), ...errorResponses(404, 503) } }),
-    async (req, reply) => noContent(reply, deleteSchedule(ctx, principalOf(req), req.params.id, req.params.scheduleId)));
-  r.get('/v2/agents/:id/schedules/:scheduleId/runs',
-    op('schedules.runs', "The schedule's recent ticks, newest first: started (with the invocation), skipped, waiting or failed", {
+    async (req) => updateSchedule(ctx, principalOf(req), req.params.id, req.params.scheduleId, req.body),
+  );
+  r.delete(
+    '/v2/agents/:id/schedules/:scheduleId',
+    op('schedules.delete', 'Delete a schedule', {
       params: ScheduleParams,
-      querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })) }),
-      response: { 200: ListOf(ScheduleRunSchema), ...errorResponses(404) },
+      response: { 204: Type.Null(), ...errorResponses(404, 503) },
     }),
-    async (req) => listScheduleRuns(ctx, principalOf(req), req.params.id, req.params.scheduleId, req.query));
+    async (req, reply) => noContent(reply, deleteSchedule(ctx, principalOf(req), req.params.id, req.params.scheduleId)),
+  );
+  r.get(
+    '/v2/agents/:id/schedules/:scheduleId/runs',
+    op(
+      'schedules.runs',
+      "The schedule's recent ticks, newest first: started (with the invocation), skipped, waiting or failed",
+      {
+        params: ScheduleParams,
+        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })) }),
+        response: { 200: ListOf(ScheduleRunSchema), ...errorResponses(404) },
+      },
+    ),
+    async (req) => listScheduleRuns(ctx, principalOf(req), req.params.id, req.params.scheduleId, req.query),
+  );
 }

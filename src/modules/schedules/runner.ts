@@ -40,7 +40,11 @@ function isUniqueViolation(err: unknown): boolean {
 
 /** True while the schedule's last invocation is queued or running, or one of its runs is being started. */
 async function inProgress(ctx: AppContext, s: ScheduleRow): Promise<boolean> {
-  const [starting] = await ctx.db.select({ n: sql<number>`1` }).from(scheduleRuns).where(and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.status, 'starting'))).limit(1);
+  const [starting] = await ctx.db
+    .select({ n: sql<number>`1` })
+    .from(scheduleRuns)
+    .where(and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.status, 'starting')))
+    .limit(1);
   if (starting) return true;
   if (!s.lastInvocationId) return false;
   try {
@@ -53,7 +57,10 @@ async function inProgress(ctx: AppContext, s: ScheduleRow): Promise<boolean> {
 }
 
 async function waitingCount(ctx: AppContext, scheduleId: string): Promise<number> {
-  const [{ n }] = await ctx.db.select({ n: sql<number>`count(*)::int` }).from(scheduleRuns).where(and(eq(scheduleRuns.scheduleId, scheduleId), eq(scheduleRuns.status, 'waiting')));
+  const [{ n }] = await ctx.db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(scheduleRuns)
+    .where(and(eq(scheduleRuns.scheduleId, scheduleId), eq(scheduleRuns.status, 'waiting')));
   return Number(n);
 }
 
@@ -70,21 +77,34 @@ export async function onTick(ctx: AppContext, scheduleId: string, tickAt: Date):
   if (!s.enabled) return;
   // The next tick after now (a late or replayed tick must not leave older missed ones pending).
   const next = nextTicks(specOf(s), 1, new Date(Math.max(tickAt.getTime(), Date.now())))[0] ?? null;
-  await ctx.db.update(agentSchedules).set({ nextRunAt: next }).where(and(eq(agentSchedules.id, s.id), lte(agentSchedules.nextRunAt, tickAt)));
+  await ctx.db
+    .update(agentSchedules)
+    .set({ nextRunAt: next })
+    .where(and(eq(agentSchedules.id, s.id), lte(agentSchedules.nextRunAt, tickAt)));
   let status: 'waiting' | 'skipped' = 'waiting';
   let error: { code: string; message: string } | null = null;
   if (await inProgress(ctx, s)) {
-    if (s.overlap === 'skip') [status, error] = ['skipped', { code: 'overlap', message: 'the previous run was still in progress' }];
-    else if ((await waitingCount(ctx, s.id)) >= MAX_WAITING) [status, error] = ['skipped', { code: 'queue_full', message: `${MAX_WAITING} runs were already waiting` }];
+    if (s.overlap === 'skip')
+      [status, error] = ['skipped', { code: 'overlap', message: 'the previous run was still in progress' }];
+    else if ((await waitingCount(ctx, s.id)) >= MAX_WAITING)
+      [status, error] = ['skipped', { code: 'queue_full', message: `${MAX_WAITING} runs were already waiting` }];
   }
-  const inserted = await ctx.db.insert(scheduleRuns).values({ scheduleId: s.id, tickAt, status, error }).onConflictDoNothing().returning({ status: scheduleRuns.status });
+  const inserted = await ctx.db
+    .insert(scheduleRuns)
+    .values({ scheduleId: s.id, tickAt, status, error })
+    .onConflictDoNothing()
+    .returning({ status: scheduleRuns.status });
   if (!inserted.length) return; // this tick was handled already (another instance, or a redelivery)
   if (status === 'waiting') await dispatch(ctx, s.id);
 }
 
 /** Poll again in {@link POLL_MS} (one pending poll per schedule and second). */
 async function pollLater(ctx: AppContext, scheduleId: string): Promise<void> {
-  await ctx.jobs.enqueue(DISPATCH_JOB, { scheduleId }, { delayMs: POLL_MS, jobId: `sched-dispatch-${scheduleId}-${Math.floor(Date.now() / POLL_MS)}` });
+  await ctx.jobs.enqueue(
+    DISPATCH_JOB,
+    { scheduleId },
+    { delayMs: POLL_MS, jobId: `sched-dispatch-${scheduleId}-${Math.floor(Date.now() / POLL_MS)}` },
+  );
 }
 
 /**
@@ -95,14 +115,21 @@ async function pollLater(ctx: AppContext, scheduleId: string): Promise<void> {
 export async function dispatch(ctx: AppContext, scheduleId: string): Promise<void> {
   const [s] = await ctx.db.select().from(agentSchedules).where(eq(agentSchedules.id, scheduleId));
   if (!s?.enabled) return;
-  const [run] = await ctx.db.select().from(scheduleRuns).where(and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.status, 'waiting'))).orderBy(asc(scheduleRuns.tickAt)).limit(1);
+  const [run] = await ctx.db
+    .select()
+    .from(scheduleRuns)
+    .where(and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.status, 'waiting')))
+    .orderBy(asc(scheduleRuns.tickAt))
+    .limit(1);
   if (!run) return;
   if (await inProgress(ctx, s)) return pollLater(ctx, s.id);
   try {
     const claimed = await ctx.db
       .update(scheduleRuns)
       .set({ status: 'starting', updatedAt: new Date() })
-      .where(and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.tickAt, run.tickAt), eq(scheduleRuns.status, 'waiting')))
+      .where(
+        and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.tickAt, run.tickAt), eq(scheduleRuns.status, 'waiting')),
+      )
       .returning({ tickAt: scheduleRuns.tickAt });
     if (!claimed.length) return;
   } catch (err) {
@@ -111,11 +138,26 @@ export async function dispatch(ctx: AppContext, scheduleId: string): Promise<voi
   }
   const key = and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.tickAt, run.tickAt));
   try {
-    const inv = await invokeAgent(ctx, principalOf(s), s.agentId, { input: s.input ?? undefined, async: true }, { trigger: 'schedule' });
-    await ctx.db.update(agentSchedules).set({ lastRunAt: run.tickAt, lastInvocationId: inv.id }).where(eq(agentSchedules.id, s.id));
-    await ctx.db.update(scheduleRuns).set({ status: 'started', invocationId: inv.id, updatedAt: new Date() }).where(key);
+    const inv = await invokeAgent(
+      ctx,
+      principalOf(s),
+      s.agentId,
+      { input: s.input ?? undefined, async: true },
+      { trigger: 'schedule' },
+    );
+    await ctx.db
+      .update(agentSchedules)
+      .set({ lastRunAt: run.tickAt, lastInvocationId: inv.id })
+      .where(eq(agentSchedules.id, s.id));
+    await ctx.db
+      .update(scheduleRuns)
+      .set({ status: 'started', invocationId: inv.id, updatedAt: new Date() })
+      .where(key);
   } catch (err) {
-    const e = err instanceof AppError ? { code: err.code, message: err.message } : { code: 'internal_error', message: 'the invocation could not be created' };
+    const e =
+      err instanceof AppError
+        ? { code: err.code, message: err.message }
+        : { code: 'internal_error', message: 'the invocation could not be created' };
     if (!(err instanceof AppError)) ctx.log.error({ err, schedule_id: s.id }, 'scheduled run failed to start');
     await ctx.db.update(scheduleRuns).set({ status: 'failed', error: e, updatedAt: new Date() }).where(key);
   }
@@ -134,7 +176,11 @@ export async function startScheduling(ctx: AppContext): Promise<void> {
   const now = Date.now();
   await ctx.db
     .update(scheduleRuns)
-    .set({ status: 'failed', error: { code: 'interrupted', message: 'the process starting this run stopped' }, updatedAt: new Date() })
+    .set({
+      status: 'failed',
+      error: { code: 'interrupted', message: 'the process starting this run stopped' },
+      updatedAt: new Date(),
+    })
     .where(and(eq(scheduleRuns.status, 'starting'), lt(scheduleRuns.updatedAt, new Date(now - STALE_STARTING_MS))));
   const enabled = await ctx.db.select().from(agentSchedules).where(eq(agentSchedules.enabled, true));
   for (const s of enabled) {

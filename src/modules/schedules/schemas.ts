@@ -3,11 +3,21 @@ import { Type } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.js';
 
 const Overlap = Type.Union([Type.Literal('skip'), Type.Literal('queue')], {
-  description: 'a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting)',
+  description:
+    'a tick while the previous run is queued or running: `skip` records it as skipped; `queue` runs it after the previous one ends (at most 10 waiting)',
 });
 
-const Cron = Type.String({ minLength: 9, maxLength: 200, description: 'cron expression: 5 fields, or 6 with seconds first (croner syntax: ranges, steps, lists, L, W, #, nicknames like @hourly)' });
-const TimeZone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone the expression is read in (default UTC)' });
+const Cron = Type.String({
+  minLength: 9,
+  maxLength: 200,
+  description:
+    'cron expression: 5 fields, or 6 with seconds first (croner syntax: ranges, steps, lists, L, W, #, nicknames like @hourly)',
+});
+const TimeZone = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: 'IANA time zone the expression is read in (default UTC)',
+});
 
 export const ScheduleSchema = Type.Object({
   id: Type.String(),
@@ -52,10 +62,19 @@ export const UpdateScheduleBody = Type.Object(
 
 export const ScheduleRunSchema = Type.Object({
   tick_at: Timestamp,
-  status: Type.Union([Type.Literal('waiting'), Type.Literal('starting'), Type.Literal('started'), Type.Literal('skipped'), Type.Literal('failed')]),
+  status: Type.Union([
+    Type.Literal('waiting'),
+    Type.Literal('starting'),
+    Type.Literal('started'),
+    Type.Literal('skipped'),
+    Type.Literal('failed'),
+  ]),
   invocation_id: Nullable(Type.String({ description: 'the invocation (trigger `schedule`) once started' })),
   error: Nullable(Type.Object({ code: Type.String(), message: Type.String() })),
   created_at: Timestamp,
 });
 
-export const ScheduleParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), scheduleId: Type.String({ minLength: 1, maxLength: 100 }) });
+export const ScheduleParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  scheduleId: Type.String({ minLength: 1, maxLength: 100 }),
+});

@@ -35,7 +35,9 @@ export function specOf(s: Pick<ScheduleRow, 'cron' | 'timezone'>): CronSpec {
 }
 
 function invalid(pointer: string, message: string): AppError {
-  return new AppError('validation_failed', `${pointer.slice(1)}: ${message}`, { errors: [{ in: 'body', pointer, message }] });
+  return new AppError('validation_failed', `${pointer.slice(1)}: ${message}`, {
+    errors: [{ in: 'body', pointer, message }],
+  });
 }
 
 /**
@@ -84,7 +86,9 @@ async function sync(ctx: AppContext, s: ScheduleRow): Promise<void> {
     else await schedulerOf(ctx).remove(s.id);
   } catch (err) {
     ctx.log.warn({ err: (err as Error).message, schedule_id: s.id }, 'could not update the scheduler');
-    throw new AppError('service_unavailable', 'The scheduler is unavailable right now; retry shortly', { headers: { 'retry-after': '5' } });
+    throw new AppError('service_unavailable', 'The scheduler is unavailable right now; retry shortly', {
+      headers: { 'retry-after': '5' },
+    });
   }
 }
 
@@ -93,12 +97,18 @@ async function sync(ctx: AppContext, s: ScheduleRow): Promise<void> {
  * overlap to `skip`, enabled to true).
  * @throws AppError not_found; validation_failed (cron, timezone); limit_reached (20 per agent); service_unavailable
  */
-export async function createSchedule(ctx: AppContext, p: Principal, agentId: string, body: Static<typeof CreateScheduleBody>): Promise<ScheduleView> {
+export async function createSchedule(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  body: Static<typeof CreateScheduleBody>,
+): Promise<ScheduleView> {
   const agent = await agentInScope(ctx, p, agentId);
   const spec = { pattern: body.cron.trim(), timezone: body.timezone ?? 'UTC' };
   const next = firstTick(spec);
   const [{ n }] = await ctx.db.select({ n: count() }).from(agentSchedules).where(eq(agentSchedules.agentId, agentId));
-  if (n >= MAX_SCHEDULES_PER_AGENT) throw new AppError('limit_reached', `An agent has at most ${MAX_SCHEDULES_PER_AGENT} schedules`);
+  if (n >= MAX_SCHEDULES_PER_AGENT)
+    throw new AppError('limit_reached', `An agent has at most ${MAX_SCHEDULES_PER_AGENT} schedules`);
   const enabled = body.enabled ?? true;
   const [row] = await ctx.db
     .insert(agentSchedules)
@@ -126,21 +136,39 @@ export async function createSchedule(ctx: AppContext, p: Principal, agentId: str
   return scheduleView(row);
 }
 
-async function scheduleInScope(ctx: AppContext, p: Principal, agentId: string, scheduleId: string): Promise<ScheduleRow> {
+async function scheduleInScope(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  scheduleId: string,
+): Promise<ScheduleRow> {
   await agentInScope(ctx, p, agentId);
-  const [row] = await ctx.db.select().from(agentSchedules).where(and(eq(agentSchedules.id, scheduleId), eq(agentSchedules.agentId, agentId)));
+  const [row] = await ctx.db
+    .select()
+    .from(agentSchedules)
+    .where(and(eq(agentSchedules.id, scheduleId), eq(agentSchedules.agentId, agentId)));
   if (!row) throw notFound('Schedule');
   return row;
 }
 
 /** Schedules of the agent, newest first. @throws AppError not_found */
-export async function listSchedules(ctx: AppContext, p: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<ScheduleView>> {
+export async function listSchedules(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<ScheduleView>> {
   await agentInScope(ctx, p, agentId);
   return mapPage(await selectPage(ctx.db, agentSchedules, q, [eq(agentSchedules.agentId, agentId)]), scheduleView);
 }
 
 /** One schedule with its next run times. @throws AppError not_found */
-export async function getSchedule(ctx: AppContext, p: Principal, agentId: string, scheduleId: string): Promise<ScheduleView> {
+export async function getSchedule(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  scheduleId: string,
+): Promise<ScheduleView> {
   return scheduleView(await scheduleInScope(ctx, p, agentId, scheduleId));
 }
 
@@ -149,7 +177,13 @@ export async function getSchedule(ctx: AppContext, p: Principal, agentId: string
  * from the next tick after now — ticks missed while paused are not run).
  * @throws AppError not_found; validation_failed; service_unavailable
  */
-export async function updateSchedule(ctx: AppContext, p: Principal, agentId: string, scheduleId: string, body: Static<typeof UpdateScheduleBody>): Promise<ScheduleView> {
+export async function updateSchedule(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  scheduleId: string,
+  body: Static<typeof UpdateScheduleBody>,
+): Promise<ScheduleView> {
   const cur = await scheduleInScope(ctx, p, agentId, scheduleId);
   const spec = { pattern: body.cron?.trim() ?? cur.cron, timezone: body.timezone ?? cur.timezone };
   const next = firstTick(spec);
@@ -174,18 +208,40 @@ export async function updateSchedule(ctx: AppContext, p: Principal, agentId: str
 }
 
 /** Delete a schedule (its pending ticks are dropped; invocations already made stay). @throws AppError not_found; service_unavailable */
-export async function deleteSchedule(ctx: AppContext, p: Principal, agentId: string, scheduleId: string): Promise<void> {
+export async function deleteSchedule(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  scheduleId: string,
+): Promise<void> {
   const cur = await scheduleInScope(ctx, p, agentId, scheduleId);
   await sync(ctx, { ...cur, enabled: false });
   await ctx.db.delete(agentSchedules).where(eq(agentSchedules.id, cur.id));
 }
 
 /** The schedule's most recent ticks (`limit`, default 20), newest first. @throws AppError not_found */
-export async function listScheduleRuns(ctx: AppContext, p: Principal, agentId: string, scheduleId: string, q: { limit?: number }): Promise<Page<ScheduleRunView>> {
+export async function listScheduleRuns(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  scheduleId: string,
+  q: { limit?: number },
+): Promise<Page<ScheduleRunView>> {
   const s = await scheduleInScope(ctx, p, agentId, scheduleId);
-  const rows = await ctx.db.select().from(scheduleRuns).where(eq(scheduleRuns.scheduleId, s.id)).orderBy(desc(scheduleRuns.tickAt)).limit(q.limit ?? 20);
+  const rows = await ctx.db
+    .select()
+    .from(scheduleRuns)
+    .where(eq(scheduleRuns.scheduleId, s.id))
+    .orderBy(desc(scheduleRuns.tickAt))
+    .limit(q.limit ?? 20);
   return {
-    data: rows.map((r) => ({ tick_at: iso(r.tickAt), status: r.status as ScheduleRunView['status'], invocation_id: r.invocationId, error: r.error ?? null, created_at: iso(r.createdAt) })),
+    data: rows.map((r) => ({
+      tick_at: iso(r.tickAt),
+      status: r.status as ScheduleRunView['status'],
+      invocation_id: r.invocationId,
+      error: r.error ?? null,
+      created_at: iso(r.createdAt),
+    })),
     next_cursor: null,
   };
 }

@@ -46,14 +46,22 @@ export function wordMatches(word: string, term: string, fuzzy: boolean): boolean
   const budget = typoBudget(term);
   if (!budget) return false;
   // Whole word, or the word's prefix of the term's length (the term may be a typo'd prefix).
-  return editDistance(word, term, budget) <= budget || (word.length > term.length && editDistance(word.slice(0, term.length), term, budget) <= budget);
+  return (
+    editDistance(word, term, budget) <= budget ||
+    (word.length > term.length && editDistance(word.slice(0, term.length), term, budget) <= budget)
+  );
 }
 
 /**
  * Highlight `terms` in `text`; null when nothing matches. `maxLength` bounds the snippet (a window
  * around the first match, with `…` where cut).
  */
-export function highlightField(field: string, text: string, terms: string[], opts: { fuzzy: boolean; maxLength?: number }): Highlight | null {
+export function highlightField(
+  field: string,
+  text: string,
+  terms: string[],
+  opts: { fuzzy: boolean; maxLength?: number },
+): Highlight | null {
   if (!text || !terms.length) return null;
   const ranges: Array<[number, number]> = [];
   const matched = new Set<string>();
@@ -86,7 +94,11 @@ export function highlightField(field: string, text: string, terms: string[], opt
 }
 
 /** Highlights of several fields (fields without a match are left out). */
-export function highlightFields(fields: Array<[string, string | null | undefined]>, terms: string[], opts: { fuzzy: boolean; maxLength?: number }): Highlight[] {
+export function highlightFields(
+  fields: Array<[string, string | null | undefined]>,
+  terms: string[],
+  opts: { fuzzy: boolean; maxLength?: number },
+): Highlight[] {
   const out: Highlight[] = [];
   for (const [name, value] of fields) {
     const h = value ? highlightField(name, value, terms, opts) : null;

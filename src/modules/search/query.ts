@@ -56,7 +56,16 @@ function idf(v: Vocabulary, df: number): number {
 export const MAX_CORRECTIONS = 3;
 
 /** Stands in while no vocabulary is built yet: no corrections, every word equally weighted. */
-const EMPTY_VOCABULARY: Vocabulary = { version: '', docs: 0, ndoc: new Map(), byLength: new Map(), sorted: [], corrections: new Map(), generation: -1, checkedAt: 0 };
+const EMPTY_VOCABULARY: Vocabulary = {
+  version: '',
+  docs: 0,
+  ndoc: new Map(),
+  byLength: new Map(),
+  sorted: [],
+  corrections: new Map(),
+  generation: -1,
+  checkedAt: 0,
+};
 
 /**
  * Published tools read per vocabulary statement: the build is a series of short statements with
@@ -65,7 +74,12 @@ const EMPTY_VOCABULARY: Vocabulary = { version: '', docs: 0, ndoc: new Map(), by
  */
 export const VOCABULARY_PAGE = 250;
 
-async function buildVocabulary(ctx: AppContext, version: string, generation: number, checkedAt: number): Promise<Vocabulary> {
+async function buildVocabulary(
+  ctx: AppContext,
+  version: string,
+  generation: number,
+  checkedAt: number,
+): Promise<Vocabulary> {
   const ndoc = new Map<string, number>();
   let docs = 0;
   for (let afterId = ''; ; ) {
@@ -84,7 +98,16 @@ async function buildVocabulary(ctx: AppContext, version: string, generation: num
     list.push(word);
     byLength.set(word.length, list);
   }
-  return { version, docs, ndoc, byLength, sorted: [...ndoc.keys()].sort(), corrections: new Map(), generation, checkedAt };
+  return {
+    version,
+    docs,
+    ndoc,
+    byLength,
+    sorted: [...ndoc.keys()].sort(),
+    corrections: new Map(),
+    generation,
+    checkedAt,
+  };
 }
 
 /** How long a query waits for a vocabulary build before answering with the previous vocabulary (ms). */
@@ -124,9 +147,16 @@ async function vocabularyOf(ctx: AppContext): Promise<Vocabulary | null> {
   const state = searchStateOf(ctx);
   const cached = state.vocabulary;
   // Other instances write only to PostgreSQL (a PGlite data directory belongs to one process).
-  if (cached && cached.generation === catalogGeneration(ctx) && (ctx.database.engine === 'pglite' || Date.now() - cached.checkedAt < ctx.config.cacheTtlMs)) return cached;
+  if (
+    cached &&
+    cached.generation === catalogGeneration(ctx) &&
+    (ctx.database.engine === 'pglite' || Date.now() - cached.checkedAt < ctx.config.cacheTtlMs)
+  )
+    return cached;
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, cached ? VOCABULARY_WAIT_MS : VOCABULARY_COLD_WAIT_MS)));
+  const timeout = new Promise<void>(
+    (resolve) => (timer = setTimeout(resolve, cached ? VOCABULARY_WAIT_MS : VOCABULARY_COLD_WAIT_MS)),
+  );
   await Promise.race([refreshVocabulary(ctx), timeout]);
   clearTimeout(timer);
   return state.vocabulary ?? null;
@@ -175,7 +205,10 @@ function correctionsOf(v: Vocabulary, word: string): string[] {
       } else if (d === best) found.push(cand);
     }
   }
-  const out = best <= max ? found.sort((a, b) => (v.ndoc.get(b) ?? 0) - (v.ndoc.get(a) ?? 0) || (a < b ? -1 : 1)).slice(0, MAX_CORRECTIONS) : [];
+  const out =
+    best <= max
+      ? found.sort((a, b) => (v.ndoc.get(b) ?? 0) - (v.ndoc.get(a) ?? 0) || (a < b ? -1 : 1)).slice(0, MAX_CORRECTIONS)
+      : [];
   if (v.corrections.size > 10_000) v.corrections.clear();
   v.corrections.set(word, out);
   return out;
@@ -218,7 +251,9 @@ export async function planQuery(ctx: AppContext, q: string): Promise<QueryPlan> 
     const last = i === kept.length - 1 && terms[terms.length - 1] === word;
     const fixes = last && prefixesAWord(v, word) ? [] : correctionsOf(v, word);
     if (fixes.length) corrected[word] = fixes;
-    const same = [word, ...fixes].flatMap((w) => equivalentsOf(w)).filter((w) => v.ndoc.has(w) && w !== word && !fixes.includes(w));
+    const same = [word, ...fixes]
+      .flatMap((w) => equivalentsOf(w))
+      .filter((w) => v.ndoc.has(w) && w !== word && !fixes.includes(w));
     const df = Math.max(v.ndoc.get(word) ?? 0, ...fixes.map((f) => v.ndoc.get(f) ?? 0));
     return { words: [...new Set([word, ...fixes, ...same])], prefix: last, weight: idf(v, df) };
   });

@@ -37,11 +37,57 @@ export async function searchRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
     run: (principal: Principal, query: Static<Q>) => Promise<Static<R>>,
   ) =>
     // Typed by this helper's signature (the type provider cannot follow generic schemas).
-    app.get(path, op(operationId, summary, { querystring, response: { 200: result, ...errorResponses(403) } }) as RouteShorthandOptions, async (req) => run(principalOf(req), req.query as Static<Q>));
+    app.get(
+      path,
+      op(operationId, summary, {
+        querystring,
+        response: { 200: result, ...errorResponses(403) },
+      }) as RouteShorthandOptions,
+      async (req) => run(principalOf(req), req.query as Static<Q>),
+    );
 
-  search('/search', ['search.universal', "Universal search: services and tools, plus the caller's own memories and sessions, grouped by type"], UniversalQuery, UniversalResult, (p, q) => universalSearch(ctx, p, q));
-  search('/search/tools', ['search.tools', 'Search tools (full text + typo tolerance, blended with popularity); filters: category, tag, service'], ToolSearchQuery, ToolSearchResult, (p, q) => searchTools(ctx, p, q));
-  search('/search/popular', ['search.popular', 'Most-executed tools of published services over a window'], PopularQuery, PopularResult, (_p, q) => popularTools(ctx, q));
-  search('/search/recommendations', ['search.recommendations', 'Services recommended from what the caller uses, subscribes to and owns (each with a reason)'], RecommendationsQuery, RecommendationsResult, (p, q) => recommendations(ctx, p, q));
-  search('/search/suggestions', ['search.suggestions', 'Autocomplete: service names, tool names, categories and tags starting with q'], SuggestionsQuery, SuggestionsResult, (p, q) => suggestions(ctx, p, q));
+  search(
+    '/search',
+    [
+      'search.universal',
+      "Universal search: services and tools, plus the caller's own memories and sessions, grouped by type",
+    ],
+    UniversalQuery,
+    UniversalResult,
+    (p, q) => universalSearch(ctx, p, q),
+  );
+  search(
+    '/search/tools',
+    [
+      'search.tools',
+      'Search tools (full text + typo tolerance, blended with popularity); filters: category, tag, service',
+    ],
+    ToolSearchQuery,
+    ToolSearchResult,
+    (p, q) => searchTools(ctx, p, q),
+  );
+  search(
+    '/search/popular',
+    ['search.popular', 'Most-executed tools of published services over a window'],
+    PopularQuery,
+    PopularResult,
+    (_p, q) => popularTools(ctx, q),
+  );
+  search(
+    '/search/recommendations',
+    [
+      'search.recommendations',
+      'Services recommended from what the caller uses, subscribes to and owns (each with a reason)',
+    ],
+    RecommendationsQuery,
+    RecommendationsResult,
+    (p, q) => recommendations(ctx, p, q),
+  );
+  search(
+    '/search/suggestions',
+    ['search.suggestions', 'Autocomplete: service names, tool names, categories and tags starting with q'],
+    SuggestionsQuery,
+    SuggestionsResult,
+    (p, q) => suggestions(ctx, p, q),
+  );
 }

@@ -10,10 +10,19 @@ export const HighlightSchema = Type.Object({
   matched_tokens: Type.Array(Type.String()),
 });
 
-const MatchSchema = Type.Union([Type.Literal('text'), Type.Literal('fuzzy'), Type.Literal('substring'), Type.Literal('filter'), Type.Literal('semantic')], {
-  description:
-    'text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q; semantic: close in meaning (sentence vectors) without a full-text match',
-});
+const MatchSchema = Type.Union(
+  [
+    Type.Literal('text'),
+    Type.Literal('fuzzy'),
+    Type.Literal('substring'),
+    Type.Literal('filter'),
+    Type.Literal('semantic'),
+  ],
+  {
+    description:
+      'text: full-text match; fuzzy: trigram name similarity (typo); substring: name contains the query; filter: browsing without q; semantic: close in meaning (sentence vectors) without a full-text match',
+  },
+);
 
 const ServiceRef = Type.Object({
   id: Type.String(),
@@ -38,14 +47,19 @@ export const ToolHitSchema = Type.Object({
       'text_score × (1 + 0.5 × popularity.score); popularity.score alone when browsing; with the semantic arm on and q given, the reciprocal-rank-fusion score of the full-text and semantic rankings (comparable within one answer only)',
   }),
   text_score: Type.Number({ description: 'full-text relevance (0 for semantic-only hits)' }),
-  popularity: Type.Object({ calls: Type.Integer({ description: 'calls in the popularity window' }), score: Type.Number({ description: 'log-normalised 0..1' }) }),
+  popularity: Type.Object({
+    calls: Type.Integer({ description: 'calls in the popularity window' }),
+    score: Type.Number({ description: 'log-normalised 0..1' }),
+  }),
   match: MatchSchema,
   highlights: Type.Array(HighlightSchema),
 });
 
 export const ToolSearchQuery = Type.Object(
   {
-    q: Type.Optional(Type.String({ maxLength: 200, description: 'free text; absent → browse by filters, most popular first' })),
+    q: Type.Optional(
+      Type.String({ maxLength: 200, description: 'free text; absent → browse by filters, most popular first' }),
+    ),
     category: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     tag: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
     service: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'service id or name' })),
@@ -61,9 +75,13 @@ export const ToolSearchResult = Type.Object({
   query: Type.String(),
   found: Type.Integer({ description: 'matches in total (pages stop at 1000)' }),
   fuzzy: Type.Boolean({ description: 'typo-tolerant matching was available (pg_trgm)' }),
-  relaxed: Type.Boolean({ description: 'tools matching any term (or a synonym) are shown: no tool matched every term, or the query is a question or phrasal verb (searched this way on every page)' }),
+  relaxed: Type.Boolean({
+    description:
+      'tools matching any term (or a synonym) are shown: no tool matched every term, or the query is a question or phrasal verb (searched this way on every page)',
+  }),
   corrected: Type.Record(Type.String(), Type.Array(Type.String()), {
-    description: 'typed words missing from the catalog → the catalog words also searched (1 typo from 4 letters, 2 from 8; a transposition is one)',
+    description:
+      'typed words missing from the catalog → the catalog words also searched (1 typo from 4 letters, 2 from 8; a transposition is one)',
   }),
   ignored: Type.Array(Type.String(), { description: 'stop words left out of the query ("in", "a", "the", "how", …)' }),
   took_ms: Type.Integer(),
@@ -77,7 +95,10 @@ export const UniversalQuery = Type.Object(
   {
     q: Type.String({ minLength: 1, maxLength: 200 }),
     type: Type.Optional(
-      Type.String({ pattern: '^(service|tool|memory|session)(,(service|tool|memory|session))*$', description: 'comma-separated subset of service,tool,memory,session (default all)' }),
+      Type.String({
+        pattern: '^(service|tool|memory|session)(,(service|tool|memory|session))*$',
+        description: 'comma-separated subset of service,tool,memory,session (default all)',
+      }),
     ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, default: 5, description: 'results per type' })),
   },
@@ -142,7 +163,10 @@ export const UniversalResult = Type.Object({
 
 /** `window` query parameter: `24h`, `7d`, `30d` or `90d`. */
 export function windowParam(def: '24h' | '7d' | '30d' | '90d', description?: string) {
-  return Type.Union([Type.Literal('24h'), Type.Literal('7d'), Type.Literal('30d'), Type.Literal('90d')], { default: def, ...(description ? { description } : {}) });
+  return Type.Union([Type.Literal('24h'), Type.Literal('7d'), Type.Literal('30d'), Type.Literal('90d')], {
+    default: def,
+    ...(description ? { description } : {}),
+  });
 }
 
 export const PopularQuery = Type.Object(
@@ -154,8 +178,20 @@ export const PopularQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const ToolRef = Type.Object({ id: Type.String(), name: Type.String(), description: Type.String(), method: Type.String(), status: Type.String() });
-const PublicServiceRef = Type.Object({ id: Type.String(), name: Type.String(), display_name: Type.String(), category: Nullable(Type.String()), tags: Type.Array(Type.String()) });
+const ToolRef = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  method: Type.String(),
+  status: Type.String(),
+});
+const PublicServiceRef = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  display_name: Type.String(),
+  category: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+});
 
 export const PopularResult = Type.Object({
   window: Type.String(),
@@ -199,7 +235,9 @@ export const RecommendationsResult = Type.Object({
         ...ServiceClassFields,
         tool_count: Type.Integer(),
       }),
-      top_tools: Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), { description: 'up to 3, most called first' }),
+      top_tools: Type.Array(Type.Object({ id: Type.String(), name: Type.String() }), {
+        description: 'up to 3, most called first',
+      }),
       score: Type.Number(),
       reason: RecommendationReason,
       reason_detail: Type.String(),

@@ -83,12 +83,19 @@ function hexOf(v: Float32Array): string {
 }
 
 /** Store vectors; a row whose tool was deleted meanwhile is skipped (foreign key). */
-async function storeVectors(ctx: AppContext, model: string, rows: Array<{ id: string; hash: string; vector: Float32Array }>): Promise<void> {
+async function storeVectors(
+  ctx: AppContext,
+  model: string,
+  rows: Array<{ id: string; hash: string; vector: Float32Array }>,
+): Promise<void> {
   const insert = (batch: typeof rows) =>
     execRows(
       ctx.db,
       sql`insert into tool_vectors (tool_id, model, source_hash, vector)
-          values ${sql.join(batch.map((r) => sql`(${r.id}, ${model}, ${r.hash}, decode(${hexOf(r.vector)}, 'hex'))`), sql`, `)}
+          values ${sql.join(
+            batch.map((r) => sql`(${r.id}, ${model}, ${r.hash}, decode(${hexOf(r.vector)}, 'hex'))`),
+            sql`, `,
+          )}
           on conflict (tool_id) do update set model = excluded.model, source_hash = excluded.source_hash, vector = excluded.vector, updated_at = now()`,
     );
   try {
@@ -99,8 +106,16 @@ async function storeVectors(ctx: AppContext, model: string, rows: Array<{ id: st
 }
 
 /** Load every stored vector of `model` into memory. */
-async function loadIndex(ctx: AppContext, model: string, version: string, generation: number): Promise<ToolVectorIndex> {
-  const rows = await execRows<{ tool_id: string; vector: unknown }>(ctx.db, sql`select tool_id, vector from tool_vectors where model = ${model} order by tool_id`);
+async function loadIndex(
+  ctx: AppContext,
+  model: string,
+  version: string,
+  generation: number,
+): Promise<ToolVectorIndex> {
+  const rows = await execRows<{ tool_id: string; vector: unknown }>(
+    ctx.db,
+    sql`select tool_id, vector from tool_vectors where model = ${model} order by tool_id`,
+  );
   const dims = rows.length ? vectorOf(rows[0].vector).length : 0;
   const ids: string[] = [];
   const matrix = new Float32Array(rows.length * dims);
@@ -110,7 +125,15 @@ async function loadIndex(ctx: AppContext, model: string, version: string, genera
     matrix.set(v, ids.length * dims);
     ids.push(r.tool_id);
   }
-  return { model, version, generation, checkedAt: Date.now(), dims, ids, matrix: matrix.subarray(0, ids.length * dims) };
+  return {
+    model,
+    version,
+    generation,
+    checkedAt: Date.now(),
+    dims,
+    ids,
+    matrix: matrix.subarray(0, ids.length * dims),
+  };
 }
 
 /**
@@ -126,7 +149,12 @@ export function refreshToolVectors(ctx: AppContext): Promise<void> {
     const version = await catalogVersion(ctx);
     const enc = encoderOf(ctx);
     const stored = new Map(
-      (await execRows<{ tool_id: string; source_hash: string }>(ctx.db, sql`select tool_id, source_hash from tool_vectors where model = ${enc.model}`)).map((r) => [r.tool_id, r.source_hash]),
+      (
+        await execRows<{ tool_id: string; source_hash: string }>(
+          ctx.db,
+          sql`select tool_id, source_hash from tool_vectors where model = ${enc.model}`,
+        )
+      ).map((r) => [r.tool_id, r.source_hash]),
     );
     const pending = new Map<string, { text: string; ids: string[] }>();
     for (let after = ''; ; ) {
@@ -146,15 +174,24 @@ export function refreshToolVectors(ctx: AppContext): Promise<void> {
     for (let i = 0; i < hashes.length; i += EMBED_BATCH) {
       const batch = hashes.slice(i, i + EMBED_BATCH);
       const known = new Map(
-        (await execRows<{ source_hash: string; vector: unknown }>(
-          ctx.db,
-          sql`select distinct on (source_hash) source_hash, vector from tool_vectors where model = ${enc.model} and source_hash in (${sql.join(batch.map((h) => sql`${h}`), sql`, `)})`,
-        )).map((r) => [r.source_hash, vectorOf(r.vector)]),
+        (
+          await execRows<{ source_hash: string; vector: unknown }>(
+            ctx.db,
+            sql`select distinct on (source_hash) source_hash, vector from tool_vectors where model = ${enc.model} and source_hash in (${sql.join(
+              batch.map((h) => sql`${h}`),
+              sql`, `,
+            )})`,
+          )
+        ).map((r) => [r.source_hash, vectorOf(r.vector)]),
       );
       const missing = batch.filter((h) => !known.has(h));
       const vectors = await enc.embed(missing.map((h) => pending.get(h)!.text));
       missing.forEach((h, j) => known.set(h, vectors[j]));
-      await storeVectors(ctx, enc.model, batch.flatMap((h) => pending.get(h)!.ids.map((id) => ({ id, hash: h, vector: known.get(h)! }))));
+      await storeVectors(
+        ctx,
+        enc.model,
+        batch.flatMap((h) => pending.get(h)!.ids.map((id) => ({ id, hash: h, vector: known.get(h)! }))),
+      );
     }
     state.vectors = await loadIndex(ctx, enc.model, version, generation);
   })().finally(() => {
@@ -172,7 +209,8 @@ async function currentIndex(ctx: AppContext): Promise<ToolVectorIndex | undefine
   const idx = state.vectors;
   const generation = catalogGeneration(ctx);
   const now = Date.now();
-  if (state.vectorRefresh || (idx && idx.generation === generation && now - idx.checkedAt < ctx.config.cacheTtlMs)) return idx;
+  if (state.vectorRefresh || (idx && idx.generation === generation && now - idx.checkedAt < ctx.config.cacheTtlMs))
+    return idx;
   const version = await catalogVersion(ctx);
   if (idx && idx.version === version) {
     idx.generation = generation;
@@ -189,7 +227,11 @@ async function currentIndex(ctx: AppContext): Promise<ToolVectorIndex | undefine
  * visibility). Empty while no index is loaded.
  * @throws Error when the encoder fails
  */
-export async function nearestTools(ctx: AppContext, q: string, k: number): Promise<Array<{ id: string; similarity: number }>> {
+export async function nearestTools(
+  ctx: AppContext,
+  q: string,
+  k: number,
+): Promise<Array<{ id: string; similarity: number }>> {
   const idx = await currentIndex(ctx);
   if (!idx || !idx.ids.length) return [];
   const v = await queryVector(ctx, q);
@@ -230,6 +272,7 @@ async function queryVector(ctx: AppContext, q: string): Promise<Float32Array> {
  */
 export function fuseRanks(lists: Array<{ ids: string[]; weight: number }>): Map<string, number> {
   const out = new Map<string, number>();
-  for (const { ids, weight } of lists) ids.forEach((id, i) => out.set(id, (out.get(id) ?? 0) + weight / (RRF_K + i + 1)));
+  for (const { ids, weight } of lists)
+    ids.forEach((id, i) => out.set(id, (out.get(id) ?? 0) + weight / (RRF_K + i + 1)));
   return out;
 }

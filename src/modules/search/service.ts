@@ -33,7 +33,15 @@ import { subscribedServiceIds } from '../subscriptions/service.js';
 import { highlightFields, markPrefix } from './highlight.js';
 import { dayBefore, searchTools, toolPopularity, windowDays } from './tools.js';
 
-export { dayBefore, MAX_OFFSET, searchTools, toolPopularity, windowDays, type ToolHitView, type ToolSearchInput } from './tools.js';
+export {
+  dayBefore,
+  MAX_OFFSET,
+  searchTools,
+  toolPopularity,
+  windowDays,
+  type ToolHitView,
+  type ToolSearchInput,
+} from './tools.js';
 
 // ------------------------------------------------------------------ /search (universal)
 
@@ -47,12 +55,21 @@ const MEMORY_MIN_SIMILARITY = 0.2;
  * semantic + full-text search of the memory module) and sessions (by name), grouped by type, each
  * group ranked by its own score.
  */
-export async function universalSearch(ctx: AppContext, principal: Principal, input: { q: string; type?: string; limit?: number }) {
+export async function universalSearch(
+  ctx: AppContext,
+  principal: Principal,
+  input: { q: string; type?: string; limit?: number },
+) {
   const started = performance.now();
   const q = input.q.trim();
-  if (!q) throw new AppError('validation_failed', 'q must not be blank', { errors: [{ in: 'query', pointer: '/q', message: 'must not be blank' }] });
+  if (!q)
+    throw new AppError('validation_failed', 'q must not be blank', {
+      errors: [{ in: 'query', pointer: '/q', message: 'must not be blank' }],
+    });
   const limit = input.limit ?? 5;
-  const types = new Set<SearchType>((input.type ? input.type.split(',') : ['service', 'tool', 'memory', 'session']) as SearchType[]);
+  const types = new Set<SearchType>(
+    (input.type ? input.type.split(',') : ['service', 'tool', 'memory', 'session']) as SearchType[],
+  );
   const terms = queryTerms(q);
   const account = accountOf(principal);
   const actor = actorOf(principal);
@@ -60,7 +77,9 @@ export async function universalSearch(ctx: AppContext, principal: Principal, inp
   const [services, tools, memories, sessions] = await Promise.all([
     types.has('service') ? searchCatalogServices(ctx, account, { q, limit }) : null,
     types.has('tool') ? searchTools(ctx, principal, { q, limit }) : null,
-    types.has('memory') ? searchMemories(ctx, actor, { q, limit, mode: 'hybrid', threshold: MEMORY_MIN_SIMILARITY }) : null,
+    types.has('memory')
+      ? searchMemories(ctx, actor, { q, limit, mode: 'hybrid', threshold: MEMORY_MIN_SIMILARITY })
+      : null,
     types.has('session') ? searchSessionsByName(ctx, actor, q, limit) : null,
   ]);
   const fuzzy = tools?.fuzzy ?? true;
@@ -127,7 +146,10 @@ export async function universalSearch(ctx: AppContext, principal: Principal, inp
  * Most-executed tools over the window (all users' calls, from the usage counters), restricted to
  * tools of published services, joined with their tool and service details.
  */
-export async function popularTools(ctx: AppContext, input: { window?: '24h' | '7d' | '30d' | '90d'; category?: string; limit?: number }) {
+export async function popularTools(
+  ctx: AppContext,
+  input: { window?: '24h' | '7d' | '30d' | '90d'; category?: string; limit?: number },
+) {
   const window = input.window ?? '7d';
   const limit = input.limit ?? 10;
   const now = new Date();
@@ -135,7 +157,15 @@ export async function popularTools(ctx: AppContext, input: { window?: '24h' | '7
   const toDay = dayBefore(now, 0);
   // With a category, count only that category's services (so busier categories cannot crowd it out).
   const usage = input.category
-    ? (await usageBreakdown(ctx, { by: 'tool', serviceIds: await publishedServiceIdsIn(ctx, input.category), sinceDay: fromDay, untilDay: toDay, limit: limit * 2 })).map((r) => ({
+    ? (
+        await usageBreakdown(ctx, {
+          by: 'tool',
+          serviceIds: await publishedServiceIdsIn(ctx, input.category),
+          sinceDay: fromDay,
+          untilDay: toDay,
+          limit: limit * 2,
+        })
+      ).map((r) => ({
         tool_id: r.key,
         calls: r.calls,
         successes: r.successes,
@@ -143,7 +173,15 @@ export async function popularTools(ctx: AppContext, input: { window?: '24h' | '7
         avg_duration_ms: r.avg_duration_ms,
       }))
     : await topTools(ctx, { since: fromDay, until: toDay, limit: 500 });
-  const details = new Map((await getCatalogTools(ctx, null, usage.map((u) => u.tool_id))).map((t) => [t.id, t]));
+  const details = new Map(
+    (
+      await getCatalogTools(
+        ctx,
+        null,
+        usage.map((u) => u.tool_id),
+      )
+    ).map((t) => [t.id, t]),
+  );
   const data = [];
   for (const u of usage) {
     const t = details.get(u.tool_id);
@@ -151,7 +189,13 @@ export async function popularTools(ctx: AppContext, input: { window?: '24h' | '7
     data.push({
       rank: data.length + 1,
       tool: { id: t.id, name: t.name, description: t.description, method: t.method, status: t.status },
-      service: { id: t.service.id, name: t.service.name, display_name: t.service.display_name, category: t.service.category, tags: t.service.tags },
+      service: {
+        id: t.service.id,
+        name: t.service.name,
+        display_name: t.service.display_name,
+        category: t.service.category,
+        tags: t.service.tags,
+      },
       calls: u.calls,
       successes: u.successes,
       failures: u.failures,
@@ -213,12 +257,28 @@ export async function recommendations(ctx: AppContext, principal: Principal, inp
       for (const t of s.tags) tagCount.set(t.toLowerCase(), (tagCount.get(t.toLowerCase()) ?? 0) + w);
     }
     const topCats = [...catCount.entries()].sort((a, b) => b[1].n - a[1].n).slice(0, 10);
-    const topTags = [...tagCount.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([t]) => t);
+    const topTags = [...tagCount.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 20)
+      .map(([t]) => t);
     const [similar, co] = await Promise.all([
-      similarCatalogServices(ctx, { categories: topCats.map(([c]) => c), tags: topTags, excludeIds: [...have], limit: 50 }),
+      similarCatalogServices(ctx, {
+        categories: topCats.map(([c]) => c),
+        tags: topTags,
+        excludeIds: [...have],
+        limit: 50,
+      }),
       coUsedServices(ctx, { serviceIds: profileIds, excludeUserId: account, sinceDay, limit: 50 }),
     ]);
-    const coServices = new Map((await getCatalogServices(ctx, null, co.map((c) => c.service_id))).map((s) => [s.id, s]));
+    const coServices = new Map(
+      (
+        await getCatalogServices(
+          ctx,
+          null,
+          co.map((c) => c.service_id),
+        )
+      ).map((s) => [s.id, s]),
+    );
     const maxUsers = Math.max(1, ...co.map((c) => c.users));
     for (const c of co) {
       const s = coServices.get(c.service_id);
@@ -239,38 +299,65 @@ export async function recommendations(ctx: AppContext, principal: Principal, inp
       let reason: Reason = prev?.reason ?? (cat >= tags ? 'similar_category' : 'shared_tags');
       let detail = prev?.detail ?? '';
       if (!prev) {
-        if (reason === 'similar_category') detail = `In ${s.category}, like ${catCount.get((s.category ?? '').toLowerCase())?.example ?? 'services you use'}`;
+        if (reason === 'similar_category')
+          detail = `In ${s.category}, like ${catCount.get((s.category ?? '').toLowerCase())?.example ?? 'services you use'}`;
         else detail = `Shares tags with services you use: ${s.shared_tags.slice(0, 3).join(', ')}`;
       } else if (cat + tags > base) {
         reason = cat >= tags ? 'similar_category' : 'shared_tags';
-        detail = reason === 'similar_category' ? `In ${s.category}, like services you use` : `Shares tags with services you use: ${s.shared_tags.slice(0, 3).join(', ')}`;
+        detail =
+          reason === 'similar_category'
+            ? `In ${s.category}, like services you use`
+            : `Shares tags with services you use: ${s.shared_tags.slice(0, 3).join(', ')}`;
       }
       picked.set(s.id, { service: s, score, reason, detail });
     }
   }
 
-  const ranked = [...picked.values()].sort((a, b) => b.score - a.score || (a.service.id < b.service.id ? 1 : -1)).slice(0, limit);
+  const ranked = [...picked.values()]
+    .sort((a, b) => b.score - a.score || (a.service.id < b.service.id ? 1 : -1))
+    .slice(0, limit);
   if (ranked.length < limit) {
     const exclude = new Set([...have, ...ranked.map((r) => r.service.id)]);
     const popular = await topServices(ctx, { since: dayBefore(now, 30), limit: 100 });
-    const popServices = new Map((await getCatalogServices(ctx, null, popular.map((p) => p.service_id))).map((s) => [s.id, s]));
+    const popServices = new Map(
+      (
+        await getCatalogServices(
+          ctx,
+          null,
+          popular.map((p) => p.service_id),
+        )
+      ).map((s) => [s.id, s]),
+    );
     const maxCalls = Math.max(1, ...popular.map((p) => p.calls));
     for (const p of popular) {
       const s = popServices.get(p.service_id);
       if (!s || exclude.has(s.id)) continue;
-      ranked.push({ service: s, score: Math.round((Math.log1p(p.calls) / Math.log1p(maxCalls)) * 1000) / 2000, reason: 'popular', detail: `${p.calls} calls on the platform in the last 30 days` });
+      ranked.push({
+        service: s,
+        score: Math.round((Math.log1p(p.calls) / Math.log1p(maxCalls)) * 1000) / 2000,
+        reason: 'popular',
+        detail: `${p.calls} calls on the platform in the last 30 days`,
+      });
       exclude.add(s.id);
       if (ranked.length >= limit) break;
     }
     if (ranked.length < limit) {
       for (const s of await newestCatalogServices(ctx, { excludeIds: [...exclude], limit: limit - ranked.length })) {
-        ranked.push({ service: s, score: 0, reason: 'new', detail: s.published_at ? `Published ${s.published_at.slice(0, 10)}` : 'Recently published' });
+        ranked.push({
+          service: s,
+          score: 0,
+          reason: 'new',
+          detail: s.published_at ? `Published ${s.published_at.slice(0, 10)}` : 'Recently published',
+        });
       }
     }
   }
 
   // Top tools of each recommended service: most called (popularity table), then oldest first.
-  const toolsOf = await listCatalogToolsOf(ctx, ranked.map((r) => r.service.id));
+  const toolsOf = await listCatalogToolsOf(
+    ctx,
+    ranked.map((r) => r.service.id),
+  );
   const calls = (await toolPopularity(ctx)).byTool;
   const byService = new Map<string, Array<{ id: string; name: string }>>();
   for (const t of [...toolsOf].sort((a, b) => (calls.get(b.id) ?? 0) - (calls.get(a.id) ?? 0))) {
@@ -312,15 +399,29 @@ export async function suggestions(ctx: AppContext, principal: Principal, input: 
   const q = input.q.trim();
   if (!q) return { query: q, data: [] };
   const rows = await suggestCatalog(ctx, accountOf(principal), q, limit);
-  rows.sort((a, b) => Number(b.leading) - Number(a.leading) || b.count - a.count || TYPE_ORDER[a.type] - TYPE_ORDER[b.type] || a.text.length - b.text.length);
+  rows.sort(
+    (a, b) =>
+      Number(b.leading) - Number(a.leading) ||
+      b.count - a.count ||
+      TYPE_ORDER[a.type] - TYPE_ORDER[b.type] ||
+      a.text.length - b.text.length,
+  );
   const seen = new Set<string>();
   const data = [];
   for (const r of rows) {
     const key = `${r.type}:${r.text.toLowerCase()}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const label = r.type === 'service' && r.display && !r.text.toLowerCase().startsWith(q.toLowerCase()) ? r.display : r.text;
-    data.push({ type: r.type, text: r.text, ...(r.display ? { display: r.display } : {}), ...(r.id ? { id: r.id } : {}), highlight: markPrefix(label, q), count: r.count });
+    const label =
+      r.type === 'service' && r.display && !r.text.toLowerCase().startsWith(q.toLowerCase()) ? r.display : r.text;
+    data.push({
+      type: r.type,
+      text: r.text,
+      ...(r.display ? { display: r.display } : {}),
+      ...(r.id ? { id: r.id } : {}),
+      highlight: markPrefix(label, q),
+      count: r.count,
+    });
     if (data.length >= limit) break;
   }
   return { query: q, data };

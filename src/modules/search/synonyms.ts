@@ -96,7 +96,13 @@ export function equivalentsOf(word: string): readonly string[] {
 /** The word, then candidate base forms for -s, -es, -ed, -d, -ing (with a doubled consonant or a dropped e). */
 function baseForms(word: string): string[] {
   const out = [word];
-  for (const [suffix, keep] of [['ing', 3], ['ed', 2], ['es', 2], ['s', 1], ['d', 1]] as const) {
+  for (const [suffix, keep] of [
+    ['ing', 3],
+    ['ed', 2],
+    ['es', 2],
+    ['s', 1],
+    ['d', 1],
+  ] as const) {
     if (!word.endsWith(suffix) || word.length - keep < 3) continue;
     const stem = word.slice(0, -keep);
     out.push(stem, `${stem}e`);
@@ -117,7 +123,11 @@ function baseForms(word: string): string[] {
 export const QUESTION_FORMS: ReadonlyArray<{ form: string; at: 'start' | 'anywhere'; words: readonly string[] }> = [
   { form: 'which', at: 'anywhere', words: ['list'] },
   { form: 'what', at: 'start', words: ['list'] },
-  ...['is', 'are', 'was', 'were', 'does', 'do', 'did', 'can', 'has', 'have'].map((form) => ({ form, at: 'start' as const, words: ['check'] })),
+  ...['is', 'are', 'was', 'were', 'does', 'do', 'did', 'can', 'has', 'have'].map((form) => ({
+    form,
+    at: 'start' as const,
+    words: ['check'],
+  })),
   ...['who', 'whom', 'whose'].map((form) => ({ form, at: 'anywhere' as const, words: ['users', 'people', 'members'] })),
   { form: 'how many', at: 'anywhere', words: ['count', 'number', 'total'] },
   { form: 'how much', at: 'anywhere', words: ['count', 'number', 'total'] },

@@ -23,7 +23,13 @@
  * would read the whole catalog); until it is done searches go to SQL.
  */
 import type { AppContext } from '../../context.js';
-import { catalogFingerprints, catalogIndexRows, normalizeWords, type IndexServiceRow, type IndexToolRow } from '../registry/catalog-index.js';
+import {
+  catalogFingerprints,
+  catalogIndexRows,
+  normalizeWords,
+  type IndexServiceRow,
+  type IndexToolRow,
+} from '../registry/catalog-index.js';
 import { catalogGeneration, type RankedCandidate } from '../registry/catalog.js';
 import { parseTsvector, TrigramIndex, trigramText, weightALexemes } from '../../lib/pg-text.js';
 import { refreshOnce } from './refresh.js';
@@ -76,7 +82,12 @@ function push(map: Map<string, number[]>, key: string, slot: number): void {
  * The derived look-up structures over `services` (pure JavaScript: tens of ms at 10k tools). Entries
  * are shared with the previous index and never changed, so a search still ranking with it is safe.
  */
-function derive(generation: number, checkedAt: number, fingerprints: Map<string, string>, services: Map<string, IndexedService>): ToolIndex {
+function derive(
+  generation: number,
+  checkedAt: number,
+  fingerprints: Map<string, string>,
+  services: Map<string, IndexedService>,
+): ToolIndex {
   const tools: IndexedTool[] = [];
   for (const s of services.values()) tools.push(...s.tools);
   const slotOf = new Map<string, number>();
@@ -101,7 +112,20 @@ function derive(generation: number, checkedAt: number, fingerprints: Map<string,
     nameOf[slot] = n;
     nameSlots[n].push(slot);
   });
-  return { generation, checkedAt, fingerprints, services, tools, slotOf, nameOf, postings, postingsA, lexemes: [...postings.keys()].sort(), names, nameSlots };
+  return {
+    generation,
+    checkedAt,
+    fingerprints,
+    services,
+    tools,
+    slotOf,
+    nameOf,
+    postings,
+    postingsA,
+    lexemes: [...postings.keys()].sort(),
+    names,
+    nameSlots,
+  };
 }
 
 /** `ids` in pages of whole services holding about {@link INDEX_PAGE} tools (a service's tool count is in its fingerprint). */
@@ -133,7 +157,9 @@ export function refreshToolIndex(ctx: AppContext): Promise<void> {
   return refreshOnce(ctx, 'toolIndexRefresh', 'search tool index refresh failed', async (generation, checkedAt) => {
     const fingerprints = await catalogFingerprints(ctx);
     const prev = state.toolIndex;
-    const changed = [...fingerprints].filter(([id, fp]) => prev?.fingerprints.get(id) !== fp.fingerprint).map(([id]) => id);
+    const changed = [...fingerprints]
+      .filter(([id, fp]) => prev?.fingerprints.get(id) !== fp.fingerprint)
+      .map(([id]) => id);
     const removed = prev ? [...prev.services.keys()].filter((id) => !fingerprints.has(id)) : [];
     if (prev && !changed.length && !removed.length) {
       prev.generation = generation;
@@ -153,7 +179,12 @@ export function refreshToolIndex(ctx: AppContext): Promise<void> {
         for (const r of rows.services) services.get(r.id)!.tools.sort((a, b) => (a.id < b.id ? -1 : 1));
         await new Promise((resolve) => setImmediate(resolve));
       }
-      state.toolIndex = derive(generation, checkedAt, new Map([...fingerprints].map(([id, fp]) => [id, fp.fingerprint])), services);
+      state.toolIndex = derive(
+        generation,
+        checkedAt,
+        new Map([...fingerprints].map(([id, fp]) => [id, fp.fingerprint])),
+        services,
+      );
     }
   });
 }
@@ -168,11 +199,19 @@ export async function currentToolIndex(ctx: AppContext): Promise<ToolIndex | nul
   const idx = state.toolIndex;
   if (idx && idx.generation === catalogGeneration(ctx)) {
     // Other instances write only to PostgreSQL (a PGlite data directory belongs to one process).
-    if (ctx.database.engine === 'postgres' && Date.now() - idx.checkedAt >= ctx.config.cacheTtlMs && !state.toolIndexRefresh) void refreshToolIndex(ctx);
+    if (
+      ctx.database.engine === 'postgres' &&
+      Date.now() - idx.checkedAt >= ctx.config.cacheTtlMs &&
+      !state.toolIndexRefresh
+    )
+      void refreshToolIndex(ctx);
     return idx;
   }
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([refreshToolIndex(ctx), new Promise<void>((resolve) => (timer = setTimeout(resolve, INDEX_WAIT_MS)))]);
+  await Promise.race([
+    refreshToolIndex(ctx),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, INDEX_WAIT_MS))),
+  ]);
   clearTimeout(timer);
   const now = state.toolIndex;
   return now && now.generation === catalogGeneration(ctx) ? now : null;

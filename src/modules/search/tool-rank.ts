@@ -4,7 +4,16 @@
  * the reasons), step by step in the same arithmetic, so both answer alike. Only the page's tools are
  * then read from the database ({@link catalogToolPage}).
  */
-import { FUZZY_THRESHOLD, MAX_CANDIDATES, PRESCORED, PRESCORED_NAMES, queryTerms, type CatalogToolQuery, type RankedCandidate, type TermGroup } from '../registry/catalog.js';
+import {
+  FUZZY_THRESHOLD,
+  MAX_CANDIDATES,
+  PRESCORED,
+  PRESCORED_NAMES,
+  queryTerms,
+  type CatalogToolQuery,
+  type RankedCandidate,
+  type TermGroup,
+} from '../registry/catalog.js';
 import { docHas, trigramQuery, tsRankOr, uniqueOperands, wordSimilarity, type Operand } from '../../lib/pg-text.js';
 import type { IndexedService, IndexedTool, ToolIndex } from './tool-index.js';
 
@@ -36,7 +45,8 @@ function slotsOf(idx: ToolIndex, postings: Map<string, number[]>, ops: Operand[]
       if (idx.lexemes[mid] < op.lex) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < idx.lexemes.length && idx.lexemes[i].startsWith(op.lex); i++) for (const s of postings.get(idx.lexemes[i]) ?? []) out.add(s);
+    for (let i = lo; i < idx.lexemes.length && idx.lexemes[i].startsWith(op.lex); i++)
+      for (const s of postings.get(idx.lexemes[i]) ?? []) out.add(s);
   }
   return out;
 }
@@ -46,7 +56,8 @@ function passes(s: IndexedService, accountId: string | null, input: CatalogToolQ
   if (s.status !== 'published' && (!accountId || s.ownerId !== accountId)) return false;
   if (input.category && s.category !== input.category) return false;
   if (input.tag && !s.tags.includes(input.tag.toLowerCase())) return false;
-  if (input.service && (input.service.startsWith('svc_') ? s.id !== input.service : s.name !== input.service)) return false;
+  if (input.service && (input.service.startsWith('svc_') ? s.id !== input.service : s.name !== input.service))
+    return false;
   return true;
 }
 
@@ -79,14 +90,21 @@ export function rankFromIndex(
       if (!lex || lex.length > 1) return null;
       if (lex.length) ops.push({ lex: lex[0], prefix: j === 0 && g.prefix });
     }
-    groups.push({ ops, unique: uniqueOperands(ops), weight: g.weight, slots: slotsOf(idx, idx.postings, ops), slotsA: slotsOf(idx, idx.postingsA, ops) });
+    groups.push({
+      ops,
+      unique: uniqueOperands(ops),
+      weight: g.weight,
+      slots: slotsOf(idx, idx.postings, ops),
+      slotsA: slotsOf(idx, idx.postingsA, ops),
+    });
   }
   const weightSum = groups.reduce((n, g) => n + g.weight, 0) || 1;
   // Groups of stop words only drop out of the whole query (as `to_tsquery` cleans them out); none left: no text query.
   const live = groups.filter((g) => g.ops.length);
   const hasQuery = live.length > 0;
   const docMatches = (doc: IndexedTool['doc'], g: Group) => g.ops.some((op) => docHas(doc, op));
-  const serviceMatches = (s: IndexedService, all: boolean) => hasQuery && (all || !anyMode ? live.every((g) => docMatches(s.doc, g)) : live.some((g) => docMatches(s.doc, g)));
+  const serviceMatches = (s: IndexedService, all: boolean) =>
+    hasQuery && (all || !anyMode ? live.every((g) => docMatches(s.doc, g)) : live.some((g) => docMatches(s.doc, g)));
   let toolQuery = new Set<number>();
   if (hasQuery) {
     if (anyMode) for (const g of live) for (const s of g.slots) toolQuery.add(s);
@@ -125,9 +143,11 @@ export function rankFromIndex(
   const named = new Map<number, number>();
   // Word similarity of the query to each distinct tool name, computed once (mirrors share names).
   const nameSim = fuzzy ? idx.names.matches(tq, FUZZY_THRESHOLD) : new Map<number, number>();
-  const simOfName = (n: number) => nameSim.get(n) ?? (nameSim.set(n, wordSimilarity(tq, idx.names.texts[n])), nameSim.get(n)!);
+  const simOfName = (n: number) =>
+    nameSim.get(n) ?? (nameSim.set(n, wordSimilarity(tq, idx.names.texts[n])), nameSim.get(n)!);
   if (fuzzy) {
-    for (const [n, ws] of nameSim) for (const slot of idx.nameSlots[n]) if (vs.has(idx.tools[slot].service)) named.set(slot, ws);
+    for (const [n, ws] of nameSim)
+      for (const slot of idx.nameSlots[n]) if (vs.has(idx.tools[slot].service)) named.set(slot, ws);
   } else {
     idx.tools.forEach((t, slot) => {
       if (vs.has(t.service) && (like(t.ttrgm) || like(t.lname))) named.set(slot, 0);
@@ -136,9 +156,16 @@ export function rankFromIndex(
   const found = new Set([...pre.keys(), ...named.keys()]).size;
   const window = input.offset + input.limit;
   const idOf = (slot: number) => ({ id: idx.tools[slot].id, slot });
-  const best = [...pre.keys()].map(idOf).sort(byDesc((x) => pre.get(x.slot)!)).slice(0, PRESCORED * Math.ceil(window / PRESCORED));
+  const best = [...pre.keys()]
+    .map(idOf)
+    .sort(byDesc((x) => pre.get(x.slot)!))
+    .slice(0, PRESCORED * Math.ceil(window / PRESCORED));
   const bestNames = [...named.keys()].map(idOf).sort(byDesc((x) => named.get(x.slot)!));
-  const cand = new Set([...best, ...(fuzzy ? bestNames.slice(0, PRESCORED_NAMES * Math.ceil(window / PRESCORED_NAMES)) : bestNames)].map((x) => x.slot));
+  const cand = new Set(
+    [...best, ...(fuzzy ? bestNames.slice(0, PRESCORED_NAMES * Math.ceil(window / PRESCORED_NAMES)) : bestNames)].map(
+      (x) => x.slot,
+    ),
+  );
 
   // Full relevance of the candidates.
   const ranked: RankedCandidate[] = [];
@@ -146,7 +173,9 @@ export function rankFromIndex(
     const t = idx.tools[slot];
     const v = vs.get(t.service)!;
     const txt = hasQuery && (toolQuery.has(slot) || v.stxt);
-    const fts = txt ? groups.reduce((n, g) => n + g.weight * tsRankOr(WEIGHTS, t.doc, t.service.doc, g.unique), 0) / weightSum : 0;
+    const fts = txt
+      ? groups.reduce((n, g) => n + g.weight * tsRankOr(WEIGHTS, t.doc, t.service.doc, g.unique), 0) / weightSum
+      : 0;
     const fz = fuzzy
       ? Math.max(simOfName(idx.nameOf[slot]), 0.6 * v.sim)
       : like(t.ttrgm) || like(t.lname)

@@ -10,7 +10,16 @@ import type { AppContext } from '../../context.js';
 import { accountOf, type Principal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { decodeCursor, encodeCursor } from '../../http/pagination.js';
-import { catalogCapabilities, catalogToolPage, getCatalogTools, popularityScorer, queryTerms, searchCatalogTools, type CatalogToolHit, type CatalogToolQuery } from '../registry/catalog.js';
+import {
+  catalogCapabilities,
+  catalogToolPage,
+  getCatalogTools,
+  popularityScorer,
+  queryTerms,
+  searchCatalogTools,
+  type CatalogToolHit,
+  type CatalogToolQuery,
+} from '../registry/catalog.js';
 import { topTools } from '../sessions/usage.js';
 import { highlightFields } from './highlight.js';
 import { planQuery } from './query.js';
@@ -49,11 +58,13 @@ export async function toolPopularity(ctx: AppContext): Promise<PopularityTable> 
     const table = await cached.catch(() => null);
     if (table && Date.now() - table.at < ttl) return table;
   }
-  const fresh = topTools(ctx, { since: dayBefore(new Date(), ctx.config.search.popularityDays), limit: 1000 }).then((rows) => ({
-    at: Date.now(),
-    rows: rows.map((r) => ({ tool_id: r.tool_id, service_id: r.service_id, calls: r.calls })),
-    byTool: new Map(rows.map((r) => [r.tool_id, r.calls])),
-  }));
+  const fresh = topTools(ctx, { since: dayBefore(new Date(), ctx.config.search.popularityDays), limit: 1000 }).then(
+    (rows) => ({
+      at: Date.now(),
+      rows: rows.map((r) => ({ tool_id: r.tool_id, service_id: r.service_id, calls: r.calls })),
+      byTool: new Map(rows.map((r) => [r.tool_id, r.calls])),
+    }),
+  );
   state.popularity = fresh;
   fresh.catch(() => {
     if (state.popularity === fresh) state.popularity = undefined;
@@ -67,7 +78,10 @@ export async function toolPopularity(ctx: AppContext): Promise<PopularityTable> 
 export type ToolHitView = Static<typeof ToolHitSchema>;
 
 /** A ranked tool before it is shown: a full-text hit, or a tool found by the semantic arm alone. */
-type RankedTool = Omit<CatalogToolHit, 'match' | 'tool'> & { tool: Omit<CatalogToolHit['tool'], 'created_at'>; match: ToolHitView['match'] };
+type RankedTool = Omit<CatalogToolHit, 'match' | 'tool'> & {
+  tool: Omit<CatalogToolHit['tool'], 'created_at'>;
+  match: ToolHitView['match'];
+};
 
 /**
  * Ranks (from 0) within which copies of a tool — the same name and the same first description
@@ -118,7 +132,9 @@ function offsetOf(cursor: string | undefined): number {
   if (raw === undefined) return 0;
   const m = /^o:(\d{1,5})$/.exec(raw);
   if (!m || Number(m[1]) > MAX_OFFSET) {
-    throw new AppError('validation_failed', 'cursor is malformed', { errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }] });
+    throw new AppError('validation_failed', 'cursor is malformed', {
+      errors: [{ in: 'query', pointer: '/cursor', message: 'malformed cursor' }],
+    });
   }
   return Number(m[1]);
 }
@@ -147,20 +163,37 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
   const q = (input.q ?? '').trim();
   const account = accountOf(principal);
   const semantic = q && ctx.config.search.semantic ? semanticHits(ctx, account, q, input) : null;
-  const plan = ctx.config.search.queryRewrite ? await planQuery(ctx, q) : { groups: undefined, expanded: undefined, dropped: [], corrected: {}, question: false };
+  const plan = ctx.config.search.queryRewrite
+    ? await planQuery(ctx, q)
+    : { groups: undefined, expanded: undefined, dropped: [], corrected: {}, question: false };
   const terms = [...queryTerms(q), ...Object.values(plan.corrected).flat()];
   const popularity = (await toolPopularity(ctx)).byTool;
   // The full-text ranking from the top when the page lies in the re-ordered head (copies after
   // distinct tools) or is fused: deep enough for the page, the head and the fusion.
   const windowed = !!q && (semantic !== null || offset < DISTINCT_DEPTH);
-  const [from, size] = windowed ? [0, Math.max(offset + limit, DISTINCT_DEPTH, semantic ? SEMANTIC_K : 0)] : [offset, limit];
-  const base = { q, category: input.category, tag: input.tag, service: input.service, limit: Math.min(size, MAX_OFFSET - from) || 1, offset: from, popularity, groups: plan.groups };
+  const [from, size] = windowed
+    ? [0, Math.max(offset + limit, DISTINCT_DEPTH, semantic ? SEMANTIC_K : 0)]
+    : [offset, limit];
+  const base = {
+    q,
+    category: input.category,
+    tag: input.tag,
+    service: input.service,
+    limit: Math.min(size, MAX_OFFSET - from) || 1,
+    offset: from,
+    popularity,
+    groups: plan.groups,
+  };
   // Relax to any term, the words' synonyms and the question's words added (`plan.expanded`): a
   // question (on every page), or when no tool has every term in its text (name-similarity hits
   // alone don't count; first page).
   const relaxed = !!plan.groups && plan.groups.length > 1 && plan.question;
   let res = await rankedTools(ctx, account, relaxed ? { ...base, mode: 'any', groups: plan.expanded } : base);
-  const relax = !relaxed && (plan.groups ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text') : res.found === 0 && terms.length > 1);
+  const relax =
+    !relaxed &&
+    (plan.groups
+      ? plan.groups.length > 1 && offset === 0 && !res.hits.some((h) => h.match === 'text')
+      : res.found === 0 && terms.length > 1);
   if (relax) res = await rankedTools(ctx, account, { ...base, mode: 'any', groups: plan.expanded });
   let ranked: RankedTool[] = res.hits;
   let found = res.found;
@@ -177,7 +210,15 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
       .map((t): RankedTool => {
         const { calls, p: raw } = popularityOf(t.id);
         const p = Math.round(raw * 1e4) / 1e4;
-        return { tool: t, service: { ...t.service, owned: t.service.owner_id === account }, score: 0, text_score: 0, calls, popularity: p, match: 'semantic' };
+        return {
+          tool: t,
+          service: { ...t.service, owned: t.service.owner_id === account },
+          score: 0,
+          text_score: 0,
+          calls,
+          popularity: p,
+          match: 'semantic',
+        };
       });
     found += extra.length;
     const order = new Map([...ranked, ...extra].map((h, i) => [h.tool.id, i]));
@@ -185,7 +226,11 @@ export async function searchTools(ctx: AppContext, principal: Principal, input: 
       .map((h) => ({ ...h, score: Math.round((fused.get(h.tool.id) ?? 0) * 1e6) / 1e6 }))
       .sort((a, b) => b.score - a.score || order.get(a.tool.id)! - order.get(b.tool.id)!);
   }
-  if (windowed) ranked = [...distinctFirst(ranked.slice(0, DISTINCT_DEPTH)), ...ranked.slice(DISTINCT_DEPTH)].slice(offset, offset + limit);
+  if (windowed)
+    ranked = [...distinctFirst(ranked.slice(0, DISTINCT_DEPTH)), ...ranked.slice(DISTINCT_DEPTH)].slice(
+      offset,
+      offset + limit,
+    );
   const hits = ranked.map((h) => toolHitView(h, terms, res.fuzzy));
   const next = offset + hits.length;
   return {
@@ -215,12 +260,19 @@ function rankedTools(ctx: AppContext, account: string | null, input: CatalogTool
  * `q`, no term groups (`SEARCH_QUERY_REWRITE=off`), the index not built or not caught up with this
  * instance's writes, or a query word the index does not model.
  */
-export async function indexedToolSearch(ctx: AppContext, account: string | null, input: CatalogToolQuery): Promise<Awaited<ReturnType<typeof searchCatalogTools>> | null> {
+export async function indexedToolSearch(
+  ctx: AppContext,
+  account: string | null,
+  input: CatalogToolQuery,
+): Promise<Awaited<ReturnType<typeof searchCatalogTools>> | null> {
   if (!ctx.config.search.index || !input.q?.trim() || !input.groups) return null;
   const idx = await currentToolIndex(ctx);
   if (!idx) return null;
   const { fuzzy } = await catalogCapabilities(ctx);
-  const lexemes = await lexemesOf(ctx, input.groups.flatMap((g) => g.words.map((w) => w.replace(/[^\p{L}\p{N}]/gu, ''))));
+  const lexemes = await lexemesOf(
+    ctx,
+    input.groups.flatMap((g) => g.words.map((w) => w.replace(/[^\p{L}\p{N}]/gu, ''))),
+  );
   const ranked = rankFromIndex(idx, account, { ...input, groups: input.groups }, fuzzy, lexemes);
   return ranked && catalogToolPage(ctx, account, input, { ...ranked, fuzzy, legacy: false });
 }
@@ -232,13 +284,29 @@ export async function indexedToolSearch(ctx: AppContext, account: string | null,
 async function semanticHits(ctx: AppContext, account: string | null, q: string, input: ToolSearchInput) {
   try {
     const near = await nearestTools(ctx, q, SEMANTIC_K);
-    const tools = new Map((await getCatalogTools(ctx, account, near.map((n) => n.id))).map((t) => [t.id, t]));
+    const tools = new Map(
+      (
+        await getCatalogTools(
+          ctx,
+          account,
+          near.map((n) => n.id),
+        )
+      ).map((t) => [t.id, t]),
+    );
     const tag = input.tag?.toLowerCase();
     return near
       .map((n) => tools.get(n.id))
       .filter((t) => t !== undefined)
-      .filter((t) => (!input.category || t.service.category === input.category) && (!tag || t.service.tags.some((g) => g.toLowerCase() === tag)))
-      .filter((t) => !input.service || (input.service.startsWith('svc_') ? t.service.id === input.service : t.service.name === input.service));
+      .filter(
+        (t) =>
+          (!input.category || t.service.category === input.category) &&
+          (!tag || t.service.tags.some((g) => g.toLowerCase() === tag)),
+      )
+      .filter(
+        (t) =>
+          !input.service ||
+          (input.service.startsWith('svc_') ? t.service.id === input.service : t.service.name === input.service),
+      );
   } catch (err) {
     ctx.log.warn({ err: (err as Error).message }, 'semantic tool search failed');
     return [];

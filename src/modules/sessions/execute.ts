@@ -74,17 +74,29 @@ export interface ExecuteAnswer {
  *         validation_failed, not_subscribed, quota_exceeded, upstream_blocked / upstream_error (502),
  *         upstream_timeout (504) — the last three after recording, with `execution_id` in the problem
  */
-export async function executeTool(ctx: AppContext, principal: Principal, sessionRef: SessionRef, input: ExecuteInput): Promise<ExecuteAnswer> {
+export async function executeTool(
+  ctx: AppContext,
+  principal: Principal,
+  sessionRef: SessionRef,
+  input: ExecuteInput,
+): Promise<ExecuteAnswer> {
   requireScope(principal, 'tools:execute');
   const actor = actorOf(principal);
   const sessionId = typeof sessionRef === 'string' ? sessionRef : await sessionRef();
   // Independent lookups: run them together (parallel on PostgreSQL, one event-loop turn less on PGlite).
-  const [session, resolved] = await Promise.all([sessionState(ctx, actor, sessionId), resolveExecutableTool(ctx, input.service, input.tool)]);
-  if (session.status !== 'active') throw new AppError('session_closed', 'The session is closed; create a new session to execute tools');
+  const [session, resolved] = await Promise.all([
+    sessionState(ctx, actor, sessionId),
+    resolveExecutableTool(ctx, input.service, input.tool),
+  ]);
+  if (session.status !== 'active')
+    throw new AppError('session_closed', 'The session is closed; create a new session to execute tools');
 
   const own = resolved !== null && resolved.service.ownerId === actor.accountId;
   if (!resolved || (!own && resolved.service.status !== 'published')) {
-    throw new AppError('not_found', resolved ? 'Service not found' : `Service "${input.service}" or its tool "${input.tool}" not found`);
+    throw new AppError(
+      'not_found',
+      resolved ? 'Service not found' : `Service "${input.service}" or its tool "${input.tool}" not found`,
+    );
   }
   const { service, tool } = resolved;
 
@@ -96,7 +108,8 @@ export async function executeTool(ctx: AppContext, principal: Principal, session
     throw invalidArguments(tool.name, errors);
   }
 
-  if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id))) throw agentNotSubscribed(service.name);
+  if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id)))
+    throw agentNotSubscribed(service.name);
   // Connected accounts hook (docs/connections.md): oauth2 services get the caller's own token as
   // their credential; no usable connection → 409 (after the subscription's 403, before any quota).
   const grant = await withCallerGrant(ctx, actor, resolved).catch(async (err: unknown) => {
@@ -116,8 +129,20 @@ export async function executeTool(ctx: AppContext, principal: Principal, session
   // An upstream 401 on a connection's token: one refresh, one retry (HTTP tools); a refused
   // refresh (409 connection_required) is recorded like any failed call.
   const first = outcome;
-  const retry = httpRequest && (await grantAfterUnauthorized(ctx, actor, grant, first.httpStatus).catch((err: unknown) => failedCall(err, performance.now() - first.durationMs)));
-  if (retry && 'tool' in retry) outcome = await callHttpTool(ctx, retry.tool, buildHttpRequest(retry.tool, args), actor.accountId, executionId, timeoutMs);
+  const retry =
+    httpRequest &&
+    (await grantAfterUnauthorized(ctx, actor, grant, first.httpStatus).catch((err: unknown) =>
+      failedCall(err, performance.now() - first.durationMs),
+    ));
+  if (retry && 'tool' in retry)
+    outcome = await callHttpTool(
+      ctx,
+      retry.tool,
+      buildHttpRequest(retry.tool, args),
+      actor.accountId,
+      executionId,
+      timeoutMs,
+    );
   else if (retry) outcome = retry;
 
   const agentId = actor.agentId ?? session.agentId;
@@ -140,9 +165,17 @@ export async function executeTool(ctx: AppContext, principal: Principal, session
 
   if (outcome.failure) {
     const f = outcome.failure;
-    throw new AppError(f.code, f.message, { headers: { ...headers, ...f.headers }, extra: { ...f.extra, execution_id: executionId } });
+    throw new AppError(f.code, f.message, {
+      headers: { ...headers, ...f.headers },
+      extra: { ...f.extra, execution_id: executionId },
+    });
   }
-  const result: ExecuteResult = { execution_id: executionId, status: outcome.status, output: outcome.output, duration_ms: outcome.durationMs };
+  const result: ExecuteResult = {
+    execution_id: executionId,
+    status: outcome.status,
+    output: outcome.output,
+    duration_ms: outcome.durationMs,
+  };
   if (outcome.httpStatus !== null) result.http_status = outcome.httpStatus;
   if (outcome.error) result.error = outcome.error;
   return { result, headers };
@@ -150,15 +183,21 @@ export async function executeTool(ctx: AppContext, principal: Principal, session
 
 /** Cold path (invalid arguments): the 403 of a caller that may not call the service at all wins over the 400. */
 async function assertSubscribed(ctx: AppContext, actor: SessionActor, serviceId: string, own: boolean): Promise<void> {
-  if (!own && !(await hasActiveSubscription(ctx, actor.accountId, serviceId))) throw new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)');
+  if (!own && !(await hasActiveSubscription(ctx, actor.accountId, serviceId)))
+    throw new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)');
   if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, serviceId))) throw agentNotSubscribed(serviceId);
 }
 
 function agentNotSubscribed(service: string): AppError {
-  return new AppError('not_subscribed', `This agent is not subscribed to ${service}; its owner subscribes it with POST /v2/agents/:id/tools/subscribe`);
+  return new AppError(
+    'not_subscribed',
+    `This agent is not subscribed to ${service}; its owner subscribes it with POST /v2/agents/:id/tools/subscribe`,
+  );
 }
 
 function invalidArguments(toolName: string, errors: FieldError[]): AppError {
   const where = errors.map((e) => `${e.pointer} ${e.message}`).join('; ');
-  return new AppError('validation_failed', `Arguments do not match the input schema of ${toolName}: ${where}`, { errors });
+  return new AppError('validation_failed', `Arguments do not match the input schema of ${toolName}: ${where}`, {
+    errors,
+  });
 }

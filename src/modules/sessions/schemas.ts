@@ -42,7 +42,13 @@ export const SessionDetailsSchema = Type.Intersect([
 export const CreateSessionBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    agent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'one of your agents (`agt_…`); agents get their own id' })),
+    agent_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'one of your agents (`agt_…`); agents get their own id',
+      }),
+    ),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50 })),
   },
   { additionalProperties: false },
@@ -61,7 +67,13 @@ export const ExecuteBody = Type.Object(
     service: Type.String({ minLength: 1, maxLength: 200, description: 'service name or id' }),
     tool: Type.String({ minLength: 1, maxLength: 200, description: 'tool name, former name (alias) or id' }),
     arguments: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    timeout_ms: Type.Optional(Type.Integer({ minimum: 100, maximum: 900_000, description: 'upstream timeout; capped by UPSTREAM_MAX_TIMEOUT_MS' })),
+    timeout_ms: Type.Optional(
+      Type.Integer({
+        minimum: 100,
+        maximum: 900_000,
+        description: 'upstream timeout; capped by UPSTREAM_MAX_TIMEOUT_MS',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

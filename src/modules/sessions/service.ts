@@ -82,12 +82,19 @@ export async function createSession(
 ): Promise<SessionView> {
   let agentId = actor.agentId;
   if (input.agent_id !== undefined) {
-    if (actor.agentId && input.agent_id !== actor.agentId) throw new AppError('forbidden', 'An agent can only create sessions for itself');
+    if (actor.agentId && input.agent_id !== actor.agentId)
+      throw new AppError('forbidden', 'An agent can only create sessions for itself');
     if (!actor.agentId) agentId = (await getAgentForAccount(ctx, actor.accountId, input.agent_id)).id;
   }
   const [row] = await ctx.db
     .insert(sessions)
-    .values({ id: newId('ses'), userId: actor.accountId, agentId, name: input.name ?? null, metadata: input.metadata ?? {} })
+    .values({
+      id: newId('ses'),
+      userId: actor.accountId,
+      agentId,
+      name: input.name ?? null,
+      metadata: input.metadata ?? {},
+    })
     .returning();
   // A new session is usually executed in at once (the agent runtime: one per invocation): its facts
   // go into the execution path's cache now instead of being read back by the first execution.
@@ -111,7 +118,10 @@ export async function listSessions(
 
 /** A session visible to the actor. @throws AppError not_found */
 export async function getSessionFor(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<SessionRow> {
-  const [s] = await ctx.db.select().from(sessions).where(and(eq(sessions.id, sessionId), visibleTo(actor)));
+  const [s] = await ctx.db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), visibleTo(actor)));
   if (!s) throw notFound('Session');
   return s;
 }
@@ -133,9 +143,16 @@ function sessionFacts(ctx: AppContext): SharedCache<SessionFacts> {
  * {@link closeSession} evicts (raw SQL on a miss: the query builder costs more than the query on PGlite).
  * @throws AppError not_found (missing, another account's, or another agent's session)
  */
-export async function sessionState(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<{ id: string; status: string; agentId: string | null }> {
+export async function sessionState(
+  ctx: AppContext,
+  actor: SessionActor,
+  sessionId: string,
+): Promise<{ id: string; status: string; agentId: string | null }> {
   const s = await sessionFacts(ctx).get(sessionId, async () => {
-    const rows = await execRows<{ user_id: string; status: string; agent_id: string | null }>(ctx.db, sql`select user_id, status, agent_id from sessions where id = ${sessionId}`);
+    const rows = await execRows<{ user_id: string; status: string; agent_id: string | null }>(
+      ctx.db,
+      sql`select user_id, status, agent_id from sessions where id = ${sessionId}`,
+    );
     if (!rows[0]) throw notFound('Session');
     return { userId: rows[0].user_id, status: rows[0].status, agentId: rows[0].agent_id };
   });
@@ -144,9 +161,18 @@ export async function sessionState(ctx: AppContext, actor: SessionActor, session
 }
 
 /** A session with its latest executions (newest first, at most {@link RECENT_EXECUTIONS}). @throws AppError not_found */
-export async function getSessionDetails(ctx: AppContext, actor: SessionActor, sessionId: string): Promise<SessionView & { executions: ExecutionView[] }> {
+export async function getSessionDetails(
+  ctx: AppContext,
+  actor: SessionActor,
+  sessionId: string,
+): Promise<SessionView & { executions: ExecutionView[] }> {
   const s = await getSessionFor(ctx, actor, sessionId);
-  const rows = await ctx.db.select().from(executions).where(eq(executions.sessionId, s.id)).orderBy(desc(executions.id)).limit(RECENT_EXECUTIONS);
+  const rows = await ctx.db
+    .select()
+    .from(executions)
+    .where(eq(executions.sessionId, s.id))
+    .orderBy(desc(executions.id))
+    .limit(RECENT_EXECUTIONS);
   return { ...sessionView(s), executions: rows.map(executionView) };
 }
 
@@ -163,7 +189,10 @@ export async function closeSession(ctx: AppContext, actor: SessionActor, session
 
 /** The session `sessionId` of account `accountId`. @throws AppError not_found (also for other accounts' sessions) */
 export async function getSession(ctx: AppContext, accountId: string, sessionId: string): Promise<SessionRow> {
-  const [s] = await ctx.db.select().from(sessions).where(and(eq(sessions.id, sessionId), eq(sessions.userId, accountId)));
+  const [s] = await ctx.db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), eq(sessions.userId, accountId)));
   if (!s) throw notFound('Session');
   return s;
 }

@@ -49,7 +49,10 @@ export interface SessionStats {
 }
 
 /** Statistics of `userId`'s sessions created in [since, until), optionally of one agent. */
-export async function sessionStats(ctx: AppContext, f: { userId: string; agentId?: string; since: Date; until: Date }): Promise<SessionStats> {
+export async function sessionStats(
+  ctx: AppContext,
+  f: { userId: string; agentId?: string; since: Date; until: Date },
+): Promise<SessionStats> {
   const where = sql`user_id = ${f.userId} and created_at >= ${f.since.toISOString()}::timestamptz and created_at < ${f.until.toISOString()}::timestamptz
     ${f.agentId ? sql`and agent_id = ${f.agentId}` : sql``}`;
   const dur = sql`extract(epoch from (coalesce(closed_at, last_activity_at, created_at) - created_at)) * 1000`;
@@ -87,10 +90,19 @@ export async function sessionStats(ctx: AppContext, f: { userId: string; agentId
     by_status: { active: num(m.active), closed: num(m.closed) },
     empty: num(m.empty),
     executions: num(m.executions),
-    executions_per_session: { avg: numOrNull(m.e_avg) ?? 0, p50: numOrNull(m.e_p50) ?? 0, p95: numOrNull(m.e_p95) ?? 0, max: num(m.e_max) },
+    executions_per_session: {
+      avg: numOrNull(m.e_avg) ?? 0,
+      p50: numOrNull(m.e_p50) ?? 0,
+      p95: numOrNull(m.e_p95) ?? 0,
+      max: num(m.e_max),
+    },
     duration_ms: { avg: round0(m.d_avg), p50: round0(m.d_p50), p95: round0(m.d_p95), max: round0(m.d_max) },
     by_day: byDay.map((r) => ({ day: String(r.day), sessions: num(r.n), executions: num(r.e) })),
-    by_agent: byAgent.map((r) => ({ agent_id: (r.agent_id as string | null) ?? null, sessions: num(r.n), executions: num(r.e) })),
+    by_agent: byAgent.map((r) => ({
+      agent_id: (r.agent_id as string | null) ?? null,
+      sessions: num(r.n),
+      executions: num(r.e),
+    })),
   };
 }
 
@@ -99,7 +111,10 @@ function round0(v: unknown): number | null {
 }
 
 /** Session counts: all-time total, active now, created in [since, until). `userId` absent → platform-wide. */
-export async function countSessions(ctx: AppContext, f: { userId?: string; since: Date; until: Date }): Promise<{ total: number; active: number; created_in_period: number }> {
+export async function countSessions(
+  ctx: AppContext,
+  f: { userId?: string; since: Date; until: Date },
+): Promise<{ total: number; active: number; created_in_period: number }> {
   const [r] = await execRows<Record<string, unknown>>(
     ctx.db,
     sql`select count(*) as total, count(*) filter (where status = 'active') as active,
@@ -118,7 +133,18 @@ export async function searchSessionsByName(
   actor: SessionActor,
   q: string,
   limit: number,
-): Promise<{ found: number; data: Array<{ id: string; name: string | null; status: string; agent_id: string | null; execution_count: number; created_at: string; leading: boolean }> }> {
+): Promise<{
+  found: number;
+  data: Array<{
+    id: string;
+    name: string | null;
+    status: string;
+    agent_id: string | null;
+    execution_count: number;
+    created_at: string;
+    leading: boolean;
+  }>;
+}> {
   const needle = q.trim().toLowerCase().slice(0, 200);
   if (!needle) return { found: 0, data: [] };
   const like = `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -195,7 +221,10 @@ export async function executionLatency(
  * Executions since `since` (the realtime view): count, failures and p50/p95 duration, platform-wide
  * or for one account. Uses the time-sortable primary key (`id >= idFloor`), no created_at index.
  */
-export async function recentExecutions(ctx: AppContext, f: { since: Date; userId?: string }): Promise<{ executions: number; failures: number; p50_ms: number | null; p95_ms: number | null }> {
+export async function recentExecutions(
+  ctx: AppContext,
+  f: { since: Date; userId?: string },
+): Promise<{ executions: number; failures: number; p50_ms: number | null; p95_ms: number | null }> {
   const [r] = await execRows<Record<string, unknown>>(
     ctx.db,
     sql`select count(*) as n, count(*) filter (where status = 'failed') as failures,
@@ -242,7 +271,14 @@ export interface UsageBreakdownRow {
  */
 export async function usageBreakdown(
   ctx: AppContext,
-  f: { by: 'service' | 'tool'; serviceIds?: string[]; userId?: string; sinceDay: string; untilDay: string; limit?: number },
+  f: {
+    by: 'service' | 'tool';
+    serviceIds?: string[];
+    userId?: string;
+    sinceDay: string;
+    untilDay: string;
+    limit?: number;
+  },
 ): Promise<UsageBreakdownRow[]> {
   const key = f.by === 'tool' ? sql`tool_id` : sql`service_id`;
   const rows = await execRows<Record<string, unknown>>(
@@ -276,7 +312,10 @@ export async function usageBreakdown(
 }
 
 /** Distinct users (accounts) with calls over whole UTC days [sinceDay, untilDay], optionally of some services. */
-export async function uniqueUsers(ctx: AppContext, f: { serviceIds?: string[]; sinceDay: string; untilDay: string }): Promise<number> {
+export async function uniqueUsers(
+  ctx: AppContext,
+  f: { serviceIds?: string[]; sinceDay: string; untilDay: string },
+): Promise<number> {
   const [r] = await execRows<{ n: number | string }>(
     ctx.db,
     sql`select count(distinct user_id) as n from tool_usage

@@ -57,7 +57,9 @@ const COLUMNS = [
 type Column = (typeof COLUMNS)[number][0];
 
 /** The columns of `executions` that the statements insert, in {@link COLUMNS} order. */
-const EXECUTION_COLUMNS = sql.raw('id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments, status, http_status, output, error, duration_ms, created_at');
+const EXECUTION_COLUMNS = sql.raw(
+  'id, session_id, user_id, agent_id, service_id, tool_id, tool_name, arguments, status, http_status, output, error, duration_ms, created_at',
+);
 
 /** How a usage counter row that exists already takes the new counts (`excluded`: the row the statement would have inserted). */
 const USAGE_CONFLICT = sql.raw(`on conflict on constraint tool_usage_key do update set
@@ -69,7 +71,9 @@ const USAGE_CONFLICT = sql.raw(`on conflict on constraint tool_usage_key do upda
         updated_at = excluded.updated_at`);
 
 /** The columns of `tool_usage` that the statements insert. */
-const USAGE_COLUMNS = sql.raw('day, user_id, agent_id, service_id, tool_id, tool_name, calls, successes, failures, total_duration_ms, updated_at');
+const USAGE_COLUMNS = sql.raw(
+  'day, user_id, agent_id, service_id, tool_id, tool_name, calls, successes, failures, total_duration_ms, updated_at',
+);
 
 /**
  * The statement that writes a batch of any size (so one prepared statement): the records arrive
@@ -114,7 +118,9 @@ function batchStatement(): SQL {
  * which is on the answer's path.
  */
 function singleStatement(): SQL {
-  const p = Object.fromEntries(COLUMNS.map(([name, type]) => [name, sql`${sql.placeholder(name)}::${sql.raw(type)}`])) as Record<Column, SQL>;
+  const p = Object.fromEntries(
+    COLUMNS.map(([name, type]) => [name, sql`${sql.placeholder(name)}::${sql.raw(type)}`]),
+  ) as Record<Column, SQL>;
   return sql`with e as (
       insert into executions (${EXECUTION_COLUMNS})
       values (${p.ids}, ${p.sessions}, ${p.users}, ${p.agents}, ${p.services}, ${p.tools}, ${p.names}, ${p.args}::jsonb, ${p.statuses}, ${p.https}, ${p.outputs}::jsonb, ${p.errors}::jsonb, ${p.durations}, ${p.ats})
@@ -179,11 +185,21 @@ async function writeBatch(stmts: RecordStatements, records: ExecutionRecord[]): 
 export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<ExecutionRecord> {
   const write = (records: ExecutionRecord[]) => {
     const db = ctxOf().database.hotDb;
-    return writeBatch({ single: prepareRaw(db, 'execution_record_one', singleStatement), batch: prepareRaw(db, 'execution_record', batchStatement) }, records);
+    return writeBatch(
+      {
+        single: prepareRaw(db, 'execution_record_one', singleStatement),
+        batch: prepareRaw(db, 'execution_record', batchStatement),
+      },
+      records,
+    );
   };
   // On PostgreSQL records queue behind the write in flight by themselves; the gather turn (for
   // PGlite, whose statements run on this thread or return at once) was ~25 µs of a lone execution.
-  return new WriteBatcher<ExecutionRecord>({ write, maxBatch: MAX_BATCH, gather: () => ctxOf().database.engine === 'pglite' });
+  return new WriteBatcher<ExecutionRecord>({
+    write,
+    maxBatch: MAX_BATCH,
+    gather: () => ctxOf().database.engine === 'pglite',
+  });
 }
 
 /**
@@ -263,11 +279,19 @@ export async function topTools(
         order by sum(calls) desc, sum(successes) desc, tool_id
         limit ${Math.min(Math.max(q.limit ?? 10, 1), 1000)}::int`,
   );
-  return rows.map((r) => ({ service_id: String(r.service_id), tool_id: String(r.tool_id), tool_name: String(r.tool_name), ...totals(r as never) }));
+  return rows.map((r) => ({
+    service_id: String(r.service_id),
+    tool_id: String(r.tool_id),
+    tool_name: String(r.tool_name),
+    ...totals(r as never),
+  }));
 }
 
 /** Most-called services (ties: service id). */
-export async function topServices(ctx: AppContext, q: UsageFilter & { limit?: number } = {}): Promise<Array<UsageTotals & { service_id: string }>> {
+export async function topServices(
+  ctx: AppContext,
+  q: UsageFilter & { limit?: number } = {},
+): Promise<Array<UsageTotals & { service_id: string }>> {
   const rows = await execRows<Record<string, unknown>>(
     ctx.db,
     sql`select service_id, ${SUMS} from tool_usage where ${where(q)}

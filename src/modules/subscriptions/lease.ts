@@ -31,7 +31,14 @@ const SWEEP_MS = 125;
 /** This app's quota state, created on first use (its leases are returned at app close). */
 export function quotaRuntime(ctx: AppContext): QuotaRuntime {
   if (ctx.quota) return ctx.quota;
-  const rt: QuotaRuntime = { queues: new Map(), leases: new Map(), returning: new Map(), lastCall: new Map(), sweep: null, epoch: 0 };
+  const rt: QuotaRuntime = {
+    queues: new Map(),
+    leases: new Map(),
+    returning: new Map(),
+    lastCall: new Map(),
+    sweep: null,
+    epoch: 0,
+  };
   ctx.quota = rt;
   ctx.onClose.push(() => closeLeases(ctx));
   return rt;
@@ -50,7 +57,13 @@ export function noteCall(ctx: AppContext, rt: QuotaRuntime, key: string, t: numb
  * call (counters when the lease was made + units taken so far, this one included); null when there
  * is no usable lease (none, used up, idle or too old — an idle or old one is ended here).
  */
-export function takeFromLease(ctx: AppContext, rt: QuotaRuntime, key: string, w: Windows, t: number): QuotaState | null {
+export function takeFromLease(
+  ctx: AppContext,
+  rt: QuotaRuntime,
+  key: string,
+  w: Windows,
+  t: number,
+): QuotaState | null {
   const lease = rt.leases.get(key);
   if (!lease) return null;
   if (t - lease.createdAt >= LEASE_MAX_AGE_MS || t - lease.usedAt > LEASE_IDLE_MS || lease.taken >= lease.units) {
@@ -59,7 +72,11 @@ export function takeFromLease(ctx: AppContext, rt: QuotaRuntime, key: string, w:
   }
   lease.taken += 1;
   lease.usedAt = t;
-  return { subscription_id: lease.subscriptionId, plan: lease.plan as QuotaState['plan'], windows: windowStates(ctx, lease.plan, lease.dayBase + lease.taken, lease.monthBase + lease.taken, w) };
+  return {
+    subscription_id: lease.subscriptionId,
+    plan: lease.plan as QuotaState['plan'],
+    windows: windowStates(ctx, lease.plan, lease.dayBase + lease.taken, lease.monthBase + lease.taken, w),
+  };
 }
 
 /**
@@ -92,7 +109,11 @@ export function endLease(ctx: AppContext, rt: QuotaRuntime, lease: QuotaLease): 
     .run({ id: lease.subscriptionId, day: lease.day, month: lease.month, k: unused })
     .then(
       () => undefined,
-      (err: unknown) => ctx.log.warn({ err: (err as Error).message, subscription: lease.subscriptionId, units: unused }, 'quota lease: unused units not returned'),
+      (err: unknown) =>
+        ctx.log.warn(
+          { err: (err as Error).message, subscription: lease.subscriptionId, units: unused },
+          'quota lease: unused units not returned',
+        ),
     )
     .finally(() => rt.returning.delete(lease));
   // Still unused until the return commits: reads subtract it meanwhile.
@@ -103,10 +124,14 @@ export function endLease(ctx: AppContext, rt: QuotaRuntime, lease: QuotaLease): 
 /** The statement that gives `k` unused units back to subscription `id` (windows `day`/`month` only if current). */
 function returnStatement(ctx: AppContext) {
   const p = (name: string) => sql.placeholder(name);
-  return prepareRaw(ctx.database.hotDb, 'quota_return', () => sql`update subscriptions
+  return prepareRaw(
+    ctx.database.hotDb,
+    'quota_return',
+    () => sql`update subscriptions
       set day_used = case when day_start = ${p('day')}::date then greatest(0, day_used - ${p('k')}::int) else day_used end,
           month_used = case when month_start = ${p('month')}::date then greatest(0, month_used - ${p('k')}::int) else month_used end
-      where id = ${p('id')}`);
+      where id = ${p('id')}`,
+  );
 }
 
 /**

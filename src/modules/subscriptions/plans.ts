@@ -49,8 +49,12 @@ export function plansFor(roles: readonly Role[]): Plan[] {
 export function assertPlanAllowed(plan: Plan, roles: readonly Role[]): void {
   const allowed = plansFor(roles);
   if (!allowed.includes(plan)) {
-    const needed = [...ROLE_LADDER].reverse().find((rung) => PLAN_ORDER.indexOf(rung.top) >= PLAN_ORDER.indexOf(plan))!.roles[0];
-    throw new AppError('forbidden', `The ${plan} plan needs the ${needed} role; your roles allow ${allowed.join(', ')}`);
+    const needed = [...ROLE_LADDER].reverse().find((rung) => PLAN_ORDER.indexOf(rung.top) >= PLAN_ORDER.indexOf(plan))!
+      .roles[0];
+    throw new AppError(
+      'forbidden',
+      `The ${plan} plan needs the ${needed} role; your roles allow ${allowed.join(', ')}`,
+    );
   }
 }
 
@@ -67,6 +71,12 @@ export function effectivePlanSql(plan: SQL, roles: SQL): SQL {
     if (above.length === 0) return plan;
     return sql`(case when ${plan} in (${sql.join(above.map(lit), sql`, `)}) then ${lit(top)} else ${plan} end)`;
   };
-  const rungs = ROLE_LADDER.map((rung) => sql`when ${sql.join(rung.roles.map((r) => sql`${lit(r)} = any(${roles})`), sql` or `)} then ${capped(rung.top)}`);
+  const rungs = ROLE_LADDER.map(
+    (rung) =>
+      sql`when ${sql.join(
+        rung.roles.map((r) => sql`${lit(r)} = any(${roles})`),
+        sql` or `,
+      )} then ${capped(rung.top)}`,
+  );
   return sql`(case ${sql.join(rungs, sql` `)} else ${lit(BOTTOM_PLAN)} end)`;
 }

@@ -85,7 +85,12 @@ const MAX_QUOTA_BATCH = 256;
  * @throws AppError not_subscribed (no active subscription),
  *         quota_exceeded (429, `Retry-After` = seconds until the exhausted window resets, X-Quota-* headers)
  */
-export function consumeQuota(ctx: AppContext, userId: string, serviceId: string, now: Date = new Date()): Promise<QuotaState> {
+export function consumeQuota(
+  ctx: AppContext,
+  userId: string,
+  serviceId: string,
+  now: Date = new Date(),
+): Promise<QuotaState> {
   const w = windowsAt(now);
   const rt = quotaRuntime(ctx);
   const key = `${userId} ${serviceId} ${w.day} ${w.month}`;
@@ -138,40 +143,75 @@ async function drainQueue(ctx: AppContext, rt: QuotaRuntime, k: QuotaKey, q: Quo
 }
 
 /** Count `batch` (arrival order) in one statement, asking for a lease when `hot`, and settle every caller. @throws the database error */
-async function countBatch(ctx: AppContext, rt: QuotaRuntime, k: QuotaKey, batch: QuotaWaiter[], hot: boolean): Promise<void> {
+async function countBatch(
+  ctx: AppContext,
+  rt: QuotaRuntime,
+  k: QuotaKey,
+  batch: QuotaWaiter[],
+  hot: boolean,
+): Promise<void> {
   const q = ctx.config.quotas;
   const { w } = k;
   // Asynchronous commit (Database.hotDb): exact under concurrency (row lock); a database crash can
   // forget the last few hundred ms of counts, which only ever errs in the subscriber's favour.
-  const limits = Object.fromEntries(PLAN_ORDER.flatMap((pl) => [[`${pl}_day`, q[pl].day], [`${pl}_month`, q[pl].month]]));
+  const limits = Object.fromEntries(
+    PLAN_ORDER.flatMap((pl) => [
+      [`${pl}_day`, q[pl].day],
+      [`${pl}_month`, q[pl].month],
+    ]),
+  );
   const epoch = rt.epoch;
-  const rows = await countingStatement(ctx).run({ day: w.day, month: w.month, userId: k.userId, serviceId: k.serviceId, n: batch.length, lease: hot ? MAX_LEASE : 0, ...limits });
+  const rows = await countingStatement(ctx).run({
+    day: w.day,
+    month: w.month,
+    userId: k.userId,
+    serviceId: k.serviceId,
+    n: batch.length,
+    lease: hot ? MAX_LEASE : 0,
+    ...limits,
+  });
   const row = rows[0];
   if (!row) {
-    for (const x of batch) x.reject(new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)'));
+    for (const x of batch)
+      x.reject(new AppError('not_subscribed', 'Subscribe to this service first (POST /subscriptions)'));
     return;
   }
-  const [day, month, granted, leased] = [Number(row.day_used), Number(row.month_used), Number(row.granted), Number(row.leased)];
+  const [day, month, granted, leased] = [
+    Number(row.day_used),
+    Number(row.month_used),
+    Number(row.granted),
+    Number(row.leased),
+  ];
   if (leased > 0) {
     const t = performance.now();
-    openLease(ctx, rt, {
-      key: k.key,
-      userId: k.userId,
-      subscriptionId: row.id,
-      plan: row.plan,
-      day: w.day,
-      month: w.month,
-      dayBase: day + granted,
-      monthBase: month + granted,
-      units: leased,
-      taken: 0,
-      createdAt: t,
-      usedAt: t,
-      ended: false,
-    }, epoch);
+    openLease(
+      ctx,
+      rt,
+      {
+        key: k.key,
+        userId: k.userId,
+        subscriptionId: row.id,
+        plan: row.plan,
+        day: w.day,
+        month: w.month,
+        dayBase: day + granted,
+        monthBase: month + granted,
+        units: leased,
+        taken: 0,
+        createdAt: t,
+        usedAt: t,
+        ended: false,
+      },
+      epoch,
+    );
   }
   batch.forEach((x, i) => {
-    if (i < granted) x.resolve({ subscription_id: row.id, plan: row.plan as Plan, windows: windowStates(ctx, row.plan, day + i + 1, month + i + 1, w) });
+    if (i < granted)
+      x.resolve({
+        subscription_id: row.id,
+        plan: row.plan as Plan,
+        windows: windowStates(ctx, row.plan, day + i + 1, month + i + 1, w),
+      });
     else x.reject(quotaExceeded(ctx, row.plan as Plan, day + granted, month + granted, w, x.now));
   });
 }

@@ -12,31 +12,63 @@ import {
   SubscriptionSchema,
   UpdateSubscriptionBody,
 } from './schemas.js';
-import { cancelSubscription, changePlan, getQuotas, getSubscription, listSubscriptions, subscribe, subscribedServiceIds } from './service.js';
+import {
+  cancelSubscription,
+  changePlan,
+  getQuotas,
+  getSubscription,
+  listSubscriptions,
+  subscribe,
+  subscribedServiceIds,
+} from './service.js';
 
 export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
-  const { r, op } = authScope(app, ctx.auth, { principals: ['user'], tags: ['subscriptions'], security: USER_SECURITY });
+  const { r, op } = authScope(app, ctx.auth, {
+    principals: ['user'],
+    tags: ['subscriptions'],
+    security: USER_SECURITY,
+  });
 
-  r.post('/subscriptions',
-    op('subscriptions.create', 'Subscribe to a published service (plans by role: user → free, pro → up to pro, enterprise/admin → any)', {
-      body: CreateSubscriptionBody,
-      response: { 201: SubscriptionSchema, ...errorResponses(403, 404, 409) },
-    }),
+  r.post(
+    '/subscriptions',
+    op(
+      'subscriptions.create',
+      'Subscribe to a published service (plans by role: user → free, pro → up to pro, enterprise/admin → any)',
+      {
+        body: CreateSubscriptionBody,
+        response: { 201: SubscriptionSchema, ...errorResponses(403, 404, 409) },
+      },
+    ),
     async (req, reply) => {
       const u = userOf(req);
       return created(reply, subscribe(ctx, u.userId, u.roles, req.body));
     },
   );
-  r.get('/subscriptions',
-    op('subscriptions.list', "List the user's subscriptions, newest first", { querystring: SubscriptionListQuery, response: { 200: ListOf(SubscriptionSchema), ...errorResponses(403) } }),
-    async (req) => listSubscriptions(ctx, userOf(req).userId, req.query));
-  r.get('/subscriptions/services/ids',
-    op('subscriptions.serviceIds', 'Ids of the services the user is actively subscribed to', { response: { 200: ServiceIdsSchema, ...errorResponses(403) } }),
-    async (req) => ({ data: await subscribedServiceIds(ctx, userOf(req).userId) }));
-  r.get('/subscriptions/:id',
-    op('subscriptions.get', 'Subscription details', { params: IdParams, response: { 200: SubscriptionSchema, ...errorResponses(403, 404) } }),
-    async (req) => getSubscription(ctx, userOf(req).userId, req.params.id));
-  r.put('/subscriptions/:id',
+  r.get(
+    '/subscriptions',
+    op('subscriptions.list', "List the user's subscriptions, newest first", {
+      querystring: SubscriptionListQuery,
+      response: { 200: ListOf(SubscriptionSchema), ...errorResponses(403) },
+    }),
+    async (req) => listSubscriptions(ctx, userOf(req).userId, req.query),
+  );
+  r.get(
+    '/subscriptions/services/ids',
+    op('subscriptions.serviceIds', 'Ids of the services the user is actively subscribed to', {
+      response: { 200: ServiceIdsSchema, ...errorResponses(403) },
+    }),
+    async (req) => ({ data: await subscribedServiceIds(ctx, userOf(req).userId) }),
+  );
+  r.get(
+    '/subscriptions/:id',
+    op('subscriptions.get', 'Subscription details', {
+      params: IdParams,
+      response: { 200: SubscriptionSchema, ...errorResponses(403, 404) },
+    }),
+    async (req) => getSubscription(ctx, userOf(req).userId, req.params.id),
+  );
+  r.put(
+    '/subscriptions/:id',
     op('subscriptions.update', 'Change the plan of an active subscription (plans by role, as for subscribing)', {
       params: IdParams,
       body: UpdateSubscriptionBody,
@@ -47,10 +79,20 @@ export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: A
       return changePlan(ctx, u.userId, u.roles, req.params.id, req.body.plan);
     },
   );
-  r.delete('/subscriptions/:id',
-    op('subscriptions.cancel', 'Cancel a subscription (executions are refused from then on)', { params: IdParams, response: { 200: SubscriptionSchema, ...errorResponses(403, 404) } }),
-    async (req) => cancelSubscription(ctx, userOf(req).userId, req.params.id));
-  r.get('/subscriptions/:id/quotas',
-    op('subscriptions.quotas', 'Quota windows of a subscription: limit, used, remaining, reset time', { params: IdParams, response: { 200: QuotasSchema, ...errorResponses(403, 404) } }),
-    async (req) => getQuotas(ctx, userOf(req).userId, req.params.id));
+  r.delete(
+    '/subscriptions/:id',
+    op('subscriptions.cancel', 'Cancel a subscription (executions are refused from then on)', {
+      params: IdParams,
+      response: { 200: SubscriptionSchema, ...errorResponses(403, 404) },
+    }),
+    async (req) => cancelSubscription(ctx, userOf(req).userId, req.params.id),
+  );
+  r.get(
+    '/subscriptions/:id/quotas',
+    op('subscriptions.quotas', 'Quota windows of a subscription: limit, used, remaining, reset time', {
+      params: IdParams,
+      response: { 200: QuotasSchema, ...errorResponses(403, 404) },
+    }),
+    async (req) => getQuotas(ctx, userOf(req).userId, req.params.id),
+  );
 }

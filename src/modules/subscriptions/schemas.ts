@@ -10,10 +10,19 @@ export const SubscriptionSchema = Type.Object({
   id: Type.String(),
   service_id: Type.String(),
   plan: Type.Union(PlanSchema.anyOf, { description: 'the plan chosen (PUT /subscriptions/:id changes it)' }),
-  effective_plan: Type.Union(PlanSchema.anyOf, { description: "the plan whose limits apply now: `plan` capped at the highest plan the account's roles allow (an account demoted from pro is counted on free; restoring the role restores the plan)" }),
+  effective_plan: Type.Union(PlanSchema.anyOf, {
+    description:
+      "the plan whose limits apply now: `plan` capped at the highest plan the account's roles allow (an account demoted from pro is counted on free; restoring the role restores the plan)",
+  }),
   status: Type.Union([Type.Literal('active'), Type.Literal('canceled')]),
-  quotas: Type.Object({ day: Limit, month: Limit }, { description: 'calls allowed per UTC day and month by `effective_plan` (null = unlimited)' }),
-  used: Type.Object({ day: Type.Integer(), month: Type.Integer() }, { description: 'calls counted in the current UTC day and month' }),
+  quotas: Type.Object(
+    { day: Limit, month: Limit },
+    { description: 'calls allowed per UTC day and month by `effective_plan` (null = unlimited)' },
+  ),
+  used: Type.Object(
+    { day: Type.Integer(), month: Type.Integer() },
+    { description: 'calls counted in the current UTC day and month' },
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
   canceled_at: Nullable(Timestamp),

@@ -69,8 +69,13 @@ type EffectivePlans = Record<Plan, Plan>;
  * (every plan the bottom one for an unknown account).
  */
 async function effectivePlans(ctx: AppContext, userId: string): Promise<EffectivePlans> {
-  const cols = PLAN_ORDER.map((pl) => sql`${effectivePlanSql(sql`${lit(pl)}::text`, sql`roles`)} as ${sql.identifier(pl)}`);
-  const [u] = await execRows<EffectivePlans>(ctx.db, sql`select ${sql.join(cols, sql`, `)} from users where id = ${userId}`);
+  const cols = PLAN_ORDER.map(
+    (pl) => sql`${effectivePlanSql(sql`${lit(pl)}::text`, sql`roles`)} as ${sql.identifier(pl)}`,
+  );
+  const [u] = await execRows<EffectivePlans>(
+    ctx.db,
+    sql`select ${sql.join(cols, sql`, `)} from users where id = ${userId}`,
+  );
   return u ?? (Object.fromEntries(PLAN_ORDER.map((pl) => [pl, BOTTOM_PLAN])) as EffectivePlans);
 }
 
@@ -80,7 +85,10 @@ function effectiveOf(plans: EffectivePlans, plan: string): Plan {
 }
 
 async function getRow(ctx: AppContext, userId: string, id: string): Promise<SubscriptionRow> {
-  const [row] = await ctx.db.select().from(subscriptions).where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId)));
+  const [row] = await ctx.db
+    .select()
+    .from(subscriptions)
+    .where(and(eq(subscriptions.id, id), eq(subscriptions.userId, userId)));
   if (!row) throw notFound('Subscription');
   return row;
 }
@@ -92,12 +100,18 @@ async function getRow(ctx: AppContext, userId: string, id: string): Promise<Subs
  * @throws AppError not_found (unknown, deleted or not published service), forbidden (plan above
  *         the role), conflict (already subscribed)
  */
-export async function subscribe(ctx: AppContext, userId: string, roles: readonly Role[], input: { service_id: string; plan?: Plan }): Promise<SubscriptionView> {
+export async function subscribe(
+  ctx: AppContext,
+  userId: string,
+  roles: readonly Role[],
+  input: { service_id: string; plan?: Plan },
+): Promise<SubscriptionView> {
   const svc = await getServiceSummary(ctx, input.service_id);
   if (!svc || svc.status !== 'published') throw notFound('Service');
   const plan = input.plan ?? 'free';
   assertPlanAllowed(plan, roles);
-  const prev = (col: string) => sql`(select p.${sql.identifier(col)} from subscriptions p where p.user_id = ${userId} and p.service_id = ${svc.id} order by p.id desc limit 1)`;
+  const prev = (col: string) =>
+    sql`(select p.${sql.identifier(col)} from subscriptions p where p.user_id = ${userId} and p.service_id = ${svc.id} order by p.id desc limit 1)`;
   const [row] = await ctx.db
     .insert(subscriptions)
     .values({
@@ -112,7 +126,8 @@ export async function subscribe(ctx: AppContext, userId: string, roles: readonly
     })
     .onConflictDoNothing()
     .returning();
-  if (!row) throw new AppError('conflict', `Already subscribed to ${svc.name}; change the plan with PUT /subscriptions/:id`);
+  if (!row)
+    throw new AppError('conflict', `Already subscribed to ${svc.name}; change the plan with PUT /subscriptions/:id`);
   return view(ctx, row, await effectivePlans(ctx, userId));
 }
 
@@ -147,7 +162,13 @@ export async function getSubscription(ctx: AppContext, userId: string, id: strin
  * here under the old plan once this answers; another instance's end within a second.
  * @throws AppError not_found, forbidden (plan above the role), invalid_state (canceled)
  */
-export async function changePlan(ctx: AppContext, userId: string, roles: readonly Role[], id: string, plan: Plan): Promise<SubscriptionView> {
+export async function changePlan(
+  ctx: AppContext,
+  userId: string,
+  roles: readonly Role[],
+  id: string,
+  plan: Plan,
+): Promise<SubscriptionView> {
   await getRow(ctx, userId, id);
   assertPlanAllowed(plan, roles);
   await dropLeases(ctx, userId);
@@ -194,13 +215,19 @@ export async function hasActiveSubscription(ctx: AppContext, userId: string, ser
   const rows = await ctx.db
     .select({ id: subscriptions.id })
     .from(subscriptions)
-    .where(and(eq(subscriptions.userId, userId), eq(subscriptions.serviceId, serviceId), eq(subscriptions.status, 'active')))
+    .where(
+      and(eq(subscriptions.userId, userId), eq(subscriptions.serviceId, serviceId), eq(subscriptions.status, 'active')),
+    )
     .limit(1);
   return rows.length > 0;
 }
 
 /** Quota windows of one subscription (`GET /subscriptions/:id/quotas`). @throws AppError not_found */
-export async function getQuotas(ctx: AppContext, userId: string, id: string): Promise<{ plan: Plan; windows: QuotaWindowState[] }> {
+export async function getQuotas(
+  ctx: AppContext,
+  userId: string,
+  id: string,
+): Promise<{ plan: Plan; windows: QuotaWindowState[] }> {
   await settleReturns(ctx, userId);
   const [row, plans] = await Promise.all([getRow(ctx, userId, id), effectivePlans(ctx, userId)]);
   const w = windowsAt();

@@ -4,8 +4,13 @@ import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 
 /** Active subscriptions by plan, and canceled ones. */
-export async function countSubscriptions(ctx: AppContext): Promise<{ active: number; canceled: number; by_plan: Record<string, number> }> {
-  const rows = await execRows<{ status: string; plan: string; n: number | string }>(ctx.db, sql`select status, plan, count(*) as n from subscriptions group by status, plan`);
+export async function countSubscriptions(
+  ctx: AppContext,
+): Promise<{ active: number; canceled: number; by_plan: Record<string, number> }> {
+  const rows = await execRows<{ status: string; plan: string; n: number | string }>(
+    ctx.db,
+    sql`select status, plan, count(*) as n from subscriptions group by status, plan`,
+  );
   const byPlan: Record<string, number> = { free: 0, pro: 0, enterprise: 0 };
   let active = 0;
   let canceled = 0;

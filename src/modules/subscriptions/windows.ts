@@ -39,7 +39,13 @@ export function windowsAt(now: Date = new Date()): Windows {
 }
 
 /** The day and month window states of `plan` with `dayUsed`/`monthUsed` calls counted in the windows `w`. */
-export function windowStates(ctx: AppContext, plan: string, dayUsed: number, monthUsed: number, w: Windows): QuotaWindowState[] {
+export function windowStates(
+  ctx: AppContext,
+  plan: string,
+  dayUsed: number,
+  monthUsed: number,
+  w: Windows,
+): QuotaWindowState[] {
   const l = limitsOf(ctx, plan);
   const one = (window: QuotaWindow, limit: number | null, used: number, resets: Date): QuotaWindowState => ({
     window,
@@ -52,7 +58,10 @@ export function windowStates(ctx: AppContext, plan: string, dayUsed: number, mon
 }
 
 /** Counters of a row as seen in the windows `w` (a counter of a past window reads 0). */
-export function usedNow(row: Pick<typeof subscriptions.$inferSelect, 'dayStart' | 'dayUsed' | 'monthStart' | 'monthUsed'>, w: Windows): { day: number; month: number } {
+export function usedNow(
+  row: Pick<typeof subscriptions.$inferSelect, 'dayStart' | 'dayUsed' | 'monthStart' | 'monthUsed'>,
+  w: Windows,
+): { day: number; month: number } {
   return { day: row.dayStart === w.day ? row.dayUsed : 0, month: row.monthStart === w.month ? row.monthUsed : 0 };
 }
 
@@ -88,19 +97,30 @@ export function quotaHeaders(state: QuotaState): Record<string, string> {
  * calls that were granted: `Retry-After` = seconds until the exhausted window resets (the later one
  * when both are), `X-Quota-*` headers of that window.
  */
-export function quotaExceeded(ctx: AppContext, plan: Plan, dayUsed: number, monthUsed: number, w: Windows, now: Date): AppError {
+export function quotaExceeded(
+  ctx: AppContext,
+  plan: Plan,
+  dayUsed: number,
+  monthUsed: number,
+  w: Windows,
+  now: Date,
+): AppError {
   const windows = windowStates(ctx, plan, dayUsed, monthUsed, w);
   const exhausted = windows.filter((x) => x.remaining === 0);
   // When both are used up, the caller must wait for the later reset.
   const binding = exhausted[exhausted.length - 1] ?? windows[0];
   const retryAfter = Math.max(1, Math.ceil((new Date(binding.resets_at).getTime() - now.getTime()) / 1000));
-  return new AppError('quota_exceeded', `The ${binding.window === 'day' ? 'daily' : 'monthly'} quota of the ${plan} plan (${binding.limit} calls) is used up; it resets at ${binding.resets_at}`, {
-    headers: {
-      'retry-after': String(retryAfter),
-      'x-quota-limit': String(binding.limit),
-      'x-quota-remaining': '0',
-      'x-quota-reset': String(Math.floor(new Date(binding.resets_at).getTime() / 1000)),
+  return new AppError(
+    'quota_exceeded',
+    `The ${binding.window === 'day' ? 'daily' : 'monthly'} quota of the ${plan} plan (${binding.limit} calls) is used up; it resets at ${binding.resets_at}`,
+    {
+      headers: {
+        'retry-after': String(retryAfter),
+        'x-quota-limit': String(binding.limit),
+        'x-quota-remaining': '0',
+        'x-quota-reset': String(Math.floor(new Date(binding.resets_at).getTime() / 1000)),
+      },
+      extra: { window: binding.window, limit: binding.limit, resets_at: binding.resets_at },
     },
-    extra: { window: binding.window, limit: binding.limit, resets_at: binding.resets_at },
-  });
+  );
 }

@@ -50,7 +50,9 @@ export interface ParsedToolCall {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function badCall(pointer: string, message: string): AppError {
-  return new AppError('validation_failed', `Not a tool call: ${pointer} ${message}`, { errors: [{ in: 'body', pointer, message }] });
+  return new AppError('validation_failed', `Not a tool call: ${pointer} ${message}`, {
+    errors: [{ in: 'body', pointer, message }],
+  });
 }
 
 /** Arguments sent as a JSON string (OpenAI) or an object (Anthropic, Gemini). */
@@ -85,19 +87,53 @@ function named(v: unknown, pointer: string): string {
 export function parseToolCall(body: unknown): ParsedToolCall {
   if (!isObject(body)) throw badCall('/', 'must be an object');
   if (isObject(body.function)) {
-    return { format: 'openai', name: named(body.function.name, '/function/name'), arguments: argumentsOf(body.function.arguments, '/function/arguments'), callId: text(body.id) };
+    return {
+      format: 'openai',
+      name: named(body.function.name, '/function/name'),
+      arguments: argumentsOf(body.function.arguments, '/function/arguments'),
+      callId: text(body.id),
+    };
   }
   if (body.type === 'function_call') {
-    return { format: 'openai-responses', name: named(body.name, '/name'), arguments: argumentsOf(body.arguments, '/arguments'), callId: text(body.call_id) ?? text(body.id) };
+    return {
+      format: 'openai-responses',
+      name: named(body.name, '/name'),
+      arguments: argumentsOf(body.arguments, '/arguments'),
+      callId: text(body.call_id) ?? text(body.id),
+    };
   }
-  if (body.type === 'tool_use') return { format: 'anthropic', name: named(body.name, '/name'), arguments: argumentsOf(body.input, '/input'), callId: text(body.id) };
-  const gemini = isObject(body.functionCall) ? body.functionCall : isObject(body.function_call) ? body.function_call : null;
+  if (body.type === 'tool_use')
+    return {
+      format: 'anthropic',
+      name: named(body.name, '/name'),
+      arguments: argumentsOf(body.input, '/input'),
+      callId: text(body.id),
+    };
+  const gemini = isObject(body.functionCall)
+    ? body.functionCall
+    : isObject(body.function_call)
+      ? body.function_call
+      : null;
   if (gemini) {
     const at = isObject(body.functionCall) ? '/functionCall' : '/function_call';
-    return { format: 'gemini', name: named(gemini.name, `${at}/name`), arguments: argumentsOf(gemini.args, `${at}/args`), callId: text(gemini.id) };
+    return {
+      format: 'gemini',
+      name: named(gemini.name, `${at}/name`),
+      arguments: argumentsOf(gemini.args, `${at}/args`),
+      callId: text(gemini.id),
+    };
   }
-  if ('args' in body) return { format: 'gemini', name: named(body.name, '/name'), arguments: argumentsOf(body.args, '/args'), callId: text(body.id) };
-  throw badCall('/', 'expected an OpenAI tool call ({function: {name, arguments}} or {type: "function_call"}), an Anthropic tool_use block or a Gemini functionCall');
+  if ('args' in body)
+    return {
+      format: 'gemini',
+      name: named(body.name, '/name'),
+      arguments: argumentsOf(body.args, '/args'),
+      callId: text(body.id),
+    };
+  throw badCall(
+    '/',
+    'expected an OpenAI tool call ({function: {name, arguments}} or {type: "function_call"}), an Anthropic tool_use block or a Gemini functionCall',
+  );
 }
 
 /** What the upstream answered, as the execute path reports it. */
@@ -111,7 +147,11 @@ export interface CallOutcome {
 /** The result as text for the model: the output (strings as they are), or the error with what the upstream said. */
 function resultText(o: CallOutcome): string {
   if (o.status === 'succeeded') return typeof o.output === 'string' ? o.output : JSON.stringify(o.output ?? null);
-  return JSON.stringify({ error: o.error ?? { code: 'upstream_error', message: 'The tool failed' }, ...(o.http_status !== undefined ? { http_status: o.http_status } : {}), output: o.output ?? null });
+  return JSON.stringify({
+    error: o.error ?? { code: 'upstream_error', message: 'The tool failed' },
+    ...(o.http_status !== undefined ? { http_status: o.http_status } : {}),
+    output: o.output ?? null,
+  });
 }
 
 /**
@@ -128,9 +168,15 @@ export function resultMessage(call: ParsedToolCall, o: CallOutcome): Record<stri
     case 'openai-responses':
       return { type: 'function_call_output', call_id: call.callId, output: resultText(o) };
     case 'anthropic':
-      return { type: 'tool_result', tool_use_id: call.callId, content: resultText(o), ...(o.status === 'failed' ? { is_error: true } : {}) };
+      return {
+        type: 'tool_result',
+        tool_use_id: call.callId,
+        content: resultText(o),
+        ...(o.status === 'failed' ? { is_error: true } : {}),
+      };
     case 'gemini': {
-      const response = o.status === 'succeeded' ? { output: o.output ?? null } : { error: JSON.parse(resultText(o)) as unknown };
+      const response =
+        o.status === 'succeeded' ? { output: o.output ?? null } : { error: JSON.parse(resultText(o)) as unknown };
       return { functionResponse: { name: call.name, response, ...(call.callId ? { id: call.callId } : {}) } };
     }
   }

@@ -25,7 +25,19 @@ export type JsonSchema = Record<string, unknown>;
 const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Keywords OpenAI strict mode accepts (besides the structural ones handled below). */
-const OPENAI_KEPT = ['description', 'enum', 'const', 'pattern', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum', 'minItems', 'maxItems'];
+const OPENAI_KEPT = [
+  'description',
+  'enum',
+  'const',
+  'pattern',
+  'multipleOf',
+  'maximum',
+  'exclusiveMaximum',
+  'minimum',
+  'exclusiveMinimum',
+  'minItems',
+  'maxItems',
+];
 /** `format` values OpenAI strict mode accepts. */
 const OPENAI_FORMATS = new Set(['date-time', 'time', 'date', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid']);
 /** Strict mode's nesting limit (objects inside objects). */
@@ -68,7 +80,18 @@ function nullable(s: JsonSchema): JsonSchema {
 function strictNode(s: unknown, depth: number): JsonSchema {
   if (!isObject(s)) throw new NotStrict();
   if (depth > OPENAI_MAX_DEPTH) throw new NotStrict();
-  for (const k of ['allOf', 'not', 'if', 'then', 'else', 'patternProperties', 'dependentSchemas', 'dependentRequired', 'prefixItems']) if (k in s) throw new NotStrict();
+  for (const k of [
+    'allOf',
+    'not',
+    'if',
+    'then',
+    'else',
+    'patternProperties',
+    'dependentSchemas',
+    'dependentRequired',
+    'prefixItems',
+  ])
+    if (k in s) throw new NotStrict();
   const out: JsonSchema = {};
   for (const k of OPENAI_KEPT) if (k in s) out[k] = s[k];
   if (typeof s.format === 'string' && OPENAI_FORMATS.has(s.format)) out.format = s.format;
@@ -84,9 +107,15 @@ function strictNode(s: unknown, depth: number): JsonSchema {
   if (types.includes('object')) {
     const props = isObject(s.properties) ? s.properties : {};
     // A free-form map (no properties, or extra keys allowed) has no strict-mode equivalent.
-    if (Object.keys(props).length === 0 || (s.additionalProperties !== undefined && s.additionalProperties !== false)) throw new NotStrict();
+    if (Object.keys(props).length === 0 || (s.additionalProperties !== undefined && s.additionalProperties !== false))
+      throw new NotStrict();
     const required = new Set(Array.isArray(s.required) ? s.required : []);
-    out.properties = Object.fromEntries(Object.entries(props).map(([k, v]) => [k, required.has(k) ? strictNode(v, depth + 1) : nullable(strictNode(v, depth + 1))]));
+    out.properties = Object.fromEntries(
+      Object.entries(props).map(([k, v]) => [
+        k,
+        required.has(k) ? strictNode(v, depth + 1) : nullable(strictNode(v, depth + 1)),
+      ]),
+    );
     out.required = Object.keys(props);
     out.additionalProperties = false;
   }
@@ -105,7 +134,10 @@ function strictNode(s: unknown, depth: number): JsonSchema {
 export function toOpenAI(schema: JsonSchema): { parameters: JsonSchema; strict: boolean } {
   const root = objectRoot(schema);
   // No arguments: strict mode accepts an empty object that allows nothing else.
-  if (Object.keys(root.properties as JsonSchema).length === 0 && (root.additionalProperties === undefined || root.additionalProperties === false)) {
+  if (
+    Object.keys(root.properties as JsonSchema).length === 0 &&
+    (root.additionalProperties === undefined || root.additionalProperties === false)
+  ) {
     return { parameters: { type: 'object', properties: {}, required: [], additionalProperties: false }, strict: true };
   }
   try {
@@ -123,8 +155,28 @@ export function toOpenAI(schema: JsonSchema): { parameters: JsonSchema; strict: 
 }
 
 /** Gemini `Type` names (the `@google/genai` `Type` enum values). */
-const GEMINI_TYPES: Record<string, string> = { string: 'STRING', number: 'NUMBER', integer: 'INTEGER', boolean: 'BOOLEAN', array: 'ARRAY', object: 'OBJECT' };
-const GEMINI_KEPT = ['description', 'title', 'format', 'minItems', 'maxItems', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'minProperties', 'maxProperties'];
+const GEMINI_TYPES: Record<string, string> = {
+  string: 'STRING',
+  number: 'NUMBER',
+  integer: 'INTEGER',
+  boolean: 'BOOLEAN',
+  array: 'ARRAY',
+  object: 'OBJECT',
+};
+const GEMINI_KEPT = [
+  'description',
+  'title',
+  'format',
+  'minItems',
+  'maxItems',
+  'minimum',
+  'maximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minProperties',
+  'maxProperties',
+];
 /** How deep `$ref`s are inlined before a recursive schema is cut to a free-form value. */
 const GEMINI_MAX_DEPTH = 12;
 
@@ -136,7 +188,12 @@ function resolveRef(ref: string, root: JsonSchema): unknown {
 
 function geminiNode(s: unknown, root: JsonSchema, depth: number): JsonSchema {
   if (!isObject(s) || depth > GEMINI_MAX_DEPTH) return {};
-  if (typeof s.$ref === 'string') return geminiNode({ ...(resolveRef(s.$ref, root) as JsonSchema), ...(s.description ? { description: s.description } : {}) }, root, depth + 1);
+  if (typeof s.$ref === 'string')
+    return geminiNode(
+      { ...(resolveRef(s.$ref, root) as JsonSchema), ...(s.description ? { description: s.description } : {}) },
+      root,
+      depth + 1,
+    );
   const out: JsonSchema = {};
   for (const k of GEMINI_KEPT) if (k in s) out[k] = s[k];
   if (Array.isArray(s.allOf)) {
@@ -144,7 +201,12 @@ function geminiNode(s: unknown, root: JsonSchema, depth: number): JsonSchema {
     const merged = s.allOf.map((b) => geminiNode(b, root, depth + 1));
     const props = Object.assign({}, ...merged.map((m) => (isObject(m.properties) ? m.properties : {})));
     const required = merged.flatMap((m) => (Array.isArray(m.required) ? m.required : []));
-    return { ...out, type: 'OBJECT', ...(Object.keys(props).length ? { properties: props } : {}), ...(required.length ? { required } : {}) };
+    return {
+      ...out,
+      type: 'OBJECT',
+      ...(Object.keys(props).length ? { properties: props } : {}),
+      ...(required.length ? { required } : {}),
+    };
   }
   const branches = s.anyOf ?? s.oneOf;
   if (Array.isArray(branches)) {
@@ -165,12 +227,17 @@ function geminiNode(s: unknown, root: JsonSchema, depth: number): JsonSchema {
     // Gemini enums are strings only: the allowed values go into the description.
     out.description = `${out.description ? `${out.description} ` : ''}One of: ${values.map((v) => JSON.stringify(v)).join(', ')}.`;
   }
-  if (types.length > 1) return { ...out, anyOf: types.map((t) => geminiNode({ ...s, type: t, nullable: undefined }, root, depth + 1)) };
+  if (types.length > 1)
+    return { ...out, anyOf: types.map((t) => geminiNode({ ...s, type: t, nullable: undefined }, root, depth + 1)) };
   if (types.length === 0) return out;
   out.type = GEMINI_TYPES[types[0]] ?? 'STRING';
   if (types[0] === 'object' && isObject(s.properties) && Object.keys(s.properties).length > 0) {
-    out.properties = Object.fromEntries(Object.entries(s.properties).map(([k, v]) => [k, geminiNode(v, root, depth + 1)]));
-    const required = Array.isArray(s.required) ? s.required.filter((r) => typeof r === 'string' && r in (s.properties as JsonSchema)) : [];
+    out.properties = Object.fromEntries(
+      Object.entries(s.properties).map(([k, v]) => [k, geminiNode(v, root, depth + 1)]),
+    );
+    const required = Array.isArray(s.required)
+      ? s.required.filter((r) => typeof r === 'string' && r in (s.properties as JsonSchema))
+      : [];
     if (required.length) out.required = required;
     out.propertyOrdering = Object.keys(s.properties);
   }
@@ -194,10 +261,16 @@ export function toGemini(schema: JsonSchema): JsonSchema | null {
  * property optional and does not admit null (strict mode made it nullable; the model's "not
  * given"). Recurses through properties and array items; anything else is returned unchanged.
  */
-export function dropModelNulls(value: unknown, schema: unknown, root: JsonSchema = isObject(schema) ? schema : {}, depth = 0): unknown {
+export function dropModelNulls(
+  value: unknown,
+  schema: unknown,
+  root: JsonSchema = isObject(schema) ? schema : {},
+  depth = 0,
+): unknown {
   if (!isObject(schema) || depth > 32) return value;
   if (typeof schema.$ref === 'string') return dropModelNulls(value, resolveRef(schema.$ref, root), root, depth + 1);
-  if (Array.isArray(value)) return isObject(schema.items) ? value.map((v) => dropModelNulls(v, schema.items, root, depth + 1)) : value;
+  if (Array.isArray(value))
+    return isObject(schema.items) ? value.map((v) => dropModelNulls(v, schema.items, root, depth + 1)) : value;
   if (!isObject(value) || !isObject(schema.properties)) return value;
   const props = schema.properties;
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);

@@ -68,7 +68,11 @@ export async function exportTools(ctx: AppContext, principal: Principal, format:
   const functions = list.map((t) => ({ name: t.fn, service: t.service, tool: t.tool }));
   if (format === 'gemini') {
     const declarations = list.map((t) => definition(t, format));
-    return { format, tools: (declarations.length ? [{ functionDeclarations: declarations }] : []) as ExportResult['tools'], functions };
+    return {
+      format,
+      tools: (declarations.length ? [{ functionDeclarations: declarations }] : []) as ExportResult['tools'],
+      functions,
+    };
   }
   return { format, tools: list.map((t) => definition(t, format)) as ExportResult['tools'], functions };
 }
@@ -84,14 +88,41 @@ export async function exportTools(ctx: AppContext, principal: Principal, format:
  * @throws AppError validation_failed (not a tool call), not_found (no exported tool of that name,
  *         or the session), and everything {@link executeTool} throws
  */
-export async function callExportedTool(ctx: AppContext, principal: Principal, body: unknown, sessionId?: string): Promise<{ answer: CallResult; headers: Record<string, string> }> {
+export async function callExportedTool(
+  ctx: AppContext,
+  principal: Principal,
+  body: unknown,
+  sessionId?: string,
+): Promise<{ answer: CallResult; headers: Record<string, string> }> {
   const call = parseToolCall(body);
   const tool = (await exportedTools(ctx, principal)).get(call.name);
-  if (!tool) throw new AppError('not_found', `No subscribed tool is exported as "${call.name}"; export the tools again (GET /v1/tools/export)`);
+  if (!tool)
+    throw new AppError(
+      'not_found',
+      `No subscribed tool is exported as "${call.name}"; export the tools again (GET /v1/tools/export)`,
+    );
   let session = sessionId;
-  const implicit = async () => (session = (await createSession(ctx, actorOf(principal), { name: 'tools.call', metadata: { via: 'tools.call', format: call.format } })).id);
+  const implicit = async () =>
+    (session = (
+      await createSession(ctx, actorOf(principal), {
+        name: 'tools.call',
+        metadata: { via: 'tools.call', format: call.format },
+      })
+    ).id);
   const args = dropModelNulls(call.arguments, tool.inputSchema) as Record<string, unknown>;
-  const { result, headers } = await executeTool(ctx, principal, session ?? implicit, { service: tool.service, tool: tool.tool, arguments: args });
-  const answer: CallResult = { format: call.format, name: call.name, service: tool.service, tool: tool.tool, session_id: session!, result, message: resultMessage(call, result) };
+  const { result, headers } = await executeTool(ctx, principal, session ?? implicit, {
+    service: tool.service,
+    tool: tool.tool,
+    arguments: args,
+  });
+  const answer: CallResult = {
+    format: call.format,
+    name: call.name,
+    service: tool.service,
+    tool: tool.tool,
+    session_id: session!,
+    result,
+    message: resultMessage(call, result),
+  };
   return { answer, headers };
 }

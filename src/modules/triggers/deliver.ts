@@ -50,7 +50,15 @@ function limiterFor(ctx: AppContext, points: number): RateLimiterAbstract {
   if (!l) {
     const memory = new RateLimiterMemory({ points, duration: 60, keyPrefix: `trg${points}` });
     // Shared by every instance through Redis; while Redis fails, each instance counts alone.
-    l = ctx.redis ? new RateLimiterRedis({ storeClient: ctx.redis, points, duration: 60, keyPrefix: `${ctx.config.rateLimit.redisPrefix}trg${points}`, insuranceLimiter: memory }) : memory;
+    l = ctx.redis
+      ? new RateLimiterRedis({
+          storeClient: ctx.redis,
+          points,
+          duration: 60,
+          keyPrefix: `${ctx.config.rateLimit.redisPrefix}trg${points}`,
+          insuranceLimiter: memory,
+        })
+      : memory;
     limiters.set(points, l);
   }
   return l;
@@ -62,7 +70,9 @@ async function consume(ctx: AppContext, t: TriggerRow): Promise<void> {
     await limiterFor(ctx, t.rateLimitPerMinute).consume(t.id);
   } catch (err) {
     if (!(err instanceof RateLimiterRes)) throw err;
-    throw new AppError('rate_limited', `This trigger accepts ${t.rateLimitPerMinute} deliveries per minute`, { headers: { 'retry-after': String(Math.max(1, Math.ceil(err.msBeforeNext / 1000))) } });
+    throw new AppError('rate_limited', `This trigger accepts ${t.rateLimitPerMinute} deliveries per minute`, {
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(err.msBeforeNext / 1000))) },
+    });
   }
 }
 
@@ -76,7 +86,12 @@ function bodyOf(contentType: string | undefined, raw: Buffer): { body: unknown; 
       return { body: raw.toString('utf8') };
     }
   }
-  if (type.startsWith('text/') || type.startsWith('application/x-www-form-urlencoded') || type.startsWith('application/xml')) return { body: raw.toString('utf8') };
+  if (
+    type.startsWith('text/') ||
+    type.startsWith('application/x-www-form-urlencoded') ||
+    type.startsWith('application/xml')
+  )
+    return { body: raw.toString('utf8') };
   return raw.length ? { body: raw.toString('base64'), body_encoding: 'base64' } : { body: null };
 }
 
@@ -86,7 +101,12 @@ function bodyOf(contentType: string | undefined, raw: Buffer): { body: unknown; 
  *   rate_limited (429); invalid_state (nothing deployed: the delivery is forgotten so the sender's
  *   retry can succeed later); service_unavailable
  */
-export async function receiveDelivery(ctx: AppContext, triggerId: string, headers: IncomingHttpHeaders, body: Buffer): Promise<Static<typeof DeliveryAcceptedSchema>> {
+export async function receiveDelivery(
+  ctx: AppContext,
+  triggerId: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+): Promise<Static<typeof DeliveryAcceptedSchema>> {
   if (!isId(triggerId, 'trg')) throw notFound('Trigger');
   const [t] = await ctx.db.select().from(agentTriggers).where(eq(agentTriggers.id, triggerId));
   if (!t?.enabled) throw notFound('Trigger');
@@ -94,12 +114,26 @@ export async function receiveDelivery(ctx: AppContext, triggerId: string, header
   await consume(ctx, t);
   const deliveryId = senderId ? senderId.slice(0, 200) : randomUUID();
   const now = new Date();
-  await ctx.db.delete(triggerDeliveries).where(and(eq(triggerDeliveries.triggerId, t.id), lt(triggerDeliveries.receivedAt, new Date(now.getTime() - DEDUPE_MS))));
-  const [fresh] = await ctx.db.insert(triggerDeliveries).values({ triggerId: t.id, deliveryId, receivedAt: now }).onConflictDoNothing().returning();
+  await ctx.db
+    .delete(triggerDeliveries)
+    .where(
+      and(eq(triggerDeliveries.triggerId, t.id), lt(triggerDeliveries.receivedAt, new Date(now.getTime() - DEDUPE_MS))),
+    );
+  const [fresh] = await ctx.db
+    .insert(triggerDeliveries)
+    .values({ triggerId: t.id, deliveryId, receivedAt: now })
+    .onConflictDoNothing()
+    .returning();
   if (!fresh) {
-    const [seen] = await ctx.db.select().from(triggerDeliveries).where(and(eq(triggerDeliveries.triggerId, t.id), eq(triggerDeliveries.deliveryId, deliveryId)));
+    const [seen] = await ctx.db
+      .select()
+      .from(triggerDeliveries)
+      .where(and(eq(triggerDeliveries.triggerId, t.id), eq(triggerDeliveries.deliveryId, deliveryId)));
     // A concurrent first delivery may not have its invocation yet: the sender retries.
-    if (!seen?.invocationId) throw new AppError('conflict', 'This delivery is being processed; retry shortly', { headers: { 'retry-after': '1' } });
+    if (!seen?.invocationId)
+      throw new AppError('conflict', 'This delivery is being processed; retry shortly', {
+        headers: { 'retry-after': '1' },
+      });
     return { delivery_id: deliveryId, invocation_id: seen.invocationId, duplicate: true };
   }
   const forwarded: Record<string, string> = {};
@@ -109,12 +143,31 @@ export async function receiveDelivery(ctx: AppContext, triggerId: string, header
   }
   const principal = runPrincipal(t, `trigger:${t.id}`);
   try {
-    const inv = await invokeAgent(ctx, principal, t.agentId, { input: { trigger_id: t.id, delivery_id: deliveryId, headers: forwarded, ...bodyOf(headers['content-type'], body) }, async: true }, { trigger: 'trigger' });
-    await ctx.db.update(triggerDeliveries).set({ invocationId: inv.id }).where(and(eq(triggerDeliveries.triggerId, t.id), eq(triggerDeliveries.deliveryId, deliveryId)));
+    const inv = await invokeAgent(
+      ctx,
+      principal,
+      t.agentId,
+      {
+        input: {
+          trigger_id: t.id,
+          delivery_id: deliveryId,
+          headers: forwarded,
+          ...bodyOf(headers['content-type'], body),
+        },
+        async: true,
+      },
+      { trigger: 'trigger' },
+    );
+    await ctx.db
+      .update(triggerDeliveries)
+      .set({ invocationId: inv.id })
+      .where(and(eq(triggerDeliveries.triggerId, t.id), eq(triggerDeliveries.deliveryId, deliveryId)));
     await ctx.db.update(agentTriggers).set({ lastDeliveryAt: now }).where(eq(agentTriggers.id, t.id));
     return { delivery_id: deliveryId, invocation_id: inv.id, duplicate: false };
   } catch (err) {
-    await ctx.db.delete(triggerDeliveries).where(and(eq(triggerDeliveries.triggerId, t.id), eq(triggerDeliveries.deliveryId, deliveryId)));
+    await ctx.db
+      .delete(triggerDeliveries)
+      .where(and(eq(triggerDeliveries.triggerId, t.id), eq(triggerDeliveries.deliveryId, deliveryId)));
     throw err;
   }
 }

@@ -2,10 +2,13 @@
 import { Type } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.js';
 
-export const TriggerMode = Type.Union([Type.Literal('standard_webhooks'), Type.Literal('github'), Type.Literal('stripe'), Type.Literal('bearer')], {
-  description:
-    'how a delivery proves its sender: `standard_webhooks` (webhook-id/-timestamp/-signature headers), `github` (X-Hub-Signature-256), `stripe` (Stripe-Signature), `bearer` (Authorization: Bearer <secret>)',
-});
+export const TriggerMode = Type.Union(
+  [Type.Literal('standard_webhooks'), Type.Literal('github'), Type.Literal('stripe'), Type.Literal('bearer')],
+  {
+    description:
+      'how a delivery proves its sender: `standard_webhooks` (webhook-id/-timestamp/-signature headers), `github` (X-Hub-Signature-256), `stripe` (Stripe-Signature), `bearer` (Authorization: Bearer <secret>)',
+  },
+);
 
 export const TriggerSchema = Type.Object({
   id: Type.String(),
@@ -21,13 +24,23 @@ export const TriggerSchema = Type.Object({
   last_delivery_at: Nullable(Timestamp),
 });
 
-export const TriggerCreatedSchema = Type.Intersect([TriggerSchema, Type.Object({ secret: Type.String({ description: 'shown once: give it to the sender' }) })]);
+export const TriggerCreatedSchema = Type.Intersect([
+  TriggerSchema,
+  Type.Object({ secret: Type.String({ description: 'shown once: give it to the sender' }) }),
+]);
 
 export const CreateTriggerBody = Type.Object(
   {
     mode: TriggerMode,
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-    secret: Type.Optional(Type.String({ minLength: 16, maxLength: 256, description: "the sender's secret when it sets one (Stripe's `whsec_…` endpoint secret, a GitHub webhook secret); generated when absent" })),
+    secret: Type.Optional(
+      Type.String({
+        minLength: 16,
+        maxLength: 256,
+        description:
+          "the sender's secret when it sets one (Stripe's `whsec_…` endpoint secret, a GitHub webhook secret); generated when absent",
+      }),
+    ),
     rate_limit_per_minute: Type.Optional(Type.Integer({ minimum: 1, maximum: 6000, default: 120 })),
     enabled: Type.Optional(Type.Boolean()),
   },
@@ -43,7 +56,10 @@ export const UpdateTriggerBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
-export const TriggerParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), triggerId: Type.String({ minLength: 1, maxLength: 100 }) });
+export const TriggerParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  triggerId: Type.String({ minLength: 1, maxLength: 100 }),
+});
 export const HookParams = Type.Object({ trigger_id: Type.String({ minLength: 1, maxLength: 100 }) });
 
 export const DeliveryAcceptedSchema = Type.Object({

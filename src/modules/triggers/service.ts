@@ -56,13 +56,25 @@ export function triggerView(ctx: AppContext, t: TriggerRow): TriggerView {
  * A `standard_webhooks` secret given by the caller must be `whsec_<base64>`.
  * @throws AppError not_found; validation_failed; limit_reached (20 per agent)
  */
-export async function createTrigger(ctx: AppContext, p: Principal, agentId: string, body: Static<typeof CreateTriggerBody>): Promise<Static<typeof TriggerCreatedSchema>> {
+export async function createTrigger(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  body: Static<typeof CreateTriggerBody>,
+): Promise<Static<typeof TriggerCreatedSchema>> {
   const agent = await agentInScope(ctx, p, agentId);
-  if (body.mode === 'standard_webhooks' && body.secret !== undefined && !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(body.secret)) {
-    throw new AppError('validation_failed', 'A Standard Webhooks secret is whsec_ followed by base64', { errors: [{ in: 'body', pointer: '/secret', message: 'must be whsec_<base64>' }] });
+  if (
+    body.mode === 'standard_webhooks' &&
+    body.secret !== undefined &&
+    !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(body.secret)
+  ) {
+    throw new AppError('validation_failed', 'A Standard Webhooks secret is whsec_ followed by base64', {
+      errors: [{ in: 'body', pointer: '/secret', message: 'must be whsec_<base64>' }],
+    });
   }
   const [{ n }] = await ctx.db.select({ n: count() }).from(agentTriggers).where(eq(agentTriggers.agentId, agentId));
-  if (n >= MAX_TRIGGERS_PER_AGENT) throw new AppError('limit_reached', `An agent has at most ${MAX_TRIGGERS_PER_AGENT} triggers`);
+  if (n >= MAX_TRIGGERS_PER_AGENT)
+    throw new AppError('limit_reached', `An agent has at most ${MAX_TRIGGERS_PER_AGENT} triggers`);
   const secret = body.secret ?? generateSecret(body.mode);
   const [row] = await ctx.db
     .insert(agentTriggers)
@@ -84,24 +96,45 @@ export async function createTrigger(ctx: AppContext, p: Principal, agentId: stri
 
 async function triggerInScope(ctx: AppContext, p: Principal, agentId: string, triggerId: string): Promise<TriggerRow> {
   await agentInScope(ctx, p, agentId);
-  const [row] = await ctx.db.select().from(agentTriggers).where(and(eq(agentTriggers.id, triggerId), eq(agentTriggers.agentId, agentId)));
+  const [row] = await ctx.db
+    .select()
+    .from(agentTriggers)
+    .where(and(eq(agentTriggers.id, triggerId), eq(agentTriggers.agentId, agentId)));
   if (!row) throw notFound('Trigger');
   return row;
 }
 
 /** Triggers of the agent, newest first (no secrets). @throws AppError not_found */
-export async function listTriggers(ctx: AppContext, p: Principal, agentId: string, q: { limit?: number; cursor?: string }): Promise<Page<TriggerView>> {
+export async function listTriggers(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<TriggerView>> {
   await agentInScope(ctx, p, agentId);
-  return mapPage(await selectPage(ctx.db, agentTriggers, q, [eq(agentTriggers.agentId, agentId)]), (t) => triggerView(ctx, t));
+  return mapPage(await selectPage(ctx.db, agentTriggers, q, [eq(agentTriggers.agentId, agentId)]), (t) =>
+    triggerView(ctx, t),
+  );
 }
 
 /** One trigger (no secret). @throws AppError not_found */
-export async function getTrigger(ctx: AppContext, p: Principal, agentId: string, triggerId: string): Promise<TriggerView> {
+export async function getTrigger(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  triggerId: string,
+): Promise<TriggerView> {
   return triggerView(ctx, await triggerInScope(ctx, p, agentId, triggerId));
 }
 
 /** Rename, re-limit, disable (its URL then answers 404) or enable a trigger. @throws AppError not_found */
-export async function updateTrigger(ctx: AppContext, p: Principal, agentId: string, triggerId: string, body: Static<typeof UpdateTriggerBody>): Promise<TriggerView> {
+export async function updateTrigger(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  triggerId: string,
+  body: Static<typeof UpdateTriggerBody>,
+): Promise<TriggerView> {
   const cur = await triggerInScope(ctx, p, agentId, triggerId);
   const [row] = await ctx.db
     .update(agentTriggers)

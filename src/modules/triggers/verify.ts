@@ -38,7 +38,12 @@ function equalDigests(a: string, b: string): boolean {
 }
 
 /** Stripe: true when one `v1` signature of `header` is the HMAC of `t.body` and `t` is within tolerance. */
-export function verifyStripeSignature(secret: string, body: Buffer, sigHeader: string, nowS = Date.now() / 1000): boolean {
+export function verifyStripeSignature(
+  secret: string,
+  body: Buffer,
+  sigHeader: string,
+  nowS = Date.now() / 1000,
+): boolean {
   const parts = sigHeader.split(',').map((p) => p.trim().split('='));
   const t = parts.find(([k]) => k === 't')?.[1];
   const v1 = parts.filter(([k, v]) => k === 'v1' && v).map(([, v]) => v);
@@ -53,10 +58,19 @@ export function verifyStripeSignature(secret: string, body: Buffer, sigHeader: s
  *   Stripe event's `id`, or `Idempotency-Key` for bearer), else null
  * @throws AppError invalid_credentials (401) when the delivery is not proven
  */
-export async function verifyDelivery(mode: TriggerMode, secret: string, headers: IncomingHttpHeaders, body: Buffer): Promise<string | null> {
+export async function verifyDelivery(
+  mode: TriggerMode,
+  secret: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+): Promise<string | null> {
   switch (mode) {
     case 'standard_webhooks': {
-      const h = { 'webhook-id': header(headers, 'webhook-id') ?? '', 'webhook-timestamp': header(headers, 'webhook-timestamp') ?? '', 'webhook-signature': header(headers, 'webhook-signature') ?? '' };
+      const h = {
+        'webhook-id': header(headers, 'webhook-id') ?? '',
+        'webhook-timestamp': header(headers, 'webhook-timestamp') ?? '',
+        'webhook-signature': header(headers, 'webhook-signature') ?? '',
+      };
       try {
         new Webhook(secret).verify(body, h, { jsonParse: false });
       } catch {

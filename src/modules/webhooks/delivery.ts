@@ -38,7 +38,11 @@ export function retryDelayMs(baseMs: number, attempt: number, random = Math.rand
 
 /** Queue the message's next attempt at `at`. */
 async function schedule(ctx: AppContext, messageId: string, at: Date, attempt: number): Promise<void> {
-  await ctx.jobs.enqueue(DELIVER_JOB, { messageId }, { delayMs: Math.max(0, at.getTime() - Date.now()), jobId: `whk-${messageId}-${attempt}` });
+  await ctx.jobs.enqueue(
+    DELIVER_JOB,
+    { messageId },
+    { delayMs: Math.max(0, at.getTime() - Date.now()), jobId: `whk-${messageId}-${attempt}` },
+  );
 }
 
 /**
@@ -46,15 +50,32 @@ async function schedule(ctx: AppContext, messageId: string, at: Date, attempt: n
  * (or to `*`), and queue the first attempts. Never throws (failures are logged): events come from
  * other modules' listeners.
  */
-export async function publishEvent(ctx: AppContext, ownerId: string, type: string, data: Record<string, unknown>, opts: { exceptEndpoint?: string } = {}): Promise<void> {
+export async function publishEvent(
+  ctx: AppContext,
+  ownerId: string,
+  type: string,
+  data: Record<string, unknown>,
+  opts: { exceptEndpoint?: string } = {},
+): Promise<void> {
   try {
-    const endpoints = await ctx.db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.ownerId, ownerId), eq(webhookEndpoints.enabled, true)));
+    const endpoints = await ctx.db
+      .select()
+      .from(webhookEndpoints)
+      .where(and(eq(webhookEndpoints.ownerId, ownerId), eq(webhookEndpoints.enabled, true)));
     const now = new Date();
     for (const e of endpoints) {
       if (e.id === opts.exceptEndpoint || !(e.events.includes(type) || e.events.includes('*'))) continue;
       const id = newId('msg');
       const payload = { type, timestamp: now.toISOString(), data };
-      await ctx.db.insert(webhookMessages).values({ id, endpointId: e.id, eventType: type, payload, status: 'pending', nextAttemptAt: now, giveUpAt: new Date(now.getTime() + ctx.config.webhooks.maxAgeMs) });
+      await ctx.db.insert(webhookMessages).values({
+        id,
+        endpointId: e.id,
+        eventType: type,
+        payload,
+        status: 'pending',
+        nextAttemptAt: now,
+        giveUpAt: new Date(now.getTime() + ctx.config.webhooks.maxAgeMs),
+      });
       await schedule(ctx, id, now, 1);
     }
   } catch (err) {
@@ -63,7 +84,11 @@ export async function publishEvent(ctx: AppContext, ownerId: string, type: strin
 }
 
 /** POST `m` to `e` once. @returns the answer's status (null: no answer) and latency, or the error */
-async function send(ctx: AppContext, e: EndpointRow, m: MessageRow): Promise<{ status: number | null; latencyMs: number | null; error: string | null }> {
+async function send(
+  ctx: AppContext,
+  e: EndpointRow,
+  m: MessageRow,
+): Promise<{ status: number | null; latencyMs: number | null; error: string | null }> {
   const body = JSON.stringify(m.payload);
   const at = new Date();
   const signature = new Webhook(decryptSecret(ctx, e.secretEncrypted)).sign(m.id, at, body);
@@ -72,14 +97,28 @@ async function send(ctx: AppContext, e: EndpointRow, m: MessageRow): Promise<{ s
     const res = await upstreamFetch(ctx, {
       method: 'POST',
       url: e.url,
-      headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-webhooks/1', 'webhook-id': m.id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature },
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'agent-platform-webhooks/1',
+        'webhook-id': m.id,
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': signature,
+      },
       body,
       timeoutMs: ctx.config.webhooks.timeoutMs,
       maxResponseBytes: 64 * 1024,
     });
-    return { status: res.status, latencyMs: res.durationMs, error: res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}` };
+    return {
+      status: res.status,
+      latencyMs: res.durationMs,
+      error: res.status >= 200 && res.status < 300 ? null : `HTTP ${res.status}`,
+    };
   } catch (err) {
-    return { status: null, latencyMs: Date.now() - started, error: err instanceof AppError ? `${err.code}: ${err.message}` : 'delivery failed' };
+    return {
+      status: null,
+      latencyMs: Date.now() - started,
+      error: err instanceof AppError ? `${err.code}: ${err.message}` : 'delivery failed',
+    };
   }
 }
 
@@ -93,26 +132,45 @@ export async function attemptDelivery(ctx: AppContext, messageId: string): Promi
   const claimed = await ctx.db
     .update(webhookMessages)
     .set({ attempts: m.attempts + 1, nextAttemptAt: null, updatedAt: new Date() })
-    .where(and(eq(webhookMessages.id, m.id), eq(webhookMessages.attempts, m.attempts), eq(webhookMessages.status, 'pending')))
+    .where(
+      and(
+        eq(webhookMessages.id, m.id),
+        eq(webhookMessages.attempts, m.attempts),
+        eq(webhookMessages.status, 'pending'),
+      ),
+    )
     .returning({ id: webhookMessages.id });
   if (!claimed.length) return;
   const attempt = m.attempts + 1;
   const r = e.enabled ? await send(ctx, e, m) : { status: null, latencyMs: null, error: 'endpoint disabled' };
   const now = new Date();
-  const log = [...m.log, { at: now.toISOString(), status: r.status, latency_ms: r.latencyMs, error: r.error }].slice(-LOG_CAP);
+  const log = [...m.log, { at: now.toISOString(), status: r.status, latency_ms: r.latencyMs, error: r.error }].slice(
+    -LOG_CAP,
+  );
   if (!r.error) {
-    await ctx.db.update(webhookMessages).set({ status: 'delivered', log, deliveredAt: now, updatedAt: now }).where(eq(webhookMessages.id, m.id));
-    if (e.failingSince) await ctx.db.update(webhookEndpoints).set({ failingSince: null }).where(eq(webhookEndpoints.id, e.id));
+    await ctx.db
+      .update(webhookMessages)
+      .set({ status: 'delivered', log, deliveredAt: now, updatedAt: now })
+      .where(eq(webhookMessages.id, m.id));
+    if (e.failingSince)
+      await ctx.db.update(webhookEndpoints).set({ failingSince: null }).where(eq(webhookEndpoints.id, e.id));
     return;
   }
-  if (e.enabled && !e.failingSince) await ctx.db.update(webhookEndpoints).set({ failingSince: now }).where(eq(webhookEndpoints.id, e.id));
+  if (e.enabled && !e.failingSince)
+    await ctx.db.update(webhookEndpoints).set({ failingSince: now }).where(eq(webhookEndpoints.id, e.id));
   const next = new Date(now.getTime() + retryDelayMs(ctx.config.webhooks.retryBaseMs, attempt));
   if (e.enabled && next < m.giveUpAt) {
-    await ctx.db.update(webhookMessages).set({ log, nextAttemptAt: next, updatedAt: now }).where(eq(webhookMessages.id, m.id));
+    await ctx.db
+      .update(webhookMessages)
+      .set({ log, nextAttemptAt: next, updatedAt: now })
+      .where(eq(webhookMessages.id, m.id));
     await schedule(ctx, m.id, next, attempt + 1);
     return;
   }
-  await ctx.db.update(webhookMessages).set({ status: 'failed', log, updatedAt: now }).where(eq(webhookMessages.id, m.id));
+  await ctx.db
+    .update(webhookMessages)
+    .set({ status: 'failed', log, updatedAt: now })
+    .where(eq(webhookMessages.id, m.id));
   await maybeDisable(ctx, e, m, now);
 }
 
@@ -135,7 +193,13 @@ async function maybeDisable(ctx: AppContext, e: EndpointRow, m: MessageRow, now:
     .returning({ id: webhookEndpoints.id });
   if (!disabled) return;
   ctx.log.warn({ endpoint_id: e.id }, 'webhook endpoint disabled after sustained failure');
-  await publishEvent(ctx, e.ownerId, 'webhook.endpoint_disabled', { endpoint_id: e.id, url: e.url, reason }, { exceptEndpoint: e.id });
+  await publishEvent(
+    ctx,
+    e.ownerId,
+    'webhook.endpoint_disabled',
+    { endpoint_id: e.id, url: e.url, reason },
+    { exceptEndpoint: e.id },
+  );
 }
 
 /**
@@ -144,7 +208,10 @@ async function maybeDisable(ctx: AppContext, e: EndpointRow, m: MessageRow, now:
  */
 export async function recoverPending(ctx: AppContext): Promise<void> {
   if (ctx.jobs.kind !== 'in-process' || ctx.config.processRole === 'api') return;
-  const due = await ctx.db.select({ id: webhookMessages.id, attempts: webhookMessages.attempts, at: webhookMessages.nextAttemptAt }).from(webhookMessages).where(eq(webhookMessages.status, 'pending'));
+  const due = await ctx.db
+    .select({ id: webhookMessages.id, attempts: webhookMessages.attempts, at: webhookMessages.nextAttemptAt })
+    .from(webhookMessages)
+    .where(eq(webhookMessages.status, 'pending'));
   for (const m of due) await schedule(ctx, m.id, m.at ?? new Date(), m.attempts + 1);
 }
 
@@ -153,7 +220,12 @@ export async function requeue(ctx: AppContext, m: MessageRow): Promise<MessageRo
   const now = new Date();
   const [row] = await ctx.db
     .update(webhookMessages)
-    .set({ status: 'pending', nextAttemptAt: now, giveUpAt: new Date(now.getTime() + ctx.config.webhooks.maxAgeMs), updatedAt: now })
+    .set({
+      status: 'pending',
+      nextAttemptAt: now,
+      giveUpAt: new Date(now.getTime() + ctx.config.webhooks.maxAgeMs),
+      updatedAt: now,
+    })
     .where(eq(webhookMessages.id, m.id))
     .returning();
   await schedule(ctx, m.id, now, row.attempts + 1);

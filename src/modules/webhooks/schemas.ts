@@ -6,7 +6,8 @@ import { Nullable, Timestamp } from '../../http/schemas.js';
 export const EVENT_TYPES = ['execution.failed', 'webhook.endpoint_disabled'] as const;
 
 const EventType = Type.Union([...EVENT_TYPES.map((e) => Type.Literal(e)), Type.Literal('*')], {
-  description: '`execution.failed` (a tool execution of the account failed), `webhook.endpoint_disabled` (another endpoint was disabled after sustained failure), or `*`',
+  description:
+    '`execution.failed` (a tool execution of the account failed), `webhook.endpoint_disabled` (another endpoint was disabled after sustained failure), or `*`',
 });
 
 export const EndpointSchema = Type.Object({
@@ -21,12 +22,24 @@ export const EndpointSchema = Type.Object({
   updated_at: Timestamp,
 });
 
-export const EndpointCreatedSchema = Type.Intersect([EndpointSchema, Type.Object({ secret: Type.String({ description: 'Standard Webhooks signing secret (whsec_…), shown once' }) })]);
+export const EndpointCreatedSchema = Type.Intersect([
+  EndpointSchema,
+  Type.Object({ secret: Type.String({ description: 'Standard Webhooks signing secret (whsec_…), shown once' }) }),
+]);
 
-const Url = Type.String({ minLength: 8, maxLength: 2048, format: 'uri', description: 'http(s) URL; checked against private and internal addresses at every delivery' });
+const Url = Type.String({
+  minLength: 8,
+  maxLength: 2048,
+  format: 'uri',
+  description: 'http(s) URL; checked against private and internal addresses at every delivery',
+});
 
 export const CreateEndpointBody = Type.Object(
-  { url: Url, events: Type.Array(EventType, { minItems: 1, maxItems: 20, uniqueItems: true }), description: Type.Optional(Type.String({ maxLength: 256 })) },
+  {
+    url: Url,
+    events: Type.Array(EventType, { minItems: 1, maxItems: 20, uniqueItems: true }),
+    description: Type.Optional(Type.String({ maxLength: 256 })),
+  },
   { additionalProperties: false },
 );
 
@@ -45,9 +58,18 @@ export const MessageSchema = Type.Object({
   endpoint_id: Type.String(),
   event_type: Type.String(),
   payload: Type.Unknown(),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], { description: '`failed`: retried for 24 h without success (the dead-letter list)' }),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], {
+    description: '`failed`: retried for 24 h without success (the dead-letter list)',
+  }),
   attempts: Type.Integer(),
-  attempt_log: Type.Array(Type.Object({ at: Timestamp, status: Nullable(Type.Integer()), latency_ms: Nullable(Type.Integer()), error: Nullable(Type.String()) })),
+  attempt_log: Type.Array(
+    Type.Object({
+      at: Timestamp,
+      status: Nullable(Type.Integer()),
+      latency_ms: Nullable(Type.Integer()),
+      error: Nullable(Type.String()),
+    }),
+  ),
   next_attempt_at: Nullable(Timestamp),
   created_at: Timestamp,
   delivered_at: Nullable(Timestamp),
@@ -59,4 +81,7 @@ export const MessagesQuery = Type.Object({
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
 });
 
-export const MessageParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }), messageId: Type.String({ minLength: 1, maxLength: 100 }) });
+export const MessageParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  messageId: Type.String({ minLength: 1, maxLength: 100 }),
+});

@@ -15,13 +15,29 @@ import { iso, newId } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
 import { requeue, type EndpointRow, type MessageRow } from './delivery.js';
-import type { CreateEndpointBody, EndpointCreatedSchema, EndpointSchema, MessageSchema, UpdateEndpointBody } from './schemas.js';
+import type {
+  CreateEndpointBody,
+  EndpointCreatedSchema,
+  EndpointSchema,
+  MessageSchema,
+  UpdateEndpointBody,
+} from './schemas.js';
 
 export type EndpointView = Static<typeof EndpointSchema>;
 export type MessageView = Static<typeof MessageSchema>;
 
 function endpointView(e: EndpointRow): EndpointView {
-  return { id: e.id, url: e.url, description: e.description, events: e.events, enabled: e.enabled, disabled_reason: e.disabledReason, failing_since: iso(e.failingSince), created_at: iso(e.createdAt), updated_at: iso(e.updatedAt) };
+  return {
+    id: e.id,
+    url: e.url,
+    description: e.description,
+    events: e.events,
+    enabled: e.enabled,
+    disabled_reason: e.disabledReason,
+    failing_since: iso(e.failingSince),
+    created_at: iso(e.createdAt),
+    updated_at: iso(e.updatedAt),
+  };
 }
 
 function messageView(m: MessageRow): MessageView {
@@ -48,30 +64,53 @@ function checkUrl(url: string): string {
     u = new URL('invalid:');
   }
   if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.username || u.password) {
-    throw new AppError('validation_failed', 'url must be an http(s) URL without credentials', { errors: [{ in: 'body', pointer: '/url', message: 'http(s) URL without user info' }] });
+    throw new AppError('validation_failed', 'url must be an http(s) URL without credentials', {
+      errors: [{ in: 'body', pointer: '/url', message: 'http(s) URL without user info' }],
+    });
   }
   return u.toString();
 }
 
 /** Subscribe `body.url` to `body.events`; the answer carries the signing secret, never shown again. @throws AppError validation_failed */
-export async function createEndpoint(ctx: AppContext, p: Principal, body: Static<typeof CreateEndpointBody>): Promise<Static<typeof EndpointCreatedSchema>> {
+export async function createEndpoint(
+  ctx: AppContext,
+  p: Principal,
+  body: Static<typeof CreateEndpointBody>,
+): Promise<Static<typeof EndpointCreatedSchema>> {
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   const [row] = await ctx.db
     .insert(webhookEndpoints)
-    .values({ id: newId('whk'), ownerId: accountOf(p), url: checkUrl(body.url), description: body.description ?? null, events: body.events, secretEncrypted: encryptSecret(ctx, secret) })
+    .values({
+      id: newId('whk'),
+      ownerId: accountOf(p),
+      url: checkUrl(body.url),
+      description: body.description ?? null,
+      events: body.events,
+      secretEncrypted: encryptSecret(ctx, secret),
+    })
     .returning();
   return { ...endpointView(row), secret };
 }
 
 async function endpointInScope(ctx: AppContext, p: Principal, id: string): Promise<EndpointRow> {
-  const [row] = await ctx.db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.ownerId, accountOf(p))));
+  const [row] = await ctx.db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.ownerId, accountOf(p))));
   if (!row) throw notFound('Webhook endpoint');
   return row;
 }
 
 /** The account's endpoints, newest first. */
-export async function listEndpoints(ctx: AppContext, p: Principal, q: { limit?: number; cursor?: string }): Promise<Page<EndpointView>> {
-  return mapPage(await selectPage(ctx.db, webhookEndpoints, q, [eq(webhookEndpoints.ownerId, accountOf(p))]), endpointView);
+export async function listEndpoints(
+  ctx: AppContext,
+  p: Principal,
+  q: { limit?: number; cursor?: string },
+): Promise<Page<EndpointView>> {
+  return mapPage(
+    await selectPage(ctx.db, webhookEndpoints, q, [eq(webhookEndpoints.ownerId, accountOf(p))]),
+    endpointView,
+  );
 }
 
 /** One endpoint. @throws AppError not_found */
@@ -80,7 +119,12 @@ export async function getEndpoint(ctx: AppContext, p: Principal, id: string): Pr
 }
 
 /** Change an endpoint; `enabled: true` re-enables one disabled after failures. @throws AppError not_found; validation_failed */
-export async function updateEndpoint(ctx: AppContext, p: Principal, id: string, body: Static<typeof UpdateEndpointBody>): Promise<EndpointView> {
+export async function updateEndpoint(
+  ctx: AppContext,
+  p: Principal,
+  id: string,
+  body: Static<typeof UpdateEndpointBody>,
+): Promise<EndpointView> {
   const cur = await endpointInScope(ctx, p, id);
   const [row] = await ctx.db
     .update(webhookEndpoints)
@@ -103,18 +147,37 @@ export async function deleteEndpoint(ctx: AppContext, p: Principal, id: string):
 }
 
 /** The endpoint's messages (delivery log), newest first, optionally by status (`failed`: the dead-letter list). @throws AppError not_found */
-export async function listMessages(ctx: AppContext, p: Principal, id: string, q: { status?: string; limit?: number; cursor?: string }): Promise<Page<MessageView>> {
+export async function listMessages(
+  ctx: AppContext,
+  p: Principal,
+  id: string,
+  q: { status?: string; limit?: number; cursor?: string },
+): Promise<Page<MessageView>> {
   const e = await endpointInScope(ctx, p, id);
-  return mapPage(await selectPage(ctx.db, webhookMessages, q, [eq(webhookMessages.endpointId, e.id), q.status ? eq(webhookMessages.status, q.status) : undefined]), messageView);
+  return mapPage(
+    await selectPage(ctx.db, webhookMessages, q, [
+      eq(webhookMessages.endpointId, e.id),
+      q.status ? eq(webhookMessages.status, q.status) : undefined,
+    ]),
+    messageView,
+  );
 }
 
 /**
  * Replay a message: a `failed` (dead-lettered) one gets a fresh 24 h of attempts, a `delivered` one
  * is sent again (same `webhook-id`). @throws AppError not_found; invalid_state (still pending, or the endpoint is disabled)
  */
-export async function replayMessage(ctx: AppContext, p: Principal, id: string, messageId: string): Promise<MessageView> {
+export async function replayMessage(
+  ctx: AppContext,
+  p: Principal,
+  id: string,
+  messageId: string,
+): Promise<MessageView> {
   const e = await endpointInScope(ctx, p, id);
-  const [m] = await ctx.db.select().from(webhookMessages).where(and(eq(webhookMessages.id, messageId), eq(webhookMessages.endpointId, e.id)));
+  const [m] = await ctx.db
+    .select()
+    .from(webhookMessages)
+    .where(and(eq(webhookMessages.id, messageId), eq(webhookMessages.endpointId, e.id)));
   if (!m) throw notFound('Webhook message');
   if (m.status === 'pending') throw new AppError('invalid_state', 'The message is still being delivered');
   if (!e.enabled) throw new AppError('invalid_state', 'The endpoint is disabled; enable it first');

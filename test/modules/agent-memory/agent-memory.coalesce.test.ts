@@ -38,11 +38,25 @@ describe('agent memory — coalesced statements', () => {
   it('answers concurrent GETs of several agents from fewer statements than requests, each with its own entry, 404 for missing ones', async () => {
     const agents = [await newAgent(), await newAgent(), await newAgent()];
     for (const [n, a] of agents.entries()) {
-      for (const key of AWKWARD) await call(app, { method: 'PUT', url: `/v2/memory/${encodeURIComponent(key)}`, headers: a.headers, payload: { value: { agent: n, key } } }, 201);
+      for (const key of AWKWARD)
+        await call(
+          app,
+          {
+            method: 'PUT',
+            url: `/v2/memory/${encodeURIComponent(key)}`,
+            headers: a.headers,
+            payload: { value: { agent: n, key } },
+          },
+          201,
+        );
     }
     const spies = spyStatements();
     const asks = agents.flatMap((a, n) => [...AWKWARD, 'missing'].map((key) => ({ a, n, key })));
-    const answers = await Promise.all(asks.map(({ a, key }) => app.inject({ method: 'GET', url: `/v2/memory/${encodeURIComponent(key)}`, headers: a.headers })));
+    const answers = await Promise.all(
+      asks.map(({ a, key }) =>
+        app.inject({ method: 'GET', url: `/v2/memory/${encodeURIComponent(key)}`, headers: a.headers }),
+      ),
+    );
     answers.forEach((res, i) => {
       const { n, key } = asks[i];
       if (key === 'missing') return expect(res.statusCode).toBe(404);
@@ -51,21 +65,32 @@ describe('agent memory — coalesced statements', () => {
       expect(res.headers.etag).toBe('"1"');
     });
     expect(spies.getMany).toHaveBeenCalled();
-    const carried = spies.getMany.mock.calls.reduce((n, [v]) => n + (v.keys as string[]).length, 0) + spies.get.mock.calls.length;
+    const carried =
+      spies.getMany.mock.calls.reduce((n, [v]) => n + (v.keys as string[]).length, 0) + spies.get.mock.calls.length;
     expect(carried).toBe(asks.length);
     expect(spies.getMany.mock.calls.length + spies.get.mock.calls.length).toBeLessThan(asks.length);
   });
 
   it('an expired entry read in a batch is 404 and purged', async () => {
     const a = await newAgent();
-    await call(app, { method: 'PUT', url: '/v2/memory/old', headers: a.headers, payload: { value: 1, ttl_seconds: 60 } }, 201);
+    await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/old', headers: a.headers, payload: { value: 1, ttl_seconds: 60 } },
+      201,
+    );
     await call(app, { method: 'PUT', url: '/v2/memory/fresh', headers: a.headers, payload: { value: 2 } }, 201);
-    await ctx.db.execute(sql`update agent_memory set expires_at = now() - interval '1 second' where agent_id = ${a.id} and key = 'old'`);
-    const [old, fresh] = await Promise.all(['old', 'fresh'].map((k) => app.inject({ method: 'GET', url: `/v2/memory/${k}`, headers: a.headers })));
+    await ctx.db.execute(
+      sql`update agent_memory set expires_at = now() - interval '1 second' where agent_id = ${a.id} and key = 'old'`,
+    );
+    const [old, fresh] = await Promise.all(
+      ['old', 'fresh'].map((k) => app.inject({ method: 'GET', url: `/v2/memory/${k}`, headers: a.headers })),
+    );
     expect(old.statusCode).toBe(404);
     expect(fresh.json()).toMatchObject({ key: 'fresh', value: 2 });
     await vi.waitFor(async () => {
-      expect(await execRows(ctx.db, sql`select 1 from agent_memory where agent_id = ${a.id} and key = 'old'`)).toHaveLength(0);
+      expect(
+        await execRows(ctx.db, sql`select 1 from agent_memory where agent_id = ${a.id} and key = 'old'`),
+      ).toHaveLength(0);
     });
   });
 
@@ -75,8 +100,17 @@ describe('agent memory — coalesced statements', () => {
     const spies = spyStatements();
     const n = 12;
     const writes = [
-      ...Array.from({ length: n }, (_, i) => app.inject({ method: 'PUT', url: '/v2/memory/counter', headers: a.headers, payload: { value: { i } } })),
-      ...AWKWARD.map((key) => app.inject({ method: 'PUT', url: `/v2/memory/${encodeURIComponent(key)}`, headers: other.headers, payload: { value: key, ttl_seconds: 3600 } })),
+      ...Array.from({ length: n }, (_, i) =>
+        app.inject({ method: 'PUT', url: '/v2/memory/counter', headers: a.headers, payload: { value: { i } } }),
+      ),
+      ...AWKWARD.map((key) =>
+        app.inject({
+          method: 'PUT',
+          url: `/v2/memory/${encodeURIComponent(key)}`,
+          headers: other.headers,
+          payload: { value: key, ttl_seconds: 3600 },
+        }),
+      ),
     ];
     const answers = await Promise.all(writes);
     const mine = answers.slice(0, n);
@@ -106,7 +140,10 @@ describe('agent memory — coalesced statements', () => {
     ]);
     expect(results.slice(0, 3).map((r) => r.status === 'fulfilled' && r.value.entry.version)).toEqual([1, 1, 1]);
     expect(results[3].status).toBe('rejected');
-    const reads = await Promise.allSettled([...keys.map((k) => getEntry(ctx, a.id, k)), getEntry(ctx, a.id, 'nul\u0000key')]);
+    const reads = await Promise.allSettled([
+      ...keys.map((k) => getEntry(ctx, a.id, k)),
+      getEntry(ctx, a.id, 'nul\u0000key'),
+    ]);
     expect(reads.slice(0, 3).map((r) => r.status === 'fulfilled' && r.value.value)).toEqual(keys);
     expect(reads[3].status).toBe('rejected');
   });
@@ -116,7 +153,9 @@ describe('agent memory — coalesced statements', () => {
     const spies = spyStatements();
     const big = (i: number) => `${i}:`.padEnd(250 * 1024, 'v');
     const n = 24; // 6 MiB of values
-    const written = await Promise.all(Array.from({ length: n }, (_, i) => putEntry(ctx, a.id, `big-${i}`, { value: big(i) })));
+    const written = await Promise.all(
+      Array.from({ length: n }, (_, i) => putEntry(ctx, a.id, `big-${i}`, { value: big(i) })),
+    );
     expect(written.map((w) => w.entry.version)).toEqual(Array(n).fill(1));
     const sizes = spies.upsertMany.mock.calls.map(([v]) => (v.bytes as number[]).reduce((x, y) => x + y, 0));
     expect(sizes.length + spies.upsert.mock.calls.length).toBeGreaterThan(1);

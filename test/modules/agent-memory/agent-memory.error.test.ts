@@ -16,9 +16,17 @@ describe('agent memory — errors', () => {
     const limit = 256 * 1024;
     const exact = 'x'.repeat(limit - 2); // JSON string quotes make it exactly the limit
     await call(app, { method: 'PUT', url: '/v2/memory/big', headers: a.headers, payload: { value: exact } }, 201);
-    const { body } = await call(app, { method: 'PUT', url: '/v2/memory/big', headers: a.headers, payload: { value: `${exact}x` } }, 413);
+    const { body } = await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/big', headers: a.headers, payload: { value: `${exact}x` } },
+      413,
+    );
     expect(body.code).toBe('payload_too_large');
-    const { body: multi } = await call(app, { method: 'PUT', url: '/v2/memory/big2', headers: a.headers, payload: { value: 'é'.repeat(limit / 2) } }, 413);
+    const { body: multi } = await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/big2', headers: a.headers, payload: { value: 'é'.repeat(limit / 2) } },
+      413,
+    );
     expect(multi.code).toBe('payload_too_large');
     const { body: got } = await call(app, { method: 'GET', url: '/v2/memory/big', headers: a.headers }, 200);
     expect(got.value).toBe(exact);
@@ -27,12 +35,30 @@ describe('agent memory — errors', () => {
   it('412 when If-Match does not match, or If-None-Match: * and the entry exists', async () => {
     const a = await newAgent();
     await call(app, { method: 'PUT', url: '/v2/memory/k', headers: a.headers, payload: { value: 1 } }, 201);
-    for (const h of [{ 'if-match': '"2"' }, { 'if-match': 'W/"1"' }, { 'if-match': '"abc"' }, { 'if-none-match': '*' }, { 'if-none-match': '"1"' }]) {
-      const { body } = await call(app, { method: 'PUT', url: '/v2/memory/k', headers: { ...a.headers, ...h }, payload: { value: 2 } }, 412);
+    for (const h of [
+      { 'if-match': '"2"' },
+      { 'if-match': 'W/"1"' },
+      { 'if-match': '"abc"' },
+      { 'if-none-match': '*' },
+      { 'if-none-match': '"1"' },
+    ]) {
+      const { body } = await call(
+        app,
+        { method: 'PUT', url: '/v2/memory/k', headers: { ...a.headers, ...h }, payload: { value: 2 } },
+        412,
+      );
       expect(body.code).toBe('precondition_failed');
     }
-    await call(app, { method: 'PUT', url: '/v2/memory/missing', headers: { ...a.headers, 'if-match': '"1"' }, payload: { value: 1 } }, 412);
-    await call(app, { method: 'PUT', url: '/v2/memory/missing', headers: { ...a.headers, 'if-match': '*' }, payload: { value: 1 } }, 412);
+    await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/missing', headers: { ...a.headers, 'if-match': '"1"' }, payload: { value: 1 } },
+      412,
+    );
+    await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/missing', headers: { ...a.headers, 'if-match': '*' }, payload: { value: 1 } },
+      412,
+    );
     await call(app, { method: 'DELETE', url: '/v2/memory/k', headers: { ...a.headers, 'if-match': '"7"' } }, 412);
     const { body } = await call(app, { method: 'GET', url: '/v2/memory/k', headers: a.headers }, 200);
     expect(body).toMatchObject({ value: 1, version: 1 });
@@ -40,15 +66,38 @@ describe('agent memory — errors', () => {
 
   it('400 for malformed bodies, keys, conditions and cursors', async () => {
     const a = await newAgent();
-    for (const payload of [{}, { value: 1, extra: true }, { value: 1, ttl_seconds: 0 }, { value: 1, ttl_seconds: 1.5 }, { value: 1, ttl_seconds: 'soon' }]) {
+    for (const payload of [
+      {},
+      { value: 1, extra: true },
+      { value: 1, ttl_seconds: 0 },
+      { value: 1, ttl_seconds: 1.5 },
+      { value: 1, ttl_seconds: 'soon' },
+    ]) {
       const { body } = await call(app, { method: 'PUT', url: '/v2/memory/k', headers: a.headers, payload }, 400);
       expect(body.code).toBe('validation_failed');
     }
-    await call(app, { method: 'PUT', url: `/v2/memory/${'k'.repeat(257)}`, headers: a.headers, payload: { value: 1 } }, 400);
+    await call(
+      app,
+      { method: 'PUT', url: `/v2/memory/${'k'.repeat(257)}`, headers: a.headers, payload: { value: 1 } },
+      400,
+    );
     await call(app, { method: 'GET', url: `/v2/memory/${'k'.repeat(257)}`, headers: a.headers }, 400);
-    await call(app, { method: 'PUT', url: '/v2/memory/k', headers: { ...a.headers, 'if-match': 'not-a-tag' }, payload: { value: 1 } }, 400);
+    await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/k', headers: { ...a.headers, 'if-match': 'not-a-tag' }, payload: { value: 1 } },
+      400,
+    );
     await call(app, { method: 'GET', url: '/v2/memory?cursor=@@@', headers: a.headers }, 400);
-    await call(app, { method: 'PUT', url: '/v2/memory/k', headers: { ...a.headers, 'content-type': 'application/json' }, payload: '{"value":' }, 400);
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: '/v2/memory/k',
+        headers: { ...a.headers, 'content-type': 'application/json' },
+        payload: '{"value":',
+      },
+      400,
+    );
   });
 
   // The app's preValidation walk of the body refuses these before the handler, with the value's
@@ -81,8 +130,13 @@ describe('agent memory — errors', () => {
 
   it('409 memory_entry_limit at the per-agent cap; updates and re-creation after delete still work', async () => {
     const a = await newAgent(capped.app);
-    for (const k of ['a', 'b', 'c']) await call(capped.app, { method: 'PUT', url: `/v2/memory/${k}`, headers: a.headers, payload: { value: k } }, 201);
-    const { body } = await call(capped.app, { method: 'PUT', url: '/v2/memory/d', headers: a.headers, payload: { value: 'd' } }, 409);
+    for (const k of ['a', 'b', 'c'])
+      await call(capped.app, { method: 'PUT', url: `/v2/memory/${k}`, headers: a.headers, payload: { value: k } }, 201);
+    const { body } = await call(
+      capped.app,
+      { method: 'PUT', url: '/v2/memory/d', headers: a.headers, payload: { value: 'd' } },
+      409,
+    );
     expect(body.code).toBe('memory_entry_limit');
     expect(body.limit).toBe(3);
     await call(capped.app, { method: 'GET', url: '/v2/memory/d', headers: a.headers }, 404);
@@ -96,8 +150,13 @@ describe('agent memory — errors', () => {
 
   it('expired entries do not count against the cap', async () => {
     const a = await newAgent(capped.app);
-    for (const k of ['a', 'b']) await call(capped.app, { method: 'PUT', url: `/v2/memory/${k}`, headers: a.headers, payload: { value: k } }, 201);
-    await call(capped.app, { method: 'PUT', url: '/v2/memory/t', headers: a.headers, payload: { value: 1, ttl_seconds: 1 } }, 201);
+    for (const k of ['a', 'b'])
+      await call(capped.app, { method: 'PUT', url: `/v2/memory/${k}`, headers: a.headers, payload: { value: k } }, 201);
+    await call(
+      capped.app,
+      { method: 'PUT', url: '/v2/memory/t', headers: a.headers, payload: { value: 1, ttl_seconds: 1 } },
+      201,
+    );
     await new Promise((r) => setTimeout(r, 1200));
     await call(capped.app, { method: 'PUT', url: '/v2/memory/c', headers: a.headers, payload: { value: 'c' } }, 201);
   });

@@ -29,11 +29,19 @@ describe('agent memory — security', () => {
     const b = await createAgent(app, u);
     const ta = await agentToken(app, a);
     const tb = await agentToken(app, b);
-    await call(app, { method: 'PUT', url: '/v2/memory/secret', headers: ta.headers, payload: { value: 'a-only' } }, 201);
+    await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/secret', headers: ta.headers, payload: { value: 'a-only' } },
+      201,
+    );
     await call(app, { method: 'GET', url: '/v2/memory/secret', headers: tb.headers }, 404);
     const { body } = await call(app, { method: 'GET', url: '/v2/memory', headers: tb.headers }, 200);
     expect(body.data).toEqual([]);
-    await call(app, { method: 'PUT', url: '/v2/memory/secret', headers: tb.headers, payload: { value: 'b-only' } }, 201);
+    await call(
+      app,
+      { method: 'PUT', url: '/v2/memory/secret', headers: tb.headers, payload: { value: 'b-only' } },
+      201,
+    );
     await call(app, { method: 'DELETE', url: '/v2/memory/secret', headers: tb.headers }, 204);
     const { body: still } = await call(app, { method: 'GET', url: '/v2/memory/secret', headers: ta.headers }, 200);
     expect(still.value).toBe('a-only');

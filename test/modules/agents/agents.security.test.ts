@@ -30,7 +30,12 @@ describe('agents — security', () => {
       ['GET', `/v2/agents/${a.id}/memory/audit`],
     ];
     for (const [method, url, payload] of routes) {
-      const res = await app.inject({ method: method as 'GET', url, headers: intruder.headers, ...(payload !== undefined ? { payload: payload as object } : {}) });
+      const res = await app.inject({
+        method: method as 'GET',
+        url,
+        headers: intruder.headers,
+        ...(payload !== undefined ? { payload: payload as object } : {}),
+      });
       expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(404);
       expect(res.json().code).toBe('not_found');
     }
@@ -39,7 +44,11 @@ describe('agents — security', () => {
     expect(body).toMatchObject({ name: 'test agent', status: 'active' });
     expect(body.secrets).toHaveLength(1);
     await agentToken(app, a);
-    const { body: list } = await call(app, { method: 'GET', url: '/v2/agents?include_deleted=true', headers: intruder.headers }, 200);
+    const { body: list } = await call(
+      app,
+      { method: 'GET', url: '/v2/agents?include_deleted=true', headers: intruder.headers },
+      200,
+    );
     expect(list.data.map((x: { id: string }) => x.id)).toEqual([b.id]);
   });
 
@@ -61,8 +70,19 @@ describe('agents — security', () => {
     const u = await createUser(app);
     const a = await createAgent(app, u);
     const t = await agentToken(app, a);
-    for (const [method, url] of [['POST', '/v2/agents'], ['GET', '/v2/agents'], ['GET', `/v2/agents/${a.id}`], ['POST', `/v2/agents/${a.id}/rotate-secret`], ['DELETE', `/v2/agents/${a.id}`]] as const) {
-      const res = await app.inject({ method, url, headers: t.headers, ...(method === 'POST' ? { payload: { name: 'x' } } : {}) });
+    for (const [method, url] of [
+      ['POST', '/v2/agents'],
+      ['GET', '/v2/agents'],
+      ['GET', `/v2/agents/${a.id}`],
+      ['POST', `/v2/agents/${a.id}/rotate-secret`],
+      ['DELETE', `/v2/agents/${a.id}`],
+    ] as const) {
+      const res = await app.inject({
+        method,
+        url,
+        headers: t.headers,
+        ...(method === 'POST' ? { payload: { name: 'x' } } : {}),
+      });
       expect(res.statusCode, `${method} ${url}`).toBe(403);
       expect(res.json().code).toBe('forbidden');
     }
@@ -74,13 +94,21 @@ describe('agents — security', () => {
     const a = await createAgent(app, u);
     const old = await agentToken(app, a);
     await call(app, { method: 'GET', url: '/v2/memory', headers: old.headers }, 200); // cached liveness
-    const { body: rotated } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers }, 200);
+    const { body: rotated } = await call(
+      app,
+      { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers },
+      200,
+    );
     expect(rotated.secrets).toHaveLength(1);
     const res = await app.inject({ method: 'GET', url: '/v2/memory', headers: old.headers });
     expect(res.statusCode).toBe(401);
     expect(res.json().code).toBe('invalid_token');
     expect(res.headers['www-authenticate']).toContain('error="invalid_token"');
-    const refused = await app.inject({ method: 'POST', url: '/auth/agent/token', payload: { grant_type: 'client_credentials', client_id: a.clientId, client_secret: a.clientSecret } });
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/auth/agent/token',
+      payload: { grant_type: 'client_credentials', client_id: a.clientId, client_secret: a.clientSecret },
+    });
     expect(refused.statusCode).toBe(401);
     expect(refused.json().error).toBe('invalid_client');
     const fresh = await agentToken(app, { clientId: a.clientId, clientSecret: rotated.client_secret });
@@ -91,11 +119,24 @@ describe('agents — security', () => {
     const u = await createUser(app);
     const a = await createAgent(app, u);
     const old = await agentToken(app, a);
-    const { body: rotated } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers, payload: { grace_period_seconds: 1 } }, 200);
+    const { body: rotated } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/rotate-secret`,
+        headers: u.headers,
+        payload: { grace_period_seconds: 1 },
+      },
+      200,
+    );
     await call(app, { method: 'GET', url: '/v2/memory', headers: old.headers }, 200);
     await new Promise((r) => setTimeout(r, 1100));
     expect((await app.inject({ method: 'GET', url: '/v2/memory', headers: old.headers })).statusCode).toBe(401);
-    const refused = await app.inject({ method: 'POST', url: '/auth/agent/token', payload: { grant_type: 'client_credentials', client_id: a.clientId, client_secret: a.clientSecret } });
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/auth/agent/token',
+      payload: { grant_type: 'client_credentials', client_id: a.clientId, client_secret: a.clientSecret },
+    });
     expect(refused.json().error).toBe('invalid_client');
     const { body: view } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}`, headers: u.headers }, 200);
     expect(view.secrets.map((s: { id: string }) => s.id)).toEqual([rotated.secrets[0].id]);
@@ -105,10 +146,29 @@ describe('agents — security', () => {
     const u = await createUser(app);
     const a = await createAgent(app, u);
     const t0 = await agentToken(app, a);
-    const { body: r1 } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers, payload: { grace_period_seconds: 3600 } }, 200);
+    const { body: r1 } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/rotate-secret`,
+        headers: u.headers,
+        payload: { grace_period_seconds: 3600 },
+      },
+      200,
+    );
     const t1 = await agentToken(app, { clientId: a.clientId, clientSecret: r1.client_secret });
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers, payload: { grace_period_seconds: 0 } }, 200);
-    for (const t of [t0, t1]) expect((await app.inject({ method: 'GET', url: '/v2/memory', headers: t.headers })).statusCode).toBe(401);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/rotate-secret`,
+        headers: u.headers,
+        payload: { grace_period_seconds: 0 },
+      },
+      200,
+    );
+    for (const t of [t0, t1])
+      expect((await app.inject({ method: 'GET', url: '/v2/memory', headers: t.headers })).statusCode).toBe(401);
   });
 
   it('delete and disable kill tokens at once', async () => {
@@ -116,10 +176,18 @@ describe('agents — security', () => {
     const a = await createAgent(app, u);
     const t = await agentToken(app, a);
     await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 200);
-    await call(app, { method: 'PATCH', url: `/v2/agents/${a.id}`, headers: u.headers, payload: { status: 'disabled' } }, 200);
+    await call(
+      app,
+      { method: 'PATCH', url: `/v2/agents/${a.id}`, headers: u.headers, payload: { status: 'disabled' } },
+      200,
+    );
     const { body: e1 } = await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 401);
     expect(e1.code).toBe('invalid_token');
-    await call(app, { method: 'PATCH', url: `/v2/agents/${a.id}`, headers: u.headers, payload: { status: 'active' } }, 200);
+    await call(
+      app,
+      { method: 'PATCH', url: `/v2/agents/${a.id}`, headers: u.headers, payload: { status: 'active' } },
+      200,
+    );
     await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 200);
     await call(app, { method: 'DELETE', url: `/v2/agents/${a.id}`, headers: u.headers }, 204);
     const { body: e2 } = await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 401);
@@ -132,7 +200,11 @@ describe('agents — security', () => {
     const u = await createUser(app);
     const a = await createAgent(app, u);
     const t = await agentToken(app, a);
-    await call(app, { method: 'PATCH', url: `/v2/agents/${a.id}`, headers: u.headers, payload: { status: 'disabled' } }, 200);
+    await call(
+      app,
+      { method: 'PATCH', url: `/v2/agents/${a.id}`, headers: u.headers, payload: { status: 'disabled' } },
+      200,
+    );
     await call(app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 401); // refusal now cached
     // Re-enabled behind this instance's back (as another instance would): no eviction here.
     await ctx.db.update(agents).set({ status: 'active' }).where(eq(agents.id, a.id));
@@ -148,7 +220,9 @@ describe('agents — security', () => {
     const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
     const tampered = `${h}.${Buffer.from(JSON.stringify({ ...payload, sub: b.id })).toString('base64url')}.${s}`;
     const { privateKey } = await generateKeyPair('RS256');
-    const forged = await new SignJWT({ ...payload }).setProtectedHeader({ alg: 'RS256', kid: JSON.parse(Buffer.from(h, 'base64url').toString()).kid }).sign(privateKey);
+    const forged = await new SignJWT({ ...payload })
+      .setProtectedHeader({ alg: 'RS256', kid: JSON.parse(Buffer.from(h, 'base64url').toString()).kid })
+      .sign(privateKey);
     const none = `${Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url')}.${p}.`;
     for (const token of [tampered, forged, none]) {
       const res = await app.inject({ method: 'GET', url: '/v2/memory', headers: { authorization: `Bearer ${token}` } });
@@ -168,7 +242,11 @@ describe('agents — security', () => {
       await call(app, { method: 'GET', url: '/v2/memory', headers: { authorization } }, 200);
     }
     // X-API-Key wins over a known bearer token.
-    const { body: e0 } = await call(app, { method: 'GET', url: '/v2/memory', headers: { ...t.headers, 'x-api-key': 'apk_nope' } }, 401);
+    const { body: e0 } = await call(
+      app,
+      { method: 'GET', url: '/v2/memory', headers: { ...t.headers, 'x-api-key': 'apk_nope' } },
+      401,
+    );
     expect(e0.code).toBe('invalid_token');
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 2 * 3600_000 });
     try {
@@ -194,7 +272,11 @@ describe.runIf(process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL)('age
     const a = await createAgent(app, u);
     const t = await agentToken(app, a);
     await call(other.app, { method: 'GET', url: '/v2/memory', headers: t.headers }, 200); // cached on the other instance
-    const { body: rotated } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers }, 200);
+    const { body: rotated } = await call(
+      app,
+      { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: u.headers },
+      200,
+    );
     // A token of the new secret works on the other instance at once (a cached refusal is re-checked).
     const fresh = await agentToken(app, { clientId: a.clientId, clientSecret: rotated.client_secret });
     await call(other.app, { method: 'GET', url: '/v2/memory', headers: fresh.headers }, 200);

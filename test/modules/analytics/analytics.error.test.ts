@@ -6,7 +6,13 @@ const { app } = await setupApp();
 const pro = await createUser(app, { roles: ['pro'] });
 const admin = await createUser(app, { roles: ['admin'] });
 
-async function expectProblem(user: { headers: Record<string, string> }, url: string, status: number, code: string, pointer?: string) {
+async function expectProblem(
+  user: { headers: Record<string, string> },
+  url: string,
+  status: number,
+  code: string,
+  pointer?: string,
+) {
   const res = await app.inject({ method: 'GET', url, headers: user.headers });
   expect(res.statusCode, `${url}: ${res.body}`).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -20,8 +26,20 @@ describe('analytics — periods', () => {
       await expectProblem(pro, `${path}?window=1y`, 400, 'validation_failed');
       await expectProblem(pro, `${path}?from=yesterday`, 400, 'validation_failed');
       await expectProblem(pro, `${path}?window=7d&from=2024-01-01T00:00:00Z`, 400, 'validation_failed', '/window');
-      await expectProblem(pro, `${path}?from=2024-02-01T00:00:00Z&to=2024-01-01T00:00:00Z`, 400, 'validation_failed', '/from');
-      await expectProblem(pro, `${path}?from=2022-01-01T00:00:00Z&to=2024-01-01T00:00:00Z`, 400, 'validation_failed', '/from');
+      await expectProblem(
+        pro,
+        `${path}?from=2024-02-01T00:00:00Z&to=2024-01-01T00:00:00Z`,
+        400,
+        'validation_failed',
+        '/from',
+      );
+      await expectProblem(
+        pro,
+        `${path}?from=2022-01-01T00:00:00Z&to=2024-01-01T00:00:00Z`,
+        400,
+        'validation_failed',
+        '/from',
+      );
       await expectProblem(pro, `${path}?bogus=1`, 400, 'validation_failed');
     }
     await expectProblem(admin, '/analytics/system?window=2d', 400, 'validation_failed');
@@ -29,9 +47,21 @@ describe('analytics — periods', () => {
   });
 
   it('accepts a period in the future or exactly 366 days long', async () => {
-    const { body } = await call(app, { method: 'GET', url: '/analytics/user?from=2100-01-01T00:00:00Z&to=2100-01-02T00:00:00Z', headers: pro.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: '/analytics/user?from=2100-01-01T00:00:00Z&to=2100-01-02T00:00:00Z', headers: pro.headers },
+      200,
+    );
     expect(body.totals.calls).toBe(0);
-    await call(app, { method: 'GET', url: '/analytics/sessions?from=2023-01-01T00:00:00Z&to=2024-01-02T00:00:00Z', headers: pro.headers }, 200);
+    await call(
+      app,
+      {
+        method: 'GET',
+        url: '/analytics/sessions?from=2023-01-01T00:00:00Z&to=2024-01-02T00:00:00Z',
+        headers: pro.headers,
+      },
+      200,
+    );
   });
 });
 
@@ -49,6 +79,11 @@ describe('analytics — filters', () => {
 
   it('answers 404 for a service that does not exist', async () => {
     await expectProblem(pro, '/analytics/services?service_id=svc_00000000000000000000000000', 404, 'not_found');
-    await expectProblem(pro, '/analytics/tools?scope=owned&service_id=svc_00000000000000000000000000', 404, 'not_found');
+    await expectProblem(
+      pro,
+      '/analytics/tools?scope=owned&service_id=svc_00000000000000000000000000',
+      404,
+      'not_found',
+    );
   });
 });

@@ -38,18 +38,28 @@ beforeAll(async () => {
       { name: 'unused', description: 'Nobody calls it', method: 'GET', path: '/weather', input_schema: SCHEMA },
     ],
   });
-  quiet = await register(app, owner, { name: `an-quiet-${run5}`, description: 'Quiet', base_url: api.url, tools: [{ name: 'noop', description: 'noop', method: 'GET', path: '/weather', input_schema: SCHEMA }] });
+  quiet = await register(app, owner, {
+    name: `an-quiet-${run5}`,
+    description: 'Quiet',
+    base_url: api.url,
+    tools: [{ name: 'noop', description: 'noop', method: 'GET', path: '/weather', input_schema: SCHEMA }],
+  });
   for (const s of [weather, quiet]) await setServiceStatus(ctx, s.id, 'published');
   await subscribe(app, alice, weather.id);
   await subscribe(app, bob, weather.id);
   const a = await session(app, alice, 'alice run');
-  expect(await run(app, alice, a, weather.name, 'get_weather', { city: 'Oslo' }, 3)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+  expect(await run(app, alice, a, weather.name, 'get_weather', { city: 'Oslo' }, 3)).toEqual([
+    'succeeded',
+    'succeeded',
+    'succeeded',
+  ]);
   expect(await run(app, alice, a, weather.name, 'broken', {})).toEqual(['failed']);
   await run(app, bob, await session(app, bob), weather.name, 'get_weather', { city: 'Rome' }, 2);
 });
 afterAll(async () => api?.close());
 
-const get = async (user: TestUser, url: string) => (await call(app, { method: 'GET', url, headers: user.headers }, 200)).body;
+const get = async (user: TestUser, url: string) =>
+  (await call(app, { method: 'GET', url, headers: user.headers }, 200)).body;
 
 describe('analytics — the caller', () => {
   it('reports totals, success rate, latency, a zero-filled daily series and top tools and services', async () => {
@@ -61,7 +71,13 @@ describe('analytics — the caller', () => {
     expect(body.by_day).toHaveLength(8);
     expect(body.by_day.at(-1)).toMatchObject({ day: today, calls: 4, failures: 1 });
     expect(body.by_day.slice(0, -1).every((d: { calls: number }) => d.calls === 0)).toBe(true);
-    expect(body.top_tools[0]).toMatchObject({ tool_id: weather.tools.get_weather, tool_name: 'get_weather', service_name: weather.name, calls: 3, success_rate: 1 });
+    expect(body.top_tools[0]).toMatchObject({
+      tool_id: weather.tools.get_weather,
+      tool_name: 'get_weather',
+      service_name: weather.name,
+      calls: 3,
+      success_rate: 1,
+    });
     expect(body.top_services).toEqual([expect.objectContaining({ service_id: weather.id, calls: 4 })]);
     expect(body.sessions).toMatchObject({ total: 1, active: 1, created_in_period: 1 });
     expect(body.memories.total).toEqual(expect.any(Number));
@@ -74,7 +90,15 @@ describe('analytics — the caller', () => {
     expect(body.totals.calls).toBe(4);
     const past = await get(alice, '/analytics/user?from=2020-01-01T00:00:00Z&to=2020-01-08T00:00:00Z');
     expect(past.totals.calls).toBe(0);
-    expect(past.by_day.map((d: { day: string }) => d.day)).toEqual(['2020-01-01', '2020-01-02', '2020-01-03', '2020-01-04', '2020-01-05', '2020-01-06', '2020-01-07']);
+    expect(past.by_day.map((d: { day: string }) => d.day)).toEqual([
+      '2020-01-01',
+      '2020-01-02',
+      '2020-01-03',
+      '2020-01-04',
+      '2020-01-05',
+      '2020-01-06',
+      '2020-01-07',
+    ]);
   });
 });
 
@@ -82,13 +106,24 @@ describe('analytics — services and tools', () => {
   it("shows owners all users' calls of their services, aggregated, and callers their own", async () => {
     const mine = await get(owner, '/analytics/services');
     const byId = new Map(mine.data.map((d: { service: { id: string } }) => [d.service.id, d]));
-    expect(byId.get(weather.id)).toMatchObject({ owned: true, usage: { calls: 6, successes: 5, failures: 1, unique_users: 2 }, my_usage: { calls: 0 } });
+    expect(byId.get(weather.id)).toMatchObject({
+      owned: true,
+      usage: { calls: 6, successes: 5, failures: 1, unique_users: 2 },
+      my_usage: { calls: 0 },
+    });
     expect(byId.get(quiet.id)).toMatchObject({ owned: true, usage: { calls: 0, unique_users: 0 } });
     expect(JSON.stringify(mine)).not.toContain(alice.userId);
     expect(JSON.stringify(mine)).not.toContain(bob.userId);
 
     const hers = await get(alice, '/analytics/services');
-    expect(hers.data).toEqual([expect.objectContaining({ owned: false, usage: null, my_usage: expect.objectContaining({ calls: 4, failures: 1 }), service: expect.objectContaining({ id: weather.id }) })]);
+    expect(hers.data).toEqual([
+      expect.objectContaining({
+        owned: false,
+        usage: null,
+        my_usage: expect.objectContaining({ calls: 4, failures: 1 }),
+        service: expect.objectContaining({ id: weather.id }),
+      }),
+    ]);
   });
 
   it('details one owned service with its daily series and every tool', async () => {
@@ -97,7 +132,11 @@ describe('analytics — services and tools', () => {
     const d = body.data[0];
     expect(d.by_day.at(-1)).toMatchObject({ day: today, calls: 6 });
     const tools = new Map(d.tools.map((t: { tool_id: string }) => [t.tool_id, t]));
-    expect(tools.get(weather.tools.get_weather)).toMatchObject({ calls: 5, unique_users: 2, p50_duration_ms: expect.any(Number) });
+    expect(tools.get(weather.tools.get_weather)).toMatchObject({
+      calls: 5,
+      unique_users: 2,
+      p50_duration_ms: expect.any(Number),
+    });
     expect(tools.get(weather.tools.unused)).toMatchObject({ calls: 0, unique_users: 0, p50_duration_ms: null });
   });
 
@@ -111,7 +150,12 @@ describe('analytics — services and tools', () => {
     expect(mine.data[1]).toMatchObject({ failures: 1, success_rate: 0 });
     const owned = await get(owner, '/analytics/tools?scope=owned');
     // Most calls first; uncalled tools too (ties by id: creation order).
-    expect(owned.data.map((t: { tool_name: string }) => t.tool_name)).toEqual(['get_weather', 'broken', 'unused', 'noop']);
+    expect(owned.data.map((t: { tool_name: string }) => t.tool_name)).toEqual([
+      'get_weather',
+      'broken',
+      'unused',
+      'noop',
+    ]);
     expect(owned.data[0]).toMatchObject({ tool_name: 'get_weather', calls: 5, unique_users: 2 });
   });
 });
@@ -125,7 +169,13 @@ describe('analytics — sessions', () => {
     await call(app, { method: 'POST', url: `/v1/sessions/${s1}/close`, headers: u.headers }, 200);
     await session(app, u, 'idle');
     const body = await get(u, '/analytics/sessions?window=24h');
-    expect(body).toMatchObject({ total: 2, by_status: { active: 1, closed: 1 }, empty: 1, executions: 2, currently_active: 1 });
+    expect(body).toMatchObject({
+      total: 2,
+      by_status: { active: 1, closed: 1 },
+      empty: 1,
+      executions: 2,
+      currently_active: 1,
+    });
     expect(body.executions_per_session).toMatchObject({ max: 2, avg: 1 });
     expect(body.duration_ms.max).toBeGreaterThanOrEqual(0);
     expect(body.by_day.at(-1)).toMatchObject({ day: today, sessions: 2, executions: 2 });
@@ -172,14 +222,23 @@ describe('analytics — admin', () => {
   it('persists per-route aggregates in batches and reports them', async () => {
     const admin = await createUser(app, { roles: ['admin'] });
     const rows = async () =>
-      Number((await execRows<{ n: string | null }>(ctx.db, sql`select sum(count) as n from endpoint_stats where route = '/analytics/sessions' and status = 403`))[0].n ?? 0);
+      Number(
+        (
+          await execRows<{ n: string | null }>(
+            ctx.db,
+            sql`select sum(count) as n from endpoint_stats where route = '/analytics/sessions' and status = 403`,
+          )
+        )[0].n ?? 0,
+      );
     const start = await rows();
     for (let i = 0; i < 3; i++) await app.inject({ method: 'GET', url: '/analytics/sessions', headers: bob.headers }); // role user → 403
     await new Promise((r) => setTimeout(r, 600)); // > ANALYTICS_FLUSH_MS: the timer writes the batch
     expect(await rows()).toBe(start + 3);
 
     const body = await get(admin, '/analytics/endpoints?window=24h&route=/v1/agents');
-    const exec = body.data.find((d: { route: string; method: string }) => d.route === '/v1/agents/:id/execute' && d.method === 'POST');
+    const exec = body.data.find(
+      (d: { route: string; method: string }) => d.route === '/v1/agents/:id/execute' && d.method === 'POST',
+    );
     expect(exec).toMatchObject({ operation_id: 'sessions.execute' });
     expect(exec.requests).toBeGreaterThanOrEqual(9);
     expect(exec.by_status['200']).toBeGreaterThanOrEqual(9);

@@ -37,9 +37,20 @@ describe('analytics — endpoint aggregates across restarts and instances', () =
     b ??= await start(); // PGlite: the same directory, reopened
     for (let i = 0; i < 3; i++) await call(b.app, { method: 'GET', url: '/healthz' }, 200);
     const admin = await createUser(b.app, { roles: ['admin'] });
-    const { body } = await call(b.app, { method: 'GET', url: `/analytics/endpoints?route=/healthz&from=${from}`, headers: admin.headers }, 200);
+    const { body } = await call(
+      b.app,
+      { method: 'GET', url: `/analytics/endpoints?route=/healthz&from=${from}`, headers: admin.headers },
+      200,
+    );
     const row = body.data.find((d: { route: string }) => d.route === '/healthz');
     if (shared) expect(row.requests).toBeGreaterThanOrEqual(8);
-    else expect(row).toMatchObject({ method: 'GET', requests: 8, errors: 0, by_status: { '200': 8 }, operation_id: 'ops.healthz' });
+    else
+      expect(row).toMatchObject({
+        method: 'GET',
+        requests: 8,
+        errors: 0,
+        by_status: { '200': 8 },
+        operation_id: 'ops.healthz',
+      });
   }, 60_000);
 });

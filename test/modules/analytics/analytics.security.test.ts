@@ -12,7 +12,13 @@ import { startJsonApi, type Upstream } from '../../helpers/upstreams.js';
 import { letters, register, run, session, subscribe, type Svc } from '../search/fixtures.js';
 
 const { app, ctx } = await setupApp();
-const PRO = ['/analytics/user', '/analytics/services', '/analytics/tools', '/analytics/sessions', '/analytics/realtime'];
+const PRO = [
+  '/analytics/user',
+  '/analytics/services',
+  '/analytics/tools',
+  '/analytics/sessions',
+  '/analytics/realtime',
+];
 const ADMIN = ['/analytics/system', '/analytics/endpoints'];
 const SCHEMA = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
 
@@ -27,17 +33,38 @@ beforeAll(async () => {
   ownerA = await createUser(app, { roles: ['pro'] });
   ownerB = await createUser(app, { roles: ['pro'] });
   const r = letters(5);
-  svcA = await register(app, ownerA, { name: `sec-a-${r}`, description: 'A', base_url: api.url, tools: [{ name: 'get_weather', description: 'w', method: 'GET', path: '/weather', input_schema: SCHEMA }] });
-  draftB = await register(app, ownerB, { name: `sec-b-${r}`, description: 'B', base_url: api.url, tools: [{ name: 'secret', description: 's', method: 'GET', path: '/weather', input_schema: SCHEMA }] });
+  svcA = await register(app, ownerA, {
+    name: `sec-a-${r}`,
+    description: 'A',
+    base_url: api.url,
+    tools: [{ name: 'get_weather', description: 'w', method: 'GET', path: '/weather', input_schema: SCHEMA }],
+  });
+  draftB = await register(app, ownerB, {
+    name: `sec-b-${r}`,
+    description: 'B',
+    base_url: api.url,
+    tools: [{ name: 'secret', description: 's', method: 'GET', path: '/weather', input_schema: SCHEMA }],
+  });
   await setServiceStatus(ctx, svcA.id, 'published');
   await run(app, ownerB, await session(app, ownerB), draftB.name, 'secret', { city: 'Oslo' }, 2);
 });
 afterAll(async () => api?.close());
 
-const status = async (headers: Record<string, string>, url: string) => (await app.inject({ method: 'GET', url, headers })).statusCode;
+const status = async (headers: Record<string, string>, url: string) =>
+  (await app.inject({ method: 'GET', url, headers })).statusCode;
 
-describeAuthCases('analytics /analytics/* (pro)', () => app, () => PRO.map((url) => ({ method: 'GET', url })), { minRole: 'pro' });
-describeAuthCases('analytics system and endpoints (admin)', () => app, () => ADMIN.map((url) => ({ method: 'GET', url })), { minRole: 'admin' });
+describeAuthCases(
+  'analytics /analytics/* (pro)',
+  () => app,
+  () => PRO.map((url) => ({ method: 'GET', url })),
+  { minRole: 'pro' },
+);
+describeAuthCases(
+  'analytics system and endpoints (admin)',
+  () => app,
+  () => ADMIN.map((url) => ({ method: 'GET', url })),
+  { minRole: 'admin' },
+);
 
 describe('analytics — authentication and roles', () => {
   it('admits pro and enterprise to the user-level views but not to system and endpoints', async () => {
@@ -51,7 +78,8 @@ describe('analytics — authentication and roles', () => {
 
   it('admits admin everywhere', async () => {
     const admin = await createUser(app, { roles: ['admin'] });
-    for (const url of [...PRO, ...ADMIN, '/analytics/realtime?scope=system']) expect(await status(admin.headers, url), url).toBe(200);
+    for (const url of [...PRO, ...ADMIN, '/analytics/realtime?scope=system'])
+      expect(await status(admin.headers, url), url).toBe(200);
   });
 
   it('refuses agent tokens, even of a pro owner', async () => {
@@ -73,7 +101,8 @@ describe('analytics — scoping', () => {
     expect(body.sessions.total).toBe(0);
     const services = (await call(app, { method: 'GET', url: '/analytics/services', headers: carol.headers }, 200)).body;
     expect(services.data).toEqual([]);
-    const tools = (await call(app, { method: 'GET', url: '/analytics/tools?scope=owned', headers: carol.headers }, 200)).body;
+    const tools = (await call(app, { method: 'GET', url: '/analytics/tools?scope=owned', headers: carol.headers }, 200))
+      .body;
     expect(tools.data).toEqual([]);
   });
 
@@ -84,26 +113,35 @@ describe('analytics — scoping', () => {
     // ownerB uses svcA too: dave must not see ownerB's call in any number.
     await subscribe(app, ownerB, svcA.id);
     await run(app, ownerB, await session(app, ownerB), svcA.name, 'get_weather', { city: 'Oslo' }, 3);
-    const detail = (await call(app, { method: 'GET', url: `/analytics/services?service_id=${svcA.id}`, headers: dave.headers }, 200)).body.data[0];
+    const detail = (
+      await call(app, { method: 'GET', url: `/analytics/services?service_id=${svcA.id}`, headers: dave.headers }, 200)
+    ).body.data[0];
     expect(detail).toMatchObject({ owned: false, usage: null, my_usage: { calls: 1 } });
     expect(detail.by_day.at(-1).calls).toBe(1);
     expect(detail.tools).toEqual([expect.objectContaining({ tool_name: 'get_weather', calls: 1 })]);
     expect(detail.tools[0].unique_users).toBeUndefined();
-    const asOwner = (await call(app, { method: 'GET', url: `/analytics/services?service_id=${svcA.id}`, headers: ownerA.headers }, 200)).body.data[0];
+    const asOwner = (
+      await call(app, { method: 'GET', url: `/analytics/services?service_id=${svcA.id}`, headers: ownerA.headers }, 200)
+    ).body.data[0];
     expect(asOwner.usage).toMatchObject({ calls: 4, unique_users: 2 });
 
-    for (const url of [`/analytics/services?service_id=${draftB.id}`, `/analytics/tools?scope=owned&service_id=${draftB.id}`]) {
+    for (const url of [
+      `/analytics/services?service_id=${draftB.id}`,
+      `/analytics/tools?scope=owned&service_id=${draftB.id}`,
+    ]) {
       const res = await app.inject({ method: 'GET', url, headers: dave.headers });
       expect(res.statusCode, url).toBe(404);
     }
   });
 
-  it("keeps realtime counters per account", async () => {
+  it('keeps realtime counters per account', async () => {
     const erin = await createUser(app, { roles: ['pro'] });
     const frank = await createUser(app, { roles: ['pro'] });
-    const before = (await call(app, { method: 'GET', url: '/analytics/realtime', headers: erin.headers }, 200)).body.last_1m.requests;
+    const before = (await call(app, { method: 'GET', url: '/analytics/realtime', headers: erin.headers }, 200)).body
+      .last_1m.requests;
     for (let i = 0; i < 5; i++) await app.inject({ method: 'GET', url: '/v1/auth/me', headers: frank.headers });
-    const after = (await call(app, { method: 'GET', url: '/analytics/realtime', headers: erin.headers }, 200)).body.last_1m.requests;
+    const after = (await call(app, { method: 'GET', url: '/analytics/realtime', headers: erin.headers }, 200)).body
+      .last_1m.requests;
     expect(after - before).toBe(1); // only erin's own first realtime call
   });
 });

@@ -24,7 +24,11 @@ describe('api keys — errors', () => {
   it('404s an unknown key and a key revoked twice', async () => {
     const u = await createUser(app);
     await call(app, { method: 'DELETE', url: '/api-keys/key_nope', headers: u.headers }, 404);
-    const { body: k } = await call(app, { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'once' } }, 201);
+    const { body: k } = await call(
+      app,
+      { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'once' } },
+      201,
+    );
     await call(app, { method: 'DELETE', url: `/api-keys/${k.id}`, headers: u.headers }, 204);
     const { body } = await call(app, { method: 'DELETE', url: `/api-keys/${k.id}`, headers: u.headers }, 404);
     expect(body.code).toBe('not_found');

@@ -10,11 +10,25 @@ import { call, createUser, setupApp } from '../../helpers/app.js';
 
 const { app, ctx } = await setupApp();
 
-const EVERY = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute', 'agents:manage', 'api_keys:manage'];
+const EVERY = [
+  'memory:read',
+  'memory:write',
+  'permissions:manage',
+  'tools:execute',
+  'agents:manage',
+  'api_keys:manage',
+];
 const AGENT = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'];
 
-async function keyOf(headers: Record<string, string>, payload: Record<string, unknown>): Promise<{ id: string; key: string; scopes: string[]; expires_at: string | null; headers: { 'x-api-key': string } }> {
-  const { body } = await call(app, { method: 'POST', url: '/api-keys', headers, payload: { name: 'k', ...payload } }, 201);
+async function keyOf(
+  headers: Record<string, string>,
+  payload: Record<string, unknown>,
+): Promise<{ id: string; key: string; scopes: string[]; expires_at: string | null; headers: { 'x-api-key': string } }> {
+  const { body } = await call(
+    app,
+    { method: 'POST', url: '/api-keys', headers, payload: { name: 'k', ...payload } },
+    201,
+  );
   return { ...body, headers: { 'x-api-key': body.key } };
 }
 
@@ -35,11 +49,17 @@ describe('api key scopes — happy paths', () => {
 
   it('a key creates narrower keys; without scopes a child inherits its creator key’s, and its expiry', async () => {
     const u = await createUser(app);
-    const parent = await keyOf(u.headers, { scopes: ['api_keys:manage', 'memory:read', 'tools:execute'], expires_at: inOneHour() });
+    const parent = await keyOf(u.headers, {
+      scopes: ['api_keys:manage', 'memory:read', 'tools:execute'],
+      expires_at: inOneHour(),
+    });
     const inherited = await keyOf(parent.headers, {});
     expect(inherited.scopes).toEqual(['memory:read', 'tools:execute', 'api_keys:manage']);
     expect(inherited.expires_at).toBe(parent.expires_at);
-    const narrow = await keyOf(parent.headers, { scopes: ['memory:read'], expires_at: new Date(Date.now() + 60_000).toISOString() });
+    const narrow = await keyOf(parent.headers, {
+      scopes: ['memory:read'],
+      expires_at: new Date(Date.now() + 60_000).toISOString(),
+    });
     expect(narrow.scopes).toEqual(['memory:read']);
     expect(Date.parse(narrow.expires_at!)).toBeLessThan(Date.parse(parent.expires_at!));
   });
@@ -57,7 +77,11 @@ describe('api key scopes — happy paths', () => {
   it('a key with agents:manage and every agent scope creates and rotates agents', async () => {
     const u = await createUser(app);
     const k = await keyOf(u.headers, { scopes: ['agents:manage', ...AGENT] });
-    const { body: a } = await call(app, { method: 'POST', url: '/v2/agents', headers: k.headers, payload: { name: 'a' } }, 201);
+    const { body: a } = await call(
+      app,
+      { method: 'POST', url: '/v2/agents', headers: k.headers, payload: { name: 'a' } },
+      201,
+    );
     await call(app, { method: 'POST', url: `/v2/agents/${a.id}/rotate-secret`, headers: k.headers, payload: {} }, 200);
     await call(app, { method: 'GET', url: `/v2/agents/${a.id}`, headers: k.headers }, 200);
   });

@@ -8,7 +8,10 @@ const { app, ctx } = await setupApp();
 const off = await setupApp({ AUTH_API_KEYS: 'off' });
 
 async function keyOf(u: Awaited<ReturnType<typeof createUser>>, name = 'k') {
-  return (await call(app, { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name } }, 201)).body as { id: string; key: string };
+  return (await call(app, { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name } }, 201)).body as {
+    id: string;
+    key: string;
+  };
 }
 
 async function rejected(key: string, how: 'x-api-key' | 'bearer' = 'x-api-key', code = 'invalid_token') {
@@ -42,7 +45,10 @@ describe('api keys — security', () => {
   it('an expired key → 401 token_expired (as an expired access token)', async () => {
     const u = await createUser(app);
     const k = await keyOf(u);
-    await ctx.db.update(apiKeys).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(apiKeys.id, k.id));
+    await ctx.db
+      .update(apiKeys)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(apiKeys.id, k.id));
     await rejected(k.key, 'x-api-key', 'token_expired');
     await rejected(k.key, 'bearer', 'token_expired');
   });
@@ -73,7 +79,11 @@ describe('api keys — security', () => {
 describe('AUTH_API_KEYS=off', () => {
   it('refuses every key with 401, while bearer tokens still work', async () => {
     const u = await createUser(off.app);
-    const { body: k } = await call(off.app, { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'x' } }, 201);
+    const { body: k } = await call(
+      off.app,
+      { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'x' } },
+      201,
+    );
     for (const headers of [{ 'x-api-key': k.key }, { authorization: `Bearer ${k.key}` }]) {
       const res = await off.app.inject({ method: 'GET', url: '/v1/auth/me', headers });
       expect(res.statusCode).toBe(401);

@@ -34,7 +34,11 @@ export async function setupConnections(env: Record<string, string | undefined> =
 }
 
 /** Register (and publish) an oauth2 service over the notes API, owned by `owner`. */
-export async function registerNotesService(f: ConnectionsFixture, owner: TestUser, auth: Record<string, unknown> = {}): Promise<{ id: string; name: string }> {
+export async function registerNotesService(
+  f: ConnectionsFixture,
+  owner: TestUser,
+  auth: Record<string, unknown> = {},
+): Promise<{ id: string; name: string }> {
   const name = `notes-${randomBytes(4).toString('hex')}`;
   const { body } = await call(
     f.app,
@@ -46,8 +50,24 @@ export async function registerNotesService(f: ConnectionsFixture, owner: TestUse
         name,
         description: 'Notes of the signed-in upstream account',
         base_url: f.up.apiUrl,
-        auth: { type: 'oauth2', issuer: f.up.issuer, client_id: f.up.clientId, client_secret: f.up.clientSecret, scopes: ['openid', 'offline_access', 'notes:read'], resource: f.up.resource, ...auth },
-        tools: [{ name: 'list_notes', description: 'List my notes', method: 'GET', path: '/notes', input_schema: { type: 'object', properties: {} } }],
+        auth: {
+          type: 'oauth2',
+          issuer: f.up.issuer,
+          client_id: f.up.clientId,
+          client_secret: f.up.clientSecret,
+          scopes: ['openid', 'offline_access', 'notes:read'],
+          resource: f.up.resource,
+          ...auth,
+        },
+        tools: [
+          {
+            name: 'list_notes',
+            description: 'List my notes',
+            method: 'GET',
+            path: '/notes',
+            input_schema: { type: 'object', properties: {} },
+          },
+        ],
       },
     },
     201,
@@ -72,15 +92,35 @@ export async function takeInBrowser(f: ConnectionsFixture, browser: Browser, use
 }
 
 /** {@link takeInBrowser}, which must succeed: the upstream's consent URL. */
-export async function upstreamUrlFor(f: ConnectionsFixture, browser: Browser, user: TestUser, authorizationUrl: string): Promise<string> {
+export async function upstreamUrlFor(
+  f: ConnectionsFixture,
+  browser: Browser,
+  user: TestUser,
+  authorizationUrl: string,
+): Promise<string> {
   const taken = await takeInBrowser(f, browser, user, authorizationUrl);
   expect(taken.status, JSON.stringify(taken.body)).toBe(200);
   return taken.body.authorization_url;
 }
 
 /** `POST /connections` and the user's browser's trip through the platform's page and the upstream's consent form; returns where the browser landed. */
-export async function connect(f: ConnectionsFixture, user: TestUser, service: string, upstreamAccount: string, extra: Record<string, unknown> = {}) {
-  const { body: started } = await call(f.app, { method: 'POST', url: '/connections', headers: user.headers, payload: { service, return_to: RETURN_TO, ...extra } }, 201);
+export async function connect(
+  f: ConnectionsFixture,
+  user: TestUser,
+  service: string,
+  upstreamAccount: string,
+  extra: Record<string, unknown> = {},
+) {
+  const { body: started } = await call(
+    f.app,
+    {
+      method: 'POST',
+      url: '/connections',
+      headers: user.headers,
+      payload: { service, return_to: RETURN_TO, ...extra },
+    },
+    201,
+  );
   const browser = connectionBrowser(f.app, f.up);
   const upstreamUrl = await upstreamUrlFor(f, browser, user, started.authorization_url);
   const landed = await browser.login(upstreamUrl, RETURN_TO, { email: upstreamAccount, password: 'x' });
@@ -90,23 +130,44 @@ export async function connect(f: ConnectionsFixture, user: TestUser, service: st
 }
 
 /** A new session of the caller (user or agent headers). */
-export async function newSession(app: FastifyInstance, headers: Record<string, string>, body: Record<string, unknown> = {}): Promise<string> {
+export async function newSession(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  body: Record<string, unknown> = {},
+): Promise<string> {
   const { body: s } = await call(app, { method: 'POST', url: '/v1/agents', headers, payload: body }, 201);
   return s.id;
 }
 
 /** Execute `list_notes` of `service` in `sessionId`. */
-export function executeNotes(app: FastifyInstance, headers: Record<string, string>, sessionId: string, service: string) {
-  return app.inject({ method: 'POST', url: `/v1/agents/${sessionId}/execute`, headers, payload: { service, tool: 'list_notes', arguments: {} } });
+export function executeNotes(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  sessionId: string,
+  service: string,
+) {
+  return app.inject({
+    method: 'POST',
+    url: `/v1/agents/${sessionId}/execute`,
+    headers,
+    payload: { service, tool: 'list_notes', arguments: {} },
+  });
 }
 
 /** The stored row of a connection, tokens decrypted (tests only look; the API never shows them). */
 export async function storedConnection(f: ConnectionsFixture, id: string) {
   const [row] = await f.ctx.db.select().from(connections).where(eq(connections.id, id));
-  return { row, accessToken: row.accessToken ? decryptSecret(f.ctx, row.accessToken) : null, refreshToken: row.refreshToken ? decryptSecret(f.ctx, row.refreshToken) : null };
+  return {
+    row,
+    accessToken: row.accessToken ? decryptSecret(f.ctx, row.accessToken) : null,
+    refreshToken: row.refreshToken ? decryptSecret(f.ctx, row.refreshToken) : null,
+  };
 }
 
 /** Move a connection's access-token expiry (stands for time passing: the upstream token itself is unchanged). */
 export async function setExpiry(f: ConnectionsFixture, id: string, inMs: number): Promise<void> {
-  await f.ctx.db.update(connections).set({ expiresAt: new Date(Date.now() + inMs) }).where(eq(connections.id, id));
+  await f.ctx.db
+    .update(connections)
+    .set({ expiresAt: new Date(Date.now() + inMs) })
+    .where(eq(connections.id, id));
 }

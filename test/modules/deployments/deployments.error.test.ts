@@ -7,7 +7,13 @@ import { agentInvocations, deployments } from '../../../src/db/schema/index.js';
 import { recoverInterrupted } from '../../../src/modules/deployments/jobs.js';
 import { HANDLERS, createAgent, deploy, deployReady, multipart, pack, tarball, tempDir } from './fixtures.js';
 
-const { app, ctx } = await setupApp({ DATA_DIR: tempDir(), DEPLOY_MAX_BYTES: String(64 * 1024), DEPLOY_MAX_UNPACKED_BYTES: String(256 * 1024), DEPLOY_MAX_FILES: '20', SANDBOX_MAX_TIMEOUT_MS: '5000' });
+const { app, ctx } = await setupApp({
+  DATA_DIR: tempDir(),
+  DEPLOY_MAX_BYTES: String(64 * 1024),
+  DEPLOY_MAX_UNPACKED_BYTES: String(256 * 1024),
+  DEPLOY_MAX_FILES: '20',
+  SANDBOX_MAX_TIMEOUT_MS: '5000',
+});
 
 async function agentOf(): Promise<{ u: TestUser; id: string; base: string }> {
   const u = await createUser(app);
@@ -19,8 +25,16 @@ describe('deployments — invocation failures are recorded, not thrown', () => {
   it('a handler that throws → failed with the error and the logs before it', async () => {
     const { u, id, base } = await agentOf();
     await deployReady(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.throws }));
-    const { body } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { input: 1 } }, 200);
-    expect(body).toMatchObject({ status: 'failed', output: null, error: { code: 'handler_error', name: 'TypeError', message: 'handler exploded' } });
+    const { body } = await call(
+      app,
+      { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { input: 1 } },
+      200,
+    );
+    expect(body).toMatchObject({
+      status: 'failed',
+      output: null,
+      error: { code: 'handler_error', name: 'TypeError', message: 'handler exploded' },
+    });
     expect(body.error.stack).toContain('/app/index.mjs');
     expect(body.logs.map((l: any) => l.message)).toEqual(['about to fail']);
   });
@@ -29,10 +43,23 @@ describe('deployments — invocation failures are recorded, not thrown', () => {
     const { u, id, base } = await agentOf();
     // Loops from its second invocation on: the first warms an environment, so the 600 ms are the
     // handler's alone (a cold start on a loaded host can take longer than that by itself).
-    await deployReady(app, u.headers, id, await tarball({ 'index.mjs': `let n = 0;\n${HANDLERS.loops.replace('async function () {', 'async function () { if (n++ === 0) return "warm";')}` }));
-    expect((await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200)).body.output).toBe('warm');
+    await deployReady(
+      app,
+      u.headers,
+      id,
+      await tarball({
+        'index.mjs': `let n = 0;\n${HANDLERS.loops.replace('async function () {', 'async function () { if (n++ === 0) return "warm";')}`,
+      }),
+    );
+    expect(
+      (await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200)).body.output,
+    ).toBe('warm');
     const t0 = Date.now();
-    const { body } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { timeout_ms: 600 } }, 200);
+    const { body } = await call(
+      app,
+      { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { timeout_ms: 600 } },
+      200,
+    );
     expect(Date.now() - t0).toBeLessThan(4000);
     expect(body).toMatchObject({ status: 'timed_out', error: { code: 'timeout' }, timeout_ms: 600 });
     expect(body.duration_ms).toBeGreaterThanOrEqual(600);
@@ -41,16 +68,22 @@ describe('deployments — invocation failures are recorded, not thrown', () => {
 
   it('a promise that never settles, process.exit and a non-JSON result are reported', async () => {
     const { u, id, base } = await agentOf();
-    await deployReady(app, u.headers, id, await tarball({
-      'index.mjs': `export default async (i) => {
+    await deployReady(
+      app,
+      u.headers,
+      id,
+      await tarball({
+        'index.mjs': `export default async (i) => {
         if (i === 'never') return new Promise(() => {});
         if (i === 'exit') process.exit(3);
         if (i === 'big') return 'x'.repeat(2 * 1024 * 1024);
         if (i === 'cyclic') { const a = {}; a.a = a; return a; }
         return null;
       };`,
-    }));
-    const run = async (input: string) => (await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { input } }, 200)).body;
+      }),
+    );
+    const run = async (input: string) =>
+      (await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { input } }, 200)).body;
     expect((await run('never')).error.code).toBe('no_result');
     expect((await run('exit')).error).toMatchObject({ code: 'crashed', message: expect.stringContaining('code 3') });
     expect((await run('big')).error.code).toBe('output_too_large');
@@ -64,9 +97,17 @@ describe('deployments — invocation failures are recorded, not thrown', () => {
     const { body } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
     expect(body.status).toBe('succeeded');
     // Two invocations in the same batch window: one odd row must not cost the other its record.
-    const { body: second } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    const { body: second } = await call(
+      app,
+      { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} },
+      200,
+    );
     for (const inv of [body, second]) {
-      const { body: stored } = await call(app, { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers }, 200);
+      const { body: stored } = await call(
+        app,
+        { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers },
+        200,
+      );
       expect(stored.output).toEqual({ text: 'a\uFFFDb', lone: 'x\uFFFDy', fine: 'ok' });
       expect(stored.logs.map((l: any) => l.message)).toEqual(['odd \uFFFD line']);
     }
@@ -122,12 +163,18 @@ describe('deployments — rejected uploads', () => {
   it('413 above DEPLOY_MAX_BYTES; 400 above the unpacked-size and file-count limits (zip-bomb guard)', async () => {
     const { u, id } = await agentOf();
     const { randomBytes } = await import('node:crypto');
-    const big = await tarball({ 'index.js': 'module.exports = async () => 1;', 'blob.bin': randomBytes(100 * 1024).toString('base64') });
+    const big = await tarball({
+      'index.js': 'module.exports = async () => 1;',
+      'blob.bin': randomBytes(100 * 1024).toString('base64'),
+    });
     const r1 = await deploy(app, u.headers, id, big);
     expect(r1.statusCode).toBe(413);
     expect(r1.json().code).toBe('payload_too_large');
     // 1 MiB of zeros compresses to ~1 KiB: small upload, too large unpacked.
-    const bomb = await tarball({ 'index.js': 'module.exports = async () => 1;', 'zeros.txt': '\0'.repeat(1024 * 1024) });
+    const bomb = await tarball({
+      'index.js': 'module.exports = async () => 1;',
+      'zeros.txt': '\0'.repeat(1024 * 1024),
+    });
     expect(bomb.length).toBeLessThan(64 * 1024);
     const r2 = await deploy(app, u.headers, id, bomb);
     expect(r2.statusCode).toBe(400);
@@ -141,17 +188,33 @@ describe('deployments — rejected uploads', () => {
 
   it('415 without multipart; 400 without a file part, with unknown fields or bad env', async () => {
     const { u, id, base } = await agentOf();
-    const r1 = await app.inject({ method: 'POST', url: `${base}/deploy`, headers: u.headers, payload: { artifact: 'x' } });
+    const r1 = await app.inject({
+      method: 'POST',
+      url: `${base}/deploy`,
+      headers: u.headers,
+      payload: { artifact: 'x' },
+    });
     expect(r1.statusCode).toBe(415);
     const f = multipart([{ name: 'entrypoint', value: 'index.js' }]);
-    const r2 = await app.inject({ method: 'POST', url: `${base}/deploy`, headers: { ...u.headers, ...f.headers }, payload: f.payload });
+    const r2 = await app.inject({
+      method: 'POST',
+      url: `${base}/deploy`,
+      headers: { ...u.headers, ...f.headers },
+      payload: f.payload,
+    });
     expect(r2.statusCode).toBe(400);
     expect(r2.json().errors[0].pointer).toBe('/artifact');
     const art = await tarball({ 'index.js': 'module.exports = async () => 1;' });
     const r3 = await deploy(app, u.headers, id, art, { colour: 'blue' });
     expect(r3.statusCode).toBe(400);
     expect(r3.json().detail).toMatch(/colour/);
-    for (const env of ['not json', '[1]', '{"NODE_OPTIONS":"--allow-fs-read=*"}', '{"bad-name":"x"}', '{"A":{"nested":true}}']) {
+    for (const env of [
+      'not json',
+      '[1]',
+      '{"NODE_OPTIONS":"--allow-fs-read=*"}',
+      '{"bad-name":"x"}',
+      '{"A":{"nested":true}}',
+    ]) {
       const r = await deploy(app, u.headers, id, art, { env });
       expect(r.statusCode, env).toBe(400);
       expect(r.json().errors[0].pointer).toBe('/env');
@@ -171,12 +234,28 @@ describe('deployments — impossible transitions answer 409 invalid_state', () =
   it('rollback without an earlier good version, stop twice, rollback to a failed or active version', async () => {
     const { u, id, base } = await agentOf();
     await deployReady(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.versioned('a') }));
-    const { body: b1 } = await call(app, { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers }, 409);
+    const { body: b1 } = await call(
+      app,
+      { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers },
+      409,
+    );
     expect(b1.detail).toMatch(/No earlier good version/);
-    await call(app, { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers, payload: { version: 1 } }, 409);
-    await call(app, { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers, payload: { version: 9 } }, 404);
+    await call(
+      app,
+      { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers, payload: { version: 1 } },
+      409,
+    );
+    await call(
+      app,
+      { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers, payload: { version: 9 } },
+      404,
+    );
     await deployReady(app, u.headers, id, await tarball({ 'index.mjs': 'export const nothing = 1;' })); // v2 failed
-    await call(app, { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers, payload: { version: 2 } }, 409);
+    await call(
+      app,
+      { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers, payload: { version: 2 } },
+      409,
+    );
     await call(app, { method: 'POST', url: `${base}/deployments/stop`, headers: u.headers }, 200);
     await call(app, { method: 'POST', url: `${base}/deployments/stop`, headers: u.headers }, 409);
     await call(app, { method: 'POST', url: `${base}/deployments/rollback`, headers: u.headers }, 409);
@@ -184,11 +263,26 @@ describe('deployments — impossible transitions answer 409 invalid_state', () =
 
   it('validates invoke bodies and timeouts', async () => {
     const { u, base } = await agentOf();
-    const r1 = await app.inject({ method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { input: 1, extra: true } });
+    const r1 = await app.inject({
+      method: 'POST',
+      url: `${base}/invoke`,
+      headers: u.headers,
+      payload: { input: 1, extra: true },
+    });
     expect(r1.statusCode).toBe(400);
-    const r2 = await app.inject({ method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { timeout_ms: 10 } });
+    const r2 = await app.inject({
+      method: 'POST',
+      url: `${base}/invoke`,
+      headers: u.headers,
+      payload: { timeout_ms: 10 },
+    });
     expect(r2.statusCode).toBe(400);
-    const r3 = await app.inject({ method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: { timeout_ms: 60_000 } });
+    const r3 = await app.inject({
+      method: 'POST',
+      url: `${base}/invoke`,
+      headers: u.headers,
+      payload: { timeout_ms: 60_000 },
+    });
     expect(r3.statusCode).toBe(400);
     expect(r3.json().detail).toMatch(/at most 5000/);
     const r4 = await app.inject({ method: 'GET', url: `${base}/executions?cursor=%%%`, headers: u.headers });
@@ -221,14 +315,25 @@ describe('deployments — recovery after a restart', () => {
   it('marks long-running invocations interrupted and re-prepares lost prepares (in-process queue)', async () => {
     const { u, id, base } = await agentOf();
     const d = await deployReady(app, u.headers, id, await tarball({ 'index.mjs': HANDLERS.versioned('r') }));
-    const { body: inv } = await call(app, { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} }, 200);
+    const { body: inv } = await call(
+      app,
+      { method: 'POST', url: `${base}/invoke`, headers: u.headers, payload: {} },
+      200,
+    );
     // The record is written behind the answer; a read of this instance waits for it (record.ts).
     await call(app, { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers }, 200);
     const hourAgo = new Date(Date.now() - 3600_000);
-    await ctx.db.update(agentInvocations).set({ status: 'running', startedAt: hourAgo, finishedAt: null }).where(eq(agentInvocations.id, inv.id));
+    await ctx.db
+      .update(agentInvocations)
+      .set({ status: 'running', startedAt: hourAgo, finishedAt: null })
+      .where(eq(agentInvocations.id, inv.id));
     await ctx.db.update(deployments).set({ status: 'preparing', updatedAt: hourAgo }).where(eq(deployments.id, d.id));
     await recoverInterrupted(ctx);
-    const { body: after } = await call(app, { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers }, 200);
+    const { body: after } = await call(
+      app,
+      { method: 'GET', url: `${base}/executions/${inv.id}`, headers: u.headers },
+      200,
+    );
     expect(after).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
     if (ctx.jobs.kind === 'in-process') {
       await ctx.jobs.drain();
@@ -236,7 +341,11 @@ describe('deployments — recovery after a restart', () => {
       expect(body.data[0]).toMatchObject({ id: d.id, status: 'active' });
     } else {
       // BullMQ keeps its jobs: a stale prepare is retried by an explicit redeploy instead.
-      await call(app, { method: 'POST', url: `${base}/deployments/redeploy`, headers: u.headers, payload: { version: 1 } }, 202);
+      await call(
+        app,
+        { method: 'POST', url: `${base}/deployments/redeploy`, headers: u.headers, payload: { version: 1 } },
+        202,
+      );
     }
   });
 });

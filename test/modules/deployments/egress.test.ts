@@ -61,7 +61,9 @@ let previousResolver: HostResolver;
 beforeAll(async () => {
   ({ app, ctx } = await setupApp());
   u = await createUser(app);
-  upstream = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`hello ${req.url}`));
+  upstream = http.createServer((req, res) =>
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(`hello ${req.url}`),
+  );
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   port = (upstream.address() as net.AddressInfo).port;
   echo = net.createServer((s) => s.on('data', (d) => (String(d).includes('ping') ? s.write('pong\n') : undefined)));
@@ -71,7 +73,11 @@ beforeAll(async () => {
   previousResolver = setUpstreamResolver(ctx, async (h) => {
     if (h === 'allowed.test' || h === 'denied.test') return [{ address: '127.0.0.1', family: 4 }];
     if (h === 'private.test') return [{ address: '10.1.2.3', family: 4 }];
-    if (h === 'rebind.test') return [{ address: '127.0.0.1', family: 4 }, { address: '169.254.169.254', family: 4 }];
+    if (h === 'rebind.test')
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '169.254.169.254', family: 4 },
+      ];
     throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${h}`), { code: 'ENOTFOUND' });
   });
 }, 180_000);
@@ -83,13 +89,37 @@ afterAll(async () => {
   await app?.close();
 });
 
-const invoke = async (agentId: string, input: unknown) => (await call(app, { method: 'POST', url: `/v2/agents/${agentId}/invoke`, headers: u.headers, payload: { input, timeout_ms: 20_000 } }, 200)).body;
+const invoke = async (agentId: string, input: unknown) =>
+  (
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agentId}/invoke`,
+        headers: u.headers,
+        payload: { input, timeout_ms: 20_000 },
+      },
+      200,
+    )
+  ).body;
 
 describe('egress patterns', () => {
   it('parses hosts, wildcards and ports, and refuses malformed patterns', () => {
     expect(parseEgressRule('API.Example.com')).toEqual({ host: 'api.example.com', wildcard: false, port: null });
     expect(parseEgressRule('*.example.org:443')).toEqual({ host: 'example.org', wildcard: true, port: 443 });
-    for (const bad of ['', 'http://x.com', 'x.com:0', 'x.com:70000', '*.com', '*.1.2.3.4', 'a..b', '-a.com', 'a_b.com', '::1', 'x.com/path']) {
+    for (const bad of [
+      '',
+      'http://x.com',
+      'x.com:0',
+      'x.com:70000',
+      '*.com',
+      '*.1.2.3.4',
+      'a..b',
+      '-a.com',
+      'a_b.com',
+      '::1',
+      'x.com/path',
+    ]) {
       expect(typeof parseEgressRule(bad), bad).toBe('string');
     }
     expect(parseEgress(['a.com', 'A.com', 'b.com:8080'])).toEqual({ patterns: ['a.com', 'b.com:8080'] });
@@ -112,10 +142,21 @@ describe('egress patterns', () => {
 describe('deploying with egress', () => {
   it('takes the form field, else agent.json, and shows the normalised list', async () => {
     const a = await createAgent(app, u);
-    const viaForm = await deploy(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER, 'agent.json': '{"egress":["ignored.example"]}' }), { egress: '["API.example.com", "*.example.org:443"]' });
+    const viaForm = await deploy(
+      app,
+      u.headers,
+      a.id,
+      await tarball({ 'index.mjs': HANDLER, 'agent.json': '{"egress":["ignored.example"]}' }),
+      { egress: '["API.example.com", "*.example.org:443"]' },
+    );
     expect(viaForm.statusCode).toBe(202);
     expect(viaForm.json().egress).toEqual(['api.example.com', '*.example.org:443']);
-    const viaBundle = await deploy(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER, 'agent.json': '{"egress":["bundle.example:8080"]}' }));
+    const viaBundle = await deploy(
+      app,
+      u.headers,
+      a.id,
+      await tarball({ 'index.mjs': HANDLER, 'agent.json': '{"egress":["bundle.example:8080"]}' }),
+    );
     expect(viaBundle.json().egress).toEqual(['bundle.example:8080']);
     const none = await deploy(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER }));
     expect(none.json().egress).toEqual([]);
@@ -123,11 +164,18 @@ describe('deploying with egress', () => {
 
   it('refuses bad patterns with 400 and a pointer to the entry', async () => {
     const a = await createAgent(app, u);
-    const r = await deploy(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER }), { egress: '["ok.example", "http://bad"]' });
+    const r = await deploy(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER }), {
+      egress: '["ok.example", "http://bad"]',
+    });
     expect(r.statusCode).toBe(400);
     expect(r.headers['content-type']).toMatch(/application\/problem\+json/);
     expect(r.json().errors).toEqual([expect.objectContaining({ pointer: '/egress/1' })]);
-    const b = await deploy(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER, 'agent.json': '{"egress":"nope.example"}' }));
+    const b = await deploy(
+      app,
+      u.headers,
+      a.id,
+      await tarball({ 'index.mjs': HANDLER, 'agent.json': '{"egress":"nope.example"}' }),
+    );
     expect(b.statusCode).toBe(400);
     expect(b.json().errors).toEqual([expect.objectContaining({ pointer: '/agent.json/egress' })]);
     const c = await deploy(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER }), { egress: '["unterminated' });
@@ -143,7 +191,13 @@ describe('egress at run time', () => {
   beforeAll(async () => {
     const a = await createAgent(app, u);
     allowed = a.id;
-    const egress = JSON.stringify([`allowed.test:${port}`, `rebind.test:${port}`, `private.test:${port}`, `169.254.169.254`, `allowed.test:${echoPort}`]);
+    const egress = JSON.stringify([
+      `allowed.test:${port}`,
+      `rebind.test:${port}`,
+      `private.test:${port}`,
+      `169.254.169.254`,
+      `allowed.test:${echoPort}`,
+    ]);
     const dep = await deployReady(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER }), { egress });
     expect(dep.status).toBe('active');
   }, 120_000);
@@ -157,7 +211,13 @@ describe('egress at run time', () => {
   });
 
   it('refuses hosts not listed, the metadata address and private ranges (even when listed), and logs each refusal', async () => {
-    const urls = [`http://denied.test:${port}/x`, 'http://169.254.169.254/latest/meta-data/', `http://private.test:${port}/`, `http://rebind.test:${port}/`, `http://127.0.0.1:${port}/`];
+    const urls = [
+      `http://denied.test:${port}/x`,
+      'http://169.254.169.254/latest/meta-data/',
+      `http://private.test:${port}/`,
+      `http://rebind.test:${port}/`,
+      `http://127.0.0.1:${port}/`,
+    ];
     const inv = await invoke(allowed, { urls });
     expect(inv.status).toBe('succeeded');
     for (const r of inv.output.results) expect(r.status, r.url).toBeUndefined();
@@ -169,7 +229,9 @@ describe('egress at run time', () => {
       expect.objectContaining({ host: 'rebind.test', reason: 'blocked_address' }),
       expect.objectContaining({ host: '127.0.0.1', reason: 'not_allowed' }),
     ]);
-    expect(inv.logs.find((l: any) => l.fields?.host === '169.254.169.254').message).toMatch(/^egress denied: CONNECT 169\.254\.169\.254:80: .*link_local/);
+    expect(inv.logs.find((l: any) => l.fields?.host === '169.254.169.254').message).toMatch(
+      /^egress denied: CONNECT 169\.254\.169\.254:80: .*link_local/,
+    );
   });
 
   it('keeps the proxy across warm invocations', async () => {
@@ -180,14 +242,17 @@ describe('egress at run time', () => {
     expect(second.output.results[0]).toMatchObject({ status: 200, body: 'hello /2' });
   });
 
-  it.skipIf(!probeNetworkIsolation())('a deployment without egress has no network at all (no proxy, no loopback)', async () => {
-    const a = await createAgent(app, u);
-    await deployReady(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER }));
-    const inv = await invoke(a.id, { urls: [`http://127.0.0.1:${port}/`, `http://allowed.test:${port}/`] });
-    expect(inv.status).toBe('succeeded');
-    expect(inv.output.proxy).toBeNull();
-    expect(inv.output.results).toHaveLength(2);
-    for (const r of inv.output.results) expect(r.error, r.url).toBeTruthy();
-    expect(inv.logs.filter((l: any) => l.stream === 'platform')).toEqual([]);
-  });
+  it.skipIf(!probeNetworkIsolation())(
+    'a deployment without egress has no network at all (no proxy, no loopback)',
+    async () => {
+      const a = await createAgent(app, u);
+      await deployReady(app, u.headers, a.id, await tarball({ 'index.mjs': HANDLER }));
+      const inv = await invoke(a.id, { urls: [`http://127.0.0.1:${port}/`, `http://allowed.test:${port}/`] });
+      expect(inv.status).toBe('succeeded');
+      expect(inv.output.proxy).toBeNull();
+      expect(inv.output.results).toHaveLength(2);
+      for (const r of inv.output.results) expect(r.error, r.url).toBeTruthy();
+      expect(inv.logs.filter((l: any) => l.stream === 'platform')).toEqual([]);
+    },
+  );
 });

@@ -34,7 +34,10 @@ export function tempDir(prefix = 'd-'): string {
  * Pack `files` (path → content; a `{ symlink }` value makes a symbolic link) into a .tar.gz with
  * the `tar` package. `prefix` puts everything under a top directory (e.g. `package` like `npm pack`).
  */
-export async function tarball(files: Record<string, string | { symlink: string }>, opts: { prefix?: string } = {}): Promise<Buffer> {
+export async function tarball(
+  files: Record<string, string | { symlink: string }>,
+  opts: { prefix?: string } = {},
+): Promise<Buffer> {
   const root = tempDir('ap-tar-');
   const base = opts.prefix ? path.join(root, opts.prefix) : root;
   for (const [rel, content] of Object.entries(files)) {
@@ -67,7 +70,16 @@ export function rawTarball(entries: RawEntry[]): Buffer {
   const blocks: Buffer[] = [];
   for (const e of entries) {
     const body = Buffer.from(e.body ?? '');
-    const h = new Header({ path: e.path, type: e.type, mode: 0o644, size: body.length, mtime: new Date(0), uid: 0, gid: 0, linkpath: e.linkpath });
+    const h = new Header({
+      path: e.path,
+      type: e.type,
+      mode: 0o644,
+      size: body.length,
+      mtime: new Date(0),
+      uid: 0,
+      gid: 0,
+      linkpath: e.linkpath,
+    });
     const block = Buffer.alloc(512);
     h.encode(block, 0);
     blocks.push(block);
@@ -78,15 +90,23 @@ export function rawTarball(entries: RawEntry[]): Buffer {
 }
 
 /** Build a multipart/form-data body for `app.inject`. */
-export function multipart(parts: Array<{ name: string; value: string } | { name: string; filename: string; content: Buffer; type?: string }>): { payload: Buffer; headers: Record<string, string> } {
+export function multipart(
+  parts: Array<{ name: string; value: string } | { name: string; filename: string; content: Buffer; type?: string }>,
+): { payload: Buffer; headers: Record<string, string> } {
   const boundary = `----ap${randomBytes(8).toString('hex')}`;
   const chunks: Buffer[] = [];
   for (const p of parts) {
     if ('content' in p) {
-      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"; filename="${p.filename}"\r\nContent-Type: ${p.type ?? 'application/gzip'}\r\n\r\n`));
+      chunks.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"; filename="${p.filename}"\r\nContent-Type: ${p.type ?? 'application/gzip'}\r\n\r\n`,
+        ),
+      );
       chunks.push(p.content, Buffer.from('\r\n'));
     } else {
-      chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}\r\n`));
+      chunks.push(
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"\r\n\r\n${p.value}\r\n`),
+      );
     }
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
@@ -94,25 +114,62 @@ export function multipart(parts: Array<{ name: string; value: string } | { name:
 }
 
 /** Create an agent of `user` through the API. */
-export async function createAgent(app: FastifyInstance, user: TestUser, name = `agent-${randomBytes(3).toString('hex')}`): Promise<{ id: string; clientId: string; clientSecret: string }> {
-  const { body } = await call(app, { method: 'POST', url: '/v2/agents', headers: user.headers, payload: { name } }, 201);
+export async function createAgent(
+  app: FastifyInstance,
+  user: TestUser,
+  name = `agent-${randomBytes(3).toString('hex')}`,
+): Promise<{ id: string; clientId: string; clientSecret: string }> {
+  const { body } = await call(
+    app,
+    { method: 'POST', url: '/v2/agents', headers: user.headers, payload: { name } },
+    201,
+  );
   return { id: body.id, clientId: body.client_id, clientSecret: body.client_secret };
 }
 
 /** An agent access token (client_credentials, client_secret_post). */
-export async function agentToken(app: FastifyInstance, agent: { clientId: string; clientSecret: string }): Promise<{ authorization: string }> {
-  const { body } = await call(app, { method: 'POST', url: '/auth/agent/token', payload: { grant_type: 'client_credentials', client_id: agent.clientId, client_secret: agent.clientSecret } }, 200);
+export async function agentToken(
+  app: FastifyInstance,
+  agent: { clientId: string; clientSecret: string },
+): Promise<{ authorization: string }> {
+  const { body } = await call(
+    app,
+    {
+      method: 'POST',
+      url: '/auth/agent/token',
+      payload: { grant_type: 'client_credentials', client_id: agent.clientId, client_secret: agent.clientSecret },
+    },
+    200,
+  );
   return { authorization: `Bearer ${body.access_token}` };
 }
 
 /** POST the artifact to /v2/agents/:id/deploy; returns the raw response. */
-export async function deploy(app: FastifyInstance, headers: Record<string, string>, agentId: string, artifact: Buffer, fields: Record<string, string> = {}) {
-  const form = multipart([{ name: 'artifact', filename: 'agent.tar.gz', content: artifact }, ...Object.entries(fields).map(([name, value]) => ({ name, value }))]);
-  return app.inject({ method: 'POST', url: `/v2/agents/${agentId}/deploy`, headers: { ...headers, ...form.headers }, payload: form.payload });
+export async function deploy(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  agentId: string,
+  artifact: Buffer,
+  fields: Record<string, string> = {},
+) {
+  const form = multipart([
+    { name: 'artifact', filename: 'agent.tar.gz', content: artifact },
+    ...Object.entries(fields).map(([name, value]) => ({ name, value })),
+  ]);
+  return app.inject({
+    method: 'POST',
+    url: `/v2/agents/${agentId}/deploy`,
+    headers: { ...headers, ...form.headers },
+    payload: form.payload,
+  });
 }
 
 /** Poll `fn` until it returns a truthy value (or throw after `ms`). */
-export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, ms = 10_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | null | undefined | false>,
+  ms = 10_000,
+  what = 'condition',
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
@@ -123,15 +180,29 @@ export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>
 }
 
 /** Deploy and wait until the prepare step settles; returns the final deployment record. */
-export async function deployReady(app: FastifyInstance, headers: Record<string, string>, agentId: string, artifact: Buffer, fields: Record<string, string> = {}): Promise<any> {
+export async function deployReady(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  agentId: string,
+  artifact: Buffer,
+  fields: Record<string, string> = {},
+): Promise<any> {
   const res = await deploy(app, headers, agentId, artifact, fields);
   if (res.statusCode !== 202) throw new Error(`deploy: expected 202, got ${res.statusCode}: ${res.body}`);
   const id = res.json().id as string;
-  return waitFor(async () => {
-    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/deployments?limit=100`, headers }, 200);
-    const d = body.data.find((x: any) => x.id === id);
-    return d && d.status !== 'preparing' ? d : null;
-  }, 15_000, `deployment ${id} to be prepared`);
+  return waitFor(
+    async () => {
+      const { body } = await call(
+        app,
+        { method: 'GET', url: `/v2/agents/${agentId}/deployments?limit=100`, headers },
+        200,
+      );
+      const d = body.data.find((x: any) => x.id === id);
+      return d && d.status !== 'preparing' ? d : null;
+    },
+    15_000,
+    `deployment ${id} to be prepared`,
+  );
 }
 
 /** Handler sources used across the tests. */

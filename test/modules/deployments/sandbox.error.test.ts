@@ -21,7 +21,8 @@ fs.writeFileSync(
 );
 
 const sandbox = new Sandbox({ memoryMb: 32, maxLogBytes: 4096, maxOutputBytes: 1024, concurrency: 2, network: 'auto' });
-const run = (input: unknown, timeoutMs = 5000) => sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input, timeoutMs });
+const run = (input: unknown, timeoutMs = 5000) =>
+  sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input, timeoutMs });
 
 describe('sandbox runner', () => {
   it('kills a run that exceeds its heap limit → out_of_memory', async () => {
@@ -62,7 +63,13 @@ describe('sandbox runner', () => {
   it('reports a missing entrypoint as load_error and a bad root as a failure, never a throw', async () => {
     const r = await sandbox.run({ mode: 'invoke', root, entrypoint: 'nope.mjs', input: null, timeoutMs: 5000 });
     expect(r).toMatchObject({ status: 'failed', error: { code: 'load_error' } });
-    const r2 = await sandbox.run({ mode: 'invoke', root: path.join(root, 'does-not-exist'), entrypoint: 'index.mjs', input: null, timeoutMs: 5000 });
+    const r2 = await sandbox.run({
+      mode: 'invoke',
+      root: path.join(root, 'does-not-exist'),
+      entrypoint: 'index.mjs',
+      input: null,
+      timeoutMs: 5000,
+    });
     expect(r2.status).toBe('failed');
   });
 });

@@ -27,8 +27,12 @@ async function deployBurner() {
   const u = await createUser(app);
   const a = await createAgent(app, u);
   const mark = randomBytes(6).toString('hex');
-  await deployReady(app, u.headers, a.id, await tarball({ 'index.mjs': BURNER }), { env: JSON.stringify({ AP_FREEZE_MARK: mark }) });
-  const invoke = async (input: unknown = {}) => (await call(app, { method: 'POST', url: `/v2/agents/${a.id}/invoke`, headers: u.headers, payload: { input } }, 200)).body;
+  await deployReady(app, u.headers, a.id, await tarball({ 'index.mjs': BURNER }), {
+    env: JSON.stringify({ AP_FREEZE_MARK: mark }),
+  });
+  const invoke = async (input: unknown = {}) =>
+    (await call(app, { method: 'POST', url: `/v2/agents/${a.id}/invoke`, headers: u.headers, payload: { input } }, 200))
+      .body;
   return { u, a, mark, invoke };
 }
 
@@ -51,7 +55,10 @@ function servingEnv(mark: string): { node: number; pids: number[] } {
   const marked = processesWithEnv('AP_FREEZE_MARK', mark);
   const node = marked.find((p) => {
     try {
-      return /^NSpid:\s+\d+\s+2$/m.test(fs.readFileSync(`/proc/${p}/status`, 'utf8')) && fs.existsSync(`/proc/${p}/root/tmp/invoked`);
+      return (
+        /^NSpid:\s+\d+\s+2$/m.test(fs.readFileSync(`/proc/${p}/status`, 'utf8')) &&
+        fs.existsSync(`/proc/${p}/root/tmp/invoked`)
+      );
     } catch {
       return false;
     }
@@ -66,28 +73,31 @@ const stateOf = (pid: number) => fs.readFileSync(`/proc/${pid}/stat`, 'latin1').
 
 describe('frozen between invocations', () => {
   // The environment's processes are told apart by its PID namespace and private /tmp (bubblewrap).
-  it.skipIf(config.sandbox.isolation !== 'bwrap')('a handler that leaves a busy setInterval behind: its processes use no CPU for 2 s after it returns; the next invocation works', async () => {
-    const { mark, invoke } = await deployBurner();
-    expect(await invoke()).toMatchObject({ status: 'succeeded', output: 'ok 1' });
-    const { node, pids } = servingEnv(mark);
-    expect(pids.length).toBeGreaterThanOrEqual(2);
-    expect(stateOf(node)).toBe('T');
-    const before = ticksOf(pids);
-    await new Promise((r) => setTimeout(r, 2000));
-    const after2s = ticksOf(pids);
-    expect(after2s.get(node)).not.toBeNull();
-    expect(used(before, after2s)).toBe(0);
-    // Thawed for the next invocation: same environment (module state kept), answers.
-    const next = await invoke();
-    expect(next).toMatchObject({ status: 'succeeded', output: 'ok 2', cold: false });
-    // The check can fail: while an invocation runs, the leftover interval burns CPU again.
-    const during = ticksOf(pids);
-    expect(await invoke({ spin: 300 })).toMatchObject({ status: 'succeeded', output: 'spun' });
-    const after = ticksOf(pids);
-    expect(used(during, after)).toBeGreaterThan(0);
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(used(after, ticksOf(pids))).toBe(0);
-  });
+  it.skipIf(config.sandbox.isolation !== 'bwrap')(
+    'a handler that leaves a busy setInterval behind: its processes use no CPU for 2 s after it returns; the next invocation works',
+    async () => {
+      const { mark, invoke } = await deployBurner();
+      expect(await invoke()).toMatchObject({ status: 'succeeded', output: 'ok 1' });
+      const { node, pids } = servingEnv(mark);
+      expect(pids.length).toBeGreaterThanOrEqual(2);
+      expect(stateOf(node)).toBe('T');
+      const before = ticksOf(pids);
+      await new Promise((r) => setTimeout(r, 2000));
+      const after2s = ticksOf(pids);
+      expect(after2s.get(node)).not.toBeNull();
+      expect(used(before, after2s)).toBe(0);
+      // Thawed for the next invocation: same environment (module state kept), answers.
+      const next = await invoke();
+      expect(next).toMatchObject({ status: 'succeeded', output: 'ok 2', cold: false });
+      // The check can fail: while an invocation runs, the leftover interval burns CPU again.
+      const during = ticksOf(pids);
+      expect(await invoke({ spin: 300 })).toMatchObject({ status: 'succeeded', output: 'spun' });
+      const after = ticksOf(pids);
+      expect(used(during, after)).toBeGreaterThan(0);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(used(after, ticksOf(pids))).toBe(0);
+    },
+  );
 
   it('records the CPU time of each invocation (cpu_ms, measured by the host)', async () => {
     const { u, a, invoke } = await deployBurner();
@@ -99,9 +109,17 @@ describe('frozen between invocations', () => {
     const noop = await invoke({ noop: true });
     expect(noop.cpu_ms).toBeGreaterThanOrEqual(0);
     expect(noop.cpu_ms).toBeLessThan(spun.cpu_ms);
-    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}/executions/${spun.id}`, headers: u.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${a.id}/executions/${spun.id}`, headers: u.headers },
+      200,
+    );
     expect(body.cpu_ms).toBe(spun.cpu_ms);
-    const { body: list } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}/executions`, headers: u.headers }, 200);
+    const { body: list } = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${a.id}/executions`, headers: u.headers },
+      200,
+    );
     expect(list.data.find((x: any) => x.id === spun.id).cpu_ms).toBe(spun.cpu_ms);
   });
 
@@ -110,7 +128,11 @@ describe('frozen between invocations', () => {
     await invoke();
     const pids = processesWithEnv('AP_FREEZE_MARK', mark);
     expect(pids.length).toBeGreaterThan(0);
-    await waitFor(async () => processesWithEnv('AP_FREEZE_MARK', mark).length === 0, 20_000, 'the idle environment to be killed');
+    await waitFor(
+      async () => processesWithEnv('AP_FREEZE_MARK', mark).length === 0,
+      20_000,
+      'the idle environment to be killed',
+    );
     expect(await invoke()).toMatchObject({ status: 'succeeded', cold: true, output: 'ok 1' });
   });
 });

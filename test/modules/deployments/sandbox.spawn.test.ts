@@ -33,10 +33,17 @@ describe('fork server', () => {
   it('starts the process from the helper, with stdin, stdout, stderr and fd 3 connected to this process', async () => {
     const sp = await Spawner.start();
     spawners.push(sp);
-    const c = await sp.spawn({ argv: ['/bin/sh', '-c', 'echo ppid=$PPID; echo err >&2; echo three >&3; read x; echo got=$x; exit 7'], cwd: '/', env: {}, ids: {} });
+    const c = await sp.spawn({
+      argv: ['/bin/sh', '-c', 'echo ppid=$PPID; echo err >&2; echo three >&3; read x; echo got=$x; exit 7'],
+      cwd: '/',
+      env: {},
+      ids: {},
+    });
     const [out, err, three] = [collect(c.stdout), collect(c.stderr), collect(c.stdio[3] as NodeJS.ReadableStream)];
     c.stdin!.write('hello\n');
-    const [code] = await new Promise<[number | null, string | null]>((resolve) => c.on('close', (code, signal) => resolve([code, signal])));
+    const [code] = await new Promise<[number | null, string | null]>((resolve) =>
+      c.on('close', (code, signal) => resolve([code, signal])),
+    );
     expect(code).toBe(7);
     expect(err()).toBe('err\n');
     expect(three()).toBe('three\n');
@@ -68,9 +75,16 @@ describe('fork server', () => {
 });
 
 describe('provisioned environments', () => {
-  const sandbox = new Sandbox({ memoryMb: 64, maxLogBytes: 4096, maxOutputBytes: 4096, concurrency: 4, network: 'auto' });
+  const sandbox = new Sandbox({
+    memoryMb: 64,
+    maxLogBytes: 4096,
+    maxOutputBytes: 4096,
+    concurrency: 4,
+    network: 'auto',
+  });
   afterAll(() => sandbox.killAll());
-  const run = (key = 'v1', extra: Partial<SandboxRun> = {}) => sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input: {}, timeoutMs: 5000, key, ...extra });
+  const run = (key = 'v1', extra: Partial<SandboxRun> = {}) =>
+    sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input: {}, timeoutMs: 5000, key, ...extra });
   const settle = () => new Promise((r) => setTimeout(r, 1500));
 
   it('the next cold start of a version takes an environment loaded ahead, used once (fresh module state, its load logs)', async () => {
@@ -79,7 +93,10 @@ describe('provisioned environments', () => {
     const requested = Date.now();
     const b = await run();
     expect([a.cold, b.cold]).toEqual([true, true]);
-    const [oa, ob] = [a.output as { count: number; loadedAt: number; pid: number }, b.output as { count: number; loadedAt: number; pid: number }];
+    const [oa, ob] = [
+      a.output as { count: number; loadedAt: number; pid: number },
+      b.output as { count: number; loadedAt: number; pid: number },
+    ];
     // Loaded before it was asked for, and still a new process with fresh module state.
     expect(ob.loadedAt).toBeLessThan(requested);
     expect(ob.count).toBe(1);

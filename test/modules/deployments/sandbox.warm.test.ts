@@ -26,9 +26,17 @@ export default async function (input, context) {
 `,
 );
 
-const sandbox = new Sandbox({ memoryMb: 64, maxLogBytes: 4096, maxOutputBytes: 4096, concurrency: 4, network: 'auto', warm: { perVersion: 2, total: 3, idleMs: 60_000 } });
+const sandbox = new Sandbox({
+  memoryMb: 64,
+  maxLogBytes: 4096,
+  maxOutputBytes: 4096,
+  concurrency: 4,
+  network: 'auto',
+  warm: { perVersion: 2, total: 3, idleMs: 60_000 },
+});
 afterAll(() => sandbox.killAll());
-const run = (input: unknown, key = 'v1', extra: Partial<SandboxRun> = {}) => sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input, timeoutMs: 5000, key, ...extra });
+const run = (input: unknown, key = 'v1', extra: Partial<SandboxRun> = {}) =>
+  sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input, timeoutMs: 5000, key, ...extra });
 
 describe('warm environments', () => {
   it('load the module once and keep module state between invocations of one version', async () => {
@@ -55,7 +63,10 @@ describe('warm environments', () => {
   it('a crash (process.exit, an exception after the result) discards the environment', async () => {
     await run({}, 'crash');
     const x = await run({ op: 'exit' }, 'crash');
-    expect(x).toMatchObject({ status: 'failed', error: { code: 'crashed', message: expect.stringContaining('code 3') } });
+    expect(x).toMatchObject({
+      status: 'failed',
+      error: { code: 'crashed', message: expect.stringContaining('code 3') },
+    });
     expect((await run({}, 'crash')).output).toMatchObject({ count: 1 });
     const late = await run({ op: 'throw-later' }, 'crash');
     expect(late.status).toBe('succeeded');

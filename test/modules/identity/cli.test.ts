@@ -20,7 +20,12 @@ const email = `cli-${Date.now()}@example.test`;
 async function cli(...args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runCli(args, env, (s) => out.push(s), (s) => err.push(s));
+  const code = await runCli(
+    args,
+    env,
+    (s) => out.push(s),
+    (s) => err.push(s),
+  );
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -37,8 +42,16 @@ describe('CLI users set-role and restart persistence', () => {
 
     const second = await buildApp(loadConfig(env));
     try {
-      const { body: tokens } = await call(second.app, { method: 'POST', url: '/auth/login', payload: { email, password: 'cli password' } }, 200);
-      const { body: me } = await call(second.app, { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${tokens.access_token}` } }, 200);
+      const { body: tokens } = await call(
+        second.app,
+        { method: 'POST', url: '/auth/login', payload: { email, password: 'cli password' } },
+        200,
+      );
+      const { body: me } = await call(
+        second.app,
+        { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${tokens.access_token}` } },
+        200,
+      );
       expect(me).toMatchObject({ email, roles: ['user', 'pro'], subscription: { tier: 'pro' } });
     } finally {
       await second.app.close();

@@ -29,7 +29,11 @@ function account(roles: string[] = ['pro']) {
 
 async function signIn(acc: ReturnType<typeof account>) {
   idp.signInAs(acc);
-  const { body: start } = await call(app, { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` }, 200);
+  const { body: start } = await call(
+    app,
+    { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` },
+    200,
+  );
   const back = await new Browser(fetchSend(idp.issuer)).login(start.auth_url, REDIRECT, { email: '', password: '' });
   return { start, back };
 }
@@ -37,7 +41,14 @@ async function signIn(acc: ReturnType<typeof account>) {
 describe('external OIDC provider', () => {
   it('describes the external provider and does not mount the embedded one', async () => {
     const { body } = await call(app, { method: 'GET', url: '/v1/auth/config' }, 200);
-    expect(body).toMatchObject({ domain: provider, clientId: idp.clientId, audience: AUDIENCE, issuer: idp.issuer, authorization_endpoint: `${idp.issuer}/authorize`, jwks_uri: `${idp.issuer}/jwks` });
+    expect(body).toMatchObject({
+      domain: provider,
+      clientId: idp.clientId,
+      audience: AUDIENCE,
+      issuer: idp.issuer,
+      authorization_endpoint: `${idp.issuer}/authorize`,
+      jwks_uri: `${idp.issuer}/jwks`,
+    });
     await call(app, { method: 'GET', url: '/idp/.well-known/openid-configuration' }, 404);
     await call(app, { method: 'GET', url: '/idp/jwks' }, 404);
   });
@@ -52,7 +63,16 @@ describe('external OIDC provider', () => {
 
     const { body: tokens } = await call(
       app,
-      { method: 'POST', url: '/v1/auth/callback', payload: { code: back.searchParams.get('code'), redirect_uri: REDIRECT, state: start.state, iss: back.searchParams.get('iss') } },
+      {
+        method: 'POST',
+        url: '/v1/auth/callback',
+        payload: {
+          code: back.searchParams.get('code'),
+          redirect_uri: REDIRECT,
+          state: start.state,
+          iss: back.searchParams.get('iss'),
+        },
+      },
       200,
     );
     expect(tokens).toMatchObject({ token_type: 'Bearer', user_id: `${provider}|${acc.sub}` });
@@ -67,15 +87,35 @@ describe('external OIDC provider', () => {
 
     // the same subject signs in again: the same platform user
     const again = await signIn(acc);
-    const { body: t2 } = await call(app, { method: 'POST', url: '/v1/auth/callback', payload: { code: again.back.searchParams.get('code'), redirect_uri: REDIRECT, state: again.start.state } }, 200);
-    const { body: me2 } = await call(app, { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${t2.access_token}` } }, 200);
+    const { body: t2 } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/v1/auth/callback',
+        payload: { code: again.back.searchParams.get('code'), redirect_uri: REDIRECT, state: again.start.state },
+      },
+      200,
+    );
+    const { body: me2 } = await call(
+      app,
+      { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${t2.access_token}` } },
+      200,
+    );
     expect(me2.created_at).toBe(me.created_at);
 
     // refresh at the external token endpoint; the used refresh token is dead afterwards
-    const { body: r } = await call(app, { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: tokens.refresh_token } }, 200);
+    const { body: r } = await call(
+      app,
+      { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: tokens.refresh_token } },
+      200,
+    );
     expect(r.refresh_token).not.toBe(tokens.refresh_token);
     await call(app, { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${r.access_token}` } }, 200);
-    const { body: replay } = await call(app, { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: tokens.refresh_token } }, 401);
+    const { body: replay } = await call(
+      app,
+      { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: tokens.refresh_token } },
+      401,
+    );
     expect(replay.code).toBe('invalid_token');
   });
 
@@ -84,8 +124,26 @@ describe('external OIDC provider', () => {
     const token = await idp.sign({ sub: admin.sub, [ROLES_CLAIM]: ['admin'], email: admin.email });
     const plain = await idp.sign({ sub: account().sub, [ROLES_CLAIM]: ['user'] });
     const target = await createUser(app);
-    await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, headers: { authorization: `Bearer ${token}` }, payload: { roles: ['user', 'pro'] } }, 200);
-    const { body } = await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, headers: { authorization: `Bearer ${plain}` }, payload: { roles: ['admin'] } }, 403);
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${target.userId}/roles`,
+        headers: { authorization: `Bearer ${token}` },
+        payload: { roles: ['user', 'pro'] },
+      },
+      200,
+    );
+    const { body } = await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${target.userId}/roles`,
+        headers: { authorization: `Bearer ${plain}` },
+        payload: { roles: ['admin'] },
+      },
+      403,
+    );
     expect(body.code).toBe('insufficient_role');
   });
 
@@ -97,7 +155,11 @@ describe('external OIDC provider', () => {
       [await idp.sign({ sub }, { expiresIn: -120 }), 'token_expired'],
     ];
     for (const [token, code] of cases) {
-      const res = await app.inject({ method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${token}` } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/v1/auth/me',
+        headers: { authorization: `Bearer ${token}` },
+      });
       expect(res.statusCode).toBe(401);
       expect(res.json().code).toBe(code);
       expect(res.headers['www-authenticate']).toMatch(/^Bearer /);
@@ -107,9 +169,25 @@ describe('external OIDC provider', () => {
   it('rejects a replayed state and a bad code', async () => {
     const acc = account();
     const { start, back } = await signIn(acc);
-    const { body: bad } = await call(app, { method: 'POST', url: '/v1/auth/callback', payload: { code: 'not-a-code', redirect_uri: REDIRECT, state: start.state } }, 400);
+    const { body: bad } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/v1/auth/callback',
+        payload: { code: 'not-a-code', redirect_uri: REDIRECT, state: start.state },
+      },
+      400,
+    );
     expect(bad.code).toBe('invalid_grant');
-    const { body: replay } = await call(app, { method: 'POST', url: '/v1/auth/callback', payload: { code: back.searchParams.get('code'), redirect_uri: REDIRECT, state: start.state } }, 400);
+    const { body: replay } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/v1/auth/callback',
+        payload: { code: back.searchParams.get('code'), redirect_uri: REDIRECT, state: start.state },
+      },
+      400,
+    );
     expect(replay.code).toBe('invalid_login_state');
   });
 });

@@ -9,26 +9,57 @@ const { app } = await setupApp({ ADMIN_EMAILS: BOSS });
 
 describe('identity — happy paths', () => {
   it('registers, logs in, reads and updates the profile', async () => {
-    const { body: user } = await call(app, { method: 'POST', url: '/auth/register', payload: { email: `Ada-${tag}@Example.test`, password: 'correct horse', name: 'Ada' } }, 201);
+    const { body: user } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/auth/register',
+        payload: { email: `Ada-${tag}@Example.test`, password: 'correct horse', name: 'Ada' },
+      },
+      201,
+    );
     expect(user.email).toBe(`ada-${tag}@example.test`);
     expect(user.user_id).toMatch(/^agent-platform\|usr_[0-9a-z]{26}$/);
     expect(user.roles).toEqual(['user']);
 
-    const { body: tokens, res } = await call(app, { method: 'POST', url: '/auth/login', payload: { email: `ada-${tag}@example.test`, password: 'correct horse' } }, 200);
+    const { body: tokens, res } = await call(
+      app,
+      { method: 'POST', url: '/auth/login', payload: { email: `ada-${tag}@example.test`, password: 'correct horse' } },
+      200,
+    );
     expect(res.headers['cache-control']).toBe('no-store');
     expect(tokens).toMatchObject({ token_type: 'Bearer', expires_in: 86400 });
     expect(tokens.refresh_token).toMatch(/^rt_/);
     const auth = { authorization: `Bearer ${tokens.access_token}` };
 
     const { body: me } = await call(app, { method: 'GET', url: '/v1/auth/me', headers: auth }, 200);
-    expect(me).toMatchObject({ user_id: user.user_id, email: `ada-${tag}@example.test`, name: 'Ada', roles: ['user'], subscription: { tier: 'user' } });
+    expect(me).toMatchObject({
+      user_id: user.user_id,
+      email: `ada-${tag}@example.test`,
+      name: 'Ada',
+      roles: ['user'],
+      subscription: { tier: 'user' },
+    });
     const { body: same } = await call(app, { method: 'GET', url: '/auth/profile', headers: auth }, 200);
     expect(same).toEqual(me);
 
-    const { body: upd } = await call(app, { method: 'PUT', url: '/v1/auth/profile', headers: auth, payload: { name: 'Ada L.', preferences: { theme: 'dark', notifications: false, language: 'en' } } }, 200);
+    const { body: upd } = await call(
+      app,
+      {
+        method: 'PUT',
+        url: '/v1/auth/profile',
+        headers: auth,
+        payload: { name: 'Ada L.', preferences: { theme: 'dark', notifications: false, language: 'en' } },
+      },
+      200,
+    );
     expect(upd.name).toBe('Ada L.');
     expect(upd.preferences).toEqual({ theme: 'dark', notifications: false, language: 'en' });
-    const { body: upd2 } = await call(app, { method: 'PUT', url: '/v1/auth/profile', headers: auth, payload: { preferences: { theme: 'light' } } }, 200);
+    const { body: upd2 } = await call(
+      app,
+      { method: 'PUT', url: '/v1/auth/profile', headers: auth, payload: { preferences: { theme: 'light' } } },
+      200,
+    );
     expect(upd2.preferences).toEqual({ theme: 'light', notifications: false, language: 'en' });
   });
 
@@ -44,14 +75,26 @@ describe('identity — happy paths', () => {
 
   it('refreshes tokens with rotation', async () => {
     const u = await createUser(app);
-    const { body: t2 } = await call(app, { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: u.refreshToken } }, 200);
+    const { body: t2 } = await call(
+      app,
+      { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: u.refreshToken } },
+      200,
+    );
     expect(t2.refresh_token).not.toBe(u.refreshToken);
-    await call(app, { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${t2.access_token}` } }, 200);
+    await call(
+      app,
+      { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${t2.access_token}` } },
+      200,
+    );
     await call(app, { method: 'POST', url: '/v1/auth/refresh', payload: { refresh_token: t2.refresh_token } }, 200);
   });
 
   it('gives admin to ADMIN_EMAILS at registration', async () => {
-    const { body } = await call(app, { method: 'POST', url: '/auth/register', payload: { email: BOSS, password: 'longenough' } }, 201);
+    const { body } = await call(
+      app,
+      { method: 'POST', url: '/auth/register', payload: { email: BOSS, password: 'longenough' } },
+      201,
+    );
     expect(body.roles).toContain('admin');
   });
 

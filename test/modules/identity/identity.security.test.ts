@@ -37,7 +37,11 @@ async function expect401(token: string, code: 'invalid_token' | 'token_expired',
 describe('bearer token verification', () => {
   it('accepts a well-formed platform token (control case)', async () => {
     const u = await createUser(app);
-    await call(app, { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${await forge(u.userId)}` } }, 200);
+    await call(
+      app,
+      { method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${await forge(u.userId)}` } },
+      200,
+    );
   });
 
   it('expired → 401 token_expired', async () => {
@@ -69,9 +73,17 @@ describe('bearer token verification', () => {
     const u = await createUser(app);
     const enc = (o: object) => base64url.encode(JSON.stringify(o));
     const now = Math.floor(Date.now() / 1000);
-    const claims = { iss: `${PUBLIC_URL}/idp`, aud: config.auth.audience, sub: u.userId, exp: now + 600, roles: ['admin'] };
+    const claims = {
+      iss: `${PUBLIC_URL}/idp`,
+      aud: config.auth.audience,
+      sub: u.userId,
+      exp: now + 600,
+      roles: ['admin'],
+    };
     await expect401(`${enc({ alg: 'none', typ: 'JWT' })}.${enc(claims)}.`, 'invalid_token');
-    const hs = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid: keys.signingKid }).sign(new TextEncoder().encode(JSON.stringify(keys.publicJwks.keys[0])));
+    const hs = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', kid: keys.signingKid })
+      .sign(new TextEncoder().encode(JSON.stringify(keys.publicJwks.keys[0])));
     await expect401(hs, 'invalid_token');
     await expect401('garbage', 'invalid_token');
     await expect401('a.b.c', 'invalid_token');
@@ -97,7 +109,16 @@ describe('roles', () => {
     const target = await createUser(app);
     for (const roles of [undefined, ['pro'], ['enterprise']]) {
       const caller = roles ? await createUser(app, { roles }) : user;
-      const { body } = await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, headers: caller.headers, payload: { roles: ['admin'] } }, 403);
+      const { body } = await call(
+        app,
+        {
+          method: 'PUT',
+          url: `/admin/users/${target.userId}/roles`,
+          headers: caller.headers,
+          payload: { roles: ['admin'] },
+        },
+        403,
+      );
       expect(body.code).toBe('insufficient_role');
     }
     await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, payload: { roles: ['admin'] } }, 401);
@@ -106,14 +127,41 @@ describe('roles', () => {
   it('an admin changes roles; the change applies to tokens already issued', async () => {
     const admin = await createUser(app, { roles: ['admin'] });
     const target = await createUser(app);
-    const { body } = await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, headers: admin.headers, payload: { roles: ['user', 'pro'] } }, 200);
+    const { body } = await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${target.userId}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['user', 'pro'] },
+      },
+      200,
+    );
     expect(body).toMatchObject({ user_id: target.subject, roles: ['user', 'pro'], subscription: { tier: 'pro' } });
     const { body: me } = await call(app, { method: 'GET', url: '/v1/auth/me', headers: target.headers }, 200);
     expect(me.roles).toEqual(['user', 'pro']);
     // demotion of an admin takes effect at once too
     const other = await createUser(app, { roles: ['admin'] });
-    await call(app, { method: 'PUT', url: `/admin/users/${other.userId}/roles`, headers: admin.headers, payload: { roles: ['user'] } }, 200);
-    const { body: denied } = await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, headers: other.headers, payload: { roles: ['user'] } }, 403);
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${other.userId}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['user'] },
+      },
+      200,
+    );
+    const { body: denied } = await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${target.userId}/roles`,
+        headers: other.headers,
+        payload: { roles: ['user'] },
+      },
+      403,
+    );
     expect(denied.code).toBe('insufficient_role');
   });
 
@@ -121,14 +169,50 @@ describe('roles', () => {
     const admin = await createUser(app, { roles: ['admin'] });
     const target = await createUser(app);
     expect(target.subject).toBe(`agent-platform|${target.userId}`);
-    const { body } = await call(app, { method: 'PUT', url: `/admin/users/${encodeURIComponent(target.subject)}/roles`, headers: admin.headers, payload: { roles: ['user', 'pro'] } }, 200);
+    const { body } = await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${encodeURIComponent(target.subject)}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['user', 'pro'] },
+      },
+      200,
+    );
     expect(body).toMatchObject({ user_id: target.subject, roles: ['user', 'pro'] });
-    await call(app, { method: 'PUT', url: `/admin/users/${target.subject}/roles`, headers: admin.headers, payload: { roles: ['user'] } }, 200);
-    await call(app, { method: 'PUT', url: `/admin/users/${target.userId}/roles`, headers: admin.headers, payload: { roles: ['user', 'enterprise'] } }, 200);
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${target.subject}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['user'] },
+      },
+      200,
+    );
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${target.userId}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['user', 'enterprise'] },
+      },
+      200,
+    );
     const { body: me } = await call(app, { method: 'GET', url: '/v1/auth/me', headers: target.headers }, 200);
     expect(me.roles).toEqual(['user', 'enterprise']);
     // Another provider's prefix on a platform id names nobody.
-    await call(app, { method: 'PUT', url: `/admin/users/${encodeURIComponent(`github|${target.userId}`)}/roles`, headers: admin.headers, payload: { roles: ['admin'] } }, 404);
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${encodeURIComponent(`github|${target.userId}`)}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['admin'] },
+      },
+      404,
+    );
     const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
     const param = doc.paths['/admin/users/{id}/roles'].put.parameters.find((p: { name: string }) => p.name === 'id');
     expect(param.description ?? param.schema.description).toContain('agent-platform%7Cusr_');
@@ -136,15 +220,37 @@ describe('roles', () => {
 
   it('validates the role list and the user', async () => {
     const admin = await createUser(app, { roles: ['admin'] });
-    const { body } = await call(app, { method: 'PUT', url: `/admin/users/${admin.userId}/roles`, headers: admin.headers, payload: { roles: ['root'] } }, 400);
+    const { body } = await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${admin.userId}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['root'] },
+      },
+      400,
+    );
     expect(body.code).toBe('validation_failed');
-    await call(app, { method: 'PUT', url: '/admin/users/usr_doesnotexist/roles', headers: admin.headers, payload: { roles: ['user'] } }, 404);
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: '/admin/users/usr_doesnotexist/roles',
+        headers: admin.headers,
+        payload: { roles: ['user'] },
+      },
+      404,
+    );
   });
 });
 
 describe('the tenant sign-in page', () => {
   async function atLoginPage(extra = '') {
-    const { body: start } = await call(app, { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` }, 200);
+    const { body: start } = await call(
+      app,
+      { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` },
+      200,
+    );
     const browser = new Browser(injectSend(app));
     const first = await browser.request('GET', start.auth_url + extra);
     expect(first.status).toBe(303);
@@ -173,7 +279,12 @@ describe('the tenant sign-in page', () => {
     const victim = await atLoginPage();
     const attacker = await atLoginPage();
     const form = { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=a%40b.c&password=x' };
-    const noCookie = await app.inject({ method: 'POST', url: `${new URL(victim.pageUrl, PUBLIC_URL).pathname}/login`, ...form, payload: form.body });
+    const noCookie = await app.inject({
+      method: 'POST',
+      url: `${new URL(victim.pageUrl, PUBLIC_URL).pathname}/login`,
+      ...form,
+      payload: form.body,
+    });
     expect(noCookie.statusCode).toBe(400);
     // the attacker's browser (its own cookie) posting to the victim's interaction
     const cross = await attacker.browser.request('POST', `${victim.pageUrl}/login`, form);
@@ -182,8 +293,18 @@ describe('the tenant sign-in page', () => {
 
   it('refuses redirect URIs outside the policy and requests without PKCE at /idp/authorize', async () => {
     const browser = new Browser(injectSend(app));
-    const q = (o: Record<string, string>) => new URLSearchParams({ client_id: config.auth.clientId, response_type: 'code', scope: 'openid', state: 's', ...o }).toString();
-    const foreign = await browser.request('GET', `/idp/authorize?${q({ redirect_uri: 'https://evil.example/cb', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' })}`);
+    const q = (o: Record<string, string>) =>
+      new URLSearchParams({
+        client_id: config.auth.clientId,
+        response_type: 'code',
+        scope: 'openid',
+        state: 's',
+        ...o,
+      }).toString();
+    const foreign = await browser.request(
+      'GET',
+      `/idp/authorize?${q({ redirect_uri: 'https://evil.example/cb', code_challenge: 'x'.repeat(43), code_challenge_method: 'S256' })}`,
+    );
     expect(foreign.status).toBe(400);
     expect(foreign.headers.location).toBeUndefined();
     const noPkce = await browser.request('GET', `/idp/authorize?${q({ redirect_uri: REDIRECT })}`);
@@ -204,8 +325,15 @@ describe('the tenant sign-in page', () => {
   });
 
   it('sets the provider cookies HttpOnly and SameSite=Lax', async () => {
-    const { body: start } = await call(app, { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` }, 200);
-    const res = await app.inject({ method: 'GET', url: new URL(start.auth_url).pathname + new URL(start.auth_url).search });
+    const { body: start } = await call(
+      app,
+      { method: 'GET', url: `/v1/auth/login?redirect_uri=${encodeURIComponent(REDIRECT)}` },
+      200,
+    );
+    const res = await app.inject({
+      method: 'GET',
+      url: new URL(start.auth_url).pathname + new URL(start.auth_url).search,
+    });
     const cookies = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
     expect(cookies.length).toBeGreaterThan(0);
     for (const c of cookies) expect(c.toLowerCase()).toMatch(/httponly/);

@@ -14,8 +14,15 @@ const user = await createUser(app);
 const VERSION = '2025-06-18';
 const ACCEPT = 'application/json, text/event-stream';
 
-async function post(headers: Record<string, string>, body: unknown): Promise<{ status: number; type: string | null; json: any }> {
-  const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...user.headers, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+async function post(
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; type: string | null; json: any }> {
+  const res = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...user.headers, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, type: res.headers.get('content-type'), json: text ? JSON.parse(text) : undefined };
 }
@@ -23,10 +30,20 @@ async function post(headers: Record<string, string>, body: unknown): Promise<{ s
 const initRes = await fetch(`${base}/mcp`, {
   method: 'POST',
   headers: { ...user.headers, 'content-type': 'application/json', accept: ACCEPT },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'envelope-test', version: '1' } } }),
+  body: JSON.stringify({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: VERSION, capabilities: {}, clientInfo: { name: 'envelope-test', version: '1' } },
+  }),
 });
 await initRes.text();
-const session = { 'content-type': 'application/json', accept: ACCEPT, 'mcp-protocol-version': VERSION, 'mcp-session-id': initRes.headers.get('mcp-session-id') ?? '' };
+const session = {
+  'content-type': 'application/json',
+  accept: ACCEPT,
+  'mcp-protocol-version': VERSION,
+  'mcp-session-id': initRes.headers.get('mcp-session-id') ?? '',
+};
 const list = { jsonrpc: '2.0', id: 7, method: 'tools/list' };
 
 describe(`MCP POST envelope (${ctx.database.engine})`, () => {

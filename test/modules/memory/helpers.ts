@@ -12,7 +12,11 @@ import { recordExecution } from '../../../src/modules/sessions/usage.js';
 import { LocalHashEmbedder } from '../../../src/modules/memory/embeddings.js';
 
 /** A session of `userId` (optionally of one of its agents). */
-export async function seedSession(ctx: AppContext, userId: string, opts: { agentId?: string; name?: string } = {}): Promise<string> {
+export async function seedSession(
+  ctx: AppContext,
+  userId: string,
+  opts: { agentId?: string; name?: string } = {},
+): Promise<string> {
   const s = await createSession(ctx, { accountId: userId, agentId: opts.agentId ?? null }, { name: opts.name });
   return s.id;
 }
@@ -30,7 +34,13 @@ export interface SeedExecution {
 }
 
 /** Record and remember executions in order; returns their ids. */
-export async function seedExecutions(ctx: AppContext, userId: string, sessionId: string, agentId: string | null, list: SeedExecution[]): Promise<string[]> {
+export async function seedExecutions(
+  ctx: AppContext,
+  userId: string,
+  sessionId: string,
+  agentId: string | null,
+  list: SeedExecution[],
+): Promise<string[]> {
   const ids: string[] = [];
   for (const e of list) {
     const id = newId('exe');
@@ -41,13 +51,18 @@ export async function seedExecutions(ctx: AppContext, userId: string, sessionId:
       userId,
       agentId,
       serviceId: `svc_${(e.service ?? 'travel').padEnd(26, '0').slice(0, 26)}`,
-      toolId: `tool_${e.tool.replace(/[^a-z]/g, '').padEnd(26, '0').slice(0, 26)}`,
+      toolId: `tool_${e.tool
+        .replace(/[^a-z]/g, '')
+        .padEnd(26, '0')
+        .slice(0, 26)}`,
       toolName: e.tool,
       arguments: e.args ?? {},
       status,
       httpStatus: e.httpStatus === undefined ? (status === 'succeeded' ? 200 : null) : e.httpStatus,
       output: e.output ?? null,
-      error: e.error ?? (status === 'failed' ? { code: 'upstream_timeout', message: 'The upstream did not answer within 30 s' } : null),
+      error:
+        e.error ??
+        (status === 'failed' ? { code: 'upstream_timeout', message: 'The upstream did not answer within 30 s' } : null),
       durationMs: e.durationMs ?? 120,
     };
     await recordExecution(ctx, rec);
@@ -74,7 +89,10 @@ export async function startFakeOpenAI(dims: number): Promise<FakeOpenAI> {
     url: '',
     requests: [],
     failWith: 200,
-    chatAnswer: JSON.stringify({ summary: 'The agent planned a trip to Lisbon and booked a hotel.', key_points: ['Hotel Aurora booked', 'Flight search done'] }),
+    chatAnswer: JSON.stringify({
+      summary: 'The agent planned a trip to Lisbon and booked a hotel.',
+      key_points: ['Hotel Aurora booked', 'Flight search done'],
+    }),
     close: async () => undefined,
   };
   const server = http.createServer((req, res) => {
@@ -92,10 +110,21 @@ export async function startFakeOpenAI(dims: number): Promise<FakeOpenAI> {
       if (req.url === '/v1/embeddings') {
         const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
         // not normalised on purpose (some servers do not normalise); reversed order to test `index`
-        const data = inputs.map((t, index) => ({ object: 'embedding', index, embedding: Array.from(emb.embedOne(t), (x) => x * 3) })).reverse();
-        res.end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 } }));
+        const data = inputs
+          .map((t, index) => ({ object: 'embedding', index, embedding: Array.from(emb.embedOne(t), (x) => x * 3) }))
+          .reverse();
+        res.end(
+          JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 } }),
+        );
       } else if (req.url === '/v1/chat/completions') {
-        res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: fake.chatAnswer }, finish_reason: 'stop' }] }));
+        res.end(
+          JSON.stringify({
+            id: 'chatcmpl-1',
+            object: 'chat.completion',
+            model: body.model,
+            choices: [{ index: 0, message: { role: 'assistant', content: fake.chatAnswer }, finish_reason: 'stop' }],
+          }),
+        );
       } else {
         res.statusCode = 404;
         res.end('{}');

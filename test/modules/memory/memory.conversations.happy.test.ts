@@ -14,13 +14,26 @@ import { seedSession } from './helpers.js';
 const { app, ctx } = await setupApp();
 type Hit = { id: string; score: number; similarity: number };
 
-async function turn(u: TestUser, sessionId: string | undefined, speaker: string | null, content: string): Promise<{ id: string }> {
-  const payload = { content, ...(sessionId ? { session_id: sessionId } : {}), ...(speaker ? { metadata: { speaker } } : {}) };
+async function turn(
+  u: TestUser,
+  sessionId: string | undefined,
+  speaker: string | null,
+  content: string,
+): Promise<{ id: string }> {
+  const payload = {
+    content,
+    ...(sessionId ? { session_id: sessionId } : {}),
+    ...(speaker ? { metadata: { speaker } } : {}),
+  };
   return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload }, 201)).body;
 }
 
 async function search(u: TestUser, q: string, mode = 'hybrid'): Promise<Map<string, Hit>> {
-  const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=50`, headers: u.headers }, 200);
+  const { body } = await call(
+    app,
+    { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=50`, headers: u.headers },
+    200,
+  );
   return new Map(body.data.map((h: Hit) => [h.id, h]));
 }
 
@@ -46,20 +59,45 @@ describe(`memory — conversations (${ctx.database.engine})`, () => {
     const second = await turn(u, undefined, null, 'Call the plumber about the leak.');
     const asked = await turn(u, undefined, null, 'Caroline: Did you go to the support group?');
     const answered = await turn(u, undefined, null, 'Melanie: Yes, yesterday, it was powerful.');
-    const summary = (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Week summary: groceries and repairs.', kind: 'summary' } }, 201)).body;
+    const summary = (
+      await call(
+        app,
+        {
+          method: 'POST',
+          url: '/memory',
+          headers: u.headers,
+          payload: { content: 'Week summary: groceries and repairs.', kind: 'summary' },
+        },
+        201,
+      )
+    ).body;
     const check = async () => {
-      const ctxText = embeddingText('Just under my goal, my legs are dead.', { speaker: 'Maya' }, 'Jonas: How did the race go?');
+      const ctxText = embeddingText(
+        'Just under my goal, my legs are dead.',
+        { speaker: 'Maya' },
+        'Jonas: How did the race go?',
+      );
       expect(ctxText).toBe('Jonas: How did the race go? Maya: Just under my goal, my legs are dead.');
       expect((await search(u, ctxText, 'vector')).get(reply.id)!.similarity).toBeGreaterThan(0.9999);
-      expect((await search(u, 'Maya: Just under my goal, my legs are dead.', 'vector')).get(reply.id)!.similarity).toBeLessThan(0.999);
+      expect(
+        (await search(u, 'Maya: Just under my goal, my legs are dead.', 'vector')).get(reply.id)!.similarity,
+      ).toBeLessThan(0.999);
       // notes that are not turns are embedded alone, wherever they are
-      expect((await search(u, 'Buy oat milk and coffee beans.', 'vector')).get(first.id)!.similarity).toBeGreaterThan(0.9999);
-      expect((await search(u, 'Call the plumber about the leak.', 'vector')).get(second.id)!.similarity).toBeGreaterThan(0.9999);
+      expect((await search(u, 'Buy oat milk and coffee beans.', 'vector')).get(first.id)!.similarity).toBeGreaterThan(
+        0.9999,
+      );
+      expect(
+        (await search(u, 'Call the plumber about the leak.', 'vector')).get(second.id)!.similarity,
+      ).toBeGreaterThan(0.9999);
       // a turn the content names the speaker of follows the previous such turn of the notes without a session
-      expect((await search(u, 'Caroline: Did you go to the support group?', 'vector')).get(asked.id)!.similarity).toBeGreaterThan(0.9999);
+      expect(
+        (await search(u, 'Caroline: Did you go to the support group?', 'vector')).get(asked.id)!.similarity,
+      ).toBeGreaterThan(0.9999);
       const pair = 'Caroline: Did you go to the support group? Melanie: Yes, yesterday, it was powerful.';
       expect((await search(u, pair, 'vector')).get(answered.id)!.similarity).toBeGreaterThan(0.9999);
-      expect((await search(u, 'Week summary: groceries and repairs.', 'vector')).get(summary.id)!.similarity).toBeGreaterThan(0.9999);
+      expect(
+        (await search(u, 'Week summary: groceries and repairs.', 'vector')).get(summary.id)!.similarity,
+      ).toBeGreaterThan(0.9999);
     };
     await check();
     // after an embedding failure the back-fill must embed the same text
@@ -106,12 +144,28 @@ describe(`memory — conversations (${ctx.database.engine})`, () => {
     const url = '/memory/search?q=triceratops&limit=10';
     const { body } = await call(app, { method: 'GET', url: `${url}&expand=neighbors`, headers: u.headers }, 200);
     const hit = (id: string) => body.data.find((h: { id: string }) => h.id === id);
-    expect(hit(b.id).neighbors.previous).toMatchObject({ id: a.id, content: 'Which dinosaur was on the birthday cake?', metadata: { speaker: 'Maya' }, session_id: s1 });
+    expect(hit(b.id).neighbors.previous).toMatchObject({
+      id: a.id,
+      content: 'Which dinosaur was on the birthday cake?',
+      metadata: { speaker: 'Maya' },
+      session_id: s1,
+    });
     expect(hit(b.id).neighbors.next).toMatchObject({ id: c.id, content: 'Ha, of course he did.' });
     expect(hit(lone.id).neighbors).toEqual({ previous: null, next: null });
     // the first and last turns of a session have one neighbour
-    const { body: first } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('dinosaur cake')}&expand=neighbors`, headers: u.headers }, 200);
-    expect(first.data.find((h: { id: string }) => h.id === a.id).neighbors).toMatchObject({ previous: null, next: { id: b.id } });
+    const { body: first } = await call(
+      app,
+      {
+        method: 'GET',
+        url: `/memory/search?q=${encodeURIComponent('dinosaur cake')}&expand=neighbors`,
+        headers: u.headers,
+      },
+      200,
+    );
+    expect(first.data.find((h: { id: string }) => h.id === a.id).neighbors).toMatchObject({
+      previous: null,
+      next: { id: b.id },
+    });
     // without expand the hits are as before
     const { body: plain } = await call(app, { method: 'GET', url, headers: u.headers }, 200);
     expect(plain.data.every((h: object) => !('neighbors' in h))).toBe(true);
@@ -135,12 +189,20 @@ describe(`memory — conversations (${ctx.database.engine})`, () => {
 
   it('configuration: EMBEDDINGS_PROVIDER and the re-ranking weights are validated', () => {
     expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'word2vec' }))).toThrow(/EMBEDDINGS_PROVIDER/);
-    expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder', EMBEDDINGS_DIMENSIONS: '384' }))).toThrow(/EMBEDDINGS_DIMENSIONS/);
-    expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder', EMBEDDINGS_URL: 'http://127.0.0.1:9/v1' }))).toThrow(/EMBEDDINGS_PROVIDER/);
+    expect(() =>
+      loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder', EMBEDDINGS_DIMENSIONS: '384' })),
+    ).toThrow(/EMBEDDINGS_DIMENSIONS/);
+    expect(() =>
+      loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder', EMBEDDINGS_URL: 'http://127.0.0.1:9/v1' })),
+    ).toThrow(/EMBEDDINGS_PROVIDER/);
     expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'openai' }))).toThrow(/EMBEDDINGS_URL/);
     expect(() => loadConfig(testEnv({ MEMORY_NEIGHBOUR_WEIGHT: '-1' }))).toThrow(/MEMORY_NEIGHBOUR_WEIGHT/);
     const c = loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder' }));
-    expect(c.memory.embeddings).toMatchObject({ provider: 'sentence-encoder', model: 'universal-sentence-encoder-lite', dimensions: 512 });
+    expect(c.memory.embeddings).toMatchObject({
+      provider: 'sentence-encoder',
+      model: 'universal-sentence-encoder-lite',
+      dimensions: 512,
+    });
     expect(c.memory.fusion).toEqual({ vectorWeight: 2, localVectorWeight: 0.5, neighbourWeight: 0.5, timeBoost: 0.5 });
     expect(embeddingProviderOf(ctx).provider).toBe('local');
   });

@@ -23,22 +23,46 @@ function restartWith(env: Record<string, string | undefined>): AppContext {
 describe('memory — default embedder', () => {
   it('is the sentence encoder when nothing is configured', () => {
     const c = loadConfig({ NODE_ENV: 'test' }).memory;
-    expect(c.embeddings).toMatchObject({ provider: 'sentence-encoder', defaulted: true, model: 'universal-sentence-encoder-lite', dimensions: 512 });
+    expect(c.embeddings).toMatchObject({
+      provider: 'sentence-encoder',
+      defaulted: true,
+      model: 'universal-sentence-encoder-lite',
+      dimensions: 512,
+    });
     expect(c.fusion).toMatchObject({ vectorWeight: 2, localVectorWeight: 0.5 });
-    expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'sentence-encoder' }).memory.embeddings.defaulted).toBe(false);
-    expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'local' }).memory.embeddings).toMatchObject({ provider: 'local', dimensions: 384, defaulted: false });
-    expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_URL: 'http://127.0.0.1:9' }).memory.embeddings).toMatchObject({ provider: 'openai', defaulted: false });
+    expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'sentence-encoder' }).memory.embeddings.defaulted).toBe(
+      false,
+    );
+    expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_PROVIDER: 'local' }).memory.embeddings).toMatchObject({
+      provider: 'local',
+      dimensions: 384,
+      defaulted: false,
+    });
+    expect(loadConfig({ NODE_ENV: 'test', EMBEDDINGS_URL: 'http://127.0.0.1:9' }).memory.embeddings).toMatchObject({
+      provider: 'openai',
+      defaulted: false,
+    });
   });
 
   it('a store embedded with the earlier default keeps it (no worker, local fusion weight) until MEMORY_REEMBED', async () => {
     const u = await createUser(own.app);
-    await call(own.app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Flight to Lisbon with TAP' } }, 201);
-    await call(own.app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Snow in Oslo' } }, 201);
+    await call(
+      own.app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Flight to Lisbon with TAP' } },
+      201,
+    );
+    await call(
+      own.app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Snow in Oslo' } },
+      201,
+    );
     const actor = { accountId: u.userId, agentId: null };
     const workers = sentenceEncoderStats().started; // (other files of this test process may have started one)
 
     // an operator who names the encoder gets the strict check
-    await expect(initMemory(restartWith({ EMBEDDINGS_PROVIDER: 'sentence-encoder' }))).rejects.toThrow(/MEMORY_REEMBED=on/);
+    await expect(initMemory(restartWith({ EMBEDDINGS_PROVIDER: 'sentence-encoder' }))).rejects.toThrow(
+      /MEMORY_REEMBED=on/,
+    );
 
     // the default: the store keeps local-hash-v1, searches and writes work, the encoder never starts
     const kept = restartWith({});

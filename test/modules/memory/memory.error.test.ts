@@ -14,17 +14,34 @@ describe('memory — bad input', () => {
     const u = await createUser(app);
     const exact = 'é'.repeat(8192); // 16384 bytes
     await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: exact } }, 201);
-    const { body } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: `${exact}a` } }, 413);
+    const { body } = await call(
+      app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: `${exact}a` } },
+      413,
+    );
     expect(body).toMatchObject({ code: 'payload_too_large', status: 413 });
     expect(body.detail).toContain('16385 bytes');
-    const { body: meta } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'x', metadata: { blob: 'y'.repeat(9000) } } }, 413);
+    const { body: meta } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: u.headers,
+        payload: { content: 'x', metadata: { blob: 'y'.repeat(9000) } },
+      },
+      413,
+    );
     expect(meta.detail).toContain('metadata');
   });
 
   it('rejects malformed bodies with 400 and field pointers', async () => {
     const u = await createUser(app);
     const bad = async (payload: unknown, pointer: string) => {
-      const { body } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: payload as object }, 400);
+      const { body } = await call(
+        app,
+        { method: 'POST', url: '/memory', headers: u.headers, payload: payload as object },
+        400,
+      );
       expect(body.code).toBe('validation_failed');
       expect(body.errors.map((e: any) => e.pointer)).toContain(pointer);
     };
@@ -37,14 +54,41 @@ describe('memory — bad input', () => {
     await bad({ content: 'ok', session_id: '' }, '/session_id');
     await bad({ content: 'ok', kind: 'execution' }, '/kind'); // executions are the hook's own
     await bad({ content: 'ok', kind: 'diary' }, '/kind');
-    const { body } = await call(app, { method: 'POST', url: '/memory', headers: { ...u.headers, 'content-type': 'application/json' }, payload: '{"content":' }, 400);
+    const { body } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: { ...u.headers, 'content-type': 'application/json' },
+        payload: '{"content":',
+      },
+      400,
+    );
     expect(body.code).toBe('validation_failed');
   });
 
   it('404s unknown sessions and agents on write', async () => {
     const u = await createUser(app);
-    await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'x', session_id: 'ses_00000000000000000000000000' } }, 404);
-    await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'x', agent_id: 'agt_00000000000000000000000000' } }, 404);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: u.headers,
+        payload: { content: 'x', session_id: 'ses_00000000000000000000000000' },
+      },
+      404,
+    );
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: u.headers,
+        payload: { content: 'x', agent_id: 'agt_00000000000000000000000000' },
+      },
+      404,
+    );
   });
 
   it('validates search, list and page parameters', async () => {
@@ -85,22 +129,54 @@ describe('memory — bad input', () => {
     const { body } = await call(app, { method: 'GET', url: `/memory/sessions/${sid}`, headers: u.headers }, 404);
     expect(body.detail).toContain('no summary yet');
     await call(app, { method: 'GET', url: '/memory/sessions/ses_00000000000000000000000000', headers: u.headers }, 404);
-    await call(app, { method: 'GET', url: '/memory/sessions/ses_00000000000000000000000000/timeline', headers: u.headers }, 404);
-    await call(app, { method: 'POST', url: '/memory/sessions/ses_00000000000000000000000000/summarize', headers: u.headers }, 404);
-    await call(app, { method: 'DELETE', url: '/memory?session_id=ses_00000000000000000000000000', headers: u.headers }, 404);
-    const { body: empty } = await call(app, { method: 'GET', url: `/memory/sessions/${sid}/timeline`, headers: u.headers }, 200);
+    await call(
+      app,
+      { method: 'GET', url: '/memory/sessions/ses_00000000000000000000000000/timeline', headers: u.headers },
+      404,
+    );
+    await call(
+      app,
+      { method: 'POST', url: '/memory/sessions/ses_00000000000000000000000000/summarize', headers: u.headers },
+      404,
+    );
+    await call(
+      app,
+      { method: 'DELETE', url: '/memory?session_id=ses_00000000000000000000000000', headers: u.headers },
+      404,
+    );
+    const { body: empty } = await call(
+      app,
+      { method: 'GET', url: `/memory/sessions/${sid}/timeline`, headers: u.headers },
+      200,
+    );
     expect(empty).toEqual({ data: [], next_cursor: null });
-    const { body: s } = await call(app, { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers }, 200);
+    const { body: s } = await call(
+      app,
+      { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers },
+      200,
+    );
     expect(s).toMatchObject({ execution_count: 0, summary: 'The session ran no tools.', key_points: [] });
   });
 
   it('needs authentication everywhere', async () => {
     const routes: Array<[string, string]> = [
-      ['POST', '/memory'], ['GET', '/memory'], ['GET', '/memory/paginated'], ['GET', '/memory/search?q=x'], ['GET', '/memory/context/agent'],
-      ['GET', '/memory/sessions/ses_x'], ['GET', '/memory/sessions/ses_x/timeline'], ['POST', '/memory/sessions/ses_x/summarize'], ['GET', '/memory/stats'], ['DELETE', '/memory'],
+      ['POST', '/memory'],
+      ['GET', '/memory'],
+      ['GET', '/memory/paginated'],
+      ['GET', '/memory/search?q=x'],
+      ['GET', '/memory/context/agent'],
+      ['GET', '/memory/sessions/ses_x'],
+      ['GET', '/memory/sessions/ses_x/timeline'],
+      ['POST', '/memory/sessions/ses_x/summarize'],
+      ['GET', '/memory/stats'],
+      ['DELETE', '/memory'],
     ];
     for (const [method, url] of routes) {
-      const res = await app.inject({ method: method as 'GET', url, ...(method === 'POST' ? { payload: { content: 'x' } } : {}) });
+      const res = await app.inject({
+        method: method as 'GET',
+        url,
+        ...(method === 'POST' ? { payload: { content: 'x' } } : {}),
+      });
       expect(res.statusCode, `${method} ${url}`).toBe(401);
       expect(res.json().code).toBe('unauthenticated');
       const bad = await app.inject({ method: method as 'GET', url, headers: { authorization: 'Bearer not-a-jwt' } });
@@ -112,11 +188,26 @@ describe('memory — bad input', () => {
 describe('memory — embedding space at start-up', () => {
   it('refuses another dimension count once vectors are stored, and re-embeds when asked', async () => {
     const u = await createUser(own.app);
-    await call(own.app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Flight to Lisbon with TAP' } }, 201);
-    await call(own.app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Snow in Oslo' } }, 201);
+    await call(
+      own.app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Flight to Lisbon with TAP' } },
+      201,
+    );
+    await call(
+      own.app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Snow in Oslo' } },
+      201,
+    );
     const with512 = (reembed: boolean): AppContext => ({
       ...own.ctx,
-      config: { ...own.ctx.config, memory: { ...own.ctx.config.memory, reembedOnStart: reembed, embeddings: { ...own.ctx.config.memory.embeddings, dimensions: 512 } } },
+      config: {
+        ...own.ctx.config,
+        memory: {
+          ...own.ctx.config.memory,
+          reembedOnStart: reembed,
+          embeddings: { ...own.ctx.config.memory.embeddings, dimensions: 512 },
+        },
+      },
       onClose: [],
       memory: undefined, // a fresh memory runtime (provider, writer) for the new configuration
     });

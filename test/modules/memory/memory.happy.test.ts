@@ -13,8 +13,16 @@ async function add(headers: Record<string, string>, content: string, extra: Reco
 describe('memory — writing and listing', () => {
   it('stores an explicit memory and lists newest first with cursor pagination', async () => {
     const u = await createUser(app);
-    const m1 = await add(u.headers, 'The user prefers aisle seats on long flights', { metadata: { kind: 'preference' } });
-    expect(m1).toMatchObject({ content: 'The user prefers aisle seats on long flights', source: 'explicit', session_id: null, agent_id: null, metadata: { kind: 'preference' } });
+    const m1 = await add(u.headers, 'The user prefers aisle seats on long flights', {
+      metadata: { kind: 'preference' },
+    });
+    expect(m1).toMatchObject({
+      content: 'The user prefers aisle seats on long flights',
+      source: 'explicit',
+      session_id: null,
+      agent_id: null,
+      metadata: { kind: 'preference' },
+    });
     expect(m1.id).toMatch(/^mem_[0-9a-z]{26}$/);
     expect(Date.parse(m1.created_at)).toBeGreaterThan(Date.now() - 60_000);
     const m2 = await add(u.headers, 'Booked Hotel Aurora in Lisbon for three nights');
@@ -23,7 +31,11 @@ describe('memory — writing and listing', () => {
     const { body: page1 } = await call(app, { method: 'GET', url: '/memory?limit=2', headers: u.headers }, 200);
     expect(page1.data.map((m: any) => m.id)).toEqual([m3.id, m2.id]);
     expect(page1.next_cursor).toEqual(expect.any(String));
-    const { body: page2 } = await call(app, { method: 'GET', url: `/memory?limit=2&cursor=${page1.next_cursor}`, headers: u.headers }, 200);
+    const { body: page2 } = await call(
+      app,
+      { method: 'GET', url: `/memory?limit=2&cursor=${page1.next_cursor}`, headers: u.headers },
+      200,
+    );
     expect(page2.data.map((m: any) => m.id)).toEqual([m1.id]);
     expect(page2.next_cursor).toBeNull();
   });
@@ -33,7 +45,11 @@ describe('memory — writing and listing', () => {
     const sid = await seedSession(ctx, u.userId, { name: 'trip' });
     const inSession = await add(u.headers, 'Note inside the session', { session_id: sid });
     const outside = await add(u.headers, 'Note outside any session');
-    const { body: bySession } = await call(app, { method: 'GET', url: `/memory?session_id=${sid}`, headers: u.headers }, 200);
+    const { body: bySession } = await call(
+      app,
+      { method: 'GET', url: `/memory?session_id=${sid}`, headers: u.headers },
+      200,
+    );
     expect(bySession.data.map((m: any) => m.id)).toEqual([inSession.id]);
 
     const since = encodeURIComponent(outside.created_at);
@@ -42,19 +58,35 @@ describe('memory — writing and listing', () => {
     const until = encodeURIComponent(inSession.created_at);
     const { body: early } = await call(app, { method: 'GET', url: `/memory?until=${until}`, headers: u.headers }, 200);
     expect(early.data.map((m: any) => m.id)).toEqual([inSession.id]);
-    const { body: none } = await call(app, { method: 'GET', url: '/memory?agent_id=agt_nobody', headers: u.headers }, 200);
+    const { body: none } = await call(
+      app,
+      { method: 'GET', url: '/memory?agent_id=agt_nobody', headers: u.headers },
+      200,
+    );
     expect(none.data).toEqual([]);
   });
 
   it('pages with totals', async () => {
     const u = await createUser(app);
     for (let i = 0; i < 5; i++) await add(u.headers, `memory number ${i}`);
-    const { body } = await call(app, { method: 'GET', url: '/memory/paginated?page=2&page_size=2', headers: u.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: '/memory/paginated?page=2&page_size=2', headers: u.headers },
+      200,
+    );
     expect(body).toMatchObject({ page: 2, page_size: 2, total: 5, total_pages: 3 });
     expect(body.data.map((m: any) => m.content)).toEqual(['memory number 2', 'memory number 1']);
-    const { body: last } = await call(app, { method: 'GET', url: '/memory/paginated?page=3&page_size=2', headers: u.headers }, 200);
+    const { body: last } = await call(
+      app,
+      { method: 'GET', url: '/memory/paginated?page=3&page_size=2', headers: u.headers },
+      200,
+    );
     expect(last.data.map((m: any) => m.content)).toEqual(['memory number 0']);
-    const { body: beyond } = await call(app, { method: 'GET', url: '/memory/paginated?page=9&page_size=2', headers: u.headers }, 200);
+    const { body: beyond } = await call(
+      app,
+      { method: 'GET', url: '/memory/paginated?page=9&page_size=2', headers: u.headers },
+      200,
+    );
     expect(beyond).toMatchObject({ data: [], total: 5, total_pages: 3 });
   });
 });
@@ -74,7 +106,15 @@ describe('memory — hybrid search', () => {
   it('ranks the relevant memory first and reports score and similarity', async () => {
     const u = await createUser(app);
     for (const c of CORPUS) await add(u.headers, c);
-    const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('which flights to Lisbon did I look up?')}`, headers: u.headers }, 200);
+    const { body } = await call(
+      app,
+      {
+        method: 'GET',
+        url: `/memory/search?q=${encodeURIComponent('which flights to Lisbon did I look up?')}`,
+        headers: u.headers,
+      },
+      200,
+    );
     expect(body.mode).toBe('hybrid');
     expect(body.vector_index).toBe(ctx.database.hasVector ? 'hnsw' : 'exact');
     expect(body.data[0].content).toBe(CORPUS[0]);
@@ -90,24 +130,41 @@ describe('memory — hybrid search', () => {
     expect(body.data[0].text_rank).toBe(1);
     // similarity is the cosine of the two embeddings
     const e = new LocalHashEmbedder(384);
-    expect(body.data[0].similarity).toBeCloseTo(dot(e.embedOne('which flights to Lisbon did I look up?'), e.embedOne(CORPUS[0])), 4);
+    expect(body.data[0].similarity).toBeCloseTo(
+      dot(e.embedOne('which flights to Lisbon did I look up?'), e.embedOne(CORPUS[0])),
+      4,
+    );
   });
 
   it('drops hits under the threshold and says how many', async () => {
     const u = await createUser(app);
     for (const c of CORPUS) await add(u.headers, c);
     const q = encodeURIComponent('shellfish allergy of Maria');
-    const { body: all } = await call(app, { method: 'GET', url: `/memory/search?q=${q}&limit=20`, headers: u.headers }, 200);
+    const { body: all } = await call(
+      app,
+      { method: 'GET', url: `/memory/search?q=${q}&limit=20`, headers: u.headers },
+      200,
+    );
     expect(all.filtered_count).toBe(0);
     expect(all.data).toHaveLength(CORPUS.length);
     const top = all.data[0];
     expect(top.content).toBe(CORPUS[5]);
     const threshold = (top.similarity + all.data[1].similarity) / 2;
-    const { body: some } = await call(app, { method: 'GET', url: `/memory/search?q=${q}&limit=20&threshold=${threshold}`, headers: u.headers }, 200);
-    expect(some.data.map((h: any) => h.id)).toEqual(all.data.filter((h: any) => h.similarity >= threshold).map((h: any) => h.id));
+    const { body: some } = await call(
+      app,
+      { method: 'GET', url: `/memory/search?q=${q}&limit=20&threshold=${threshold}`, headers: u.headers },
+      200,
+    );
+    expect(some.data.map((h: any) => h.id)).toEqual(
+      all.data.filter((h: any) => h.similarity >= threshold).map((h: any) => h.id),
+    );
     expect(some.filtered_count).toBe(CORPUS.length - some.data.length);
     expect(some.data.length).toBeGreaterThanOrEqual(1);
-    const { body: none } = await call(app, { method: 'GET', url: `/memory/search?q=${q}&threshold=1`, headers: u.headers }, 200);
+    const { body: none } = await call(
+      app,
+      { method: 'GET', url: `/memory/search?q=${q}&threshold=1`, headers: u.headers },
+      200,
+    );
     expect(none.data).toEqual([]);
     expect(none.filtered_count).toBe(CORPUS.length);
   });
@@ -118,15 +175,27 @@ describe('memory — hybrid search', () => {
     for (const c of CORPUS) await add(u.headers, c);
     await add(u.headers, 'Hotel in Lisbon: switched to a room with a balcony', { session_id: sid });
     const q = encodeURIComponent('Lisbon hotel');
-    const { body: text } = await call(app, { method: 'GET', url: `/memory/search?q=${q}&mode=text`, headers: u.headers }, 200);
+    const { body: text } = await call(
+      app,
+      { method: 'GET', url: `/memory/search?q=${q}&mode=text`, headers: u.headers },
+      200,
+    );
     expect(text.data.every((h: any) => h.text_rank !== null && h.vector_rank === null)).toBe(true);
     expect(text.data.length).toBeGreaterThanOrEqual(2);
-    const { body: vec } = await call(app, { method: 'GET', url: `/memory/search?q=${q}&mode=vector&limit=3`, headers: u.headers }, 200);
+    const { body: vec } = await call(
+      app,
+      { method: 'GET', url: `/memory/search?q=${q}&mode=vector&limit=3`, headers: u.headers },
+      200,
+    );
     expect(vec.data).toHaveLength(3);
     expect(vec.data.every((h: any) => h.vector_rank !== null && h.text_rank === null)).toBe(true);
     const sims = vec.data.map((h: any) => h.similarity);
     expect([...sims].sort((a, b) => b - a)).toEqual(sims);
-    const { body: scoped } = await call(app, { method: 'GET', url: `/memory/search?q=${q}&session_id=${sid}`, headers: u.headers }, 200);
+    const { body: scoped } = await call(
+      app,
+      { method: 'GET', url: `/memory/search?q=${q}&session_id=${sid}`, headers: u.headers },
+      200,
+    );
     expect(scoped.data.map((h: any) => h.content)).toEqual(['Hotel in Lisbon: switched to a room with a balcony']);
   });
 
@@ -136,9 +205,17 @@ describe('memory — hybrid search', () => {
     const u = await createUser(app);
     for (const c of CORPUS) await add(u.headers, c);
     const order = async (q: string, mode: string) =>
-      (await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=${mode === 'vector' ? 5 : 3}`, headers: u.headers }, 200)).body.data.map((h: any) =>
-        CORPUS.indexOf(h.content),
-      );
+      (
+        await call(
+          app,
+          {
+            method: 'GET',
+            url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=${mode === 'vector' ? 5 : 3}`,
+            headers: u.headers,
+          },
+          200,
+        )
+      ).body.data.map((h: any) => CORPUS.indexOf(h.content));
     expect(await order('certificate expiry outage on the payment API', 'hybrid')).toEqual(GOLDEN.outage);
     expect(await order('billing rounding bug', 'hybrid')).toEqual(GOLDEN.rounding);
     expect(await order('snow in Oslo', 'hybrid')).toEqual(GOLDEN.snow);
@@ -168,28 +245,68 @@ describe('memory — automatic execution memories', () => {
         tool: 'search_flights',
         service: 'skyscanner',
         args: { origin: 'BER', destination: 'LIS', api_key: 'sk-live-very-secret', password: 'hunter2' },
-        output: { flights: [{ airline: 'TAP', price: 142, token: 'tok_secret' }, { airline: 'easyJet', price: 99 }] },
+        output: {
+          flights: [
+            { airline: 'TAP', price: 142, token: 'tok_secret' },
+            { airline: 'easyJet', price: 99 },
+          ],
+        },
       },
     ]);
     await flushMemoryWrites(ctx);
-    const { body } = await call(app, { method: 'GET', url: `/memory?session_id=${sid}&kind=execution`, headers: u.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/memory?session_id=${sid}&kind=execution`, headers: u.headers },
+      200,
+    );
     expect(body.data).toHaveLength(1);
     const m = body.data[0];
-    expect(m).toMatchObject({ source: 'execution', session_id: sid, execution_id: exe, metadata: { tool_name: 'search_flights', service_name: 'skyscanner', status: 'succeeded' } });
+    expect(m).toMatchObject({
+      source: 'execution',
+      session_id: sid,
+      execution_id: exe,
+      metadata: { tool_name: 'search_flights', service_name: 'skyscanner', status: 'succeeded' },
+    });
     expect(m.service_id).toMatch(/^svc_/);
     expect(m.tool_id).toMatch(/^tool_/);
-    expect(m.content).toBe('Called search_flights on skyscanner with origin "BER", destination "LIS" — succeeded (120 ms, HTTP 200): 2 flights; first: airline "TAP", price 142.');
+    expect(m.content).toBe(
+      'Called search_flights on skyscanner with origin "BER", destination "LIS" — succeeded (120 ms, HTTP 200): 2 flights; first: airline "TAP", price 142.',
+    );
     expect(m.content).not.toMatch(/secret|hunter2|tok_/);
     // a replay of the same execution writes nothing new
     rememberExecution(ctx, {
-      executionId: exe, userId: u.userId, sessionId: sid, agentId: null, serviceId: 'svc_x', serviceName: 'x', toolId: 'tool_x', toolName: 'x',
-      arguments: {}, status: 'succeeded', httpStatus: 200, output: null, error: null, durationMs: 1,
+      executionId: exe,
+      userId: u.userId,
+      sessionId: sid,
+      agentId: null,
+      serviceId: 'svc_x',
+      serviceName: 'x',
+      toolId: 'tool_x',
+      toolName: 'x',
+      arguments: {},
+      status: 'succeeded',
+      httpStatus: 200,
+      output: null,
+      error: null,
+      durationMs: 1,
     });
     await flushMemoryWrites(ctx);
-    const { body: again } = await call(app, { method: 'GET', url: `/memory?session_id=${sid}&kind=execution`, headers: u.headers }, 200);
+    const { body: again } = await call(
+      app,
+      { method: 'GET', url: `/memory?session_id=${sid}&kind=execution`, headers: u.headers },
+      200,
+    );
     expect(again.data).toHaveLength(1);
     // and it is searchable
-    const { body: hits } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('flights to LIS')}&kind=execution`, headers: u.headers }, 200);
+    const { body: hits } = await call(
+      app,
+      {
+        method: 'GET',
+        url: `/memory/search?q=${encodeURIComponent('flights to LIS')}&kind=execution`,
+        headers: u.headers,
+      },
+      200,
+    );
     expect(hits.data[0].execution_id).toBe(exe);
   });
 
@@ -198,15 +315,31 @@ describe('memory — automatic execution memories', () => {
     const sid = await seedSession(ctx, u.userId);
     const n = 300;
     const input = (i: number) => ({
-      executionId: `exe_perf${String(i).padStart(22, '0')}${u.userId.slice(-4)}`, userId: u.userId, sessionId: sid, agentId: null, serviceId: 'svc_perf', serviceName: 'perf',
-      toolId: 'tool_perf', toolName: 'ping', arguments: { n: i }, status: 'succeeded' as const, httpStatus: 200, output: { ok: true, items: [1, 2, 3] }, error: null, durationMs: 3,
+      executionId: `exe_perf${String(i).padStart(22, '0')}${u.userId.slice(-4)}`,
+      userId: u.userId,
+      sessionId: sid,
+      agentId: null,
+      serviceId: 'svc_perf',
+      serviceName: 'perf',
+      toolId: 'tool_perf',
+      toolName: 'ping',
+      arguments: { n: i },
+      status: 'succeeded' as const,
+      httpStatus: 200,
+      output: { ok: true, items: [1, 2, 3] },
+      error: null,
+      durationMs: 3,
     });
     const t0 = performance.now();
     for (let i = 0; i < n; i++) rememberExecution(ctx, input(i));
     const perCall = (performance.now() - t0) / n;
     expect(perCall).toBeLessThan(0.2);
     await flushMemoryWrites(ctx);
-    const { body } = await call(app, { method: 'GET', url: `/memory/paginated?session_id=${sid}&page_size=1&kind=execution`, headers: u.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/memory/paginated?session_id=${sid}&page_size=1&kind=execution`, headers: u.headers },
+      200,
+    );
     expect(body.total).toBe(n);
   });
 });

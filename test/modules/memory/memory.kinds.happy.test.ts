@@ -12,7 +12,8 @@ const { app, ctx } = await setupApp();
 type Hit = { id: string; kind: string; source: string; score: number; similarity: number };
 
 async function note(u: TestUser, content: string, extra: Record<string, unknown> = {}): Promise<Hit> {
-  return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content, ...extra } }, 201)).body;
+  return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content, ...extra } }, 201))
+    .body;
 }
 
 async function get(u: TestUser, url: string): Promise<Hit[]> {
@@ -23,7 +24,10 @@ async function get(u: TestUser, url: string): Promise<Hit[]> {
 async function seeded(): Promise<{ u: TestUser; notes: Hit[]; summary: Hit; executions: string[] }> {
   const u = await createUser(app);
   const sid = await seedSession(ctx, u.userId);
-  const notes = [await note(u, 'I prefer the Lisbon hotel near the river'), await note(u, 'Book the Lisbon hotel for May', { session_id: sid })];
+  const notes = [
+    await note(u, 'I prefer the Lisbon hotel near the river'),
+    await note(u, 'Book the Lisbon hotel for May', { session_id: sid }),
+  ];
   const summary = await note(u, 'Summary: the Lisbon hotel was chosen', { kind: 'summary' });
   const executions = await seedExecutions(ctx, u.userId, sid, null, [
     { tool: 'search_hotels', args: { city: 'Lisbon', q: 'Lisbon hotel' } },
@@ -35,7 +39,10 @@ async function seeded(): Promise<{ u: TestUser; notes: Hit[]; summary: Hit; exec
 describe(`memory — kinds (${ctx.database.engine})`, () => {
   it('POST /memory writes a note (or a summary when asked); the hook writes executions', async () => {
     const { u, notes, summary } = await seeded();
-    expect(notes.map((n) => [n.kind, n.source])).toEqual([['note', 'explicit'], ['note', 'explicit']]);
+    expect(notes.map((n) => [n.kind, n.source])).toEqual([
+      ['note', 'explicit'],
+      ['note', 'explicit'],
+    ]);
     expect([summary.kind, summary.source]).toEqual(['summary', 'explicit']);
     const all = await get(u, '/memory?kind=all&limit=100');
     expect(all.filter((m) => m.source === 'execution').map((m) => m.kind)).toEqual(['execution', 'execution']);
@@ -65,9 +72,17 @@ describe(`memory — kinds (${ctx.database.engine})`, () => {
     const { u } = await seeded();
     expect((await get(u, '/memory?limit=100')).map((m) => m.kind).sort()).toEqual(['note', 'note', 'summary']);
     expect((await get(u, '/memory?kind=execution')).map((m) => m.kind)).toEqual(['execution', 'execution']);
-    const { body: paged } = await call(app, { method: 'GET', url: '/memory/paginated?kind=all', headers: u.headers }, 200);
+    const { body: paged } = await call(
+      app,
+      { method: 'GET', url: '/memory/paginated?kind=all', headers: u.headers },
+      200,
+    );
     expect(paged.total).toBe(5);
-    const { body: pagedDefault } = await call(app, { method: 'GET', url: '/memory/paginated', headers: u.headers }, 200);
+    const { body: pagedDefault } = await call(
+      app,
+      { method: 'GET', url: '/memory/paginated', headers: u.headers },
+      200,
+    );
     expect(pagedDefault.total).toBe(3);
     // statistics count every kind
     const { body: stats } = await call(app, { method: 'GET', url: '/memory/stats', headers: u.headers }, 200);

@@ -31,14 +31,38 @@ describe('OpenAI-compatible embeddings', () => {
   it('embeds through /v1/embeddings with model, dimensions and the API key; vectors are normalised', async () => {
     const u = await createUser(app);
     fake.requests.length = 0;
-    const { body: m } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Booked Hotel Aurora in Lisbon' } }, 201);
+    const { body: m } = await call(
+      app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Booked Hotel Aurora in Lisbon' } },
+      201,
+    );
     expect(fake.requests).toHaveLength(1);
-    expect(fake.requests[0]).toMatchObject({ path: '/v1/embeddings', auth: 'Bearer sk-test-embeddings', body: { model: 'fake-embed-small', input: ['Booked Hotel Aurora in Lisbon'], dimensions: DIMS, encoding_format: 'float' } });
-    const { body: hits } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('hotel in Lisbon')}&mode=vector`, headers: u.headers }, 200);
+    expect(fake.requests[0]).toMatchObject({
+      path: '/v1/embeddings',
+      auth: 'Bearer sk-test-embeddings',
+      body: {
+        model: 'fake-embed-small',
+        input: ['Booked Hotel Aurora in Lisbon'],
+        dimensions: DIMS,
+        encoding_format: 'float',
+      },
+    });
+    const { body: hits } = await call(
+      app,
+      {
+        method: 'GET',
+        url: `/memory/search?q=${encodeURIComponent('hotel in Lisbon')}&mode=vector`,
+        headers: u.headers,
+      },
+      200,
+    );
     expect(hits.data[0].id).toBe(m.id);
     const local = new LocalHashEmbedder(DIMS);
     // the fake scales its vectors by 3; cosine is unchanged only if the provider re-normalised them
-    expect(hits.data[0].similarity).toBeCloseTo(dot(local.embedOne('hotel in Lisbon'), local.embedOne('Booked Hotel Aurora in Lisbon')), 4);
+    expect(hits.data[0].similarity).toBeCloseTo(
+      dot(local.embedOne('hotel in Lisbon'), local.embedOne('Booked Hotel Aurora in Lisbon')),
+      4,
+    );
     const { body: stats } = await call(app, { method: 'GET', url: '/memory/stats', headers: u.headers }, 200);
     expect(stats.embedding).toEqual({ provider: 'openai', model: 'fake-embed-small', dimensions: DIMS });
   });
@@ -57,7 +81,15 @@ describe('OpenAI-compatible embeddings', () => {
     expect(embedCalls.every((r) => r.body.input.length <= 2)).toBe(true);
     expect(embedCalls.flatMap((r) => r.body.input)).toHaveLength(3);
     for (const city of ['Oslo', 'Rome', 'Dublin']) {
-      const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(`forecast ${city}`)}&mode=vector&limit=1&kind=execution`, headers: u.headers }, 200);
+      const { body } = await call(
+        app,
+        {
+          method: 'GET',
+          url: `/memory/search?q=${encodeURIComponent(`forecast ${city}`)}&mode=vector&limit=1&kind=execution`,
+          headers: u.headers,
+        },
+        200,
+      );
       expect(body.data[0].content).toContain(`"${city}"`);
     }
   });
@@ -66,14 +98,27 @@ describe('OpenAI-compatible embeddings', () => {
     const u = await createUser(app);
     const sid = await seedSession(ctx, u.userId);
     const missing = async () =>
-      Number((await execRows<{ n: string }>(ctx.db, sql`select count(*) as n from memories where user_id = ${u.userId} and embedding is null`))[0].n);
+      Number(
+        (
+          await execRows<{ n: string }>(
+            ctx.db,
+            sql`select count(*) as n from memories where user_id = ${u.userId} and embedding is null`,
+          )
+        )[0].n,
+      );
     fake.failWith = 503;
     try {
-      const { body: p } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'will not be stored' } }, 502);
+      const { body: p } = await call(
+        app,
+        { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'will not be stored' } },
+        502,
+      );
       expect(p).toMatchObject({ code: 'upstream_error' });
       expect(p.detail).toContain('HTTP 503');
       await call(app, { method: 'GET', url: '/memory/search?q=anything', headers: u.headers }, 502);
-      await seedExecutions(ctx, u.userId, sid, null, [{ tool: 'track_package', args: { tracking_number: 'JD123456789' }, output: { status: 'held at customs' } }]);
+      await seedExecutions(ctx, u.userId, sid, null, [
+        { tool: 'track_package', args: { tracking_number: 'JD123456789' }, output: { status: 'held at customs' } },
+      ]);
       await flushMemoryWrites(ctx);
       // stored without a vector, and it stays so while the provider fails
       await expect(settleMemoryEmbeddings(ctx)).rejects.toThrow();
@@ -84,12 +129,20 @@ describe('OpenAI-compatible embeddings', () => {
     const { body: list } = await call(app, { method: 'GET', url: '/memory?kind=all', headers: u.headers }, 200);
     expect(list.data.map((m: any) => m.source)).toEqual(['execution']);
     // full text finds it whether or not the back-fill has run yet
-    const { body: txt } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=text&kind=all', headers: u.headers }, 200);
+    const { body: txt } = await call(
+      app,
+      { method: 'GET', url: '/memory/search?q=customs&mode=text&kind=all', headers: u.headers },
+      200,
+    );
     expect(txt.data).toHaveLength(1);
     // with the provider back, the back-fill gives it its vector
     await settleMemoryEmbeddings(ctx);
     expect(await missing()).toBe(0);
-    const { body: vec1 } = await call(app, { method: 'GET', url: '/memory/search?q=customs&mode=vector&kind=all', headers: u.headers }, 200);
+    const { body: vec1 } = await call(
+      app,
+      { method: 'GET', url: '/memory/search?q=customs&mode=vector&kind=all', headers: u.headers },
+      200,
+    );
     expect(vec1.data.map((h: any) => h.id)).toContain(list.data[0].id);
   });
 });
@@ -103,8 +156,18 @@ describe('chat-model session summaries', () => {
       { tool: 'book_hotel', args: { city: 'Lisbon' }, output: { hotel: 'Hotel Aurora' } },
     ]);
     fake.requests.length = 0;
-    const { body: s } = await call(app, { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers }, 200);
-    expect(s).toMatchObject({ generator: 'llm', model: 'fake-chat', summary: 'The agent planned a trip to Lisbon and booked a hotel.', key_points: ['Hotel Aurora booked', 'Flight search done'], execution_count: 2 });
+    const { body: s } = await call(
+      app,
+      { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers },
+      200,
+    );
+    expect(s).toMatchObject({
+      generator: 'llm',
+      model: 'fake-chat',
+      summary: 'The agent planned a trip to Lisbon and booked a hotel.',
+      key_points: ['Hotel Aurora booked', 'Flight search done'],
+      execution_count: 2,
+    });
     expect(s.tools_used.map((t: any) => t.tool_name).sort()).toEqual(['book_hotel', 'search_flights']);
     const chat = fake.requests.find((r) => r.path === '/v1/chat/completions')!;
     expect(chat.auth).toBe('Bearer sk-test-chat');
@@ -112,12 +175,24 @@ describe('chat-model session summaries', () => {
     expect(chat.body.messages[1].content).toContain('Called book_hotel on travel with city "Lisbon"');
 
     fake.chatAnswer = 'The session booked travel.\n- flight found\n- hotel booked';
-    const { body: prose } = await call(app, { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers }, 200);
-    expect(prose).toMatchObject({ generator: 'llm', summary: 'The session booked travel.', key_points: ['flight found', 'hotel booked'] });
+    const { body: prose } = await call(
+      app,
+      { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers },
+      200,
+    );
+    expect(prose).toMatchObject({
+      generator: 'llm',
+      summary: 'The session booked travel.',
+      key_points: ['flight found', 'hotel booked'],
+    });
 
     fake.failWith = 500;
     try {
-      const { body: fallback } = await call(app, { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers }, 200);
+      const { body: fallback } = await call(
+        app,
+        { method: 'POST', url: `/memory/sessions/${sid}/summarize`, headers: u.headers },
+        200,
+      );
       expect(fallback).toMatchObject({ generator: 'extractive', model: null });
       expect(fallback.summary).toContain('Session "Lisbon trip" made 2 tool calls');
     } finally {
@@ -139,7 +214,9 @@ describe('embedding helpers', () => {
     const a = e.embedOne('Deployed the checkout service');
     expect(Array.from(a)).toEqual(Array.from(e.embedOne('Deployed the checkout service')));
     expect(dot(a, a)).toBeCloseTo(1, 5);
-    expect(dot(a, e.embedOne('deployment of the checkout services'))).toBeGreaterThan(dot(a, e.embedOne('weather forecast for Oslo')) + 0.2);
+    expect(dot(a, e.embedOne('deployment of the checkout services'))).toBeGreaterThan(
+      dot(a, e.embedOne('weather forecast for Oslo')) + 0.2,
+    );
     expect(dot(e.embedOne('!!!'), e.embedOne('!!!'))).toBeCloseTo(1, 5);
     expect(Array.from(l2normalize(new Float32Array(3)))).toEqual([0, 0, 0]);
   });

@@ -35,7 +35,14 @@ async function plainPglite(): Promise<AppContext> {
   const client = await PGlite.create('memory://'); // no extensions: no pgvector
   const db = drizzle({ client, schema }) as unknown as Db;
   await migrate(drizzle({ client }), { migrationsFolder: path.join(here, '../../../src/db/migrations') });
-  const database: Database = { db, hotDb: db, engine: 'pglite', hasVector: false, ping: async () => undefined, close: () => client.close() };
+  const database: Database = {
+    db,
+    hotDb: db,
+    engine: 'pglite',
+    hasVector: false,
+    ping: async () => undefined,
+    close: () => client.close(),
+  };
   afterAll(() => client.close());
   return { ...ctx, database, db, onClose: [], memory: undefined };
 }
@@ -44,7 +51,9 @@ describe('memory storage paths', () => {
   it('pgvector/HNSW and real[]/exact return the same hits for the same data', { timeout: 90_000 }, async () => {
     const exact = await plainPglite();
     await initMemory(exact);
-    const col = await exact.db.execute(sql`select format_type(atttypid, atttypmod) as t from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`);
+    const col = await exact.db.execute(
+      sql`select format_type(atttypid, atttypmod) as t from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`,
+    );
     expect((col as unknown as { rows: Array<{ t: string }> }).rows[0].t).toBe('real[]');
 
     const u = await createUser(app);
@@ -53,8 +62,17 @@ describe('memory storage paths', () => {
     // difference in ranking, small enough for the exact path of a WASM engine
     const subset = data.memories.filter((_, i) => i % 3 === 0);
     const rows: NewMemoryRow[] = subset.map((m) => ({
-      id: newId('mem'), userId: u.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null,
-      source: 'explicit', kind: 'note', content: m.content, metadata: { ref: m.id },
+      id: newId('mem'),
+      userId: u.userId,
+      sessionId: null,
+      agentId: null,
+      serviceId: null,
+      toolId: null,
+      executionId: null,
+      source: 'explicit',
+      kind: 'note',
+      content: m.content,
+      metadata: { ref: m.id },
     }));
     const vectors = await embeddingProviderOf(ctx).embed(rows.map((r) => r.content));
     for (let i = 0; i < rows.length; i += 100) {
@@ -81,22 +99,42 @@ describe('memory storage paths', () => {
     expect(compared).toBe(queries.length * 10);
   });
 
-  it('real[] path: vectors stay inline and uncompressed, and the exact distance is 1 - dot product', { timeout: 60_000 }, async () => {
+  it('real[] path: vectors stay inline and uncompressed, and the exact distance is 1 - dot product', {
+    timeout: 60_000,
+  }, async () => {
     const exact = await plainPglite();
     await initMemory(exact);
     const u = await createUser(app);
     await exact.db.execute(sql`insert into users (id, subject) values (${u.userId}, ${u.subject})`);
     // long contents: rows well past the 2 KB at which PostgreSQL would compress the array by default
-    const contents = data.memories.slice(0, 40).map((m, i) => `${m.content} ${data.memories[(i + 7) % data.memories.length].content.repeat(6)}`);
+    const contents = data.memories
+      .slice(0, 40)
+      .map((m, i) => `${m.content} ${data.memories[(i + 7) % data.memories.length].content.repeat(6)}`);
     const rows: NewMemoryRow[] = contents.map((content) => ({
-      id: newId('mem'), userId: u.userId, sessionId: null, agentId: null, serviceId: null, toolId: null, executionId: null, source: 'explicit', kind: 'note', content, metadata: {},
+      id: newId('mem'),
+      userId: u.userId,
+      sessionId: null,
+      agentId: null,
+      serviceId: null,
+      toolId: null,
+      executionId: null,
+      source: 'explicit',
+      kind: 'note',
+      content,
+      metadata: {},
     }));
     const emb = embeddingProviderOf(exact);
     const vectors = await emb.embed(contents);
     await insertMemoryRows(exact, exact.db, rows, vectors);
-    const [storage] = await execRows<{ s: string }>(exact.db, sql`select attstorage as s from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`);
+    const [storage] = await execRows<{ s: string }>(
+      exact.db,
+      sql`select attstorage as s from pg_attribute where attrelid = 'memories'::regclass and attname = 'embedding'`,
+    );
     expect(storage.s).toBe('m');
-    const sizes = await execRows<{ n: number }>(exact.db, sql`select pg_column_size(embedding) as n from memories where user_id = ${u.userId}`);
+    const sizes = await execRows<{ n: number }>(
+      exact.db,
+      sql`select pg_column_size(embedding) as n from memories where user_id = ${u.userId}`,
+    );
     // 24-byte array header + 4 bytes per component: not compressed
     expect(sizes.map((r) => Number(r.n))).toEqual(rows.map(() => 24 + 4 * emb.dimensions));
 
@@ -109,7 +147,10 @@ describe('memory storage paths', () => {
     expect(got).toHaveLength(rows.length);
     for (const r of got) expect(Number(r.d)).toBeCloseTo(1 - dot(q, byId.get(r.id)!), 6);
     // a vector of another length (a stale embedding space) has no distance rather than a wrong one
-    const [short] = await execRows<{ d: unknown }>(exact.db, sql`select ${exactCosineDistance(sql`'{0.6,0.8}'::real[]`, q)} as d`);
+    const [short] = await execRows<{ d: unknown }>(
+      exact.db,
+      sql`select ${exactCosineDistance(sql`'{0.6,0.8}'::real[]`, q)} as d`,
+    );
     expect(short.d).toBeNull();
   });
 });

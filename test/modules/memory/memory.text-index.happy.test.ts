@@ -20,28 +20,48 @@ import { seedSession } from './helpers.js';
 const { app, ctx } = await setupApp();
 
 async function add(u: TestUser, content: string, extra: Record<string, unknown> = {}): Promise<string> {
-  return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content, ...extra } }, 201)).body.id;
+  return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content, ...extra } }, 201))
+    .body.id;
 }
 
 type Hit = { id: string; score: number; similarity: number; vector_rank: number | null; text_rank: number | null };
 
 async function search(u: TestUser, q: string, mode = 'hybrid', limit = 50): Promise<Hit[]> {
-  const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=${limit}`, headers: u.headers }, 200);
+  const { body } = await call(
+    app,
+    { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=${limit}`, headers: u.headers },
+    200,
+  );
   return body.data;
 }
 
 /** The query as the in-process arm takes it (what search-in-process.ts computes). */
 async function textInput(userId: string, q: string, pool: number) {
   const qt = await queryTerms(ctx.db, userId, q);
-  const terms = qt.terms.filter((w) => SAFE_LEXEME.test(w.lexeme)).map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
+  const terms = qt.terms
+    .filter((w) => SAFE_LEXEME.test(w.lexeme))
+    .map((w) => ({ lexeme: w.lexeme, micro: Math.round(Number(w.idf.toFixed(6)) * 1e6) }));
   return { terms, items: flatOrOperands(qt.tsquery)!, pool, expectedCount: qt.docs };
 }
 
 // repeated words (several positions per lexeme), shared word sets in different orders, apostrophes
-const WORDS = ['garden', 'festival', 'harvest', 'river', 'boat', 'race', 'thesis', 'chapter', 'flight', 'lisbon', 'oak', 'stair'];
+const WORDS = [
+  'garden',
+  'festival',
+  'harvest',
+  'river',
+  'boat',
+  'race',
+  'thesis',
+  'chapter',
+  'flight',
+  'lisbon',
+  'oak',
+  'stair',
+];
 function corpus(n: number): string[] {
   let seed = 11;
-  const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
   return Array.from({ length: n }, (_, i) => {
     const picked = WORDS.filter((_, k) => rnd() < 0.5 / (1 + (k % 4)));
     const repeats = picked.flatMap((w) => Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => w));
@@ -74,7 +94,15 @@ describe(`memory — in-process text arm (${ctx.database.engine})`, () => {
     const u = await createUser(app);
     for (const t of corpus(90)) await add(u, t);
     const index = new TextIndex();
-    const queries = ['garden festival', 'harvest river boat race', "Maya's boat", 'thesis chapter flight', 'oak stair garden lisbon', 'note', 'the and of'];
+    const queries = [
+      'garden festival',
+      'harvest river boat race',
+      "Maya's boat",
+      'thesis chapter flight',
+      'oak stair garden lisbon',
+      'note',
+      'the and of',
+    ];
     const [vector] = await embeddingProviderOf(ctx).embed(['unused']);
     let tiesOnIdf = 0;
     for (const q of queries) {
@@ -82,7 +110,14 @@ describe(`memory — in-process text arm (${ctx.database.engine})`, () => {
         const input = await textInput(u.userId, q, pool);
         const mine = await index.search(ctx.db, u.userId, input);
         const theirs = await withSearchSettings(ctx, u.userId, (tx) =>
-          fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${u.userId}`, query: q, vector, pool, mode: 'text' }),
+          fusedCandidates(ctx, tx, {
+            userId: u.userId,
+            where: sql`user_id = ${u.userId}`,
+            query: q,
+            vector,
+            pool,
+            mode: 'text',
+          }),
         );
         expect(mine.map((h) => [h.id, h.r])).toEqual(theirs.map((c) => [c.id, c.text_rank]));
         if (mine.length === 0) continue;
@@ -90,7 +125,10 @@ describe(`memory — in-process text arm (${ctx.database.engine})`, () => {
         const rk = await execRows<{ id: string; rk: string }>(
           ctx.db,
           sql`select id, ts_rank(content_tsv, replace(plainto_tsquery('english', ${q})::text, ' & ', ' | ')::tsquery)::text as rk
-              from memories where id in (${sql.join(mine.map((h) => sql`${h.id}`), sql`, `)})`,
+              from memories where id in (${sql.join(
+                mine.map((h) => sql`${h.id}`),
+                sql`, `,
+              )})`,
         );
         const pg = new Map(rk.map((r) => [r.id, Math.fround(Number(r.rk))]));
         for (const h of mine) expect(h.rk).toBe(pg.get(h.id));
@@ -104,19 +142,39 @@ describe(`memory — in-process text arm (${ctx.database.engine})`, () => {
     const u = await createUser(app);
     const s1 = await seedSession(ctx, u.userId);
     const s2 = await seedSession(ctx, u.userId);
-    const lines = ['How did the race go?', 'Just under the hour, legs are dead', 'Proud of you', 'Next is the river swim'];
-    for (const [i, line] of lines.entries()) await add(u, line, { session_id: i % 2 ? s1 : s2, metadata: { speaker: i % 2 ? 'Maya' : 'Jonas' } });
+    const lines = [
+      'How did the race go?',
+      'Just under the hour, legs are dead',
+      'Proud of you',
+      'Next is the river swim',
+    ];
+    for (const [i, line] of lines.entries())
+      await add(u, line, { session_id: i % 2 ? s1 : s2, metadata: { speaker: i % 2 ? 'Maya' : 'Jonas' } });
     await add(u, 'A note outside any session about the race');
     await add(u, 'Another note: the race was long');
     const index = new TextIndex();
     await index.search(ctx.db, u.userId, await textInput(u.userId, 'race', 10));
     const [vector] = await embeddingProviderOf(ctx).embed(['how did Maya race']);
     const fused = await withSearchSettings(ctx, u.userId, (tx) =>
-      fusedCandidates(ctx, tx, { userId: u.userId, where: sql`user_id = ${u.userId}`, query: 'how did Maya race', vector, pool: 50, mode: 'hybrid' }),
+      fusedCandidates(ctx, tx, {
+        userId: u.userId,
+        where: sql`user_id = ${u.userId}`,
+        query: 'how did Maya race',
+        vector,
+        pool: 50,
+        mode: 'hybrid',
+      }),
     );
     let asked = 0;
-    const opts = { mode: 'hybrid' as const, where: sql`user_id = ${u.userId}`, facts: (c: (typeof fused)[number]) => rowFacts(c.row) };
-    const viaIndex = await rankCandidates(ctx, ctx.db, u.userId, 'how did Maya race', fused, { ...opts, neighbours: (ids) => (asked++, index.neighbours(u.userId, ids)) });
+    const opts = {
+      mode: 'hybrid' as const,
+      where: sql`user_id = ${u.userId}`,
+      facts: (c: (typeof fused)[number]) => rowFacts(c.row),
+    };
+    const viaIndex = await rankCandidates(ctx, ctx.db, u.userId, 'how did Maya race', fused, {
+      ...opts,
+      neighbours: (ids) => (asked++, index.neighbours(u.userId, ids)),
+    });
     const viaSql = await rankCandidates(ctx, ctx.db, u.userId, 'how did Maya race', fused, opts);
     expect(asked).toBe(1);
     expect(viaIndex.map((c) => [c.id, c.score])).toEqual(viaSql.map((c) => [c.id, c.score]));
@@ -147,7 +205,13 @@ describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid s
     await search(u, 'warm up'); // the index and the vectors of the user are loaded
     expect(ctx.memory!.text).not.toBeNull();
     // (a hyphenated word gives its parts as plain operands too: "'well-known' & 'well' & 'known'")
-    for (const q of ['garden festival by the river', "Maya's boat race", 'thesis', 'lisbon flight oak', 'well-known garden']) {
+    for (const q of [
+      'garden festival by the river',
+      "Maya's boat race",
+      'thesis',
+      'lisbon flight oak',
+      'well-known garden',
+    ]) {
       for (const mode of ['hybrid', 'text', 'vector']) {
         const mine = await search(u, q, mode);
         const theirs = await viaSql(() => search(u, q, mode));
@@ -180,7 +244,13 @@ describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid s
       if (i === 2) await search(u, 'warm up'); // loaded from the table, the later turns appended
     }
     for (const t of corpus(30)) await add(u, t);
-    const queries = ['When did Jonas race?', 'What did Maya say about the festival', 'race in March last year', 'garden boat oak thesis', 'when is the harvest festival'];
+    const queries = [
+      'When did Jonas race?',
+      'What did Maya say about the festival',
+      'race in March last year',
+      'garden boat oak thesis',
+      'when is the harvest festival',
+    ];
     for (const q of queries) {
       for (const limit of [3, 50]) {
         const mine = await search(u, q, 'hybrid', limit);
@@ -204,7 +274,9 @@ describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid s
     const vectorAfter = await search(u, q, 'vector', 5);
     expect(vectorAfter).toHaveLength(5);
     const kept = [vectorBefore[1], vectorBefore[3], vectorBefore[4]].filter((h) => !gone.includes(h.id));
-    expect(vectorAfter.slice(0, kept.length).map((h) => [h.id, h.vector_rank])).toEqual(kept.map((h) => [h.id, h.vector_rank]));
+    expect(vectorAfter.slice(0, kept.length).map((h) => [h.id, h.vector_rank])).toEqual(
+      kept.map((h) => [h.id, h.vector_rank]),
+    );
     const hybridAfter = await search(u, q, 'hybrid', 5);
     expect(hybridAfter).toHaveLength(5);
     for (const h of [...vectorAfter, ...hybridAfter]) expect(gone).not.toContain(h.id);
@@ -229,10 +301,14 @@ describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid s
     const first = (await search(u, 'harvest planning meeting')).map((h) => h.id); // the vectors are loaded now
     await call(app, { method: 'POST', url: `/memory/sessions/${s}/summarize`, headers: u.headers }, 200);
     const summaries = (await search(u, 'harvest planning meeting', 'text')).filter((h) => h.id !== sneaky);
-    expect(same(await viaSql(() => search(u, 'harvest planning meeting', 'text')))).toEqual(same(await search(u, 'harvest planning meeting', 'text')));
+    expect(same(await viaSql(() => search(u, 'harvest planning meeting', 'text')))).toEqual(
+      same(await search(u, 'harvest planning meeting', 'text')),
+    );
     // the replaced summary's memory is still among the loaded vectors: never a hit, and the same answer as SQL
     const hybrid = await search(u, 'harvest planning meeting');
-    expect(hybrid.map((h) => h.id)).toEqual((await viaSql(() => search(u, 'harvest planning meeting'))).map((h) => h.id));
+    expect(hybrid.map((h) => h.id)).toEqual(
+      (await viaSql(() => search(u, 'harvest planning meeting'))).map((h) => h.id),
+    );
     expect(first.filter((id) => !hybrid.some((h) => h.id === id))).toHaveLength(1);
     expect(summaries.length).toBeGreaterThan(1);
     await call(app, { method: 'DELETE', url: '/memory', headers: u.headers }, 200);

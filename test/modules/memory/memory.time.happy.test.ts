@@ -11,10 +11,17 @@ const span = (q: string) => {
 
 describe('memory time expressions', () => {
   it('recognises questions that ask for a time, and only those', () => {
-    for (const q of ['When did Maya finish the race?', '  when is the party', 'What day is the interview?', 'How long ago did they move?', 'Which year did he start?']) {
+    for (const q of [
+      'When did Maya finish the race?',
+      '  when is the party',
+      'What day is the interview?',
+      'How long ago did they move?',
+      'Which year did he start?',
+    ]) {
       expect(asksWhen(q), q).toBe(true);
     }
-    for (const q of ['What did Maya say when she finished?', 'Who is Karim?', 'What time-saving tricks did she use?']) expect(asksWhen(q), q).toBe(false);
+    for (const q of ['What did Maya say when she finished?', 'Who is Karim?', 'What time-saving tricks did she use?'])
+      expect(asksWhen(q), q).toBe(false);
   });
 
   it('finds time mentions in turns, and not in turns without one', () => {
@@ -31,7 +38,12 @@ describe('memory time expressions', () => {
     ]) {
       expect(mentionsTime(t), t).toBe(true);
     }
-    for (const t of ['You may be right about the cabin.', 'May I ask you something?', 'The cast is off. She is back to her crossword.', 'Do not mar the table.']) {
+    for (const t of [
+      'You may be right about the cabin.',
+      'May I ask you something?',
+      'The cast is off. She is back to her crossword.',
+      'Do not mar the table.',
+    ]) {
       expect(mentionsTime(t), t).toBe(false);
     }
   });

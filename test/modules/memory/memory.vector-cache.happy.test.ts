@@ -23,11 +23,16 @@ const TEXTS = [
 ];
 
 async function add(u: TestUser, content: string, extra: Record<string, unknown> = {}): Promise<string> {
-  return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content, ...extra } }, 201)).body.id;
+  return (await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content, ...extra } }, 201))
+    .body.id;
 }
 
 async function ids(u: TestUser, q: string, mode = 'vector'): Promise<string[]> {
-  const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=50`, headers: u.headers }, 200);
+  const { body } = await call(
+    app,
+    { method: 'GET', url: `/memory/search?q=${encodeURIComponent(q)}&mode=${mode}&limit=50`, headers: u.headers },
+    200,
+  );
   return body.data.map((h: { id: string }) => h.id);
 }
 
@@ -35,11 +40,19 @@ describe('VectorCache', () => {
   it('returns the exact nearest rows, for sparse and dense queries, and follows appended rows', async () => {
     const e = new LocalHashEmbedder(384);
     const vectors = TEXTS.map((t) => e.embedOne(t));
-    const rows = TEXTS.map((_, i) => ({ id: `mem_${i}`, agent_id: i % 2 ? 'agt_1' : null, e: `[${Array.from(vectors[i]).join(',')}]` }));
+    const rows = TEXTS.map((_, i) => ({
+      id: `mem_${i}`,
+      agent_id: i % 2 ? 'agt_1' : null,
+      e: `[${Array.from(vectors[i]).join(',')}]`,
+    }));
     const db = { execute: async () => ({ rows }) } as never;
     const cache = new VectorCache(384, 1 << 20);
     const brute = (q: Float32Array, only?: string) =>
-      TEXTS.map((_, i) => ({ id: `mem_${i}`, d: 1 - vectors[i].reduce((s, x, j) => s + x * q[j], 0), agent: i % 2 ? 'agt_1' : null }))
+      TEXTS.map((_, i) => ({
+        id: `mem_${i}`,
+        d: 1 - vectors[i].reduce((s, x, j) => s + x * q[j], 0),
+        agent: i % 2 ? 'agt_1' : null,
+      }))
         .filter((r) => !only || r.agent === only)
         .sort((a, b) => a.d - b.d || (a.id < b.id ? -1 : 1))
         .map((r) => r.id);
@@ -70,7 +83,7 @@ describe('VectorCache', () => {
 describe('ScanMatrix', () => {
   it('scans in WebAssembly SIMD with the JavaScript answer, and keeps its rows as it grows', () => {
     let seed = 3;
-    const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296) - 0.5;
+    const rnd = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5;
     const unit = (d: number) => {
       const v = Float32Array.from({ length: d }, rnd);
       const n = Math.hypot(...v);
@@ -127,14 +140,41 @@ describe(`memory — in-process vector arm and occurred_at (${ctx.database.engin
     const u = await createUser(app);
     const now = new Date();
     const lastYear = `${now.getUTCFullYear() - 1}-03-10T12:00:00Z`;
-    const old = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Went sailing with Oskar on the lake', occurred_at: lastYear } }, 201);
+    const old = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: u.headers,
+        payload: { content: 'Went sailing with Oskar on the lake', occurred_at: lastYear },
+      },
+      201,
+    );
     expect(old.body.occurred_at).toBe(new Date(lastYear).toISOString());
-    const recent = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'Went sailing with Oskar on the lake again' } }, 201);
+    const recent = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: u.headers,
+        payload: { content: 'Went sailing with Oskar on the lake again' },
+      },
+      201,
+    );
     expect(recent.body.occurred_at).toBe(recent.body.created_at);
     const top = async (q: string) => (await ids(u, q, 'hybrid'))[0];
     expect(await top('sailing with Oskar last year')).toBe(old.body.id);
     expect(await top('sailing with Oskar this year')).toBe(recent.body.id);
-    const bad = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'x', occurred_at: '2023-05-04 18:20' } }, 400);
+    const bad = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/memory',
+        headers: u.headers,
+        payload: { content: 'x', occurred_at: '2023-05-04 18:20' },
+      },
+      400,
+    );
     expect(bad.body.errors?.[0]?.pointer ?? bad.body.errors?.[0]?.in).toBeDefined();
   });
 });

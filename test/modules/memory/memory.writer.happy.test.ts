@@ -26,8 +26,20 @@ async function counts(userId: string): Promise<{ stored: number; embedded: numbe
 function remember(userId: string, sessionId: string, i: number): string {
   const executionId = newId('exe');
   rememberExecution(ctx, {
-    executionId, userId, sessionId, agentId: null, serviceId: 'svc_writer', serviceName: 'weather', toolId: 'tool_writer', toolName: 'forecast',
-    arguments: { city: `city-${i}` }, status: 'succeeded', httpStatus: 200, output: { summary: i % 2 ? 'sunny' : 'rain', n: i }, error: null, durationMs: 3,
+    executionId,
+    userId,
+    sessionId,
+    agentId: null,
+    serviceId: 'svc_writer',
+    serviceName: 'weather',
+    toolId: 'tool_writer',
+    toolName: 'forecast',
+    arguments: { city: `city-${i}` },
+    status: 'succeeded',
+    httpStatus: 200,
+    output: { summary: i % 2 ? 'sunny' : 'rain', n: i },
+    error: null,
+    durationMs: 3,
   });
   return executionId;
 }
@@ -44,11 +56,22 @@ describe('memory writer — execution memories under load', () => {
       await new Promise((r) => setImmediate(r));
     }
     await flushMemoryWrites(ctx);
-    const rows = await execRows<{ execution_id: string }>(ctx.db, sql`select execution_id from memories where user_id = ${u.userId} and source = 'execution'`);
+    const rows = await execRows<{ execution_id: string }>(
+      ctx.db,
+      sql`select execution_id from memories where user_id = ${u.userId} and source = 'execution'`,
+    );
     expect(rows).toHaveLength(n);
     expect(new Set(rows.map((r) => r.execution_id))).toEqual(ids);
     // full text finds one at once, whatever the back-fill has done so far
-    const { body: txt } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('city-543')}&mode=text&limit=1&kind=execution`, headers: u.headers }, 200);
+    const { body: txt } = await call(
+      app,
+      {
+        method: 'GET',
+        url: `/memory/search?q=${encodeURIComponent('city-543')}&mode=text&limit=1&kind=execution`,
+        headers: u.headers,
+      },
+      200,
+    );
     expect(txt.data[0].content).toContain('city-543');
     // the background back-fill embeds every one by itself (the test process is idle while it waits)
     const deadline = Date.now() + 120_000;
@@ -58,7 +81,15 @@ describe('memory writer — execution memories under load', () => {
       c = await counts(u.userId);
     }
     expect(c).toEqual({ stored: n, embedded: n });
-    const { body: vec } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('forecast city-77')}&mode=vector&limit=5&kind=execution`, headers: u.headers }, 200);
+    const { body: vec } = await call(
+      app,
+      {
+        method: 'GET',
+        url: `/memory/search?q=${encodeURIComponent('forecast city-77')}&mode=vector&limit=5&kind=execution`,
+        headers: u.headers,
+      },
+      200,
+    );
     expect(vec.data.length).toBe(5);
     expect(vec.data.every((h: any) => h.vector_rank !== null)).toBe(true);
   }, 180_000);
@@ -68,7 +99,15 @@ describe('memory writer — execution memories under load', () => {
     const sid = await seedSession(ctx, u.userId);
     const exe = remember(u.userId, sid, 424242);
     await settleMemoryEmbeddings(ctx);
-    const { body } = await call(app, { method: 'GET', url: `/memory/search?q=${encodeURIComponent('forecast city-424242')}&mode=vector&limit=1&kind=execution`, headers: u.headers }, 200);
+    const { body } = await call(
+      app,
+      {
+        method: 'GET',
+        url: `/memory/search?q=${encodeURIComponent('forecast city-424242')}&mode=vector&limit=1&kind=execution`,
+        headers: u.headers,
+      },
+      200,
+    );
     expect(body.data[0].execution_id).toBe(exe);
   });
 });
@@ -114,7 +153,13 @@ describe('EmbeddingBackfill — when it runs', () => {
 
   it('keeps a minimum rate on a process that is never idle', async () => {
     const asked: number[] = [];
-    const b = new EmbeddingBackfill(async (max) => (asked.push(max), max), quietLog, { batch: 40, minBatch: 5, minEveryMs: 50, probeMs: 10, idleUtilization: 0.01 });
+    const b = new EmbeddingBackfill(async (max) => (asked.push(max), max), quietLog, {
+      batch: 40,
+      minBatch: 5,
+      minEveryMs: 50,
+      probeMs: 10,
+      idleUtilization: 0.01,
+    });
     b.kick();
     await busy(600);
     await b.stop();

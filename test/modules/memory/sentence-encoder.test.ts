@@ -1,6 +1,10 @@
 /** The offline sentence encoder (src/lib/sentence-encoder.ts): Universal Sentence Encoder Lite in a worker thread. */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSentenceEncoder, SENTENCE_ENCODER_DIMENSIONS, sentenceEncoderStats } from '../../../src/lib/sentence-encoder.js';
+import {
+  createSentenceEncoder,
+  SENTENCE_ENCODER_DIMENSIONS,
+  sentenceEncoderStats,
+} from '../../../src/lib/sentence-encoder.js';
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
 
@@ -40,7 +44,10 @@ describe('sentence encoder', () => {
   }, 120_000);
 
   it('is deterministic and keeps the order of its inputs across internal batches', async () => {
-    const texts = Array.from({ length: 40 }, (_, i) => `sentence number ${i} about ${i % 2 ? 'cooking pasta' : 'climbing mountains'}`);
+    const texts = Array.from(
+      { length: 40 },
+      (_, i) => `sentence number ${i} about ${i % 2 ? 'cooking pasta' : 'climbing mountains'}`,
+    );
     const all = await enc.embed(texts);
     const [five] = await enc.embed([texts[5]]);
     const [thirtyThree] = await enc.embed([texts[33]]);
@@ -55,7 +62,10 @@ describe('sentence encoder', () => {
     const other = createSentenceEncoder({ batchSize: 4 });
     const before = sentenceEncoderStats();
     expect(before.running).toBe(true); // started by the first test
-    const writes = Array.from({ length: 96 }, (_, i) => `note ${i}: the ${i % 3 ? 'garden' : 'boat'} needs work before ${i % 7 ? 'spring' : 'winter'}`);
+    const writes = Array.from(
+      { length: 96 },
+      (_, i) => `note ${i}: the ${i % 3 ? 'garden' : 'boat'} needs work before ${i % 7 ? 'spring' : 'winter'}`,
+    );
     let writesDone = 0;
     const write = other.embed(writes).then((v) => ((writesDone = performance.now()), v));
     await new Promise((r) => setTimeout(r, 20)); // the write batch is in the worker's queue

@@ -15,7 +15,16 @@ describe('permissions — errors', () => {
     const gone = await newAgent();
     await call(app, { method: 'DELETE', url: `/v2/agents/${gone.id}`, headers: gone.owner.headers }, 204);
     for (const grantee of ['agt_00000000000000000000000000', gone.id]) {
-      const { body } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload: { grantee_agent_id: grantee, access: 'read' } }, 404);
+      const { body } = await call(
+        app,
+        {
+          method: 'POST',
+          url: `/v2/agents/${a.id}/permissions`,
+          headers: a.owner.headers,
+          payload: { grantee_agent_id: grantee, access: 'read' },
+        },
+        404,
+      );
       expect(body.code).toBe('not_found');
     }
   });
@@ -34,10 +43,18 @@ describe('permissions — errors', () => {
       { grantee_agent_id: b.id, access: 'read', extra: 1 },
     ];
     for (const payload of bad) {
-      const { body } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload }, 400);
+      const { body } = await call(
+        app,
+        { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload },
+        400,
+      );
       expect(body.code).toBe('validation_failed');
     }
-    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers },
+      200,
+    );
     expect(body.data).toEqual([]);
   });
 
@@ -45,8 +62,25 @@ describe('permissions — errors', () => {
     const a = await newAgent();
     const b = await newAgent();
     const c = await newAgent();
-    const { body: g } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload: { grantee_agent_id: b.id, access: 'read' } }, 201);
-    await call(app, { method: 'DELETE', url: `/v2/agents/${a.id}/permissions/prm_00000000000000000000000000`, headers: a.owner.headers }, 404);
+    const { body: g } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: a.owner.headers,
+        payload: { grantee_agent_id: b.id, access: 'read' },
+      },
+      201,
+    );
+    await call(
+      app,
+      {
+        method: 'DELETE',
+        url: `/v2/agents/${a.id}/permissions/prm_00000000000000000000000000`,
+        headers: a.owner.headers,
+      },
+      404,
+    );
     // The grantee's owner cannot revoke through its own agent's path.
     await call(app, { method: 'DELETE', url: `/v2/agents/${b.id}/permissions/${g.id}`, headers: b.owner.headers }, 404);
     await call(app, { method: 'DELETE', url: `/v2/agents/${c.id}/permissions/${g.id}`, headers: c.owner.headers }, 404);
@@ -57,42 +91,126 @@ describe('permissions — errors', () => {
   it('403 permission_required outside the granted prefix or access level', async () => {
     const a = await newAgent();
     const b = await newAgent();
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload: { grantee_agent_id: b.id, access: 'write', key_prefix: 'pub/' } }, 201);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: a.owner.headers,
+        payload: { grantee_agent_id: b.id, access: 'write', key_prefix: 'pub/' },
+      },
+      201,
+    );
     for (const [method, url] of [
       ['PUT', `/v2/agents/${a.id}/memory/priv%2Fk`],
       ['PUT', `/v2/agents/${a.id}/memory/pu`],
       ['GET', `/v2/agents/${a.id}/memory?prefix=priv`],
     ] as const) {
-      const { body } = await call(app, { method, url, headers: b.headers, ...(method === 'PUT' ? { payload: { value: 1 } } : {}) }, 403);
+      const { body } = await call(
+        app,
+        { method, url, headers: b.headers, ...(method === 'PUT' ? { payload: { value: 1 } } : {}) },
+        403,
+      );
       expect(body.code).toBe('permission_required');
     }
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/pub%2Fk`, headers: b.headers, payload: { value: 1 } }, 201);
+    await call(
+      app,
+      { method: 'PUT', url: `/v2/agents/${a.id}/memory/pub%2Fk`, headers: b.headers, payload: { value: 1 } },
+      201,
+    );
     // A narrower list prefix inside the grant, and a wider one that contains it, both work.
     await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory?prefix=pub%2Fk`, headers: b.headers }, 200);
-    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory?prefix=p`, headers: b.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${a.id}/memory?prefix=p`, headers: b.headers },
+      200,
+    );
     expect(body.data.map((e: { key: string }) => e.key)).toEqual(['pub/k']);
   });
 
   it('404 for cross-agent access to unknown or deleted agents', async () => {
     const a = await newAgent();
     const b = await newAgent();
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload: { grantee_agent_id: b.id, access: 'write' } }, 201);
-    await call(app, { method: 'GET', url: '/v2/agents/agt_00000000000000000000000000/memory', headers: b.headers }, 404);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: a.owner.headers,
+        payload: { grantee_agent_id: b.id, access: 'write' },
+      },
+      201,
+    );
+    await call(
+      app,
+      { method: 'GET', url: '/v2/agents/agt_00000000000000000000000000/memory', headers: b.headers },
+      404,
+    );
     await call(app, { method: 'DELETE', url: `/v2/agents/${a.id}`, headers: a.owner.headers }, 204);
     await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory`, headers: b.headers }, 404);
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: b.headers, payload: { value: 1 } }, 404);
+    await call(
+      app,
+      { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: b.headers, payload: { value: 1 } },
+      404,
+    );
   });
 
   it('cross-agent writes honour preconditions and limits', async () => {
     const a = await newAgent();
     const b = await newAgent();
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload: { grantee_agent_id: b.id, access: 'write' } }, 201);
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: b.headers, payload: { value: 1 } }, 201);
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: { ...b.headers, 'if-none-match': '*' }, payload: { value: 2 } }, 412);
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: { ...b.headers, 'if-match': '"5"' }, payload: { value: 2 } }, 412);
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: b.headers, payload: { value: 'x'.repeat(300 * 1024) } }, 413);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: a.owner.headers,
+        payload: { grantee_agent_id: b.id, access: 'write' },
+      },
+      201,
+    );
+    await call(
+      app,
+      { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: b.headers, payload: { value: 1 } },
+      201,
+    );
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/v2/agents/${a.id}/memory/k`,
+        headers: { ...b.headers, 'if-none-match': '*' },
+        payload: { value: 2 },
+      },
+      412,
+    );
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/v2/agents/${a.id}/memory/k`,
+        headers: { ...b.headers, 'if-match': '"5"' },
+        payload: { value: 2 },
+      },
+      412,
+    );
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/v2/agents/${a.id}/memory/k`,
+        headers: b.headers,
+        payload: { value: 'x'.repeat(300 * 1024) },
+      },
+      413,
+    );
     // Failed writes leave no "allowed" audit record behind.
-    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory/audit`, headers: a.owner.headers }, 200);
-    expect(body.data.map((e: { outcome: string; action: string }) => `${e.action}:${e.outcome}`)).toEqual(['write:allowed']);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${a.id}/memory/audit`, headers: a.owner.headers },
+      200,
+    );
+    expect(body.data.map((e: { outcome: string; action: string }) => `${e.action}:${e.outcome}`)).toEqual([
+      'write:allowed',
+    ]);
   });
 });

@@ -15,7 +15,16 @@ describe('permissions — security', () => {
     const a = await newAgent(owner);
     const sibling = await newAgent(owner);
     const stranger = await newAgent();
-    const { body: g } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: owner.headers, payload: { grantee_agent_id: sibling.id, access: 'read' } }, 201);
+    const { body: g } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: owner.headers,
+        payload: { grantee_agent_id: sibling.id, access: 'read' },
+      },
+      201,
+    );
     for (const headers of [sibling.headers, stranger.headers, stranger.owner.headers]) {
       for (const [method, url, payload] of [
         ['POST', `/v2/agents/${a.id}/permissions`, { grantee_agent_id: stranger.id, access: 'write' }],
@@ -28,7 +37,11 @@ describe('permissions — security', () => {
         expect(res.statusCode, `${method} ${url}`).toBe(404);
       }
     }
-    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}/permissions`, headers: owner.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${a.id}/permissions`, headers: owner.headers },
+      200,
+    );
     expect(body.data.map((p: { id: string }) => p.id)).toEqual([g.id]);
   });
 
@@ -44,10 +57,24 @@ describe('permissions — security', () => {
     const a = await newAgent();
     const b = await newAgent();
     await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory?prefix=x`, headers: b.headers }, 403);
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: b.headers, payload: { value: 1 } }, 403);
-    const { body } = await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory/audit`, headers: a.owner.headers }, 200);
+    await call(
+      app,
+      { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: b.headers, payload: { value: 1 } },
+      403,
+    );
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${a.id}/memory/audit`, headers: a.owner.headers },
+      200,
+    );
     expect(body.data).toEqual([
-      expect.objectContaining({ actor_agent_id: b.id, action: 'write', outcome: 'denied', key: 'k', permission_id: null }),
+      expect.objectContaining({
+        actor_agent_id: b.id,
+        action: 'write',
+        outcome: 'denied',
+        key: 'k',
+        permission_id: null,
+      }),
       expect.objectContaining({ actor_agent_id: b.id, action: 'read', outcome: 'denied', prefix: 'x' }),
     ]);
     await call(app, { method: 'GET', url: '/v2/memory/k', headers: a.headers }, 404);
@@ -57,21 +84,63 @@ describe('permissions — security', () => {
     const a = await createAgent(app, await createUser(app));
     const b = await createAgent(app, await createUser(app));
     const aNoManage = await agentToken(app, a, 'memory:read memory:write');
-    const { body: e } = await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: aNoManage.headers, payload: { grantee_agent_id: b.id, access: 'write' } }, 403);
+    const { body: e } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: aNoManage.headers,
+        payload: { grantee_agent_id: b.id, access: 'write' },
+      },
+      403,
+    );
     expect(e.code).toBe('insufficient_scope');
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload: { grantee_agent_id: b.id, access: 'write' } }, 201);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: a.owner.headers,
+        payload: { grantee_agent_id: b.id, access: 'write' },
+      },
+      201,
+    );
     const bWriteOnly = await agentToken(app, b, 'memory:write');
     const bReadOnly = await agentToken(app, b, 'memory:read');
-    expect((await app.inject({ method: 'GET', url: `/v2/agents/${a.id}/memory`, headers: bWriteOnly.headers })).json().code).toBe('insufficient_scope');
-    expect((await app.inject({ method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: bReadOnly.headers, payload: { value: 1 } })).json().code).toBe('insufficient_scope');
-    await call(app, { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: bWriteOnly.headers, payload: { value: 1 } }, 201);
+    expect(
+      (await app.inject({ method: 'GET', url: `/v2/agents/${a.id}/memory`, headers: bWriteOnly.headers })).json().code,
+    ).toBe('insufficient_scope');
+    expect(
+      (
+        await app.inject({
+          method: 'PUT',
+          url: `/v2/agents/${a.id}/memory/k`,
+          headers: bReadOnly.headers,
+          payload: { value: 1 },
+        })
+      ).json().code,
+    ).toBe('insufficient_scope');
+    await call(
+      app,
+      { method: 'PUT', url: `/v2/agents/${a.id}/memory/k`, headers: bWriteOnly.headers, payload: { value: 1 } },
+      201,
+    );
     await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory`, headers: bReadOnly.headers }, 200);
   });
 
   it('a deleted grantee loses access with its tokens', async () => {
     const a = await newAgent();
     const b = await newAgent();
-    await call(app, { method: 'POST', url: `/v2/agents/${a.id}/permissions`, headers: a.owner.headers, payload: { grantee_agent_id: b.id, access: 'read' } }, 201);
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/permissions`,
+        headers: a.owner.headers,
+        payload: { grantee_agent_id: b.id, access: 'read' },
+      },
+      201,
+    );
     await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory`, headers: b.headers }, 200);
     await call(app, { method: 'DELETE', url: `/v2/agents/${b.id}`, headers: b.owner.headers }, 204);
     await call(app, { method: 'GET', url: `/v2/agents/${a.id}/memory`, headers: b.headers }, 401);

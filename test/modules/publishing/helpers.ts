@@ -23,7 +23,13 @@ export function weatherManifest(baseUrl: string, extra: Record<string, unknown> 
         path: '/weather',
         input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
       },
-      { name: 'get_user', description: 'A user by id', method: 'GET', path: '/users/{id}', input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } },
+      {
+        name: 'get_user',
+        description: 'A user by id',
+        method: 'GET',
+        path: '/users/{id}',
+        input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+      },
       { name: 'broken', description: 'Always fails', method: 'GET', path: '/fail', input_schema: { type: 'object' } },
     ],
     ...extra,
@@ -37,9 +43,17 @@ export async function registerService(app: FastifyInstance, owner: TestUser, pay
 
 /** Issue the domain token, serve it from `upstream`, and verify. */
 export async function verifyDomainByHttp(app: FastifyInstance, owner: TestUser, serviceId: string, upstream: Upstream) {
-  const { body: first } = await call(app, { method: 'POST', url: `/v1/services/${serviceId}/verify-domain`, headers: owner.headers }, 200);
+  const { body: first } = await call(
+    app,
+    { method: 'POST', url: `/v1/services/${serviceId}/verify-domain`, headers: owner.headers },
+    200,
+  );
   upstream.verificationToken = first.token;
-  const { body } = await call(app, { method: 'POST', url: `/v1/services/${serviceId}/verify-domain`, headers: owner.headers }, 200);
+  const { body } = await call(
+    app,
+    { method: 'POST', url: `/v1/services/${serviceId}/verify-domain`, headers: owner.headers },
+    200,
+  );
   return { first, body };
 }
 
@@ -47,7 +61,11 @@ export async function verifyDomainByHttp(app: FastifyInstance, owner: TestUser, 
 export async function waitForRun(app: FastifyInstance, owner: TestUser, serviceId: string, timeoutMs = 15_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const { body } = await call(app, { method: 'GET', url: `/v1/services/${serviceId}/publish/verification-status`, headers: owner.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/v1/services/${serviceId}/publish/verification-status`, headers: owner.headers },
+      200,
+    );
     if (body.status !== 'pending_verification') return body;
     if (Date.now() > until) throw new Error(`publish run did not finish: ${JSON.stringify(body)}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -55,10 +73,20 @@ export async function waitForRun(app: FastifyInstance, owner: TestUser, serviceI
 }
 
 /** Register → verify domain → config → publish → published. */
-export async function publishService(app: FastifyInstance, owner: TestUser, upstream: Upstream, payload: Record<string, unknown>, tests: unknown[]) {
+export async function publishService(
+  app: FastifyInstance,
+  owner: TestUser,
+  upstream: Upstream,
+  payload: Record<string, unknown>,
+  tests: unknown[],
+) {
   const svc = await registerService(app, owner, payload);
   await verifyDomainByHttp(app, owner, svc.id, upstream);
-  await call(app, { method: 'POST', url: `/v1/services/${svc.id}/verification-config`, headers: owner.headers, payload: { tests } }, 200);
+  await call(
+    app,
+    { method: 'POST', url: `/v1/services/${svc.id}/verification-config`, headers: owner.headers, payload: { tests } },
+    200,
+  );
   await call(app, { method: 'POST', url: `/v1/services/${svc.id}/publish`, headers: owner.headers }, 202);
   const status = await waitForRun(app, owner, svc.id);
   if (status.status !== 'published') throw new Error(`not published: ${JSON.stringify(status)}`);

@@ -22,7 +22,13 @@ const tool = (over: Record<string, unknown> = {}) => ({
 });
 
 async function register(payload: unknown, status = 400) {
-  return (await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: payload as object }, status)).body;
+  return (
+    await call(
+      app,
+      { method: 'POST', url: '/owner/services', headers: owner.headers, payload: payload as object },
+      status,
+    )
+  ).body;
 }
 
 const pointers = (body: any) => body.errors.map((e: any) => e.pointer).sort();
@@ -74,28 +80,56 @@ describe('registry — bad manifests list every problem with a JSON pointer', ()
     const b = await register({ name: uniq('x'), description: 'd', base_url: api.url });
     expect(b.errors[0].pointer).toBe('/');
     expect(b.detail).toMatch(/exactly one source/);
-    const c = await register({ name: uniq('x'), description: 'd', base_url: api.url, tools: [tool()], mcp_url: mcp.mcpUrl });
+    const c = await register({
+      name: uniq('x'),
+      description: 'd',
+      base_url: api.url,
+      tools: [tool()],
+      mcp_url: mcp.mcpUrl,
+    });
     expect(c.detail).toMatch(/got tools, mcp_url/);
     const d = await register({ name: uniq('x'), description: 'd', base_url: api.url, tools: [] });
     expect(pointers(d)).toEqual(['/tools']);
-    const e = await register({ name: uniq('x'), description: 'd', base_url: api.url, tools: [tool({ method: 'TRACE' })] });
+    const e = await register({
+      name: uniq('x'),
+      description: 'd',
+      base_url: api.url,
+      tools: [tool({ method: 'TRACE' })],
+    });
     expect(pointers(e)).toContain('/tools/0/method');
-    const f = await register({ name: uniq('x'), description: 'd', base_url: api.url, tools: [tool({ input_schema: { type: 'object', $schema: 'http://json-schema.org/draft-04/schema#' } })] });
+    const f = await register({
+      name: uniq('x'),
+      description: 'd',
+      base_url: api.url,
+      tools: [tool({ input_schema: { type: 'object', $schema: 'http://json-schema.org/draft-04/schema#' } })],
+    });
     expect(pointers(f)).toEqual(['/tools/0/input_schema/$schema']);
   });
 
   it('rejects malformed JSON and non-object bodies without a 500', async () => {
-    const res = await app.inject({ method: 'POST', url: '/owner/services', headers: { ...owner.headers, 'content-type': 'application/json' }, payload: '{"name":' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/owner/services',
+      headers: { ...owner.headers, 'content-type': 'application/json' },
+      payload: '{"name":',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().code).toBe('validation_failed');
-    const arr = await app.inject({ method: 'POST', url: '/owner/services', headers: { ...owner.headers, 'content-type': 'application/json' }, payload: '[1,2]' });
+    const arr = await app.inject({
+      method: 'POST',
+      url: '/owner/services',
+      headers: { ...owner.headers, 'content-type': 'application/json' },
+      payload: '[1,2]',
+    });
     expect(arr.statusCode).toBe(400);
   });
 
   it('reports problems of an OpenAPI document', async () => {
     const a = await register({ openapi: { swagger: '2.0', info: { title: 't', version: '1' }, paths: {} } });
     expect(pointers(a)).toContain('/openapi/openapi');
-    const b = await register({ openapi: { openapi: '3.1.0', info: { title: 't', version: '1' }, servers: [{ url: api.url }], paths: {} } });
+    const b = await register({
+      openapi: { openapi: '3.1.0', info: { title: 't', version: '1' }, servers: [{ url: api.url }], paths: {} },
+    });
     expect(pointers(b)).toContain('/openapi/paths');
     const doc = petStoreDocument(api.url);
     delete (doc as any).servers;
@@ -119,26 +153,77 @@ describe('registry — bad manifests list every problem with a JSON pointer', ()
     const name = uniq('taken');
     await register({ name, description: 'd', base_url: api.url, tools: [tool()] }, 201);
     const other = await createUser(app);
-    const res = await call(app, { method: 'POST', url: '/owner/services', headers: other.headers, payload: { name, description: 'd', base_url: api.url, tools: [tool()] } }, 409);
+    const res = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/owner/services',
+        headers: other.headers,
+        payload: { name, description: 'd', base_url: api.url, tools: [tool()] },
+      },
+      409,
+    );
     expect(res.body.code).toBe('conflict');
   });
 
   it('validates updates, and refuses tools for imported services and sync for inline sources', async () => {
-    const { body: svc } = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { name: uniq('u'), description: 'd', base_url: api.url, tools: [tool()] } }, 201);
-    const bad = await call(app, { method: 'PATCH', url: `/owner/services/${svc.id}`, headers: owner.headers, payload: { base_url: 'nope', tools: [tool({ name: 'x y' })] } }, 400);
+    const { body: svc } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/owner/services',
+        headers: owner.headers,
+        payload: { name: uniq('u'), description: 'd', base_url: api.url, tools: [tool()] },
+      },
+      201,
+    );
+    const bad = await call(
+      app,
+      {
+        method: 'PATCH',
+        url: `/owner/services/${svc.id}`,
+        headers: owner.headers,
+        payload: { base_url: 'nope', tools: [tool({ name: 'x y' })] },
+      },
+      400,
+    );
     expect(pointers(bad.body)).toEqual(['/base_url', '/tools/0/name']);
-    await call(app, { method: 'PATCH', url: `/owner/services/${svc.id}`, headers: owner.headers, payload: { unknown: 1 } }, 400);
-    const sync = await call(app, { method: 'POST', url: `/owner/services/${svc.id}/sync`, headers: owner.headers }, 409);
+    await call(
+      app,
+      { method: 'PATCH', url: `/owner/services/${svc.id}`, headers: owner.headers, payload: { unknown: 1 } },
+      400,
+    );
+    const sync = await call(
+      app,
+      { method: 'POST', url: `/owner/services/${svc.id}/sync`, headers: owner.headers },
+      409,
+    );
     expect(sync.body.code).toBe('invalid_state');
 
-    const { body: m } = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { mcp_url: mcp.mcpUrl } }, 201);
-    const t = await call(app, { method: 'PATCH', url: `/owner/services/${m.id}`, headers: owner.headers, payload: { tools: [tool()] } }, 400);
+    const { body: m } = await call(
+      app,
+      { method: 'POST', url: '/owner/services', headers: owner.headers, payload: { mcp_url: mcp.mcpUrl } },
+      201,
+    );
+    const t = await call(
+      app,
+      { method: 'PATCH', url: `/owner/services/${m.id}`, headers: owner.headers, payload: { tools: [tool()] } },
+      400,
+    );
     expect(pointers(t.body)).toEqual(['/tools']);
   });
 
   it('answers 404 for unknown services and a bad cursor with 400', async () => {
-    await call(app, { method: 'GET', url: '/owner/services/svc_00000000000000000000000000', headers: owner.headers }, 404);
-    await call(app, { method: 'GET', url: '/services/svc_00000000000000000000000000/manifest', headers: owner.headers }, 404);
+    await call(
+      app,
+      { method: 'GET', url: '/owner/services/svc_00000000000000000000000000', headers: owner.headers },
+      404,
+    );
+    await call(
+      app,
+      { method: 'GET', url: '/services/svc_00000000000000000000000000/manifest', headers: owner.headers },
+      404,
+    );
     await call(app, { method: 'GET', url: '/owner/services?cursor=%%%', headers: owner.headers }, 400);
     await call(app, { method: 'GET', url: '/services?limit=1000', headers: owner.headers }, 400);
   });

@@ -5,10 +5,18 @@ import { call, createUser, type TestUser } from '../../helpers/app.js';
 import { createAgent, deployReady, tarball, waitFor } from '../deployments/fixtures.js';
 
 /** A user with an agent whose active deployment runs `source` (default: returns its input). */
-export async function deployedAgent(app: FastifyInstance, source = 'export default async function (input) { return { got: input }; }\n'): Promise<{ user: TestUser; agentId: string; clientId: string; clientSecret: string }> {
+export async function deployedAgent(
+  app: FastifyInstance,
+  source = 'export default async function (input) { return { got: input }; }\n',
+): Promise<{ user: TestUser; agentId: string; clientId: string; clientSecret: string }> {
   const user = await createUser(app);
   const agent = await createAgent(app, user);
-  const d = await deployReady(app, user.headers, agent.id, await tarball({ 'index.mjs': source, 'package.json': '{"type":"module"}' }));
+  const d = await deployReady(
+    app,
+    user.headers,
+    agent.id,
+    await tarball({ 'index.mjs': source, 'package.json': '{"type":"module"}' }),
+  );
   if (d.status !== 'active') throw new Error(`deployment is ${d.status}: ${d.failure_reason}`);
   return { user, agentId: agent.id, ...agent };
 }
@@ -19,17 +27,37 @@ export function jobsPrefix(): string {
 }
 
 /** The schedule's runs (newest first). */
-export async function runsOf(app: FastifyInstance, headers: Record<string, string>, agentId: string, scheduleId: string): Promise<any[]> {
-  const { body } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/schedules/${scheduleId}/runs?limit=100`, headers }, 200);
+export async function runsOf(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  agentId: string,
+  scheduleId: string,
+): Promise<any[]> {
+  const { body } = await call(
+    app,
+    { method: 'GET', url: `/v2/agents/${agentId}/schedules/${scheduleId}/runs?limit=100`, headers },
+    200,
+  );
   return body.data;
 }
 
 /** Wait until `pred` holds for the schedule's runs; returns them. */
-export async function waitForRuns(app: FastifyInstance, headers: Record<string, string>, agentId: string, scheduleId: string, pred: (runs: any[]) => boolean, ms = 15_000): Promise<any[]> {
-  return waitFor(async () => {
-    const runs = await runsOf(app, headers, agentId, scheduleId);
-    return pred(runs) ? runs : null;
-  }, ms, 'schedule runs');
+export async function waitForRuns(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  agentId: string,
+  scheduleId: string,
+  pred: (runs: any[]) => boolean,
+  ms = 15_000,
+): Promise<any[]> {
+  return waitFor(
+    async () => {
+      const runs = await runsOf(app, headers, agentId, scheduleId);
+      return pred(runs) ? runs : null;
+    },
+    ms,
+    'schedule runs',
+  );
 }
 
 export { waitFor };

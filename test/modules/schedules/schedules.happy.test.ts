@@ -14,30 +14,69 @@ import { deployedAgent, jobsPrefix, runsOf, waitFor, waitForRuns } from './fixtu
 const { app, ctx } = await setupApp({ JOBS_PREFIX: jobsPrefix() });
 
 async function scheduleInvocations(agentId: string) {
-  return ctx.db.select().from(agentInvocations).where(and(eq(agentInvocations.agentId, agentId), eq(agentInvocations.trigger, 'schedule')));
+  return ctx.db
+    .select()
+    .from(agentInvocations)
+    .where(and(eq(agentInvocations.agentId, agentId), eq(agentInvocations.trigger, 'schedule')));
 }
 
 describe('schedules', () => {
   it('fires every second, once per tick, as invocations with trigger "schedule"; pause stops it', async () => {
     const { user, agentId } = await deployedAgent(app);
-    const { body: s } = await call(app, { method: 'POST', url: `/v2/agents/${agentId}/schedules`, headers: user.headers, payload: { cron: '* * * * * *', input: { n: 1 }, name: 'every second' } }, 201);
+    const { body: s } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agentId}/schedules`,
+        headers: user.headers,
+        payload: { cron: '* * * * * *', input: { n: 1 }, name: 'every second' },
+      },
+      201,
+    );
     expect(s).toMatchObject({ cron: '* * * * * *', timezone: 'UTC', enabled: true, overlap: 'skip', input: { n: 1 } });
     expect(s.next_runs).toHaveLength(5);
     expect(new Date(s.next_runs[1]).getTime() - new Date(s.next_runs[0]).getTime()).toBe(1000);
 
-    const runs = await waitForRuns(app, user.headers, agentId, s.id, (r) => r.filter((x) => x.status === 'started').length >= 3);
-    await call(app, { method: 'PATCH', url: `/v2/agents/${agentId}/schedules/${s.id}`, headers: user.headers, payload: { enabled: false } }, 200);
+    const runs = await waitForRuns(
+      app,
+      user.headers,
+      agentId,
+      s.id,
+      (r) => r.filter((x) => x.status === 'started').length >= 3,
+    );
+    await call(
+      app,
+      {
+        method: 'PATCH',
+        url: `/v2/agents/${agentId}/schedules/${s.id}`,
+        headers: user.headers,
+        payload: { enabled: false },
+      },
+      200,
+    );
     for (const r of runs) expect(new Date(r.tick_at).getMilliseconds()).toBe(0);
     const started = runs.filter((r) => r.status === 'started');
-    const inv = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/executions/${started[0].invocation_id}`, headers: user.headers }, 200);
+    const inv = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${agentId}/executions/${started[0].invocation_id}`, headers: user.headers },
+      200,
+    );
     expect(inv.body.input).toEqual({ n: 1 });
     await waitFor(async () => {
-      const { body } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/executions/${started[0].invocation_id}`, headers: user.headers }, 200);
+      const { body } = await call(
+        app,
+        { method: 'GET', url: `/v2/agents/${agentId}/executions/${started[0].invocation_id}`, headers: user.headers },
+        200,
+      );
       return body.status === 'succeeded' ? body : null;
     });
 
     // Paused: no new ticks, no next runs.
-    const paused = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/schedules/${s.id}`, headers: user.headers }, 200);
+    const paused = await call(
+      app,
+      { method: 'GET', url: `/v2/agents/${agentId}/schedules/${s.id}`, headers: user.headers },
+      200,
+    );
     expect(paused.body).toMatchObject({ enabled: false, next_runs: [] });
     const before = (await runsOf(app, user.headers, agentId, s.id)).length;
     await new Promise((r) => setTimeout(r, 2100));
@@ -51,7 +90,16 @@ describe('schedules', () => {
 
   it('a tick delivered twice runs once', async () => {
     const { user, agentId } = await deployedAgent(app);
-    const { body: s } = await call(app, { method: 'POST', url: `/v2/agents/${agentId}/schedules`, headers: user.headers, payload: { cron: '0 0 1 1 *', timezone: 'Europe/Paris' } }, 201);
+    const { body: s } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agentId}/schedules`,
+        headers: user.headers,
+        payload: { cron: '0 0 1 1 *', timezone: 'Europe/Paris' },
+      },
+      201,
+    );
     expect(new Date(s.next_runs[0]).toISOString()).toMatch(/-12-31T23:00:00.000Z$/); // midnight in Paris on 1 January
     const tick = new Date(Math.floor(Date.now() / 1000) * 1000);
     await Promise.all([onTick(ctx, s.id, tick), onTick(ctx, s.id, tick)]);
@@ -62,12 +110,26 @@ describe('schedules', () => {
     const invs = await scheduleInvocations(agentId);
     expect(invs).toHaveLength(1);
     // Created with a user token (every scope): the run holds every agent scope, no more.
-    expect(invs[0].invokerScope?.split(' ').sort()).toEqual(['memory:read', 'memory:write', 'permissions:manage', 'tools:execute']);
+    expect(invs[0].invokerScope?.split(' ').sort()).toEqual([
+      'memory:read',
+      'memory:write',
+      'permissions:manage',
+      'tools:execute',
+    ]);
   });
 
   it('after downtime, the first missed tick runs once at start-up (and only once)', async () => {
     const { user, agentId } = await deployedAgent(app);
-    const { body: s } = await call(app, { method: 'POST', url: `/v2/agents/${agentId}/schedules`, headers: user.headers, payload: { cron: '*/5 * * * *' } }, 201);
+    const { body: s } = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agentId}/schedules`,
+        headers: user.headers,
+        payload: { cron: '*/5 * * * *' },
+      },
+      201,
+    );
     // As if the platform had been down since a tick an hour ago (twelve ticks missed).
     const missed = new Date(Math.floor(Date.now() / 300_000) * 300_000 - 3_600_000);
     await ctx.db.update(agentSchedules).set({ nextRunAt: missed }).where(eq(agentSchedules.id, s.id));
@@ -81,24 +143,80 @@ describe('schedules', () => {
   });
 
   it('overlap "skip" skips ticks while a run is going; "queue" runs them one after the other', async () => {
-    const slow = 'export default async function (input) { await new Promise((r) => setTimeout(r, 1800)); return input; }\n';
+    const slow =
+      'export default async function (input) { await new Promise((r) => setTimeout(r, 1800)); return input; }\n';
     const { user, agentId } = await deployedAgent(app, slow);
-    const skip = await call(app, { method: 'POST', url: `/v2/agents/${agentId}/schedules`, headers: user.headers, payload: { cron: '* * * * * *', overlap: 'skip' } }, 201);
-    const skipped = await waitForRuns(app, user.headers, agentId, skip.body.id, (r) => r.some((x) => x.status === 'skipped') && r.some((x) => x.status === 'started'));
-    await call(app, { method: 'DELETE', url: `/v2/agents/${agentId}/schedules/${skip.body.id}`, headers: user.headers }, 204);
+    const skip = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agentId}/schedules`,
+        headers: user.headers,
+        payload: { cron: '* * * * * *', overlap: 'skip' },
+      },
+      201,
+    );
+    const skipped = await waitForRuns(
+      app,
+      user.headers,
+      agentId,
+      skip.body.id,
+      (r) => r.some((x) => x.status === 'skipped') && r.some((x) => x.status === 'started'),
+    );
+    await call(
+      app,
+      { method: 'DELETE', url: `/v2/agents/${agentId}/schedules/${skip.body.id}`, headers: user.headers },
+      204,
+    );
     expect(skipped.find((x) => x.status === 'skipped').error.code).toBe('overlap');
 
-    const queue = await call(app, { method: 'POST', url: `/v2/agents/${agentId}/schedules`, headers: user.headers, payload: { cron: '* * * * * *', overlap: 'queue' } }, 201);
-    await waitForRuns(app, user.headers, agentId, queue.body.id, (r) => r.filter((x) => x.status === 'started').length >= 3, 20_000);
-    await call(app, { method: 'PATCH', url: `/v2/agents/${agentId}/schedules/${queue.body.id}`, headers: user.headers, payload: { enabled: false } }, 200);
-    const runs = (await runsOf(app, user.headers, agentId, queue.body.id)).filter((x) => x.status === 'started').reverse();
+    const queue = await call(
+      app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agentId}/schedules`,
+        headers: user.headers,
+        payload: { cron: '* * * * * *', overlap: 'queue' },
+      },
+      201,
+    );
+    await waitForRuns(
+      app,
+      user.headers,
+      agentId,
+      queue.body.id,
+      (r) => r.filter((x) => x.status === 'started').length >= 3,
+      20_000,
+    );
+    await call(
+      app,
+      {
+        method: 'PATCH',
+        url: `/v2/agents/${agentId}/schedules/${queue.body.id}`,
+        headers: user.headers,
+        payload: { enabled: false },
+      },
+      200,
+    );
+    const runs = (await runsOf(app, user.headers, agentId, queue.body.id))
+      .filter((x) => x.status === 'started')
+      .reverse();
     expect(runs.some((x) => x.status === 'skipped')).toBe(false);
     const invs = await Promise.all(
-      runs.map((r) => waitFor(async () => {
-        const { body } = await call(app, { method: 'GET', url: `/v2/agents/${agentId}/executions/${r.invocation_id}`, headers: user.headers }, 200);
-        return body.finished_at ? body : null;
-      }, 20_000)),
+      runs.map((r) =>
+        waitFor(async () => {
+          const { body } = await call(
+            app,
+            { method: 'GET', url: `/v2/agents/${agentId}/executions/${r.invocation_id}`, headers: user.headers },
+            200,
+          );
+          return body.finished_at ? body : null;
+        }, 20_000),
+      ),
     );
-    for (let i = 1; i < invs.length; i++) expect(new Date(invs[i].started_at).getTime()).toBeGreaterThanOrEqual(new Date(invs[i - 1].finished_at).getTime());
+    for (let i = 1; i < invs.length; i++)
+      expect(new Date(invs[i].started_at).getTime()).toBeGreaterThanOrEqual(
+        new Date(invs[i - 1].finished_at).getTime(),
+      );
   }, 40_000);
 });

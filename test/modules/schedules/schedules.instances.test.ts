@@ -24,14 +24,42 @@ describe.runIf(shared)('schedules on two instances', () => {
       await b.app.close();
     });
     const { user, agentId } = await deployedAgent(a.app);
-    const { body: s } = await call(b.app, { method: 'POST', url: `/v2/agents/${agentId}/schedules`, headers: user.headers, payload: { cron: '* * * * * *', overlap: 'queue' } }, 201);
-    await waitForRuns(a.app, user.headers, agentId, s.id, (r) => r.filter((x) => x.status === 'started').length >= 5, 20_000);
-    await call(a.app, { method: 'PATCH', url: `/v2/agents/${agentId}/schedules/${s.id}`, headers: user.headers, payload: { enabled: false } }, 200);
+    const { body: s } = await call(
+      b.app,
+      {
+        method: 'POST',
+        url: `/v2/agents/${agentId}/schedules`,
+        headers: user.headers,
+        payload: { cron: '* * * * * *', overlap: 'queue' },
+      },
+      201,
+    );
+    await waitForRuns(
+      a.app,
+      user.headers,
+      agentId,
+      s.id,
+      (r) => r.filter((x) => x.status === 'started').length >= 5,
+      20_000,
+    );
+    await call(
+      a.app,
+      {
+        method: 'PATCH',
+        url: `/v2/agents/${agentId}/schedules/${s.id}`,
+        headers: user.headers,
+        payload: { enabled: false },
+      },
+      200,
+    );
     await new Promise((r) => setTimeout(r, 1500)); // a tick in flight when paused settles
     const runs = (await runsOf(b.app, user.headers, agentId, s.id)).reverse();
     const ticks = runs.map((r) => new Date(r.tick_at).getTime());
     for (let i = 1; i < ticks.length; i++) expect(ticks[i] - ticks[i - 1]).toBe(1000);
-    const invs = await a.ctx.db.select().from(agentInvocations).where(and(eq(agentInvocations.agentId, agentId), eq(agentInvocations.trigger, 'schedule')));
+    const invs = await a.ctx.db
+      .select()
+      .from(agentInvocations)
+      .where(and(eq(agentInvocations.agentId, agentId), eq(agentInvocations.trigger, 'schedule')));
     const startedOrWaiting = runs.filter((r) => r.status !== 'failed' && r.status !== 'skipped');
     expect(runs.filter((r) => r.status === 'failed' || r.status === 'skipped')).toEqual([]);
     expect(invs.length).toBe(runs.filter((r) => r.status === 'started').length);

@@ -13,7 +13,11 @@ describe('schedules security', () => {
     const agent = await createAgent(app, owner);
     const sibling = await createAgent(app, owner);
     const url = `/v2/agents/${agent.id}/schedules`;
-    const { body: s } = await call(app, { method: 'POST', url, headers: owner.headers, payload: { cron: '0 * * * *' } }, 201);
+    const { body: s } = await call(
+      app,
+      { method: 'POST', url, headers: owner.headers, payload: { cron: '0 * * * *' } },
+      201,
+    );
 
     expect((await app.inject({ method: 'GET', url })).statusCode).toBe(401);
     expect((await app.inject({ method: 'POST', url, payload: { cron: '* * * * *' } })).statusCode).toBe(401);
@@ -38,6 +42,8 @@ describe('schedules security', () => {
     const { body } = await call(app, { method: 'GET', url, headers: selfAuth }, 200);
     expect(body.data.map((x: { id: string }) => x.id)).toEqual([s.id]);
     // Still enabled: the other account's PATCH changed nothing.
-    expect((await call(app, { method: 'GET', url: `${url}/${s.id}`, headers: owner.headers }, 200)).body.enabled).toBe(true);
+    expect((await call(app, { method: 'GET', url: `${url}/${s.id}`, headers: owner.headers }, 200)).body.enabled).toBe(
+      true,
+    );
   });
 });

@@ -32,8 +32,16 @@ const SCHEMA_ID = { type: 'object', properties: { id: { type: 'string' } }, requ
 
 /** Register a manifest service on `upstream` and return its id and tool ids by name. */
 export async function register(app: FastifyInstance, owner: TestUser, body: Record<string, unknown>): Promise<Svc> {
-  const { body: s } = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: body }, 201);
-  return { id: s.id, name: s.name, tools: Object.fromEntries(s.tools.map((t: { name: string; id: string }) => [t.name, t.id])) };
+  const { body: s } = await call(
+    app,
+    { method: 'POST', url: '/owner/services', headers: owner.headers, payload: body },
+    201,
+  );
+  return {
+    id: s.id,
+    name: s.name,
+    tools: Object.fromEntries(s.tools.map((t: { name: string; id: string }) => [t.name, t.id])),
+  };
 }
 
 /**
@@ -45,7 +53,12 @@ export async function categoryService(
   app: FastifyInstance,
   ctx: AppContext,
   owner: TestUser,
-  opts: { prefix: string; description: string; tools: Array<{ name: string; description: string } & Record<string, unknown>>; publish?: boolean },
+  opts: {
+    prefix: string;
+    description: string;
+    tools: Array<{ name: string; description: string } & Record<string, unknown>>;
+    publish?: boolean;
+  },
 ): Promise<Svc & { category: string }> {
   const run = letters(6);
   const svc = await register(app, owner, {
@@ -84,7 +97,12 @@ export interface Catalog {
 }
 
 /** Build the catalog: every service owned by `owner`; `weather` goes through the real publish flow. */
-export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner: TestUser, upstream: Upstream): Promise<Catalog> {
+export async function buildCatalog(
+  app: FastifyInstance,
+  ctx: AppContext,
+  owner: TestUser,
+  upstream: Upstream,
+): Promise<Catalog> {
   const run = letters(5);
   const word = `zephyr${run}`;
   const category = `cat-${run}`;
@@ -104,13 +122,35 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
       category,
       tags: [tag, 'weather'],
       tools: [
-        { name: `get_${word}`, description: 'Current weather for a city', method: 'GET', path: '/weather', input_schema: SCHEMA_CITY },
-        { name: `${word}_forecast`, description: `Five-day ${word} forecast for a city`, method: 'GET', path: '/weather', input_schema: SCHEMA_CITY },
-        { name: 'broken', description: 'Always fails upstream', method: 'GET', path: '/fail', input_schema: { type: 'object' } },
+        {
+          name: `get_${word}`,
+          description: 'Current weather for a city',
+          method: 'GET',
+          path: '/weather',
+          input_schema: SCHEMA_CITY,
+        },
+        {
+          name: `${word}_forecast`,
+          description: `Five-day ${word} forecast for a city`,
+          method: 'GET',
+          path: '/weather',
+          input_schema: SCHEMA_CITY,
+        },
+        {
+          name: 'broken',
+          description: 'Always fails upstream',
+          method: 'GET',
+          path: '/fail',
+          input_schema: { type: 'object' },
+        },
       ],
     },
     [{ tool: `get_${word}`, arguments: { city: 'Oslo' }, expect: { status: 200 } }],
-  ).then((s: { id: string; name: string; tools: Array<{ name: string; id: string }> }) => ({ id: s.id, name: s.name, tools: Object.fromEntries(s.tools.map((t) => [t.name, t.id])) }));
+  ).then((s: { id: string; name: string; tools: Array<{ name: string; id: string }> }) => ({
+    id: s.id,
+    name: s.name,
+    tools: Object.fromEntries(s.tools.map((t) => [t.name, t.id])),
+  }));
 
   const climate = await register(app, owner, {
     ...base,
@@ -119,7 +159,15 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     description: 'Long-term climate data',
     category,
     tags: ['climate'],
-    tools: [{ name: 'climate_normals', description: 'Climate normals for a city', method: 'GET', path: '/weather', input_schema: SCHEMA_CITY }],
+    tools: [
+      {
+        name: 'climate_normals',
+        description: 'Climate normals for a city',
+        method: 'GET',
+        path: '/weather',
+        input_schema: SCHEMA_CITY,
+      },
+    ],
   });
   const radar = await register(app, owner, {
     ...base,
@@ -128,7 +176,15 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     description: 'Rain radar images',
     category,
     tags: ['radar'],
-    tools: [{ name: 'radar_image', description: 'Rain radar image for a city', method: 'GET', path: '/weather', input_schema: SCHEMA_CITY }],
+    tools: [
+      {
+        name: 'radar_image',
+        description: 'Rain radar image for a city',
+        method: 'GET',
+        path: '/weather',
+        input_schema: SCHEMA_CITY,
+      },
+    ],
   });
   const tagged = await register(app, owner, {
     ...base,
@@ -137,7 +193,15 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     description: 'Sunrise and tides',
     category: `almanac-${run}`,
     tags: [tag],
-    tools: [{ name: 'sunrise', description: 'Sunrise time for a city', method: 'GET', path: '/weather', input_schema: SCHEMA_CITY }],
+    tools: [
+      {
+        name: 'sunrise',
+        description: 'Sunrise time for a city',
+        method: 'GET',
+        path: '/weather',
+        input_schema: SCHEMA_CITY,
+      },
+    ],
   });
   const finance = await register(app, owner, {
     ...base,
@@ -146,7 +210,15 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     description: 'Stock quotes',
     category: `finance-${run}`,
     tags: [`money-${run}`],
-    tools: [{ name: 'stock_quote', description: 'Latest stock quote by symbol id', method: 'GET', path: '/users/{id}', input_schema: SCHEMA_ID }],
+    tools: [
+      {
+        name: 'stock_quote',
+        description: 'Latest stock quote by symbol id',
+        method: 'GET',
+        path: '/users/{id}',
+        input_schema: SCHEMA_ID,
+      },
+    ],
   });
   const pets = await register(app, owner, {
     ...base,
@@ -156,8 +228,20 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     category: otherCategory,
     tags: [`animals-${run}`],
     tools: [
-      { name: 'list_pets', description: 'List the pet records', method: 'GET', path: '/users/{id}', input_schema: SCHEMA_ID },
-      { name: 'adopt_pet', description: 'Adopt the pet records', method: 'GET', path: '/users/{id}', input_schema: SCHEMA_ID },
+      {
+        name: 'list_pets',
+        description: 'List the pet records',
+        method: 'GET',
+        path: '/users/{id}',
+        input_schema: SCHEMA_ID,
+      },
+      {
+        name: 'adopt_pet',
+        description: 'Adopt the pet records',
+        method: 'GET',
+        path: '/users/{id}',
+        input_schema: SCHEMA_ID,
+      },
     ],
   });
   const draft = await register(app, owner, {
@@ -167,7 +251,15 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
     description: `Unpublished ${word} service`,
     category,
     tags: [tag],
-    tools: [{ name: `hidden_${word}`, description: `Hidden ${word} tool`, method: 'GET', path: '/weather', input_schema: SCHEMA_CITY }],
+    tools: [
+      {
+        name: `hidden_${word}`,
+        description: `Hidden ${word} tool`,
+        method: 'GET',
+        path: '/weather',
+        input_schema: SCHEMA_CITY,
+      },
+    ],
   });
   for (const s of [climate, radar, tagged, finance, pets]) await setServiceStatus(ctx, s.id, 'published');
   return { run, word, category, otherCategory, tag, weather, climate, radar, tagged, finance, pets, draft };
@@ -175,19 +267,45 @@ export async function buildCatalog(app: FastifyInstance, ctx: AppContext, owner:
 
 /** Subscribe `user` (free plan). */
 export async function subscribe(app: FastifyInstance, user: TestUser, serviceId: string): Promise<string> {
-  return (await call(app, { method: 'POST', url: '/subscriptions', headers: user.headers, payload: { service_id: serviceId, plan: 'free' } }, 201)).body.id;
+  return (
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: '/subscriptions',
+        headers: user.headers,
+        payload: { service_id: serviceId, plan: 'free' },
+      },
+      201,
+    )
+  ).body.id;
 }
 
 /** A new session of `user`; returns its id. */
 export async function session(app: FastifyInstance, user: TestUser, name?: string): Promise<string> {
-  return (await call(app, { method: 'POST', url: '/v1/agents', headers: user.headers, payload: name ? { name } : {} }, 201)).body.id;
+  return (
+    await call(app, { method: 'POST', url: '/v1/agents', headers: user.headers, payload: name ? { name } : {} }, 201)
+  ).body.id;
 }
 
 /** Execute `tool` of `service` `times` times in `sessionId`; returns the execution statuses. */
-export async function run(app: FastifyInstance, user: TestUser, sessionId: string, service: string, tool: string, args: Record<string, unknown>, times = 1): Promise<string[]> {
+export async function run(
+  app: FastifyInstance,
+  user: TestUser,
+  sessionId: string,
+  service: string,
+  tool: string,
+  args: Record<string, unknown>,
+  times = 1,
+): Promise<string[]> {
   const out: string[] = [];
   for (let i = 0; i < times; i++) {
-    const res = await app.inject({ method: 'POST', url: `/v1/agents/${sessionId}/execute`, headers: user.headers, payload: { service, tool, arguments: args } });
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v1/agents/${sessionId}/execute`,
+      headers: user.headers,
+      payload: { service, tool, arguments: args },
+    });
     if (res.statusCode !== 200) throw new Error(`execute ${service}/${tool}: ${res.statusCode} ${res.body}`);
     out.push(res.json().status);
   }

@@ -22,15 +22,38 @@ describe('search — copies after distinct tools', () => {
     const word = `zq${letters(8)}`;
     const copy = { name: `get_${word}`, description: `Get a ${word} by its id\n\nMore text.` };
     const a = await categoryService(app, ctx, owner, { prefix: 'mirror', description: 'Original', tools: [copy] });
-    const b = await categoryService(app, ctx, owner, { prefix: 'mirror', description: 'Mirror', tools: [{ ...copy, description: `Get a ${word} by its id\n\nOther details.` }] });
-    const c = await categoryService(app, ctx, owner, { prefix: 'archive', description: 'Archive', tools: [{ name: 'old_records', description: `Past records, each once a ${word}` }] });
+    const b = await categoryService(app, ctx, owner, {
+      prefix: 'mirror',
+      description: 'Mirror',
+      tools: [{ ...copy, description: `Get a ${word} by its id\n\nOther details.` }],
+    });
+    const c = await categoryService(app, ctx, owner, {
+      prefix: 'archive',
+      description: 'Archive',
+      tools: [{ name: 'old_records', description: `Past records, each once a ${word}` }],
+    });
     const u = await createUser(app);
     const page = async (cursor?: string) =>
-      (await call(app, { method: 'GET', url: `/search/tools?q=${word}&limit=2${cursor ? `&cursor=${cursor}` : ''}`, headers: u.headers }, 200)).body;
+      (
+        await call(
+          app,
+          {
+            method: 'GET',
+            url: `/search/tools?q=${word}&limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+            headers: u.headers,
+          },
+          200,
+        )
+      ).body;
     const first = await page();
     expect(first.found).toBe(3);
-    expect(first.data.map((h: { service: { id: string } }) => h.service.id)).toEqual([expect.stringMatching(new RegExp(`^(${a.id}|${b.id})$`)), c.id]);
+    expect(first.data.map((h: { service: { id: string } }) => h.service.id)).toEqual([
+      expect.stringMatching(new RegExp(`^(${a.id}|${b.id})$`)),
+      c.id,
+    ]);
     const second = await page(first.next_cursor);
-    expect(second.data.map((h: { service: { id: string } }) => h.service.id)).toEqual([[a.id, b.id].find((id) => id !== first.data[0].service.id)]);
+    expect(second.data.map((h: { service: { id: string } }) => h.service.id)).toEqual([
+      [a.id, b.id].find((id) => id !== first.data[0].service.id),
+    ]);
   });
 });

@@ -46,7 +46,16 @@ describe('search — bad parameters', () => {
 });
 
 describe('search — hostile and odd query text', () => {
-  const odd = ["'; drop table tools; --", '%_\\', ':* & | ! ( )', '<script>alert(1)</script>', 'Ünïcödé 東京', 'a'.repeat(200), '-- /* */', '"quoted"'];
+  const odd = [
+    "'; drop table tools; --",
+    '%_\\',
+    ':* & | ! ( )',
+    '<script>alert(1)</script>',
+    'Ünïcödé 東京',
+    'a'.repeat(200),
+    '-- /* */',
+    '"quoted"',
+  ];
 
   it('answers 200 for every endpoint', async () => {
     for (const q of odd) {
@@ -62,7 +71,11 @@ describe('search — hostile and odd query text', () => {
   it('returns an empty page for a word nobody uses', async () => {
     const { body } = await call(app, { method: 'GET', url: `/search/tools?q=${letters(12)}`, headers: u.headers }, 200);
     expect(body).toMatchObject({ data: [], found: 0, next_cursor: null, relaxed: false });
-    const { body: s } = await call(app, { method: 'GET', url: `/search/suggestions?q=${letters(12)}`, headers: u.headers }, 200);
+    const { body: s } = await call(
+      app,
+      { method: 'GET', url: `/search/suggestions?q=${letters(12)}`, headers: u.headers },
+      200,
+    );
     expect(s.data).toEqual([]);
   });
 });

@@ -18,11 +18,21 @@ describe('search — without trigram matching', () => {
       name: `${word}-svc`,
       description: 'Fallback test',
       base_url: 'http://127.0.0.1:9',
-      tools: [{ name: `fetch_${word}data`, description: `Fetch ${word} readings`, method: 'GET', path: '/x', input_schema: { type: 'object' } }],
+      tools: [
+        {
+          name: `fetch_${word}data`,
+          description: `Fetch ${word} readings`,
+          method: 'GET',
+          path: '/x',
+          input_schema: { type: 'object' },
+        },
+      ],
     });
     await setServiceStatus(ctx, svc.id, 'published');
     const u = await createUser(app);
-    const get = async (q: string) => (await call(app, { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}`, headers: u.headers }, 200)).body;
+    const get = async (q: string) =>
+      (await call(app, { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}`, headers: u.headers }, 200))
+        .body;
 
     const exact = await get(word);
     expect(exact.fuzzy).toBe(false);
@@ -31,6 +41,8 @@ describe('search — without trigram matching', () => {
     expect((await get(`${word.slice(2)}da`)).data.map((t: { match: string }) => t.match)).toEqual(['substring']);
     const typo = await get(word.replace('kka', 'ka')); // a deletion
     expect(typo.corrected).toEqual({ [word.replace('kka', 'ka')]: [word] });
-    expect(typo.data.map((t: { name: string; match: string }) => [t.name, t.match])).toEqual([[`fetch_${word}data`, 'text']]);
+    expect(typo.data.map((t: { name: string; match: string }) => [t.name, t.match])).toEqual([
+      [`fetch_${word}data`, 'text'],
+    ]);
   });
 });

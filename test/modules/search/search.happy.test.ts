@@ -22,7 +22,8 @@ beforeAll(async () => {
 });
 afterAll(async () => api?.close());
 
-const get = async (user: { headers: Record<string, string> }, url: string) => (await call(app, { method: 'GET', url, headers: user.headers }, 200)).body;
+const get = async (user: { headers: Record<string, string> }, url: string) =>
+  (await call(app, { method: 'GET', url, headers: user.headers }, 200)).body;
 
 describe('search — tools', () => {
   it('finds a tool despite a typo, with the match highlighted', async () => {
@@ -42,11 +43,18 @@ describe('search — tools', () => {
     expect(body.data.map((t: { name: string }) => t.name)).toEqual([`${cat.word}_forecast`]);
     const byWord = await get(u, `/search/tools?q=${cat.word}&service=${cat.weather.name}`);
     // get_<word> and <word>_forecast carry the word in their names; broken matches through its service's name only.
-    expect(byWord.data.slice(0, 2).map((t: { name: string }) => t.name).sort()).toEqual([`${cat.word}_forecast`, `get_${cat.word}`].sort());
+    expect(
+      byWord.data
+        .slice(0, 2)
+        .map((t: { name: string }) => t.name)
+        .sort(),
+    ).toEqual([`${cat.word}_forecast`, `get_${cat.word}`].sort());
     expect(byWord.data[2]).toMatchObject({ name: 'broken', match: 'text' });
     expect(byWord.data[2].text_score).toBeLessThan(byWord.data[1].text_score);
     const tagged = await get(u, `/search/tools?tag=${cat.tag}`);
-    expect(new Set(tagged.data.map((t: { service: { id: string } }) => t.service.id))).toEqual(new Set([cat.weather.id, cat.tagged.id]));
+    expect(new Set(tagged.data.map((t: { service: { id: string } }) => t.service.id))).toEqual(
+      new Set([cat.weather.id, cat.tagged.id]),
+    );
     expect(tagged.data.every((t: { match: string }) => t.match === 'filter')).toBe(true);
   });
 
@@ -98,8 +106,19 @@ describe('search — popular and recommendations', () => {
     const os = await session(app, owner);
     await run(app, owner, os, cat.draft.name, `hidden_${cat.word}`, { city: 'Oslo' }, 5);
     const body = await get(u, `/search/popular?window=7d&category=${cat.category}`);
-    expect(body.data.map((p: { tool: { name: string } }) => p.tool.name)).toEqual([`get_${cat.word}`, 'climate_normals', `${cat.word}_forecast`]);
-    expect(body.data[0]).toMatchObject({ rank: 1, calls: 3, successes: 3, failures: 0, success_rate: 1, service: { id: cat.weather.id } });
+    expect(body.data.map((p: { tool: { name: string } }) => p.tool.name)).toEqual([
+      `get_${cat.word}`,
+      'climate_normals',
+      `${cat.word}_forecast`,
+    ]);
+    expect(body.data[0]).toMatchObject({
+      rank: 1,
+      calls: 3,
+      successes: 3,
+      failures: 0,
+      success_rate: 1,
+      service: { id: cat.weather.id },
+    });
     expect(body.window).toBe('7d');
   });
 
@@ -118,9 +137,15 @@ describe('search — popular and recommendations', () => {
     const byId = new Map(body.data.map((r: { service: { id: string } }) => [r.service.id, r]));
     expect(byId.has(cat.weather.id)).toBe(false);
     expect(byId.has(cat.draft.id)).toBe(false);
-    expect(byId.get(cat.radar.id)).toMatchObject({ reason: 'similar_category', reason_detail: `In ${cat.category}, like ${cat.word} Weather` });
+    expect(byId.get(cat.radar.id)).toMatchObject({
+      reason: 'similar_category',
+      reason_detail: `In ${cat.category}, like ${cat.word} Weather`,
+    });
     expect(byId.get(cat.tagged.id)).toMatchObject({ reason: 'shared_tags' });
-    expect(byId.get(cat.finance.id)).toMatchObject({ reason: 'co_usage', top_tools: [{ id: cat.finance.tools.stock_quote, name: 'stock_quote' }] });
+    expect(byId.get(cat.finance.id)).toMatchObject({
+      reason: 'co_usage',
+      top_tools: [{ id: cat.finance.tools.stock_quote, name: 'stock_quote' }],
+    });
     const order = body.data.map((r: { service: { id: string } }) => r.service.id);
     expect(order.indexOf(cat.finance.id)).toBeLessThan(order.indexOf(cat.tagged.id));
   });
@@ -132,7 +157,9 @@ describe('search — popular and recommendations', () => {
     expect(body.data.length).toBeGreaterThan(0);
     expect(body.data.every((r: { reason: string }) => r.reason === 'popular' || r.reason === 'new')).toBe(true);
     const mine = await get(owner, '/search/recommendations?limit=50');
-    const ownIds = new Set([cat.weather, cat.climate, cat.radar, cat.tagged, cat.finance, cat.pets, cat.draft].map((s) => s.id));
+    const ownIds = new Set(
+      [cat.weather, cat.climate, cat.radar, cat.tagged, cat.finance, cat.pets, cat.draft].map((s) => s.id),
+    );
     expect(mine.data.some((r: { service: { id: string } }) => ownIds.has(r.service.id))).toBe(false);
   });
 });
@@ -160,8 +187,16 @@ describe('search — suggestions and universal search', () => {
     const u = await createUser(app);
     const other = await createUser(app);
     const note = `Remember the ${cat.word} readings are in Celsius`;
-    const { body: mem } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: note } }, 201);
-    await call(app, { method: 'POST', url: '/memory', headers: other.headers, payload: { content: `Other user's ${cat.word} note` } }, 201);
+    const { body: mem } = await call(
+      app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: note } },
+      201,
+    );
+    await call(
+      app,
+      { method: 'POST', url: '/memory', headers: other.headers, payload: { content: `Other user's ${cat.word} note` } },
+      201,
+    );
     const sid = await session(app, u, `${cat.word} research`);
     await session(app, other, `${cat.word} secret`);
 
@@ -171,7 +206,9 @@ describe('search — suggestions and universal search', () => {
     expect(body.results.tools.data[0].type).toBe('tool');
     expect(body.results.memories.data.map((m: { id: string }) => m.id)).toEqual([mem.id]);
     expect(body.results.memories.data[0].highlights[0].snippet).toContain(`<mark>${cat.word}</mark>`);
-    expect(body.results.sessions.data).toEqual([expect.objectContaining({ type: 'session', id: sid, name: `${cat.word} research` })]);
+    expect(body.results.sessions.data).toEqual([
+      expect.objectContaining({ type: 'session', id: sid, name: `${cat.word} research` }),
+    ]);
 
     const only = await get(u, `/search?q=${cat.word}&type=memory,session`);
     expect(Object.keys(only.results).sort()).toEqual(['memories', 'sessions']);

@@ -19,7 +19,13 @@ import { letters, register } from './fixtures.js';
 const { app, ctx } = await setupApp();
 
 /** A published service in `category` with these tools (GET, no parameters). */
-async function service(owner: TestUser, category: string, description: string, tools: Array<{ name: string; description: string }>, tags: string[] = []) {
+async function service(
+  owner: TestUser,
+  category: string,
+  description: string,
+  tools: Array<{ name: string; description: string }>,
+  tags: string[] = [],
+) {
   const svc = await register(app, owner, {
     name: `ix-${letters(10)}`,
     display_name: `Index ${letters(4)}`,
@@ -34,8 +40,14 @@ async function service(owner: TestUser, category: string, description: string, t
 }
 
 const TOOLS = [
-  { name: 'issues_create', description: 'Create an issue\n\nAny user with pull access to a repository can create an issue.' },
-  { name: 'issues_list_for_repo', description: 'List repository issues\n\nList issues in a repository. Only open issues will be listed.' },
+  {
+    name: 'issues_create',
+    description: 'Create an issue\n\nAny user with pull access to a repository can create an issue.',
+  },
+  {
+    name: 'issues_list_for_repo',
+    description: 'List repository issues\n\nList issues in a repository. Only open issues will be listed.',
+  },
   { name: 'issues_create_comment', description: 'Create an issue comment' },
   { name: 'repos_list_for_authenticated_user', description: 'List repositories for the authenticated user' },
   { name: 'repos_create_fork', description: 'Create a fork\n\nCreate a fork for the authenticated user.' },
@@ -75,12 +87,23 @@ describe('search — in-process tool index', () => {
     for (const q of QUERIES) {
       const plan = await planQuery(ctx, q);
       for (const mode of ['all', 'any'] as const) {
-        const input = { q, category, limit: 20, offset: 0, popularity: new Map<string, number>(), groups: mode === 'any' ? plan.expanded : plan.groups, mode };
+        const input = {
+          q,
+          category,
+          limit: 20,
+          offset: 0,
+          popularity: new Map<string, number>(),
+          groups: mode === 'any' ? plan.expanded : plan.groups,
+          mode,
+        };
         const index = await indexedToolSearch(ctx, user.userId, input);
         const sqlRes = await searchCatalogTools(ctx, user.userId, input);
         if (!index) continue;
         viaIndex++;
-        const view = (r: typeof sqlRes) => ({ found: r.found, hits: r.hits.map((h) => [h.tool.name, h.service.id, h.score, h.text_score, h.match]) });
+        const view = (r: typeof sqlRes) => ({
+          found: r.found,
+          hits: r.hits.map((h) => [h.tool.name, h.service.id, h.score, h.text_score, h.match]),
+        });
         expect(view(index), `${q} (${mode})`).toEqual(view(sqlRes));
       }
     }
@@ -93,12 +116,17 @@ describe('search — in-process tool index', () => {
     const word = `zq${letters(8)}`;
     const category = `ixf-${letters(8)}`;
     const first = await service(owner, category, 'First', [{ name: `${word}_one`, description: 'The first tool' }]);
-    const search = async (q: string) => (await call(app, { method: 'GET', url: `/search/tools?q=${q}&category=${category}`, headers: user.headers }, 200)).body;
+    const search = async (q: string) =>
+      (await call(app, { method: 'GET', url: `/search/tools?q=${q}&category=${category}`, headers: user.headers }, 200))
+        .body;
     expect((await search(word)).data.map((h: { name: string }) => h.name)).toEqual([`${word}_one`]);
     expect(searchStateOf(ctx).toolIndex?.tools.some((t) => t.lname === `${word}_one`)).toBe(true);
 
     await service(owner, category, 'Second', [{ name: `${word}_two`, description: 'The second tool' }]);
-    expect((await search(word)).data.map((h: { name: string }) => h.name).sort()).toEqual([`${word}_one`, `${word}_two`]);
+    expect((await search(word)).data.map((h: { name: string }) => h.name).sort()).toEqual([
+      `${word}_one`,
+      `${word}_two`,
+    ]);
 
     // Another instance unpublishes the first service: this index still holds it as published.
     await ctx.db.execute(sql`update services set status = 'unpublished' where id = ${first.id}`);

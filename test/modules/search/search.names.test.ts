@@ -24,10 +24,15 @@ describe('search — many similar names', () => {
     const differ = word[7] === 'b' ? 'c' : 'b';
     // The closest name first: it has the oldest id, the one a cut by id (not by similarity) drops.
     const tools = [{ name: word, description: 'The one' }];
-    for (let i = 0; tools.length <= PRESCORED_NAMES + 10; i++) tools.push({ name: `${word.slice(0, 7)}${differ}${letters(2)}_${i}`, description: 'A look-alike' });
+    for (let i = 0; tools.length <= PRESCORED_NAMES + 10; i++)
+      tools.push({ name: `${word.slice(0, 7)}${differ}${letters(2)}_${i}`, description: 'A look-alike' });
     const svc = await categoryService(app, ctx, owner, { prefix: 'names', description: 'Look-alikes', tools });
     const u = await createUser(app);
-    const { body } = await call(app, { method: 'GET', url: `/search/tools?q=${typo}&category=${svc.category}&limit=3`, headers: u.headers }, 200);
+    const { body } = await call(
+      app,
+      { method: 'GET', url: `/search/tools?q=${typo}&category=${svc.category}&limit=3`, headers: u.headers },
+      200,
+    );
     if (!body.fuzzy) return;
     expect(body.found).toBeGreaterThan(PRESCORED_NAMES);
     expect(body.data[0]).toMatchObject({ name: word, match: 'fuzzy' });

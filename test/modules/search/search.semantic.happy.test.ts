@@ -19,15 +19,29 @@ const OBJ = { type: 'object' };
 const SLOW = 180_000;
 
 async function search(user: TestUser, q: string, extra = '') {
-  return (await call(app, { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}${extra}`, headers: user.headers }, 200)).body;
+  return (
+    await call(
+      app,
+      { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}${extra}`, headers: user.headers },
+      200,
+    )
+  ).body;
 }
 
 /** A published service in its own category (so rankings are read within this run's tools). */
 const service = (owner: TestUser, tools: Array<{ name: string; description: string }>, publish = true) =>
-  categoryService(app, ctx, owner, { prefix: 'sem', description: 'A service of the semantic search tests', tools, publish });
+  categoryService(app, ctx, owner, {
+    prefix: 'sem',
+    description: 'A service of the semantic search tests',
+    tools,
+    publish,
+  });
 
 /** Run `fn` with the app's encoder's `embed` replaced by `embed(texts, real)`; the real encoder is restored after. */
-async function withEmbed<T>(embed: (texts: string[], real: SentenceEncoder) => Promise<Float32Array[]>, fn: () => Promise<T>): Promise<T> {
+async function withEmbed<T>(
+  embed: (texts: string[], real: SentenceEncoder) => Promise<Float32Array[]>,
+  fn: () => Promise<T>,
+): Promise<T> {
   const state = searchStateOf(ctx);
   const real = state.encoder!;
   state.encoder = { ...real, embed: (texts: string[]) => embed(texts, real) } as SentenceEncoder;
@@ -39,11 +53,19 @@ async function withEmbed<T>(embed: (texts: string[], real: SentenceEncoder) => P
 }
 
 const vectorRows = async (ids: string[]) =>
-  execRows<{ tool_id: string; source_hash: string }>(ctx.db, sql`select tool_id, source_hash from tool_vectors where tool_id in (${sql.join(ids.map((i) => sql`${i}`), sql`, `)})`);
+  execRows<{ tool_id: string; source_hash: string }>(
+    ctx.db,
+    sql`select tool_id, source_hash from tool_vectors where tool_id in (${sql.join(
+      ids.map((i) => sql`${i}`),
+      sql`, `,
+    )})`,
+  );
 
 describe('search — semantic arm', () => {
   it('embeds the name split into words and the description summary', () => {
-    expect(toolEmbeddingText({ name: 'issues_create-commentFor', description: 'Create a comment\n\nLong text' })).toBe('issues create comment for. Create a comment');
+    expect(toolEmbeddingText({ name: 'issues_create-commentFor', description: 'Create a comment\n\nLong text' })).toBe(
+      'issues create comment for. Create a comment',
+    );
     expect(toolEmbeddingText({ name: 'echo', description: '' })).toBe('echo');
   });
 
@@ -62,14 +84,19 @@ describe('search — semantic arm', () => {
     async () => {
       const owner = await createUser(app);
       const tools = [
-        { name: 'convert_currency', description: 'Convert an amount of money between currencies at the current exchange rate' },
+        {
+          name: 'convert_currency',
+          description: 'Convert an amount of money between currencies at the current exchange rate',
+        },
         { name: 'plain_text', description: 'Answer in plain text instead of JSON' },
       ];
       const svc = await service(owner, tools);
       await refreshToolVectors(ctx);
       const byName = async (ids: Record<string, string>) => {
         const rows = await vectorRows(Object.values(ids));
-        return Object.fromEntries(Object.entries(ids).map(([name, id]) => [name, rows.find((r) => r.tool_id === id)?.source_hash]));
+        return Object.fromEntries(
+          Object.entries(ids).map(([name, id]) => [name, rows.find((r) => r.tool_id === id)?.source_hash]),
+        );
       };
       const first = await byName(svc.tools);
       expect(Object.values(first).every(Boolean)).toBe(true);
@@ -81,13 +108,26 @@ describe('search — semantic arm', () => {
       const changed = `Reply with unformatted text, ${letters(8)}`;
       const watched = new Set([...tools.map(ours), ours({ name: 'plain_text', description: changed })]);
       let embedded = 0;
-      state.encoder = { ...real, embed: (texts: string[]) => ((embedded += texts.filter((t) => watched.has(t)).length), real.embed(texts)) } as SentenceEncoder;
+      state.encoder = {
+        ...real,
+        embed: (texts: string[]) => ((embedded += texts.filter((t) => watched.has(t)).length), real.embed(texts)),
+      } as SentenceEncoder;
       let after: Record<string, string>;
       try {
         await refreshToolVectors(ctx);
         expect(embedded).toBe(0);
-        const patched = tools.map((t, i) => ({ ...t, method: 'GET', path: `/t${i}`, input_schema: OBJ, ...(t.name === 'plain_text' ? { description: changed } : {}) }));
-        const { body } = await call(app, { method: 'PATCH', url: `/owner/services/${svc.id}`, headers: owner.headers, payload: { tools: patched } }, 200);
+        const patched = tools.map((t, i) => ({
+          ...t,
+          method: 'GET',
+          path: `/t${i}`,
+          input_schema: OBJ,
+          ...(t.name === 'plain_text' ? { description: changed } : {}),
+        }));
+        const { body } = await call(
+          app,
+          { method: 'PATCH', url: `/owner/services/${svc.id}`, headers: owner.headers, payload: { tools: patched } },
+          200,
+        );
         after = Object.fromEntries(body.tools.map((t: { name: string; id: string }) => [t.name, t.id]));
         await refreshToolVectors(ctx);
         expect(embedded).toBe(1);
@@ -110,7 +150,10 @@ describe('search — semantic arm', () => {
         { name: 'get_forecast', description: 'Forecast for a city: temperature, wind and rain for the next days' },
         { name: 'echo', description: 'Echo the request back' },
         { name: 'plain_text', description: 'Answer in plain text instead of JSON' },
-        { name: 'convert_currency', description: 'Convert an amount of money between currencies at the current exchange rate' },
+        {
+          name: 'convert_currency',
+          description: 'Convert an amount of money between currencies at the current exchange rate',
+        },
       ]);
       await refreshToolVectors(ctx);
       const u = await createUser(app);
@@ -118,7 +161,9 @@ describe('search — semantic arm', () => {
       expect(euros.data[0]).toMatchObject({ name: 'convert_currency', match: 'semantic', text_score: 0 });
       const weather = await search(u, 'temperature in a city', `&category=${svc.category}`);
       expect(weather.data[0].name).toBe('get_forecast');
-      expect(weather.data.findIndex((h: { name: string }) => h.name === 'get_forecast')).toBeLessThan(weather.data.findIndex((h: { name: string }) => h.name === 'plain_text') >>> 0);
+      expect(weather.data.findIndex((h: { name: string }) => h.name === 'get_forecast')).toBeLessThan(
+        weather.data.findIndex((h: { name: string }) => h.name === 'plain_text') >>> 0,
+      );
     },
     SLOW,
   );
@@ -128,7 +173,16 @@ describe('search — semantic arm', () => {
     async () => {
       const owner = await createUser(app);
       const word = letters(8);
-      const hidden = await service(owner, [{ name: `secret_${word}`, description: 'Convert an amount of money between currencies at the current exchange rate' }], false);
+      const hidden = await service(
+        owner,
+        [
+          {
+            name: `secret_${word}`,
+            description: 'Convert an amount of money between currencies at the current exchange rate',
+          },
+        ],
+        false,
+      );
       await refreshToolVectors(ctx);
       const other = await createUser(app);
       const seen = await search(other, 'convert money between currencies', '&limit=50');
@@ -143,14 +197,19 @@ describe('search — semantic arm', () => {
     'embeds a repeated query once (white space aside)',
     async () => {
       const owner = await createUser(app);
-      const svc = await service(owner, [{ name: 'get_forecast', description: 'Forecast for a city: temperature, wind and rain' }]);
+      const svc = await service(owner, [
+        { name: 'get_forecast', description: 'Forecast for a city: temperature, wind and rain' },
+      ]);
       await refreshToolVectors(ctx);
       const q = `rain tomorrow in ${letters(6)}`;
       const asked: string[] = [];
       const u = await createUser(app);
       const [first, again] = await withEmbed(
         (texts, real) => (asked.push(...texts), real.embed(texts)),
-        async () => [await search(u, q, `&category=${svc.category}`), await search(u, `  ${q.replace(/ /g, '   ')} `, `&category=${svc.category}`)],
+        async () => [
+          await search(u, q, `&category=${svc.category}`),
+          await search(u, `  ${q.replace(/ /g, '   ')} `, `&category=${svc.category}`),
+        ],
       );
       expect(asked).toEqual([q]);
       expect(again.data.map((h: { id: string }) => h.id)).toEqual(first.data.map((h: { id: string }) => h.id));
@@ -165,7 +224,10 @@ describe('search — semantic arm', () => {
       const svc = await service(owner, [{ name: 'get_forecast', description: 'Forecast for a city' }]);
       await refreshToolVectors(ctx);
       const u = await createUser(app);
-      const body = await withEmbed(() => Promise.reject(new Error('model gone')), () => search(u, 'forecast', `&category=${svc.category}`));
+      const body = await withEmbed(
+        () => Promise.reject(new Error('model gone')),
+        () => search(u, 'forecast', `&category=${svc.category}`),
+      );
       expect(body.data).toHaveLength(1);
       expect(body.data[0]).toMatchObject({ name: 'get_forecast', match: 'text' });
     },

@@ -30,7 +30,11 @@ async function buildService(owner: TestUser) {
 }
 
 async function names(user: TestUser, q: string, category: string): Promise<{ names: string[]; relaxed: boolean }> {
-  const { body } = await call(app, { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}&category=${category}`, headers: user.headers }, 200);
+  const { body } = await call(
+    app,
+    { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}&category=${category}`, headers: user.headers },
+    200,
+  );
   return { names: body.data.map((h: Hit) => h.name), relaxed: body.relaxed };
 }
 

@@ -22,19 +22,44 @@ async function weatherService(a: typeof app, c: typeof ctx, owner: TestUser) {
     prefix: 'weather',
     description: 'Forecasts from a public weather model',
     tools: [
-      { name: 'get_forecast', description: 'Forecast for a city: temperature, wind and rain for the next days', method: 'GET', path: '/f', input_schema: SCHEMA_CITY },
-      { name: 'echo', description: 'Echo the request back', method: 'POST', path: '/echo', input_schema: { type: 'object' } },
-      { name: 'plain_text', description: 'Answer in plain text instead of JSON', method: 'GET', path: '/text', input_schema: { type: 'object' } },
+      {
+        name: 'get_forecast',
+        description: 'Forecast for a city: temperature, wind and rain for the next days',
+        method: 'GET',
+        path: '/f',
+        input_schema: SCHEMA_CITY,
+      },
+      {
+        name: 'echo',
+        description: 'Echo the request back',
+        method: 'POST',
+        path: '/echo',
+        input_schema: { type: 'object' },
+      },
+      {
+        name: 'plain_text',
+        description: 'Answer in plain text instead of JSON',
+        method: 'GET',
+        path: '/text',
+        input_schema: { type: 'object' },
+      },
     ],
   });
 }
 
 async function search(a: typeof app, user: TestUser, q: string, extra = '') {
-  return (await call(a, { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}${extra}`, headers: user.headers }, 200)).body;
+  return (
+    await call(
+      a,
+      { method: 'GET', url: `/search/tools?q=${encodeURIComponent(q)}${extra}`, headers: user.headers },
+      200,
+    )
+  ).body;
 }
 
 /** Names of the hits of one service, in rank order. */
-const namesIn = (body: { data: Hit[] }, serviceId: string) => body.data.filter((h) => h.service.id === serviceId).map((h) => h.name);
+const namesIn = (body: { data: Hit[] }, serviceId: string) =>
+  body.data.filter((h) => h.service.id === serviceId).map((h) => h.name);
 
 describe('search — typos and plain language', () => {
   it('finds get_forecast for "wether forcast" (a typo in each word)', async () => {
@@ -46,7 +71,9 @@ describe('search — typos and plain language', () => {
     expect(body.relaxed).toBe(false);
     expect(body.data[0]).toMatchObject({ name: 'get_forecast', match: 'text' });
     // The corrected words are highlighted.
-    expect(body.data[0].highlights.find((h: { field: string }) => h.field === 'name').snippet).toBe('get_<mark>forecast</mark>');
+    expect(body.data[0].highlights.find((h: { field: string }) => h.field === 'name').snippet).toBe(
+      'get_<mark>forecast</mark>',
+    );
   });
 
   it('finds echo for "ecoh" (a transposition in a 4-letter word counts as one typo)', async () => {
@@ -96,7 +123,15 @@ describe('search — typo corrections and visibility', () => {
       name: `draft-${letters(6)}`,
       description: 'Not published',
       base_url: 'http://127.0.0.1:9',
-      tools: [{ name: `${secret}_tool`, description: `The ${secret} operation`, method: 'GET', path: '/x', input_schema: { type: 'object' } }],
+      tools: [
+        {
+          name: `${secret}_tool`,
+          description: `The ${secret} operation`,
+          method: 'GET',
+          path: '/x',
+          input_schema: { type: 'object' },
+        },
+      ],
     });
     const typo = secret.replace('xo', 'ox');
     const stranger = await createUser(app);

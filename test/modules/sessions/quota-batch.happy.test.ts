@@ -7,7 +7,7 @@
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { subscriptions } from '../../../src/db/schema/index.js';
-import { AppError } from '../../../src/http/errors.js';
+import type { AppError } from '../../../src/http/errors.js';
 import { newId } from '../../../src/http/ids.js';
 import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { quotaHeaders } from '../../../src/modules/subscriptions/windows.js';
@@ -28,7 +28,9 @@ async function subscription() {
 async function race(n: number, fn: () => Promise<unknown>) {
   const res = await Promise.allSettled(Array.from({ length: n }, fn));
   const ok = res.filter((r): r is PromiseFulfilledResult<any> => r.status === 'fulfilled').map((r) => r.value);
-  const errors = res.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as AppError);
+  const errors = res
+    .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+    .map((r) => r.reason as AppError);
   return { ok, errors };
 }
 
@@ -37,7 +39,9 @@ describe(`quota — concurrent calls counted together (${ctx.database.engine})`,
     const s = await subscription();
     const { ok, errors } = await race(40, () => consumeQuota(ctx, s.userId, s.serviceId));
     expect(ok).toHaveLength(7);
-    expect(ok.map((st) => Number(quotaHeaders(st)['x-quota-remaining'])).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(ok.map((st) => Number(quotaHeaders(st)['x-quota-remaining'])).sort((a, b) => a - b)).toEqual([
+      0, 1, 2, 3, 4, 5, 6,
+    ]);
     expect(errors).toHaveLength(33);
     for (const e of errors) {
       expect(e.code).toBe('quota_exceeded');
@@ -63,7 +67,9 @@ describe(`quota — concurrent calls counted together (${ctx.database.engine})`,
   it('counts two services of one account apart, and refuses every call of a batch without a subscription', async () => {
     const a = await subscription();
     const otherService = newId('svc');
-    await ctx.db.insert(subscriptions).values({ id: newId('sub'), userId: a.userId, serviceId: otherService, plan: 'free' });
+    await ctx.db
+      .insert(subscriptions)
+      .values({ id: newId('sub'), userId: a.userId, serviceId: otherService, plan: 'free' });
     const [one, two, none] = await Promise.all([
       race(15, () => consumeQuota(ctx, a.userId, a.serviceId)),
       race(15, () => consumeQuota(ctx, a.userId, otherService)),
@@ -75,11 +81,15 @@ describe(`quota — concurrent calls counted together (${ctx.database.engine})`,
 
   it('through POST /v1/agents/:id/execute: exactly the quota reaches the upstream and is recorded', async () => {
     const { upstream, user, svc, sid } = await subscribedFastTool(app, ctx, base, 'quota-batch');
-    const answers = await Promise.all(Array.from({ length: 30 }, () => execute(base, user.headers, sid, { service: svc.name, tool: 'fast' })));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, () => execute(base, user.headers, sid, { service: svc.name, tool: 'fast' })),
+    );
     const ok = answers.filter((x) => x.status === 200);
     expect(ok).toHaveLength(7);
     expect(answers.filter((x) => x.status === 429)).toHaveLength(23);
-    expect(ok.map((x) => Number(x.headers.get('x-quota-remaining'))).sort((p, q) => p - q)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(ok.map((x) => Number(x.headers.get('x-quota-remaining'))).sort((p, q) => p - q)).toEqual([
+      0, 1, 2, 3, 4, 5, 6,
+    ]);
     expect(upstream.seenAt('/fast')).toHaveLength(7);
     await upstream.close();
   });

@@ -24,11 +24,19 @@ describe('sessions — security', () => {
   it("hides another user's sessions (404, never 403), also from lists", async () => {
     const alice = await createUser(app);
     const bob = await createUser(app);
-    const { body: s } = await call(app, { method: 'POST', url: '/v1/agents', headers: alice.headers, payload: { name: 'private' } }, 201);
+    const { body: s } = await call(
+      app,
+      { method: 'POST', url: '/v1/agents', headers: alice.headers, payload: { name: 'private' } },
+      201,
+    );
     await call(app, { method: 'GET', url: `/v1/agents/${s.id}`, headers: bob.headers }, 404);
     await call(app, { method: 'GET', url: `/v1/sessions/${s.id}`, headers: bob.headers }, 404);
     await call(app, { method: 'POST', url: `/v1/sessions/${s.id}/close`, headers: bob.headers }, 404);
-    const { body } = await call(app, { method: 'POST', url: `/v1/agents/${s.id}/execute`, headers: bob.headers, payload: { service: 'x', tool: 'y' } }, 404);
+    const { body } = await call(
+      app,
+      { method: 'POST', url: `/v1/agents/${s.id}/execute`, headers: bob.headers, payload: { service: 'x', tool: 'y' } },
+      404,
+    );
     expect(body.code).toBe('not_found');
     const { body: list } = await call(app, { method: 'GET', url: '/v1/agents', headers: bob.headers }, 200);
     expect(list.data.map((x: { id: string }) => x.id)).not.toContain(s.id);
@@ -41,7 +49,11 @@ describe('sessions — security', () => {
     const alice = await createUser(app);
     const bob = await createUser(app);
     const bobsAgent = await createAgent(app, bob);
-    await call(app, { method: 'POST', url: '/v1/agents', headers: alice.headers, payload: { agent_id: bobsAgent.id } }, 404);
+    await call(
+      app,
+      { method: 'POST', url: '/v1/agents', headers: alice.headers, payload: { agent_id: bobsAgent.id } },
+      404,
+    );
   });
 
   it("confines an agent to its own sessions of its owner's account", async () => {
@@ -50,7 +62,11 @@ describe('sessions — security', () => {
     const a2 = await createAgent(app, u, { name: 'two' });
     const t1 = await agentToken(app, a1);
     const t2 = await agentToken(app, a2);
-    const { body: own } = await call(app, { method: 'POST', url: '/v1/agents', headers: u.headers, payload: { name: 'user only' } }, 201);
+    const { body: own } = await call(
+      app,
+      { method: 'POST', url: '/v1/agents', headers: u.headers, payload: { name: 'user only' } },
+      201,
+    );
     const { body: s1 } = await call(app, { method: 'POST', url: '/v1/agents', headers: t1.headers, payload: {} }, 201);
     // Agent two cannot see agent one's session nor the user's own sessions.
     await call(app, { method: 'GET', url: `/v1/agents/${s1.id}`, headers: t2.headers }, 404);
@@ -59,7 +75,11 @@ describe('sessions — security', () => {
     const { body: l2 } = await call(app, { method: 'GET', url: '/v1/agents', headers: t2.headers }, 200);
     expect(l2.data).toEqual([]);
     // An agent cannot create sessions on behalf of another agent.
-    const { body } = await call(app, { method: 'POST', url: '/v1/agents', headers: t1.headers, payload: { agent_id: a2.id } }, 403);
+    const { body } = await call(
+      app,
+      { method: 'POST', url: '/v1/agents', headers: t1.headers, payload: { agent_id: a2.id } },
+      403,
+    );
     expect(body.code).toBe('forbidden');
     await call(app, { method: 'POST', url: '/v1/agents', headers: t1.headers, payload: { agent_id: a1.id } }, 201);
   });
@@ -68,7 +88,11 @@ describe('sessions — security', () => {
     const alice = await createUser(app);
     const bob = await createUser(app);
     const bobsAgent = await agentToken(app, await createAgent(app, bob));
-    const { body: s } = await call(app, { method: 'POST', url: '/v1/agents', headers: alice.headers, payload: {} }, 201);
+    const { body: s } = await call(
+      app,
+      { method: 'POST', url: '/v1/agents', headers: alice.headers, payload: {} },
+      201,
+    );
     await call(app, { method: 'GET', url: `/v1/agents/${s.id}`, headers: bobsAgent.headers }, 404);
   });
 });

@@ -7,7 +7,12 @@ import { call, type TestUser } from '../../helpers/app.js';
 let n = 0;
 
 /** Register a one-tool service of `owner` (base URL on loopback; never called here) and optionally publish it. */
-export async function makeService(app: FastifyInstance, ctx: AppContext, owner: TestUser, status: 'published' | 'draft' | 'unpublished' = 'published'): Promise<{ id: string; name: string }> {
+export async function makeService(
+  app: FastifyInstance,
+  ctx: AppContext,
+  owner: TestUser,
+  status: 'published' | 'draft' | 'unpublished' = 'published',
+): Promise<{ id: string; name: string }> {
   const name = `subs-${process.pid}-${Date.now().toString(36)}-${n++}`;
   const { body } = await call(
     app,
@@ -15,7 +20,12 @@ export async function makeService(app: FastifyInstance, ctx: AppContext, owner: 
       method: 'POST',
       url: '/owner/services',
       headers: owner.headers,
-      payload: { name, description: 'a test service', base_url: 'http://127.0.0.1:9', tools: [{ name: 'ping', description: 'ping', method: 'GET', path: '/ping', input_schema: { type: 'object' } }] },
+      payload: {
+        name,
+        description: 'a test service',
+        base_url: 'http://127.0.0.1:9',
+        tools: [{ name: 'ping', description: 'ping', method: 'GET', path: '/ping', input_schema: { type: 'object' } }],
+      },
     },
     201,
   );

@@ -11,17 +11,27 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import type { AppContext } from '../../../src/context.js';
 import { subscriptions } from '../../../src/db/schema/index.js';
-import { AppError } from '../../../src/http/errors.js';
+import type { AppError } from '../../../src/http/errors.js';
 import { newId } from '../../../src/http/ids.js';
 import { LEASE_IDLE_MS, MAX_LEASE } from '../../../src/modules/subscriptions/lease.js';
 import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
-import { cancelSubscription, changePlan, getQuotas, getSubscription } from '../../../src/modules/subscriptions/service.js';
+import {
+  cancelSubscription,
+  changePlan,
+  getQuotas,
+  getSubscription,
+} from '../../../src/modules/subscriptions/service.js';
 import { quotaHeaders } from '../../../src/modules/subscriptions/windows.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { execute, expectHttp, listen, subscribedFastTool } from '../../helpers/exec.js';
 
 const DAY = 1000;
-const { app, ctx, config } = await setupApp({ QUOTA_FREE_DAY: String(DAY), QUOTA_FREE_MONTH: '5000', QUOTA_PRO_DAY: '2000', QUOTA_PRO_MONTH: '10000' });
+const { app, ctx, config } = await setupApp({
+  QUOTA_FREE_DAY: String(DAY),
+  QUOTA_FREE_MONTH: '5000',
+  QUOTA_PRO_DAY: '2000',
+  QUOTA_PRO_MONTH: '10000',
+});
 
 /** A subscription of a fresh user (`roles`) to a fresh service id, with counters preset in today's windows. */
 async function subscription(opts: { roles?: string[]; plan?: 'free' | 'pro'; dayUsed?: number } = {}) {
@@ -29,7 +39,9 @@ async function subscription(opts: { roles?: string[]; plan?: 'free' | 'pro'; day
   const serviceId = newId('svc');
   const id = newId('sub');
   const used = opts.dayUsed ?? 0;
-  await ctx.db.insert(subscriptions).values({ id, userId: u.userId, serviceId, plan: opts.plan ?? 'free', dayUsed: used, monthUsed: used });
+  await ctx.db
+    .insert(subscriptions)
+    .values({ id, userId: u.userId, serviceId, plan: opts.plan ?? 'free', dayUsed: used, monthUsed: used });
   return { user: u, userId: u.userId, serviceId, id };
 }
 
@@ -39,7 +51,8 @@ async function row(id: string) {
 }
 
 const remaining = (st: Awaited<ReturnType<typeof consumeQuota>>) => Number(quotaHeaders(st)['x-quota-remaining']);
-const leasesOf = (c: AppContext, userId: string) => [...(c.quota?.leases.values() ?? [])].filter((l) => l.userId === userId);
+const leasesOf = (c: AppContext, userId: string) =>
+  [...(c.quota?.leases.values() ?? [])].filter((l) => l.userId === userId);
 const idle = () => new Promise((r) => setTimeout(r, LEASE_IDLE_MS * 2 + 250));
 
 describe(`quota leases (${ctx.database.engine})`, () => {
@@ -73,7 +86,9 @@ describe(`quota leases (${ctx.database.engine})`, () => {
       expect(a.headers.get('x-quota-remaining'), `call ${i}`).toBe(String(DAY - i));
     }
     expect(leasesOf(ctx, user.userId)).toHaveLength(1);
-    const { body: quotas } = await expectHttp(base, 'GET', `/subscriptions/${sub.id}/quotas`, 200, { headers: user.headers });
+    const { body: quotas } = await expectHttp(base, 'GET', `/subscriptions/${sub.id}/quotas`, 200, {
+      headers: user.headers,
+    });
     expect(quotas.windows.map((x: { used: number }) => x.used)).toEqual([n, n]);
     const { body: view } = await expectHttp(base, 'GET', `/subscriptions/${sub.id}`, 200, { headers: user.headers });
     expect(view.used).toEqual({ day: n, month: n });
@@ -146,11 +161,24 @@ describe(`quota leases (${ctx.database.engine})`, () => {
   it('a role change ends the lease: the demoted account is counted on free at once', async () => {
     const admin = await createUser(app, { roles: ['admin'] });
     const s = await subscription({ roles: ['pro'], plan: 'pro' });
-    for (let i = 0; i < 5; i++) expect(quotaHeaders(await consumeQuota(ctx, s.userId, s.serviceId))['x-quota-limit']).toBe('2000');
+    for (let i = 0; i < 5; i++)
+      expect(quotaHeaders(await consumeQuota(ctx, s.userId, s.serviceId))['x-quota-limit']).toBe('2000');
     expect(leasesOf(ctx, s.userId)).toHaveLength(1);
-    await call(app, { method: 'PUT', url: `/admin/users/${s.user.subject}/roles`, headers: admin.headers, payload: { roles: ['user'] } }, 200);
+    await call(
+      app,
+      {
+        method: 'PUT',
+        url: `/admin/users/${s.user.subject}/roles`,
+        headers: admin.headers,
+        payload: { roles: ['user'] },
+      },
+      200,
+    );
     expect(leasesOf(ctx, s.userId)).toEqual([]);
-    expect(quotaHeaders(await consumeQuota(ctx, s.userId, s.serviceId))).toMatchObject({ 'x-quota-limit': String(DAY), 'x-quota-remaining': String(DAY - 6) });
+    expect(quotaHeaders(await consumeQuota(ctx, s.userId, s.serviceId))).toMatchObject({
+      'x-quota-limit': String(DAY),
+      'x-quota-remaining': String(DAY - 6),
+    });
     expect((await getQuotas(ctx, s.userId, s.id)).windows.map((x) => x.used)).toEqual([6, 6]);
   });
 

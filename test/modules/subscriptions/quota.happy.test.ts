@@ -12,7 +12,12 @@ import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { quotaHeaders, tightestWindow, windowsAt } from '../../../src/modules/subscriptions/windows.js';
 import { createUser, setupApp } from '../../helpers/app.js';
 
-const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '10', QUOTA_FREE_MONTH: '25', QUOTA_PRO_DAY: '3', QUOTA_ENTERPRISE_DAY: 'unlimited' });
+const { app, ctx } = await setupApp({
+  QUOTA_FREE_DAY: '10',
+  QUOTA_FREE_MONTH: '25',
+  QUOTA_PRO_DAY: '3',
+  QUOTA_ENTERPRISE_DAY: 'unlimited',
+});
 
 async function subscription(plan: 'free' | 'pro' | 'enterprise' = 'free') {
   // The plan's limits apply only while the role allows the plan (plans follow the current role).
@@ -26,7 +31,9 @@ async function subscription(plan: 'free' | 'pro' | 'enterprise' = 'free') {
 async function settle(n: number, fn: () => Promise<unknown>) {
   const res = await Promise.allSettled(Array.from({ length: n }, fn));
   const ok = res.filter((r) => r.status === 'fulfilled').length;
-  const codes = res.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => (r.reason as AppError).code);
+  const codes = res
+    .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+    .map((r) => (r.reason as AppError).code);
   return { ok, codes };
 }
 
@@ -77,9 +84,13 @@ describe('quota counting', () => {
     ]);
     // Days 2..3 of February: the month window binds at 25.
     let passed = 1;
-    for (const d of [2, 3, 4]) passed += (await settle(10, () => consumeQuota(ctx, s.userId, s.serviceId, new Date(Date.UTC(2030, 1, d, 12))))).ok;
+    for (const d of [2, 3, 4])
+      passed += (await settle(10, () => consumeQuota(ctx, s.userId, s.serviceId, new Date(Date.UTC(2030, 1, d, 12)))))
+        .ok;
     expect(passed).toBe(25);
-    const err = (await consumeQuota(ctx, s.userId, s.serviceId, new Date(Date.UTC(2030, 1, 5, 12))).catch((e) => e)) as AppError;
+    const err = (await consumeQuota(ctx, s.userId, s.serviceId, new Date(Date.UTC(2030, 1, 5, 12))).catch(
+      (e) => e,
+    )) as AppError;
     expect(err.code).toBe('quota_exceeded');
     expect(err.extra).toMatchObject({ window: 'month', limit: 25, resets_at: '2030-03-01T00:00:00.000Z' });
   });

@@ -25,7 +25,10 @@ export function exportManifest(baseUrl: string) {
         path: '/weather',
         input_schema: {
           type: 'object',
-          properties: { city: { type: 'string', minLength: 1, description: 'city name' }, units: { type: 'string', enum: ['c', 'f'] } },
+          properties: {
+            city: { type: 'string', minLength: 1, description: 'city name' },
+            units: { type: 'string', enum: ['c', 'f'] },
+          },
           required: ['city'],
         },
       },
@@ -34,19 +37,41 @@ export function exportManifest(baseUrl: string) {
         description: 'Echo the body',
         method: 'POST',
         path: '/echo',
-        input_schema: { type: 'object', properties: { message: { type: 'string' }, count: { type: 'integer' }, meta: { type: 'object' } }, required: ['message'] },
+        input_schema: {
+          type: 'object',
+          properties: { message: { type: 'string' }, count: { type: 'integer' }, meta: { type: 'object' } },
+          required: ['message'],
+        },
       },
-      { name: 'ping', description: 'Health', method: 'GET', path: '/weather', input_schema: { type: 'object', properties: {} } },
+      {
+        name: 'ping',
+        description: 'Health',
+        method: 'GET',
+        path: '/weather',
+        input_schema: { type: 'object', properties: {} },
+      },
     ],
   };
 }
 
 /** An owner with the published service, and a subscriber (user) to it. */
-export async function subscribedUser(app: FastifyInstance, ctx: AppContext, upstream: Upstream): Promise<{ owner: TestUser; user: TestUser; service: { id: string; name: string } }> {
+export async function subscribedUser(
+  app: FastifyInstance,
+  ctx: AppContext,
+  upstream: Upstream,
+): Promise<{ owner: TestUser; user: TestUser; service: { id: string; name: string } }> {
   const owner = await createUser(app);
-  const { body: service } = await call(app, { method: 'POST', url: '/owner/services', headers: owner.headers, payload: exportManifest(upstream.url) }, 201);
+  const { body: service } = await call(
+    app,
+    { method: 'POST', url: '/owner/services', headers: owner.headers, payload: exportManifest(upstream.url) },
+    201,
+  );
   await setServiceStatus(ctx, service.id, 'published');
   const user = await createUser(app);
-  await call(app, { method: 'POST', url: '/subscriptions', headers: user.headers, payload: { service_id: service.id } }, 201);
+  await call(
+    app,
+    { method: 'POST', url: '/subscriptions', headers: user.headers, payload: { service_id: service.id } },
+    201,
+  );
   return { owner, user, service };
 }

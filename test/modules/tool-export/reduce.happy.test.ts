@@ -30,7 +30,11 @@ const NESTED: JsonSchema = {
     q: { type: 'string', minLength: 1, default: 'x' },
     when: { type: 'string', format: 'date' },
     limit: { type: 'integer', minimum: 1, maximum: 50 },
-    filter: { type: 'object', properties: { tag: { type: 'string' }, lang: { type: ['string', 'null'] } }, required: ['tag'] },
+    filter: {
+      type: 'object',
+      properties: { tag: { type: 'string' }, lang: { type: ['string', 'null'] } },
+      required: ['tag'],
+    },
     sort: { oneOf: [{ const: 'asc' }, { const: 'desc' }] },
     owner: { $ref: '#/$defs/person' },
     items: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' } } } },
@@ -76,7 +80,14 @@ describe('toOpenAI', () => {
     expect((p.filter.properties as Record<string, JsonSchema>).lang).toEqual({ type: ['string', 'null'] });
     expect(p.sort).toEqual({ anyOf: [{ const: 'asc' }, { const: 'desc' }, { type: 'null' }] });
     expect(p.owner).toEqual({ anyOf: [{ $ref: '#/$defs/person' }, { type: 'null' }] });
-    expect(parameters.$defs).toEqual({ person: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false } });
+    expect(parameters.$defs).toEqual({
+      person: {
+        type: 'object',
+        properties: { name: { type: 'string' } },
+        required: ['name'],
+        additionalProperties: false,
+      },
+    });
     expect(parameters).not.toHaveProperty('$schema');
     expect(parameters).not.toHaveProperty('title');
   });
@@ -102,7 +113,15 @@ describe('toOpenAI', () => {
     // The execute path's own validator of a tool's registered schema.
     const registered = validatorFor('reduce-test:registered', NESTED);
     const strict = validatorFor('reduce-test:strict', toOpenAI(NESTED).parameters);
-    const fromModel = { q: 'rust', when: null, limit: null, filter: { tag: 'x', lang: null }, sort: null, owner: null, items: [{ id: null }] };
+    const fromModel = {
+      q: 'rust',
+      when: null,
+      limit: null,
+      filter: { tag: 'x', lang: null },
+      sort: null,
+      owner: null,
+      items: [{ id: null }],
+    };
     expect(strict(fromModel)).toBe(true);
     expect(registered(fromModel)).toBe(false);
     const cleaned = dropModelNulls(fromModel, NESTED);
@@ -120,16 +139,32 @@ describe('toGemini', () => {
     const p = g.properties as Record<string, JsonSchema>;
     expect(p.q).toEqual({ type: 'STRING', minLength: 1 });
     expect((p.filter.properties as Record<string, JsonSchema>).lang).toEqual({ type: 'STRING', nullable: true });
-    expect(p.sort).toEqual({ anyOf: [{ type: 'STRING', format: 'enum', enum: ['asc'] }, { type: 'STRING', format: 'enum', enum: ['desc'] }] });
-    expect(p.owner).toEqual({ type: 'OBJECT', properties: { name: { type: 'STRING' } }, required: ['name'], propertyOrdering: ['name'] });
-    expect(p.items).toEqual({ type: 'ARRAY', items: { type: 'OBJECT', properties: { id: { type: 'INTEGER' } }, propertyOrdering: ['id'] } });
+    expect(p.sort).toEqual({
+      anyOf: [
+        { type: 'STRING', format: 'enum', enum: ['asc'] },
+        { type: 'STRING', format: 'enum', enum: ['desc'] },
+      ],
+    });
+    expect(p.owner).toEqual({
+      type: 'OBJECT',
+      properties: { name: { type: 'STRING' } },
+      required: ['name'],
+      propertyOrdering: ['name'],
+    });
+    expect(p.items).toEqual({
+      type: 'ARRAY',
+      items: { type: 'OBJECT', properties: { id: { type: 'INTEGER' } }, propertyOrdering: ['id'] },
+    });
     expect(JSON.stringify(g)).not.toMatch(/"\$ref"|"\$defs"|additionalProperties|"default"/);
   });
 
   it('puts non-string enums into the description, stops recursive $refs, and has no parameters without arguments', () => {
     const g = toGemini({
       type: 'object',
-      properties: { level: { type: 'integer', enum: [1, 2, 3], description: 'Level.' }, tree: { $ref: '#/$defs/node' } },
+      properties: {
+        level: { type: 'integer', enum: [1, 2, 3], description: 'Level.' },
+        tree: { $ref: '#/$defs/node' },
+      },
       $defs: { node: { type: 'object', properties: { child: { $ref: '#/$defs/node' } } } },
     })!;
     const p = g.properties as Record<string, JsonSchema>;

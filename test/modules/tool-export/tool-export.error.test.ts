@@ -8,12 +8,17 @@ const { app, ctx } = await setupApp();
 const api = await startJsonApi();
 const { user, service } = await subscribedUser(app, ctx, api);
 const weather = `${service.name}__get_weather`;
-const post = (payload: object, status: number, query = '') => call(app, { method: 'POST', url: `/v1/tools/call${query}`, headers: user.headers, payload }, status);
+const post = (payload: object, status: number, query = '') =>
+  call(app, { method: 'POST', url: `/v1/tools/call${query}`, headers: user.headers, payload }, status);
 
 describe('tool export errors', () => {
   it('refuses a missing or unknown format', async () => {
-    expect((await call(app, { method: 'GET', url: '/v1/tools/export', headers: user.headers }, 400)).body.code).toBe('validation_failed');
-    expect((await call(app, { method: 'GET', url: '/v1/tools/export?format=llama', headers: user.headers }, 400)).body.code).toBe('validation_failed');
+    expect((await call(app, { method: 'GET', url: '/v1/tools/export', headers: user.headers }, 400)).body.code).toBe(
+      'validation_failed',
+    );
+    expect(
+      (await call(app, { method: 'GET', url: '/v1/tools/export?format=llama', headers: user.headers }, 400)).body.code,
+    ).toBe('validation_failed');
   });
 
   it('names what is wrong with a body that is not a tool call', async () => {
@@ -31,7 +36,20 @@ describe('tool export errors', () => {
       expect(body.code, JSON.stringify(payload)).toBe('validation_failed');
       expect(body.errors[0]).toMatchObject({ in: 'body', pointer });
     }
-    expect((await call(app, { method: 'POST', url: '/v1/tools/call', headers: { ...user.headers, 'content-type': 'application/json' }, payload: '[]' }, 400)).body.code).toBe('validation_failed');
+    expect(
+      (
+        await call(
+          app,
+          {
+            method: 'POST',
+            url: '/v1/tools/call',
+            headers: { ...user.headers, 'content-type': 'application/json' },
+            payload: '[]',
+          },
+          400,
+        )
+      ).body.code,
+    ).toBe('validation_failed');
   });
 
   it('answers 404 for a name the caller was not given and for an unknown session', async () => {
@@ -39,16 +57,34 @@ describe('tool export errors', () => {
     expect(unknown.body.detail).toMatch(/GET \/v1\/tools\/export/);
     // The MCP spelling with a dot is not an exported name.
     await post({ type: 'tool_use', id: 't', name: `${service.name}.get_weather`, input: { city: 'Oslo' } }, 404);
-    expect((await post({ type: 'tool_use', id: 't', name: weather, input: { city: 'Oslo' } }, 404, '?session_id=ses_doesnotexist')).body.code).toBe('not_found');
+    expect(
+      (
+        await post(
+          { type: 'tool_use', id: 't', name: weather, input: { city: 'Oslo' } },
+          404,
+          '?session_id=ses_doesnotexist',
+        )
+      ).body.code,
+    ).toBe('not_found');
   });
 
   it('refuses arguments that do not match the registered schema, and a closed session', async () => {
     const bad = await post({ type: 'tool_use', id: 't', name: weather, input: { city: 'Oslo', units: 'kelvin' } }, 400);
     expect(bad.body.errors[0].pointer).toBe('/arguments/units');
     // A null for a required property is not "not given": it is refused.
-    expect((await post({ id: 'c', type: 'function', function: { name: weather, arguments: '{"city":null,"units":null}' } }, 400)).body.errors[0].pointer).toBe('/arguments/city');
+    expect(
+      (
+        await post(
+          { id: 'c', type: 'function', function: { name: weather, arguments: '{"city":null,"units":null}' } },
+          400,
+        )
+      ).body.errors[0].pointer,
+    ).toBe('/arguments/city');
     const { body: s } = await call(app, { method: 'POST', url: '/v1/agents', headers: user.headers, payload: {} }, 201);
     await call(app, { method: 'POST', url: `/v1/sessions/${s.id}/close`, headers: user.headers }, 200);
-    expect((await post({ type: 'tool_use', id: 't', name: weather, input: { city: 'Oslo' } }, 409, `?session_id=${s.id}`)).body.code).toBe('session_closed');
+    expect(
+      (await post({ type: 'tool_use', id: 't', name: weather, input: { city: 'Oslo' } }, 409, `?session_id=${s.id}`))
+        .body.code,
+    ).toBe('session_closed');
   });
 });

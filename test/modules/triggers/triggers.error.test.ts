@@ -25,16 +25,34 @@ describe('inbound trigger errors', () => {
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
       expect(res.json().code).toBe('validation_failed');
     }
-    const { body: t } = await call(app, { method: 'POST', url, headers: user.headers, payload: { mode: 'bearer' } }, 201);
-    expect((await app.inject({ method: 'PATCH', url: `${url}/${t.id}`, headers: user.headers, payload: {} })).statusCode).toBe(400);
-    expect((await app.inject({ method: 'PATCH', url: `${url}/${t.id}`, headers: user.headers, payload: { mode: 'github' } })).statusCode).toBe(400);
+    const { body: t } = await call(
+      app,
+      { method: 'POST', url, headers: user.headers, payload: { mode: 'bearer' } },
+      201,
+    );
+    expect(
+      (await app.inject({ method: 'PATCH', url: `${url}/${t.id}`, headers: user.headers, payload: {} })).statusCode,
+    ).toBe(400);
+    expect(
+      (await app.inject({ method: 'PATCH', url: `${url}/${t.id}`, headers: user.headers, payload: { mode: 'github' } }))
+        .statusCode,
+    ).toBe(400);
   });
 
   it('a verified delivery to an agent with nothing deployed → 409 invalid_state, and the sender may retry later', async () => {
     const user = await createUser(app);
     const agent = await createAgent(app, user);
-    const { body: t } = await call(app, { method: 'POST', url: `/v2/agents/${agent.id}/triggers`, headers: user.headers, payload: { mode: 'bearer' } }, 201);
-    const res = await app.inject({ method: 'POST', url: `/hooks/${t.id}`, headers: { authorization: `Bearer ${t.secret}`, 'idempotency-key': 'k1', 'content-type': 'application/json' }, payload: '{}' });
+    const { body: t } = await call(
+      app,
+      { method: 'POST', url: `/v2/agents/${agent.id}/triggers`, headers: user.headers, payload: { mode: 'bearer' } },
+      201,
+    );
+    const res = await app.inject({
+      method: 'POST',
+      url: `/hooks/${t.id}`,
+      headers: { authorization: `Bearer ${t.secret}`, 'idempotency-key': 'k1', 'content-type': 'application/json' },
+      payload: '{}',
+    });
     expect(res.statusCode).toBe(409);
     expect(res.json().code).toBe('invalid_state');
     expect(await ctx.db.select().from(triggerDeliveries).where(eq(triggerDeliveries.triggerId, t.id))).toEqual([]);
@@ -43,8 +61,18 @@ describe('inbound trigger errors', () => {
   it('caps the triggers of an agent at 20', async () => {
     const user = await createUser(app);
     const agent = await createAgent(app, user);
-    for (let i = 0; i < 20; i++) await call(app, { method: 'POST', url: `/v2/agents/${agent.id}/triggers`, headers: user.headers, payload: { mode: 'bearer' } }, 201);
-    const res = await app.inject({ method: 'POST', url: `/v2/agents/${agent.id}/triggers`, headers: user.headers, payload: { mode: 'bearer' } });
+    for (let i = 0; i < 20; i++)
+      await call(
+        app,
+        { method: 'POST', url: `/v2/agents/${agent.id}/triggers`, headers: user.headers, payload: { mode: 'bearer' } },
+        201,
+      );
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v2/agents/${agent.id}/triggers`,
+      headers: user.headers,
+      payload: { mode: 'bearer' },
+    });
     expect(res.statusCode).toBe(409);
     expect(res.json().code).toBe('limit_reached');
   });

@@ -42,8 +42,20 @@ async function receiver(failures: number | 'always') {
 
 function failedExecution(userId: string, n: number) {
   ctx.events.emit('execution.recorded', {
-    executionId: `exe_test${n}`, sessionId: 'ses_x', userId, agentId: null, serviceId: 'svc_x', serviceName: 'svc', toolId: 'tool_x', toolName: 'tool',
-    arguments: {}, status: 'failed', httpStatus: 500, output: null, error: { code: 'upstream_error', message: 'boom' }, durationMs: 12,
+    executionId: `exe_test${n}`,
+    sessionId: 'ses_x',
+    userId,
+    agentId: null,
+    serviceId: 'svc_x',
+    serviceName: 'svc',
+    toolId: 'tool_x',
+    toolName: 'tool',
+    arguments: {},
+    status: 'failed',
+    httpStatus: 500,
+    output: null,
+    error: { code: 'upstream_error', message: 'boom' },
+    durationMs: 12,
   });
 }
 
@@ -51,23 +63,44 @@ describe('outbound webhooks', () => {
   it('delivers every event to a flaky receiver, signed, retrying with the same id', async () => {
     const user = await createUser(app);
     const rx = await receiver(2);
-    const { body: ep } = await call(app, { method: 'POST', url: '/v2/webhooks', headers: user.headers, payload: { url: rx.url, events: ['execution.failed'] } }, 201);
+    const { body: ep } = await call(
+      app,
+      {
+        method: 'POST',
+        url: '/v2/webhooks',
+        headers: user.headers,
+        payload: { url: rx.url, events: ['execution.failed'] },
+      },
+      201,
+    );
     expect(ep.secret).toMatch(/^whsec_/);
     for (let i = 0; i < 5; i++) failedExecution(user.userId, i);
     await waitFor(async () => rx.seen.length >= 5, 20_000, 'five deliveries');
     const wh = new Webhook(ep.secret);
     for (const s of rx.seen) {
-      const event = wh.verify(s.body, { 'webhook-id': s.id, 'webhook-timestamp': String(s.headers['webhook-timestamp']), 'webhook-signature': String(s.headers['webhook-signature']) }) as any;
+      const event = wh.verify(s.body, {
+        'webhook-id': s.id,
+        'webhook-timestamp': String(s.headers['webhook-timestamp']),
+        'webhook-signature': String(s.headers['webhook-signature']),
+      }) as any;
       expect(event.type).toBe('execution.failed');
       expect(event.data.error).toEqual({ code: 'upstream_error', message: 'boom' });
     }
     // Nothing lost: five distinct message ids delivered; each was tried three times (two failures first).
     expect(new Set(rx.seen.map((s) => s.id)).size).toBe(5);
     for (const s of rx.seen) expect(rx.attempts.get(s.id)).toBe(3);
-    const log = await waitFor(async () => {
-      const { body } = await call(app, { method: 'GET', url: `/v2/webhooks/${ep.id}/messages`, headers: user.headers }, 200);
-      return body.data.every((m: any) => m.status === 'delivered') ? body.data : null;
-    }, 5000, 'log');
+    const log = await waitFor(
+      async () => {
+        const { body } = await call(
+          app,
+          { method: 'GET', url: `/v2/webhooks/${ep.id}/messages`, headers: user.headers },
+          200,
+        );
+        return body.data.every((m: any) => m.status === 'delivered') ? body.data : null;
+      },
+      5000,
+      'log',
+    );
     expect(log).toHaveLength(5);
     for (const m of log) {
       expect(m.attempts).toBe(3);
@@ -83,40 +116,109 @@ describe('outbound webhooks', () => {
     const user = await createUser(app);
     const down = await receiver('always');
     const watcher = await receiver(0);
-    const { body: ep } = await call(app, { method: 'POST', url: '/v2/webhooks', headers: user.headers, payload: { url: down.url, events: ['*'] } }, 201);
-    await call(app, { method: 'POST', url: '/v2/webhooks', headers: user.headers, payload: { url: watcher.url, events: ['webhook.endpoint_disabled'] } }, 201);
+    const { body: ep } = await call(
+      app,
+      { method: 'POST', url: '/v2/webhooks', headers: user.headers, payload: { url: down.url, events: ['*'] } },
+      201,
+    );
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: '/v2/webhooks',
+        headers: user.headers,
+        payload: { url: watcher.url, events: ['webhook.endpoint_disabled'] },
+      },
+      201,
+    );
     failedExecution(user.userId, 99);
-    const dead = await waitFor(async () => {
-      const { body } = await call(app, { method: 'GET', url: `/v2/webhooks/${ep.id}/messages?status=failed`, headers: user.headers }, 200);
-      return body.data[0];
-    }, 20_000, 'dead letter');
+    const dead = await waitFor(
+      async () => {
+        const { body } = await call(
+          app,
+          { method: 'GET', url: `/v2/webhooks/${ep.id}/messages?status=failed`, headers: user.headers },
+          200,
+        );
+        return body.data[0];
+      },
+      20_000,
+      'dead letter',
+    );
     expect(dead.attempts).toBeGreaterThan(3);
     const disabled = await call(app, { method: 'GET', url: `/v2/webhooks/${ep.id}`, headers: user.headers }, 200);
     expect(disabled.body).toMatchObject({ enabled: false });
     expect(disabled.body.disabled_reason).toContain('failed');
     await waitFor(async () => watcher.seen.length >= 1, 10_000, 'the owner told');
-    expect(JSON.parse(watcher.seen[0].body)).toMatchObject({ type: 'webhook.endpoint_disabled', data: { endpoint_id: ep.id } });
+    expect(JSON.parse(watcher.seen[0].body)).toMatchObject({
+      type: 'webhook.endpoint_disabled',
+      data: { endpoint_id: ep.id },
+    });
     // Replay needs the endpoint enabled again; then it is delivered once the receiver is back.
-    await call(app, { method: 'POST', url: `/v2/webhooks/${ep.id}/messages/${dead.id}/replay`, headers: user.headers }, 409);
-    await call(app, { method: 'PATCH', url: `/v2/webhooks/${ep.id}`, headers: user.headers, payload: { enabled: true } }, 200);
+    await call(
+      app,
+      { method: 'POST', url: `/v2/webhooks/${ep.id}/messages/${dead.id}/replay`, headers: user.headers },
+      409,
+    );
+    await call(
+      app,
+      { method: 'PATCH', url: `/v2/webhooks/${ep.id}`, headers: user.headers, payload: { enabled: true } },
+      200,
+    );
     down.state.failures = 0;
-    await call(app, { method: 'POST', url: `/v2/webhooks/${ep.id}/messages/${dead.id}/replay`, headers: user.headers }, 200);
+    await call(
+      app,
+      { method: 'POST', url: `/v2/webhooks/${ep.id}/messages/${dead.id}/replay`, headers: user.headers },
+      200,
+    );
     await waitFor(async () => down.seen.some((s) => s.id === dead.id), 10_000, 'replayed delivery');
   }, 40_000);
 
   it('refuses private addresses at delivery when loopback is not allowed (SSRF guard)', async () => {
-    const guarded = await setupApp({ ALLOW_LOOPBACK_UPSTREAMS: 'off', WEBHOOK_RETRY_BASE_MS: '50', WEBHOOK_MAX_AGE_MS: '1000' });
+    const guarded = await setupApp({
+      ALLOW_LOOPBACK_UPSTREAMS: 'off',
+      WEBHOOK_RETRY_BASE_MS: '50',
+      WEBHOOK_MAX_AGE_MS: '1000',
+    });
     const rx = await receiver(0);
     const user = await createUser(guarded.app);
-    const { body: ep } = await call(guarded.app, { method: 'POST', url: '/v2/webhooks', headers: user.headers, payload: { url: rx.url, events: ['execution.failed'] } }, 201);
+    const { body: ep } = await call(
+      guarded.app,
+      {
+        method: 'POST',
+        url: '/v2/webhooks',
+        headers: user.headers,
+        payload: { url: rx.url, events: ['execution.failed'] },
+      },
+      201,
+    );
     guarded.ctx.events.emit('execution.recorded', {
-      executionId: 'exe_ssrf', sessionId: 'ses_x', userId: user.userId, agentId: null, serviceId: 'svc_x', serviceName: 'svc', toolId: 'tool_x', toolName: 'tool',
-      arguments: {}, status: 'failed', httpStatus: null, output: null, error: { code: 'x', message: 'y' }, durationMs: 1,
+      executionId: 'exe_ssrf',
+      sessionId: 'ses_x',
+      userId: user.userId,
+      agentId: null,
+      serviceId: 'svc_x',
+      serviceName: 'svc',
+      toolId: 'tool_x',
+      toolName: 'tool',
+      arguments: {},
+      status: 'failed',
+      httpStatus: null,
+      output: null,
+      error: { code: 'x', message: 'y' },
+      durationMs: 1,
     });
-    const m = await waitFor(async () => {
-      const { body } = await call(guarded.app, { method: 'GET', url: `/v2/webhooks/${ep.id}/messages`, headers: user.headers }, 200);
-      return body.data[0]?.attempt_log.length ? body.data[0] : null;
-    }, 10_000, 'an attempt');
+    const m = await waitFor(
+      async () => {
+        const { body } = await call(
+          guarded.app,
+          { method: 'GET', url: `/v2/webhooks/${ep.id}/messages`, headers: user.headers },
+          200,
+        );
+        return body.data[0]?.attempt_log.length ? body.data[0] : null;
+      },
+      10_000,
+      'an attempt',
+    );
     expect(m.attempt_log[0].error).toMatch(/^upstream_blocked/);
     expect(rx.attempts.size).toBe(0);
   }, 30_000);

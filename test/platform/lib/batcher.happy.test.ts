@@ -35,7 +35,10 @@ describe('WriteBatcher', () => {
     const writes: string[][] = [];
     let gather = false;
     let asked = 0;
-    const b = new WriteBatcher<string>({ write: async (items) => void writes.push(items), gather: () => (asked++, gather) });
+    const b = new WriteBatcher<string>({
+      write: async (items) => void writes.push(items),
+      gather: () => (asked++, gather),
+    });
     await Promise.all(['a', 'b', 'c'].map((x) => b.add(x)));
     expect(writes).toEqual([['a'], ['b', 'c']]);
     gather = true;
@@ -60,7 +63,9 @@ describe('WriteBatcher', () => {
 
   it('drain() waits for queued and in-flight writes', async () => {
     let done = 0;
-    const b = new WriteBatcher<number>({ write: async (items) => void (await new Promise((r) => setTimeout(r, 10)), (done += items.length)) });
+    const b = new WriteBatcher<number>({
+      write: async (items) => void (await new Promise((r) => setTimeout(r, 10)), (done += items.length)),
+    });
     void b.add(1);
     void b.add(2);
     expect(b.pending).toBe(2);
@@ -71,7 +76,12 @@ describe('WriteBatcher', () => {
 
   it('delayMs: waits for companions, takes a full batch at once, and drain() ends the wait', async () => {
     const writes: number[][] = [];
-    const b = new WriteBatcher<number>({ write: async (items) => void writes.push(items), maxBatch: 3, delayMs: 10_000, gather: false });
+    const b = new WriteBatcher<number>({
+      write: async (items) => void writes.push(items),
+      maxBatch: 3,
+      delayMs: 10_000,
+      gather: false,
+    });
     const full = [1, 2, 3].map((n) => b.add(n)); // a full batch is not held back
     await Promise.all(full);
     expect(writes).toEqual([[1, 2, 3]]);
@@ -82,10 +92,13 @@ describe('WriteBatcher', () => {
     const t = performance.now();
     await b.drain();
     expect(performance.now() - t).toBeLessThan(1_000);
-    expect(writes).toEqual([[1, 2, 3], [4, 5]]);
+    expect(writes).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
   });
 
-  it('hands each caller its own item\'s result, also after a failed batch is retried item by item', async () => {
+  it("hands each caller its own item's result, also after a failed batch is retried item by item", async () => {
     const writes: number[][] = [];
     const b = new WriteBatcher<number, string>({
       write: async (items) => {
@@ -96,7 +109,11 @@ describe('WriteBatcher', () => {
       },
     });
     const results = await Promise.allSettled([1, 13, 2].map((n) => b.add(n)));
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['row 1', '13 refused', 'row 2']);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([
+      'row 1',
+      '13 refused',
+      'row 2',
+    ]);
     expect(writes).toEqual([[1, 13, 2], [1], [13], [2]]);
     expect(await b.add(7)).toBe('row 7');
   });

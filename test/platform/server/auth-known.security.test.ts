@@ -11,7 +11,14 @@ import { AuthRegistry, type AgentPrincipal, type JwtResolver } from '../../../sr
 const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
 const signature = 'S'.repeat(86);
 const token = `${b64({ alg: 'RS256' })}.${b64({ sub: 'agt_1', n: 'aaaa' })}.${signature}`;
-const principal: AgentPrincipal = { kind: 'agent', agentId: 'agt_1', ownerId: 'usr_1', roles: ['user'], clientId: 'c', scope: [] };
+const principal: AgentPrincipal = {
+  kind: 'agent',
+  agentId: 'agt_1',
+  ownerId: 'usr_1',
+  roles: ['user'],
+  clientId: 'c',
+  scope: [],
+};
 
 function registry(): { auth: AuthRegistry; verified: string[] } {
   const verified: string[] = [];
@@ -30,7 +37,8 @@ function registry(): { auth: AuthRegistry; verified: string[] } {
   return { auth, verified };
 }
 
-const request = (authorization: string, extra: Record<string, string> = {}) => ({ headers: { authorization, ...extra } }) as unknown as FastifyRequest;
+const request = (authorization: string, extra: Record<string, string> = {}) =>
+  ({ headers: { authorization, ...extra } }) as unknown as FastifyRequest;
 
 describe('known bearer tokens', () => {
   it('answers the verified token from memory, and nothing else', async () => {

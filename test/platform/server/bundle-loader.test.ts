@@ -74,7 +74,16 @@ beforeAll(async () => {
   );
   const requireEsbuild = createRequire(createRequire(path.join(ROOT, 'package.json')).resolve('tsx/package.json'));
   const esbuild = requireEsbuild('esbuild') as typeof import('esbuild');
-  await esbuild.build({ entryPoints: [source], bundle: true, outfile: bundle, format: 'cjs', platform: 'node', sourcemap: true, sourcesContent: false, logLevel: 'silent' });
+  await esbuild.build({
+    entryPoints: [source],
+    bundle: true,
+    outfile: bundle,
+    format: 'cjs',
+    platform: 'node',
+    sourcemap: true,
+    sourcesContent: false,
+    logLevel: 'silent',
+  });
   await esbuild.stop();
 });
 afterAll(() => {
@@ -107,7 +116,9 @@ describe('bundle-loader: V8 code cache and source-mapped stacks', () => {
     expect(stack).toMatch(/^Error: from the source\n\s+at thrower \(.*src[/\\]program\.ts:2:9\)/);
     expect(stack).not.toMatch(/main\.cjs/);
     // V8's own text around the position: the method's class, `async`, frames of other files.
-    expect(asyncStack).toMatch(/^TypeError: async and a method\n\s+at Widget\.spin \(.*src[/\\]program\.ts:16:11\)\n\s+at async g\.bundleAsyncStack \(.*src[/\\]program\.ts:21:5\)/);
+    expect(asyncStack).toMatch(
+      /^TypeError: async and a method\n\s+at Widget\.spin \(.*src[/\\]program\.ts:16:11\)\n\s+at async g\.bundleAsyncStack \(.*src[/\\]program\.ts:21:5\)/,
+    );
     expect(asyncStack).not.toMatch(/main\.cjs/);
   });
 
@@ -130,7 +141,9 @@ describe('bundle-loader: V8 code cache and source-mapped stacks', () => {
       const r = spawnStart(2);
       expect(r.status).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ codeCache: 'none', answer: 42 });
-      expect(r.stderr).toMatch(/^start: the code cache was not written \(.+\); the next start compiles the bundle again\n$/);
+      expect(r.stderr).toMatch(
+        /^start: the code cache was not written \(.+\); the next start compiles the bundle again\n$/,
+      );
       expect(fs.readdirSync(dir).filter((f) => f.includes('.tmp-'))).toEqual([]);
     } finally {
       fs.rmSync(`${bundle}.cache`, { recursive: true, force: true });

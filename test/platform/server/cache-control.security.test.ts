@@ -13,7 +13,11 @@ const { app } = await setupApp();
 describe('Cache-Control of credentialed answers', () => {
   it('is no-store for an API key, a user token and an agent token, on success and on failure', async () => {
     const user = await createUser(app);
-    const { body: key } = await call(app, { method: 'POST', url: '/api-keys', headers: user.headers, payload: { name: 'cache' } }, 201);
+    const { body: key } = await call(
+      app,
+      { method: 'POST', url: '/api-keys', headers: user.headers, payload: { name: 'cache' } },
+      201,
+    );
     const viaKey = await app.inject({ method: 'GET', url: '/v1/auth/me', headers: { 'x-api-key': key.key } });
     expect(viaKey.statusCode).toBe(200);
     expect(viaKey.json().email).toBe(user.email);
@@ -32,7 +36,11 @@ describe('Cache-Control of credentialed answers', () => {
     const get = await app.inject({ method: 'GET', url: '/v2/memory/cached', headers });
     expect(get.headers['cache-control']).toBe('no-store');
     // A client's own conditional request still works: the ETag is not a cache's.
-    const again = await app.inject({ method: 'GET', url: '/v2/memory/cached', headers: { ...headers, 'if-none-match': String(get.headers.etag) } });
+    const again = await app.inject({
+      method: 'GET',
+      url: '/v2/memory/cached',
+      headers: { ...headers, 'if-none-match': String(get.headers.etag) },
+    });
     expect(again.statusCode).toBe(304);
   });
 

@@ -8,11 +8,18 @@ import { CORS_MAX_AGE_SECONDS, corsOptionsFor } from '../../../src/http/cors.js'
 import { createUser, setupApp } from '../../helpers/app.js';
 
 const APP = 'https://app.example.test';
-const { app } = await setupApp({ CORS_ORIGINS: `${APP}, http://localhost:5173`, PUBLIC_URL: 'https://api.example.test' });
+const { app } = await setupApp({
+  CORS_ORIGINS: `${APP}, http://localhost:5173`,
+  PUBLIC_URL: 'https://api.example.test',
+});
 
 /** A browser preflight for `method` on `url` from `origin`. */
 const preflight = (url: string, origin: string, method = 'GET', headers = 'authorization') =>
-  app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } });
+  app.inject({
+    method: 'OPTIONS',
+    url,
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+  });
 
 describe('CORS', () => {
   it('answers a preflight from a listed origin: that origin, credentials, methods, requested headers, max age', async () => {
@@ -24,13 +31,19 @@ describe('CORS', () => {
       'access-control-allow-headers': 'authorization,content-type',
       'access-control-max-age': String(CORS_MAX_AGE_SECONDS),
     });
-    expect(String(res.headers['access-control-allow-methods']).split(', ')).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']));
+    expect(String(res.headers['access-control-allow-methods']).split(', ')).toEqual(
+      expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
+    );
     expect(String(res.headers.vary)).toMatch(/origin/i);
   });
 
   it('lets a listed origin read the answer and the request id of an authenticated call', async () => {
     const user = await createUser(app);
-    const res = await app.inject({ method: 'GET', url: '/v1/auth/me', headers: { ...user.headers, origin: 'http://localhost:5173' } });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/v1/auth/me',
+      headers: { ...user.headers, origin: 'http://localhost:5173' },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.headers['access-control-allow-origin']).toBe('http://localhost:5173');
     expect(res.headers['access-control-allow-credentials']).toBe('true');
@@ -47,7 +60,9 @@ describe('CORS', () => {
     const plain = await app.inject({ method: 'GET', url: '/healthz' });
     expect(plain.headers['access-control-allow-origin']).toBeUndefined();
     // An origin differing only by scheme or port is another origin.
-    expect((await preflight('/v1/auth/me', 'http://app.example.test')).headers['access-control-allow-origin']).toBeUndefined();
+    expect(
+      (await preflight('/v1/auth/me', 'http://app.example.test')).headers['access-control-allow-origin'],
+    ).toBeUndefined();
   });
 
   it('policy: none by default; `*` admits any other origin without credentials', () => {
@@ -67,7 +82,11 @@ describe('CORS', () => {
     expect(String(get.headers.vary)).toMatch(/origin/i);
     expect(Object.keys(get.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
     expect(String((await plain.inject({ method: 'GET', url: '/healthz' })).headers.vary)).toMatch(/origin/i);
-    const pre = await plain.inject({ method: 'OPTIONS', url: '/v1/auth/me', headers: { origin: APP, 'access-control-request-method': 'GET' } });
+    const pre = await plain.inject({
+      method: 'OPTIONS',
+      url: '/v1/auth/me',
+      headers: { origin: APP, 'access-control-request-method': 'GET' },
+    });
     expect(pre.statusCode).toBe(404);
     expect(pre.headers['access-control-allow-origin']).toBeUndefined();
     // An unauthenticated answer (the auth hook throws) still varies by origin, as every answer does.
@@ -75,7 +94,12 @@ describe('CORS', () => {
   });
 
   it('refuses a CORS_ORIGINS entry that is not an origin, naming the variable', () => {
-    for (const bad of ['app.example.test', 'https://app.example.test/path', 'ftp://files.example.test', 'https://*.example.test']) {
+    for (const bad of [
+      'app.example.test',
+      'https://app.example.test/path',
+      'ftp://files.example.test',
+      'https://*.example.test',
+    ]) {
       expect(() => loadConfig({ NODE_ENV: 'test', CORS_ORIGINS: bad }), bad).toThrow(/CORS_ORIGINS/);
     }
   });

@@ -18,30 +18,57 @@ describe('errors', () => {
   });
 
   it('answers a wrong content type with 415 and an oversized body with 413', async () => {
-    const { body } = await call(app, { method: 'POST', url: '/auth/login', headers: { 'content-type': 'application/xml' }, payload: '<a/>' }, 415);
+    const { body } = await call(
+      app,
+      { method: 'POST', url: '/auth/login', headers: { 'content-type': 'application/xml' }, payload: '<a/>' },
+      415,
+    );
     expect(body.code).toBe('unsupported_media_type');
     const big = JSON.stringify({ email: 'a@b.c', password: 'x'.repeat(1024 * 1024 + 10) });
-    const { body: tooBig } = await call(app, { method: 'POST', url: '/auth/login', headers: { 'content-type': 'application/json' }, payload: big }, 413);
+    const { body: tooBig } = await call(
+      app,
+      { method: 'POST', url: '/auth/login', headers: { 'content-type': 'application/json' }, payload: big },
+      413,
+    );
     expect(tooBig.code).toBe('payload_too_large');
   });
 
   it('answers an empty JSON body where one is required with 400', async () => {
-    const { body } = await call(app, { method: 'POST', url: '/auth/register', headers: { 'content-type': 'application/json' }, payload: '' }, 400);
+    const { body } = await call(
+      app,
+      { method: 'POST', url: '/auth/register', headers: { 'content-type': 'application/json' }, payload: '' },
+      400,
+    );
     expect(body.code).toBe('validation_failed');
   });
 
   it('refuses U+0000 in bodies, query strings and path parameters with 400 (PostgreSQL text cannot hold it)', async () => {
     const u = await createUser(app);
-    const { body: b } = await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'a\u0000b' } }, 400);
-    expect(b).toMatchObject({ code: 'validation_failed', errors: [{ in: 'body', pointer: '/content', message: 'must not contain U+0000' }] });
-    const { body: k } = await call(app, { method: 'POST', url: '/v1/agents', headers: u.headers, payload: { metadata: { 'a/b\u0000': 1 } } }, 400);
+    const { body: b } = await call(
+      app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'a\u0000b' } },
+      400,
+    );
+    expect(b).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ in: 'body', pointer: '/content', message: 'must not contain U+0000' }],
+    });
+    const { body: k } = await call(
+      app,
+      { method: 'POST', url: '/v1/agents', headers: u.headers, payload: { metadata: { 'a/b\u0000': 1 } } },
+      400,
+    );
     expect(k.errors[0].pointer).toBe('/metadata/a~1b\u0000');
     const { body: q } = await call(app, { method: 'GET', url: '/memory/search?q=a%00b', headers: u.headers }, 400);
     expect(q.errors[0]).toMatchObject({ in: 'query', pointer: '/q' });
     const { body: p } = await call(app, { method: 'GET', url: '/v1/sessions/ses_%00', headers: u.headers }, 400);
     expect(p.errors[0]).toMatchObject({ in: 'params', pointer: '/id' });
     // A backslash followed by "u0000" is ordinary text.
-    await call(app, { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'literal \\u0000 text' } }, 201);
+    await call(
+      app,
+      { method: 'POST', url: '/memory', headers: u.headers, payload: { content: 'literal \\u0000 text' } },
+      201,
+    );
   });
 
   it('answers a wrong query type with 400 validation_failed', async () => {
@@ -82,7 +109,9 @@ describe('operations', () => {
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/healthz",status="200"\} \d+/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/v1\/auth\/me",status="401"\} \d+/);
-    expect(res.body).toMatch(/http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/healthz",status="200"\} \d+/);
+    expect(res.body).toMatch(
+      /http_request_duration_seconds_bucket\{le="0\.005",method="GET",route="\/healthz",status="200"\} \d+/,
+    );
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/idp\/\*",status="200"\} \d+/);
     expect(res.body).toMatch(/process_resident_memory_bytes \d+/);
   });
@@ -116,20 +145,40 @@ describe('OpenAPI document', () => {
           const p = (op.parameters ?? []).find((x: any) => x.in === 'path' && `{${x.name}}` === name);
           if (!p?.schema) problems.push(`${where}: path parameter ${name} has no schema`);
         }
-        if (['put', 'patch'].includes(method) && !op.requestBody?.content) problems.push(`${where}: no request body schema`);
-        for (const [ct, media] of Object.entries<any>(op.requestBody?.content ?? {})) if (!media.schema) problems.push(`${where}: request ${ct} without schema`);
+        if (['put', 'patch'].includes(method) && !op.requestBody?.content)
+          problems.push(`${where}: no request body schema`);
+        for (const [ct, media] of Object.entries<any>(op.requestBody?.content ?? {}))
+          if (!media.schema) problems.push(`${where}: request ${ct} without schema`);
         const statuses = Object.keys(op.responses ?? {});
         if (!statuses.some((s) => /^2/.test(s))) problems.push(`${where}: no 2xx response`);
         for (const [status, r] of Object.entries<any>(op.responses ?? {})) {
           if (status === '204' || /^3\d\d$/.test(status)) continue; // no body: No Content, redirects (303 See Other), Not Modified
           const media = Object.values<any>(r.content ?? {});
-          if (!media.length || !media.every((m) => m.schema)) problems.push(`${where}: response ${status} has no schema`);
+          if (!media.length || !media.every((m) => m.schema))
+            problems.push(`${where}: response ${status} has no schema`);
         }
       }
     }
     expect(count).toBeGreaterThan(15);
     expect(problems).toEqual([]);
-    for (const op of ['auth.config', 'auth.startLogin', 'auth.callback', 'auth.validate', 'auth.refresh', 'auth.me', 'auth.updateProfile', 'auth.register', 'auth.login', 'auth.info', 'auth.test', 'auth.profile', 'apiKeys.list', 'apiKeys.create', 'apiKeys.revoke', 'admin.setUserRoles']) {
+    for (const op of [
+      'auth.config',
+      'auth.startLogin',
+      'auth.callback',
+      'auth.validate',
+      'auth.refresh',
+      'auth.me',
+      'auth.updateProfile',
+      'auth.register',
+      'auth.login',
+      'auth.info',
+      'auth.test',
+      'auth.profile',
+      'apiKeys.list',
+      'apiKeys.create',
+      'apiKeys.revoke',
+      'admin.setUserRoles',
+    ]) {
       expect(operationIds).toContain(op);
     }
   });

@@ -32,14 +32,23 @@ describe('ids', () => {
   });
 
   it('iso rewrites PostgreSQL UTC text exactly as Date does, and parses every other form', () => {
-    const texts = ['2026-11-26 10:01:02.123999+00', '2026-11-26 10:01:02.5+00', '2026-11-26 10:01:02.05+00', '2026-11-26 10:01:02+00', '2024-02-29 23:59:59.999+00'];
+    const texts = [
+      '2026-11-26 10:01:02.123999+00',
+      '2026-11-26 10:01:02.5+00',
+      '2026-11-26 10:01:02.05+00',
+      '2026-11-26 10:01:02+00',
+      '2024-02-29 23:59:59.999+00',
+    ];
     for (let i = 0; i < 200; i++) {
       const ms = Math.floor(Math.random() * 4e12);
-      const us = String(Math.floor(Math.random() * 1e6)).padStart(6, '0').slice(0, 1 + (i % 6));
+      const us = String(Math.floor(Math.random() * 1e6))
+        .padStart(6, '0')
+        .slice(0, 1 + (i % 6));
       texts.push(`${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')}.${us}+00`);
     }
     for (const t of texts) expect(iso(t)).toBe(new Date(t).toISOString());
-    for (const t of ['2026-11-26 12:01:02.123+02', '2026-11-26 10:01:02.123-03:30', '2026-11-26T10:01:02.123Z']) expect(iso(t)).toBe(new Date(t).toISOString());
+    for (const t of ['2026-11-26 12:01:02.123+02', '2026-11-26 10:01:02.123-03:30', '2026-11-26T10:01:02.123Z'])
+      expect(iso(t)).toBe(new Date(t).toISOString());
     // (Date's legacy parser reads a year 0001 written this way as 2001; the rewrite keeps it.)
     expect(iso('0001-01-01 00:00:00.000001+00')).toBe('0001-01-01T00:00:00.000Z');
     expect(iso(new Date(0))).toBe('1970-01-01T00:00:00.000Z');

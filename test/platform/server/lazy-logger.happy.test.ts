@@ -19,7 +19,11 @@ function logger(level: string) {
   return { parent: pino({ level }, sink) as unknown as FastifyBaseLogger, lines };
 }
 
-const factory = lazyChildLoggerFactory as unknown as (l: FastifyBaseLogger, b: Record<string, unknown>, o: Record<string, unknown>) => FastifyBaseLogger;
+const factory = lazyChildLoggerFactory as unknown as (
+  l: FastifyBaseLogger,
+  b: Record<string, unknown>,
+  o: Record<string, unknown>,
+) => FastifyBaseLogger;
 
 describe('lazy request logger', () => {
   it('drops lines below the level without building a child, and writes the others with the request binding', () => {

@@ -8,7 +8,10 @@ import { setupApp } from '../../helpers/app.js';
 
 const REMOTE = '203.0.113.7';
 const TOKEN = 'scrape-secret-0123456789';
-const [open, withToken] = await Promise.all([setupApp({ TRUST_PROXY: 'on' }), setupApp({ TRUST_PROXY: 'on', METRICS_TOKEN: TOKEN })]);
+const [open, withToken] = await Promise.all([
+  setupApp({ TRUST_PROXY: 'on' }),
+  setupApp({ TRUST_PROXY: 'on', METRICS_TOKEN: TOKEN }),
+]);
 
 describe('happy', () => {
   it('serves loopback clients (IPv4, IPv6, IPv4-mapped) without credentials', async () => {
@@ -20,7 +23,12 @@ describe('happy', () => {
   });
 
   it('serves a remote scraper that sends METRICS_TOKEN as a bearer token', async () => {
-    const res = await withToken.app.inject({ method: 'GET', url: '/metrics', remoteAddress: REMOTE, headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await withToken.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      remoteAddress: REMOTE,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.body).toMatch(/http_requests_total/);
   });
@@ -36,8 +44,19 @@ describe('error', () => {
   });
 
   it('a remote client with a missing or wrong token → 401', async () => {
-    for (const authorization of [undefined, 'Bearer nope', `Bearer ${TOKEN}x`, `Basic ${TOKEN}`, `Bearer ${TOKEN.slice(0, -1)}`]) {
-      const res = await withToken.app.inject({ method: 'GET', url: '/metrics', remoteAddress: REMOTE, headers: authorization ? { authorization } : {} });
+    for (const authorization of [
+      undefined,
+      'Bearer nope',
+      `Bearer ${TOKEN}x`,
+      `Basic ${TOKEN}`,
+      `Bearer ${TOKEN.slice(0, -1)}`,
+    ]) {
+      const res = await withToken.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        remoteAddress: REMOTE,
+        headers: authorization ? { authorization } : {},
+      });
       expect(res.statusCode, String(authorization)).toBe(401);
       expect(res.body).not.toMatch(/process_/);
     }
@@ -47,13 +66,19 @@ describe('error', () => {
 describe('security', () => {
   it('X-Forwarded-For: 127.0.0.1 from a remote socket does not pass as loopback, even with TRUST_PROXY', async () => {
     for (const xff of ['127.0.0.1', '::1', '127.0.0.1, 127.0.0.1']) {
-      const res = await open.app.inject({ method: 'GET', url: '/metrics', remoteAddress: REMOTE, headers: { 'x-forwarded-for': xff } });
+      const res = await open.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        remoteAddress: REMOTE,
+        headers: { 'x-forwarded-for': xff },
+      });
       expect(res.statusCode, xff).toBe(403);
     }
   });
 
   it('loopback recognition is strict', () => {
     expect(isLoopbackAddress('127.8.9.10')).toBe(true);
-    for (const a of ['10.0.0.1', '::ffff:10.0.0.1', '0.0.0.0', '::', 'localhost', '127.0.0.1.evil', undefined]) expect(isLoopbackAddress(a), String(a)).toBe(false);
+    for (const a of ['10.0.0.1', '::ffff:10.0.0.1', '0.0.0.0', '::', 'localhost', '127.0.0.1.evil', undefined])
+      expect(isLoopbackAddress(a), String(a)).toBe(false);
   });
 });

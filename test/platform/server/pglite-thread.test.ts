@@ -15,7 +15,10 @@ import { execRows, openDatabase, type Database } from '../../../src/db/client.js
 import { PGliteThread, openPGliteThread } from '../../../src/db/pglite-thread.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-pglite-thread-'));
-const open = (dir: string) => openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: path.join(root, dir), DATABASE_IN_MEMORY: 'off', PGLITE_THREAD: 'on' }));
+const open = (dir: string) =>
+  openDatabase(
+    loadConfig({ NODE_ENV: 'test', DATA_DIR: path.join(root, dir), DATABASE_IN_MEMORY: 'off', PGLITE_THREAD: 'on' }),
+  );
 
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
@@ -44,14 +47,18 @@ describe.skipIf(!!process.env.TEST_DATABASE_URL)('PGlite on its own thread', () 
     expect(cause).toBeInstanceOf(messages.DatabaseError);
     expect(cause).toMatchObject({ code: '23505', constraint: 'thread_t_pkey', table: 'thread_t', severity: 'ERROR' });
     expect(String(cause.detail)).toContain('(id)=(a)');
-    const check = await database.db.execute(sql`insert into thread_t values ('b', -1)`).catch((e: Error & { cause?: { code?: string } }) => e.cause?.code);
+    const check = await database.db
+      .execute(sql`insert into thread_t values ('b', -1)`)
+      .catch((e: Error & { cause?: { code?: string } }) => e.cause?.code);
     expect(check).toBe('23514');
     // the connection is usable after an error
     expect(await execRows(database.db, sql`select count(*)::int as n from thread_t`)).toEqual([{ n: 1 }]);
   });
 
-  it("runs concurrent statements and transactions without interleaving them; a rolled-back transaction leaves nothing", async () => {
-    const inserts = Array.from({ length: 40 }, (_, i) => database.db.execute(sql`insert into thread_t values (${`c${i}`}, ${i})`));
+  it('runs concurrent statements and transactions without interleaving them; a rolled-back transaction leaves nothing', async () => {
+    const inserts = Array.from({ length: 40 }, (_, i) =>
+      database.db.execute(sql`insert into thread_t values (${`c${i}`}, ${i})`),
+    );
     const failed = database.db
       .transaction(async (tx) => {
         await tx.execute(sql`insert into thread_t values ('tx', 0)`);

@@ -13,7 +13,9 @@ describe('precompiled PGlite WebAssembly', () => {
     const mod = await first;
     expect(mod).toBeInstanceOf(WebAssembly.Module);
     // The PostgreSQL build's own entry points, not some other module.
-    expect(WebAssembly.Module.exports(mod!).map((e) => e.name)).toEqual(expect.arrayContaining(['pgl_startPGlite', 'PostgresMainLoopOnce']));
+    expect(WebAssembly.Module.exports(mod!).map((e) => e.name)).toEqual(
+      expect.arrayContaining(['pgl_startPGlite', 'PostgresMainLoopOnce']),
+    );
   });
 
   it('boots a PGlite database that answers queries', async () => {

@@ -6,7 +6,12 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EARLY_WORKER, discardEarlyPGliteWorker, startPGliteWorker, takePGliteWorker } from '../../../src/db/pglite-worker.js';
+import {
+  EARLY_WORKER,
+  discardEarlyPGliteWorker,
+  startPGliteWorker,
+  takePGliteWorker,
+} from '../../../src/db/pglite-worker.js';
 
 const WORKER_FILE = path.resolve(import.meta.dirname, '../../../src/db/pglite-worker.cjs');
 const slot = globalThis as Record<symbol, Worker | undefined>;

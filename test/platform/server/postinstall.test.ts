@@ -33,15 +33,21 @@ describe('npm install prepares the first start (postinstall)', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-postinstall-'));
     const templates = path.join(root, 'templates');
     try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+      const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+        scripts: Record<string, string>;
+      };
       expect(pkg.scripts.postinstall).toBe('node scripts/postinstall.mjs');
       const first = runHook({ PGLITE_TEMPLATE_DIR: templates });
       expect(first.stderr).toBe('');
       expect(first.code).toBe(0);
       const prepared = path.join(templates, `pglite-${preparedKey()}`);
-      expect(first.stdout).toContain(`prepared dist/, console/dist, packages/sdk and packages/cli, the embedded database template ${prepared}`);
+      expect(first.stdout).toContain(
+        `prepared dist/, console/dist, packages/sdk and packages/cli, the embedded database template ${prepared}`,
+      );
       // The web console too, which the first npm start would otherwise build before the server starts.
-      const ensure = (await import(path.join(ROOT, 'scripts', 'ensure-console.mjs'))) as { consoleStale: () => boolean };
+      const ensure = (await import(path.join(ROOT, 'scripts', 'ensure-console.mjs'))) as {
+        consoleStale: () => boolean;
+      };
       expect(ensure.consoleStale()).toBe(false);
       expect(fs.readdirSync(templates)).toEqual([path.basename(prepared)]);
       const built = fs.statSync(path.join(prepared, 'PG_VERSION')).ino;
@@ -49,14 +55,21 @@ describe('npm install prepares the first start (postinstall)', () => {
       // A second install keeps it; a fresh data directory copies it (no warning: no initdb of its own).
       expect(runHook({ PGLITE_TEMPLATE_DIR: templates }).code).toBe(0);
       const warnings: string[] = [];
-      const unlock = await openDataDir(path.join(root, 'data', 'pglite'), () => '16MB', (msg) => warnings.push(msg), templates);
+      const unlock = await openDataDir(
+        path.join(root, 'data', 'pglite'),
+        () => '16MB',
+        (msg) => warnings.push(msg),
+        templates,
+      );
       await unlock();
       expect(warnings).toEqual([]);
       expect(fs.readdirSync(templates)).toEqual([path.basename(prepared)]);
       expect(fs.statSync(path.join(prepared, 'PG_VERSION')).ino).toBe(built);
 
       // What the install built holds every migration.
-      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
+      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as {
+        entries: unknown[];
+      };
       const [row] = await withDatabase({ DATA_DIR: path.join(root, 'data'), PGLITE_TEMPLATE_DIR: templates }, (db) =>
         execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`),
       );
@@ -89,8 +102,12 @@ describe('npm install prepares the first start (postinstall)', () => {
       fs.writeFileSync(blocked, '');
       const lenient = runHook({ PGLITE_TEMPLATE_DIR: path.join(blocked, 'templates') });
       expect(lenient.code).toBe(0);
-      expect(lenient.stderr).toMatch(/^postinstall: could not prepare the embedded database \(.*\); a fresh start builds it/);
-      expect(lenient.stdout).toMatch(/^postinstall: prepared dist\/, console\/dist, packages\/sdk and packages\/cli in /);
+      expect(lenient.stderr).toMatch(
+        /^postinstall: could not prepare the embedded database \(.*\); a fresh start builds it/,
+      );
+      expect(lenient.stdout).toMatch(
+        /^postinstall: prepared dist\/, console\/dist, packages\/sdk and packages\/cli in /,
+      );
       const strict = runHook({ PGLITE_TEMPLATE_DIR: path.join(blocked, 'templates') }, ['--strict']);
       expect(strict.code).toBe(1);
 

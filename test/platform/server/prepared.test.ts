@@ -26,7 +26,9 @@ describe.each(engines)('prepared statements ($name)', ({ env }) => {
   const table = `prepared_test_${process.pid}_${Date.now().toString(36)}`;
   beforeAll(async () => {
     database = await openDatabase(loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, ...env }));
-    await database.db.execute(sql.raw(`create table ${table} (id text primary key, n int not null, tags text[], doc jsonb, at timestamptz)`));
+    await database.db.execute(
+      sql.raw(`create table ${table} (id text primary key, n int not null, tags text[], doc jsonb, at timestamptz)`),
+    );
   });
 
   afterAll(async () => {
@@ -45,7 +47,13 @@ describe.each(engines)('prepared statements ($name)', ({ env }) => {
     );
 
   it('binds text, integers, arrays, JSON and nulls, and reads rows as drizzle does', async () => {
-    const a = await insert().run({ id: 'a', n: 7, tags: ['x', 'y, z', 'q"uote'], doc: JSON.stringify({ k: [1, 2] }), at: '2026-01-02T03:04:05.678Z' });
+    const a = await insert().run({
+      id: 'a',
+      n: 7,
+      tags: ['x', 'y, z', 'q"uote'],
+      doc: JSON.stringify({ k: [1, 2] }),
+      at: '2026-01-02T03:04:05.678Z',
+    });
     expect(a).toHaveLength(1);
     expect(a[0]).toMatchObject({ id: 'a', n: 7, tags: ['x', 'y, z', 'q"uote'], doc: { k: [1, 2] } });
     // timestamps stay PostgreSQL's text, as drizzle's raw rows give them on both engines
@@ -58,7 +66,9 @@ describe.each(engines)('prepared statements ($name)', ({ env }) => {
   });
 
   it('keeps the SQLSTATE of a failing run, and the statement still runs afterwards', async () => {
-    await expect(insert().run({ id: 'a', n: 1, tags: null, doc: null, at: null })).rejects.toMatchObject({ cause: { code: '23505' } });
+    await expect(insert().run({ id: 'a', n: 1, tags: null, doc: null, at: null })).rejects.toMatchObject({
+      cause: { code: '23505' },
+    });
     const c = await insert().run({ id: 'c', n: 3, tags: [], doc: '[]', at: null });
     expect(c[0]).toMatchObject({ id: 'c', n: 3, tags: [], doc: [] });
   });

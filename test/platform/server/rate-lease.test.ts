@@ -19,7 +19,9 @@ describe.skipIf(!url)('leased rate-limit store', async () => {
     new Promise<Res>((resolve, reject) => s.incr(key, (err, res) => (err ? reject(err) : resolve(res!)), window, max));
 
   it('sizes blocks at 1 % of the limit, at least 1 and at most 1000', () => {
-    expect([leaseSize(3), leaseSize(199), leaseSize(200), leaseSize(1200), leaseSize(1e8)]).toEqual([1, 1, 2, 12, 1000]);
+    expect([leaseSize(3), leaseSize(199), leaseSize(200), leaseSize(1200), leaseSize(1e8)]).toEqual([
+      1, 1, 2, 12, 1000,
+    ]);
   });
 
   it('two instances together admit exactly max, with one command per block', async () => {
@@ -64,9 +66,11 @@ describe.skipIf(!url)('leased rate-limit store', async () => {
 
   it('passes a Redis error to the waiting requests and tries again on the next one', async () => {
     const broken = new LeasedRedisStore(redis, prefix());
-    const spy = vi.spyOn(redis as unknown as { rateLimitLease: (...a: unknown[]) => void }, 'rateLimitLease').mockImplementationOnce((...args: unknown[]) => {
-      (args[3] as (err: Error) => void)(new Error('boom'));
-    });
+    const spy = vi
+      .spyOn(redis as unknown as { rateLimitLease: (...a: unknown[]) => void }, 'rateLimitLease')
+      .mockImplementationOnce((...args: unknown[]) => {
+        (args[3] as (err: Error) => void)(new Error('boom'));
+      });
     await expect(incr(broken, 'k', 1000)).rejects.toThrow('boom');
     expect((await incr(broken, 'k', 1000)).current).toBe(1);
     spy.mockRestore();

@@ -9,7 +9,8 @@ const { app } = await setupApp({ RATE_LIMIT_USER: '3', RATE_LIMIT_PRO: '5', RATE
 
 async function burst(n: number, headers: Record<string, string>, remoteAddress?: string, url = '/v1/auth/me') {
   const out = [];
-  for (let i = 0; i < n; i++) out.push(await app.inject({ method: 'GET', url, headers, ...(remoteAddress ? { remoteAddress } : {}) }));
+  for (let i = 0; i < n; i++)
+    out.push(await app.inject({ method: 'GET', url, headers, ...(remoteAddress ? { remoteAddress } : {}) }));
   return out;
 }
 
@@ -35,7 +36,11 @@ describe('rate limits', () => {
   it('counts per account: another user is unaffected; token and API key share one bucket', async () => {
     const a = await createUser(app);
     const b = await createUser(app);
-    const { body: key } = await call(app, { method: 'POST', url: '/api-keys', headers: a.headers, payload: { name: 'k' } }, 201);
+    const { body: key } = await call(
+      app,
+      { method: 'POST', url: '/api-keys', headers: a.headers, payload: { name: 'k' } },
+      201,
+    );
     const viaKey = await burst(1, { 'x-api-key': key.key });
     const viaToken = await burst(1, a.headers);
     expect([viaKey[0].statusCode, viaToken[0].statusCode]).toEqual([200, 429]);

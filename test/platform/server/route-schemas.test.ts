@@ -26,16 +26,23 @@ describe('route schemas', () => {
       components?: { schemas?: Record<string, object> };
     };
     const ajv = new Ajv({ strict: false });
-    const schemas: Array<[string, object]> = Object.entries(doc.components?.schemas ?? {}).map(([name, s]) => [`components.schemas.${name}`, s]);
+    const schemas: Array<[string, object]> = Object.entries(doc.components?.schemas ?? {}).map(([name, s]) => [
+      `components.schemas.${name}`,
+      s,
+    ]);
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
-        for (const p of op.parameters ?? []) if (p.schema) schemas.push([`${method} ${path} ${p.in} ${p.name}`, p.schema]);
-        for (const [type, c] of Object.entries(op.requestBody?.content ?? {})) if (c.schema) schemas.push([`${method} ${path} body ${type}`, c.schema]);
+        for (const p of op.parameters ?? [])
+          if (p.schema) schemas.push([`${method} ${path} ${p.in} ${p.name}`, p.schema]);
+        for (const [type, c] of Object.entries(op.requestBody?.content ?? {}))
+          if (c.schema) schemas.push([`${method} ${path} body ${type}`, c.schema]);
       }
     }
     // The document covers the API: far more than a handful of request schemas.
     expect(schemas.length).toBeGreaterThan(100);
-    const invalid = schemas.filter(([, s]) => !ajv.validateSchema(s)).map(([where]) => `${where}: ${ajv.errorsText(ajv.errors)}`);
+    const invalid = schemas
+      .filter(([, s]) => !ajv.validateSchema(s))
+      .map(([where]) => `${where}: ${ajv.errorsText(ajv.errors)}`);
     expect(invalid).toEqual([]);
   });
 

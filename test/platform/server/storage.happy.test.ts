@@ -32,7 +32,12 @@ describe('PGlite shared buffers', () => {
   it('sizes from the served database, not the templates (base/1, base/4)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-served-'));
     try {
-      for (const [oid, bytes] of [['1', 7 * MB], ['4', 7 * MB], ['5', 3 * MB], ['16384', MB]] as const) {
+      for (const [oid, bytes] of [
+        ['1', 7 * MB],
+        ['4', 7 * MB],
+        ['5', 3 * MB],
+        ['16384', MB],
+      ] as const) {
         fs.mkdirSync(path.join(dir, 'base', oid), { recursive: true });
         fs.writeFileSync(path.join(dir, 'base', oid, '1259'), Buffer.alloc(bytes));
       }
@@ -65,9 +70,13 @@ describe('PGlite shared buffers', () => {
   it('starts an on-disk PGlite with the size auto chose (a new database: 16MB) or the one configured', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-buffers-'));
     try {
-      for (const [setting, expected] of [['auto', '16MB'], ['48MB', '48MB']]) {
-        const [row] = await withDatabase({ DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting, PGLITE_TEMPLATE_DIR: path.join(dir, 'templates') }, (db) =>
-          execRows<{ shared_buffers: string }>(db, sql`show shared_buffers`),
+      for (const [setting, expected] of [
+        ['auto', '16MB'],
+        ['48MB', '48MB'],
+      ]) {
+        const [row] = await withDatabase(
+          { DATA_DIR: dir, PGLITE_SHARED_BUFFERS: setting, PGLITE_TEMPLATE_DIR: path.join(dir, 'templates') },
+          (db) => execRows<{ shared_buffers: string }>(db, sql`show shared_buffers`),
         );
         expect(row.shared_buffers).toBe(expected);
       }
@@ -78,19 +87,26 @@ describe('PGlite shared buffers', () => {
   }, 120_000);
 });
 
-
 describe('first open of a fresh data directory', () => {
   it('is initialised and migrated by a helper process before this process opens it', async () => {
     const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ap-first-open-')), 'pglite');
     const warnings: string[] = [];
     try {
-      const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg));
+      const unlock = await openDataDir(
+        dir,
+        () => '32MB',
+        (msg) => warnings.push(msg),
+      );
       // No PGlite has run in this process yet: the cluster and the migrations are the helper's work.
       expect(warnings).toEqual([]);
       expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
       await unlock();
-      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
-      const [row] = await withDatabase({ DATA_DIR: path.dirname(dir) }, (db) => execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`));
+      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as {
+        entries: unknown[];
+      };
+      const [row] = await withDatabase({ DATA_DIR: path.dirname(dir) }, (db) =>
+        execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`),
+      );
       expect(row.n).toBe(journal.entries.length);
     } finally {
       fs.rmSync(path.dirname(dir), { recursive: true, force: true });
@@ -114,7 +130,12 @@ describe('first open from a prepared data directory', () => {
 
       for (const name of ['a', 'b']) {
         const dir = path.join(root, name, 'pglite');
-        const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg), templates);
+        const unlock = await openDataDir(
+          dir,
+          () => '32MB',
+          (msg) => warnings.push(msg),
+          templates,
+        );
         await unlock();
         expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
       }
@@ -133,13 +154,20 @@ describe('first open from a prepared data directory', () => {
       // fresh directory copies can be changed by group or others (PGlite creates most files 0666).
       for (const name of ['a', 'b']) expect(fs.statSync(path.join(root, name, 'pglite')).mode & 0o777).toBe(0o700);
       const template = path.join(templates, `pglite-${key}`);
-      const writable = ['', ...(fs.readdirSync(template, { recursive: true }) as string[])].filter((f) => fs.statSync(path.join(template, f)).mode & 0o022);
+      const writable = ['', ...(fs.readdirSync(template, { recursive: true }) as string[])].filter(
+        (f) => fs.statSync(path.join(template, f)).mode & 0o022,
+      );
       expect(writable).toEqual([]);
       // Without a cp to run, the same copy is made in-process.
       const pathVar = process.env.PATH;
       try {
         process.env.PATH = '';
-        const unlock = await openDataDir(path.join(root, 'c', 'pglite'), () => '32MB', (msg) => warnings.push(msg), templates);
+        const unlock = await openDataDir(
+          path.join(root, 'c', 'pglite'),
+          () => '32MB',
+          (msg) => warnings.push(msg),
+          templates,
+        );
         await unlock();
       } finally {
         process.env.PATH = pathVar;
@@ -148,13 +176,20 @@ describe('first open from a prepared data directory', () => {
       expect(tree(path.join(root, 'c', 'pglite'))).toEqual(tree(path.join(templates, `pglite-${key}`)));
 
       // The copy is a whole, migrated cluster that opens like any other and is not the template.
-      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] };
-      const [row] = await withDatabase({ DATA_DIR: path.join(root, 'b'), PGLITE_TEMPLATE_DIR: templates }, async (db) => {
-        await db.execute(sql`create table only_in_b (x int)`);
-        return execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
-      });
+      const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as {
+        entries: unknown[];
+      };
+      const [row] = await withDatabase(
+        { DATA_DIR: path.join(root, 'b'), PGLITE_TEMPLATE_DIR: templates },
+        async (db) => {
+          await db.execute(sql`create table only_in_b (x int)`);
+          return execRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
+        },
+      );
       expect(row.n).toBe(journal.entries.length);
-      const rows = await withDatabase({ DATA_DIR: path.join(root, 'a'), PGLITE_TEMPLATE_DIR: templates }, (db) => execRows(db, sql`select 1 from pg_class where relname = 'only_in_b'`));
+      const rows = await withDatabase({ DATA_DIR: path.join(root, 'a'), PGLITE_TEMPLATE_DIR: templates }, (db) =>
+        execRows(db, sql`select 1 from pg_class where relname = 'only_in_b'`),
+      );
       expect(rows).toEqual([]);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
@@ -170,7 +205,12 @@ describe('first open from a prepared data directory', () => {
       fs.mkdirSync(path.join(prepared, 'base'), { recursive: true });
       fs.writeFileSync(path.join(prepared, 'left-over'), '');
       const dir = path.join(root, 'data', 'pglite');
-      const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg), templates);
+      const unlock = await openDataDir(
+        dir,
+        () => '32MB',
+        (msg) => warnings.push(msg),
+        templates,
+      );
       await unlock();
       expect(warnings).toEqual([]);
       expect(fs.existsSync(path.join(prepared, 'PG_VERSION'))).toBe(true);
@@ -189,7 +229,12 @@ describe('first open from a prepared data directory', () => {
       const blocked = path.join(root, 'not-a-dir');
       fs.writeFileSync(blocked, '');
       const dir = path.join(root, 'data', 'pglite');
-      const unlock = await openDataDir(dir, () => '32MB', (msg) => warnings.push(msg), path.join(blocked, 'templates'));
+      const unlock = await openDataDir(
+        dir,
+        () => '32MB',
+        (msg) => warnings.push(msg),
+        path.join(blocked, 'templates'),
+      );
       await unlock();
       expect(fs.existsSync(path.join(dir, 'PG_VERSION'))).toBe(true);
       expect(warnings).toEqual([expect.stringMatching(/^no prepared data directory/)]);

@@ -8,7 +8,9 @@ describe('mayHoldNumber (which coerced request parts are walked for non-finite n
   it('is false for string-only schemas', () => {
     expect(mayHoldNumber(KeyParams)).toBe(false);
     expect(mayHoldNumber(ConditionalHeaders)).toBe(false);
-    expect(mayHoldNumber(Type.Object({ a: Type.Array(Type.String()), b: Type.Union([Type.Literal('x'), Type.Boolean()]) }))).toBe(false);
+    expect(
+      mayHoldNumber(Type.Object({ a: Type.Array(Type.String()), b: Type.Union([Type.Literal('x'), Type.Boolean()]) })),
+    ).toBe(false);
   });
 
   it('is true wherever a number can appear, nested, in a type list, or behind a $ref', () => {
@@ -16,7 +18,9 @@ describe('mayHoldNumber (which coerced request parts are walked for non-finite n
     expect(mayHoldNumber(Type.Object({ a: Type.Optional(Type.Integer()) }))).toBe(true);
     expect(mayHoldNumber(Type.Object({ a: Type.Array(Type.Object({ b: Type.Number() })) }))).toBe(true);
     expect(mayHoldNumber({ type: 'object', properties: { a: { type: ['string', 'number'] } } })).toBe(true);
-    expect(mayHoldNumber({ type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } })).toBe(true);
+    expect(
+      mayHoldNumber({ type: 'object', properties: { a: { anyOf: [{ type: 'string' }, { type: 'integer' }] } } }),
+    ).toBe(true);
     expect(mayHoldNumber({ type: 'object', properties: { a: { $ref: 'Shared#' } } })).toBe(true);
   });
 });

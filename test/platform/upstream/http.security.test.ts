@@ -40,7 +40,15 @@ describe('address decision (no connection made)', () => {
     '2001:db8::1',
   ];
   const loopback = ['127.0.0.1', '127.255.0.9', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1'];
-  const publicOnes = ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1', '2a00:1450:4001::1', '::ffff:93.184.216.34'];
+  const publicOnes = [
+    '93.184.216.34',
+    '8.8.8.8',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2606:4700::1',
+    '2a00:1450:4001::1',
+    '::ffff:93.184.216.34',
+  ];
 
   it.each(refused)('refuses %s with or without the loopback flag', (ip) => {
     expect(isAddressAllowed(ip, false)).toBe(false);
@@ -87,14 +95,25 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS off', async () => {
 
   it('refuses a loopback IP and sends nothing', async () => {
     const before = api.seen.length;
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `${api.url}/weather?city=x` }), 'upstream_blocked', /loopback/);
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `http://[::1]:${api.port}/weather` }), 'upstream_blocked');
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: `${api.url}/weather?city=x` }),
+      'upstream_blocked',
+      /loopback/,
+    );
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: `http://[::1]:${api.port}/weather` }),
+      'upstream_blocked',
+    );
     expect(api.seen.length).toBe(before);
   });
 
   it('refuses a host name that resolves to 127.0.0.1 (localhost)', async () => {
     const before = api.seen.length;
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `http://localhost:${api.port}/weather?city=x` }), 'upstream_blocked', /localhost resolves to a loopback address/);
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: `http://localhost:${api.port}/weather?city=x` }),
+      'upstream_blocked',
+      /localhost resolves to a loopback address/,
+    );
     expect(api.seen.length).toBe(before);
   });
 
@@ -114,7 +133,9 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS on', async () => {
   });
   /** Pretend DNS: `name` resolves to `address` (no DNS traffic). */
   const fakeDns = (name: string, address: string) => {
-    const prev = setUpstreamResolver(ctx, async (host) => (host === name ? [{ address, family: address.includes(':') ? 6 : 4 }] : prev(host)));
+    const prev = setUpstreamResolver(ctx, async (host) =>
+      host === name ? [{ address, family: address.includes(':') ? 6 : 4 }] : prev(host),
+    );
     restore = prev;
   };
 
@@ -124,12 +145,21 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS on', async () => {
     expect(JSON.parse(res.body.toString())).toEqual({ city: 'Oslo', temp_c: 21 });
     expect(res.headers['content-type']).toBe('application/json');
     expect(res.durationMs).toBeGreaterThanOrEqual(0);
-    const byName = await upstreamFetch(ctx, { method: 'POST', url: `http://localhost:${api.port}/echo`, headers: { 'content-type': 'application/json' }, body: '{"a":1}' });
+    const byName = await upstreamFetch(ctx, {
+      method: 'POST',
+      url: `http://localhost:${api.port}/echo`,
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":1}',
+    });
     expect(JSON.parse(byName.body.toString())).toEqual({ a: 1 });
   });
 
   it('still refuses link-local and private targets (nothing leaves loopback)', async () => {
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: 'http://169.254.169.254/latest/meta-data/' }), 'upstream_blocked', /link_local/);
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: 'http://169.254.169.254/latest/meta-data/' }),
+      'upstream_blocked',
+      /link_local/,
+    );
     await expectCode(upstreamFetch(ctx, { method: 'GET', url: 'http://10.0.0.1/' }), 'upstream_blocked', /private/);
     await expectCode(upstreamFetch(ctx, { method: 'GET', url: 'http://[fd00::1]/' }), 'upstream_blocked');
     await expectCode(upstreamFetch(ctx, { method: 'GET', url: 'http://[::ffff:10.0.0.1]/' }), 'upstream_blocked');
@@ -137,20 +167,42 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS on', async () => {
 
   it('refuses a host name that resolves to the metadata address', async () => {
     fakeDns('metadata.attacker.test', '169.254.169.254');
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: 'http://metadata.attacker.test/' }), 'upstream_blocked', /169\.254\.169\.254/);
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: 'http://metadata.attacker.test/' }),
+      'upstream_blocked',
+      /169\.254\.169\.254/,
+    );
   });
 
   it('refuses an upstream redirecting to a blocked address, by IP or by name', async () => {
     const before = api.seen.length;
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `${api.url}/redirect?to=${encodeURIComponent('http://169.254.169.254/latest/meta-data/')}` }), 'upstream_blocked', /redirect target/);
+    await expectCode(
+      upstreamFetch(ctx, {
+        method: 'GET',
+        url: `${api.url}/redirect?to=${encodeURIComponent('http://169.254.169.254/latest/meta-data/')}`,
+      }),
+      'upstream_blocked',
+      /redirect target/,
+    );
     fakeDns('internal.attacker.test', '10.1.2.3');
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `${api.url}/redirect?to=${encodeURIComponent('http://internal.attacker.test/')}` }), 'upstream_blocked', /10\.1\.2\.3/);
+    await expectCode(
+      upstreamFetch(ctx, {
+        method: 'GET',
+        url: `${api.url}/redirect?to=${encodeURIComponent('http://internal.attacker.test/')}`,
+      }),
+      'upstream_blocked',
+      /10\.1\.2\.3/,
+    );
     expect(api.seen.length).toBe(before + 2); // only the two loopback hops were sent
   });
 
   it('follows allowed redirects, dropping credentials across origins', async () => {
     const target = `http://localhost:${other.port}/users/7`;
-    const res = await upstreamFetch(ctx, { method: 'GET', url: `${api.url}/redirect?to=${encodeURIComponent(target)}`, headers: { authorization: 'Bearer top-secret', 'x-api-key': 'k' } });
+    const res = await upstreamFetch(ctx, {
+      method: 'GET',
+      url: `${api.url}/redirect?to=${encodeURIComponent(target)}`,
+      headers: { authorization: 'Bearer top-secret', 'x-api-key': 'k' },
+    });
     expect(res.status).toBe(200);
     expect(res.url).toBe(target);
     const hop = other.seen.at(-1)!;
@@ -168,13 +220,24 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS on', async () => {
 
   it('refuses non-http schemes and URLs with credentials', async () => {
     await expectCode(upstreamFetch(ctx, { method: 'GET', url: 'file:///etc/passwd' }), 'upstream_blocked', /scheme/);
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `http://u:p@127.0.0.1:${api.port}/` }), 'upstream_blocked', /credentials/);
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `${api.url}/redirect?to=${encodeURIComponent('file:///etc/passwd')}` }), 'upstream_blocked');
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: `http://u:p@127.0.0.1:${api.port}/` }),
+      'upstream_blocked',
+      /credentials/,
+    );
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: `${api.url}/redirect?to=${encodeURIComponent('file:///etc/passwd')}` }),
+      'upstream_blocked',
+    );
   });
 
   it('times out and caps the response size', async () => {
     await expectCode(upstreamFetch(ctx, { method: 'GET', url: `${api.url}/slow`, timeoutMs: 200 }), 'upstream_timeout');
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `${api.url}/big`, maxResponseBytes: 64 * 1024 }), 'upstream_error', /larger than the 65536-byte limit/);
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: `${api.url}/big`, maxResponseBytes: 64 * 1024 }),
+      'upstream_error',
+      /larger than the 65536-byte limit/,
+    );
   });
 
   it('caps a chunked response without Content-Length', async () => {
@@ -191,7 +254,11 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS on', async () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const port = (server.address() as AddressInfo).port;
-      await expectCode(upstreamFetch(ctx, { method: 'GET', url: `http://127.0.0.1:${port}/`, maxResponseBytes: 50_000 }), 'upstream_error', /larger than/);
+      await expectCode(
+        upstreamFetch(ctx, { method: 'GET', url: `http://127.0.0.1:${port}/`, maxResponseBytes: 50_000 }),
+        'upstream_error',
+        /larger than/,
+      );
     } finally {
       server.closeAllConnections();
       server.close();
@@ -203,7 +270,11 @@ describe('guarded client with ALLOW_LOOPBACK_UPSTREAMS on', async () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     await new Promise<void>((r) => server.close(() => r()));
-    await expectCode(upstreamFetch(ctx, { method: 'GET', url: `http://127.0.0.1:${port}/` }), 'upstream_error', /refused/);
+    await expectCode(
+      upstreamFetch(ctx, { method: 'GET', url: `http://127.0.0.1:${port}/` }),
+      'upstream_error',
+      /refused/,
+    );
   });
 
   it('lists MCP tools through the same guard', async () => {

@@ -30,7 +30,12 @@ export function AgentsPage() {
     <Stack>
       <Title order={2}>Agents</Title>
       <Group align="end">
-        <TextInput label="Agent name" value={name} onChange={(e) => setName(e.currentTarget.value)} onKeyDown={(e) => e.key === 'Enter' && name.trim() && void create()} />
+        <TextInput
+          label="Agent name"
+          value={name}
+          onChange={(e) => setName(e.currentTarget.value)}
+          onKeyDown={(e) => e.key === 'Enter' && name.trim() && void create()}
+        />
         <Button disabled={!name.trim()} onClick={() => void create()}>
           Create agent
         </Button>
@@ -49,19 +54,29 @@ export function AgentsPage() {
           />
         )}
       </Section>
-      {selected && agents.data ? <AgentDetail key={selected} agentId={selected} agents={agents.data} onSecret={setSecret} /> : null}
+      {selected && agents.data ? (
+        <AgentDetail key={selected} agentId={selected} agents={agents.data} onSecret={setSecret} />
+      ) : null}
     </Stack>
   );
 }
 
-function AgentDetail({ agentId, agents, onSecret }: { agentId: string; agents: Agent[]; onSecret(s: { id: string; value: string }): void }) {
+function AgentDetail({
+  agentId,
+  agents,
+  onSecret,
+}: {
+  agentId: string;
+  agents: Agent[];
+  onSecret(s: { id: string; value: string }): void;
+}) {
   const tabs: Array<[value: string, label: string, panel: ReactNode]> = [
-    ['deployments', 'Deployments', <DeploymentsTab agentId={agentId} onSecret={onSecret} />],
-    ['runs', 'Invoke and runs', <InvocationsTab agentId={agentId} />],
-    ['logs', 'Live logs', <LiveLogsTab agentId={agentId} />],
-    ['tools', 'Tools', <ToolsTab agentId={agentId} />],
-    ['grants', 'Grants', <GrantsTab agentId={agentId} agents={agents} />],
-    ['memory', 'Key/value memory', <KvMemoryTab agentId={agentId} />],
+    ['deployments', 'Deployments', <DeploymentsTab key="deployments" agentId={agentId} onSecret={onSecret} />],
+    ['runs', 'Invoke and runs', <InvocationsTab key="runs" agentId={agentId} />],
+    ['logs', 'Live logs', <LiveLogsTab key="logs" agentId={agentId} />],
+    ['tools', 'Tools', <ToolsTab key="tools" agentId={agentId} />],
+    ['grants', 'Grants', <GrantsTab key="grants" agentId={agentId} agents={agents} />],
+    ['memory', 'Key/value memory', <KvMemoryTab key="memory" agentId={agentId} />],
   ];
   // keepMounted=false: a tab's streams and polls stop when another tab is shown.
   return (

@@ -6,7 +6,13 @@ import { ProblemAlert, Section, fmtDate, useAction, useLoad } from '../../ui';
 
 const STATUS_COLOR: Record<string, string> = { active: 'green', failed: 'red', preparing: 'blue' };
 
-export function DeploymentsTab({ agentId, onSecret }: { agentId: string; onSecret(s: { id: string; value: string }): void }) {
+export function DeploymentsTab({
+  agentId,
+  onSecret,
+}: {
+  agentId: string;
+  onSecret(s: { id: string; value: string }): void;
+}) {
   const deployments = useLoad(() => all(client.deployments.list(agentId, { limit: 50 }), 50), [agentId]);
   const [file, setFile] = useState<File | null>(null);
   const [grace, setGrace] = useState<number | string>(3600);
@@ -29,9 +35,21 @@ export function DeploymentsTab({ agentId, onSecret }: { agentId: string; onSecre
       <Card withBorder>
         <Stack>
           <Title order={3}>Deploy</Title>
-          <FileInput label="Bundle (.tar.gz with index.js / index.mjs)" value={file} onChange={setFile} accept=".tgz,.gz,application/gzip" clearable clearButtonProps={{ 'aria-label': 'Clear the bundle' }} />
+          <FileInput
+            label="Bundle (.tar.gz with index.js / index.mjs)"
+            value={file}
+            onChange={setFile}
+            accept=".tgz,.gz,application/gzip"
+            clearable
+            clearButtonProps={{ 'aria-label': 'Clear the bundle' }}
+          />
           <Group>
-            <Button disabled={!file} onClick={() => void op(() => client.deployments.deploy(agentId, { artifact: file!, filename: file!.name }))}>
+            <Button
+              disabled={!file}
+              onClick={() =>
+                void op(() => client.deployments.deploy(agentId, { artifact: file!, filename: file!.name }))
+              }
+            >
               Deploy
             </Button>
             <Button variant="light" onClick={() => void op(() => client.deployments.rollback(agentId))}>
@@ -45,7 +63,13 @@ export function DeploymentsTab({ agentId, onSecret }: { agentId: string; onSecre
             </Button>
           </Group>
           <Group align="end">
-            <NumberInput label="Grace period for the old secret (s)" value={grace} onChange={setGrace} min={0} max={86400} />
+            <NumberInput
+              label="Grace period for the old secret (s)"
+              value={grace}
+              onChange={setGrace}
+              min={0}
+              max={86400}
+            />
             <Button
               variant="default"
               onClick={() =>
@@ -73,7 +97,9 @@ export function DeploymentsTab({ agentId, onSecret }: { agentId: string; onSecre
                   </Badge>
                   <Text size="xs" c="dimmed">
                     {fmtDate(x.created_at)}
-                    {x.activated_at ? ` · ${x.status === 'active' ? 'active since' : 'last activated'} ${fmtDate(x.activated_at)}` : ''}
+                    {x.activated_at
+                      ? ` · ${x.status === 'active' ? 'active since' : 'last activated'} ${fmtDate(x.activated_at)}`
+                      : ''}
                   </Text>
                 </Group>
                 {x.failure_reason ? (

@@ -3,7 +3,20 @@
  * read or write this agent's memory (optionally under a key prefix, until a time), and what this
  * agent may access of others (`/v2/agents/{id}/grants`).
  */
-import { Badge, Button, Card, Group, NumberInput, SegmentedControl, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import {
+  Badge,
+  Button,
+  Card,
+  Group,
+  NumberInput,
+  SegmentedControl,
+  Select,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { useState, type ReactNode } from 'react';
 import { all, client, type Item } from '../../api';
 import { ProblemAlert, Section, TableHead, fmtDate, useAction, useLoad } from '../../ui';
@@ -45,9 +58,17 @@ export function GrantsTab({ agentId, agents }: { agentId: string; agents: Agent[
       <Card withBorder>
         <Stack>
           <Title order={3}>Share this agent’s memory</Title>
-          {others.length === 0 ? <Text c="dimmed">Create another agent to share this one’s memory with it.</Text> : null}
+          {others.length === 0 ? (
+            <Text c="dimmed">Create another agent to share this one’s memory with it.</Text>
+          ) : null}
           <Group align="end">
-            <Select label="With agent" data={others.map((a) => ({ value: a.id, label: a.name }))} value={grantee} onChange={setGrantee} placeholder="Choose an agent" />
+            <Select
+              label="With agent"
+              data={others.map((a) => ({ value: a.id, label: a.name }))}
+              value={grantee}
+              onChange={setGrantee}
+              placeholder="Choose an agent"
+            />
             <Stack gap={4}>
               <Text size="sm" fw={500} id="grant-access-label">
                 Access
@@ -62,8 +83,20 @@ export function GrantsTab({ agentId, agents }: { agentId: string; agents: Agent[
                 aria-labelledby="grant-access-label"
               />
             </Stack>
-            <TextInput label="Key prefix" description="Empty: every key" value={prefix} onChange={(e) => setPrefix(e.currentTarget.value)} />
-            <NumberInput label="Expires in (hours)" description="Empty: never" value={hours} onChange={setHours} min={1} max={24 * 365} />
+            <TextInput
+              label="Key prefix"
+              description="Empty: every key"
+              value={prefix}
+              onChange={(e) => setPrefix(e.currentTarget.value)}
+            />
+            <NumberInput
+              label="Expires in (hours)"
+              description="Empty: never"
+              value={hours}
+              onChange={setHours}
+              min={1}
+              max={24 * 365}
+            />
             <Button disabled={!grantee} onClick={() => void grant()}>
               Grant
             </Button>
@@ -79,7 +112,13 @@ export function GrantsTab({ agentId, agents }: { agentId: string; agents: Agent[
             who={(g) => nameOf(g.grantee_agent_id)}
             testId="grants-given"
             action={(g) => (
-              <Button size="xs" color="red" variant="light" onClick={() => void revoke(g)} aria-label={`Revoke the grant to ${nameOf(g.grantee_agent_id)}`}>
+              <Button
+                size="xs"
+                color="red"
+                variant="light"
+                onClick={() => void revoke(g)}
+                aria-label={`Revoke the grant to ${nameOf(g.grantee_agent_id)}`}
+              >
                 Revoke
               </Button>
             )}
@@ -87,14 +126,28 @@ export function GrantsTab({ agentId, agents }: { agentId: string; agents: Agent[
         )}
       </Section>
       <Title order={3}>Memory this agent may use</Title>
-      <Section state={received} empty={(d) => d.length === 0} emptyText="No other agent shares its memory with this one.">
+      <Section
+        state={received}
+        empty={(d) => d.length === 0}
+        emptyText="No other agent shares its memory with this one."
+      >
         {(d) => <GrantTable rows={d} who={(g) => nameOf(g.agent_id)} testId="grants-received" />}
       </Section>
     </Stack>
   );
 }
 
-function GrantTable({ rows, who, testId, action }: { rows: Grant[]; who(g: Grant): string; testId: string; action?: (g: Grant) => ReactNode }) {
+function GrantTable({
+  rows,
+  who,
+  testId,
+  action,
+}: {
+  rows: Grant[];
+  who(g: Grant): string;
+  testId: string;
+  action?: (g: Grant) => ReactNode;
+}) {
   return (
     <Table data-testid={testId}>
       <TableHead columns={['Agent', 'Access', 'Keys', 'Expires', ...(action ? [{ hidden: 'Actions' }] : [])]} />

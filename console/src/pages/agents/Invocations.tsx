@@ -9,7 +9,13 @@ import { LogLines } from './LogLines';
 type Run = Item<'deployments.executions.list'>;
 type Invocation = Result<'deployments.executions.get'>;
 
-const STATUS_COLOR: Record<string, string> = { succeeded: 'green', failed: 'red', timed_out: 'red', running: 'blue', queued: 'gray' };
+const STATUS_COLOR: Record<string, string> = {
+  succeeded: 'green',
+  failed: 'red',
+  timed_out: 'red',
+  running: 'blue',
+  queued: 'gray',
+};
 const FINISHED = new Set(['succeeded', 'failed', 'timed_out']);
 
 export function InvocationsTab({ agentId }: { agentId: string }) {
@@ -65,7 +71,13 @@ export function InvocationsTab({ agentId }: { agentId: string }) {
           </Table>
         )}
       </Section>
-      <Drawer opened={!!open} onClose={() => setOpen(null)} position="right" size="lg" title={open ? `Run ${open.id}` : ''}>
+      <Drawer
+        opened={!!open}
+        onClose={() => setOpen(null)}
+        position="right"
+        size="lg"
+        title={open ? `Run ${open.id}` : ''}
+      >
         {open ? <RunLogs agentId={agentId} run={open} /> : null}
       </Drawer>
     </Stack>
@@ -82,7 +94,8 @@ function RunLogs({ agentId, run }: { agentId: string; run: Run }) {
     const follow = !FINISHED.has(run.status);
     setState(follow ? 'following' : 'loading');
     (async () => {
-      for await (const l of client.deployments.logs(agentId, { executionId: run.id, follow, signal: abort.signal })) setLines((ls) => [...ls, l]);
+      for await (const l of client.deployments.logs(agentId, { executionId: run.id, follow, signal: abort.signal }))
+        setLines((ls) => [...ls, l]);
       setState('done');
     })().catch((e) => !abort.signal.aborted && setError(e));
     return () => abort.abort();
@@ -93,7 +106,11 @@ function RunLogs({ agentId, run }: { agentId: string; run: Run }) {
         {run.status} · v{run.version} · {fmtDate(run.created_at)} {state === 'following' ? '· following live' : ''}
       </Text>
       <ProblemAlert error={error} />
-      {state === 'done' && lines.length === 0 ? <Text c="dimmed">This run wrote no log lines.</Text> : <LogLines lines={lines} testId="run-logs" label={`Logs of run ${run.id}`} />}
+      {state === 'done' && lines.length === 0 ? (
+        <Text c="dimmed">This run wrote no log lines.</Text>
+      ) : (
+        <LogLines lines={lines} testId="run-logs" label={`Logs of run ${run.id}`} />
+      )}
     </Stack>
   );
 }

@@ -8,7 +8,10 @@ import { ProblemAlert, Section, TableHead, fmtDate, useAction, useLoad } from '.
 export function KvMemoryTab({ agentId }: { agentId: string }) {
   const [prefix, setPrefix] = useState('');
   const [debounced] = useDebouncedValue(prefix, 200);
-  const entries = useLoad(() => all(client.agentMemory.list({ limit: 100, ...(debounced ? { prefix: debounced } : {}) }, agentId), 200), [agentId, debounced]);
+  const entries = useLoad(
+    () => all(client.agentMemory.list({ limit: 100, ...(debounced ? { prefix: debounced } : {}) }, agentId), 200),
+    [agentId, debounced],
+  );
   const [key, setKey] = useState('');
   const [value, setValue] = useState('');
   const { error, setError, act } = useAction();

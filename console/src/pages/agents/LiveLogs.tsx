@@ -20,7 +20,8 @@ export function LiveLogsTab({ agentId }: { agentId: string }) {
 
   useEffect(() => {
     const abort = new AbortController();
-    const add = (l: LogEvent) => setLines((ls) => (ls.length >= MAX_LINES ? [...ls.slice(1 - MAX_LINES), l] : [...ls, l]));
+    const add = (l: LogEvent) =>
+      setLines((ls) => (ls.length >= MAX_LINES ? [...ls.slice(1 - MAX_LINES), l] : [...ls, l]));
     setError(null);
     (async () => {
       const recent: LogEvent[] = [];

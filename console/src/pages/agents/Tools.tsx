@@ -27,7 +27,13 @@ export function ToolsTab({ agentId }: { agentId: string }) {
         The services whose tools this agent may call with its own token.
       </Text>
       <Group align="end">
-        <Autocomplete label="Service" value={service} onChange={setService} data={services.data ?? []} placeholder="name or id" />
+        <Autocomplete
+          label="Service"
+          value={service}
+          onChange={setService}
+          data={services.data ?? []}
+          placeholder="name or id"
+        />
         <Button disabled={!service.trim()} onClick={() => void subscribe()}>
           Subscribe agent
         </Button>
@@ -43,7 +49,13 @@ export function ToolsTab({ agentId }: { agentId: string }) {
                   <Table.Td>{t.service}</Table.Td>
                   <Table.Td>{fmtDate(t.subscribed_at)}</Table.Td>
                   <Table.Td>
-                    <Button size="xs" color="red" variant="light" onClick={() => void unsubscribe(t.service)} aria-label={`Unsubscribe from ${t.service}`}>
+                    <Button
+                      size="xs"
+                      color="red"
+                      variant="light"
+                      onClick={() => void unsubscribe(t.service)}
+                      aria-label={`Unsubscribe from ${t.service}`}
+                    >
                       Unsubscribe
                     </Button>
                   </Table.Td>

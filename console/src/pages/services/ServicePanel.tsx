@@ -38,7 +38,15 @@ export function ServicePanel({ serviceId, onChange }: { serviceId: string; onCha
   );
 }
 
-function PublishChecklist({ serviceId, onChange, exampleTool }: { serviceId: string; onChange(): void; exampleTool?: string }) {
+function PublishChecklist({
+  serviceId,
+  onChange,
+  exampleTool,
+}: {
+  serviceId: string;
+  onChange(): void;
+  exampleTool?: string;
+}) {
   const [status, setStatus] = useState<Status | null>(null);
   const [domain, setDomain] = useState<Domain | null>(null);
   const [tests, setTests] = useState('');
@@ -103,7 +111,10 @@ function PublishChecklist({ serviceId, onChange, exampleTool }: { serviceId: str
         ) : null}
         <Text size="sm">Service status: {status?.status ?? '…'}</Text>
         <Group>
-          <Button size="xs" onClick={() => void step(async () => setDomain(await client.publishing.verifyDomain(serviceId)))}>
+          <Button
+            size="xs"
+            onClick={() => void step(async () => setDomain(await client.publishing.verifyDomain(serviceId)))}
+          >
             Verify domain
           </Button>
         </Group>

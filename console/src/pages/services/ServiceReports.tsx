@@ -7,7 +7,10 @@ import type { OwnService } from './ServiceSettings';
 
 export function ServiceReports({ service, onChange }: { service: OwnService; onChange(): void }) {
   const [status, setStatus] = useState<'open' | 'resolved' | 'all'>('open');
-  const reports = useLoad(() => all(client.publishing.listReports(service.id, { limit: 100, ...(status === 'all' ? {} : { status }) })), [service.id, status]);
+  const reports = useLoad(
+    () => all(client.publishing.listReports(service.id, { limit: 100, ...(status === 'all' ? {} : { status }) })),
+    [service.id, status],
+  );
   const { error, act } = useAction();
   const toolName = new Map(service.tools.map((t) => [t.id, t.name]));
   const resolve = (id: string) =>
@@ -37,7 +40,11 @@ export function ServiceReports({ service, onChange }: { service: OwnService; onC
           {service.reports.open} open; {service.reports.degraded_tools} tool(s) degraded by reports.
         </Text>
         <ProblemAlert error={error} />
-        <Section state={reports} empty={(d) => d.length === 0} emptyText={status === 'open' ? 'No open reports.' : 'No reports.'}>
+        <Section
+          state={reports}
+          empty={(d) => d.length === 0}
+          emptyText={status === 'open' ? 'No open reports.' : 'No reports.'}
+        >
           {(d) => (
             <Table data-testid="reports">
               <TableHead columns={['When', 'About', 'Reason', 'Details', 'Status', { hidden: 'Actions' }]} />
@@ -53,7 +60,12 @@ export function ServiceReports({ service, onChange }: { service: OwnService; onC
                     </Table.Td>
                     <Table.Td>
                       {r.status === 'open' ? (
-                        <Button size="xs" variant="light" onClick={() => void resolve(r.id)} aria-label={`Resolve report ${r.id}`}>
+                        <Button
+                          size="xs"
+                          variant="light"
+                          onClick={() => void resolve(r.id)}
+                          aria-label={`Resolve report ${r.id}`}
+                        >
                           Resolve
                         </Button>
                       ) : (

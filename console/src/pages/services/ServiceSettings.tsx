@@ -29,8 +29,17 @@ export function ServiceSettings({ service, onChange }: { service: OwnService; on
       <Stack>
         <Title order={3}>Name and tools</Title>
         <Group align="end">
-          <TextInput label="Display name" description={`Shown in the marketplace; the service is called ${service.name} in calls`} value={displayName} onChange={(e) => setDisplayName(e.currentTarget.value)} />
-          <Button size="xs" onClick={() => void rename()} disabled={!displayName.trim() || displayName.trim() === service.display_name}>
+          <TextInput
+            label="Display name"
+            description={`Shown in the marketplace; the service is called ${service.name} in calls`}
+            value={displayName}
+            onChange={(e) => setDisplayName(e.currentTarget.value)}
+          />
+          <Button
+            size="xs"
+            onClick={() => void rename()}
+            disabled={!displayName.trim() || displayName.trim() === service.display_name}
+          >
             Rename service
           </Button>
         </Group>
@@ -54,8 +63,19 @@ export function ServiceSettings({ service, onChange }: { service: OwnService; on
                 </Table.Td>
                 <Table.Td>
                   <Group gap="xs" wrap="nowrap">
-                    <TextInput size="xs" aria-label={`New name for ${t.name}`} value={names[t.id] ?? ''} onChange={(e) => setNames({ ...names, [t.id]: e.currentTarget.value })} />
-                    <Button size="xs" variant="light" disabled={!names[t.id]?.trim()} onClick={() => void renameTool(t.id, t.name)} aria-label={`Rename ${t.name}`}>
+                    <TextInput
+                      size="xs"
+                      aria-label={`New name for ${t.name}`}
+                      value={names[t.id] ?? ''}
+                      onChange={(e) => setNames({ ...names, [t.id]: e.currentTarget.value })}
+                    />
+                    <Button
+                      size="xs"
+                      variant="light"
+                      disabled={!names[t.id]?.trim()}
+                      onClick={() => void renameTool(t.id, t.name)}
+                      aria-label={`Rename ${t.name}`}
+                    >
                       Rename
                     </Button>
                   </Group>

@@ -11,7 +11,15 @@ import { client, CliError, EXIT, output, parseJsonFlag, table, type GlobalOption
 /** A gzip tarball of `dir` (its files at the archive root; `.git` and `node_modules/.cache` left out). */
 export async function packDirectory(dir: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  const stream = tar.c({ gzip: true, cwd: dir, portable: true, filter: (p) => !/(^|\/)\.git(\/|$)|(^|\/)node_modules\/\.cache(\/|$)/.test(p) }, fs.readdirSync(dir));
+  const stream = tar.c(
+    {
+      gzip: true,
+      cwd: dir,
+      portable: true,
+      filter: (p) => !/(^|\/)\.git(\/|$)|(^|\/)node_modules\/\.cache(\/|$)/.test(p),
+    },
+    fs.readdirSync(dir),
+  );
   for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
   return Buffer.concat(chunks);
 }
@@ -25,7 +33,8 @@ function readEnvFile(file: string): Record<string, string> {
   }
 }
 
-const formatLog = (l: LogEvent) => `${l.ts ?? ''} ${l.stream === 'stderr' ? 'ERR' : l.stream === 'platform' ? (l.level ?? 'info').toUpperCase() : 'OUT'} ${l.execution_id ? `[${l.execution_id}] ` : ''}${l.message}`.trim();
+const formatLog = (l: LogEvent) =>
+  `${l.ts ?? ''} ${l.stream === 'stderr' ? 'ERR' : l.stream === 'platform' ? (l.level ?? 'info').toUpperCase() : 'OUT'} ${l.execution_id ? `[${l.execution_id}] ` : ''}${l.message}`.trim();
 
 export function agentCommands(program: Command): void {
   const agents = program.command('agents').description('Agent identities and deployments');
@@ -37,8 +46,16 @@ export function agentCommands(program: Command): void {
     .option('--description <text>', 'what the agent does')
     .action(async (o: { name: string; description?: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
-      const agent = await client(g).agents.create({ name: o.name, ...(o.description ? { description: o.description } : {}) });
-      output(g, agent, (v) => `Created agent ${v.id} (${v.name}).\n  client_id      ${v.client_id}\n  client_secret  ${v.client_secret}   (shown once: store it now)\nUse them as AGENT_PLATFORM_CLIENT_ID / AGENT_PLATFORM_CLIENT_SECRET.`);
+      const agent = await client(g).agents.create({
+        name: o.name,
+        ...(o.description ? { description: o.description } : {}),
+      });
+      output(
+        g,
+        agent,
+        (v) =>
+          `Created agent ${v.id} (${v.name}).\n  client_id      ${v.client_id}\n  client_secret  ${v.client_secret}   (shown once: store it now)\nUse them as AGENT_PLATFORM_CLIENT_ID / AGENT_PLATFORM_CLIENT_SECRET.`,
+      );
     });
 
   agents
@@ -57,7 +74,8 @@ export function agentCommands(program: Command): void {
     .action(async (id: string, o: { grace: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const grace = Number(o.grace);
-      if (!Number.isInteger(grace) || grace < 0) throw new CliError(`--grace must be a whole number of seconds, got ${o.grace}`, EXIT.usage);
+      if (!Number.isInteger(grace) || grace < 0)
+        throw new CliError(`--grace must be a whole number of seconds, got ${o.grace}`, EXIT.usage);
       const res = await client(g).agents.rotateSecret(id, { grace_period_seconds: grace });
       output(g, res, (v) => `New client secret for ${id} (shown once):\n\n  ${v.client_secret}\n`);
     });
@@ -77,7 +95,11 @@ export function agentCommands(program: Command): void {
     .action(async (id: string, service: string, _o, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       await client(g).agents.unsubscribeTools(id, service);
-      output(g, { agent_id: id, service, unsubscribed: true }, (v) => `Agent ${v.agent_id} no longer calls ${v.service}.`);
+      output(
+        g,
+        { agent_id: id, service, unsubscribed: true },
+        (v) => `Agent ${v.agent_id} no longer calls ${v.service}.`,
+      );
     });
 
   agents
@@ -97,47 +119,72 @@ export function agentCommands(program: Command): void {
     .option('--description <text>', 'note for this version')
     .option('--no-wait', 'return once uploaded, without waiting for the prepare step')
     .option('--timeout <seconds>', 'how long to wait for the prepare step', '300')
-    .action(async (id: string, target: string, o: { envFile?: string; entrypoint?: string; description?: string; wait: boolean; timeout: string }, cmd: Command) => {
-      const g = cmd.optsWithGlobals<GlobalOptions>();
-      let stat: fs.Stats;
-      try {
-        stat = fs.statSync(target);
-      } catch {
-        throw new CliError(`${target}: no such file or directory`, EXIT.usage);
-      }
-      const artifact = stat.isDirectory() ? await packDirectory(target) : fs.readFileSync(target);
-      const env = o.envFile ? readEnvFile(o.envFile) : undefined;
-      const sdk = client(g);
-      // The artifact is packed above and the SDK reports the size of the whole request body before
-      // its first byte, so the bar starts with its real total and never changes it.
-      const bar = !g.json && process.stderr.isTTY ? new cliProgress.SingleBar({ format: 'Uploading [{bar}] {percentage}% {value}/{total} bytes', stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
-      let started = false;
-      if (!g.json && !bar) process.stderr.write(`Uploading ${artifact.length} bytes (${stat.isDirectory() ? `packed from ${target}` : path.basename(target)})…\n`);
-      let dep = await sdk.deployments
-        .deploy(id, {
-          artifact,
-          filename: stat.isDirectory() ? `${path.basename(path.resolve(target))}.tar.gz` : path.basename(target),
-          ...(env ? { env } : {}),
-          ...(o.entrypoint ? { entrypoint: o.entrypoint } : {}),
-          ...(o.description ? { description: o.description } : {}),
-          onUploadProgress: (sent, total) => {
-            if (!started) bar?.start(total, sent);
-            else bar?.update(sent);
-            started = true;
-          },
-        })
-        .finally(() => started && bar?.stop());
-      if (!g.json) process.stderr.write(`Uploaded: deployment ${dep.id} v${dep.version}, preparing…\n`);
-      const deadline = Date.now() + Number(o.timeout) * 1000;
-      while (o.wait && dep.status === 'preparing') {
-        if (Date.now() > deadline) throw new CliError(`Deployment ${dep.id} still preparing after ${o.timeout} s; check \`agent-platform agents logs ${id}\` or deploy again.`, EXIT.failure);
-        await new Promise((r) => setTimeout(r, 500));
-        const page = await sdk.deployments.list(id, { limit: 20 }).page();
-        dep = page.data.find((d) => d.id === dep.id) ?? dep;
-      }
-      output(g, dep, (v) => `Deployment ${v.id} v${v.version}: ${v.status}${v.failure_reason ? ` — ${v.failure_reason}` : ''} (${v.artifact.files} files, ${v.artifact.size_bytes} bytes, entrypoint ${v.entrypoint})`);
-      if (dep.status === 'failed') process.exitCode = EXIT.failure;
-    });
+    .action(
+      async (
+        id: string,
+        target: string,
+        o: { envFile?: string; entrypoint?: string; description?: string; wait: boolean; timeout: string },
+        cmd: Command,
+      ) => {
+        const g = cmd.optsWithGlobals<GlobalOptions>();
+        let stat: fs.Stats;
+        try {
+          stat = fs.statSync(target);
+        } catch {
+          throw new CliError(`${target}: no such file or directory`, EXIT.usage);
+        }
+        const artifact = stat.isDirectory() ? await packDirectory(target) : fs.readFileSync(target);
+        const env = o.envFile ? readEnvFile(o.envFile) : undefined;
+        const sdk = client(g);
+        // The artifact is packed above and the SDK reports the size of the whole request body before
+        // its first byte, so the bar starts with its real total and never changes it.
+        const bar =
+          !g.json && process.stderr.isTTY
+            ? new cliProgress.SingleBar(
+                { format: 'Uploading [{bar}] {percentage}% {value}/{total} bytes', stream: process.stderr },
+                cliProgress.Presets.shades_classic,
+              )
+            : null;
+        let started = false;
+        if (!g.json && !bar)
+          process.stderr.write(
+            `Uploading ${artifact.length} bytes (${stat.isDirectory() ? `packed from ${target}` : path.basename(target)})…\n`,
+          );
+        let dep = await sdk.deployments
+          .deploy(id, {
+            artifact,
+            filename: stat.isDirectory() ? `${path.basename(path.resolve(target))}.tar.gz` : path.basename(target),
+            ...(env ? { env } : {}),
+            ...(o.entrypoint ? { entrypoint: o.entrypoint } : {}),
+            ...(o.description ? { description: o.description } : {}),
+            onUploadProgress: (sent, total) => {
+              if (!started) bar?.start(total, sent);
+              else bar?.update(sent);
+              started = true;
+            },
+          })
+          .finally(() => started && bar?.stop());
+        if (!g.json) process.stderr.write(`Uploaded: deployment ${dep.id} v${dep.version}, preparing…\n`);
+        const deadline = Date.now() + Number(o.timeout) * 1000;
+        while (o.wait && dep.status === 'preparing') {
+          if (Date.now() > deadline)
+            throw new CliError(
+              `Deployment ${dep.id} still preparing after ${o.timeout} s; check \`agent-platform agents logs ${id}\` or deploy again.`,
+              EXIT.failure,
+            );
+          await new Promise((r) => setTimeout(r, 500));
+          const page = await sdk.deployments.list(id, { limit: 20 }).page();
+          dep = page.data.find((d) => d.id === dep.id) ?? dep;
+        }
+        output(
+          g,
+          dep,
+          (v) =>
+            `Deployment ${v.id} v${v.version}: ${v.status}${v.failure_reason ? ` — ${v.failure_reason}` : ''} (${v.artifact.files} files, ${v.artifact.size_bytes} bytes, entrypoint ${v.entrypoint})`,
+        );
+        if (dep.status === 'failed') process.exitCode = EXIT.failure;
+      },
+    );
 
   agents
     .command('invoke <id>')
@@ -148,12 +195,18 @@ export function agentCommands(program: Command): void {
     .action(async (id: string, o: { input: string; async?: boolean; timeoutMs?: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const input = parseJsonFlag('--input', o.input);
-      const exe = await client(g).deployments.invoke(id, { input, ...(o.async ? { async: true } : {}), ...(o.timeoutMs ? { timeout_ms: Number(o.timeoutMs) } : {}) });
+      const exe = await client(g).deployments.invoke(id, {
+        input,
+        ...(o.async ? { async: true } : {}),
+        ...(o.timeoutMs ? { timeout_ms: Number(o.timeoutMs) } : {}),
+      });
       output(g, exe, (v) => {
         const lines = [`Execution ${v.id}: ${v.status}${v.duration_ms !== null ? ` in ${v.duration_ms} ms` : ''}`];
         if (v.error) lines.push(`Error ${v.error.code}: ${v.error.message}`);
-        if ('output' in v && v.output !== undefined && v.output !== null) lines.push(`Output: ${JSON.stringify(v.output, null, 2)}`);
-        if ('logs' in v && Array.isArray(v.logs) && v.logs.length) lines.push('Logs:', ...v.logs.map((l) => `  ${formatLog(l)}`));
+        if ('output' in v && v.output !== undefined && v.output !== null)
+          lines.push(`Output: ${JSON.stringify(v.output, null, 2)}`);
+        if ('logs' in v && Array.isArray(v.logs) && v.logs.length)
+          lines.push('Logs:', ...v.logs.map((l) => `  ${formatLog(l)}`));
         return lines.join('\n');
       });
       if (exe.status === 'failed' || exe.status === 'timed_out') process.exitCode = EXIT.failure;
@@ -171,7 +224,11 @@ export function agentCommands(program: Command): void {
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       try {
-        for await (const line of client(g).deployments.logs(id, { ...(o.execution ? { executionId: o.execution } : {}), follow: !!o.follow, signal: abort.signal })) {
+        for await (const line of client(g).deployments.logs(id, {
+          ...(o.execution ? { executionId: o.execution } : {}),
+          follow: !!o.follow,
+          signal: abort.signal,
+        })) {
           process.stdout.write(g.json ? `${JSON.stringify(line)}\n` : `${formatLog(line)}\n`);
         }
       } finally {

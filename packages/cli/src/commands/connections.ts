@@ -12,19 +12,35 @@ export function connectionCommands(program: Command): void {
     .action(async (_o, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const all = await client(g).connections.list({ limit: 100 }).toArray();
-      output(g, all, (v) => table(v.map((c) => ({ ...c, service: c.service.name, scopes: c.scopes.join(' ') })), ['id', 'service', 'agent_id', 'status', 'scopes', 'expires_at']));
+      output(g, all, (v) =>
+        table(
+          v.map((c) => ({ ...c, service: c.service.name, scopes: c.scopes.join(' ') })),
+          ['id', 'service', 'agent_id', 'status', 'scopes', 'expires_at'],
+        ),
+      );
     });
 
   conns
     .command('create <service>')
-    .description("Connect your account (or an agent's) at an oauth2 service: prints the consent URL to open in the browser where you are signed in to the platform")
+    .description(
+      "Connect your account (or an agent's) at an oauth2 service: prints the consent URL to open in the browser where you are signed in to the platform",
+    )
     .option('--agent <id>', 'connect this agent of yours instead of your own account')
     .option('--return-to <url>', 'where the browser goes once connected')
     .option('--open', 'also open the URL in the default browser')
     .action(async (service: string, o: { agent?: string; returnTo?: string; open?: boolean }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
-      const started = await client(g).connections.create({ service, ...(o.agent ? { agent_id: o.agent } : {}), ...(o.returnTo ? { return_to: o.returnTo } : {}) });
-      output(g, started, (v) => `Connection ${v.connection_id} is pending. Open this URL in the browser where you are signed in to the platform (good until ${v.expires_at}):\n\n  ${v.authorization_url}\n\nThen check it with \`agent-platform connections list\`.`);
+      const started = await client(g).connections.create({
+        service,
+        ...(o.agent ? { agent_id: o.agent } : {}),
+        ...(o.returnTo ? { return_to: o.returnTo } : {}),
+      });
+      output(
+        g,
+        started,
+        (v) =>
+          `Connection ${v.connection_id} is pending. Open this URL in the browser where you are signed in to the platform (good until ${v.expires_at}):\n\n  ${v.authorization_url}\n\nThen check it with \`agent-platform connections list\`.`,
+      );
       if (o.open) open(started.authorization_url).catch(() => undefined);
     });
 

@@ -15,10 +15,16 @@ export function subscriptionCommands(program: Command): void {
     .option('--all', 'include canceled ones')
     .action(async (o: { all?: boolean }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
-      const all = (await client(g).subscriptions.list({ limit: 100 }).toArray()).filter((s) => o.all || s.status === 'active');
+      const all = (await client(g).subscriptions.list({ limit: 100 }).toArray()).filter(
+        (s) => o.all || s.status === 'active',
+      );
       output(g, all, (v) =>
         table(
-          v.map((s) => ({ ...s, day: `${s.used.day}/${quota(s.quotas.day)}`, month: `${s.used.month}/${quota(s.quotas.month)}` })),
+          v.map((s) => ({
+            ...s,
+            day: `${s.used.day}/${quota(s.quotas.day)}`,
+            month: `${s.used.month}/${quota(s.quotas.month)}`,
+          })),
           ['id', 'service_id', 'plan', 'status', 'day', 'month'],
         ),
       );
@@ -30,9 +36,15 @@ export function subscriptionCommands(program: Command): void {
     .option('--plan <plan>', `plan: ${PLANS.join(', ')}`, 'free')
     .action(async (service: string, o: { plan: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
-      if (!PLANS.includes(o.plan as Plan)) throw new CliError(`--plan must be one of ${PLANS.join(', ')}, got ${o.plan}`, EXIT.usage);
+      if (!PLANS.includes(o.plan as Plan))
+        throw new CliError(`--plan must be one of ${PLANS.join(', ')}, got ${o.plan}`, EXIT.usage);
       const sub = await client(g).subscriptions.create({ service_id: service, plan: o.plan as Plan });
-      output(g, sub, (v) => `Subscribed to ${v.service_id} (${v.id}) on the ${v.effective_plan} plan: ${quota(v.quotas.day)} calls a day, ${quota(v.quotas.month)} a month.`);
+      output(
+        g,
+        sub,
+        (v) =>
+          `Subscribed to ${v.service_id} (${v.id}) on the ${v.effective_plan} plan: ${quota(v.quotas.day)} calls a day, ${quota(v.quotas.month)} a month.`,
+      );
     });
 
   subs

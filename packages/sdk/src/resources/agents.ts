@@ -14,7 +14,9 @@ export class AgentsResource {
     return unwrap(this.core.http.POST('/v2/agents', { body }));
   }
   list(query: Omit<Query<'agents.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'agents.list'>>((cursor) => unwrap(this.core.http.GET('/v2/agents', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'agents.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/v2/agents', { params: { query: { ...query, cursor } } })),
+    );
   }
   get(id: string) {
     return unwrap(this.core.http.GET('/v2/agents/{id}', { params: path(id) }));
@@ -34,10 +36,17 @@ export class AgentsResource {
   }
   /** Remove the subscription to `service` (its id or name). */
   async unsubscribeTools(id: string, service: string): Promise<void> {
-    await unwrap(this.core.http.DELETE('/v2/agents/{id}/tools/unsubscribe', { params: { path: { id }, query: { service } }, body: null }));
+    await unwrap(
+      this.core.http.DELETE('/v2/agents/{id}/tools/unsubscribe', {
+        params: { path: { id }, query: { service } },
+        body: null,
+      }),
+    );
   }
   tools(id: string, query: Omit<Query<'agents.tools.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'agents.tools.list'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/tools', { params: { path: { id }, query: { ...query, cursor } } })));
+    return cursorList<Item<'agents.tools.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/v2/agents/{id}/tools', { params: { path: { id }, query: { ...query, cursor } } })),
+    );
   }
 }
 
@@ -49,14 +58,28 @@ export class PermissionsResource {
   }
   /** Who may access `agentId`'s memory (cursor list). */
   list(agentId: string, query: Omit<Query<'permissions.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'permissions.list'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/permissions', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
+    return cursorList<Item<'permissions.list'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/v2/agents/{id}/permissions', {
+          params: { path: { id: agentId }, query: { ...query, cursor } },
+        }),
+      ),
+    );
   }
   /** What `agentId` may access (cursor list). */
   grants(agentId: string, query: Omit<Query<'permissions.grants'>, 'cursor'> = {}) {
-    return cursorList<Item<'permissions.grants'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/grants', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
+    return cursorList<Item<'permissions.grants'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/v2/agents/{id}/grants', {
+          params: { path: { id: agentId }, query: { ...query, cursor } },
+        }),
+      ),
+    );
   }
   async revoke(agentId: string, permId: string): Promise<void> {
-    await unwrap(this.core.http.DELETE('/v2/agents/{id}/permissions/{permId}', { params: { path: { id: agentId, permId } } }));
+    await unwrap(
+      this.core.http.DELETE('/v2/agents/{id}/permissions/{permId}', { params: { path: { id: agentId, permId } } }),
+    );
   }
 }
 
@@ -84,7 +107,10 @@ export class DeploymentsResource {
   /** Upload a new version (`POST /v2/agents/{id}/deploy`, multipart); answers `preparing`, poll {@link list} or {@link get}. */
   async deploy(agentId: string, input: DeployInput): Promise<Result<'deployments.deploy'>> {
     const form = new FormData();
-    const blob = input.artifact instanceof Blob ? input.artifact : new Blob([input.artifact as BlobPart], { type: 'application/gzip' });
+    const blob =
+      input.artifact instanceof Blob
+        ? input.artifact
+        : new Blob([input.artifact as BlobPart], { type: 'application/gzip' });
     form.set('artifact', blob, input.filename ?? 'artifact.tar.gz');
     if (input.entrypoint) form.set('entrypoint', input.entrypoint);
     if (input.env) form.set('env', JSON.stringify(input.env));
@@ -106,7 +132,12 @@ export class DeploymentsResource {
           report(sent, bytes.length);
         },
       });
-      init = { method: 'POST', body, duplex: 'half', headers: { 'content-type': encoded.headers.get('content-type')!, 'content-length': String(bytes.length) } };
+      init = {
+        method: 'POST',
+        body,
+        duplex: 'half',
+        headers: { 'content-type': encoded.headers.get('content-type')!, 'content-length': String(bytes.length) },
+      };
     }
     const res = await this.core.fetch(new Request(url, init));
     if (!res.ok) throw await AgentPlatformError.fromFetchResponse(res);
@@ -115,7 +146,13 @@ export class DeploymentsResource {
 
   /** Versions, newest first (cursor list). */
   list(agentId: string, query: Omit<Query<'deployments.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'deployments.list'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/deployments', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
+    return cursorList<Item<'deployments.list'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/v2/agents/{id}/deployments', {
+          params: { path: { id: agentId }, query: { ...query, cursor } },
+        }),
+      ),
+    );
   }
   /** Run the active version with `input` (sync: the finished execution; `async: true`: 202 queued). */
   invoke(agentId: string, body: Body<'deployments.invoke'>) {
@@ -132,17 +169,30 @@ export class DeploymentsResource {
   }
   /** Runs, newest first (cursor list). */
   executions(agentId: string, query: Omit<Query<'deployments.executions.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'deployments.executions.list'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/executions', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
+    return cursorList<Item<'deployments.executions.list'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/v2/agents/{id}/executions', {
+          params: { path: { id: agentId }, query: { ...query, cursor } },
+        }),
+      ),
+    );
   }
   execution(agentId: string, executionId: string) {
-    return unwrap(this.core.http.GET('/v2/agents/{id}/executions/{exeId}', { params: { path: { id: agentId, exeId: executionId } } }));
+    return unwrap(
+      this.core.http.GET('/v2/agents/{id}/executions/{exeId}', {
+        params: { path: { id: agentId, exeId: executionId } },
+      }),
+    );
   }
   /**
    * Log lines of the agent's runs (or of one run), oldest first. With `follow`, keeps yielding new
    * lines until `signal` aborts (or, for one run, until it finishes): by Server-Sent Events when
    * the server streams them, else by polling the executions every `pollMs`.
    */
-  logs(agentId: string, opts: { executionId?: string; follow?: boolean; signal?: AbortSignal; pollMs?: number } = {}): AsyncIterable<LogEvent> {
+  logs(
+    agentId: string,
+    opts: { executionId?: string; follow?: boolean; signal?: AbortSignal; pollMs?: number } = {},
+  ): AsyncIterable<LogEvent> {
     return streamLogs(this.core, this, agentId, opts);
   }
 }

@@ -14,7 +14,9 @@ export class ServicesResource {
 
   /** The caller's services (cursor list). */
   listOwn(query: Omit<Query<'registry.listOwn'>, 'cursor'> = {}) {
-    return cursorList<Item<'registry.listOwn'>>((cursor) => unwrap(this.core.http.GET('/owner/services', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'registry.listOwn'>>((cursor) =>
+      unwrap(this.core.http.GET('/owner/services', { params: { query: { ...query, cursor } } })),
+    );
   }
 
   /** One of the caller's services. */
@@ -42,7 +44,9 @@ export class ServicesResource {
 
   /** Marketplace services visible to the caller (cursor list). */
   list(query: Omit<Query<'marketplace.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'marketplace.list'>>((cursor) => unwrap(this.core.http.GET('/services', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'marketplace.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/services', { params: { query: { ...query, cursor } } })),
+    );
   }
 
   /** A marketplace service's manifest (tools and schemas). */
@@ -76,14 +80,25 @@ export class PublishingResource {
     return unwrap(this.core.http.POST('/v1/services/{id}/unpublish', { params: path(id) }));
   }
   renameTool(serviceId: string, toolId: string, body: Body<'publishing.renameTool'>) {
-    return unwrap(this.core.http.PATCH('/v1/services/{serviceId}/tools/{toolId}/rename', { params: { path: { serviceId, toolId } }, body }));
+    return unwrap(
+      this.core.http.PATCH('/v1/services/{serviceId}/tools/{toolId}/rename', {
+        params: { path: { serviceId, toolId } },
+        body,
+      }),
+    );
   }
   /** Reports on one of the caller's services (cursor list). */
   listReports(id: string, query: Omit<Query<'publishing.listReports'>, 'cursor'> = {}) {
-    return cursorList<Item<'publishing.listReports'>>((cursor) => unwrap(this.core.http.GET('/owner/services/{id}/reports', { params: { path: { id }, query: { ...query, cursor } } })));
+    return cursorList<Item<'publishing.listReports'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/owner/services/{id}/reports', { params: { path: { id }, query: { ...query, cursor } } }),
+      ),
+    );
   }
   resolveReport(id: string, reportId: string) {
-    return unwrap(this.core.http.POST('/owner/services/{id}/reports/{reportId}/resolve', { params: { path: { id, reportId } } }));
+    return unwrap(
+      this.core.http.POST('/owner/services/{id}/reports/{reportId}/resolve', { params: { path: { id, reportId } } }),
+    );
   }
   /** Report a marketplace service (broken, wrong output, security, other). */
   report(id: string, body: Body<'publishing.report'>) {
@@ -99,7 +114,9 @@ export class SearchResource {
   }
   /** Tools ranked for `q` (cursor list). */
   tools(query: Omit<Query<'search.tools'>, 'cursor'>) {
-    return cursorList<Item<'search.tools'>>((cursor) => unwrap(this.core.http.GET('/search/tools', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'search.tools'>>((cursor) =>
+      unwrap(this.core.http.GET('/search/tools', { params: { query: { ...query, cursor } } })),
+    );
   }
   popular(query: Query<'search.popular'> = {}) {
     return unwrap(this.core.http.GET('/search/popular', { params: { query } }));
@@ -119,7 +136,9 @@ export class SubscriptionsResource {
     return unwrap(this.core.http.POST('/subscriptions', { body }));
   }
   list(query: Omit<Query<'subscriptions.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'subscriptions.list'>>((cursor) => unwrap(this.core.http.GET('/subscriptions', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'subscriptions.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/subscriptions', { params: { query: { ...query, cursor } } })),
+    );
   }
   serviceIds() {
     return unwrap(this.core.http.GET('/subscriptions/services/ids'));
@@ -146,7 +165,9 @@ export class SessionsResource {
   }
   /** Sessions of the caller (cursor list). */
   list(query: Omit<Query<'sessions.listAll'>, 'cursor'> = {}) {
-    return cursorList<Item<'sessions.listAll'>>((cursor) => unwrap(this.core.http.GET('/v1/sessions', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'sessions.listAll'>>((cursor) =>
+      unwrap(this.core.http.GET('/v1/sessions', { params: { query: { ...query, cursor } } })),
+    );
   }
   get(id: string) {
     return unwrap(this.core.http.GET('/v1/sessions/{id}', { params: path(id) }));

@@ -29,7 +29,9 @@ export class ConnectionsResource {
   }
   /** The caller's connections, newest first (cursor list); `status` is pending, active, expired or error. */
   list(query: Omit<Query<'connections.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'connections.list'>>((cursor) => unwrap(this.core.http.GET('/connections', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'connections.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/connections', { params: { query: { ...query, cursor } } })),
+    );
   }
   get(id: string) {
     return unwrap(this.core.http.GET('/connections/{id}', { params: path(id) }));

@@ -98,7 +98,9 @@ export class ApiKeysResource {
 
   /** Every key, newest first (cursor list). */
   list(query: Omit<Query<'apiKeys.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'apiKeys.list'>>((cursor) => unwrap(this.core.http.GET('/api-keys', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'apiKeys.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/api-keys', { params: { query: { ...query, cursor } } })),
+    );
   }
 
   /** Create a key; `key` in the answer is shown once. */

@@ -11,7 +11,9 @@ export class MemoryResource {
   }
   /** Memories, newest first (cursor list); notes and summaries unless `kind` asks for `execution` or `all`. */
   list(query: Omit<Query<'memory.list'>, 'cursor'> = {}) {
-    return cursorList<Item<'memory.list'>>((cursor) => unwrap(this.core.http.GET('/memory', { params: { query: { ...query, cursor } } })));
+    return cursorList<Item<'memory.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/memory', { params: { query: { ...query, cursor } } })),
+    );
   }
   /** Page-numbered listing (`page`, `page_size`, `total`). */
   listPaginated(query: Query<'memory.listPaginated'> = {}) {
@@ -37,7 +39,13 @@ export class MemoryResource {
     return unwrap(this.core.http.GET('/memory/sessions/{id}', { params: { path: { id: sessionId } } }));
   }
   sessionTimeline(sessionId: string, query: Omit<Query<'memory.sessionTimeline'>, 'cursor'> = {}) {
-    return cursorList<Item<'memory.sessionTimeline'>>((cursor) => unwrap(this.core.http.GET('/memory/sessions/{id}/timeline', { params: { path: { id: sessionId }, query: { ...query, cursor } } })));
+    return cursorList<Item<'memory.sessionTimeline'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/memory/sessions/{id}/timeline', {
+          params: { path: { id: sessionId }, query: { ...query, cursor } },
+        }),
+      ),
+    );
   }
   summarizeSession(sessionId: string) {
     return unwrap(this.core.http.POST('/memory/sessions/{id}/summarize', { params: { path: { id: sessionId } } }));
@@ -57,8 +65,17 @@ export class AgentMemoryResource {
 
   /** Keys and values, optionally under `prefix` (cursor list). */
   list(query: Omit<Query<'agentMemory.list'>, 'cursor'> = {}, agentId?: string) {
-    if (agentId) return cursorList<Item<'agentMemory.listOf'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/memory', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
-    return cursorList<Item<'agentMemory.list'>>((cursor) => unwrap(this.core.http.GET('/v2/memory', { params: { query: { ...query, cursor } } })));
+    if (agentId)
+      return cursorList<Item<'agentMemory.listOf'>>((cursor) =>
+        unwrap(
+          this.core.http.GET('/v2/agents/{id}/memory', {
+            params: { path: { id: agentId }, query: { ...query, cursor } },
+          }),
+        ),
+      );
+    return cursorList<Item<'agentMemory.list'>>((cursor) =>
+      unwrap(this.core.http.GET('/v2/memory', { params: { query: { ...query, cursor } } })),
+    );
   }
   /** One entry of the calling agent. @throws AgentPlatformError `not_found` */
   get(key: string) {
@@ -70,11 +87,21 @@ export class AgentMemoryResource {
    * entry's `version` quoted; `*` = only if it exists), `ifNoneMatch: '*'` creates only.
    * @throws AgentPlatformError `precondition_failed` (412) when the entry changed since `ifMatch` was read
    */
-  put(key: string, value: unknown, opts: Omit<Body<'agentMemory.put'>, 'value'> & { agentId?: string; ifMatch?: string; ifNoneMatch?: '*' } = {}) {
+  put(
+    key: string,
+    value: unknown,
+    opts: Omit<Body<'agentMemory.put'>, 'value'> & { agentId?: string; ifMatch?: string; ifNoneMatch?: '*' } = {},
+  ) {
     const { agentId, ifMatch, ifNoneMatch, ...rest } = opts;
     const body = { ...rest, value };
-    const header = { ...(ifMatch ? { 'if-match': ifMatch } : {}), ...(ifNoneMatch ? { 'if-none-match': ifNoneMatch } : {}) };
-    if (agentId) return unwrap(this.core.http.PUT('/v2/agents/{id}/memory/{key}', { params: { path: { id: agentId, key }, header }, body }));
+    const header = {
+      ...(ifMatch ? { 'if-match': ifMatch } : {}),
+      ...(ifNoneMatch ? { 'if-none-match': ifNoneMatch } : {}),
+    };
+    if (agentId)
+      return unwrap(
+        this.core.http.PUT('/v2/agents/{id}/memory/{key}', { params: { path: { id: agentId, key }, header }, body }),
+      );
     return unwrap(this.core.http.PUT('/v2/memory/{key}', { params: { path: { key }, header }, body }));
   }
   async delete(key: string): Promise<void> {
@@ -82,6 +109,12 @@ export class AgentMemoryResource {
   }
   /** Who read or wrote `agentId`'s memory (cursor list). */
   audit(agentId: string, query: Omit<Query<'agentMemory.audit'>, 'cursor'> = {}) {
-    return cursorList<Item<'agentMemory.audit'>>((cursor) => unwrap(this.core.http.GET('/v2/agents/{id}/memory/audit', { params: { path: { id: agentId }, query: { ...query, cursor } } })));
+    return cursorList<Item<'agentMemory.audit'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/v2/agents/{id}/memory/audit', {
+          params: { path: { id: agentId }, query: { ...query, cursor } },
+        }),
+      ),
+    );
   }
 }

@@ -28,7 +28,10 @@ export interface ToolDefinitions {
 }
 
 /** The answer of {@link ToolsResource.export} for format `F`. */
-export type ToolExport<F extends ToolExportFormat> = Omit<Exported, 'format' | 'tools'> & { format: F; tools: Array<ToolDefinitions[F]> };
+export type ToolExport<F extends ToolExportFormat> = Omit<Exported, 'format' | 'tools'> & {
+  format: F;
+  tools: Array<ToolDefinitions[F]>;
+};
 
 /** Tools for model APIs without MCP. */
 export class ToolsResource {
@@ -51,6 +54,11 @@ export class ToolsResource {
    * @throws AgentPlatformError as `sessions.execute` does, and `not_found` for a name the caller's export does not hold
    */
   call(toolCall: object, opts: { sessionId?: string } = {}) {
-    return unwrap(this.core.http.POST('/v1/tools/call', { params: { query: opts.sessionId ? { session_id: opts.sessionId } : {} }, body: toolCall as Record<string, unknown> }));
+    return unwrap(
+      this.core.http.POST('/v1/tools/call', {
+        params: { query: opts.sessionId ? { session_id: opts.sessionId } : {} },
+        body: toolCall as Record<string, unknown>,
+      }),
+    );
   }
 }
