@@ -180,8 +180,7 @@ async function openInProcess(
  * The first in-memory PGlite database of this process, dumped (`dumpDataDir`, an uncompressed tar,
  * ~40 MB) right after its migrations: later in-memory databases (`DATABASE_IN_MEMORY=on`: tests and
  * benchmarks build many apps per process) start from it with `loadDataDir` instead of running
- * initdb and every migration again — about a quarter of the CPU per open (2.1 → 0.55 s measured
- * at load ~15). If the newest migration differs (not within one process) {@link migrateDatabase}
+ * initdb and every migration again — about a quarter of the CPU per open (docs/benchmarks.md). If the newest migration differs (not within one process) {@link migrateDatabase}
  * still applies what is missing.
  */
 let memoryTemplate: Promise<Blob | File> | undefined;

@@ -1,4 +1,4 @@
--- Memory store tuning (issue 5 benchmarks), for databases that applied an earlier 0007:
+-- Memory store tuning (benchmarks), for databases that applied an earlier 0007:
 -- on the pgvector path the vector is stored out of line and the HNSW index uses m = 32,
 -- ef_construction = 200 (pgvector's 16/64 reach only ~0.6 recall@10 for short queries over hashed
 -- lexical vectors, bench/memory.ts); a partial index finds memories still waiting for a vector.

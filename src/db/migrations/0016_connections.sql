@@ -1,4 +1,4 @@
--- Connected accounts (issue 15, docs/connections.md): a service's OAuth 2.0 client configuration
+-- Connected accounts (docs/connections.md): a service's OAuth 2.0 client configuration
 -- (non-secret part; the client secret stays in the AES-GCM `auth_secret`), each user's grant to an
 -- upstream (tokens AES-GCM encrypted) and the single-use states of the authorization-code flow.
 ALTER TABLE "services" ADD COLUMN "auth_oauth2" jsonb;--> statement-breakpoint

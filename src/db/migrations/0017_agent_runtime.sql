@@ -1,4 +1,4 @@
--- Agent runtime (issue 14): platform calls of an invocation, warm/cold start, egress allow-list of a deployment.
+-- Agent runtime: platform calls of an invocation, warm/cold start, egress allow-list of a deployment.
 ALTER TABLE "agent_invocations" ADD COLUMN "calls" jsonb DEFAULT '[]'::jsonb NOT NULL;
 --> statement-breakpoint
 ALTER TABLE "agent_invocations" ADD COLUMN "cold" boolean;

@@ -1,4 +1,4 @@
--- Tool search (issue 19 §1 latency): the weighted full-text documents of tools and services are
+-- Tool search (latency): the weighted full-text documents of tools and services are
 -- stored (generated columns) instead of being recomputed for every candidate a query ranks —
 -- to_tsvector over a 4,000-character description costs ~0.2 ms, so a query that ranked 5,000
 -- candidates spent a second parsing text. The GIN indexes move from the expressions (0011) to

@@ -1,4 +1,4 @@
--- Tool search semantic arm (issue 19 §1): one sentence-encoder vector per tool, computed off the
+-- Tool search semantic arm: one sentence-encoder vector per tool, computed off the
 -- request path when the catalog changes (src/modules/search/semantic.ts). `source_hash` is the
 -- SHA-256 of the model name and the embedded text, so a changed name or description is embedded
 -- again and identical texts (mirrored services) are embedded once. `vector` holds the unit-length

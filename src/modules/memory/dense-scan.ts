@@ -2,8 +2,7 @@
  * A growable row-major float32 matrix with a SIMD scan: the dot product of every row with a query
  * vector, for the in-process vector arm (vector-cache.ts). The rows live in a WebAssembly memory and
  * a 217-byte module multiplies them four lanes at a time (`f32x4`); in JavaScript the same scan
- * costs ~3× as long (10k × 512 floats: p50 9.5 ms vs 26.8 ms with four independent sums, 44.1 ms
- * with one, same process, load ~13; docs/adr/0258-memory-simd-scan-the-in-process-vector-arm.md). Sums are single precision,
+ * costs ~3× as long (figures in docs/adr/0258-memory-simd-scan-the-in-process-vector-arm.md). Sums are single precision,
  * as pgvector's (|difference| to a double sum ~1e-6 on unit vectors). Where WebAssembly SIMD is
  * missing, or the width is not a multiple of 4, the scan runs in JavaScript over the same layout.
  *

@@ -100,8 +100,8 @@ export async function inProcessCandidates(
     } else merged.set(t.id, { id: t.id, score: t.bm / 1e6, distance: null, vector_rank: null, text_rank: t.r });
   }
   const hits = [...merged.values()];
-  // distances from the loaded vectors (reading 512-d vectors back from their TOAST table cost ~20 ms
-  // for a pool of 100 at load ~13, bench/memory-profile.ts); left null when the user's are not loaded
+  // distances from the loaded vectors (reading 512-d vectors back from their TOAST table is the slow
+  // part of a pool's scoring, bench/memory-profile.ts); left null when the user's are not loaded
   const known = hits.length
     ? input.vectors.distances(
         input.userId,

@@ -3,8 +3,8 @@
  * user's vectors in one row-major float32 matrix (`dimensions` per memory), scanned exactly: a dense
  * query (the sentence encoder) in one WebAssembly SIMD pass (dense-scan.ts), a sparse one (the local
  * embedder, ~60 non-zero components of 384) over its non-zero components in JavaScript. On PGlite
- * the database runs on this thread in WebAssembly, where the HNSW scan of 10k memories took ~20 ms
- * (p50, machine load ~10) — and an exact SQL scan twice that (bench/memory-profile.ts, docs/adr/0217-memory-vector-arm-in-process-on-pglite-the-vector-arm.md).
+ * the database runs on this thread in WebAssembly, where the HNSW scan of 10k memories took several
+ * times the JavaScript scan, and an exact SQL scan twice that (numbers: bench/memory-profile.ts, docs/adr/0217-memory-vector-arm-in-process-on-pglite-the-vector-arm.md).
  *
  * Only on PGlite: its data directory belongs to this one process, so every write of a memory goes
  * through this module and the cache can follow it (inserts are appended, a delete or a re-embedding
