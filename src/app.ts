@@ -134,7 +134,7 @@ export async function buildApp(
   });
   registerValidation(app);
   app.decorateRequest('principal', null);
-  // A callback hook, not an async one: no promise and microtask per request (issue 18).
+  // A callback hook, not an async one: no promise and microtask per request.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
     // No answer is content-sniffed into another type (a JSON or text body rendered as HTML); set on

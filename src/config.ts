@@ -180,13 +180,13 @@ export interface Config {
     /** Prefix of the realtime counters in Redis (instances that share counters share it). */
     redisPrefix: string;
   };
-  /** User memory (issue 5): embeddings, search, summaries. See {@link MemoryConfig}. */
+  /** User memory: embeddings, search, summaries. See {@link MemoryConfig}. */
   memory: MemoryConfig;
   /** `all` (API + job workers, default), `api` (enqueue only) or `worker` (process jobs, no HTTP API). */
   processRole: 'all' | 'api' | 'worker';
   /** Namespace of the job queues in Redis (BullMQ key prefix). */
   jobsPrefix: string;
-  /** Agent identities, agent access tokens and agent key/value memory (issue 6). */
+  /** Agent identities, agent access tokens and agent key/value memory. */
   agents: {
     /** Agent access-token lifetime, seconds. */
     tokenTtlSeconds: number;
@@ -202,7 +202,7 @@ export interface Config {
     /** Interval of the expired-entry purge, ms; 0 = lazy purge only. */
     memoryPurgeIntervalMs: number;
   };
-  /** The platform as an MCP server (`/mcp`, issue 13). */
+  /** The platform as an MCP server (`/mcp`). */
   mcp: {
     /** List each subscribed tool as its own MCP tool (`<service>__<tool>`) by default (`?expose=…` overrides per connection). */
     exposeSubscribedTools: boolean;
@@ -276,7 +276,7 @@ export function isLoopbackHost(host: string): boolean {
 }
 
 /**
- * Default of `AUTH_TEST_TOKENS` (issue 11): on with `NODE_ENV=test`, and in development when the
+ * Default of `AUTH_TEST_TOKENS`: on with `NODE_ENV=test`, and in development when the
  * server listens on loopback only; off otherwise (production never has it on by default).
  */
 export function testTokensDefault(nodeEnv: Config['nodeEnv'], host: string): boolean {

@@ -1,6 +1,6 @@
 /**
  * In-process domain events between modules, so a module can react to another without the two
- * importing each other (issue 12). The emitting module owns the event; subscribers are wired once
+ * importing each other. The emitting module owns the event; subscribers are wired once
  * in `app.ts`. Delivery is synchronous and in subscription order: a listener must return quickly
  * (queue real work) and a listener that throws is logged and skipped, never failing the emitter.
  */

@@ -15,7 +15,7 @@ import { newId } from '../http/ids.js';
 
 /**
  * ioredis options of the platform's command clients (`ctx.redis`, queue producers) — fail fast
- * while Redis is down (issue 11 §3.2): a command waits at most `REDIS_COMMAND_TIMEOUT_MS`, is
+ * while Redis is down: a command waits at most `REDIS_COMMAND_TIMEOUT_MS`, is
  * retried once across a reconnect, and reconnects back off from 100 ms to 2 s. The offline queue
  * stays on so commands issued during start-up wait for the first connection (bounded by the
  * command timeout). Blocking consumers (BullMQ workers) keep BullMQ's own settings.
@@ -198,7 +198,7 @@ export class BullQueue implements JobQueue {
      * Worker (blocking) connection options on top of BullMQ's required `maxRetriesPerRequest: null`:
      * the reconnect backoff of {@link redisClientOptions}. BullMQ's own grows to 20 s after four
      * failed attempts, so a worker resumed up to 20 s after Redis was back, and closing the app
-     * waited for that reconnection (issue 11 §3.2).
+     * waited for that reconnection.
      */
     private readonly consumer: RedisOptions = {},
   ) {}
@@ -252,7 +252,7 @@ export class BullQueue implements JobQueue {
       const queue = this.queue(name);
       // A queue first used during an outage never finishes connecting (BullMQ waits for `ready`
       // without a deadline) and `add` waits with it: every such request hung until Redis came
-      // back (issue 11 §3.2). So the connection must be ready within the command timeout, and
+      // back. So the connection must be ready within the command timeout, and
       // `add` is only called then (without the offline queue it fails at once if the connection
       // has dropped since, so an enqueue answered 503 never runs later).
       if (
