@@ -1,5 +1,5 @@
 /**
- * The house rules (issue 12, STYLE.md): no hand-written file over 500 lines (the service, its tests,
+ * The house rules (STYLE.md): no hand-written file over 500 lines (the service, its tests,
  * benchmarks, scripts, the console, the SDK and CLI, examples), no import loop between files of
  * src/ or between its modules, no upward import from a lower layer. The file-level rules live in
  * `.dependency-cruiser.cjs`; the module-level loop check collapses the file graph to modules here.
