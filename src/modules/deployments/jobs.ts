@@ -10,12 +10,16 @@ import { prepareDeployment } from './service.js';
 /**
  * Register this module's job handlers on `ctx.jobs` (call once per app, API and worker processes
  * alike) and recover work interrupted by a restart (in the background; failures are logged).
- * Creates the sandbox now, so a host that cannot raise a required wall refuses at start, and
- * removes spawn directories left by a server that was killed.
- * @throws Error when a required wall of the sandbox is unavailable (see `sandboxOf`)
+ * Creates the sandbox now, so a host that cannot raise a required wall says so at start (an error
+ * line naming the wall and its fix; deploying and invoking then answer 503, the rest of the API
+ * serves), and removes spawn directories left by a server that was killed.
  */
 export function registerDeploymentJobs(ctx: AppContext): void {
-  sandboxOf(ctx);
+  try {
+    sandboxOf(ctx);
+  } catch (err) {
+    ctx.log.error(`deployments disabled: ${(err as Error).message}`);
+  }
   sweepSpawnDirs().then(
     (dirs) => dirs.length && ctx.log.info({ dirs }, 'sandbox: removed spawn directories of dead servers'),
     (err: unknown) => ctx.log.warn({ err }, 'sandbox: sweeping spawn directories failed'),

@@ -10,7 +10,8 @@ import { deploymentArtifacts, deployments } from '../../db/schema/index.js';
 import { decryptSecret } from '../../lib/secrets.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { ArtifactError, unpackArtifact, type ArtifactLimits } from '../../sandbox/artifact.js';
-import { Sandbox } from '../../sandbox/runner.js';
+import { Sandbox, type SandboxOptions } from '../../sandbox/runner.js';
+import { AppError } from '../../http/errors.js';
 
 export type DeploymentRow = typeof deployments.$inferSelect;
 
@@ -32,7 +33,7 @@ export function sandboxOf(ctx: AppContext): Sandbox {
   if (!s) {
     const c = ctx.config.sandbox;
     fs.mkdirSync(c.dir, { recursive: true, mode: 0o755 });
-    s = new Sandbox({
+    s = newSandbox({
       memoryMb: c.memoryMb,
       processMemoryMb: c.processMemoryMb,
       maxLogBytes: c.maxLogBytes,
@@ -160,4 +161,20 @@ export async function ensureUnpacked(ctx: AppContext, sha256: string): Promise<s
 
 export function envOf(ctx: AppContext, d: DeploymentRow): Record<string, string> {
   return d.envEncrypted ? (JSON.parse(decryptSecret(ctx, d.envEncrypted)) as Record<string, string>) : {};
+}
+
+/**
+ * The sandbox, or why this host cannot run deployed code: a required wall that is missing (no
+ * bubblewrap or user namespaces with `SANDBOX_ISOLATION=bwrap`, no network namespace with
+ * `SANDBOX_NETWORK=isolated`, a `SANDBOX_USER` that cannot read the sandbox directory) never
+ * degrades to a weaker sandbox: deploying and invoking answer 503 with the reason, while the
+ * rest of the API keeps serving.
+ * @throws AppError service_unavailable naming the missing wall and its fix
+ */
+function newSandbox(opts: SandboxOptions): Sandbox {
+  try {
+    return new Sandbox(opts);
+  } catch (err) {
+    throw new AppError('service_unavailable', `Deployed code cannot run on this server: ${(err as Error).message}`);
+  }
 }

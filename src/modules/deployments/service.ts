@@ -191,7 +191,7 @@ export async function prepareDeployment(
       else if (r.status !== 'succeeded') failure = `smoke load failed (${r.error?.code}): ${r.error?.message}`;
     }
   } catch (err) {
-    if (err instanceof ArtifactError) failure = err.message;
+    if (err instanceof ArtifactError || err instanceof AppError) failure = err.message;
     else {
       ctx.log.error({ err, deployment_id: d.id }, 'prepare failed unexpectedly');
       failure = 'internal error while preparing; try redeploy';
