@@ -47,10 +47,26 @@ export interface AccountRolesChanged {
   userId: string;
 }
 
+/**
+ * A tool call waits for a human approval (emitted by the approvals module when it creates the
+ * request; delivered to webhooks as `approval.requested`). `expiresAt` is an ISO 8601 instant;
+ * `url` is where an approver decides (console or API).
+ */
+export interface ApprovalRequested {
+  approvalId: string;
+  accountId: string;
+  agentId: string | null;
+  serviceName: string;
+  toolName: string;
+  expiresAt: string;
+  url: string;
+}
+
 /** Every event name with its payload. */
 export interface PlatformEvents {
   'execution.recorded': ExecutionRecorded;
   'account.roles_changed': AccountRolesChanged;
+  'approval.requested': ApprovalRequested;
 }
 
 type Listener<T> = (payload: T) => void;
