@@ -10,11 +10,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setServiceStatus } from '../../src/modules/registry/service.js';
 import { call } from '../helpers/app.js';
 import { tarball } from '../modules/deployments/fixtures.js';
-import { startConsoleEnvironment, type ConsoleEnvironment } from './environment.js';
+import { checkConsoleAfterEach, startConsoleEnvironment, type ConsoleEnvironment } from './environment.js';
 import { SHOTS, consoleUi, haveBrowser } from './ui.js';
 
 /** The agent's bundle, written by the deploy test. */
@@ -91,16 +91,7 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
   /** Declare the console errors the running test causes on purpose (refused requests whose problem the page shows). */
   const expectConsoleErrors = (...patterns: RegExp[]) => env!.expectConsoleErrors(...patterns);
 
-  afterEach(async (ctx) => {
-    if (ctx.task.result?.state === 'fail' && page)
-      await page
-        .screenshot({
-          path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`),
-          fullPage: true,
-        })
-        .catch(() => undefined);
-    expect(env?.unexpectedConsoleErrors() ?? [], 'errors in the browser console').toEqual([]);
-  });
+  checkConsoleAfterEach(() => env);
 
   it('deploys an agent, follows its logs live, reads one run’s logs and invokes it', async () => {
     await nav('Agents');

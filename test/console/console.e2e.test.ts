@@ -11,7 +11,7 @@
  */
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser } from '../helpers/app.js';
 import {
   registerNotesService,
@@ -19,7 +19,7 @@ import {
   storedConnection,
   type ConnectionsFixture,
 } from '../modules/connections/fixture.js';
-import { startConsoleEnvironment, type ConsoleEnvironment } from './environment.js';
+import { checkConsoleAfterEach, startConsoleEnvironment, type ConsoleEnvironment } from './environment.js';
 import { SHOTS, consoleUi, haveBrowser } from './ui.js';
 
 describe.skipIf(!haveBrowser)('web console in chromium', () => {
@@ -40,16 +40,7 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
   /** Declare the console errors the running test causes on purpose (refused requests whose problem the page shows). */
   const expectConsoleErrors = (...patterns: RegExp[]) => env!.expectConsoleErrors(...patterns);
 
-  afterEach(async (ctx) => {
-    if (ctx.task.result?.state === 'fail' && page)
-      await page
-        .screenshot({
-          path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`),
-          fullPage: true,
-        })
-        .catch(() => undefined);
-    expect(env?.unexpectedConsoleErrors() ?? [], 'errors in the browser console').toEqual([]);
-  });
+  checkConsoleAfterEach(() => env);
 
   const setRoles = (roles: string[]) => env!.setRoles(roles);
   const { check, nav, tenantSignIn, tab, text, field, choose, closeDrawer } = consoleUi(() => page, creds);

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
+import { afterEach, expect } from 'vitest';
 import { call, createUser, setupApp } from '../helpers/app.js';
 import { freePort } from '../helpers/net.js';
 import { startOAuthUpstream, type OAuthUpstream } from '../helpers/oauth-upstream.js';
@@ -116,4 +117,23 @@ export async function startConsoleEnvironment(creds: { email: string; password: 
     await close();
     throw err;
   }
+}
+
+/**
+ * Register, in the calling `describe`, the check after each test of a console e2e file: a failed
+ * test leaves a full-page screenshot `test-results/console-failed-<test name>.png`, and every test
+ * fails on errors in the browser console it did not declare (`expectConsoleErrors`).
+ */
+export function checkConsoleAfterEach(env: () => ConsoleEnvironment | undefined): void {
+  afterEach(async (ctx) => {
+    const page = env()?.page;
+    if (ctx.task.result?.state === 'fail' && page)
+      await page
+        .screenshot({
+          path: path.join(SHOTS, `console-failed-${ctx.task.name.slice(0, 40).replace(/\W+/g, '-')}.png`),
+          fullPage: true,
+        })
+        .catch(() => undefined);
+    expect(env()?.unexpectedConsoleErrors() ?? [], 'errors in the browser console').toEqual([]);
+  });
 }
