@@ -7,6 +7,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { apiKeys } from '../../../src/db/schema/index.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
+import { AGENT, keyOf as createKey } from './fixtures.js';
 
 const { app, ctx } = await setupApp();
 
@@ -18,19 +19,8 @@ const EVERY = [
   'agents:manage',
   'api_keys:manage',
 ];
-const AGENT = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'];
 
-async function keyOf(
-  headers: Record<string, string>,
-  payload: Record<string, unknown>,
-): Promise<{ id: string; key: string; scopes: string[]; expires_at: string | null; headers: { 'x-api-key': string } }> {
-  const { body } = await call(
-    app,
-    { method: 'POST', url: '/api-keys', headers, payload: { name: 'k', ...payload } },
-    201,
-  );
-  return { ...body, headers: { 'x-api-key': body.key } };
-}
+const keyOf = (headers: Record<string, string>, payload: Record<string, unknown>) => createKey(app, headers, payload);
 
 const inOneHour = () => new Date(Date.now() + 3600_000).toISOString();
 

@@ -8,22 +8,11 @@ import type { InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { apiKeys } from '../../../src/db/schema/index.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
+import { AGENT, keyOf as createKey } from './fixtures.js';
 
 const { app, ctx } = await setupApp();
 
-const AGENT = ['memory:read', 'memory:write', 'permissions:manage', 'tools:execute'];
-
-async function keyOf(
-  headers: Record<string, string>,
-  payload: Record<string, unknown>,
-): Promise<{ id: string; key: string; scopes: string[]; expires_at: string | null; headers: { 'x-api-key': string } }> {
-  const { body } = await call(
-    app,
-    { method: 'POST', url: '/api-keys', headers, payload: { name: 'k', ...payload } },
-    201,
-  );
-  return { ...body, headers: { 'x-api-key': body.key } };
-}
+const keyOf = (headers: Record<string, string>, payload: Record<string, unknown>) => createKey(app, headers, payload);
 
 async function refused(
   opts: {
