@@ -136,6 +136,11 @@ export interface Config {
     /** Timeout of one delivery attempt, ms. */
     timeoutMs: number;
   };
+  /** Human approval of tool calls (`modules/approvals`). */
+  approvals: {
+    /** How long a pending request, and then a granted approval, stays valid, seconds (15 min). */
+    ttlSeconds: number;
+  };
   upstream: {
     /** Admit loopback targets (tests and local development only). */
     allowLoopback: boolean;
@@ -395,6 +400,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxAgeMs: int(env, 'WEBHOOK_MAX_AGE_MS', 24 * 3600 * 1000, 1000),
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
     },
+    approvals: { ttlSeconds: int(env, 'APPROVAL_TTL_SECONDS', 900, 1, 7 * 24 * 3600) },
     upstream: {
       allowLoopback: bool(env, 'ALLOW_LOOPBACK_UPSTREAMS', false),
       timeoutMs: int(env, 'UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),

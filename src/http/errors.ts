@@ -6,6 +6,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 
 /** Stable error codes and their HTTP status and title. */
 export const CODES = {
+  /** The call is held for a person's approval; the problem carries `approval_id`, `approval_url`, `expires_at`. */
+  approval_required: [202, 'Approval required'],
   validation_failed: [400, 'Validation failed'],
   bad_request: [400, 'Bad request'],
   upstream_blocked: [400, 'Upstream address not allowed'],
@@ -24,6 +26,7 @@ export const CODES = {
   forbidden: [403, 'Forbidden'],
   connection_not_bound: [403, 'Authorization not started in this browser'],
   not_subscribed: [403, 'Not subscribed'],
+  approval_denied: [403, 'Approval denied'],
   permission_required: [403, 'Permission required'],
   agent_token_required: [403, 'Agent token required'],
   insufficient_scope: [403, 'Insufficient scope'],
@@ -33,6 +36,7 @@ export const CODES = {
   conflict: [409, 'Conflict'],
   invalid_state: [409, 'Invalid state'],
   session_closed: [409, 'Session closed'],
+  approval_invalid: [409, 'Approval not usable for this call'],
   connection_required: [409, 'Connection required'],
   limit_reached: [409, 'Limit reached'],
   last_admin: [409, 'Last admin'],

@@ -32,7 +32,8 @@ export type IdPrefix =
   | 'sch'
   | 'trg'
   | 'whk'
-  | 'msg';
+  | 'msg'
+  | 'apr';
 
 /**
  * ULIDs that grow monotonically within this process: a second id in the same millisecond is the

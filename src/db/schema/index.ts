@@ -17,3 +17,4 @@ export * from './search.js';
 export * from './schedules.js';
 export * from './triggers.js';
 export * from './webhooks.js';
+export * from './approvals.js';

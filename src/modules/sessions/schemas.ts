@@ -74,6 +74,12 @@ export const ExecuteBody = Type.Object(
         description: 'upstream timeout; capped by UPSTREAM_MAX_TIMEOUT_MS',
       }),
     ),
+    approval_id: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'a granted approval (`apr_…`) of exactly this call, after a 202 `approval_required` (single use)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
