@@ -62,11 +62,75 @@ export interface ApprovalRequested {
   url: string;
 }
 
+/**
+ * An invocation of a deployed agent ended and its outcome is stored (emitted by
+ * `deployments/invocations.ts`; webhooks deliver it as `invocation.completed` or `invocation.failed`).
+ * `trigger`: what started it (`api` | `schedule` | `trigger` | `a2a`); `durationMs` in milliseconds;
+ * `finishedAt` an ISO 8601 instant.
+ */
+export interface InvocationFinished {
+  invocationId: string;
+  agentId: string;
+  accountId: string;
+  deploymentId: string;
+  version: number;
+  trigger: string;
+  status: 'succeeded' | 'failed' | 'timed_out';
+  error: { code: string; message: string } | null;
+  durationMs: number | null;
+  finishedAt: string;
+}
+
+/**
+ * The prepare step of a deployment settled: the version became `active`, or `failed` with
+ * `reason` (emitted by `deployments/service.ts` after the change is committed).
+ */
+export interface DeploymentSettled {
+  deploymentId: string;
+  agentId: string;
+  accountId: string;
+  version: number;
+  status: 'active' | 'failed';
+  reason: string | null;
+}
+
+/**
+ * A connection's token refresh was refused for good (RFC 6749 §5.2): the connection is now
+ * `expired` (or `error` when the service's client was refused) and needs the user to reconnect
+ * (emitted by `connections/grant.ts` after the change is committed).
+ */
+export interface ConnectionExpired {
+  connectionId: string;
+  accountId: string;
+  serviceId: string;
+  status: 'expired' | 'error';
+  reason: string;
+}
+
+/**
+ * `consumeQuota` refused calls because a quota window is used up (emitted by
+ * `subscriptions/quota.ts` on each refused batch; the webhooks module forwards only the first per
+ * window as `quota.exhausted`). `resetsAt`: ISO 8601 instant the window resets.
+ */
+export interface QuotaRefused {
+  accountId: string;
+  serviceId: string;
+  subscriptionId: string;
+  plan: string;
+  window: 'day' | 'month';
+  limit: number;
+  resetsAt: string;
+}
+
 /** Every event name with its payload. */
 export interface PlatformEvents {
   'execution.recorded': ExecutionRecorded;
   'account.roles_changed': AccountRolesChanged;
   'approval.requested': ApprovalRequested;
+  'invocation.finished': InvocationFinished;
+  'deployment.settled': DeploymentSettled;
+  'connection.expired': ConnectionExpired;
+  'quota.refused': QuotaRefused;
 }
 
 type Listener<T> = (payload: T) => void;

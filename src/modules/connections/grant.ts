@@ -162,7 +162,7 @@ export async function grantAfterUnauthorized(
 
 type RefreshResult =
   | { kind: 'ok'; row: ConnectionRow }
-  | { kind: 'unusable'; row: ConnectionRow }
+  | { kind: 'unusable'; row: ConnectionRow; expired?: 'expired' | 'error' }
   | { kind: 'unavailable'; row: ConnectionRow; error: OAuthUpstreamError };
 
 /** {@link refreshLocked}, with its failures turned into the execution's errors. */
@@ -176,6 +176,17 @@ async function refreshOrThrow(
 ): Promise<ConnectionRow> {
   const r = await refreshLocked(ctx, client, row.id, staleBlob);
   if (r.kind === 'ok') return r.row;
+  // Committed now: tell subscribers (webhooks) once, by the execution that marked it.
+  if (r.kind === 'unusable' && r.expired) {
+    const { id: connectionId, userId: accountId, serviceId, lastError } = r.row;
+    ctx.events.emit('connection.expired', {
+      connectionId,
+      accountId,
+      serviceId,
+      status: r.expired,
+      reason: lastError ?? '',
+    });
+  }
   if (r.kind === 'unusable') throw await connectionRequired(ctx, actor, t, client, r.row);
   // Token endpoint unreachable: a token that has not actually expired is still worth a try.
   if (staleBlob === null && r.row.expiresAt && r.row.expiresAt.getTime() > Date.now()) return r.row;
@@ -216,7 +227,7 @@ async function refreshLocked(
         .where(eq(connections.id, id))
         .returning();
       ctx.log.info({ connection_id: id, status, code: e.error }, 'connection refresh refused');
-      return { kind: 'unusable', row: marked };
+      return { kind: 'unusable', row: marked, expired: status };
     }
     const now = new Date();
     const [updated] = await tx

@@ -28,7 +28,7 @@ import {
 } from './runtime.js';
 import type { InvocationSummary, InvocationView, InvokeBody } from './schemas.js';
 import { agentInScope, invalidState, principalId } from './service.js';
-import { invocationSummary, invocationView, summaryColumns, type InvocationRow } from './views.js';
+import { invocationFinished, invocationSummary, invocationView, summaryColumns, type InvocationRow } from './views.js';
 
 /** Input of {@link invokeAgent}: the body of `POST /v2/agents/:id/invoke` (`InvokeBody`). */
 export type InvokeInput = Static<typeof InvokeBody>;
@@ -176,6 +176,7 @@ async function execute(
     finishedAt: new Date(),
   });
   publishEnd(done);
+  ctx.events.emit('invocation.finished', invocationFinished(done));
   ctx.log.info(
     {
       invocation_id: row.id,

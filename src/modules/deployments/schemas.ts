@@ -166,6 +166,10 @@ const invocationFields = {
   version: Type.Integer(),
   status: InvocationStatus,
   async: Type.Boolean(),
+  trigger: Type.Union([Type.Literal('api'), Type.Literal('schedule'), Type.Literal('trigger'), Type.Literal('a2a')], {
+    description:
+      'what started it: api (POST …/invoke), schedule (a cron tick), trigger (a delivery to /hooks/:id), a2a (an A2A message)',
+  }),
   error: Nullable(InvocationError),
   timeout_ms: Type.Integer(),
   duration_ms: Nullable(

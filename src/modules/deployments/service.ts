@@ -197,17 +197,17 @@ export async function prepareDeployment(
       failure = 'internal error while preparing; try redeploy';
     }
   }
-  await ctx.db.transaction(async (tx) => {
+  const settled = await ctx.db.transaction(async (tx): Promise<'active' | 'failed' | null> => {
     await lockAgent(tx, d.agentId);
     const [cur] = await tx.select().from(deployments).where(eq(deployments.id, d.id));
-    if (!cur || cur.status !== 'preparing') return;
+    if (!cur || cur.status !== 'preparing') return null;
     const now = new Date();
     if (failure) {
       await tx
         .update(deployments)
         .set({ status: 'failed', failureReason: failure.slice(0, 2000), updatedAt: now })
         .where(eq(deployments.id, d.id));
-      return;
+      return 'failed';
     }
     const active = await activeOf(tx, d.agentId);
     if (activate === 'if_newest' && active && active.version > d.version) {
@@ -215,7 +215,7 @@ export async function prepareDeployment(
         .update(deployments)
         .set({ status: 'superseded', failureReason: null, preparedAt: now, updatedAt: now })
         .where(eq(deployments.id, d.id));
-      return;
+      return null;
     }
     if (active)
       await tx.update(deployments).set({ status: 'superseded', updatedAt: now }).where(eq(deployments.id, active.id));
@@ -223,8 +223,20 @@ export async function prepareDeployment(
       .update(deployments)
       .set({ status: 'active', failureReason: null, preparedAt: now, activatedAt: now, updatedAt: now })
       .where(eq(deployments.id, d.id));
+    return 'active';
   });
   if (!failure) drainAgent(ctx, d.agentId);
+  if (settled) {
+    const { id: deploymentId, agentId, ownerId: accountId, version } = d;
+    ctx.events.emit('deployment.settled', {
+      deploymentId,
+      agentId,
+      accountId,
+      version,
+      status: settled,
+      reason: failure,
+    });
+  }
   ctx.log.info(
     { deployment_id: d.id, agent_id: d.agentId, version: d.version, ok: !failure, reason: failure ?? undefined },
     'deployment prepared',

@@ -1,6 +1,7 @@
 /** Row → API view mappings of the deployments module. */
 import { getTableColumns } from 'drizzle-orm';
 import { agentInvocations } from '../../db/schema/index.js';
+import type { InvocationFinished } from '../../events.js';
 import { iso } from '../../http/ids.js';
 import type { SandboxError } from '../../sandbox/runner.js';
 import type { DeploymentRow } from './runtime.js';
@@ -56,6 +57,7 @@ export function invocationSummary(
     version: r.version,
     status: r.status as InvocationStatus,
     async: r.async,
+    trigger: r.trigger as InvocationSummary['trigger'],
     error: (r.error as SandboxError | null) ?? null,
     timeout_ms: r.timeoutMs,
     duration_ms: r.durationMs,
@@ -75,5 +77,22 @@ export function invocationView(r: InvocationRow): InvocationView {
     logs: r.logs as InvocationView['logs'],
     logs_truncated: r.logsTruncated,
     calls: r.calls as InvocationView['calls'],
+  };
+}
+
+/** The `invocation.finished` event of a finished invocation row (see `src/events.ts`). */
+export function invocationFinished(r: InvocationRow): InvocationFinished {
+  const e = r.error as SandboxError | null;
+  return {
+    invocationId: r.id,
+    agentId: r.agentId,
+    accountId: r.ownerId,
+    deploymentId: r.deploymentId,
+    version: r.version,
+    trigger: r.trigger,
+    status: r.status as InvocationFinished['status'],
+    error: e ? { code: e.code, message: e.message } : null,
+    durationMs: r.durationMs,
+    finishedAt: (r.finishedAt ?? new Date()).toISOString(),
   };
 }

@@ -214,4 +214,17 @@ async function countBatch(
       });
     else x.reject(quotaExceeded(ctx, row.plan as Plan, day + granted, month + granted, w, x.now));
   });
+  if (granted < batch.length) {
+    // One event per refused batch; the webhooks module forwards only the first per window.
+    const e = quotaExceeded(ctx, row.plan as Plan, day + granted, month + granted, w, batch[granted]!.now).extra!;
+    ctx.events.emit('quota.refused', {
+      accountId: k.userId,
+      serviceId: k.serviceId,
+      subscriptionId: row.id,
+      plan: row.plan,
+      window: e.window as 'day' | 'month',
+      limit: e.limit as number,
+      resetsAt: e.resets_at as string,
+    });
+  }
 }
