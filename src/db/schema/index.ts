@@ -18,3 +18,4 @@ export * from './schedules.js';
 export * from './triggers.js';
 export * from './webhooks.js';
 export * from './approvals.js';
+export * from './a2a.js';
