@@ -13,6 +13,7 @@
  * sends the message again (same `webhook-id`).
  */
 import { and, eq } from 'drizzle-orm';
+import { LRUCache } from 'lru-cache';
 import { Webhook } from 'standardwebhooks';
 import type { AppContext } from '../../context.js';
 import { webhookEndpoints, webhookMessages } from '../../db/schema/index.js';
@@ -34,6 +35,34 @@ export type MessageRow = typeof webhookMessages.$inferSelect;
 /** Delay before attempt `attempt + 1` after `attempt` failed: base·2^(attempt−1), capped, times a random factor in [0.5, 1.5). */
 export function retryDelayMs(baseMs: number, attempt: number, random = Math.random): number {
   return Math.round(Math.min(baseMs * 2 ** (attempt - 1), MAX_GAP_MS) * (0.5 + random()));
+}
+
+/**
+ * Enabled endpoints per account, for {@link publishEvent}: invocations and executions emit
+ * events on every run, and most accounts have no endpoint, so the lookup is cached for
+ * {@link ENDPOINTS_TTL_MS} (changes through this instance drop the entry at once; another
+ * instance sees them within the TTL).
+ */
+const endpointCache = new WeakMap<AppContext, LRUCache<string, EndpointRow[]>>();
+/** How long an account's endpoint list is reused, ms. */
+const ENDPOINTS_TTL_MS = 5_000;
+
+/** Forget the cached endpoints of `ownerId` (after a change to one of them). */
+export function forgetEndpoints(ctx: AppContext, ownerId: string): void {
+  endpointCache.get(ctx)?.delete(ownerId);
+}
+
+async function enabledEndpoints(ctx: AppContext, ownerId: string): Promise<EndpointRow[]> {
+  let cache = endpointCache.get(ctx);
+  if (!cache) endpointCache.set(ctx, (cache = new LRUCache({ max: 10_000, ttl: ENDPOINTS_TTL_MS })));
+  const hit = cache.get(ownerId);
+  if (hit) return hit;
+  const rows = await ctx.db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.ownerId, ownerId), eq(webhookEndpoints.enabled, true)));
+  cache.set(ownerId, rows);
+  return rows;
 }
 
 /** Queue the message's next attempt at `at`. */
@@ -58,10 +87,7 @@ export async function publishEvent(
   opts: { exceptEndpoint?: string } = {},
 ): Promise<void> {
   try {
-    const endpoints = await ctx.db
-      .select()
-      .from(webhookEndpoints)
-      .where(and(eq(webhookEndpoints.ownerId, ownerId), eq(webhookEndpoints.enabled, true)));
+    const endpoints = await enabledEndpoints(ctx, ownerId);
     const now = new Date();
     for (const e of endpoints) {
       if (e.id === opts.exceptEndpoint || !(e.events.includes(type) || e.events.includes('*'))) continue;
@@ -192,6 +218,7 @@ async function maybeDisable(ctx: AppContext, e: EndpointRow, m: MessageRow, now:
     .where(and(eq(webhookEndpoints.id, e.id), eq(webhookEndpoints.enabled, true)))
     .returning({ id: webhookEndpoints.id });
   if (!disabled) return;
+  forgetEndpoints(ctx, e.ownerId);
   ctx.log.warn({ endpoint_id: e.id }, 'webhook endpoint disabled after sustained failure');
   await publishEvent(
     ctx,

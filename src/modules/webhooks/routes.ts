@@ -9,7 +9,8 @@ import type { AppContext } from '../../context.js';
 import { principalOf } from '../../http/auth.js';
 import { authScope, created, noContent } from '../../http/operations.js';
 import { IdParams, ListOf, PageQuery, USER_SECURITY, errorResponses } from '../../http/schemas.js';
-import { attemptDelivery, DELIVER_JOB, publishEvent, recoverPending } from './delivery.js';
+import { attemptDelivery, DELIVER_JOB, recoverPending } from './delivery.js';
+import { forwardPlatformEvents } from './events.js';
 import {
   CreateEndpointBody,
   EndpointCreatedSchema,
@@ -32,19 +33,7 @@ import {
 export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   ctx.jobs.register<{ messageId: string }>(DELIVER_JOB, (p) => attemptDelivery(ctx, p.messageId));
   recoverPending(ctx).catch((err: unknown) => ctx.log.error({ err }, 'webhooks: recovery of pending messages failed'));
-  ctx.events.on('execution.recorded', (e) => {
-    if (e.status !== 'failed') return;
-    void publishEvent(ctx, e.userId, 'execution.failed', {
-      execution_id: e.executionId,
-      session_id: e.sessionId,
-      agent_id: e.agentId,
-      service_id: e.serviceId,
-      tool: e.toolName,
-      error: e.error,
-      http_status: e.httpStatus,
-      duration_ms: e.durationMs,
-    });
-  });
+  forwardPlatformEvents(ctx);
 
   const { r, op } = authScope(app, ctx.auth, { principals: ['user'], tags: ['webhooks'], security: USER_SECURITY });
   r.post(

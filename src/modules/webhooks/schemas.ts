@@ -3,11 +3,21 @@ import { Type } from 'typebox';
 import { Nullable, Timestamp } from '../../http/schemas.js';
 
 /** Event types an endpoint may subscribe to (`*`: all). */
-export const EVENT_TYPES = ['execution.failed', 'webhook.endpoint_disabled'] as const;
+export const EVENT_TYPES = [
+  'execution.failed',
+  'invocation.completed',
+  'invocation.failed',
+  'deployment.activated',
+  'deployment.failed',
+  'connection.expired',
+  'quota.exhausted',
+  'approval.requested',
+  'webhook.endpoint_disabled',
+] as const;
 
 const EventType = Type.Union([...EVENT_TYPES.map((e) => Type.Literal(e)), Type.Literal('*')], {
   description:
-    '`execution.failed` (a tool execution of the account failed), `webhook.endpoint_disabled` (another endpoint was disabled after sustained failure), or `*`',
+    '`execution.failed` (a tool execution failed), `invocation.completed` / `invocation.failed` (an invocation of a deployed agent succeeded / failed or timed out), `deployment.activated` / `deployment.failed` (a deployed version became active / failed its prepare step), `connection.expired` (a connection needs reconnecting: its refresh was refused), `quota.exhausted` (a quota window is used up; once per window), `approval.requested` (a tool call waits for approval), `webhook.endpoint_disabled` (another endpoint was disabled after sustained failure), or `*` (all)',
 });
 
 export const EndpointSchema = Type.Object({

@@ -14,7 +14,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { iso, newId } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
-import { requeue, type EndpointRow, type MessageRow } from './delivery.js';
+import { forgetEndpoints, requeue, type EndpointRow, type MessageRow } from './delivery.js';
 import type {
   CreateEndpointBody,
   EndpointCreatedSchema,
@@ -89,6 +89,7 @@ export async function createEndpoint(
       secretEncrypted: encryptSecret(ctx, secret),
     })
     .returning();
+  forgetEndpoints(ctx, row.ownerId);
   return { ...endpointView(row), secret };
 }
 
@@ -137,6 +138,7 @@ export async function updateEndpoint(
     })
     .where(eq(webhookEndpoints.id, cur.id))
     .returning();
+  forgetEndpoints(ctx, cur.ownerId);
   return endpointView(row);
 }
 
@@ -144,6 +146,7 @@ export async function updateEndpoint(
 export async function deleteEndpoint(ctx: AppContext, p: Principal, id: string): Promise<void> {
   const cur = await endpointInScope(ctx, p, id);
   await ctx.db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, cur.id));
+  forgetEndpoints(ctx, cur.ownerId);
 }
 
 /** The endpoint's messages (delivery log), newest first, optionally by status (`failed`: the dead-letter list). @throws AppError not_found */
