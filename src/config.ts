@@ -150,6 +150,8 @@ export interface Config {
     maxTimeoutMs: number;
     /** Response cap, bytes (larger upstream answers → 502). */
     maxResponseBytes: number;
+    /** PEM file of extra CA certificates trusted for upstream TLS besides the system roots (`UPSTREAM_CA_FILE`). */
+    caFile: string | null;
   };
   /** Plan quotas: calls per window; `null` = unlimited. */
   quotas: Record<Plan, { day: number | null; month: number | null }>;
@@ -217,6 +219,10 @@ export interface Config {
     listChangedPollMs: number;
     /** Dynamic client registrations (`POST /idp/reg`, RFC 7591) per IP per hour. */
     registrationsPerHour: number;
+    /** Client ID Metadata Document fetches (cache misses) per client IP per minute; 10× this per process. */
+    clientMetadataFetchesPerMinute: number;
+    /** Longest a fetched Client ID Metadata Document is cached, seconds (its own Cache-Control may say less; at least 60). */
+    clientMetadataCacheMaxSeconds: number;
   };
   /** Deployment of agent code (issue: deployments v2) and the sandbox that runs it (`src/sandbox/`). */
   deploy: {
@@ -406,6 +412,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),
       maxTimeoutMs: int(env, 'UPSTREAM_MAX_TIMEOUT_MS', 120_000, 100, 900_000),
       maxResponseBytes: int(env, 'UPSTREAM_MAX_RESPONSE_BYTES', 1024 * 1024, 1024),
+      caFile: str(env, 'UPSTREAM_CA_FILE') ?? null,
     },
     quotas: {
       free: { day: quota(env, 'QUOTA_FREE_DAY', 100), month: quota(env, 'QUOTA_FREE_MONTH', 1000) },
@@ -445,6 +452,8 @@ export function loadConfig(env: Env = process.env): Config {
       sessionTtlSeconds: int(env, 'MCP_SESSION_TTL', 30 * 86400, 60, 365 * 86400),
       listChangedPollMs: int(env, 'MCP_LIST_CHANGED_POLL_MS', 5000, 100, 600_000),
       registrationsPerHour: int(env, 'MCP_REGISTRATIONS_PER_HOUR', 20, 1, 100_000),
+      clientMetadataFetchesPerMinute: int(env, 'MCP_CLIENT_METADATA_FETCHES_PER_MINUTE', 10, 1, 10_000),
+      clientMetadataCacheMaxSeconds: int(env, 'MCP_CLIENT_METADATA_CACHE_MAX_SECONDS', 3600, 60, 86_400),
     },
     deploy: {
       maxBytes: int(env, 'DEPLOY_MAX_BYTES', 10 * 1024 * 1024, 1024, 512 * 1024 * 1024),

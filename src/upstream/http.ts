@@ -87,7 +87,8 @@ interface Dispatched {
 }
 
 /**
- * Send with redirects followed by hand; returns the final response with its body unread.
+ * Send with redirects followed by hand (unless `followRedirects` is false: a 3xx is returned as it
+ * is); returns the final response with its body unread.
  * Every hop's host is checked (IP literals here; names inside the socket lookup).
  */
 async function dispatch(
@@ -95,6 +96,7 @@ async function dispatch(
   req: { method: string; url: string; headers: Record<string, string>; body?: string | Buffer | null },
   signal: AbortSignal,
   timeoutMs: number,
+  followRedirects = true,
 ): Promise<Dispatched> {
   const allowLoopback = ctx.config.upstream.allowLoopback;
   let url = parseTarget(req.url);
@@ -128,7 +130,7 @@ async function dispatch(
       throw toAppError(err, signal, url, hop > 0);
     }
     const location = res.headers.location;
-    if (!REDIRECTS.has(res.statusCode) || typeof location !== 'string') {
+    if (!followRedirects || !REDIRECTS.has(res.statusCode) || typeof location !== 'string') {
       return { status: res.statusCode, headers: flatHeaders(res.headers), body: res.body, url: url.toString() };
     }
     await res.body.dump().catch(() => undefined);
@@ -267,7 +269,7 @@ function headersToRecord(h: HeadersInit | undefined): Record<string, string> {
  * A `fetch` going through the same guard, for libraries that take a fetch implementation (the
  * MCP SDK transport). The body is streamed (server-sent events work) and capped at
  * `maxResponseBytes`; the whole exchange is bounded by `timeoutMs`. Failures reject with the
- * same AppErrors as {@link upstreamFetch}.
+ * same AppErrors as {@link upstreamFetch}. `redirect: 'manual'` returns a 3xx as it is (not followed).
  */
 export function guardedFetch(
   ctx: AppContext,
@@ -289,6 +291,7 @@ export function guardedFetch(
       { method: init.method ?? 'GET', url: String(input), headers: headersToRecord(init.headers), body },
       signal,
       timeoutMs,
+      init.redirect !== 'manual',
     );
     let size = 0;
     const capped = new Transform({

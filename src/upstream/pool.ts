@@ -5,7 +5,9 @@
  * Nothing here imports `AppContext`, so `context.ts` can name the type without an import loop.
  */
 import dns from 'node:dns';
+import { readFile } from 'node:fs/promises';
 import { isIP, type LookupFunction } from 'node:net';
+import { rootCertificates } from 'node:tls';
 import type { Agent } from 'undici';
 import type { Config } from '../config.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
@@ -41,16 +43,23 @@ export class UpstreamPool {
 
   /**
    * The undici dispatcher: keep-alive pool of up to 128 connections per origin, 10 s idle
-   * keep-alive, connect timeout min(10 s, `UPSTREAM_TIMEOUT_MS`), every lookup address-checked.
+   * keep-alive, connect timeout min(10 s, `UPSTREAM_TIMEOUT_MS`), every lookup address-checked,
+   * the system CA roots plus `UPSTREAM_CA_FILE` when set.
    * The first call imports undici; later calls resolve to the same Agent (a failed import is
    * tried again by the next call).
    */
   dispatcher(): Promise<Agent> {
     if (!this.agent) {
-      const loading = import('undici').then(
-        ({ Agent }) =>
+      const caFile = this.config.upstream.caFile;
+      const loading = Promise.all([import('undici'), caFile ? readFile(caFile, 'utf8') : null]).then(
+        ([{ Agent }, extraCa]) =>
           new Agent({
-            connect: { lookup: this.guardedLookup(), timeout: Math.min(10_000, this.config.upstream.timeoutMs) },
+            connect: {
+              lookup: this.guardedLookup(),
+              timeout: Math.min(10_000, this.config.upstream.timeoutMs),
+              // UPSTREAM_CA_FILE: trusted besides (not instead of) the system roots.
+              ...(extraCa ? { ca: [...rootCertificates, extraCa] } : {}),
+            },
             keepAliveTimeout: 10_000,
             connections: 128,
           }),
