@@ -19,3 +19,4 @@ export * from './triggers.js';
 export * from './webhooks.js';
 export * from './approvals.js';
 export * from './a2a.js';
+export * from './policies.js';
