@@ -27,6 +27,8 @@ export const CODES = {
   connection_not_bound: [403, 'Authorization not started in this browser'],
   not_subscribed: [403, 'Not subscribed'],
   approval_denied: [403, 'Approval denied'],
+  /** A Cedar `forbid` policy matched the tool call; the problem carries `policy_ids`. */
+  policy_denied: [403, 'Denied by policy'],
   permission_required: [403, 'Permission required'],
   agent_token_required: [403, 'Agent token required'],
   insufficient_scope: [403, 'Insufficient scope'],

@@ -33,7 +33,9 @@ export type IdPrefix =
   | 'trg'
   | 'whk'
   | 'msg'
-  | 'apr';
+  | 'apr'
+  | 'pol'
+  | 'pdc';
 
 /**
  * ULIDs that grow monotonically within this process: a second id in the same millisecond is the
