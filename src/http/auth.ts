@@ -15,7 +15,7 @@ import { AppError } from './errors.js';
 /**
  * What a credential may do, one word per kind of operation (RFC 6749 §3.3 scope tokens). Agent
  * tokens carry a subset of the first four (`agents/tokens.ts` AGENT_SCOPES); API keys carry any
- * subset of all six; a user's own access token carries every scope. Operations outside this
+ * subset of all seven; a user's own access token carries every scope. Operations outside this
  * vocabulary (catalog, subscriptions, connections, deployments…) are not narrowed by scopes.
  */
 export const CREDENTIAL_SCOPES = [
@@ -25,6 +25,7 @@ export const CREDENTIAL_SCOPES = [
   'tools:execute',
   'agents:manage',
   'api_keys:manage',
+  'approvals:decide',
 ] as const;
 export type Scope = (typeof CREDENTIAL_SCOPES)[number];
 

@@ -42,6 +42,7 @@ const EVERY = [
   'tools:execute',
   'agents:manage',
   'api_keys:manage',
+  'approvals:decide',
 ];
 
 /**

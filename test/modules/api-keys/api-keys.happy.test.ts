@@ -31,6 +31,7 @@ describe('api keys — happy paths', () => {
       'tools:execute',
       'agents:manage',
       'api_keys:manage',
+      'approvals:decide',
     ];
     expect(list.data[0]).toEqual({
       id: created.id,

@@ -18,6 +18,7 @@ const EVERY = [
   'tools:execute',
   'agents:manage',
   'api_keys:manage',
+  'approvals:decide',
 ];
 
 const keyOf = (headers: Record<string, string>, payload: Record<string, unknown>) => createKey(app, headers, payload);
