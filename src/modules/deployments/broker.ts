@@ -33,7 +33,7 @@ import { etagOf, parseTagCondition } from '../agent-memory/service.js';
 import { ListEntriesQuery, PutEntryBody } from '../agent-memory/schemas.js';
 import { AGENT_SCOPES, agentScopeSet, rolesOf } from '../agents/tokens.js';
 import { AddMemoryBody, SearchQuery } from '../memory/schemas.js';
-import { addMemory, searchMemories } from '../memory/service.js';
+import { addMemoryAs, searchMemoriesAs } from '../memory/access.js';
 import { ToolSearchQuery } from '../search/schemas.js';
 import { searchTools } from '../search/service.js';
 import { ExecuteBody } from '../sessions/schemas.js';
@@ -230,7 +230,7 @@ export function brokerFor(
           'userMemory.search',
         );
         rec.target = a.q.slice(0, 100);
-        return searchMemories(ctx, actor, a);
+        return searchMemoriesAs(ctx, p, a);
       }
       case 'userMemory.add': {
         const a = valid<{ content: string; metadata?: Record<string, unknown> }>(
@@ -238,7 +238,7 @@ export function brokerFor(
           args,
           'userMemory.add',
         );
-        return addMemory(ctx, actor, { ...a, agent_id: p.agentId });
+        return addMemoryAs(ctx, p, { ...a, agent_id: p.agentId });
       }
       default:
         throw new AppError('bad_request', `Unknown platform call ${JSON.stringify(op).slice(0, 60)}`);

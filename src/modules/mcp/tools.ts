@@ -16,7 +16,7 @@ import type { AppContext } from '../../context.js';
 import type { Principal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { deleteAgentMemory, getAgentMemory, listAgentMemory, putAgentMemory } from '../agent-memory/access.js';
-import { addMemory, searchMemories } from '../memory/service.js';
+import { addMemoryAs, searchMemoriesAs } from '../memory/access.js';
 import { getPublicManifest } from '../registry/service.js';
 import { searchTools } from '../search/service.js';
 import { executeTool } from '../sessions/execute.js';
@@ -148,7 +148,7 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     inputSchema: RememberArgs,
     annotations: { readOnlyHint: false, idempotentHint: false, openWorldHint: false },
     async run(ctx, call, args) {
-      const m = await addMemory(ctx, call.actor, { content: args.content, metadata: args.metadata });
+      const m = await addMemoryAs(ctx, call.principal, { content: args.content, metadata: args.metadata });
       return { value: { ...m } };
     },
   }),
@@ -160,7 +160,7 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
     inputSchema: RecallArgs,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(ctx, call, args) {
-      const res = await searchMemories(ctx, call.actor, {
+      const res = await searchMemoriesAs(ctx, call.principal, {
         q: args.query,
         threshold: args.threshold,
         limit: args.limit,

@@ -1,9 +1,9 @@
-/** HTTP routes of the user-memory module (spec group "Memory"). Users and agents may call them. */
+/** HTTP routes of the user-memory module (spec group "Memory"). Users and agents may call them; each calls access.ts, which checks the `memory:read` / `memory:write` scope. */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TSchema } from 'typebox';
 import type { AppContext } from '../../context.js';
-import { actorOf, principalOf, requireAuth } from '../../http/auth.js';
+import { principalOf, requireAuth } from '../../http/auth.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
   AddMemoryBody,
@@ -23,11 +23,19 @@ import {
   TimelineEventSchema,
   TimelineQuery,
 } from './schemas.js';
-import { agentContext } from './agent-context.js';
+import {
+  addMemoryAs,
+  agentContextAs,
+  deleteMemoriesAs,
+  getSessionSummaryAs,
+  listMemoriesAs,
+  listMemoriesPagedAs,
+  memoryStatsAs,
+  searchMemoriesAs,
+  sessionTimelineAs,
+  summarizeSessionAs,
+} from './access.js';
 import { initMemory } from './runtime.js';
-import { addMemory, deleteMemories, listMemories, listMemoriesPaged, memoryStats, searchMemories } from './service.js';
-import { getSessionSummary, summarizeSession } from './summaries.js';
-import { sessionTimeline } from './timeline.js';
 
 export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   await initMemory(ctx);
@@ -35,7 +43,7 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
   const tags = ['memory'];
   const security = USER_SECURITY;
-  /** Route options of a GET with only a query: `querystring` in, `result` (200) or a problem (400/401/429 and `errors`) out. */
+  /** Route options of a GET with only a query: `querystring` in, `result` (200) or a problem (400/401/403/429 and `errors`) out. */
   const queryRoute = <Q extends TSchema, R extends TSchema>(
     operationId: string,
     summary: string,
@@ -49,7 +57,7 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       operationId,
       summary,
       querystring,
-      response: { 200: result, ...errorResponses(...errors) },
+      response: { 200: result, ...errorResponses(403, ...errors) },
     },
   });
 
@@ -65,17 +73,17 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         response: { 201: MemorySchema, ...errorResponses(403, 404, 413, 502, 504) },
       },
     },
-    async (req, reply) => reply.code(201).send(await addMemory(ctx, actorOf(principalOf(req)), req.body)),
+    async (req, reply) => reply.code(201).send(await addMemoryAs(ctx, principalOf(req), req.body)),
   );
   r.get(
     '/memory',
     queryRoute('memory.list', "List the caller's memories, newest first", ListMemoryQuery, ListOf(MemorySchema)),
-    async (req) => listMemories(ctx, actorOf(principalOf(req)), req.query),
+    async (req) => listMemoriesAs(ctx, principalOf(req), req.query),
   );
   r.get(
     '/memory/paginated',
     queryRoute('memory.listPaginated', 'Memories by page, with a total', PagedMemoryQuery, MemoryPageSchema),
-    async (req) => listMemoriesPaged(ctx, actorOf(principalOf(req)), req.query),
+    async (req) => listMemoriesPagedAs(ctx, principalOf(req), req.query),
   );
   r.get(
     '/memory/search',
@@ -87,7 +95,7 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       502,
       504,
     ),
-    async (req) => searchMemories(ctx, actorOf(principalOf(req)), req.query),
+    async (req) => searchMemoriesAs(ctx, principalOf(req), req.query),
   );
   r.get(
     '/memory/context/agent',
@@ -99,7 +107,7 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
       502,
       504,
     ),
-    async (req) => agentContext(ctx, actorOf(principalOf(req)), req.query),
+    async (req) => agentContextAs(ctx, principalOf(req), req.query),
   );
   r.get(
     '/memory/sessions/:id',
@@ -110,10 +118,10 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         operationId: 'memory.sessionSummary',
         summary: "A session's summary",
         params: IdParams,
-        response: { 200: SummarySchema, ...errorResponses(404) },
+        response: { 200: SummarySchema, ...errorResponses(403, 404) },
       },
     },
-    async (req) => getSessionSummary(ctx, actorOf(principalOf(req)), req.params.id),
+    async (req) => getSessionSummaryAs(ctx, principalOf(req), req.params.id),
   );
   r.get(
     '/memory/sessions/:id/timeline',
@@ -125,10 +133,10 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         summary: 'Every event of a session in order (executions, memories, summary)',
         params: IdParams,
         querystring: TimelineQuery,
-        response: { 200: ListOf(TimelineEventSchema), ...errorResponses(404) },
+        response: { 200: ListOf(TimelineEventSchema), ...errorResponses(403, 404) },
       },
     },
-    async (req) => sessionTimeline(ctx, actorOf(principalOf(req)), req.params.id, req.query),
+    async (req) => sessionTimelineAs(ctx, principalOf(req), req.params.id, req.query),
   );
   r.post(
     '/memory/sessions/:id/summarize',
@@ -139,13 +147,13 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         operationId: 'memory.summarizeSession',
         summary: 'Build (or rebuild) the summary of a session; it is stored as a memory too',
         params: IdParams,
-        response: { 200: SummarySchema, ...errorResponses(404, 502, 504) },
+        response: { 200: SummarySchema, ...errorResponses(403, 404, 502, 504) },
       },
     },
-    async (req) => summarizeSession(ctx, actorOf(principalOf(req)), req.params.id),
+    async (req) => summarizeSessionAs(ctx, principalOf(req), req.params.id),
   );
   r.get('/memory/stats', queryRoute('memory.stats', 'Memory statistics', StatsQuery, StatsSchema), async (req) =>
-    memoryStats(ctx, actorOf(principalOf(req)), req.query),
+    memoryStatsAs(ctx, principalOf(req), req.query),
   );
   r.delete(
     '/memory',
@@ -156,9 +164,9 @@ export async function memoryRoutes(app: FastifyInstance, { ctx }: { ctx: AppCont
         operationId: 'memory.deleteAll',
         summary: "Delete the caller's memories and summaries (optionally one session's)",
         querystring: DeleteQuery,
-        response: { 200: DeletedSchema, ...errorResponses(404) },
+        response: { 200: DeletedSchema, ...errorResponses(403, 404) },
       },
     },
-    async (req) => deleteMemories(ctx, actorOf(principalOf(req)), req.query),
+    async (req) => deleteMemoriesAs(ctx, principalOf(req), req.query),
   );
 }

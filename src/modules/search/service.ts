@@ -10,9 +10,9 @@
  * SEARCH_POPULARITY_CACHE_MS, windows rounded to whole UTC days.
  */
 import type { AppContext } from '../../context.js';
-import { accountOf, type Principal } from '../../http/auth.js';
+import { accountOf, hasScope, type Principal } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
-import { searchMemories } from '../memory/service.js';
+import { searchMemoriesAs } from '../memory/access.js';
 import {
   getCatalogServices,
   getCatalogTools,
@@ -70,6 +70,8 @@ export async function universalSearch(
   const types = new Set<SearchType>(
     (input.type ? input.type.split(',') : ['service', 'tool', 'memory', 'session']) as SearchType[],
   );
+  // memories need `memory:read` (memory/access.ts): asked for by name → 403; by default → left out
+  if (!input.type && !hasScope(principal, 'memory:read')) types.delete('memory');
   const terms = queryTerms(q);
   const account = accountOf(principal);
   const actor = actorOf(principal);
@@ -78,7 +80,7 @@ export async function universalSearch(
     types.has('service') ? searchCatalogServices(ctx, account, { q, limit }) : null,
     types.has('tool') ? searchTools(ctx, principal, { q, limit }) : null,
     types.has('memory')
-      ? searchMemories(ctx, actor, { q, limit, mode: 'hybrid', threshold: MEMORY_MIN_SIMILARITY })
+      ? searchMemoriesAs(ctx, principal, { q, limit, mode: 'hybrid', threshold: MEMORY_MIN_SIMILARITY })
       : null,
     types.has('session') ? searchSessionsByName(ctx, actor, q, limit) : null,
   ]);
