@@ -15,6 +15,8 @@
  *     subscriptions, also for its owner's services); for services of other accounts the account's
  *     subscription is checked and its quota counted in ONE conditional UPDATE (`consumeQuota`)
  *     → 403 `not_subscribed` / 429 `quota_exceeded`. Owners call their own services unmetered;
+ *  4b. the policies that bind the caller (`policies/authorize.ts`) → 403 `policy_denied`, or 202
+ *     `approval_required` until a person approves (docs/governance.md);
  *  5. the upstream call (guarded HTTP client or MCP `tools/call`) with the upstream credential
  *     and the platform's signature headers; for `oauth2` services the credential is the caller's
  *     own connection (`withCallerGrant`, 409 `connection_required` without one, before any quota
@@ -32,6 +34,7 @@ import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { buildHttpRequest } from '../../upstream/request.js';
 import { callHttpTool, callMcpTool, failedCall } from '../../upstream/tool-call.js';
 import { isAgentSubscribed } from '../agents/service.js';
+import { authorizeToolCall } from '../policies/authorize.js';
 import { grantAfterUnauthorized, withCallerGrant } from '../connections/grant.js';
 import { resolveExecutableTool } from '../registry/executable.js';
 import { consumeQuota } from '../subscriptions/quota.js';
@@ -110,6 +113,8 @@ export async function executeTool(
 
   if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id)))
     throw agentNotSubscribed(service.name);
+  // Governance hook (docs/governance.md): Cedar policies, and a person's approval where one requires it.
+  await authorizeToolCall(ctx, principal, actor, resolved, args, input.approval_id);
   // Connected accounts hook (docs/connections.md): oauth2 services get the caller's own token as
   // their credential; no usable connection → 409 (after the subscription's 403, before any quota).
   const grant = await withCallerGrant(ctx, actor, resolved).catch(async (err: unknown) => {

@@ -1,0 +1,104 @@
+/**
+ * The policy decision log (`policy_decisions`): every decision of a non-empty policy set on a tool
+ * call (allow, deny, approval) is queued here and written in batches off the request path (the
+ * platform's group commit, `lib/batcher.ts`); rows older than {@link DECISION_RETENTION_DAYS} are
+ * pruned by the writer at most every {@link PRUNE_EVERY_MS}. Readers drain the queue first, so an
+ * owner always reads their latest decisions.
+ */
+import { and, desc, eq, lt, type SQL } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { policyDecisions } from '../../db/schema/index.js';
+import { newId } from '../../http/ids.js';
+import { WriteBatcher } from '../../lib/batcher.js';
+
+/** Days a decision is kept. */
+export const DECISION_RETENTION_DAYS = 30;
+/** Shortest interval between two prunes by one instance, ms. */
+const PRUNE_EVERY_MS = 10 * 60_000;
+
+/** One decision to log. */
+export type DecisionRow = typeof policyDecisions.$inferInsert;
+
+interface DecisionLog {
+  batcher: WriteBatcher<DecisionRow>;
+  lastPrune: number;
+}
+
+const logs = new WeakMap<AppContext, DecisionLog>();
+
+function logOf(ctx: AppContext): DecisionLog {
+  let log = logs.get(ctx);
+  if (log) return log;
+  const created: DecisionLog = {
+    lastPrune: 0,
+    batcher: new WriteBatcher<DecisionRow>({
+      maxBatch: 500,
+      write: async (items) => {
+        await ctx.db.insert(policyDecisions).values(items);
+        const now = Date.now();
+        if (now - created.lastPrune > PRUNE_EVERY_MS) {
+          created.lastPrune = now;
+          await pruneDecisions(ctx, new Date(now - DECISION_RETENTION_DAYS * 86_400_000));
+        }
+      },
+    }),
+  };
+  log = created;
+  logs.set(ctx, log);
+  ctx.onClose.push(() => created.batcher.drain());
+  return log;
+}
+
+/** Queue one decision (fire and forget: a failed write is logged, never fails the call). */
+export function recordDecision(ctx: AppContext, row: Omit<DecisionRow, 'id' | 'at'>): void {
+  logOf(ctx)
+    .batcher.add({ id: newId('pdc'), at: new Date(), ...row })
+    .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'policy decision not logged'));
+}
+
+/** Write every queued decision now. */
+export async function flushDecisions(ctx: AppContext): Promise<void> {
+  await logs.get(ctx)?.batcher.drain();
+}
+
+/** Delete decisions older than `before`; returns how many. */
+export async function pruneDecisions(ctx: AppContext, before: Date): Promise<number> {
+  const gone = await ctx.db
+    .delete(policyDecisions)
+    .where(lt(policyDecisions.at, before))
+    .returning({ id: policyDecisions.id });
+  return gone.length;
+}
+
+/** Filters of `GET /v1/policies/decisions`. */
+export interface DecisionQuery {
+  decision?: 'allow' | 'deny' | 'approval';
+  agent_id?: string;
+  limit?: number;
+}
+
+/** The account's decisions, newest first (at most `limit`, default 50). */
+export async function listDecisions(ctx: AppContext, accountId: string, q: DecisionQuery) {
+  await flushDecisions(ctx);
+  const where: SQL[] = [eq(policyDecisions.accountId, accountId)];
+  if (q.decision) where.push(eq(policyDecisions.decision, q.decision));
+  if (q.agent_id) where.push(eq(policyDecisions.agentId, q.agent_id));
+  const rows = await ctx.db
+    .select()
+    .from(policyDecisions)
+    .where(and(...where))
+    .orderBy(desc(policyDecisions.at), desc(policyDecisions.id))
+    .limit(q.limit ?? 50);
+  return rows.map((r) => ({
+    id: r.id,
+    principal: r.principal,
+    agent_id: r.agentId,
+    service_id: r.serviceId,
+    tool_id: r.toolId,
+    tool: r.tool,
+    decision: r.decision as 'allow' | 'deny' | 'approval',
+    policy_ids: r.policyIds,
+    errors: r.errors,
+    at: r.at.toISOString(),
+  }));
+}

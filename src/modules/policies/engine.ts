@@ -1,0 +1,225 @@
+/**
+ * Compiled policy sets and their evaluation (the hot path of `authorize.ts`).
+ *
+ * Per account, the enabled policies that bind it (its own + the global ones) are loaded once into a
+ * {@link SharedCache} (`policies.sets`, evicted on every instance on change; an account with no
+ * policy at all caches `null`, so its calls skip everything). For a call, only the policies whose
+ * scope (`principal ==/in/is`, `resource ==/in/is`) can match this principal and tool are handed
+ * to Cedar: that subset is pre-parsed once (`preparsePolicySet`) into a slot of the engine and
+ * evaluated with `statefulIsAuthorized`, so a call pays for the policies that concern it, not for
+ * all of them (numbers: docs/benchmarks.md#policies, ADR 0973). The engine is process-wide; slots
+ * are recycled (the oldest is overwritten) beyond {@link MAX_SLOTS}.
+ */
+import { and, eq, or } from 'drizzle-orm';
+import type { AppContext } from '../../context.js';
+import { policies } from '../../db/schema/index.js';
+import { SharedCache } from '../../lib/shared-cache.js';
+import { type CallFacts, cedar, parsePolicy, requestOf } from './cedar.js';
+
+/** One enabled policy, compiled. */
+export interface CompiledPolicy {
+  id: string;
+  source: string;
+  readsCalls: boolean;
+  approval: boolean;
+  /** Can the policy's principal constraint match this principal uid (with its account)? */
+  principalMay: (uid: string, accountUid: string, type: string) => boolean;
+  /** Can its resource constraint match this tool uid (in its service)? */
+  resourceMay: (toolUid: string, serviceUid: string) => boolean;
+}
+
+/** The policies that bind one account, compiled; subsets per (principal, tool) are pre-parsed on demand. */
+export interface CompiledSet {
+  policies: CompiledPolicy[];
+  subsets: Map<string, Subset>;
+}
+
+interface Subset {
+  policies: CompiledPolicy[];
+  readsCalls: boolean;
+  slot: Slot | null;
+}
+
+interface Slot {
+  id: string;
+  token: object;
+}
+
+/** The outcome of evaluating a call. */
+export interface Evaluation {
+  /** `allow` (nothing forbade), `deny`, or `approval` (only `@approval("required")` policies forbade). */
+  decision: 'allow' | 'deny' | 'approval';
+  /** The policies that decided: the forbids that matched (deny: those without `@approval`). */
+  policyIds: string[];
+  /** Policies that failed to evaluate (they do not apply: Cedar semantics). */
+  errors: Array<{ policy_id: string; message: string }>;
+  /** How many policies Cedar evaluated (0: none could apply, the call is allowed without the engine). */
+  evaluated: number;
+}
+
+const BASE_ID = 'platform.base_permit';
+const BASE_PERMIT = 'permit(principal, action, resource);';
+/** Most pre-parsed subsets kept in the engine (process-wide); the oldest slot is overwritten. */
+export const MAX_SLOTS = 4096;
+/** Most subsets remembered per compiled set before its map is cleared. */
+const MAX_SUBSETS = 1024;
+
+const slotOwners = new Map<string, object>();
+let slotCounter = 0;
+
+type Constraint = { op: string; entity?: unknown; entity_type?: string; in?: unknown; entities?: unknown };
+
+function uidOf(e: unknown): string | null {
+  const v = (e as { __entity?: { type: string; id: string } })?.__entity ?? (e as { type?: string; id?: string });
+  return v && typeof v.type === 'string' && typeof v.id === 'string' ? `${v.type}::${v.id}` : null;
+}
+
+/** A predicate for a scope constraint: may `uid` (whose only ancestor is `parentUid`) satisfy it? */
+function scopeMay(c: Constraint | undefined): (uid: string, parentUid: string, type: string) => boolean {
+  if (!c || c.op === 'All') return () => true;
+  if (c.op === '==') {
+    const want = uidOf(c.entity);
+    return want === null ? () => true : (uid) => uid === want;
+  }
+  if (c.op === 'in') {
+    const want = uidOf(c.entity);
+    return want === null ? () => true : (uid, parent) => uid === want || parent === want;
+  }
+  if (c.op === 'is') {
+    const type = c.entity_type;
+    const inner = c.in ? scopeMay({ op: 'in', entity: (c.in as { entity?: unknown }).entity ?? c.in }) : () => true;
+    return (uid, parent, t) => t === type && inner(uid, parent, t);
+  }
+  return () => true;
+}
+
+/** Compile one stored policy (its text was validated on write; a text that no longer parses throws). */
+export function compilePolicy(id: string, source: string): CompiledPolicy {
+  const parsed = parsePolicy(source);
+  const principal = scopeMay(parsed.json.principal as Constraint);
+  const resource = scopeMay(parsed.json.resource as Constraint);
+  return {
+    id,
+    source,
+    readsCalls: parsed.readsCalls,
+    approval: parsed.approval,
+    principalMay: (uid, accountUid, type) => principal(uid, accountUid, type),
+    resourceMay: (toolUid, serviceUid) => resource(toolUid, serviceUid, 'Platform::Tool'),
+  };
+}
+
+/** The subset of `set` that may apply to this principal and tool, pre-parsed on first use. */
+export function subsetFor(
+  set: CompiledSet,
+  principalUid: string,
+  principalType: string,
+  accountUid: string,
+  toolUid: string,
+  serviceUid: string,
+): Subset {
+  const key = `${principalUid}\n${toolUid}`;
+  let subset = set.subsets.get(key);
+  if (subset) return subset;
+  const chosen = set.policies.filter(
+    (p) => p.principalMay(principalUid, accountUid, principalType) && p.resourceMay(toolUid, serviceUid),
+  );
+  subset = { policies: chosen, readsCalls: chosen.some((p) => p.readsCalls), slot: null };
+  if (set.subsets.size >= MAX_SUBSETS) set.subsets.clear();
+  set.subsets.set(key, subset);
+  return subset;
+}
+
+function prepared(subset: Subset): string {
+  if (subset.slot && slotOwners.get(subset.slot.id) === subset.slot.token) {
+    // Most recently used last: re-insert.
+    slotOwners.delete(subset.slot.id);
+    slotOwners.set(subset.slot.id, subset.slot.token);
+    return subset.slot.id;
+  }
+  let id: string;
+  if (slotOwners.size >= MAX_SLOTS) {
+    id = slotOwners.keys().next().value as string;
+    slotOwners.delete(id);
+  } else id = `ps${++slotCounter}`;
+  const staticPolicies: Record<string, string> = { [BASE_ID]: BASE_PERMIT };
+  for (const p of subset.policies) staticPolicies[p.id] = p.source;
+  const done = cedar.preparsePolicySet(id, { staticPolicies });
+  if (done.type === 'failure')
+    throw new Error(`policy set did not pre-parse: ${done.errors.map((e) => e.message).join('; ')}`);
+  const token = {};
+  slotOwners.set(id, token);
+  subset.slot = { id, token };
+  return id;
+}
+
+/** Evaluate `facts` against the (non-empty) `subset`. */
+export function evaluateSubset(subset: Subset, facts: CallFacts): Evaluation {
+  if (subset.policies.length === 0) return { decision: 'allow', policyIds: [], errors: [], evaluated: 0 };
+  const req = requestOf(facts);
+  const answer = cedar.statefulIsAuthorized({
+    principal: req.principal,
+    action: { type: 'Platform::Action', id: 'execute' },
+    resource: req.resource,
+    context: req.context,
+    entities: req.entities,
+    preparsedPolicySetId: prepared(subset),
+  });
+  if (answer.type === 'failure')
+    throw new Error(`policy evaluation failed: ${answer.errors.map((e) => e.message).join('; ')}`);
+  const { decision, diagnostics } = answer.response;
+  const errors = diagnostics.errors.map((e) => ({ policy_id: e.policyId, message: e.error.message }));
+  if (decision === 'allow') return { decision: 'allow', policyIds: [], errors, evaluated: subset.policies.length };
+  const byId = new Map(subset.policies.map((p) => [p.id, p]));
+  const forbids = diagnostics.reason.filter((id) => byId.has(id));
+  const hard = forbids.filter((id) => !byId.get(id)?.approval);
+  return {
+    decision: hard.length > 0 ? 'deny' : 'approval',
+    policyIds: hard.length > 0 ? hard : forbids,
+    errors,
+    evaluated: subset.policies.length,
+  };
+}
+
+function setsCache(ctx: AppContext): SharedCache<CompiledSet | null> {
+  return SharedCache.of(ctx, { name: 'policies.sets', max: 10_000, ttlMs: ctx.config.cacheTtlMs });
+}
+
+/** Load and compile the enabled policies that bind `accountId` (its own + global); null when there are none. */
+async function loadSet(ctx: AppContext, accountId: string): Promise<CompiledSet | null> {
+  const rows = await ctx.db
+    .select({ id: policies.id, source: policies.source })
+    .from(policies)
+    .where(
+      and(
+        eq(policies.enabled, true),
+        or(eq(policies.scope, 'global'), and(eq(policies.scope, 'account'), eq(policies.ownerId, accountId))),
+      ),
+    )
+    .orderBy(policies.id);
+  if (rows.length === 0) return null;
+  const compiled: CompiledPolicy[] = [];
+  for (const r of rows) {
+    try {
+      compiled.push(compilePolicy(r.id, r.source));
+    } catch (err) {
+      // Stored texts were validated on write; a text an engine upgrade no longer accepts is skipped, loudly.
+      ctx.log.error({ policy: r.id, err: (err as Error).message }, 'stored policy no longer compiles; skipped');
+    }
+  }
+  return { policies: compiled, subsets: new Map() };
+}
+
+/**
+ * The compiled set of `accountId`: synchronous when cached (the common case), else loaded.
+ * Null → no enabled policy binds the account: nothing to evaluate.
+ */
+export function policySetOf(ctx: AppContext, accountId: string): CompiledSet | null | Promise<CompiledSet | null> {
+  const cache = setsCache(ctx);
+  const hit = cache.peek(accountId);
+  return hit !== undefined ? hit : cache.get(accountId, (k) => loadSet(ctx, k));
+}
+
+/** Drop the cached set of `accountId` (its policies changed), or of every account (`null`: a global policy changed). */
+export async function invalidatePolicySets(ctx: AppContext, accountId: string | null): Promise<void> {
+  await setsCache(ctx).invalidate(accountId);
+}
