@@ -39,13 +39,15 @@ class MemoryOAuthProvider implements OAuthClientProvider {
   verifier?: string;
   authorizationUrl?: URL;
   readonly redirectUrl = redirectUri;
-  readonly clientMetadata: OAuthClientMetadata = {
+  readonly clientMetadata = {
     client_name: 'Vitest Desktop',
+    // The 1.x SDK does not derive it (2.x does, SEP-837); /idp/reg requires it.
+    application_type: 'native',
     redirect_uris: [redirectUri],
     grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
-  };
+  } as OAuthClientMetadata;
   clientInformation() {
     return this.client;
   }
@@ -74,7 +76,7 @@ async function register(body: Record<string, unknown>) {
   const res = await fetch(`${base}/idp/reg`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+    body: JSON.stringify({ application_type: 'native', ...body }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
@@ -196,7 +198,11 @@ describe(`MCP OAuth against /idp (${ctx.database.engine})`, () => {
       response_types: [],
     });
     expect(ccGrant.status).toBe(400);
-    const https = await register({ redirect_uris: ['https://client.example/cb'], token_endpoint_auth_method: 'none' });
+    const https = await register({
+      redirect_uris: ['https://client.example/cb'],
+      token_endpoint_auth_method: 'none',
+      application_type: 'web',
+    });
     expect(https.status).toBe(201);
     expect(https.body.registration_access_token).toBeUndefined();
     // 6 per hour per IP: two SDK registrations above, four here → the next is refused.

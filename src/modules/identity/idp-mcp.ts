@@ -4,9 +4,12 @@
  * - RFC 8707 resource indicator `<PUBLIC_URL>/mcp`: access tokens for it are JWTs with that
  *   audience (accepted only by `/mcp`);
  * - RFC 7591 dynamic client registration at `POST /idp/reg`, limited to public clients (PKCE,
- *   `token_endpoint_auth_method: none`, code flow) whose redirect URIs are https or loopback
- *   (RFC 8252 §7.3), rate limited per IP (`MCP_REGISTRATIONS_PER_HOUR`), without registration
- *   management (no registration access token);
+ *   `token_endpoint_auth_method: none`, code flow) that state their `application_type` and whose
+ *   redirect URIs are https or loopback (RFC 8252 §7.3), rate limited per IP
+ *   (`MCP_REGISTRATIONS_PER_HOUR`), without registration management (no registration access token);
+ * - beside it, Client ID Metadata Documents: a `client_id` that is an https URL (idp-cimd.ts);
+ * - RFC 9207: the `iss` parameter in every authorization response, advertised as
+ *   `authorization_response_iss_parameter_supported`;
  * - RFC 8414 metadata at `/.well-known/oauth-authorization-server/idp` (the same document as
  *   OIDC discovery at `/idp/.well-known/openid-configuration`);
  * - a consent page: a registered (third-party) client gets a grant only when the signed-in user
@@ -43,8 +46,25 @@ export function registeredRedirectUriProblem(uri: string): string | null {
   return new URL(uri).protocol === 'https:' ? null : redirectUriProblem(uri, []);
 }
 
-/** The registration policy: throws `invalid_client_metadata` / `invalid_redirect_uri` (RFC 7591 §3.2.2). */
-function checkRegistration(oidcErrors: typeof OidcErrors, metadata: Record<string, unknown>): void {
+/** `application_type` values of OpenID Connect Dynamic Client Registration 1.0 §2. */
+const APPLICATION_TYPES = new Set(['web', 'native']);
+
+/**
+ * The registration policy: throws `invalid_client_metadata` / `invalid_redirect_uri` (RFC 7591
+ * §3.2.2). `sent`: the request body as the client sent it — `application_type` must be in it
+ * (`web` or `native`, OIDC Dynamic Client Registration §2), not left to the provider's default
+ * (`web`), because it decides which redirect URIs are valid (MCP SEP-837).
+ */
+function checkRegistration(
+  oidcErrors: typeof OidcErrors,
+  metadata: Record<string, unknown>,
+  sent: Record<string, unknown> | undefined,
+): void {
+  if (!APPLICATION_TYPES.has(sent?.application_type as string)) {
+    throw new oidcErrors.InvalidClientMetadata(
+      'application_type is required: "native" for a client on the user\'s device (loopback redirect URIs), "web" for one on a server',
+    );
+  }
   if (metadata.token_endpoint_auth_method !== 'none') {
     throw new oidcErrors.InvalidClientMetadata(
       'only public clients may register: token_endpoint_auth_method must be "none" (PKCE S256 is required)',
@@ -76,8 +96,9 @@ export function registrationSettings(oidcErrors: typeof OidcErrors): Pick<Config
       // RFC 7591 §2 `software_id`: kept as metadata; its validator runs the policy on registration.
       properties: ['software_id'],
       validator(kctx, key, _value, metadata) {
-        if (key === 'software_id' && (kctx as KoaContextWithOIDC | undefined)?.oidc?.route === 'registration')
-          checkRegistration(oidcErrors, metadata as Record<string, unknown>);
+        const oidc = (kctx as KoaContextWithOIDC | undefined)?.oidc;
+        if (key === 'software_id' && oidc?.route === 'registration')
+          checkRegistration(oidcErrors, metadata as Record<string, unknown>, oidc.body as Record<string, unknown>);
       },
     },
   };
@@ -195,23 +216,38 @@ export async function clientNameOf(provider: Provider, clientId: string): Promis
   return client?.clientName ?? clientId;
 }
 
-/** The consent page of a registered client: Allow posts to `/confirm`, Deny to `/abort`. */
+/**
+ * The consent page of a registered client: Allow posts to `/confirm`, Deny to `/abort`. A client
+ * known by its metadata document is named with the host that publishes the document; when such a
+ * client sends the user back to a loopback address, the page warns that any program on the
+ * device could be listening there (draft-ietf-oauth-client-id-metadata-document, security
+ * considerations: impersonation through localhost redirect URIs).
+ */
 export async function consentPage(provider: Provider, details: Interaction): Promise<string> {
   const clientId = String(details.params.client_id);
-  const name = await clientNameOf(provider, clientId);
-  const redirect = (() => {
-    try {
-      return new URL(String(details.params.redirect_uri)).host;
-    } catch {
-      return '';
-    }
-  })();
+  const client = await provider.Client.find(clientId).catch(() => undefined);
+  const name = client?.clientName ?? clientId;
+  const byDocument = (client as { clientIdMetadataDocument?: boolean } | undefined)?.clientIdMetadataDocument === true;
+  let redirect = '';
+  let loopback = false;
+  try {
+    const u = new URL(String(details.params.redirect_uri));
+    redirect = u.host;
+    loopback = registeredRedirectUriProblem(u.href) === null && u.protocol === 'http:';
+  } catch {}
+  const who = byDocument
+    ? `(described by <strong>${escapeHtml(new URL(clientId).host)}</strong>, not verified by Agent Platform)`
+    : '(registered by itself, not verified by Agent Platform)';
+  const warning =
+    byDocument && loopback
+      ? '<p class="error">This application receives your sign-in on this computer. Continue only if you started the sign-in from it yourself.</p>'
+      : '';
   const action = `/idp/interaction/${encodeURIComponent(details.uid)}`;
   return page(
     'Allow access — Agent Platform',
     `<h1>Allow ${escapeHtml(name)}?</h1>
-<p><strong>${escapeHtml(name)}</strong> (registered by itself, not verified by Agent Platform) wants to use your Agent Platform account through MCP:
-search and run tools on your subscriptions, and read and write your memory. You will be sent back to <strong>${escapeHtml(redirect)}</strong>.</p>
+<p><strong>${escapeHtml(name)}</strong> ${who} wants to use your Agent Platform account through MCP:
+search and run tools on your subscriptions, and read and write your memory. You will be sent back to <strong>${escapeHtml(redirect)}</strong>.</p>${warning}
 <form method="post" action="${escapeHtml(action)}/confirm"><button type="submit">Allow</button></form>
 <form method="post" action="${escapeHtml(action)}/abort"><button class="cancel" type="submit" style="background:none;color:#57606a;margin-top:6px">Deny</button></form>`,
   );

@@ -8,6 +8,7 @@ import { hkdfSync } from 'node:crypto';
 import Provider, { errors as oidcErrors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import type { AppContext } from '../../context.js';
 import { DbAdapter } from './idp-adapter.js';
+import { clientIdMetadataDocumentSettings } from './idp-cimd.js';
 import { MCP_SCOPE, mcpResourceServerInfo, registrationSettings } from './idp-mcp.js';
 import { errorPage, PAGE_HEADERS } from './idp-pages.js';
 import { IDP_PREFIX, IDP_ROUTES, OIDC_SCOPES, resourceIndicatorFor } from './idp-endpoints.js';
@@ -29,6 +30,8 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
   ).toString('base64url');
   // MCP clients register themselves (RFC 7591) and ask for the /mcp resource (idp-mcp.ts).
   const { registration, extraClientMetadata } = registrationSettings(oidcErrors);
+  // …or name themselves by the https URL of their metadata document (idp-cimd.ts).
+  const cimd = clientIdMetadataDocumentSettings(ctx, oidcErrors);
 
   const configuration: Configuration = {
     adapter: (model: string) => new DbAdapter(ctx.db, model),
@@ -63,8 +66,13 @@ export async function createEmbeddedIdp(ctx: AppContext, identity: IdentityServi
     discovery: { userinfo_endpoint: `${issuer}${IDP_ROUTES.userinfo}` },
     pkce: { required: () => true },
     extraClientMetadata,
+    // Every fetch the provider makes (metadata documents, a client's jwks_uri) goes through the
+    // platform's guarded HTTP client, with per-purpose body limits.
+    fetch: cimd.fetch,
+    fetchResponseBodyLimits: cimd.fetchResponseBodyLimits,
     features: {
       registration,
+      clientIdMetadataDocument: cimd.feature,
       devInteractions: { enabled: false },
       userinfo: { enabled: false },
       revocation: { enabled: true },
