@@ -5,8 +5,9 @@
  *
  * Flow: the first submission creates (or reuses) a `pending` request and answers 202
  * `approval_required` with `approval_id`, `approval_url` and `expires_at`; the account's owner
- * approves or denies it (`service.ts`); the caller re-submits the same call with `approval_id`,
- * which is then used up in one conditional UPDATE (single use, so a re-submission runs once).
+ * approves or denies it (`service.ts`); the caller re-submits the same call with `approval_id`
+ * (or just the same call: its granted approval is found by hash), which is then used up in one
+ * conditional UPDATE (single use, so a re-submission runs once).
  * The approval is bound to the requesting actor (account + agent) and to the SHA-256 of the RFC
  * 8785 canonical JSON of `{ service, tool, arguments }` (service and tool ids), so it cannot be
  * used for other arguments, another tool or by another agent.
@@ -73,10 +74,12 @@ function sameAgent(actor: SessionActor): SQL {
 }
 
 /**
- * Admit a governed call only with an approval. Without `approvalId`: create a pending request for
- * this actor and call (or reuse the pending one of an identical call), emit `approval.requested`,
- * and throw 202. With it: use the approval up if it is a granted, unexpired, unused approval of
- * this actor for exactly this call (arguments hash) — then return, and the call runs.
+ * Admit a governed call only with an approval. With `approvalId`: use the approval up if it is a
+ * granted, unexpired, unused approval of this actor for exactly this call (arguments hash) — then
+ * return, and the call runs. Without it: use up the granted approval of this actor for this exact
+ * call if there is one (a plain retry of the same call, as MCP clients retry after a URL
+ * elicitation); else create a pending request (or reuse the pending one of an identical call),
+ * emit `approval.requested`, and throw 202.
  * @throws AppError approval_required (202; also while the named approval is still pending),
  *         approval_denied (403, with `reason`), approval_invalid (409: used, expired, or bound to
  *         another call; `approval_status` says which), not_found (404: unknown id, another account's
@@ -89,25 +92,57 @@ export async function requireApproval(
   approvalId: string | undefined,
 ): Promise<void> {
   const hash = callHash(call);
-  if (approvalId === undefined) throw approvalRequired(ctx, await pendingRequest(ctx, actor, call, hash));
+  if (approvalId === undefined) {
+    if (await useGranted(ctx, actor, hash)) return;
+    throw approvalRequired(ctx, await pendingRequest(ctx, actor, call, hash));
+  }
   const now = new Date();
   const mine = and(eq(toolApprovals.id, approvalId), eq(toolApprovals.accountId, actor.accountId), sameAgent(actor));
-  const [used] = await ctx.db
+  if (await use(ctx, mine, hash, now)) return;
+  const [row] = await ctx.db.select().from(toolApprovals).where(mine);
+  if (!row) throw notFound('Approval');
+  throw refusal(ctx, row, hash, now);
+}
+
+/** Use up the approval `which` if it is granted, unexpired and for the call hashed `hash`. @returns whether it was */
+async function use(ctx: AppContext, which: SQL | undefined, hash: string, now: Date): Promise<boolean> {
+  const used = await ctx.db
     .update(toolApprovals)
     .set({ status: 'used', usedAt: now, updatedAt: now })
     .where(
       and(
-        mine,
+        which,
         eq(toolApprovals.callHash, hash),
         eq(toolApprovals.status, 'approved'),
         gt(toolApprovals.expiresAt, now),
       ),
     )
     .returning({ id: toolApprovals.id });
-  if (used) return;
-  const [row] = await ctx.db.select().from(toolApprovals).where(mine);
-  if (!row) throw notFound('Approval');
-  throw refusal(ctx, row, hash, now);
+  return used.length > 0;
+}
+
+/** Use up a granted approval of `actor` for the call hashed `hash`, if one exists (oldest first). @returns whether one was */
+async function useGranted(ctx: AppContext, actor: SessionActor, hash: string): Promise<boolean> {
+  for (;;) {
+    const now = new Date();
+    const [granted] = await ctx.db
+      .select({ id: toolApprovals.id })
+      .from(toolApprovals)
+      .where(
+        and(
+          eq(toolApprovals.accountId, actor.accountId),
+          sameAgent(actor),
+          eq(toolApprovals.callHash, hash),
+          eq(toolApprovals.status, 'approved'),
+          gt(toolApprovals.expiresAt, now),
+        ),
+      )
+      .orderBy(toolApprovals.id)
+      .limit(1);
+    if (!granted) return false;
+    // A concurrent retry may use it first: then look again (it is no longer a candidate).
+    if (await use(ctx, eq(toolApprovals.id, granted.id), hash, now)) return true;
+  }
 }
 
 /** Why the approval `row` does not admit the call hashed `hash` (it was not used up). */

@@ -129,6 +129,21 @@ describe('approval gate', () => {
     expect(used.used_at).not.toBeNull();
   });
 
+  it('a plain retry of the same call uses its granted approval once; a further retry asks anew', async () => {
+    const u = await createUser(app);
+    const actor = { accountId: u.userId, agentId: null };
+    const c = governed({ path: '/r.txt' });
+    const id = (await refusal(actor, c)).extra?.approval_id as string;
+    await call(app, { method: 'POST', url: `/v1/approvals/${id}/approve`, headers: u.headers }, 200);
+    // Another call of the same actor is not admitted by it.
+    expect((await refusal(actor, governed({ path: '/s.txt' }))).extra?.approval_id).not.toBe(id);
+    await expect(requireApproval(ctx, actor, c, undefined)).resolves.toBeUndefined();
+    const next = await refusal(actor, c);
+    expect(next.code).toBe('approval_required');
+    expect(next.extra?.approval_id).not.toBe(id);
+    expect((await refusal(actor, c, id)).extra?.approval_status).toBe('used');
+  });
+
   it('a denial is refused with 403 and its reason; a decided approval cannot be decided again', async () => {
     const u = await createUser(app);
     const actor = { accountId: u.userId, agentId: null };
