@@ -33,6 +33,7 @@ import { deploymentRoutes } from './modules/deployments/routes.js';
 import { scheduleRoutes } from './modules/schedules/routes.js';
 import { triggerRoutes } from './modules/triggers/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
+import { a2aRoutes } from './modules/a2a/routes.js';
 import { approvalRoutes } from './modules/approvals/routes.js';
 import { resolveApiKey } from './modules/api-keys/service.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -253,6 +254,7 @@ export async function buildApp(
   await app.register(scheduleRoutes, { ctx });
   await app.register(triggerRoutes, { ctx });
   await app.register(webhookRoutes, { ctx });
+  await app.register(a2aRoutes, { ctx });
   await app.register(approvalRoutes, { ctx });
   await app.register(publishingRoutes, { ctx });
   const identity = await IdentityService.create(ctx);
