@@ -35,6 +35,7 @@ import { triggerRoutes } from './modules/triggers/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 import { a2aRoutes } from './modules/a2a/routes.js';
 import { approvalRoutes } from './modules/approvals/routes.js';
+import { policyRoutes } from './modules/policies/routes.js';
 import { resolveApiKey } from './modules/api-keys/service.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { adminRoutes } from './modules/admin/routes.js';
@@ -256,6 +257,7 @@ export async function buildApp(
   await app.register(webhookRoutes, { ctx });
   await app.register(a2aRoutes, { ctx });
   await app.register(approvalRoutes, { ctx });
+  await app.register(policyRoutes, { ctx });
   await app.register(publishingRoutes, { ctx });
   const identity = await IdentityService.create(ctx);
   ctx.auth.addJwtResolver({
