@@ -50,12 +50,13 @@ export function InvocationsTab({ agentId }: { agentId: string }) {
       <Section state={runs} empty={(d) => d.length === 0} emptyText="No runs yet.">
         {(d) => (
           <Table data-testid="runs">
-            <TableHead columns={['When', 'Version', 'Status', 'Duration', { hidden: 'Logs' }]} />
+            <TableHead columns={['When', 'Version', 'Trigger', 'Status', 'Duration', { hidden: 'Logs' }]} />
             <Table.Tbody>
               {d.map((i) => (
                 <Table.Tr key={i.id}>
                   <Table.Td>{fmtDate(i.created_at)}</Table.Td>
                   <Table.Td>v{i.version}</Table.Td>
+                  <Table.Td>{i.trigger}</Table.Td>
                   <Table.Td>
                     <Badge color={STATUS_COLOR[i.status] ?? 'gray'}>{i.status}</Badge>
                   </Table.Td>
@@ -103,7 +104,8 @@ function RunLogs({ agentId, run }: { agentId: string; run: Run }) {
   return (
     <Stack>
       <Text size="sm">
-        {run.status} · v{run.version} · {fmtDate(run.created_at)} {state === 'following' ? '· following live' : ''}
+        {run.status} · v{run.version} · {run.trigger} · {fmtDate(run.created_at)}{' '}
+        {state === 'following' ? '· following live' : ''}
       </Text>
       <ProblemAlert error={error} />
       {state === 'done' && lines.length === 0 ? (
@@ -119,7 +121,7 @@ function InvocationView({ inv }: { inv: Invocation }) {
   return (
     <Stack gap={4}>
       <Text size="sm">
-        {inv.status} in {inv.duration_ms ?? '—'} ms (v{inv.version})
+        {inv.status} in {inv.duration_ms ?? '—'} ms (v{inv.version}, trigger {inv.trigger})
       </Text>
       {inv.error ? (
         <Text c="red">

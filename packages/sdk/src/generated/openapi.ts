@@ -1158,6 +1158,232 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/a2a/agents/{agent_id}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The A2A v1 agent card of a published agent (404 unless published) */
+        get: operations["a2a.card"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/agents/{agent_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A2A JSON-RPC 2.0 (v1 methods with A2A-Version: 1.0, v0.3 methods otherwise); SSE for the streaming methods */
+        post: operations["a2a.rpc"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/agents/{id}/a2a": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the agent is published over A2A, with its A2A URLs */
+        get: operations["a2a.get"];
+        /** Publish the agent over A2A (enabled: true) or withdraw it (enabled: false) */
+        put: operations["a2a.publish"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's approval requests of held tool calls, newest first
+         * @description An agent token sees only the requests of its own calls.
+         */
+        get: operations["approvals.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One approval request: the held call (service, tool, arguments, agent, policies) and its state */
+        get: operations["approvals.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a pending call: the caller may then re-submit it once with approval_id
+         * @description Needs a user of the account with the `approvals:decide` scope; agents never decide.
+         */
+        post: operations["approvals.approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/approvals/{id}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deny a pending call (optional reason, shown to the caller)
+         * @description Needs a user of the account with the `approvals:decide` scope; agents never decide.
+         */
+        post: operations["approvals.deny"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policies/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The Cedar schema policies are validated against (namespace Platform)
+         * @description Cedar schema text: principals `User`/`Agent` in `Account`, action `execute`, resource `Tool` in `Service`, context `arguments`, `numbers`, `argument_names`, `time`, `calls`.
+         */
+        get: operations["policies.schema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's policies and the global ones */
+        get: operations["policies.list"];
+        put?: never;
+        /**
+         * Create a policy (one Cedar forbid statement)
+         * @description Validated against `GET /v1/policies/schema`; errors answer 400 `validation_failed` with `cedar_errors` (line, column). `scope: global` needs the admin role.
+         */
+        post: operations["policies.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policies/evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Dry run: the decision of the policies on a tool call, and which policies decided */
+        post: operations["policies.evaluate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policies/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's policy decisions on tool calls, newest first
+         * @description Every decision of a non-empty policy set (allow, deny, approval); kept 30 days.
+         */
+        get: operations["policies.decisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policies/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One policy (the account’s or a global one) */
+        get: operations["policies.get"];
+        put?: never;
+        post?: never;
+        /** Delete a policy */
+        delete: operations["policies.delete"];
+        options?: never;
+        head?: never;
+        /** Change a policy’s text, description or enabled flag */
+        patch: operations["policies.update"];
+        trace?: never;
+    };
     "/v1/services/{id}/publish": {
         parameters: {
             query?: never;
@@ -4069,6 +4295,8 @@ export interface operations {
                     };
                     /** @description upstream timeout; capped by UPSTREAM_MAX_TIMEOUT_MS */
                     timeout_ms?: number;
+                    /** @description a granted approval (`apr_…`) of exactly this call, after a 202 `approval_required` (single use) */
+                    approval_id?: string;
                 };
             };
         };
@@ -7898,6 +8126,8 @@ export interface operations {
                         version: number;
                         status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
                         async: boolean;
+                        /** @description what started it: api (POST …/invoke), schedule (a cron tick), trigger (a delivery to /hooks/:id), a2a (an A2A message) */
+                        trigger: "api" | "schedule" | "trigger" | "a2a";
                         error: null | {
                             /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
                             code: string;
@@ -7961,6 +8191,8 @@ export interface operations {
                         version: number;
                         status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
                         async: boolean;
+                        /** @description what started it: api (POST …/invoke), schedule (a cron tick), trigger (a delivery to /hooks/:id), a2a (an A2A message) */
+                        trigger: "api" | "schedule" | "trigger" | "a2a";
                         error: null | {
                             /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
                             code: string;
@@ -8539,6 +8771,8 @@ export interface operations {
                             version: number;
                             status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
                             async: boolean;
+                            /** @description what started it: api (POST …/invoke), schedule (a cron tick), trigger (a delivery to /hooks/:id), a2a (an A2A message) */
+                            trigger: "api" | "schedule" | "trigger" | "a2a";
                             error: null | {
                                 /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
                                 code: string;
@@ -8634,6 +8868,8 @@ export interface operations {
                         version: number;
                         status: "queued" | "running" | "succeeded" | "failed" | "timed_out";
                         async: boolean;
+                        /** @description what started it: api (POST …/invoke), schedule (a cron tick), trigger (a delivery to /hooks/:id), a2a (an A2A message) */
+                        trigger: "api" | "schedule" | "trigger" | "a2a";
                         error: null | {
                             /** @description handler_error, load_error, invalid_handler, permission_denied, timeout, out_of_memory, output_too_large, crashed, … */
                             code: string;
@@ -10019,7 +10255,7 @@ export interface operations {
                      * @description http(s) URL; checked against private and internal addresses at every delivery
                      */
                     url: string;
-                    events: ("execution.failed" | "webhook.endpoint_disabled" | "*")[];
+                    events: ("execution.failed" | "invocation.completed" | "invocation.failed" | "deployment.activated" | "deployment.failed" | "connection.expired" | "quota.exhausted" | "approval.requested" | "webhook.endpoint_disabled" | "*")[];
                     description?: string;
                 };
             };
@@ -10221,7 +10457,7 @@ export interface operations {
                      * @description http(s) URL; checked against private and internal addresses at every delivery
                      */
                     url?: string;
-                    events?: ("execution.failed" | "webhook.endpoint_disabled" | "*")[];
+                    events?: ("execution.failed" | "invocation.completed" | "invocation.failed" | "deployment.activated" | "deployment.failed" | "connection.expired" | "quota.exhausted" | "approval.requested" | "webhook.endpoint_disabled" | "*")[];
                     description?: null | string;
                     /** @description true re-enables a disabled endpoint */
                     enabled?: boolean;
@@ -10443,6 +10679,1276 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "a2a.card": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description AgentCard (A2A v1 JSON) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "a2a.rpc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description a JSON-RPC 2.0 request */
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description a JSON-RPC 2.0 response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "a2a.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agent_id: string;
+                        /** @description true: the agent card and the JSON-RPC endpoint answer */
+                        enabled: boolean;
+                        /** @description the agent's A2A JSON-RPC endpoint (POST) */
+                        url: string;
+                        /** @description the agent card (GET, no credential needed while published) */
+                        card_url: string;
+                        created_at: null | string;
+                        updated_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "a2a.publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true publishes the agent over A2A, false withdraws it */
+                    enabled: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agent_id: string;
+                        /** @description true: the agent card and the JSON-RPC endpoint answer */
+                        enabled: boolean;
+                        /** @description the agent's A2A JSON-RPC endpoint (POST) */
+                        url: string;
+                        /** @description the agent card (GET, no credential needed while published) */
+                        card_url: string;
+                        created_at: null | string;
+                        updated_at: null | string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "approvals.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description `pending` (waits for a decision), `approved` (the caller may re-submit the call once), `denied`, `expired` (no decision, or not used, in time), `used` (the approved call ran) */
+                status?: "pending" | "approved" | "denied" | "expired" | "used";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description `apr_…`; pass it as `approval_id` when re-submitting the call */
+                            id: string;
+                            /** @description `pending` (waits for a decision), `approved` (the caller may re-submit the call once), `denied`, `expired` (no decision, or not used, in time), `used` (the approved call ran) */
+                            status: "pending" | "approved" | "denied" | "expired" | "used";
+                            /** @description the requesting agent; null for the account’s own calls */
+                            agent_id: null | string;
+                            service_id: string;
+                            service_name: string;
+                            tool_id: string;
+                            tool_name: string;
+                            /** @description the exact arguments the approval admits */
+                            arguments: {
+                                [key: string]: unknown;
+                            };
+                            /** @description the policies that required the approval */
+                            policy_ids: string[];
+                            /** @description the reason given with a denial */
+                            reason: null | string;
+                            /** @description the user who approved or denied */
+                            decided_by: null | string;
+                            decided_at: null | string;
+                            used_at: null | string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description the console page where a person decides */
+                            approval_url: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "approvals.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `apr_…`; pass it as `approval_id` when re-submitting the call */
+                        id: string;
+                        /** @description `pending` (waits for a decision), `approved` (the caller may re-submit the call once), `denied`, `expired` (no decision, or not used, in time), `used` (the approved call ran) */
+                        status: "pending" | "approved" | "denied" | "expired" | "used";
+                        /** @description the requesting agent; null for the account’s own calls */
+                        agent_id: null | string;
+                        service_id: string;
+                        service_name: string;
+                        tool_id: string;
+                        tool_name: string;
+                        /** @description the exact arguments the approval admits */
+                        arguments: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the policies that required the approval */
+                        policy_ids: string[];
+                        /** @description the reason given with a denial */
+                        reason: null | string;
+                        /** @description the user who approved or denied */
+                        decided_by: null | string;
+                        decided_at: null | string;
+                        used_at: null | string;
+                        /** Format: date-time */
+                        expires_at: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description the console page where a person decides */
+                        approval_url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "approvals.approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `apr_…`; pass it as `approval_id` when re-submitting the call */
+                        id: string;
+                        /** @description `pending` (waits for a decision), `approved` (the caller may re-submit the call once), `denied`, `expired` (no decision, or not used, in time), `used` (the approved call ran) */
+                        status: "pending" | "approved" | "denied" | "expired" | "used";
+                        /** @description the requesting agent; null for the account’s own calls */
+                        agent_id: null | string;
+                        service_id: string;
+                        service_name: string;
+                        tool_id: string;
+                        tool_name: string;
+                        /** @description the exact arguments the approval admits */
+                        arguments: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the policies that required the approval */
+                        policy_ids: string[];
+                        /** @description the reason given with a denial */
+                        reason: null | string;
+                        /** @description the user who approved or denied */
+                        decided_by: null | string;
+                        decided_at: null | string;
+                        used_at: null | string;
+                        /** Format: date-time */
+                        expires_at: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description the console page where a person decides */
+                        approval_url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "approvals.deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description shown to the caller */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `apr_…`; pass it as `approval_id` when re-submitting the call */
+                        id: string;
+                        /** @description `pending` (waits for a decision), `approved` (the caller may re-submit the call once), `denied`, `expired` (no decision, or not used, in time), `used` (the approved call ran) */
+                        status: "pending" | "approved" | "denied" | "expired" | "used";
+                        /** @description the requesting agent; null for the account’s own calls */
+                        agent_id: null | string;
+                        service_id: string;
+                        service_name: string;
+                        tool_id: string;
+                        tool_name: string;
+                        /** @description the exact arguments the approval admits */
+                        arguments: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the policies that required the approval */
+                        policy_ids: string[];
+                        /** @description the reason given with a denial */
+                        reason: null | string;
+                        /** @description the user who approved or denied */
+                        decided_by: null | string;
+                        decided_at: null | string;
+                        used_at: null | string;
+                        /** Format: date-time */
+                        expires_at: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description the console page where a person decides */
+                        approval_url: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        schema: string;
+                        /** @enum {string} */
+                        format: "cedar";
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.list": {
+        parameters: {
+            query?: {
+                /** @description `account`: binds the account’s own calls, its agents and API keys; `global` (admins only): binds everyone */
+                scope?: "account" | "global";
+                enabled?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description `pol_…`; the id a denial names */
+                            id: string;
+                            /** @description `account`: binds the account’s own calls, its agents and API keys; `global` (admins only): binds everyone */
+                            scope: "account" | "global";
+                            /** @description the owning account (the creating admin for a global policy) */
+                            owner_id: string;
+                            description: string;
+                            /** @description the Cedar text as written */
+                            source: string;
+                            enabled: boolean;
+                            /** @description true when the policy carries `@approval("required")` */
+                            approval: boolean;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description One Cedar `forbid` statement, validated against `GET /v1/policies/schema`; `@approval("required")` holds a matching call for a person’s approval instead of denying it */
+                    source: string;
+                    description?: string;
+                    /** @default true */
+                    enabled?: boolean;
+                    /** @description `account`: binds the account’s own calls, its agents and API keys; `global` (admins only): binds everyone */
+                    scope?: "account" | "global";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `pol_…`; the id a denial names */
+                        id: string;
+                        /** @description `account`: binds the account’s own calls, its agents and API keys; `global` (admins only): binds everyone */
+                        scope: "account" | "global";
+                        /** @description the owning account (the creating admin for a global policy) */
+                        owner_id: string;
+                        description: string;
+                        /** @description the Cedar text as written */
+                        source: string;
+                        enabled: boolean;
+                        /** @description true when the policy carries `@approval("required")` */
+                        approval: boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description service id or name */
+                    service: string;
+                    /** @description tool name or id */
+                    tool: string;
+                    arguments?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description evaluate as this agent of the account (default: the account itself) */
+                    agent_id?: string;
+                    /** @description the credential’s scopes (default: all) */
+                    scopes?: string[];
+                    /**
+                     * Format: date-time
+                     * @description evaluation instant (default: now)
+                     */
+                    at?: string;
+                    calls?: {
+                        last_hour: number;
+                        last_day: number;
+                    };
+                    /** @description a draft policy evaluated together with the enabled ones (id `draft`); not stored */
+                    source?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        decision: "allow" | "deny" | "approval";
+                        /** @description the policies that decided (the forbids that matched) */
+                        policy_ids: string[];
+                        /** @description policies that failed to evaluate (they do not apply) */
+                        errors: {
+                            policy_id: string;
+                            message: string;
+                        }[];
+                        /** @description how many policies could apply to this principal and tool */
+                        evaluated: number;
+                        principal: string;
+                        resource: string;
+                        /** @description the context as the policies saw it */
+                        context: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.decisions": {
+        parameters: {
+            query?: {
+                decision?: "allow" | "deny" | "approval";
+                agent_id?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            principal: string;
+                            agent_id: null | string;
+                            service_id: string;
+                            tool_id: string;
+                            /** @description `<service>/<tool>` */
+                            tool: string;
+                            decision: "allow" | "deny" | "approval";
+                            policy_ids: string[];
+                            errors: {
+                                policy_id: string;
+                                message: string;
+                            }[];
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `pol_…`; the id a denial names */
+                        id: string;
+                        /** @description `account`: binds the account’s own calls, its agents and API keys; `global` (admins only): binds everyone */
+                        scope: "account" | "global";
+                        /** @description the owning account (the creating admin for a global policy) */
+                        owner_id: string;
+                        description: string;
+                        /** @description the Cedar text as written */
+                        source: string;
+                        enabled: boolean;
+                        /** @description true when the policy carries `@approval("required")` */
+                        approval: boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "policies.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description One Cedar `forbid` statement, validated against `GET /v1/policies/schema`; `@approval("required")` holds a matching call for a person’s approval instead of denying it */
+                    source?: string;
+                    description?: string;
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `pol_…`; the id a denial names */
+                        id: string;
+                        /** @description `account`: binds the account’s own calls, its agents and API keys; `global` (admins only): binds everyone */
+                        scope: "account" | "global";
+                        /** @description the owning account (the creating admin for a global policy) */
+                        owner_id: string;
+                        description: string;
+                        /** @description the Cedar text as written */
+                        source: string;
+                        enabled: boolean;
+                        /** @description true when the policy carries `@approval("required")` */
+                        approval: boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12640,7 +14146,7 @@ export interface operations {
                             /** @description first characters of the key, to tell keys apart */
                             prefix: string;
                             /** @description what the key may do; a key created without `scopes` has every scope */
-                            scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage")[];
+                            scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
                             last_used_at: null | string;
                             /** @description after this instant the key answers 401 token_expired; null = never */
                             expires_at: null | string;
@@ -12703,7 +14209,7 @@ export interface operations {
                     /** Format: date-time */
                     expires_at?: string;
                     /** @description default: the creating credential's scopes (every scope for a user's own token); an API key may only give a subset of its own (403 exceeds_credential) */
-                    scopes?: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage")[];
+                    scopes?: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
                 };
             };
         };
@@ -12720,7 +14226,7 @@ export interface operations {
                         /** @description first characters of the key, to tell keys apart */
                         prefix: string;
                         /** @description what the key may do; a key created without `scopes` has every scope */
-                        scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage")[];
+                        scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
                         last_used_at: null | string;
                         /** @description after this instant the key answers 401 token_expired; null = never */
                         expires_at: null | string;
@@ -13792,6 +15298,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -13982,6 +15497,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14068,6 +15592,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14212,6 +15745,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14385,6 +15927,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -14466,6 +16017,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14568,6 +16128,15 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14640,6 +16209,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14734,6 +16312,15 @@ export interface operations {
             };
             /** @description Default Response */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
