@@ -1,0 +1,158 @@
+/**
+ * One policy, every face: a `forbid` of the account denies the same call on REST, the MCP
+ * `execute_tool` meta tool and the exposed `<service>__<tool>` tool (official SDK client), and in
+ * a deployed agent's handler (`context.tools.execute` in the sandbox, through the broker) — with
+ * `policy_denied` and the policy's id, and without reaching the upstream; an allowed call still
+ * runs on each face.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
+import { execute, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
+import { connectMcp, type McpConnection } from '../../helpers/mcp.js';
+import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
+import { createAgent, deployReady, tarball } from '../deployments/fixtures.js';
+
+const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '100000', QUOTA_FREE_MONTH: '100000' });
+
+const HANDLER = `
+export default async function (input, context) {
+  try {
+    const r = await context.tools.execute(input.service, input.tool, input.args);
+    return { ok: true, status: r.status };
+  } catch (e) {
+    return { ok: false, code: e.code, status: e.status, message: e.message, details: e.details ?? null };
+  }
+}
+`;
+
+let base: string;
+let upstream: ToolUpstream;
+let svc: { id: string; name: string };
+let u: TestUser;
+let sid: string;
+let mcp: McpConnection;
+let agentId: string;
+let policyId: string;
+
+beforeAll(async () => {
+  base = await listen(app);
+  upstream = await startToolUpstream();
+  const publisher = await createUser(app);
+  svc = await registerService(base, publisher, {
+    name: `polfaces-${Date.now().toString(36)}`,
+    description: 'items',
+    base_url: upstream.url,
+    tools: [
+      {
+        name: 'get_item',
+        description: 'Get an item',
+        method: 'GET',
+        path: '/items/{id}',
+        input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+      },
+      {
+        name: 'delete_item',
+        description: 'Delete an item',
+        method: 'DELETE',
+        path: '/items/{id}',
+        input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+      },
+    ],
+  });
+  await publish(ctx, svc.id);
+  u = await createUser(app);
+  await subscribe(base, u, svc.id);
+  sid = await newSession(base, u.headers);
+  const { body: p } = await call(
+    app,
+    {
+      method: 'POST',
+      url: '/v1/policies',
+      headers: u.headers,
+      payload: {
+        description: 'nobody deletes',
+        source: 'forbid(principal, action, resource) when { resource.tags.contains("destructive") };',
+      },
+    },
+    201,
+  );
+  policyId = p.id;
+  mcp = await connectMcp(base, u.headers, { query: '?expose_tools=true' });
+  const agent = await createAgent(app, u);
+  agentId = agent.id;
+  await call(
+    app,
+    {
+      method: 'POST',
+      url: `/v2/agents/${agentId}/tools/subscribe`,
+      headers: u.headers,
+      payload: { service: svc.name },
+    },
+    201,
+  );
+  const dep = await deployReady(app, u.headers, agentId, await tarball({ 'index.mjs': HANDLER }));
+  expect(dep.status).toBe('active');
+}, 180_000);
+
+afterAll(async () => {
+  await mcp?.close();
+  await upstream?.close();
+});
+
+const deletes = () => upstream.seen.filter((r) => r.method === 'DELETE').length;
+
+async function invoke(input: Record<string, unknown>) {
+  const { body } = await call(
+    app,
+    { method: 'POST', url: `/v2/agents/${agentId}/invoke`, headers: u.headers, payload: { input } },
+    200,
+  );
+  return body;
+}
+
+describe('policies on every face', () => {
+  it('REST: 403 policy_denied naming the policy', async () => {
+    const before = deletes();
+    const r = await execute(base, u.headers, sid, { service: svc.name, tool: 'delete_item', arguments: { id: '1' } });
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ code: 'policy_denied', policy_ids: [policyId] });
+    expect(deletes()).toBe(before);
+  });
+
+  it('MCP execute_tool (meta) and the exposed tool: a tool error with policy_denied', async () => {
+    const before = deletes();
+    const meta = await mcp.call('execute_tool', { service: svc.name, tool: 'delete_item', arguments: { id: '1' } });
+    expect(meta.isError).toBe(true);
+    expect(meta.structuredContent?.code).toBe('policy_denied');
+    expect(JSON.stringify(meta.content)).toContain(policyId);
+    const exposed = await mcp.call(`${svc.name}__delete_item`, { id: '1' });
+    expect(exposed.isError).toBe(true);
+    expect(exposed.structuredContent?.code).toBe('policy_denied');
+    expect(JSON.stringify(exposed.content)).toContain(policyId);
+    expect(deletes()).toBe(before);
+    const allowed = await mcp.call(`${svc.name}__get_item`, { id: '1' });
+    expect(allowed.isError).toBeFalsy();
+  });
+
+  it('deployed agent: context.tools.execute rejects with policy_denied', async () => {
+    const before = deletes();
+    const inv = await invoke({ service: svc.name, tool: 'delete_item', args: { id: '1' } });
+    expect(inv.status).toBe('succeeded');
+    expect(inv.output).toMatchObject({ ok: false, code: 'policy_denied', status: 403 });
+    expect(inv.output.message).toContain(policyId);
+    expect(deletes()).toBe(before);
+    const fine = await invoke({ service: svc.name, tool: 'get_item', args: { id: '1' } });
+    expect(fine.output).toMatchObject({ ok: true, status: 'succeeded' });
+  });
+
+  it('logs the decisions of every face, the agent’s under its id', async () => {
+    const { body } = await call(
+      app,
+      { method: 'GET', url: '/v1/policies/decisions?decision=deny', headers: u.headers },
+      200,
+    );
+    expect(body.data.length).toBeGreaterThanOrEqual(4);
+    expect(body.data.some((d: { agent_id: string | null }) => d.agent_id === agentId)).toBe(true);
+    expect(body.data.every((d: { policy_ids: string[] }) => d.policy_ids[0] === policyId)).toBe(true);
+  });
+});
