@@ -60,6 +60,8 @@ const PUBLIC: Record<string, string> = {
   'mcp.resourceMetadata':
     'OAuth 2.0 Protected Resource Metadata (RFC 9728) must be public for MCP clients to discover sign-in',
   'mcp.resourceMetadataRoot': 'the same metadata at the root well-known location (RFC 9728 §3)',
+  'a2a.card':
+    'A2A discovery (agent card at the well-known path): public while the owner has published the agent over A2A, 404 otherwise',
   'triggers.deliver':
     "an inbound trigger's URL: the delivery's signature (or bearer secret) made with the trigger's own secret is the credential",
 };

@@ -239,6 +239,8 @@ export function ownedId(acct: Account, path: string, name: string): string | nul
       return acct.serviceId;
     case 'toolId':
       return acct.toolId;
+    case 'agent_id':
+      return acct.agent.id;
     case 'exeId':
     case 'reportId':
     case 'scheduleId':
