@@ -91,7 +91,6 @@ export async function idpRoutes(
   const providerOf = async () => (await built()).provider;
   deferred?.push(built);
   const publicUrl = new URL(identity.platformIssuer);
-  const trustProxy = config.trustProxy;
   const timer = setInterval(() => {
     purgeExpiredPayloads(ctx.db).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idp purge failed'));
   }, 10 * 60_000);
@@ -107,10 +106,12 @@ export async function idpRoutes(
     raw.originalUrl = raw.url;
     raw.url = raw.url!.slice(IDP_PREFIX.length) || '/';
     // The provider presents itself at PUBLIC_URL whatever Host/X-Forwarded-* the client sent
-    // (endpoint URLs, cookie `secure` flag); client addresses only from a trusted proxy.
+    // (endpoint URLs, cookie `secure` flag), and sees the client address Fastify settled on
+    // (TRUST_PROXY rules), never a client-supplied X-Forwarded-For chain: the provider's `ctx.ip`
+    // keys the metadata-document fetch budget (idp-cimd.ts).
     raw.headers['x-forwarded-host'] = publicUrl.host;
     raw.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
-    if (!trustProxy) delete raw.headers['x-forwarded-for'];
+    raw.headers['x-forwarded-for'] = req.ip;
     reply.raw.setHeader('x-request-id', String(req.id));
     handle(raw, reply.raw);
   };

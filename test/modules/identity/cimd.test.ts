@@ -302,11 +302,12 @@ describe(`Client ID Metadata Documents on /idp (${ctx.database.engine})`, () => 
   });
 
   it('budgets fetches per client IP (MCP_CLIENT_METADATA_FETCHES_PER_MINUTE)', async () => {
-    const ask = (n: number) =>
+    const ask = (n: number, headers: Record<string, string> = {}) =>
       strict.app.inject({
         method: 'GET',
         url: authorizeUrl(`https://192.0.2.${n}/clients/c.json`, strict.config.publicUrl),
         remoteAddress: '198.51.100.9',
+        headers,
       });
     // Two fetches allowed this minute for this IP (each refused by the address guard), the third over budget.
     expect((await ask(1)).body).toContain('fetch failed');
@@ -314,6 +315,8 @@ describe(`Client ID Metadata Documents on /idp (${ctx.database.engine})`, () => 
     const over = await ask(3);
     expect(over.statusCode).toBe(400);
     expect(over.body).toContain('fetch not allowed');
+    // A client-supplied X-Forwarded-For does not buy a fresh budget (no trusted proxy here).
+    expect((await ask(5, { 'x-forwarded-for': '192.0.2.200' })).body).toContain('fetch not allowed');
     // Another IP has its own budget.
     const other = await strict.app.inject({
       method: 'GET',
