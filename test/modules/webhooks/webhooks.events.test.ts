@@ -2,67 +2,23 @@
  * Every outbound event type reaches an endpoint subscribed to it, signed per Standard Webhooks
  * (verified with the `standardwebhooks` package): invocation.completed / invocation.failed and
  * deployment.activated / deployment.failed from real deployments and invocations in the sandbox;
- * connection.expired, quota.exhausted (once per window, however many refusals) and
- * approval.requested from their platform events on the hub. An endpoint not subscribed to a type
+ * quota.exhausted from real refused quota counts (once per window, however many refusals, also
+ * from a second instance on PostgreSQL); connection.expired and approval.requested from their
+ * platform events on the hub. An endpoint not subscribed to a type
  * receives none of it.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { subscriptions } from '../../../src/db/schema/index.js';
+import { newId } from '../../../src/http/ids.js';
+import { consumeQuota } from '../../../src/modules/subscriptions/quota.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { createAgent, deployReady, HANDLERS, tarball, waitFor } from '../deployments/fixtures.js';
+import { ofType, subscribed as subscribedOn } from './receiver.js';
 
-const { app, ctx } = await setupApp({ WEBHOOK_RETRY_BASE_MS: '50' });
+const { app, ctx } = await setupApp({ WEBHOOK_RETRY_BASE_MS: '50', QUOTA_FREE_DAY: '3' });
 
-interface Received {
-  type: string;
-  data: Record<string, any>;
-  id: string;
-}
-
-/** A receiver on loopback that verifies each delivery with `secret` (set once the endpoint exists) and keeps the events. */
-async function receiver() {
-  const got: Received[] = [];
-  const bad: string[] = [];
-  const state = { secret: '' };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString();
-      try {
-        const ev = new Webhook(state.secret).verify(body, {
-          'webhook-id': String(req.headers['webhook-id']),
-          'webhook-timestamp': String(req.headers['webhook-timestamp']),
-          'webhook-signature': String(req.headers['webhook-signature']),
-        }) as { type: string; data: Record<string, any> };
-        got.push({ ...ev, id: String(req.headers['webhook-id']) });
-        res.writeHead(204).end();
-      } catch (err) {
-        bad.push((err as Error).message);
-        res.writeHead(400).end();
-      }
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  afterAll(() => new Promise<void>((r) => server.close(() => r())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got, bad, state };
-}
-
-/** A receiver subscribed to `events` for `user`. */
-async function subscribed(user: TestUser, events: string[]) {
-  const rx = await receiver();
-  const { body } = await call(
-    app,
-    { method: 'POST', url: '/v2/webhooks', headers: user.headers, payload: { url: rx.url, events } },
-    201,
-  );
-  rx.state.secret = body.secret;
-  return rx;
-}
-
-const ofType = (rx: { got: Received[] }, type: string) => rx.got.filter((g) => g.type === type);
+/** A receiver subscribed to `events` for `user` on this file's app. */
+const subscribed = (user: TestUser, events: string[]) => subscribedOn(app, user, events);
 
 describe('outbound webhook events', () => {
   it('deployment.activated / deployment.failed and invocation.completed / invocation.failed, signed', async () => {
@@ -147,18 +103,31 @@ describe('outbound webhook events', () => {
       expiresAt: '2030-01-01T00:00:00.000Z',
       url: 'http://127.0.0.1/console/approvals/apr_1',
     });
+    // The real counting path: a free plan of 3 calls a day, 10 calls at once, then 5 more.
+    const serviceId = newId('svc');
+    const subscriptionId = newId('sub');
+    await ctx.db.insert(subscriptions).values({ id: subscriptionId, userId: user.userId, serviceId, plan: 'free' });
+    const burst = await Promise.allSettled(Array.from({ length: 10 }, () => consumeQuota(ctx, user.userId, serviceId)));
+    expect(burst.filter((r) => r.status === 'fulfilled')).toHaveLength(3);
+    for (let i = 0; i < 5; i++) await expect(consumeQuota(ctx, user.userId, serviceId)).rejects.toThrow(/quota/);
+    await waitFor(async () => ofType(rx, 'quota.exhausted').length >= 1, 10_000, 'exhausted');
+    const day = ofType(rx, 'quota.exhausted')[0].data;
+    expect(day).toMatchObject({
+      subscription_id: subscriptionId,
+      service_id: serviceId,
+      plan: 'free',
+      window: 'day',
+      limit: 3,
+    });
     const refused = {
       accountId: user.userId,
-      serviceId: 'svc_1',
-      subscriptionId: `sub_${user.userId}`,
+      serviceId,
+      subscriptionId,
       plan: 'free',
       window: 'day' as const,
-      limit: 100,
-      resetsAt: '2030-01-02T00:00:00.000Z',
+      limit: 3,
+      resetsAt: day.resets_at as string,
     };
-    // Many refusals of one window (some from "another instance": a cold memo), then another window.
-    for (let i = 0; i < 5; i++) ctx.events.emit('quota.refused', refused);
-    await waitFor(async () => ofType(rx, 'quota.exhausted').length >= 1, 10_000, 'exhausted');
     if (process.env.TEST_DATABASE_URL) {
       // A second instance on the same database refuses in the same window: no second announcement.
       const second = await setupApp();
@@ -183,7 +152,7 @@ describe('outbound webhook events', () => {
       },
     ]);
     expect(ofType(rx, 'quota.exhausted').map((e) => [e.data.window, e.data.resets_at])).toEqual([
-      ['day', '2030-01-02T00:00:00.000Z'],
+      ['day', day.resets_at],
       ['month', '2030-02-01T00:00:00.000Z'],
     ]);
   }, 30_000);
