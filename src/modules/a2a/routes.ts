@@ -81,6 +81,7 @@ function errorOf(err: unknown) {
   return JsonRpcTransportHandler.mapToJSONRPCError(err);
 }
 
+/** Register the a2a module's routes (card, JSON-RPC endpoint, publication) on `app`. */
 export async function a2aRoutes(app: FastifyInstance, { ctx }: { ctx: AppContext }): Promise<void> {
   // Public discovery.
   await app.register(async (scope) => {
