@@ -12,7 +12,7 @@
  * `ProxyAgent` becomes the global dispatcher, so the built-in `fetch` goes through the proxy.
  * Host → process, stdin, one JSON object per line:
  *   `{ "t": "invoke", "input": any, "context": { invocationId, agentId, deploymentId, version, deadline } }`
- *   `{ "t": "reply", "id": n, "ok": true, "value": any }` | `{ "t": "reply", "id": n, "ok": false, "error": { code, message, status? } }`
+ *   `{ "t": "reply", "id": n, "ok": true, "value": any }` | `{ "t": "reply", "id": n, "ok": false, "error": { code, message, status?, errors?, details? } }`
  * Process → host, fd 3, one JSON object per line:
  *   `{ "t": "ready", "export": name }` once the module is loaded, or `{ "t": "load_failed", "error": … }` (then exit);
  *   `{ "t": "result", "status": "succeeded", "output_json": "<JSON text>" }` | `{ "t": "result", "status": "failed", "error": … }`;
@@ -129,6 +129,14 @@ function reply(msg) {
     err.code = String(e.code || 'platform_error');
     if (typeof e.status === 'number') err.status = e.status;
     if (e.errors) err.errors = e.errors;
+    if (e.details && typeof e.details === 'object') {
+      err.details = e.details;
+      if (typeof e.details.approval_id === 'string') {
+        err.approvalId = e.details.approval_id;
+        if (typeof e.details.approval_url === 'string') err.approvalUrl = e.details.approval_url;
+        if (typeof e.details.expires_at === 'string') err.expiresAt = e.details.expires_at;
+      }
+    }
     p.reject(err);
   }
 }
@@ -137,9 +145,33 @@ const log = (level) => (message, fields) => {
   const m = typeof message === 'string' ? message : stringify(message);
   send({ t: 'log', level, message: String(m).slice(0, 8192), fields: fields && typeof fields === 'object' ? fields : undefined });
 };
+// context.tools.execute(service, tool, args, { timeout_ms?, approvalId?, waitForApproval? }): a call
+// held for a person's approval rejects with code 'approval_required' and err.approvalId; with
+// waitForApproval it polls the approval instead (250 ms doubling to 2 s) until a decision or the
+// deadline, then re-submits with the approval id (denied / expired reject as the platform answers).
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+async function executeTool(service, tool, args, options) {
+  const { waitForApproval, approvalId, ...rest } = options || {};
+  const body = { ...rest, service, tool, arguments: args === undefined ? {} : args };
+  if (approvalId !== undefined) body.approval_id = approvalId;
+  if (waitForApproval !== true) return call('tools.execute', body);
+  try {
+    return await call('tools.execute', body);
+  } catch (e) {
+    if (!e || e.code !== 'approval_required' || typeof e.approvalId !== 'string') throw e;
+    for (let pause = 250; ; pause = Math.min(pause * 2, 2000)) {
+      const left = deadline - Date.now();
+      if (left <= pause + 50) throw e;
+      await sleep(pause);
+      const state = await call('approvals.get', { id: e.approvalId });
+      if (state && state.status !== 'pending') return call('tools.execute', { ...body, approval_id: e.approvalId });
+    }
+  }
+}
+let deadline = 0;
 const platform = Object.freeze({
   tools: Object.freeze({
-    execute: (service, tool, args, options) => call('tools.execute', { ...(options || {}), service, tool, arguments: args === undefined ? {} : args }),
+    execute: executeTool,
     search: (query, options) => call('tools.search', { query, ...(options || {}) }),
   }),
   memory: Object.freeze({
@@ -171,6 +203,7 @@ async function invoke(msg) {
   running = true;
   holdLoop();
   const c = msg.context || {};
+  deadline = typeof c.deadline === 'number' ? c.deadline : 0;
   const context = Object.freeze({ ...c, getRemainingTimeInMillis: () => Math.max(0, (c.deadline || 0) - Date.now()), ...platform });
   let out;
   try {

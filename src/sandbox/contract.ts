@@ -142,15 +142,29 @@ export function cleanError(e: SandboxError, root: string, memoryMb: number): San
 }
 
 /**
- * The `error` of a failed reply to a platform call: `{ code, message, status?, errors? }` taken
- * from what the {@link Broker} threw (`platform_error` / "platform call failed" when absent).
+ * The `error` of a failed reply to a platform call: `{ code, message, status?, errors?, details? }`
+ * taken from what the {@link Broker} threw (`platform_error` / "platform call failed" when absent);
+ * `details` are the problem's extension members (`approval_id`, `execution_id`, …) when an object.
  */
-export function brokerError(thrown: unknown): { code: string; message: string; status?: number; errors?: unknown[] } {
-  const err = thrown as { code?: unknown; message?: unknown; status?: unknown; errors?: unknown } | null | undefined;
+export function brokerError(thrown: unknown): {
+  code: string;
+  message: string;
+  status?: number;
+  errors?: unknown[];
+  details?: Record<string, unknown>;
+} {
+  const err = thrown as
+    | { code?: unknown; message?: unknown; status?: unknown; errors?: unknown; details?: unknown }
+    | null
+    | undefined;
+  const details = err?.details;
   return {
     code: typeof err?.code === 'string' ? err.code : 'platform_error',
     message: typeof err?.message === 'string' ? err.message : 'platform call failed',
     ...(typeof err?.status === 'number' ? { status: err.status } : {}),
     ...(Array.isArray(err?.errors) ? { errors: err.errors } : {}),
+    ...(details && typeof details === 'object' && !Array.isArray(details)
+      ? { details: details as Record<string, unknown> }
+      : {}),
   };
 }

@@ -27,3 +27,7 @@ CREATE TABLE IF NOT EXISTS "tool_approvals" (
 CREATE INDEX IF NOT EXISTS "tool_approvals_account_idx" ON "tool_approvals" ("account_id", "id");
 --> statement-breakpoint
 CREATE UNIQUE INDEX IF NOT EXISTS "tool_approvals_pending_uq" ON "tool_approvals" ("account_id", coalesce("agent_id", ''), "call_hash") WHERE status = 'pending';
+--> statement-breakpoint
+-- Whether an MCP session's client declared URL-mode elicitation (`capabilities.elicitation.url`):
+-- a held tool call then answers with a URL elicitation (-32042) instead of a text result.
+ALTER TABLE "mcp_sessions" ADD COLUMN IF NOT EXISTS "elicitation_url" boolean DEFAULT false NOT NULL;

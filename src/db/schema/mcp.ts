@@ -18,6 +18,8 @@ export const mcpSessions = pgTable(
     protocolVersion: text('protocol_version').notNull(),
     /** Subscribed tools are listed as their own MCP tools (`<service>__<tool>`). */
     exposeTools: boolean('expose_tools').notNull().default(false),
+    /** The client declared URL-mode elicitation (`capabilities.elicitation.url`, MCP 2025-11-25). */
+    elicitationUrl: boolean('elicitation_url').notNull().default(false),
     /** The platform session `execute_tool` uses without `session_id` (created on first use). */
     platformSessionId: text('platform_session_id'),
     createdAt: createdAt(),

@@ -39,6 +39,7 @@ import { searchTools } from '../search/service.js';
 import { ExecuteBody } from '../sessions/schemas.js';
 import { createSession } from '../sessions/service.js';
 import { executeTool } from '../sessions/execute.js';
+import { approvalState } from '../approvals/service.js';
 import type { CallRecordSchema } from './schemas.js';
 
 /** Most platform calls one invocation may make. */
@@ -91,6 +92,12 @@ const validators = {
   } as unknown as TSchema),
   userSearch: check(SearchQuery),
   userAdd: check(AddMemoryBody),
+  approval: check({
+    type: 'object',
+    properties: { id: { type: 'string', minLength: 1, maxLength: 64 } },
+    required: ['id'],
+    additionalProperties: false,
+  } as unknown as TSchema),
 };
 
 function valid<T>(v: { Check(x: unknown): boolean }, args: unknown, what: string): T {
@@ -176,6 +183,12 @@ export function brokerFor(
         });
         rec.execution_id = result.execution_id;
         return result;
+      }
+      case 'approvals.get': {
+        // The state of one of this agent's approval requests (a handler waiting for a decision polls it).
+        const a = valid<{ id: string }>(validators.approval, args, 'approvals.get');
+        rec.target = a.id;
+        return approvalState(ctx, actor, a.id);
       }
       case 'tools.search': {
         const a = valid<{ q?: string; limit?: number }>(validators.search, renameQuery(args), 'tools.search');
@@ -264,7 +277,7 @@ export function brokerFor(
       rec.status = 'error';
       if (err instanceof AppError) {
         rec.error = err.code;
-        throw { code: err.code, message: err.message, status: err.status, errors: err.errors };
+        throw { code: err.code, message: err.message, status: err.status, errors: err.errors, details: err.extra };
       }
       rec.error = 'internal_error';
       ctx.log.error({ err, invocation_id: inv.id, op }, 'deployments: platform call failed');

@@ -47,6 +47,13 @@ export const ExecuteToolArgs = Type.Object(
         description: 'a platform session (ses_…) to record the call in; absent = this connection’s session',
       }),
     ),
+    approval_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description: 'after an approval_required result: the approval (apr_…) of this exact call, once granted',
+      }),
+    ),
   },
   strict,
 );

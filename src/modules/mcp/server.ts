@@ -7,6 +7,13 @@
  * (`isError: true`, `structuredContent` = `{ code, status, title, detail, errors?, … }`); a
  * call of an unknown tool is a JSON-RPC error (-32602, MCP spec "Tools" §Error Handling); any
  * other failure is logged and answered as tool error `internal_error` — never an HTTP 500.
+ *
+ * A call held for a person's approval (`approval_required`, docs/governance.md#approvals): for a
+ * client that declared URL-mode elicitation, the JSON-RPC error -32042 (URLElicitationRequired,
+ * MCP 2025-11-25) naming the approval page, whose `elicitationId` is the approval id — the client
+ * retries the same call once the user approved; for any other client a tool error whose text gives
+ * the URL, the approval id and how to retry (`approval_id` of `execute_tool`, or `_meta`
+ * {@link APPROVAL_META} for an exposed tool; the same call without either also finds its approval).
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
@@ -15,6 +22,7 @@ import {
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  UrlElicitationRequiredError,
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -22,7 +30,7 @@ import type { AppContext } from '../../context.js';
 import { AppError, CODES } from '../../http/errors.js';
 import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { exposedTools } from './catalog.js';
-import { PLATFORM_TOOLS, runTool, type McpCall, type PlatformTool, type ToolOutcome } from './tools.js';
+import { APPROVAL_META, PLATFORM_TOOLS, runTool, type McpCall, type PlatformTool, type ToolOutcome } from './tools.js';
 
 /** Server name and version announced in `initialize` (`serverInfo`). */
 export const SERVER_INFO = { name: 'agent-platform', title: 'Agent Platform', version: '1.0.0' };
@@ -77,6 +85,28 @@ export function toolError(err: AppError): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: `${err.code}: ${err.message}` }], structuredContent: value };
 }
 
+/**
+ * A call held for approval, for MCP: the URL elicitation error (-32042) when the session's client
+ * declared URL mode; else a tool error telling where to approve and how to retry.
+ * @throws UrlElicitationRequiredError for a URL-mode client
+ */
+function approvalAnswer(err: AppError, call: McpCall, name: string): CallToolResult {
+  const id = String(err.extra?.approval_id);
+  const url = String(err.extra?.approval_url);
+  const message = `A person must approve this call of ${name} before it runs (approval ${id}, until ${String(err.extra?.expires_at)}).`;
+  if (call.session?.elicitationUrl)
+    throw new UrlElicitationRequiredError([{ mode: 'url', message, url, elicitationId: id }]);
+  const how =
+    name === 'execute_tool'
+      ? `call execute_tool again with the same arguments plus "approval_id": "${id}"`
+      : `call ${name} again with the same arguments (optionally with _meta {"${APPROVAL_META}": "${id}"})`;
+  const out = toolError(err);
+  out.content = [
+    { type: 'text', text: `approval_required: ${message} Open ${url} to approve or deny it; once approved, ${how}.` },
+  ];
+  return out;
+}
+
 function toolResult(out: ToolOutcome): CallToolResult {
   return {
     content: [{ type: 'text', text: JSON.stringify(out.value) }],
@@ -91,6 +121,7 @@ export async function callTool(
   call: McpCall,
   name: string,
   args: Record<string, unknown>,
+  meta?: Record<string, unknown>,
 ): Promise<CallToolResult> {
   try {
     const platform = toolsFor(call).find((t) => t.name === name);
@@ -112,9 +143,17 @@ export async function callTool(
     if (call.expose && name.includes('__')) {
       const exposed = (await exposedTools(ctx, call.actor)).find((t) => t.name === name);
       if (exposed)
-        return toolResult(await runTool(ctx, call, { service: exposed.service, tool: exposed.tool, arguments: args }));
+        return toolResult(
+          await runTool(ctx, call, {
+            service: exposed.service,
+            tool: exposed.tool,
+            arguments: args,
+            approval_id: typeof meta?.[APPROVAL_META] === 'string' ? (meta[APPROVAL_META] as string) : undefined,
+          }),
+        );
     }
   } catch (err) {
+    if (err instanceof AppError && err.code === 'approval_required') return approvalAnswer(err, call, name);
     if (err instanceof AppError) return toolError(err);
     ctx.log.error({ err, tool: name }, 'mcp tool failed');
     return toolError(new AppError('internal_error', 'The tool failed unexpectedly; the error was logged'));
@@ -138,7 +177,13 @@ export function buildServer(ctx: AppContext, call: McpCall): Server {
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await listTools(ctx, call) }));
   server.setRequestHandler(CallToolRequestSchema, async (req) =>
-    callTool(ctx, call, req.params.name, (req.params.arguments ?? {}) as Record<string, unknown>),
+    callTool(
+      ctx,
+      call,
+      req.params.name,
+      (req.params.arguments ?? {}) as Record<string, unknown>,
+      req.params._meta as Record<string, unknown> | undefined,
+    ),
   );
   return server;
 }

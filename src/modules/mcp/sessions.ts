@@ -25,6 +25,8 @@ export interface McpClientInfo {
   name: string;
   version?: string;
   protocolVersion: string;
+  /** The client declared URL-mode elicitation (`capabilities.elicitation.url`). */
+  elicitationUrl?: boolean;
 }
 
 const ID = /^mcs_[\w-]{43}$/;
@@ -49,6 +51,7 @@ export async function openMcpSession(
       clientName: client.name.slice(0, 200) || 'MCP client',
       clientVersion: client.version?.slice(0, 100) ?? null,
       protocolVersion: client.protocolVersion.slice(0, 40),
+      elicitationUrl: client.elicitationUrl === true,
       exposeTools,
       expiresAt: new Date(Date.now() + ctx.config.mcp.sessionTtlSeconds * 1000),
     })

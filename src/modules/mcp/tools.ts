@@ -35,6 +35,13 @@ import {
 } from './schemas.js';
 import { platformSessionOf, type McpSessionRow } from './sessions.js';
 
+/**
+ * The `_meta` key of a `tools/call` request that carries the approval id when re-submitting a call
+ * of an exposed `<service>__<tool>` tool (whose arguments are the tool's own); `execute_tool` takes
+ * `approval_id` as an argument. MCP `_meta` keys are prefixed with a reversed domain.
+ */
+export const APPROVAL_META = 'dev.agent-platform/approval_id';
+
 /** Who is calling, over which MCP session (null for a client that sent no `Mcp-Session-Id`). */
 export interface McpCall {
   principal: Principal;
@@ -227,12 +234,19 @@ export const PLATFORM_TOOLS: PlatformTool[] = [
 /**
  * `POST /v1/agents/:id/execute` for an MCP call: `session_id`, else the MCP session's own
  * platform session. A failed upstream call (`status: failed`) is a tool error; its record is the
- * structured content either way.
+ * structured content either way. `approval_id` re-submits a call held for approval (`server.ts`
+ * answers the hold itself: {@link APPROVAL_META}).
  */
 export async function runTool(
   ctx: AppContext,
   call: McpCall,
-  args: { service: string; tool: string; arguments?: Record<string, unknown>; session_id?: string },
+  args: {
+    service: string;
+    tool: string;
+    arguments?: Record<string, unknown>;
+    session_id?: string;
+    approval_id?: string;
+  },
 ): Promise<ToolOutcome> {
   let sessionId = args.session_id;
   const session = async (): Promise<string> => {
@@ -248,6 +262,7 @@ export async function runTool(
     service: args.service,
     tool: args.tool,
     arguments: args.arguments,
+    ...(args.approval_id !== undefined ? { approval_id: args.approval_id } : {}),
   });
   return { value: { ...result, session_id: sessionId }, isError: result.status === 'failed' };
 }

@@ -91,6 +91,7 @@ export async function handlePost(
         name: p.clientInfo.name,
         version: p.clientInfo.version,
         protocolVersion: p.protocolVersion || LATEST_PROTOCOL_VERSION,
+        elicitationUrl: p.capabilities?.elicitation?.url !== undefined,
       },
       exposeFlag ?? ctx.config.mcp.exposeSubscribedTools,
     );

@@ -71,10 +71,12 @@ export async function sessionRoutes(app: FastifyInstance, { ctx }: { ctx: AppCon
     op('sessions.execute', 'Execute a tool of a service in the session', {
       description:
         '200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). ' +
-        'Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window.',
+        'Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window. ' +
+        '202 `approval_required` (problem+json with `approval_id`, `approval_url`, `expires_at`) when a policy holds the call for a person’s approval: ' +
+        'nothing ran; re-submit the same call with `approval_id` once it is approved (docs/governance.md).',
       params: IdParams,
       body: ExecuteBody,
-      response: { 200: ExecuteResultSchema, ...errorResponses(403, 404, 409, 502, 504) },
+      response: { 200: ExecuteResultSchema, ...errorResponses(202, 403, 404, 409, 502, 504) },
     }),
     async (req, reply) => {
       const { result, headers } = await executeTool(ctx, principalOf(req), req.params.id, req.body);
