@@ -58,6 +58,9 @@ import { subscriptionRoutes } from './modules/subscriptions/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { analyticsRoutes } from './modules/analytics/routes.js';
 import { mcpRoutes } from './modules/mcp/routes.js';
+import { traceRoutes } from './modules/traces/routes.js';
+import { configureTelemetry } from './telemetry/sdk.js';
+import { registerHttpTracing } from './telemetry/http.js';
 import { IdentityService } from './modules/identity/service.js';
 
 export interface BuiltApp {
@@ -101,6 +104,8 @@ export async function buildApp(
   extraRoutes?: (app: FastifyInstance) => void,
   opts: { database?: Promise<Database> } = {},
 ): Promise<BuiltApp> {
+  // OpenTelemetry (docs/observability.md): nothing is loaded unless an OTLP endpoint or the trace store is set.
+  await configureTelemetry(config.telemetry, Boolean(config.databaseUrl));
   const serializers = new LazySerializers();
   const app = Fastify({
     // Response serialisers compile on first use (or in `warm`), not during start-up.
@@ -136,6 +141,7 @@ export async function buildApp(
     routerOptions: { maxParamLength: 1024 },
   });
   registerValidation(app);
+  registerHttpTracing(app);
   app.decorateRequest('principal', null);
   // A callback hook, not an async one: no promise and microtask per request.
   app.addHook('onRequest', (req, reply, done) => {
@@ -244,6 +250,7 @@ export async function buildApp(
   await app.register(searchRoutes, { ctx });
   await app.register(analyticsRoutes, { ctx });
   await app.register(mcpRoutes, { ctx });
+  await app.register(traceRoutes, { ctx });
 
   const database = await opening;
   ctx.database = database;

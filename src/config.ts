@@ -20,6 +20,7 @@ import {
   type Env,
 } from './config-parse.js';
 import { memoryConfig, type MemoryConfig } from './config-memory.js';
+import { telemetryConfig, type TelemetryConfig } from './config-telemetry.js';
 
 export { ConfigError };
 export type { MemoryConfig };
@@ -189,6 +190,8 @@ export interface Config {
   };
   /** User memory: embeddings, search, summaries. See {@link MemoryConfig}. */
   memory: MemoryConfig;
+  /** OpenTelemetry traces and metrics (`OTEL_*`, `TRACES_*`). See {@link TelemetryConfig}. */
+  telemetry: TelemetryConfig;
   /** `all` (API + job workers, default), `api` (enqueue only) or `worker` (process jobs, no HTTP API). */
   processRole: 'all' | 'api' | 'worker';
   /** Namespace of the job queues in Redis (BullMQ key prefix). */
@@ -436,6 +439,7 @@ export function loadConfig(env: Env = process.env): Config {
       redisPrefix: str(env, 'ANALYTICS_REDIS_PREFIX', 'ap:rt:')!,
     },
     memory: memoryConfig(env),
+    telemetry: telemetryConfig(env),
     processRole: oneOf(env, 'PROCESS_ROLE', ['all', 'api', 'worker'] as const, 'all'),
     jobsPrefix: str(env, 'JOBS_PREFIX', 'agent-platform')!,
     agents: {

@@ -17,6 +17,7 @@ import { Readable, Transform } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { AppContext } from '../context.js';
 import { AppError } from '../http/errors.js';
+import { traceUpstreamRequest } from '../telemetry/spans.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlockedAddressError, type HostResolver } from './pool.js';
 
@@ -91,12 +92,23 @@ interface Dispatched {
  * is); returns the final response with its body unread.
  * Every hop's host is checked (IP literals here; names inside the socket lookup).
  */
-async function dispatch(
+function dispatch(
   ctx: AppContext,
   req: { method: string; url: string; headers: Record<string, string>; body?: string | Buffer | null },
   signal: AbortSignal,
   timeoutMs: number,
   followRedirects = true,
+): Promise<Dispatched> {
+  // An HTTP CLIENT span with W3C `traceparent` sent upstream (docs/observability.md); a plain call when tracing is off.
+  return traceUpstreamRequest(req, () => dispatchHops(ctx, req, signal, timeoutMs, followRedirects));
+}
+
+async function dispatchHops(
+  ctx: AppContext,
+  req: { method: string; url: string; headers: Record<string, string>; body?: string | Buffer | null },
+  signal: AbortSignal,
+  timeoutMs: number,
+  followRedirects: boolean,
 ): Promise<Dispatched> {
   const allowLoopback = ctx.config.upstream.allowLoopback;
   let url = parseTarget(req.url);

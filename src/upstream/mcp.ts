@@ -9,6 +9,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { AppContext } from '../context.js';
 import { AppError } from '../http/errors.js';
+import { traceMcpClientCall } from '../telemetry/spans.js';
+import { traceCarrier } from '../telemetry/trace.js';
 import { guardedFetch } from './http.js';
 
 /** Per-call options: extra headers (upstream credentials) and an overall timeout in ms. */
@@ -115,6 +117,8 @@ export interface McpListedTool {
   description?: string;
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
+  /** Behaviour hints (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`, `title`). */
+  annotations?: Record<string, unknown>;
 }
 
 /**
@@ -138,6 +142,7 @@ export async function mcpListTools(
           ...(t.description ? { description: t.description } : {}),
           inputSchema: t.inputSchema as Record<string, unknown>,
           ...(t.outputSchema ? { outputSchema: t.outputSchema as Record<string, unknown> } : {}),
+          ...(t.annotations ? { annotations: t.annotations as Record<string, unknown> } : {}),
         });
       }
       cursor = res.nextCursor;
@@ -163,7 +168,13 @@ export async function mcpCallTool(
   opts: McpCallOptions = {},
 ): Promise<{ content: unknown[]; structuredContent?: unknown; isError?: boolean }> {
   return withClient(ctx, url, opts, async (client, timeoutMs) => {
-    const res = (await client.callTool({ name, arguments: args }, undefined, { timeout: timeoutMs })) as {
+    // A `tools/call {name}` CLIENT span; its W3C context travels in `params._meta` (MCP semantic conventions).
+    const res = (await traceMcpClientCall('tools/call', name, () => {
+      const meta = traceCarrier();
+      return client.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }, undefined, {
+        timeout: timeoutMs,
+      });
+    })) as {
       content?: unknown[];
       structuredContent?: unknown;
       isError?: boolean;

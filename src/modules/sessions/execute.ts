@@ -43,6 +43,7 @@ import { quotaHeaders, type QuotaState } from '../subscriptions/windows.js';
 import type { ExecuteBody, ExecuteResultSchema } from './schemas.js';
 import { sessionState } from './service.js';
 import { recordExecution, type ExecutionRecord } from './usage.js';
+import { annotateToolCall, traceToolCall } from '../../telemetry/spans.js';
 
 /** Body of `POST /v1/agents/:id/execute` (`ExecuteBody`). */
 export type ExecuteInput = Static<typeof ExecuteBody>;
@@ -77,7 +78,19 @@ export interface ExecuteAnswer {
  *         validation_failed, not_subscribed, quota_exceeded, upstream_blocked / upstream_error (502),
  *         upstream_timeout (504) — the last three after recording, with `execution_id` in the problem
  */
-export async function executeTool(
+export function executeTool(
+  ctx: AppContext,
+  principal: Principal,
+  sessionRef: SessionRef,
+  input: ExecuteInput,
+): Promise<ExecuteAnswer> {
+  // The `execute_tool {tool}` span (OpenTelemetry GenAI conventions; docs/observability.md) around the whole body.
+  const { accountId, agentId } = actorOf(principal);
+  const call = { accountId, agentId, service: input.service, tool: input.tool, arguments: input.arguments };
+  return traceToolCall(call, () => runExecute(ctx, principal, sessionRef, input));
+}
+
+async function runExecute(
   ctx: AppContext,
   principal: Principal,
   sessionRef: SessionRef,
@@ -127,6 +140,7 @@ export async function executeTool(
   const headers = quota ? quotaHeaders(quota) : {};
 
   const executionId = newId('exe');
+  annotateToolCall(executionId);
   const timeoutMs = Math.min(input.timeout_ms ?? ctx.config.upstream.timeoutMs, ctx.config.upstream.maxTimeoutMs);
   let outcome = httpRequest
     ? await callHttpTool(ctx, grant.tool, httpRequest, actor.accountId, executionId, timeoutMs)
