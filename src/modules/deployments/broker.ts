@@ -41,6 +41,7 @@ import { createSession } from '../sessions/service.js';
 import { executeTool } from '../sessions/execute.js';
 import { approvalState } from '../approvals/service.js';
 import type { CallRecordSchema } from './schemas.js';
+import { tracedBroker } from '../../telemetry/agent.js';
 
 /** Most platform calls one invocation may make. */
 export const MAX_CALLS = 1000;
@@ -258,7 +259,7 @@ export function brokerFor(
     }
   };
 
-  return async (op, args) => {
+  const answer: Broker = async (op, args) => {
     const rec: CallRecord = { op: String(op).slice(0, 40), status: 'ok', duration_ms: 0, at: new Date().toISOString() };
     const t0 = performance.now();
     try {
@@ -287,6 +288,8 @@ export function brokerFor(
       if (calls.length < MAX_RECORDED) calls.push(rec);
     }
   };
+  // Each call runs in the invocation's trace (the `invoke_agent` span active here), as a child span.
+  return tracedBroker(answer);
 }
 
 /** `query` (the handler-facing name) → `q` (the route's), for the search calls. */

@@ -17,6 +17,9 @@ import { agentScopeSet } from '../agents/tokens.js';
 import { brokerFor, type CallRecord } from './broker.js';
 import { publishEnd, publishLog, type FollowedLine } from './follow.js';
 import { deferredRecord, settledRecords, storedRecord, type InvocationRecord } from './record.js';
+import { logsAsSpanEvents } from '../../telemetry/agent.js';
+import { countSandboxStart, traceAgentRun } from '../../telemetry/spans.js';
+import { traceCarrier } from '../../telemetry/trace.js';
 import {
   activeDeployment,
   ensureUnpacked,
@@ -121,7 +124,20 @@ export async function invokeAgent(
  * and `invokerScopes`: see `brokerFor`; a queued invocation's scopes come from its stored
  * `invoker_scope`, so deployed code never holds more than the credential that started it.
  */
-async function execute(
+function execute(
+  ctx: AppContext,
+  record: InvocationRecord,
+  d: DeploymentRow,
+  ownerRoles?: Role[],
+  invokerScopes?: ReadonlySet<Scope>,
+): Promise<InvocationRow> {
+  // The `invoke_agent {agent}` span (OpenTelemetry GenAI conventions; docs/observability.md) around the run.
+  const { id: invocationId, agentId, ownerId: accountId } = record.row;
+  const agent = { accountId, agentId, agentName: agentId, invocationId };
+  return traceAgentRun(agent, () => runInvocation(ctx, record, d, ownerRoles, invokerScopes));
+}
+
+async function runInvocation(
   ctx: AppContext,
   record: InvocationRecord,
   d: DeploymentRow,
@@ -142,13 +158,19 @@ async function execute(
       root,
       entrypoint: d.entrypoint,
       input: row.input,
-      context: { invocationId: row.id, agentId: row.agentId, deploymentId: d.id, version: d.version },
+      context: {
+        invocationId: row.id,
+        agentId: row.agentId,
+        deploymentId: d.id,
+        version: d.version,
+        ...traceCarrier(),
+      },
       timeoutMs: row.timeoutMs,
       env: envOf(ctx, d),
       key: warmKey(d),
       egress: d.egress,
       broker,
-      onLog: (entry) => publishLog(row, entry),
+      onLog: logsAsSpanEvents((entry) => publishLog(row, entry)),
     });
   } catch (err) {
     ctx.log.error({ err, invocation_id: row.id }, 'sandbox failed to run');
@@ -163,6 +185,7 @@ async function execute(
       cpuMs: null,
     };
   }
+  countSandboxStart(r.cold ? 'cold' : 'warm');
   const done = await record.finish({
     status: r.status,
     output: r.output ?? null,
