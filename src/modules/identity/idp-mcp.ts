@@ -156,7 +156,7 @@ export async function mcpAuthorizationRoutes(
     async (req, reply) => {
       const p = await provider();
       const details = await interactionOf(p, req.raw, reply.raw, req.params.uid);
-      if (!details || details.prompt.name !== 'consent')
+      if (details?.prompt.name !== 'consent')
         return reply
           .code(400)
           .headers(PAGE_HEADERS)

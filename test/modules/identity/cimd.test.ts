@@ -200,6 +200,27 @@ describe(`Client ID Metadata Documents on /idp (${ctx.database.engine})`, () => 
     expect(hits.get('/clients/desktop.json')).toBe(1);
   });
 
+  it('the consent page names the host publishing the document and warns of a loopback redirect', async () => {
+    const url = serve('/clients/consent.json', { client_name: 'Consent Check' });
+    const creds = await signUp();
+    const browser = new Browser(fetchSend(base));
+    let res = await browser.request('GET', authorizeUrl(url));
+    let at = new URL(String(res.headers.location), base).href;
+    res = await browser.request('GET', at);
+    const login = new URL(/action="([^"]+\/login)"/.exec(res.body)![1], base).href;
+    res = await browser.request('POST', login, {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(creds).toString(),
+    });
+    while (res.status === 303 || res.status === 302) {
+      at = new URL(String(res.headers.location), base).href;
+      res = await browser.request('GET', at);
+    }
+    expect(res.body).toContain('Allow Consent Check?');
+    expect(res.body).toContain(`described by <strong>${new URL(docBase).host}</strong>`);
+    expect(res.body).toContain('receives your sign-in on this computer');
+  });
+
   it('the SDK refuses an authorization response whose iss is not the issuer (mix-up defence)', async () => {
     const url = serve('/clients/mixup.json');
     const creds = await signUp();
@@ -273,7 +294,7 @@ describe(`Client ID Metadata Documents on /idp (${ctx.database.engine})`, () => 
 
   it('refuses an http or non-URL client id that is not registered', async () => {
     const before = hits.get('/clients/desktop.json') ?? 0;
-    for (const id of [docBase.replace('https:', 'http:') + '/clients/desktop.json', 'not-a-client', `${docBase}/`]) {
+    for (const id of [`${docBase.replace('https:', 'http:')}/clients/desktop.json`, 'not-a-client', `${docBase}/`]) {
       const res = await authorize(authorizeUrl(id));
       expect(res.status, id).toBe(400);
       expect(res.body, id).toContain('invalid_client');
