@@ -142,6 +142,8 @@ export interface Config {
     /** How long a pending request, and then a granted approval, stays valid, seconds (15 min). */
     ttlSeconds: number;
   };
+  /** Pinned tool definitions (`subscriptions/pins.ts`); off only for measurements. */
+  pins: { enabled: boolean };
   upstream: {
     /** Admit loopback targets (tests and local development only). */
     allowLoopback: boolean;
@@ -410,6 +412,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
     },
     approvals: { ttlSeconds: int(env, 'APPROVAL_TTL_SECONDS', 900, 1, 7 * 24 * 3600) },
+    pins: { enabled: bool(env, 'TOOL_PINS_ENABLED', true) },
     upstream: {
       allowLoopback: bool(env, 'ALLOW_LOOPBACK_UPSTREAMS', false),
       timeoutMs: int(env, 'UPSTREAM_TIMEOUT_MS', 30_000, 100, 300_000),

@@ -38,6 +38,8 @@ export const CODES = {
   conflict: [409, 'Conflict'],
   invalid_state: [409, 'Invalid state'],
   session_closed: [409, 'Session closed'],
+  /** A pinned tool's definition changed since the caller pinned it; the problem carries the diff. */
+  tool_definition_changed: [409, 'Tool definition changed'],
   approval_invalid: [409, 'Approval not usable for this call'],
   connection_required: [409, 'Connection required'],
   limit_reached: [409, 'Limit reached'],

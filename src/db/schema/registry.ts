@@ -95,6 +95,14 @@ export const tools = pgTable(
     } | null>(),
     /** `active` | `degraded` */
     status: text('status').notNull().default('active'),
+    /** MCP tool annotations as the server listed them (`readOnlyHint`, `destructiveHint`…); null for HTTP tools. */
+    annotations: jsonb('annotations').$type<Record<string, unknown> | null>(),
+    /**
+     * Hex SHA-256 of the RFC 8785 canonical JSON of the tool's definition (name, description,
+     * input/output schema, annotations; `registry/definitions.ts`), recomputed on every (re-)import;
+     * null only for rows written before migration 0050 (computed on read then).
+     */
+    definitionHash: text('definition_hash'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

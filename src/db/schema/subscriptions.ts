@@ -4,8 +4,9 @@
  * not stored, so operators can change them without a migration.
  */
 import { sql } from 'drizzle-orm';
-import { date, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { date, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { userFk } from './identity.js';
+import { tools } from './registry.js';
 import { tz, createdAt, updatedAt } from './columns.js';
 
 export const subscriptions = pgTable(
@@ -35,5 +36,35 @@ export const subscriptions = pgTable(
     index('subscriptions_user_idx').on(t.userId, t.id),
     /** At most one active subscription per user and service (canceled ones stay as history). */
     uniqueIndex('subscriptions_active_key').on(t.userId, t.serviceId).where(sql`status = 'active'`),
+  ],
+);
+
+/**
+ * Pinned tool definitions (docs/governance.md "Pinned tool definitions"): the definition of a tool
+ * a holder trusted — an account (its subscription) or an agent (its agent tool subscription) — by
+ * hash, with the snapshot a diff is computed from. Executing a tool whose current hash differs
+ * answers 409 `tool_definition_changed` until the holder accepts the change.
+ */
+export const toolPins = pgTable(
+  'tool_pins',
+  {
+    /** `usr_…` (account) or `agt_…` (agent). */
+    holderId: text('holder_id').notNull(),
+    /** `account` | `agent` */
+    holderKind: text('holder_kind').notNull(),
+    serviceId: text('service_id').notNull(),
+    /** The registry's `tools.id` (the row goes with the tool). */
+    toolId: text('tool_id')
+      .notNull()
+      .references(() => tools.id, { onDelete: 'cascade' }),
+    definitionHash: text('definition_hash').notNull(),
+    /** `{ name, description, input_schema, output_schema, annotations }` as pinned. */
+    definition: jsonb('definition').$type<Record<string, unknown>>().notNull(),
+    pinnedAt: tz('pinned_at').notNull().default(sql`now()`),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_pins_pkey', columns: [t.holderId, t.toolId] }),
+    index('tool_pins_holder_service_idx').on(t.holderId, t.serviceId),
+    index('tool_pins_tool_idx').on(t.toolId),
   ],
 );

@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { AcceptChangesBody, AcceptChangesResult } from '../subscriptions/schemas.js';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { userOf } from '../../http/auth.js';
@@ -32,7 +33,7 @@ import {
 import { createAgent, deleteAgent, getAgent, listAgents, rotateSecret, updateAgent } from './service.js';
 import { claimedClientId, readTokenRequest } from './token-request.js';
 import { OAuthError, installAgentAuth, issueAgentToken, type PlatformSigner } from './tokens.js';
-import { listAgentTools, subscribeAgentTool, unsubscribeAgentTool } from './tools.js';
+import { acceptAgentToolChanges, listAgentTools, subscribeAgentTool, unsubscribeAgentTool } from './tools.js';
 
 export interface AgentRouteDeps {
   ctx: AppContext;
@@ -125,6 +126,15 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
       );
       return reply.code(isNew ? 201 : 200).send(subscription);
     },
+  );
+  r.post(
+    '/v2/agents/:id/tools/accept-changes',
+    op('agents.tools.acceptChanges', "Accept changed tool definitions of one of the agent's services (re-pin)", {
+      params: IdParams,
+      body: Type.Object({ service: Type.String({ minLength: 1, maxLength: 200 }), ...AcceptChangesBody.properties }),
+      response: { 200: AcceptChangesResult, ...errorResponses(403, 404) },
+    }),
+    async (req) => acceptAgentToolChanges(ctx, userOf(req).userId, req.params.id, req.body.service, req.body.tools),
   );
   r.delete(
     '/v2/agents/:id/tools/unsubscribe',

@@ -10,9 +10,10 @@ import { agentToolSubscriptions } from '../../db/schema/index.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
+import { pendingChanges, pinServiceTools, type PendingChange } from '../subscriptions/pins.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
 import type { AgentToolSchema } from './schemas.js';
-import { agentToolsChanged, getAgentForAccount } from './service.js';
+import { agentToolsChanged, getAgentForAccount, isAgentSubscribed } from './service.js';
 
 /** An agent's subscription to a service. */
 export type AgentToolView = Static<typeof AgentToolSchema>;
@@ -51,6 +52,7 @@ export async function subscribeAgentTool(
     .onConflictDoNothing()
     .returning();
   if (inserted) {
+    await pinServiceTools(ctx, { id: agentId, kind: 'agent' }, svc.id);
     await agentToolsChanged(ctx, agentId, [svc.id]);
     return { created: true, subscription: toolView(inserted) };
   }
@@ -109,4 +111,23 @@ export async function listAgentTools(
     await selectPage(ctx.db, agentToolSubscriptions, q, [eq(agentToolSubscriptions.agentId, agentId)], 'serviceId'),
     toolView,
   );
+}
+
+/**
+ * Accept changed (or added) tool definitions of a service the agent is subscribed to: re-pin all
+ * its tools, or the tools named (docs/governance.md "Pinned tool definitions").
+ * @throws AppError not_found (agent, service, or no agent tool subscription to it)
+ */
+export async function acceptAgentToolChanges(
+  ctx: AppContext,
+  accountId: string,
+  agentId: string,
+  serviceRef: string,
+  toolNames?: string[],
+): Promise<{ pinned: string[]; pending_changes: PendingChange[] }> {
+  await getAgentForAccount(ctx, accountId, agentId);
+  const svc = await getServiceSummary(ctx, serviceRef);
+  if (!svc || !(await isAgentSubscribed(ctx, agentId, svc.id))) throw notFound('Agent tool subscription');
+  const pinned = await pinServiceTools(ctx, { id: agentId, kind: 'agent' }, svc.id, toolNames);
+  return { pinned, pending_changes: await pendingChanges(ctx, agentId, svc.id) };
 }

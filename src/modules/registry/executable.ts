@@ -10,6 +10,7 @@ import { decryptSecret } from '../../lib/secrets.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import type { ArgLocation, UpstreamAuth } from '../../upstream/request.js';
 import { oauth2ClientOf } from './oauth2.js';
+import { currentDefinitionHash } from './definitions.js';
 
 export type ServiceRow = typeof services.$inferSelect;
 export type ToolRow = typeof tools.$inferSelect;
@@ -41,6 +42,8 @@ export interface ExecutableTool {
     path: string;
     inputSchema: Record<string, unknown>;
     status: 'active' | 'degraded';
+    /** Hex SHA-256 of the tool's definition (registry/definitions.ts); pinned by subscribers (subscriptions/pins.ts). */
+    definitionHash: string;
     /**
      * OpenAPI tools: where each top-level argument goes — `path` (fills `{name}`), `query`, `header`,
      * or `body` (a field of the JSON body object). Absent → default placement (path placeholders,
@@ -126,6 +129,7 @@ async function loadExecutableTool(
       path: tool.path,
       inputSchema: tool.inputSchema,
       status: tool.status as 'active' | 'degraded',
+      definitionHash: currentDefinitionHash(tool),
       ...(tool.argLocations ? { argLocations: tool.argLocations.locations } : {}),
       ...(tool.argLocations?.bodyArgument ? { bodyArgument: tool.argLocations.bodyArgument } : {}),
     },

@@ -31,6 +31,8 @@ export interface NormalizedTool {
   outputSchema: Record<string, unknown> | null;
   /** OpenAPI tools: argument placement (see the `tools.arg_locations` column); null → default placement. */
   argLocations: { locations: Record<string, ArgLocation>; bodyArgument?: string } | null;
+  /** MCP tool annotations as listed by the server (part of the pinned definition); absent for HTTP tools. */
+  annotations?: Record<string, unknown> | null;
 }
 
 /** Upstream auth as registered (secrets in clear; encrypted before storage). */

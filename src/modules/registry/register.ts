@@ -30,6 +30,7 @@ import {
 } from './manifest.js';
 import { authColumns, checkOAuth2Complete, prefillOAuth2, type OAuth2Prefill } from './oauth2.js';
 import { fetchOpenApiDocument, importOpenApi } from './openapi.js';
+import { definitionHash } from './definitions.js';
 import { registryChanged, type ExecutableTool, type ServiceSource, type ToolRow } from './executable.js';
 import { listServiceTools, serviceView } from './views.js';
 import type { Static } from 'typebox';
@@ -187,6 +188,7 @@ export async function loadSource(
       inputSchema: importedSchema(t.inputSchema),
       outputSchema: t.outputSchema ? importedSchema(t.outputSchema) : null,
       argLocations: null,
+      annotations: t.annotations ?? null,
     };
   });
   return loaded;
@@ -352,6 +354,8 @@ async function insertTools(tx: Tx, serviceId: string, list: NormalizedTool[]): P
       inputSchema: t.inputSchema,
       outputSchema: t.outputSchema,
       argLocations: t.argLocations,
+      annotations: t.annotations ?? null,
+      definitionHash: definitionHash(t),
     })),
   );
 }
@@ -395,6 +399,9 @@ export async function replaceTools(
         inputSchema: t.inputSchema,
         outputSchema: t.outputSchema,
         argLocations: t.argLocations,
+        annotations: t.annotations ?? null,
+        // Recomputed on every re-import; pinned subscribers see a change as 409 (subscriptions/pins.ts).
+        definitionHash: definitionHash({ ...t, name: key === 'name' ? t.name : old.name }),
         updatedAt: new Date(),
       })
       .where(eq(tools.id, old.id));

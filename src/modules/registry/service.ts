@@ -32,6 +32,7 @@ import {
 } from './executable.js';
 import { authView, listServiceTools, manifestView, serviceCardView, serviceView, type ToolView } from './views.js';
 import { authColumns, checkOAuth2Complete } from './oauth2.js';
+import { definitionHash } from './definitions.js';
 import {
   checkBaseUrlTarget,
   fail,
@@ -271,7 +272,12 @@ export async function renameTool(
     }
     if (alias) await tx.delete(toolAliases).where(and(eq(toolAliases.serviceId, s.id), eq(toolAliases.name, newName)));
     await tx.insert(toolAliases).values({ serviceId: s.id, name: tool.name, toolId: tool.id });
-    await tx.update(tools).set({ name: newName, updatedAt: new Date() }).where(eq(tools.id, tool.id));
+    // The name is part of the definition a subscriber pinned (registry/definitions.ts).
+    const definitionHashNext = definitionHash({ ...tool, name: newName });
+    await tx
+      .update(tools)
+      .set({ name: newName, definitionHash: definitionHashNext, updatedAt: new Date() })
+      .where(eq(tools.id, tool.id));
   });
   await registryChanged(ctx);
   return (await listServiceTools(ctx, s.id)).find((t) => t.id === tool.id)!;

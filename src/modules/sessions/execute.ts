@@ -37,6 +37,7 @@ import { isAgentSubscribed } from '../agents/service.js';
 import { authorizeToolCall } from '../policies/authorize.js';
 import { grantAfterUnauthorized, withCallerGrant } from '../connections/grant.js';
 import { resolveExecutableTool } from '../registry/executable.js';
+import { assertDefinitionPinned } from '../subscriptions/pins.js';
 import { consumeQuota } from '../subscriptions/quota.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
 import { quotaHeaders, type QuotaState } from '../subscriptions/windows.js';
@@ -126,6 +127,8 @@ async function runExecute(
 
   if (actor.agentId && !(await isAgentSubscribed(ctx, actor.agentId, service.id)))
     throw agentNotSubscribed(service.name);
+  // Pinned tool definitions (docs/governance.md): a changed definition answers 409 until accepted.
+  await assertDefinitionPinned(ctx, actor, resolved);
   // Governance hook (docs/governance.md): Cedar policies, and a person's approval where one requires it.
   await authorizeToolCall(ctx, principal, actor, resolved, args, input.approval_id);
   // Connected accounts hook (docs/connections.md): oauth2 services get the caller's own token as

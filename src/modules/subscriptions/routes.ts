@@ -5,6 +5,8 @@ import { userOf } from '../../http/auth.js';
 import { authScope, created } from '../../http/operations.js';
 import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
+  AcceptChangesBody,
+  AcceptChangesResult,
   CreateSubscriptionBody,
   QuotasSchema,
   ServiceIdsSchema,
@@ -13,6 +15,7 @@ import {
   UpdateSubscriptionBody,
 } from './schemas.js';
 import {
+  acceptSubscriptionChanges,
   cancelSubscription,
   changePlan,
   getQuotas,
@@ -86,6 +89,15 @@ export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: A
       response: { 200: SubscriptionSchema, ...errorResponses(403, 404) },
     }),
     async (req) => cancelSubscription(ctx, userOf(req).userId, req.params.id),
+  );
+  r.post(
+    '/subscriptions/:id/accept-changes',
+    op('subscriptions.acceptChanges', 'Accept changed tool definitions (all, or the tools named): re-pin them', {
+      params: IdParams,
+      body: AcceptChangesBody,
+      response: { 200: AcceptChangesResult, ...errorResponses(403, 404, 409) },
+    }),
+    async (req) => acceptSubscriptionChanges(ctx, userOf(req).userId, req.params.id, req.body.tools),
   );
   r.get(
     '/subscriptions/:id/quotas',

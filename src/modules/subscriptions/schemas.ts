@@ -6,8 +6,36 @@ export const PlanSchema = Type.Union([Type.Literal('free'), Type.Literal('pro'),
 
 const Limit = Nullable(Type.Integer({ minimum: 0, description: 'calls per window; null = unlimited' }));
 
+/** A tool whose definition changed (or was added) since the holder pinned it (`subscriptions/pins.ts`). */
+export const PendingChangeSchema = Type.Object({
+  tool_id: Type.String(),
+  tool: Type.String(),
+  change: Type.Union([Type.Literal('changed'), Type.Literal('added')]),
+  pinned_hash: Nullable(Type.String()),
+  current_hash: Type.String(),
+  diff: Type.Array(Type.Record(Type.String(), Type.Unknown()), {
+    description: 'RFC 6902 JSON Patch from the pinned definition to the current one',
+  }),
+});
+
+/** Body of `POST /subscriptions/:id/accept-changes` and `POST /v2/agents/:id/tools/accept-changes`. */
+export const AcceptChangesBody = Type.Object({
+  tools: Type.Optional(
+    Type.Array(Type.String({ maxLength: 64 }), { maxItems: 500, description: 'tool names; all when absent' }),
+  ),
+});
+
+/** Answer of accept-changes: the tools re-pinned and what is still pending. */
+export const AcceptChangesResult = Type.Object({
+  pinned: Type.Array(Type.String()),
+  pending_changes: Type.Array(PendingChangeSchema),
+});
+
 export const SubscriptionSchema = Type.Object({
   id: Type.String(),
+  pending_changes: Type.Optional(
+    Type.Array(PendingChangeSchema, { description: 'GET /subscriptions/:id only: definitions changed since pinned' }),
+  ),
   service_id: Type.String(),
   plan: Type.Union(PlanSchema.anyOf, { description: 'the plan chosen (PUT /subscriptions/:id changes it)' }),
   effective_plan: Type.Union(PlanSchema.anyOf, {

@@ -23,6 +23,7 @@ import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import { dropLeases, settleReturns, unusedLeased } from './lease.js';
+import { pendingChanges, pinServiceTools, type PendingChange } from './pins.js';
 import { BOTTOM_PLAN, PLAN_ORDER, assertPlanAllowed, effectivePlanSql, limitsOf, lit } from './plans.js';
 import type { SubscriptionSchema } from './schemas.js';
 import { usedNow, windowStates, windowsAt, type QuotaWindowState, type Windows } from './windows.js';
@@ -128,6 +129,7 @@ export async function subscribe(
     .returning();
   if (!row)
     throw new AppError('conflict', `Already subscribed to ${svc.name}; change the plan with PUT /subscriptions/:id`);
+  await pinServiceTools(ctx, { id: userId, kind: 'account' }, svc.id);
   return view(ctx, row, await effectivePlans(ctx, userId));
 }
 
@@ -152,7 +154,23 @@ export async function listSubscriptions(
 export async function getSubscription(ctx: AppContext, userId: string, id: string): Promise<SubscriptionView> {
   await settleReturns(ctx, userId);
   const [row, plans] = await Promise.all([getRow(ctx, userId, id), effectivePlans(ctx, userId)]);
-  return view(ctx, row, plans);
+  return { ...view(ctx, row, plans), pending_changes: await pendingChanges(ctx, userId, row.serviceId) };
+}
+
+/**
+ * Accept the changed (or added) tool definitions of a subscription's service: re-pin all of them,
+ * or the tools named. @throws AppError not_found (also another user's), invalid_state (canceled)
+ */
+export async function acceptSubscriptionChanges(
+  ctx: AppContext,
+  userId: string,
+  id: string,
+  toolNames?: string[],
+): Promise<{ pinned: string[]; pending_changes: PendingChange[] }> {
+  const row = await getRow(ctx, userId, id);
+  if (row.status !== 'active') throw new AppError('invalid_state', 'The subscription is canceled');
+  const pinned = await pinServiceTools(ctx, { id: userId, kind: 'account' }, row.serviceId, toolNames);
+  return { pinned, pending_changes: await pendingChanges(ctx, userId, row.serviceId) };
 }
 
 /**
