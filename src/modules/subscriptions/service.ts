@@ -154,7 +154,8 @@ export async function listSubscriptions(
 export async function getSubscription(ctx: AppContext, userId: string, id: string): Promise<SubscriptionView> {
   await settleReturns(ctx, userId);
   const [row, plans] = await Promise.all([getRow(ctx, userId, id), effectivePlans(ctx, userId)]);
-  return { ...view(ctx, row, plans), pending_changes: await pendingChanges(ctx, userId, row.serviceId) };
+  const pending = await pendingChanges(ctx, userId, row.serviceId);
+  return { ...view(ctx, row, plans), ...(pending.length ? { pending_changes: pending } : {}) };
 }
 
 /**
