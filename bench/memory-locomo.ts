@@ -252,9 +252,10 @@ console.log(
   `default / BM25 hit@5: ${(defScores.hit5 / bmScores.hit5).toFixed(3)}×${heldOut ? `; held out / BM25: ${(heldOut.scores.hit5 / bmScores.hit5).toFixed(3)}×` : ''}`,
 );
 const pct = (xs: number[]) => `p50 ${percentile(xs, 50).toFixed(1)} / p95 ${percentile(xs, 95).toFixed(1)} ms`;
-console.log(
-  `where the time goes (uncached queries): query embedding alone ${pct(prof.embed)}; search in text mode (no embedding) ${pct(prof.text)}; hybrid ${pct(prof.hybrid)}`,
-);
+if (PROFILE_N > 0)
+  console.log(
+    `where the time goes (${prof.embed.length} uncached queries): query embedding alone ${pct(prof.embed)}; search in text mode (no embedding) ${pct(prof.text)}; hybrid ${pct(prof.hybrid)}`,
+  );
 
 // ------------------------------------------------------------------------------ at scale
 let scale: { n: number; p50: number; p95: number } | null = null;
@@ -314,11 +315,14 @@ console.log(
     bm25: bmScores,
     default: defScores,
     held_out: heldOut,
-    profile: {
-      embed_p95: percentile(prof.embed, 95),
-      text_p95: percentile(prof.text, 95),
-      hybrid_p95: percentile(prof.hybrid, 95),
-    },
+    profile:
+      PROFILE_N > 0
+        ? {
+            embed_p95: percentile(prof.embed, 95),
+            text_p95: percentile(prof.text, 95),
+            hybrid_p95: percentile(prof.hybrid, 95),
+          }
+        : null,
     search_ms: { p50: percentile(def.ms, 50), p95: percentile(def.ms, 95) },
     scale,
     add_per_s: addRate,

@@ -9,7 +9,9 @@
  *
  * 1. Linear fusion of normalised scores: `(text / best text + w × similarity) / (1 + w)`, `w` =
  *    `MEMORY_VECTOR_WEIGHT` (2 with the sentence encoder). Rank fusion threw away how far apart the
- *    text scores are; with Σ IDF the lexical match decides and the encoder separates its ties.
+ *    text scores are; with Σ IDF the lexical match decides and the encoder separates its ties. A
+ *    candidate only the vector arm found has its own Σ IDF too, not 0 (store.ts, search-in-process.ts;
+ *    docs/adr/0945-memory-vector-candidates-keep-their-text-score.md).
  * 2. Time (time.ts, `MEMORY_TIME_BOOST`): a "when …" question scales the memories that mention no
  *    time by 1 / (1 + boost); a period named in the query ("last May") scales the memories that
  *    did not happen in it (`occurred_at`, else `created_at`) the same way.
@@ -33,7 +35,7 @@ import type { TurnFacts } from './turn-facts.js';
 /** What the ranking reads of a candidate: its id, Σ IDF text score (0: not a text match) and cosine distance. */
 export interface RankedInput {
   id: string;
-  /** Σ IDF of the query terms it holds (the text arm's score; 0 when the text arm did not return it). */
+  /** Σ IDF of the query terms it holds (a vector-arm candidate outside the text arm's pool too; 0 in `vector` mode). */
   score: number;
   /** Cosine distance to the query (null: no vector). */
   distance: number | null;

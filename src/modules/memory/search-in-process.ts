@@ -100,6 +100,14 @@ export async function inProcessCandidates(
     } else merged.set(t.id, { id: t.id, score: t.bm / 1e6, distance: null, vector_rank: null, text_rank: t.r });
   }
   const hits = [...merged.values()];
+  // a vector candidate outside the text arm's pool is scored on the query terms it holds too, not 0
+  // (as fusedCandidates does in SQL): the ranking normalises every candidate's text score
+  const unscored = terms.length ? hits.filter((h) => h.text_rank === null).map((h) => h.id) : [];
+  if (unscored.length) {
+    const scored = input.text.scoreRows(input.userId, terms, unscored, input.agentId);
+    if (scored === null) return null;
+    for (const h of hits) if (h.text_rank === null) h.score = (scored.get(h.id)?.micro ?? 0) / 1e6;
+  }
   // distances from the loaded vectors (reading 512-d vectors back from their TOAST table is the slow
   // part of a pool's scoring, bench/memory-profile.ts); left null when the user's are not loaded
   const known = hits.length

@@ -227,7 +227,7 @@ export function maxScorePlan(terms: TermWeight[]): { essential: string[]; rest: 
  * Hybrid candidates in one statement: the `pool` nearest vectors and the `pool` best full-text
  * matches (by the summed IDF of the query terms they contain, {@link termWeights}; `ts_rank` breaks
  * ties; {@link maxScorePlan} skips common terms) under `where`, each with its text score (`score`:
- * Σ IDF, 0 when the text arm did not return it) and cosine distance, ordered by text score (descending), the text arm's rank, then id
+ * Σ IDF of the query terms it holds, a vector-arm candidate's too; 0 in `vector` mode) and cosine distance, ordered by text score (descending), the text arm's rank, then id
  * (descending); ranking.ts ranks them. `where` must scope to the caller (`user_id = …`).
  * `vector_rank` / `text_rank` are each arm's own 1-based positions.
  */
@@ -268,13 +268,15 @@ export async function fusedCandidates(
     )`);
     arms.push(sql`select id, 0::float8 as score, r as vr, null::bigint as tr from v`);
   }
+  // Σ IDF of the query terms a memory contains (BM25's term weighting without TF saturation:
+  // memories are short), ts_rank breaking ties; weights inlined, so no subquery per row. Every
+  // candidate's score, the vector arm's too: a memory outside the text arm's pool still holds terms.
+  let idfSum: SQL | null = null;
   if (input.mode !== 'vector') {
-    // Σ IDF of the query terms a memory contains (BM25's term weighting without TF saturation:
-    // memories are short), ts_rank breaking ties; weights inlined, so no subquery per row.
     const weights = await termWeights(db, input.userId, input.query);
     // Inlined as literals: bound parameters made the text arm ~2.5x slower at 100k memories (p95).
     const terms = weights.filter((w) => SAFE_LEXEME.test(w.lexeme));
-    const idfSum = terms.length
+    const sum = terms.length
       ? sql.raw(
           terms
             .map(
@@ -284,9 +286,8 @@ export async function fusedCandidates(
             .join(' + '),
         )
       : sql`0::float8`;
-    const scored = (
-      match: SQL,
-    ) => sql`select m.id, ${idfSum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
+    idfSum = sum;
+    const scored = (match: SQL) => sql`select m.id, ${sum} as bm, ts_rank(m.content_tsv, tq.q) as rk from memories m, tq
         where ${input.where} and m.content_tsv @@ ${match}
         order by bm desc, rk desc, m.id desc limit ${input.pool}::int`;
     ctes.push(sql`tq as (select ${orTsQuery(input.query)} as q)`);
@@ -310,14 +311,16 @@ export async function fusedCandidates(
     vector_rank: unknown;
     text_rank: unknown;
   };
+  // a text-arm candidate's own score; a vector-only one's on its row (0 in `vector` mode)
+  const score = idfSum ? sql`(case when f.tr is null then ${idfSum} else f.score end)::float8` : sql`f.score`;
   const rows = await execRows<Raw>(
     db,
     sql`with ${sql.join(ctes, sql`, `)},
         f as (select id, sum(score) as score, min(vr) as vr, min(tr) as tr from (${sql.join(arms, sql` union all `)}) x group by id)
-        select f.id, f.score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, input.vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
+        select f.id, ${score} as score, f.vr as vector_rank, f.tr as text_rank, ${distance(ctx, input.vector, sql`m.embedding`)} as distance, ${CANDIDATE_COLUMNS}
         from f join memories m on m.id = f.id
         where ${input.where}
-        order by f.score desc, f.tr nulls last, f.id desc`,
+        order by ${score} desc, f.tr nulls last, f.id desc`,
   );
   return rows.map(candidateRow);
 }

@@ -14,6 +14,8 @@ import { parseTsvector } from '../../../src/lib/pg-text.js';
 import { flatOrOperands, postingContribution, TextIndex } from '../../../src/modules/memory/text-index.js';
 import { rowFacts } from '../../../src/modules/memory/turn-facts.js';
 import { rankCandidates } from '../../../src/modules/memory/ranking.js';
+import { inProcessCandidates } from '../../../src/modules/memory/search-in-process.js';
+import { kindMask, selectedKinds } from '../../../src/modules/memory/kinds.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { seedSession } from './helpers.js';
 
@@ -182,6 +184,53 @@ describe(`memory — in-process text arm (${ctx.database.engine})`, () => {
   });
 });
 
+describe(`memory — a vector candidate outside the text pool keeps its text score (${ctx.database.engine})`, () => {
+  it('scores a vector-arm candidate on the query terms it holds, not 0, in SQL', async () => {
+    const u = await createUser(app);
+    for (const n of ['one', 'two', 'three', 'four'])
+      await add(u, `zeta alpha ${n}: invoices reconciled before the audit`);
+    const target = await add(u, 'alpha');
+    const none = await add(u, 'nothing in common');
+    const query = 'zeta alpha';
+    const qt = await queryTerms(ctx.db, u.userId, query);
+    const alpha = Number(qt.terms.find((t) => t.lexeme === 'alpha')!.idf.toFixed(6));
+    const [vector] = await embeddingProviderOf(ctx).embed([query], { query: true });
+    // pool 2: the text arm holds two of the "zeta alpha" memories; the vector arm (given) the other two
+    const fused = await withSearchSettings(ctx, u.userId, (tx) =>
+      fusedCandidates(ctx, tx, {
+        userId: u.userId,
+        where: sql`user_id = ${u.userId}`,
+        query,
+        vector,
+        pool: 2,
+        mode: 'hybrid',
+        vectorHits: [
+          { id: target, distance: 0.1 },
+          { id: none, distance: 0.2 },
+        ],
+      }),
+    );
+    const byId = new Map(fused.map((c) => [c.id, c]));
+    expect(fused.filter((c) => c.text_rank !== null)).toHaveLength(2);
+    expect(byId.get(target)!.text_rank).toBeNull();
+    expect(byId.get(target)!.score).toBeCloseTo(alpha, 6);
+    expect(byId.get(none)!.score).toBe(0);
+    // vector mode: no text scores at all
+    const vectorOnly = await withSearchSettings(ctx, u.userId, (tx) =>
+      fusedCandidates(ctx, tx, {
+        userId: u.userId,
+        where: sql`user_id = ${u.userId}`,
+        query,
+        vector,
+        pool: 2,
+        mode: 'vector',
+        vectorHits: [{ id: target, distance: 0.1 }],
+      }),
+    );
+    expect(vectorOnly.map((c) => c.score)).toEqual([0]);
+  });
+});
+
 describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid search (pglite)', () => {
   /** A hit without its similarity and score (equal to ~1e-7 between the paths: compared apart). */
   const same = (hits: Hit[]) => hits.map(({ similarity: _s, score: _c, ...h }) => h);
@@ -224,6 +273,56 @@ describe.runIf(ctx.database.engine === 'pglite')('memory — in-process hybrid s
         if (mode !== 'text') expect(mine.some((h) => h.similarity > 0)).toBe(true);
       }
     }
+  });
+
+  it('scores a vector-arm candidate on the query terms it holds in process too', async () => {
+    const u = await createUser(app);
+    for (const n of ['one', 'two', 'three', 'four'])
+      await add(u, `zeta alpha ${n}: invoices reconciled before the audit`);
+    const target = await add(u, 'alpha');
+    await add(u, 'nothing in common');
+    await search(u, 'warm up'); // the index and the vectors of the user are loaded
+    const query = 'zeta alpha';
+    const qt = await queryTerms(ctx.db, u.userId, query);
+    const idf = (l: string) => Number(qt.terms.find((t) => t.lexeme === l)!.idf.toFixed(6));
+    const [vector] = await embeddingProviderOf(ctx).embed([query], { query: true });
+    const rt = ctx.memory!;
+    const got = await inProcessCandidates(ctx, ctx.db, {
+      userId: u.userId,
+      agentId: null,
+      kinds: kindMask(selectedKinds(undefined)),
+      where: sql`user_id = ${u.userId}`,
+      query,
+      vector: Promise.resolve(vector),
+      pool: 2,
+      mode: 'hybrid',
+      text: rt.text!,
+      vectors: rt.vectors!,
+    });
+    const hits = got!.hits;
+    const t = hits.find((h) => h.id === target)!;
+    expect(t.text_rank).toBeNull(); // outside the text arm's pool of 2
+    expect(t.score).toBeCloseTo(idf('alpha'), 6);
+    for (const h of hits.filter((x) => x.text_rank === null && x.id !== target))
+      expect([0, Number((idf('alpha') + idf('zeta')).toFixed(6))]).toContainEqual(Number(h.score.toFixed(6)));
+    // the same candidates and scores as the SQL statement with that vector arm
+    const viaSql = await withSearchSettings(ctx, u.userId, (tx) =>
+      fusedCandidates(ctx, tx, {
+        userId: u.userId,
+        where: sql`user_id = ${u.userId}`,
+        query,
+        vector,
+        pool: 2,
+        mode: 'hybrid',
+        vectorHits: hits
+          .filter((h) => h.vector_rank !== null)
+          .sort((a, b) => a.vector_rank! - b.vector_rank!)
+          .map((h) => ({ id: h.id, distance: 0 })),
+      }),
+    );
+    expect(hits.map((h) => [h.id, Number(h.score.toFixed(6))])).toEqual(
+      viaSql.map((c) => [c.id, Number(c.score.toFixed(6))]),
+    );
   });
 
   it('ranks (neighbours, "when", a named period) with the index facts as with the rows, reading only the page', async () => {
