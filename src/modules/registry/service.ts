@@ -33,6 +33,7 @@ import {
 import { authView, listServiceTools, manifestView, serviceCardView, serviceView, type ToolView } from './views.js';
 import { authColumns, checkOAuth2Complete } from './oauth2.js';
 import { definitionHash } from './definitions.js';
+import { scanDescription } from './description-scan.js';
 import {
   checkBaseUrlTarget,
   fail,
@@ -293,6 +294,14 @@ export async function revalidateService(ctx: AppContext, serviceId: string): Pro
   const problems: ManifestProblem[] = [...checkBaseUrl(s.baseUrl, '/base_url')];
   if (!s.description.trim()) problems.push({ pointer: '/description', message: 'is empty' });
   if (rows.length === 0) problems.push({ pointer: '/tools', message: 'must list at least one tool' });
+  // Instructions aimed at the model in a description fail the checklist (description-scan.ts, ADR 0981).
+  rows.forEach((t, i) => {
+    for (const f of scanDescription(t.description))
+      problems.push({
+        pointer: `/tools/${i}/description`,
+        message: `looks like an instruction to the model (${f.rule}): ${f.excerpt}`,
+      });
+  });
   const normalized = rows.map((t) => ({
     name: t.name,
     description: t.description,
