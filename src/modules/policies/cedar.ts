@@ -172,6 +172,21 @@ export function parsePolicy(source: string): ParsedPolicy {
   };
 }
 
+/**
+ * A stored policy's text, parsed without validation (it was validated when written): the cheap
+ * path of loading an account's policies.
+ * @throws Error when the text no longer parses
+ */
+export function parseStoredPolicy(source: string): ParsedPolicy {
+  const json = cedar.policyToJson(source);
+  if (json.type === 'failure') throw new Error(json.errors.map((e) => e.message).join('; '));
+  return {
+    json: json.json,
+    readsCalls: JSON.stringify(json.json.conditions).includes('"attr":"calls"'),
+    approval: json.json.annotations?.approval === 'required',
+  };
+}
+
 /** A tool call as the policies see it. */
 export interface CallFacts {
   principal: Principal;
@@ -251,7 +266,6 @@ export function requestOf(facts: CallFacts): {
     },
     entities: [
       { uid: principal, attrs, parents: [account] },
-      { uid: account, attrs: {}, parents: [] },
       {
         uid: service,
         attrs: {

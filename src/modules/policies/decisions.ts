@@ -1,7 +1,7 @@
 /**
  * The policy decision log (`policy_decisions`): every decision of a non-empty policy set on a tool
  * call (allow, deny, approval) is queued here and written in batches off the request path (the
- * platform's group commit, `lib/batcher.ts`); rows older than {@link DECISION_RETENTION_DAYS} are
+ * platform's group commit, `lib/batcher.ts`, up to one second per batch); rows older than {@link DECISION_RETENTION_DAYS} are
  * pruned by the writer at most every {@link PRUNE_EVERY_MS}. Readers drain the queue first, so an
  * owner always reads their latest decisions.
  */
@@ -32,7 +32,10 @@ function logOf(ctx: AppContext): DecisionLog {
   const created: DecisionLog = {
     lastPrune: 0,
     batcher: new WriteBatcher<DecisionRow>({
-      maxBatch: 500,
+      maxBatch: 1000,
+      // Decisions wait up to a second for companions: one INSERT per second under load instead of
+      // one per call (on PGlite a write runs on the request thread; ADR 0973).
+      delayMs: 1000,
       write: async (items) => {
         await ctx.db.insert(policyDecisions).values(items);
         const now = Date.now();

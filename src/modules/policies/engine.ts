@@ -14,10 +14,12 @@ import { and, eq, or } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { policies } from '../../db/schema/index.js';
 import { SharedCache } from '../../lib/shared-cache.js';
-import { type CallFacts, cedar, parsePolicy, requestOf } from './cedar.js';
+import { type CallFacts, cedar, parsePolicy, parseStoredPolicy, requestOf } from './cedar.js';
 
 /** One enabled policy, compiled. */
 export interface CompiledPolicy {
+  /** Process-unique number of this compilation (names the pre-parsed subsets it is part of). */
+  uid: number;
   id: string;
   source: string;
   readsCalls: boolean;
@@ -37,7 +39,8 @@ export interface CompiledSet {
 interface Subset {
   policies: CompiledPolicy[];
   readsCalls: boolean;
-  slot: Slot | null;
+  /** The compilations it holds (`uid`s): subsets with the same signature share one engine slot. */
+  signature: string;
 }
 
 interface Slot {
@@ -65,7 +68,13 @@ export const MAX_SLOTS = 4096;
 const MAX_SUBSETS = 1024;
 
 const slotOwners = new Map<string, object>();
+/** Pre-parsed subsets by signature (process-wide: they outlive a reload of an unchanged set). */
+const slotsBySignature = new Map<string, Slot>();
 let slotCounter = 0;
+let compileCounter = 0;
+/** Compilations by `id + source`, so a reload (TTL, another policy changed) re-uses them. */
+const compiled = new Map<string, CompiledPolicy>();
+const MAX_COMPILED = 50_000;
 
 type Constraint = { op: string; entity?: unknown; entity_type?: string; in?: unknown; entities?: unknown };
 
@@ -93,12 +102,20 @@ function scopeMay(c: Constraint | undefined): (uid: string, parentUid: string, t
   return () => true;
 }
 
-/** Compile one stored policy (its text was validated on write; a text that no longer parses throws). */
-export function compilePolicy(id: string, source: string): CompiledPolicy {
-  const parsed = parsePolicy(source);
+/**
+ * Compile one policy: `validate` (drafts) parses and validates against the schema; stored texts
+ * (validated on write) are only parsed, and their compilation is re-used while the text is unchanged.
+ * @throws AppError validation_failed (a draft), Error (a stored text that no longer parses)
+ */
+export function compilePolicy(id: string, source: string, validate = true): CompiledPolicy {
+  const key = `${id}\n${source}`;
+  const known = validate ? undefined : compiled.get(key);
+  if (known) return known;
+  const parsed = validate ? parsePolicy(source) : parseStoredPolicy(source);
   const principal = scopeMay(parsed.json.principal as Constraint);
   const resource = scopeMay(parsed.json.resource as Constraint);
-  return {
+  const policy: CompiledPolicy = {
+    uid: ++compileCounter,
     id,
     source,
     readsCalls: parsed.readsCalls,
@@ -106,6 +123,11 @@ export function compilePolicy(id: string, source: string): CompiledPolicy {
     principalMay: (uid, accountUid, type) => principal(uid, accountUid, type),
     resourceMay: (toolUid, serviceUid) => resource(toolUid, serviceUid, 'Platform::Tool'),
   };
+  if (!validate) {
+    if (compiled.size >= MAX_COMPILED) compiled.clear();
+    compiled.set(key, policy);
+  }
+  return policy;
 }
 
 /** The subset of `set` that may apply to this principal and tool, pre-parsed on first use. */
@@ -123,18 +145,23 @@ export function subsetFor(
   const chosen = set.policies.filter(
     (p) => p.principalMay(principalUid, accountUid, principalType) && p.resourceMay(toolUid, serviceUid),
   );
-  subset = { policies: chosen, readsCalls: chosen.some((p) => p.readsCalls), slot: null };
+  subset = {
+    policies: chosen,
+    readsCalls: chosen.some((p) => p.readsCalls),
+    signature: chosen.map((p) => p.uid).join(','),
+  };
   if (set.subsets.size >= MAX_SUBSETS) set.subsets.clear();
   set.subsets.set(key, subset);
   return subset;
 }
 
 function prepared(subset: Subset): string {
-  if (subset.slot && slotOwners.get(subset.slot.id) === subset.slot.token) {
+  const slot = slotsBySignature.get(subset.signature);
+  if (slot && slotOwners.get(slot.id) === slot.token) {
     // Most recently used last: re-insert.
-    slotOwners.delete(subset.slot.id);
-    slotOwners.set(subset.slot.id, subset.slot.token);
-    return subset.slot.id;
+    slotOwners.delete(slot.id);
+    slotOwners.set(slot.id, slot.token);
+    return slot.id;
   }
   let id: string;
   if (slotOwners.size >= MAX_SLOTS) {
@@ -148,7 +175,8 @@ function prepared(subset: Subset): string {
     throw new Error(`policy set did not pre-parse: ${done.errors.map((e) => e.message).join('; ')}`);
   const token = {};
   slotOwners.set(id, token);
-  subset.slot = { id, token };
+  if (slotsBySignature.size >= MAX_SLOTS * 2) slotsBySignature.clear();
+  slotsBySignature.set(subset.signature, { id, token });
   return id;
 }
 
@@ -197,16 +225,16 @@ async function loadSet(ctx: AppContext, accountId: string): Promise<CompiledSet 
     )
     .orderBy(policies.id);
   if (rows.length === 0) return null;
-  const compiled: CompiledPolicy[] = [];
+  const list: CompiledPolicy[] = [];
   for (const r of rows) {
     try {
-      compiled.push(compilePolicy(r.id, r.source));
+      list.push(compilePolicy(r.id, r.source, false));
     } catch (err) {
       // Stored texts were validated on write; a text an engine upgrade no longer accepts is skipped, loudly.
       ctx.log.error({ policy: r.id, err: (err as Error).message }, 'stored policy no longer compiles; skipped');
     }
   }
-  return { policies: compiled, subsets: new Map() };
+  return { policies: list, subsets: new Map() };
 }
 
 /**
