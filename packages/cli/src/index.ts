@@ -14,6 +14,7 @@ import { memoryCommands } from './commands/memory.js';
 import { serviceCommands } from './commands/services.js';
 import { subscriptionCommands } from './commands/subscriptions.js';
 import { connectionCommands } from './commands/connections.js';
+import { approvalCommands } from './commands/approvals.js';
 import { toolCommands } from './commands/tools.js';
 
 const program = new Command('agent-platform')
@@ -31,6 +32,7 @@ subscriptionCommands(program);
 toolCommands(program);
 agentCommands(program);
 connectionCommands(program);
+approvalCommands(program);
 memoryCommands(program);
 
 try {

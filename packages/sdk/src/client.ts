@@ -14,6 +14,7 @@ import type { Core } from './core.js';
 import type { paths } from './generated/openapi.js';
 import { AgentsResource, DeploymentsResource, PermissionsResource } from './resources/agents.js';
 import { AnalyticsResource } from './resources/analytics.js';
+import { ApprovalsResource } from './resources/approvals.js';
 import { ConnectionsResource } from './resources/connections.js';
 import {
   PublishingResource,
@@ -98,6 +99,7 @@ export class AgentPlatform {
   readonly deployments: DeploymentsResource;
   readonly analytics: AnalyticsResource;
   readonly connections: ConnectionsResource;
+  readonly approvals: ApprovalsResource;
   /** Subscribed tools as OpenAI / Anthropic / Gemini function definitions, and running the model's tool calls. */
   readonly tools: ToolsResource;
 
@@ -163,6 +165,7 @@ export class AgentPlatform {
     this.deployments = new DeploymentsResource(core);
     this.analytics = new AnalyticsResource(core);
     this.connections = new ConnectionsResource(core);
+    this.approvals = new ApprovalsResource(core);
     this.tools = new ToolsResource(core);
   }
 }

@@ -36,11 +36,15 @@ export type Item<K extends Op> = Result<K> extends { data: Array<infer T> } ? T 
 
 /**
  * The data of an openapi-fetch result, or throw its error as an {@link AgentPlatformError}.
- * 204 answers give `undefined`.
+ * 204 answers give `undefined`; a 2xx `application/problem+json` answer (202 `approval_required`)
+ * throws too, its problem members in the error's `body` (`approval_id`, `approval_url`, `expires_at`).
  */
 export async function unwrap<D>(p: Promise<{ data?: D; error?: unknown; response: Response }>): Promise<D> {
   const { data, error, response } = await p;
   if (!response.ok || error !== undefined) throw AgentPlatformError.fromResponse(response, error);
+  // A 2xx problem (202 approval_required: the call is held, nothing ran) is not a result either.
+  if (response.headers.get('content-type')?.startsWith('application/problem+json'))
+    throw AgentPlatformError.fromResponse(response, data);
   return data as D;
 }
 

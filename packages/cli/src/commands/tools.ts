@@ -37,11 +37,12 @@ export function toolCommands(program: Command): void {
     .option('--args <json>', 'arguments (JSON object, @file or - for stdin)', '{}')
     .option('--session <id>', 'record the call in this session')
     .option('--timeout-ms <ms>', 'upstream timeout')
+    .option('--approval-id <id>', 'after "approval required": the granted approval of exactly this call (single use)')
     .action(
       async (
         service: string,
         tool: string,
-        o: { args: string; session?: string; timeoutMs?: string },
+        o: { args: string; session?: string; timeoutMs?: string; approvalId?: string },
         cmd: Command,
       ) => {
         const g = cmd.optsWithGlobals<GlobalOptions>();
@@ -55,6 +56,7 @@ export function toolCommands(program: Command): void {
           tool,
           arguments: args as Record<string, unknown>,
           ...(o.timeoutMs ? { timeout_ms: Number(o.timeoutMs) } : {}),
+          ...(o.approvalId ? { approval_id: o.approvalId } : {}),
         });
         output(g, { session_id: session, ...res }, (v) =>
           [

@@ -310,7 +310,7 @@ export interface paths {
         put?: never;
         /**
          * Execute a tool of a service in the session
-         * @description 200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window.
+         * @description 200 when the platform did its job, even if the upstream answered 4xx/5xx (`status` "failed", the upstream status in `http_status`). Quota state in `X-Quota-Limit`, `X-Quota-Remaining`, `X-Quota-Reset` (Unix seconds) for the tightest window. 202 `approval_required` (problem+json with `approval_id`, `approval_url`, `expires_at`) when a policy holds the call for a person’s approval: nothing ran; re-submit the same call with `approval_id` once it is approved (docs/governance.md).
          */
         post: operations["sessions.execute"];
         delete?: never;
@@ -798,6 +798,46 @@ export interface paths {
          * @description MCP Streamable HTTP transport (JSON-RPC 2.0). Use an MCP client; see README "Connect an MCP client".
          */
         delete: operations["mcp.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/traces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The kept traces of an execution or an invocation
+         * @description From the in-process store of recent traces (TRACES_KEEP); only traces with spans of your account.
+         */
+        get: operations["traces.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/traces/{trace_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One kept trace: the spans of your account, for a waterfall
+         * @description Spans follow the OpenTelemetry GenAI conventions (`execute_tool {tool}`, `invoke_agent {agent}`). Another account’s trace answers 404.
+         */
+        get: operations["traces.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -4320,6 +4360,15 @@ export interface operations {
                         };
                         duration_ms: number;
                     };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
             /** @description Default Response */
@@ -7934,6 +7983,177 @@ export interface operations {
                         };
                         id: null;
                     };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "traces.list": {
+        parameters: {
+            query?: {
+                execution_id?: string;
+                invocation_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            trace_id: string;
+                            /** @description name of the earliest span the caller may see */
+                            root: string;
+                            /** Format: date-time */
+                            start_time: string;
+                            duration_ms: number;
+                            span_count: number;
+                            /** @description some span of the trace has status error */
+                            error: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "traces.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 32 lower-case hex digits */
+                trace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        trace_id: string;
+                        /** @description the caller’s spans of the trace, by start time */
+                        spans: {
+                            /** @description 32 lower-case hex digits (W3C Trace Context) */
+                            trace_id: string;
+                            /** @description 16 lower-case hex digits */
+                            span_id: string;
+                            /** @description null for the trace root, or a remote caller’s span */
+                            parent_span_id: null | string;
+                            /** @description e.g. `execute_tool get_weather`, `invoke_agent triage`, `POST` */
+                            name: string;
+                            /** @description `internal` | `server` | `client` | `producer` | `consumer` */
+                            kind: string;
+                            /** Format: date-time */
+                            start_time: string;
+                            /** Format: date-time */
+                            end_time: string;
+                            /** @description milliseconds, fractional */
+                            duration_ms: number;
+                            status: {
+                                /** @description `unset` | `ok` | `error` */
+                                code: string;
+                                message?: string;
+                            };
+                            /** @description OpenTelemetry attributes (GenAI, MCP, HTTP and database semantic conventions; `platform.*`) */
+                            attributes: {
+                                [key: string]: unknown;
+                            };
+                            events: {
+                                name: string;
+                                /** Format: date-time */
+                                time: string;
+                                /** @description OpenTelemetry attributes (GenAI, MCP, HTTP and database semantic conventions; `platform.*`) */
+                                attributes: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                        }[];
+                        /** @description spans past TRACES_MAX_SPANS that were not kept */
+                        dropped_spans: number;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
                 };
             };
             /** @description Default Response */

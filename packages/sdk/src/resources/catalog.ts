@@ -1,5 +1,5 @@
 /** `services` (owner registry + marketplace), `publishing`, `search`, `subscriptions` and `sessions` groups. */
-import { type Body, type Core, type Item, type Query, cursorList, unwrap } from '../core.js';
+import { type Body, type Core, type Item, type Query, type Result, cursorList, unwrap } from '../core.js';
 
 const path = (id: string) => ({ path: { id } });
 
@@ -175,8 +175,14 @@ export class SessionsResource {
   close(id: string) {
     return unwrap(this.core.http.POST('/v1/sessions/{id}/close', { params: path(id) }));
   }
-  /** Call `tool` of `service` in session `id` (`POST /v1/agents/{id}/execute`). */
+  /**
+   * Call `tool` of `service` in session `id` (`POST /v1/agents/{id}/execute`). A call a policy
+   * holds for a person's approval throws `AgentPlatformError` `approval_required` (status 202;
+   * `body.approval_id`, `body.approval_url`): once approved, call again with `approval_id`.
+   */
   execute(id: string, body: Body<'sessions.execute'>) {
-    return unwrap(this.core.http.POST('/v1/agents/{id}/execute', { params: path(id), body }));
+    return unwrap(this.core.http.POST('/v1/agents/{id}/execute', { params: path(id), body })) as Promise<
+      Result<'sessions.execute'>
+    >;
   }
 }
