@@ -1,6 +1,6 @@
 /**
  * HTTP routes of the approvals module (`/v1/approvals`): list, read, approve, deny. Users (token
- * or API key) and agents (their own requests, read only) are admitted; who may decide is checked
+ * or API key) and agents (their own requests, read only) may read; only users reach approve/deny; who may decide is checked
  * in `service.ts`.
  */
 import type { FastifyInstance } from 'fastify';
@@ -34,23 +34,32 @@ export async function approvalRoutes(app: FastifyInstance, { ctx }: { ctx: AppCo
     ),
     async (req) => getApproval(ctx, principalOf(req), req.params.id),
   );
-  r.post(
-    '/v1/approvals/:id/approve',
-    op('approvals.approve', 'Approve a pending call: the caller may then re-submit it once with approval_id', {
-      description: 'Needs a user of the account with the `approvals:decide` scope; agents never decide.',
-      params: IdParams,
-      response: { 200: ApprovalSchema, ...errorResponses(403, 404, 409) },
-    }),
-    async (req) => decideApproval(ctx, principalOf(req), req.params.id, 'approved'),
-  );
-  r.post(
-    '/v1/approvals/:id/deny',
-    op('approvals.deny', 'Deny a pending call (optional reason, shown to the caller)', {
-      description: 'Needs a user of the account with the `approvals:decide` scope; agents never decide.',
-      params: IdParams,
-      body: DenyBody,
-      response: { 200: ApprovalSchema, ...errorResponses(403, 404, 409) },
-    }),
-    async (req) => decideApproval(ctx, principalOf(req), req.params.id, 'denied', req.body?.reason),
-  );
+  // Deciding is for users: declared here so the route answers agents 403 before the handler (the
+  // service refuses them too, for every other caller of decideApproval).
+  await app.register(async (scope) => {
+    const { r: users, op: userOp } = authScope(scope, ctx.auth, {
+      principals: ['user'],
+      tags: ['approvals'],
+      security: USER_SECURITY,
+    });
+    users.post(
+      '/v1/approvals/:id/approve',
+      userOp('approvals.approve', 'Approve a pending call: the caller may then re-submit it once with approval_id', {
+        description: 'Needs a user of the account with the `approvals:decide` scope; agents never decide.',
+        params: IdParams,
+        response: { 200: ApprovalSchema, ...errorResponses(403, 404, 409) },
+      }),
+      async (req) => decideApproval(ctx, principalOf(req), req.params.id, 'approved'),
+    );
+    users.post(
+      '/v1/approvals/:id/deny',
+      userOp('approvals.deny', 'Deny a pending call (optional reason, shown to the caller)', {
+        description: 'Needs a user of the account with the `approvals:decide` scope; agents never decide.',
+        params: IdParams,
+        body: DenyBody,
+        response: { 200: ApprovalSchema, ...errorResponses(403, 404, 409) },
+      }),
+      async (req) => decideApproval(ctx, principalOf(req), req.params.id, 'denied', req.body?.reason),
+    );
+  });
 }

@@ -196,6 +196,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/subscriptions/{id}/accept-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept changed tool definitions (all, or the tools named): re-pin them */
+        post: operations["subscriptions.acceptChanges"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/subscriptions/{id}/quotas": {
         parameters: {
             query?: never;
@@ -1976,6 +1993,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/agents/{id}/tools/accept-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept changed tool definitions of one of the agent's services (re-pin) */
+        post: operations["agents.tools.acceptChanges"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/agents/{id}/tools/unsubscribe": {
         parameters: {
             query?: never;
@@ -3196,6 +3230,18 @@ export interface operations {
                     "application/json": {
                         data: {
                             id: string;
+                            /** @description GET /subscriptions/:id only: definitions changed since pinned */
+                            pending_changes?: {
+                                tool_id: string;
+                                tool: string;
+                                change: "changed" | "added";
+                                pinned_hash: null | string;
+                                current_hash: string;
+                                /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                                diff: {
+                                    [key: string]: unknown;
+                                }[];
+                            }[];
                             service_id: string;
                             /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                             plan: "free" | "pro" | "enterprise";
@@ -3285,6 +3331,18 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** @description GET /subscriptions/:id only: definitions changed since pinned */
+                        pending_changes?: {
+                            tool_id: string;
+                            tool: string;
+                            change: "changed" | "added";
+                            pinned_hash: null | string;
+                            current_hash: string;
+                            /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                            diff: {
+                                [key: string]: unknown;
+                            }[];
+                        }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
@@ -3442,6 +3500,18 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** @description GET /subscriptions/:id only: definitions changed since pinned */
+                        pending_changes?: {
+                            tool_id: string;
+                            tool: string;
+                            change: "changed" | "added";
+                            pinned_hash: null | string;
+                            current_hash: string;
+                            /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                            diff: {
+                                [key: string]: unknown;
+                            }[];
+                        }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
@@ -3538,6 +3608,18 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** @description GET /subscriptions/:id only: definitions changed since pinned */
+                        pending_changes?: {
+                            tool_id: string;
+                            tool: string;
+                            change: "changed" | "added";
+                            pinned_hash: null | string;
+                            current_hash: string;
+                            /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                            diff: {
+                                [key: string]: unknown;
+                            }[];
+                        }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
@@ -3637,6 +3719,18 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** @description GET /subscriptions/:id only: definitions changed since pinned */
+                        pending_changes?: {
+                            tool_id: string;
+                            tool: string;
+                            change: "changed" | "added";
+                            pinned_hash: null | string;
+                            current_hash: string;
+                            /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                            diff: {
+                                [key: string]: unknown;
+                            }[];
+                        }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
                         plan: "free" | "pro" | "enterprise";
@@ -3690,6 +3784,102 @@ export interface operations {
             };
             /** @description Default Response */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "subscriptions.acceptChanges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description tool names; all when absent */
+                    tools?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pinned: string[];
+                        pending_changes: {
+                            tool_id: string;
+                            tool: string;
+                            change: "changed" | "added";
+                            pinned_hash: null | string;
+                            current_hash: string;
+                            /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                            diff: {
+                                [key: string]: unknown;
+                            }[];
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15244,6 +15434,94 @@ export interface operations {
                         service: string;
                         /** Format: date-time */
                         subscribed_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.tools.acceptChanges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    service: string;
+                    /** @description tool names; all when absent */
+                    tools?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        pinned: string[];
+                        pending_changes: {
+                            tool_id: string;
+                            tool: string;
+                            change: "changed" | "added";
+                            pinned_hash: null | string;
+                            current_hash: string;
+                            /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                            diff: {
+                                [key: string]: unknown;
+                            }[];
+                        }[];
                     };
                 };
             };
