@@ -14,7 +14,7 @@ import { telemetryRuntime } from '../../src/telemetry/sdk.js';
 import { call, createUser, setupApp } from '../helpers/app.js';
 import { expectHttp, listen } from '../helpers/exec.js';
 import { startToolUpstream } from '../helpers/tool-upstream.js';
-import { createAgent, deployReady, tarball } from '../modules/deployments/fixtures.js';
+import { deployedToolAgent } from '../modules/deployments/fixtures.js';
 
 const HANDLER = `
 export default async function (input, context) {
@@ -86,19 +86,7 @@ describe('traces — deployed agent', () => {
       },
       201,
     );
-    const agent = await createAgent(app, u);
-    await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agent.id}/tools/subscribe`,
-        headers: u.headers,
-        payload: { service: svc.name },
-      },
-      201,
-    );
-    const dep = await deployReady(app, u.headers, agent.id, await tarball({ 'index.mjs': HANDLER }));
-    expect(dep.status).toBe('active');
+    const agent = await deployedToolAgent(app, u, svc.name, HANDLER);
 
     const traceId = hex(32);
     const callerSpan = hex(16);

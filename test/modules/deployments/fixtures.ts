@@ -205,6 +205,29 @@ export async function deployReady(
   );
 }
 
+/**
+ * An agent of `user` subscribed to the service named `service` (`POST /v2/agents/:id/tools/subscribe`),
+ * with `handler` deployed as its `index.mjs` and active — the deployed-agent face of a tool test.
+ * @returns the agent (id and client credentials)
+ * @throws when the deployment does not become active
+ */
+export async function deployedToolAgent(
+  app: FastifyInstance,
+  user: TestUser,
+  service: string,
+  handler: string,
+): Promise<{ id: string; clientId: string; clientSecret: string }> {
+  const agent = await createAgent(app, user);
+  await call(
+    app,
+    { method: 'POST', url: `/v2/agents/${agent.id}/tools/subscribe`, headers: user.headers, payload: { service } },
+    201,
+  );
+  const dep = await deployReady(app, user.headers, agent.id, await tarball({ 'index.mjs': handler }));
+  if (dep.status !== 'active') throw new Error(`deployment of ${agent.id}: ${dep.status} ${JSON.stringify(dep.error)}`);
+  return agent;
+}
+
 /** Handler sources used across the tests. */
 export const HANDLERS = {
   echo: `export default async function handler(input, context) {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
 import { listen } from '../../helpers/exec.js';
-import { createAgent, deployReady, tarball, waitFor } from './fixtures.js';
+import { createAgent, deployedToolAgent, deployReady, tarball, waitFor } from './fixtures.js';
 
 const HANDLER = `
 let invocations = 0;
@@ -110,20 +110,7 @@ beforeAll(async () => {
     201,
   );
   svc = { id: body.id, name: body.name };
-  const agent = await createAgent(app, u);
-  agentId = agent.id;
-  await call(
-    app,
-    {
-      method: 'POST',
-      url: `/v2/agents/${agentId}/tools/subscribe`,
-      headers: u.headers,
-      payload: { service: svc.name },
-    },
-    201,
-  );
-  const dep = await deployReady(app, u.headers, agentId, await tarball({ 'index.mjs': HANDLER }));
-  expect(dep.status).toBe('active');
+  agentId = (await deployedToolAgent(app, u, svc.name, HANDLER)).id;
 }, 180_000);
 
 afterAll(async () => {

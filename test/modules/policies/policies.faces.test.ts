@@ -10,7 +10,7 @@ import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js'
 import { execute, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
 import { connectMcp, type McpConnection } from '../../helpers/mcp.js';
 import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
-import { createAgent, deployReady, tarball } from '../deployments/fixtures.js';
+import { deployedToolAgent } from '../deployments/fixtures.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '100000', QUOTA_FREE_MONTH: '100000' });
 
@@ -78,20 +78,7 @@ beforeAll(async () => {
   );
   policyId = p.id;
   mcp = await connectMcp(base, u.headers, { query: '?expose_tools=true' });
-  const agent = await createAgent(app, u);
-  agentId = agent.id;
-  await call(
-    app,
-    {
-      method: 'POST',
-      url: `/v2/agents/${agentId}/tools/subscribe`,
-      headers: u.headers,
-      payload: { service: svc.name },
-    },
-    201,
-  );
-  const dep = await deployReady(app, u.headers, agentId, await tarball({ 'index.mjs': HANDLER }));
-  expect(dep.status).toBe('active');
+  agentId = (await deployedToolAgent(app, u, svc.name, HANDLER)).id;
 }, 180_000);
 
 afterAll(async () => {
