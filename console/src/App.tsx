@@ -8,6 +8,7 @@ import { AuthProvider, useAuth } from './auth';
 import { AgentsPage } from './pages/agents/AgentsPage';
 import { AnalyticsPage } from './pages/Analytics';
 import { ApiKeysPage } from './pages/ApiKeys';
+import { ApprovalsPage } from './pages/Approvals';
 import { ConnectionsPage } from './pages/Connections';
 import { MarketplacePage } from './pages/Marketplace';
 import { MemoryPage } from './pages/Memory';
@@ -22,6 +23,7 @@ const NAV = [
   { to: '/api-keys', label: 'API keys' },
   { to: '/connections', label: 'Connected accounts' },
   { to: '/agents', label: 'Agents' },
+  { to: '/approvals', label: 'Approvals' },
   { to: '/memory', label: 'Memory' },
   { to: '/analytics', label: 'Analytics' },
 ];
@@ -120,6 +122,8 @@ function Shell() {
           <Route path="/api-keys" element={<ApiKeysPage />} />
           <Route path="/connections" element={<ConnectionsPage />} />
           <Route path="/agents" element={<AgentsPage />} />
+          <Route path="/approvals" element={<ApprovalsPage />} />
+          <Route path="/approvals/:id" element={<ApprovalsPage />} />
           <Route path="/memory" element={<MemoryPage />} />
           <Route path="/analytics" element={<AnalyticsPage />} />
           <Route path="*" element={<Text>No such page.</Text>} />

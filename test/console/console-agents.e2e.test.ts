@@ -34,7 +34,7 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
     password: 'correct horse battery staple',
   };
   /** What the tests hand on to the next ones: the user's API key, the name of its published service. */
-  const s = { apiKey: '', service: '' };
+  const s = { apiKey: '', service: '', headers: {} as Record<string, string>, session: '' };
 
   const setRoles = (roles: string[]) => env!.setRoles(roles);
   const { check, nav, tenantSignIn, tab, text, field, choose, closeDrawer } = consoleUi(() => page, creds);
@@ -72,6 +72,7 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
       { method: 'POST', url: '/v1/agents', headers, payload: { name: 'console' } },
       201,
     );
+    [s.headers, s.session] = [headers, session.id];
     await call(
       built.app,
       {
@@ -218,4 +219,36 @@ describe.skipIf(!haveBrowser)('web console in chromium: agents and analytics', (
     else await expect.poll(() => text('endpoints')).toMatch(/(GET|POST|PUT|PATCH|DELETE) \/\S+/);
     await check('analytics-admin');
   }, 90_000);
+  it('opens a held call at its approval_url, shows its arguments and approves it; the retry runs once', async () => {
+    const { app } = built;
+    await call(
+      app,
+      {
+        method: 'POST',
+        url: '/v1/policies',
+        headers: s.headers,
+        payload: {
+          description: 'Paris needs a person',
+          source: `@approval("required") forbid(principal, action, resource == Platform::Tool::"${s.service}/get_weather") when { context.arguments.hasTag("city") && context.arguments.getTag("city") == "Paris" };`,
+        },
+      },
+      201,
+    );
+    const run = { service: s.service, tool: 'get_weather', arguments: { city: 'Paris' } };
+    const url = `/v1/agents/${s.session}/execute`;
+    const { body: held } = await call(app, { method: 'POST', url, headers: s.headers, payload: run }, 202);
+    expect(held.code).toBe('approval_required');
+    await page.goto(held.approval_url.replace(/^https?:\/\/[^/]+/, base));
+    await page.getByText(`${s.service}/get_weather`).first().waitFor();
+    await page.getByText('"city": "Paris"').first().waitFor();
+    await check('approvals');
+    const approve = page.getByRole('button', { name: `Approve ${held.approval_id}` });
+    await approve.first().click();
+    await approve.first().waitFor({ state: 'detached' }); // decided: no buttons left for it
+    const payload = { ...run, approval_id: held.approval_id };
+    const { body: ran } = await call(app, { method: 'POST', url, headers: s.headers, payload }, 200);
+    expect(ran.status).toBe('succeeded');
+    const { body: again } = await call(app, { method: 'POST', url, headers: s.headers, payload }, 409);
+    expect(again.code).toBe('approval_invalid');
+  });
 });
