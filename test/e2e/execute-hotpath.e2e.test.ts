@@ -34,14 +34,14 @@ async function setup() {
     tools,
   });
   await publish(ctx, svc.id);
-  await subscribe(base, user, svc.id);
+  const sub = await subscribe(base, user, svc.id);
   const sid = await newSession(base, user.headers);
-  return { owner, user, svc, sid };
+  return { owner, user, svc, sid, sub };
 }
 
 describe(`execute — hot path caches and group commit (${ctx.database.engine})`, () => {
   it('sees renames, unpublication, secret rotation and session close on the next execution', async () => {
-    const { owner, user, svc, sid } = await setup();
+    const { owner, user, svc, sid, sub } = await setup();
     const run = (tool: string) => execute(base, user.headers, sid, { service: svc.name, tool });
     expect((await run('fast')).status).toBe(200); // lookups are cached from here on
 
@@ -50,6 +50,12 @@ describe(`execute — hot path caches and group commit (${ctx.database.engine})`
       headers: owner.headers,
       body: { name: 'quick' },
     });
+    // A rename changes the definition the subscriber pinned (its name): the next call sees it as a
+    // 409 with the diff until the subscriber accepts it (docs/governance.md "Pinned tool definitions").
+    const renamed = await run('quick');
+    expect([renamed.status, renamed.body.code]).toEqual([409, 'tool_definition_changed']);
+    expect(renamed.body.diff).toContainEqual({ op: 'replace', path: '/name', value: 'quick' });
+    await expectHttp(base, 'POST', `/subscriptions/${sub.id}/accept-changes`, 200, { headers: user.headers, body: {} });
     expect((await run('quick')).status).toBe(200);
     expect((await run('fast')).status).toBe(200); // the old name is an alias
 
