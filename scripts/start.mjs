@@ -59,6 +59,9 @@ const EXTERNAL = [
   '@electric-sql/pglite',
   '@electric-sql/pglite-pgvector',
   '@energetic-ai/*',
+  '@cedar-policy/cedar-wasm', // reads cedar_wasm_bg.wasm beside its module
+  // Patch modules as they load (require-in-the-middle) and are loaded only when tracing is on.
+  '@opentelemetry/*',
   // Also required by @fastify/swagger-ui from node_modules: bundled, it (with glob, send, mime)
   // was loaded twice at every start.
   '@fastify/static',
