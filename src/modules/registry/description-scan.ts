@@ -1,6 +1,7 @@
 /**
  * Scanning tool descriptions for instructions aimed at the model ("tool poisoning", OWASP MCP Top
- * 10; issue #40 §3). No maintained npm library does this for tool metadata, so this is a small rule
+ * 10): a tool whose description tells the model what to do can turn a trusted tool against its
+ * caller. No maintained npm library does this for tool metadata, so this is a small rule
  * list (ADR 0981): hidden text (HTML comments, `<IMPORTANT>`-style tags), zero-width and bidi
  * control characters, "ignore previous instructions"-style phrases, and instructions to read
  * files or secrets or to call other tools. Findings fail the publish checklist's `manifest_valid`
