@@ -197,6 +197,35 @@ describe('agent-platform login / whoami / logout', () => {
     }
   }, 180_000);
 
+  it('policies: schema, create (with a Cedar error at its line and column), evaluate, disable, delete', async () => {
+    expect((await json(['policies', 'schema'])).schema).toContain('namespace Platform');
+    const service = (await json(['services', 'list'])).find((s: { name: string }) => s.name.startsWith('weather'))!
+      .name as string; // the service the publish test registered
+    const bad = await cli(['policies', 'create', '--source', 'forbid(principal, action, resource) when { oops };']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/line 1/i);
+    const file = path.join(tmp, 'oslo.cedar');
+    fs.writeFileSync(
+      file,
+      `forbid(principal, action, resource == Platform::Tool::"${service}/get_weather") when { context.arguments.hasTag("city") && context.arguments.getTag("city") == "Oslo" };`,
+    );
+    const p = await json(['policies', 'create', '--file', file, '--description', 'no Oslo']);
+    expect(p).toMatchObject({ scope: 'account', enabled: true, description: 'no Oslo' });
+    expect((await json(['policies', 'list'])).map((x: { id: string }) => x.id)).toContain(p.id);
+    const oslo = await json(['policies', 'evaluate', service, 'get_weather', '--args', '{"city":"Oslo"}']);
+    expect(oslo.decision).toBe('deny');
+    expect(JSON.stringify(oslo)).toContain(p.id);
+    expect((await json(['policies', 'evaluate', service, 'get_weather', '--args', '{"city":"Rome"}'])).decision).toBe(
+      'allow',
+    );
+    expect((await json(['policies', 'disable', p.id])).enabled).toBe(false);
+    expect((await json(['policies', 'evaluate', service, 'get_weather', '--args', '{"city":"Oslo"}'])).decision).toBe(
+      'allow',
+    );
+    expect((await cli(['policies', 'delete', p.id])).code).toBe(0);
+    expect((await cli(['policies', 'show', p.id])).code).toBe(4);
+  }, 120_000);
+
   it('answers mistakes with a message and an exit code a person can act on, then logs out', async () => {
     const badJson = await cli(['agents', 'invoke', 'agt_x', '--input', '{oops']);
     expect(badJson.code).toBe(2);

@@ -15,6 +15,7 @@ import { serviceCommands } from './commands/services.js';
 import { subscriptionCommands } from './commands/subscriptions.js';
 import { connectionCommands } from './commands/connections.js';
 import { approvalCommands } from './commands/approvals.js';
+import { policyCommands } from './commands/policies.js';
 import { toolCommands } from './commands/tools.js';
 
 const program = new Command('agent-platform')
@@ -33,6 +34,7 @@ toolCommands(program);
 agentCommands(program);
 connectionCommands(program);
 approvalCommands(program);
+policyCommands(program);
 memoryCommands(program);
 
 try {

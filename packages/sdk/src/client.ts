@@ -15,6 +15,7 @@ import type { paths } from './generated/openapi.js';
 import { AgentsResource, DeploymentsResource, PermissionsResource } from './resources/agents.js';
 import { AnalyticsResource } from './resources/analytics.js';
 import { ApprovalsResource } from './resources/approvals.js';
+import { PoliciesResource } from './resources/policies.js';
 import { ConnectionsResource } from './resources/connections.js';
 import {
   PublishingResource,
@@ -100,6 +101,8 @@ export class AgentPlatform {
   readonly analytics: AnalyticsResource;
   readonly connections: ConnectionsResource;
   readonly approvals: ApprovalsResource;
+  /** Cedar policies on tool calls: CRUD, the schema, dry runs and the decision log. */
+  readonly policies: PoliciesResource;
   /** Subscribed tools as OpenAI / Anthropic / Gemini function definitions, and running the model's tool calls. */
   readonly tools: ToolsResource;
 
@@ -166,6 +169,7 @@ export class AgentPlatform {
     this.analytics = new AnalyticsResource(core);
     this.connections = new ConnectionsResource(core);
     this.approvals = new ApprovalsResource(core);
+    this.policies = new PoliciesResource(core);
     this.tools = new ToolsResource(core);
   }
 }
