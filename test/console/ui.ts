@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 
 /** Debian's chromium (`.ci/run` installs it; no browser download here). */
@@ -63,16 +63,22 @@ export function consoleUi(page: () => Page, creds: { email: string; password: st
     await page().keyboard.press('Enter');
     await page().getByRole('heading', { level: 2, name: label, exact: true }).waitFor(); // every page's title is its link's
   };
-  /** The tenant's sign-in form when it asks (its own session may still be open after a sign-out of the console). */
-  const tenantSignIn = async () => {
+  /**
+   * The tenant's sign-in form when it asks (its own session may still be open after a sign-out of the console).
+   * `landed` is what shows once signed in: the console's `whoami` by default; a flow that goes on elsewhere right
+   * after the sign-in (a connection's consent page) names what it lands on, since the console may be gone before
+   * `whoami` is seen.
+   */
+  const tenantSignIn = async (landed?: Locator) => {
     const p = page();
-    await Promise.race([p.locator('#email').waitFor(), p.getByTestId('whoami').waitFor()]);
+    const done = landed ?? p.getByTestId('whoami');
+    await Promise.race([p.locator('#email').waitFor(), done.waitFor()]);
     if (await p.locator('#email').isVisible()) {
       await p.locator('#email').fill(creds.email);
       await p.locator('#password').fill(creds.password);
       await p.getByRole('button', { name: 'Sign in' }).click();
     }
-    await p.getByTestId('whoami').waitFor();
+    await done.waitFor();
   };
   const tab = (name: string) => page().getByRole('tab', { name, exact: true }).click();
   const text = (testId: string) =>

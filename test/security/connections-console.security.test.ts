@@ -49,8 +49,9 @@ describe.skipIf(!haveBrowser)('connections: the authorization_url page in chromi
     const started = await start(headers);
     await page.goto(started.authorization_url);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await tenantSignIn();
-    // Back on the connections page, the flow is taken and the browser goes on to the upstream's consent form.
+    // Back on the connections page, the flow is taken and the browser goes on to the upstream's consent form
+    // (at once: the console's own page may be gone before it is seen).
+    await tenantSignIn(page.getByRole('button', { name: 'Sign in and allow' }));
     await page.locator('input[name=email]').fill(`ada-${Date.now().toString(36)}@notes.test`);
     await page.getByRole('button', { name: 'Sign in and allow' }).click();
     await expect.poll(() => page.url()).toBe(`${env!.base}/console/connections`);
