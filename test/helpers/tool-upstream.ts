@@ -155,8 +155,20 @@ export async function startToolUpstream(): Promise<ToolUpstream> {
   return state;
 }
 
-/** The MCP upstream (stateless Streamable HTTP at `/mcp`): tools `add` {a, b} and `explode`. */
-export async function startMcpUpstream(): Promise<{
+/** An extra tool of {@link startMcpUpstream}, as its `tools/list` shows it (name, schema, MCP annotations). */
+export interface ExtraMcpTool {
+  name: string;
+  description?: string;
+  inputSchema?: { type: 'object'; properties?: Record<string, unknown> };
+  annotations?: Record<string, unknown>;
+}
+
+/**
+ * The MCP upstream (stateless Streamable HTTP at `/mcp`): tools `add` {a, b} and `explode`, then
+ * `extra` (read on every `tools/list`, so a test can change it between syncs; a call of one answers
+ * `{ ok: true, tool }`).
+ */
+export async function startMcpUpstream(extra: ExtraMcpTool[] = []): Promise<{
   url: string;
   seen: SeenRequest[];
   calls: Array<{ name: string; args: unknown }>;
@@ -178,6 +190,7 @@ export async function startMcpUpstream(): Promise<{
           },
         },
         { name: 'explode', description: 'Always fails', inputSchema: { type: 'object', properties: {} } },
+        ...extra.map((t) => ({ description: '', inputSchema: { type: 'object' as const, properties: {} }, ...t })),
       ],
     }));
     s.setRequestHandler(CallToolRequestSchema, async (req) => {
@@ -185,6 +198,10 @@ export async function startMcpUpstream(): Promise<{
       if (req.params.name === 'add') {
         const { a, b } = req.params.arguments as { a: number; b: number };
         return { content: [{ type: 'text', text: JSON.stringify({ sum: a + b }) }], structuredContent: { sum: a + b } };
+      }
+      if (extra.some((t) => t.name === req.params.name)) {
+        const out = { ok: true, tool: req.params.name };
+        return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
       }
       return { content: [{ type: 'text', text: 'it exploded' }], isError: true };
     });

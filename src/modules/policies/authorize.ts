@@ -78,7 +78,7 @@ export async function evaluateCall(
   const facts: CallFacts = {
     principal,
     service: { id: service.id, name: service.name, ownerId: service.ownerId },
-    tool: { id: tool.id, name: tool.name, method: tool.method },
+    tool: { id: tool.id, name: tool.name, method: tool.method, tags: tool.tags },
     arguments: args,
     now: opts.now ?? Date.now(),
     calls,

@@ -15,8 +15,8 @@ import { AppError, type FieldError } from '../../http/errors.js';
  *   both `in` their `Account` (the account's user id);
  * - action: `execute`;
  * - resource: `Tool` `"<service name>/<tool name>"` `in` its `Service` `"<service name>"`, with
- *   `tags` (`read_only`, `destructive`, `write`, derived from the HTTP method: GET/HEAD/OPTIONS,
- *   DELETE, others; MCP tools have none);
+ *   `tags` (`read_only`, `destructive`, `write`, `idempotent`, `open_world`: from the HTTP method,
+ *   or from an MCP tool's annotations; computed by the registry, `registry/tool-tags.ts`);
  * - context: `arguments` (every top-level argument as a String tag: strings as is, other values as
  *   their JSON text), `numbers` (the integer top-level arguments as Long tags), `argument_names`,
  *   `time` (UTC: `epoch_ms`, `hour` 0–23, `minute`, `weekday` 0 = Sunday … 6), `calls` (this
@@ -191,7 +191,8 @@ export function parseStoredPolicy(source: string): ParsedPolicy {
 export interface CallFacts {
   principal: Principal;
   service: { id: string; name: string; ownerId: string };
-  tool: { id: string; name: string; method: string };
+  /** `tags`: the registry's policy tags of the tool (`ExecutableTool['tool']['tags']`). */
+  tool: { id: string; name: string; method: string; tags: readonly string[] };
   arguments: Record<string, unknown>;
   /** Evaluation instant (ms since the epoch). */
   now: number;
@@ -206,15 +207,6 @@ export function principalUid(p: Principal): { type: string; id: string } {
 /** The Cedar entity uid of a tool: `Platform::Tool::"<service>/<tool>"`. */
 export function toolUid(serviceName: string, toolName: string): { type: string; id: string } {
   return { type: 'Platform::Tool', id: `${serviceName}/${toolName}` };
-}
-
-/** `read_only` / `destructive` / `write` from a tool's HTTP method; none for MCP tools. */
-export function toolTags(method: string): string[] {
-  const m = method.toUpperCase();
-  if (m === 'MCP') return [];
-  if (m === 'GET' || m === 'HEAD' || m === 'OPTIONS') return ['read_only'];
-  if (m === 'DELETE') return ['destructive'];
-  return ['write'];
 }
 
 /** The principal's scopes as strings: a credential without a scope list holds every scope. */
@@ -280,7 +272,7 @@ export function requestOf(facts: CallFacts): {
           service: facts.service.name,
           tool: facts.tool.name,
           method: facts.tool.method,
-          tags: toolTags(facts.tool.method),
+          tags: facts.tool.tags as string[],
         },
         parents: [service],
       },

@@ -73,7 +73,7 @@ export async function dryRun(
   const facts: CallFacts = {
     principal,
     service: { id: service.id, name: service.name, ownerId: service.ownerId },
-    tool: { id: tool.id, name: tool.name, method: tool.method },
+    tool: { id: tool.id, name: tool.name, method: tool.method, tags: tool.tags },
     arguments: args,
     now: body.at ? Date.parse(body.at) : Date.now(),
     calls,

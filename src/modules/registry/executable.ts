@@ -11,6 +11,7 @@ import { SharedCache } from '../../lib/shared-cache.js';
 import type { ArgLocation, UpstreamAuth } from '../../upstream/request.js';
 import { oauth2ClientOf } from './oauth2.js';
 import { currentDefinitionHash } from './definitions.js';
+import { toolPolicyTags } from './tool-tags.js';
 
 export type ServiceRow = typeof services.$inferSelect;
 export type ToolRow = typeof tools.$inferSelect;
@@ -44,6 +45,8 @@ export interface ExecutableTool {
     status: 'active' | 'degraded';
     /** Hex SHA-256 of the tool's definition (registry/definitions.ts); pinned by subscribers (subscriptions/pins.ts). */
     definitionHash: string;
+    /** Policy resource tags (`read_only`, `destructive`, `write`, `idempotent`, `open_world`; registry/tool-tags.ts). */
+    tags: readonly string[];
     /**
      * OpenAPI tools: where each top-level argument goes — `path` (fills `{name}`), `query`, `header`,
      * or `body` (a field of the JSON body object). Absent → default placement (path placeholders,
@@ -130,6 +133,7 @@ async function loadExecutableTool(
       inputSchema: tool.inputSchema,
       status: tool.status as 'active' | 'degraded',
       definitionHash: currentDefinitionHash(tool),
+      tags: toolPolicyTags(tool.method, tool.annotations),
       ...(tool.argLocations ? { argLocations: tool.argLocations.locations } : {}),
       ...(tool.argLocations?.bodyArgument ? { bodyArgument: tool.argLocations.bodyArgument } : {}),
     },
