@@ -33,6 +33,11 @@ export interface PendingChange {
   current_hash: string;
   /** RFC 6902 JSON Patch from the pinned definition to the current one (`fast-json-patch` `compare`). */
   diff: Array<Record<string, unknown>>;
+  /**
+   * The definition as pinned (null for an added tool), so a reader can show each diff operation's
+   * old value at its `path`. Read answers only (`pendingChanges`), not the 409 of the execute path.
+   */
+  pinned_definition?: ToolDefinition | null;
 }
 
 /** The holder of an actor's calls. */
@@ -84,7 +89,10 @@ export async function pinServiceTools(
   return rows.map((t) => t.name);
 }
 
-/** The holder's pending changes on a service (tools whose definition differs from the pin, or new tools). */
+/**
+ * The holder's pending changes on a service (tools whose definition differs from the pin, or new
+ * tools), each with its RFC 6902 diff and the pinned definition; [] when the holder pinned nothing.
+ */
 export async function pendingChanges(ctx: AppContext, holderId: string, serviceId: string): Promise<PendingChange[]> {
   const [rows, pins] = await Promise.all([
     serviceTools(ctx, serviceId),
@@ -100,15 +108,11 @@ export async function pendingChanges(ctx: AppContext, holderId: string, serviceI
     const pin = byTool.get(t.id);
     const hash = currentDefinitionHash(t);
     if (pin?.definitionHash === hash) continue;
-    out.push(
-      changeOf(
-        t.id,
-        pin ? (pin.definition as unknown as ToolDefinition) : null,
-        pin?.definitionHash ?? null,
-        toolDefinition(t),
-        hash,
-      ),
-    );
+    const pinned = pin ? (pin.definition as unknown as ToolDefinition) : null;
+    out.push({
+      ...changeOf(t.id, pinned, pin?.definitionHash ?? null, toolDefinition(t), hash),
+      pinned_definition: pinned,
+    });
   }
   return out;
 }

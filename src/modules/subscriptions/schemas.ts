@@ -16,6 +16,12 @@ export const PendingChangeSchema = Type.Object({
   diff: Type.Array(Type.Record(Type.String(), Type.Unknown()), {
     description: 'RFC 6902 JSON Patch from the pinned definition to the current one',
   }),
+  pinned_definition: Type.Optional(
+    Nullable(Type.Record(Type.String(), Type.Unknown()), {
+      description:
+        'the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here',
+    }),
+  ),
 });
 
 /** Body of `POST /subscriptions/:id/accept-changes` and `POST /v2/agents/:id/tools/accept-changes`. */

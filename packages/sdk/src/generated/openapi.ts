@@ -3241,6 +3241,10 @@ export interface operations {
                                 diff: {
                                     [key: string]: unknown;
                                 }[];
+                                /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                                pinned_definition?: null | {
+                                    [key: string]: unknown;
+                                };
                             }[];
                             service_id: string;
                             /** @description the plan chosen (PUT /subscriptions/:id changes it) */
@@ -3342,6 +3346,10 @@ export interface operations {
                             diff: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                            pinned_definition?: null | {
+                                [key: string]: unknown;
+                            };
                         }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
@@ -3511,6 +3519,10 @@ export interface operations {
                             diff: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                            pinned_definition?: null | {
+                                [key: string]: unknown;
+                            };
                         }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
@@ -3619,6 +3631,10 @@ export interface operations {
                             diff: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                            pinned_definition?: null | {
+                                [key: string]: unknown;
+                            };
                         }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
@@ -3730,6 +3746,10 @@ export interface operations {
                             diff: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                            pinned_definition?: null | {
+                                [key: string]: unknown;
+                            };
                         }[];
                         service_id: string;
                         /** @description the plan chosen (PUT /subscriptions/:id changes it) */
@@ -3838,6 +3858,10 @@ export interface operations {
                             diff: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                            pinned_definition?: null | {
+                                [key: string]: unknown;
+                            };
                         }[];
                     };
                 };
@@ -15521,6 +15545,10 @@ export interface operations {
                             diff: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                            pinned_definition?: null | {
+                                [key: string]: unknown;
+                            };
                         }[];
                     };
                 };

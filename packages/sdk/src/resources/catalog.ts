@@ -155,6 +155,14 @@ export class SubscriptionsResource {
   quotas(id: string) {
     return unwrap(this.core.http.GET('/subscriptions/{id}/quotas', { params: path(id) }));
   }
+  /**
+   * Accept the changed (or added) tool definitions of a subscription's service — all, or the tools
+   * named in `body.tools` — so they run again (docs/governance.md "Pinned tool definitions").
+   * `get(id)` lists them in `pending_changes`. Returns `{ pinned, pending_changes }`.
+   */
+  acceptChanges(id: string, body: Body<'subscriptions.acceptChanges'> = {}) {
+    return unwrap(this.core.http.POST('/subscriptions/{id}/accept-changes', { params: path(id), body }));
+  }
 }
 
 /** Execution sessions (`/v1/agents`, `/v1/sessions`) and tool calls through them. */
