@@ -120,7 +120,7 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
     async (req, reply) => {
       const { created: isNew, subscription } = await subscribeAgentTool(
         ctx,
-        userOf(req).userId,
+        userOf(req),
         req.params.id,
         req.body.service,
       );
@@ -134,7 +134,7 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
       body: Type.Object({ service: Type.String({ minLength: 1, maxLength: 200 }), ...AcceptChangesBody.properties }),
       response: { 200: AcceptChangesResult, ...errorResponses(403, 404) },
     }),
-    async (req) => acceptAgentToolChanges(ctx, userOf(req).userId, req.params.id, req.body.service, req.body.tools),
+    async (req) => acceptAgentToolChanges(ctx, userOf(req), req.params.id, req.body.service, req.body.tools),
   );
   r.delete(
     '/v2/agents/:id/tools/unsubscribe',
@@ -145,10 +145,7 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
       response: { 204: Type.Null(), ...errorResponses(403, 404) },
     }),
     async (req, reply) =>
-      noContent(
-        reply,
-        unsubscribeAgentTool(ctx, userOf(req).userId, req.params.id, req.body?.service ?? req.query.service),
-      ),
+      noContent(reply, unsubscribeAgentTool(ctx, userOf(req), req.params.id, req.body?.service ?? req.query.service)),
   );
   r.get(
     '/v2/agents/:id/tools',
@@ -157,7 +154,7 @@ async function managementRoutes(app: FastifyInstance, ctx: AppContext): Promise<
       querystring: ToolsQuery,
       response: { 200: ListOf(AgentToolSchema), ...errorResponses(403, 404) },
     }),
-    async (req) => listAgentTools(ctx, userOf(req).userId, req.params.id, req.query),
+    async (req) => listAgentTools(ctx, userOf(req), req.params.id, req.query),
   );
 }
 

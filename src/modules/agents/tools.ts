@@ -7,19 +7,32 @@ import { and, eq, inArray, or } from 'drizzle-orm';
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions } from '../../db/schema/index.js';
+import type { UserPrincipal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import { pendingChanges, pinServiceTools, type PendingChange } from '../subscriptions/pins.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
 import type { AgentToolSchema } from './schemas.js';
-import { agentToolsChanged, getAgentForAccount, isAgentSubscribed } from './service.js';
+import { agentToolsChanged, assertManagesAgents, getAgentForAccount, isAgentSubscribed } from './service.js';
 
 /** An agent's subscription to a service. */
 export type AgentToolView = Static<typeof AgentToolSchema>;
 
 function toolView(r: typeof agentToolSubscriptions.$inferSelect): AgentToolView {
   return { service_id: r.serviceId, service: r.serviceName, subscribed_at: r.createdAt.toISOString() };
+}
+
+/**
+ * The owner's agent for a tool-subscription change or read: the credential must hold
+ * `agents:manage` (an API key without it changes no agent's tools), and the agent must be the
+ * owner's (another account's answers 404).
+ * @throws AppError insufficient_scope | not_found
+ */
+async function managedAgent(ctx: AppContext, owner: UserPrincipal, agentId: string): Promise<string> {
+  assertManagesAgents(owner);
+  await getAgentForAccount(ctx, owner.userId, agentId);
+  return owner.userId;
 }
 
 /**
@@ -30,11 +43,11 @@ function toolView(r: typeof agentToolSubscriptions.$inferSelect): AgentToolView 
  */
 export async function subscribeAgentTool(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   agentId: string,
   serviceRef: string,
 ): Promise<{ created: boolean; subscription: AgentToolView }> {
-  await getAgentForAccount(ctx, accountId, agentId);
+  const accountId = await managedAgent(ctx, owner, agentId);
   const svc = await getServiceSummary(ctx, serviceRef);
   if (!svc) throw notFound('Service');
   if (svc.ownerId !== accountId && !(await hasActiveSubscription(ctx, accountId, svc.id))) {
@@ -70,7 +83,7 @@ export async function subscribeAgentTool(
  */
 export async function unsubscribeAgentTool(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   agentId: string,
   serviceRef: string | undefined,
 ): Promise<void> {
@@ -79,7 +92,7 @@ export async function unsubscribeAgentTool(
       errors: [{ in: 'body', pointer: '/service', message: 'is required' }],
     });
   }
-  await getAgentForAccount(ctx, accountId, agentId);
+  await managedAgent(ctx, owner, agentId);
   const svc = await getServiceSummary(ctx, serviceRef);
   const refs = [serviceRef, ...(svc ? [svc.id] : [])];
   const rows = await ctx.db
@@ -102,11 +115,11 @@ export async function unsubscribeAgentTool(
 /** The agent's tool subscriptions, newest first (keyset on service id within equal times). */
 export async function listAgentTools(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   agentId: string,
   q: { limit?: number; cursor?: string },
 ): Promise<Page<AgentToolView>> {
-  await getAgentForAccount(ctx, accountId, agentId);
+  await managedAgent(ctx, owner, agentId);
   return mapPage(
     await selectPage(ctx.db, agentToolSubscriptions, q, [eq(agentToolSubscriptions.agentId, agentId)], 'serviceId'),
     toolView,
@@ -120,12 +133,12 @@ export async function listAgentTools(
  */
 export async function acceptAgentToolChanges(
   ctx: AppContext,
-  accountId: string,
+  owner: UserPrincipal,
   agentId: string,
   serviceRef: string,
   toolNames?: string[],
 ): Promise<{ pinned: string[]; pending_changes: PendingChange[] }> {
-  await getAgentForAccount(ctx, accountId, agentId);
+  await managedAgent(ctx, owner, agentId);
   const svc = await getServiceSummary(ctx, serviceRef);
   if (!svc || !(await isAgentSubscribed(ctx, agentId, svc.id))) throw notFound('Agent tool subscription');
   const pinned = await pinServiceTools(ctx, { id: agentId, kind: 'agent' }, svc.id, toolNames);

@@ -101,6 +101,21 @@ describe('api key scopes — refusals', () => {
     );
     await refused({ method: 'GET', url: '/v2/agents', headers: none.headers }, 403, 'insufficient_scope');
     await refused({ method: 'DELETE', url: `/v2/agents/${a.id}`, headers: none.headers }, 403, 'insufficient_scope');
+    // An agent's tools are agent management too: a key without agents:manage widens no agent's reach.
+    for (const [method, url, payload] of [
+      ['POST', `/v2/agents/${a.id}/tools/subscribe`, { service: 'any-service' }],
+      ['POST', `/v2/agents/${a.id}/tools/accept-changes`, { service: 'any-service' }],
+      ['DELETE', `/v2/agents/${a.id}/tools/unsubscribe`, { service: 'any-service' }],
+      ['GET', `/v2/agents/${a.id}/tools`, undefined],
+    ] as const) {
+      await refused({ method, url, headers: none.headers, payload }, 403, 'insufficient_scope');
+    }
+    // With it, the same key reaches the agent's tools (the service is unknown: 404, not a scope refusal).
+    await refused(
+      { method: 'POST', url: `/v2/agents/${a.id}/tools/subscribe`, headers: narrow.headers, payload: { service: 'no-such' } },
+      404,
+      'not_found',
+    );
     const { body: agents } = await call(app, { method: 'GET', url: '/v2/agents', headers: u.headers }, 200);
     expect(agents.data).toHaveLength(1);
   });
