@@ -13,6 +13,7 @@ import { AppError } from '../../../src/http/errors.js';
 import { callHash, type GovernedCall, requireApproval } from '../../../src/modules/approvals/gate.js';
 import { createAgent } from '../../helpers/agents.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
+import { AGENT, keyOf } from '../api-keys/fixtures.js';
 
 const { app, ctx } = await setupApp();
 
@@ -142,6 +143,31 @@ describe('approval gate', () => {
     expect(next.code).toBe('approval_required');
     expect(next.extra?.approval_id).not.toBe(id);
     expect((await refusal(actor, c, id)).extra?.approval_status).toBe('used');
+  });
+
+  it('an API key decides only with approvals:decide; without it the approval stays pending', async () => {
+    const u = await createUser(app);
+    const actor = { accountId: u.userId, agentId: null };
+    const c = governed({ path: '/k.txt' });
+    const id = (await refusal(actor, c)).extra?.approval_id as string;
+    const plain = await keyOf(app, u.headers, { scopes: [...AGENT] });
+    for (const verb of ['approve', 'deny']) {
+      const { body } = await call(
+        app,
+        { method: 'POST', url: `/v1/approvals/${id}/${verb}`, headers: plain.headers, payload: {} },
+        403,
+      );
+      expect(body.code).toBe('insufficient_scope');
+    }
+    const { body: still } = await call(app, { method: 'GET', url: `/v1/approvals/${id}`, headers: u.headers }, 200);
+    expect([still.status, still.decided_by]).toEqual(['pending', null]);
+    const decider = await keyOf(app, u.headers, { scopes: ['approvals:decide'] });
+    const { body } = await call(
+      app,
+      { method: 'POST', url: `/v1/approvals/${id}/approve`, headers: decider.headers, payload: {} },
+      200,
+    );
+    expect([body.status, body.decided_by]).toEqual(['approved', u.userId]);
   });
 
   it('a denial is refused with 403 and its reason; a decided approval cannot be decided again', async () => {
