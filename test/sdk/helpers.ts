@@ -37,3 +37,27 @@ export async function userClient(
   await client.auth.testToken({ roles });
   return client;
 }
+
+/**
+ * A weather service (`weatherManifest`, tools `get_weather`, `get_user`, `broken`) registered by
+ * `owner` and published through the checklist (domain served by `api`, `get_weather` as the
+ * functional test). @returns the registered service
+ */
+export async function publishedWeather(
+  owner: AgentPlatform,
+  api: { url: string; verificationToken?: string | null },
+  manifest: Record<string, unknown>,
+) {
+  const svc = await owner.services.register(manifest as Parameters<typeof owner.services.register>[0]);
+  api.verificationToken = (await owner.publishing.verifyDomain(svc.id)).token;
+  await owner.publishing.verifyDomain(svc.id);
+  await owner.publishing.setVerificationConfig(svc.id, {
+    tests: [{ tool: 'get_weather', arguments: { city: 'Oslo' } }],
+  });
+  await owner.publishing.publish(svc.id);
+  for (const end = Date.now() + 30_000; Date.now() < end; ) {
+    if ((await owner.publishing.verificationStatus(svc.id)).status === 'published') return svc;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${svc.name} was not published within 30 s`);
+}

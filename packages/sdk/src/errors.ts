@@ -2,6 +2,7 @@
  * Errors of the SDK. Every non-2xx answer becomes an {@link AgentPlatformError}: the platform's
  * problem+json body (RFC 9457) or an OAuth 2.0 error body (RFC 6749 §5.2, from `/auth/agent/token`).
  */
+import type { DefinitionChange } from './definitions.js';
 
 /** One failing field of a request: `pointer` is a JSON Pointer (RFC 6901) into the part named by `in`. */
 export interface FieldError {
@@ -45,6 +46,17 @@ export class AgentPlatformError extends Error {
     this.requestId = init.requestId;
     this.retryAfterSeconds = init.retryAfterSeconds;
     this.body = init.body;
+  }
+
+  /**
+   * The changed tool of a 409 `tool_definition_changed` (its `service`, `tool`, `change` and the
+   * RFC 6902 `diff` from the definition the caller pinned); undefined for any other error.
+   */
+  get definitionChange(): DefinitionChange | undefined {
+    if (this.code !== 'tool_definition_changed' || typeof this.body !== 'object' || this.body === null)
+      return undefined;
+    const b = this.body as Record<string, unknown>;
+    return Array.isArray(b.diff) ? (b as unknown as DefinitionChange) : undefined;
   }
 
   /** Build the error of a non-2xx `response` whose body was already parsed into `body` (or not). */

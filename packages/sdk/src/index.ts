@@ -8,6 +8,14 @@
  */
 export { AgentPlatform, ENV, type AgentPlatformOptions } from './client.js';
 export { AgentPlatformError, parseRetryAfter, type FieldError } from './errors.js';
+export {
+  diffLines,
+  valueAt,
+  type DefinitionChange,
+  type DiffLine,
+  type JsonPatchOperation,
+  type PendingChange,
+} from './definitions.js';
 export { MemoryTokenStorage, jwtExpiry, type TokenSet, type TokenStorage } from './tokens.js';
 export { CursorList, type Page } from './pagination.js';
 export { DEFAULT_RETRY, retryDelay, type RetryOptions } from './transport.js';

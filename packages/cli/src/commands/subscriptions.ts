@@ -1,10 +1,36 @@
-/** `subscriptions list|create|cancel`: your account's subscriptions to marketplace services and their quotas. */
+/**
+ * `subscriptions list|create|cancel|changes|accept-changes`: your account's subscriptions to
+ * marketplace services, their quotas, and the tool definitions that changed since you pinned them.
+ */
+import { diffLines, type PendingChange } from '@agent-platform/sdk';
 import type { Command } from 'commander';
 import { client, CliError, EXIT, output, table, type GlobalOptions } from '../context.js';
 
 const PLANS = ['free', 'pro', 'enterprise'] as const;
 type Plan = (typeof PLANS)[number];
 const quota = (n: number | null) => (n === null ? '∞' : String(n));
+
+/** A definition value on one line: JSON, cut at 60 characters; `-` when absent. */
+function shown(v: unknown): string {
+  if (v === undefined) return '-';
+  const text = JSON.stringify(v);
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
+}
+
+/** One row per changed place of each pending change: tool, change, path, old → new. */
+function changeRows(changes: PendingChange[]): string {
+  return table(
+    changes.flatMap((c) =>
+      diffLines(c).map((d) => ({
+        tool: c.tool,
+        change: c.change,
+        path: d.path,
+        'old → new': `${shown(d.old)} → ${shown(d.new)}`,
+      })),
+    ),
+    ['tool', 'change', 'path', 'old → new'],
+  );
+}
 
 export function subscriptionCommands(program: Command): void {
   const subs = program.command('subscriptions').description('Subscriptions of your account to marketplace services');
@@ -54,5 +80,29 @@ export function subscriptionCommands(program: Command): void {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const sub = await client(g).subscriptions.cancel(id);
       output(g, sub, (v) => `Canceled ${v.id} (${v.service_id}).`);
+    });
+
+  subs
+    .command('changes <id>')
+    .description(
+      'Tool definitions of the service that changed (or were added) since you pinned them: they answer 409 until accepted',
+    )
+    .action(async (id: string, _o, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const changes = await client(g).subscriptions.changes(id);
+      output(g, changes, (v) => (v.length ? changeRows(v) : 'No pending changes: every tool runs as you pinned it.'));
+    });
+
+  subs
+    .command('accept-changes <id>')
+    .description('Accept the changed tool definitions (all, or those named with --tool) so they run again')
+    .option('--tool <name...>', 'only these tools')
+    .action(async (id: string, o: { tool?: string[] }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const res = await client(g).subscriptions.acceptChanges(id, o.tool?.length ? { tools: o.tool } : {});
+      output(g, res, (v) => {
+        const done = `Pinned ${v.pinned.length} tool definition(s) as they are now${v.pinned.length ? `: ${v.pinned.join(', ')}` : ''}.`;
+        return v.pending_changes.length ? `${done}\nStill pending:\n${changeRows(v.pending_changes)}` : done;
+      });
     });
 }

@@ -34,6 +34,14 @@ export class AgentsResource {
   subscribeTools(id: string, body: Body<'agents.tools.subscribe'>) {
     return unwrap(this.core.http.POST('/v2/agents/{id}/tools/subscribe', { params: path(id), body }));
   }
+  /**
+   * Accept the changed (or added) tool definitions of one of the agent's services — all, or the
+   * tools named in `body.tools` — for the agent (an account's acceptance does not cover its agents).
+   * Returns `{ pinned, pending_changes }`.
+   */
+  acceptToolChanges(id: string, body: Body<'agents.tools.acceptChanges'>) {
+    return unwrap(this.core.http.POST('/v2/agents/{id}/tools/accept-changes', { params: path(id), body }));
+  }
   /** Remove the subscription to `service` (its id or name). */
   async unsubscribeTools(id: string, service: string): Promise<void> {
     await unwrap(

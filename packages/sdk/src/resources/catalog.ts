@@ -1,5 +1,6 @@
 /** `services` (owner registry + marketplace), `publishing`, `search`, `subscriptions` and `sessions` groups. */
 import { type Body, type Core, type Item, type Query, type Result, cursorList, unwrap } from '../core.js';
+import type { PendingChange } from '../definitions.js';
 
 const path = (id: string) => ({ path: { id } });
 
@@ -162,6 +163,14 @@ export class SubscriptionsResource {
    */
   acceptChanges(id: string, body: Body<'subscriptions.acceptChanges'> = {}) {
     return unwrap(this.core.http.POST('/subscriptions/{id}/accept-changes', { params: path(id), body }));
+  }
+  /**
+   * The tools of a subscription's service whose definition changed (or that were added) since the
+   * account pinned them, each with its RFC 6902 `diff` and `pinned_definition` (`diffLines` turns
+   * one into "path: old → new" lines); [] when nothing is pending. Reads `GET /subscriptions/{id}`.
+   */
+  async changes(id: string): Promise<PendingChange[]> {
+    return (await this.get(id)).pending_changes ?? [];
   }
 }
 
