@@ -11,7 +11,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import jsonpatch from 'fast-json-patch';
 import type { AppContext } from '../../context.js';
-import { toolPins, tools } from '../../db/schema/index.js';
+import { subscriptions, toolPins, tools } from '../../db/schema/index.js';
 import type { SessionActor } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { currentDefinitionHash, toolDefinition, type ToolDefinition } from '../registry/definitions.js';
@@ -182,13 +182,45 @@ export async function assertDefinitionPinned(
     row ? toolDefinition(row) : toolDefinition({ ...tool, description: '', outputSchema: null }),
     tool.definitionHash,
   );
+  const [sub] =
+    holder.kind === 'account'
+      ? await ctx.db
+          .select({ id: subscriptions.id })
+          .from(subscriptions)
+          .where(
+            and(
+              eq(subscriptions.userId, holder.id),
+              eq(subscriptions.serviceId, service.id),
+              eq(subscriptions.status, 'active'),
+            ),
+          )
+          .limit(1)
+      : [];
   const accept =
     holder.kind === 'agent'
-      ? `POST /v2/agents/${holder.id}/tools/accept-changes`
-      : 'POST /subscriptions/:id/accept-changes';
+      ? `POST /v2/agents/${holder.id}/tools/accept-changes {"service":"${service.name}"}`
+      : `POST /subscriptions/${sub?.id ?? ':id'}/accept-changes`;
+  const what = change.change === 'added' ? 'was added' : `changed (${changedPaths(change.diff)})`;
   throw new AppError(
     'tool_definition_changed',
-    `The definition of ${service.name}/${tool.name} ${change.change === 'added' ? 'was added' : 'changed'} since it was pinned; review the diff and accept it with ${accept}`,
-    { extra: { ...change, service: service.name } },
+    `The definition of ${service.name}/${tool.name} ${what} since it was pinned; review the diff and accept it with ${accept}`,
+    {
+      extra: {
+        ...change,
+        service: service.name,
+        ...(sub ? { subscription_id: sub.id } : {}),
+        ...(holder.kind === 'agent' ? { agent_id: holder.id } : {}),
+      },
+    },
   );
+}
+
+/**
+ * The paths a diff touches, for the problem's message (every face shows it: REST `detail`, the MCP
+ * tool result's text, a deployed agent's `error.message`): at most 5, without the values, so a
+ * poisoned description is not repeated into a model's context by the message itself.
+ */
+function changedPaths(diff: Array<Record<string, unknown>>): string {
+  const paths = [...new Set(diff.map((op) => String(op.path)))];
+  return paths.length > 5 ? `${paths.slice(0, 5).join(', ')}, …` : paths.join(', ');
 }
