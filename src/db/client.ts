@@ -10,6 +10,7 @@ import type { Config } from '../config.js';
 import { MIGRATIONS_DIR, openEmbeddedDataDir, sharedBuffersOf } from './data-dir.js';
 import { openPGliteThread } from './pglite-thread.js';
 import { pgliteWasmModule } from './pglite-wasm.js';
+import { instrumentPGlite } from '../telemetry/db.js';
 import * as schema from './schema/index.js';
 
 export {
@@ -115,6 +116,8 @@ export async function openDatabase(config: Config, opening?: Promise<() => Promi
   ]);
   // Resolved by now (both opens waited for it): the lock's release.
   const unlock = await dirOpening;
+  // A span per statement while tracing is on (PostgreSQL has the `pg` instrumentation instead).
+  instrumentPGlite(client);
   const db = drizzle({ client: client as PGlite, schema }) as unknown as Db;
   const database: Database = {
     db,

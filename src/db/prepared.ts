@@ -10,6 +10,7 @@
 import { fillPlaceholders, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from './client.js';
+import { traceStatement } from '../telemetry/db.js';
 import { isPGlite, PGliteNamedStatement } from './pglite-prepared.js';
 
 const dialect = new PgDialect();
@@ -39,7 +40,11 @@ export function prepareRaw<T = Record<string, unknown>>(db: Db, name: string, bu
   let created: PreparedRaw<T>;
   if (isPGlite(client)) {
     const statement = new PGliteNamedStatement<T>(client, name, query.sql);
-    created = { db, run: (values) => statement.run(fillPlaceholders(query.params, values)) };
+    // Spans per statement on PGlite (PostgreSQL: the `pg` instrumentation traces `execute`).
+    created = {
+      db,
+      run: (values) => traceStatement(query.sql, () => statement.run(fillPlaceholders(query.params, values))),
+    };
   } else {
     const prepared = db._.session.prepareQuery(query, undefined, name, false);
     created = { db, run: async (values) => ((await prepared.execute(values)) as unknown as { rows: T[] }).rows };

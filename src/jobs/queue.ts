@@ -12,6 +12,7 @@ import type { RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { AppError } from '../http/errors.js';
 import { newId } from '../http/ids.js';
+import { traceEnqueue, traceJob } from '../telemetry/jobs.js';
 
 /**
  * ioredis options of the platform's command clients (`ctx.redis`, queue producers) — fail fast
@@ -105,6 +106,11 @@ export class InProcessQueue implements JobQueue {
 
   async enqueue<P>(name: string, payload: P, opts: JobOptions = {}): Promise<string> {
     if (this.closed) throw new Error('job queue is closed');
+    return traceEnqueue(this.kind, name, async (carrier) => this.add(name, payload, opts, carrier));
+  }
+
+  /** Queue one job; `carrier`: the enqueuing trace context its runs continue (telemetry/jobs.ts). */
+  private add<P>(name: string, payload: P, opts: JobOptions, carrier: string | undefined): string {
     const id = opts.jobId ?? newId('job');
     if (this.queuedIds.has(id)) return id;
     this.queuedIds.add(id);
@@ -123,7 +129,7 @@ export class InProcessQueue implements JobQueue {
       if (this.closed) return finish();
       const handler = this.handlers.get(name)!;
       try {
-        await handler(data, { id, name, attempt });
+        await traceJob({ system: this.kind, name, id, attempt, carrier }, () => handler(data, { id, name, attempt }));
         finish();
       } catch (err) {
         if (attempt < attempts && !this.closed) {
@@ -221,7 +227,9 @@ export class BullQueue implements JobQueue {
     const worker = new this.bull.Worker(
       name,
       async (job) => {
-        const p = handler(job.data as P, { id: String(job.id), name, attempt: job.attemptsMade + 1 });
+        const meta = { id: String(job.id), name, attempt: job.attemptsMade + 1 };
+        const carrier = job.opts.telemetry?.metadata;
+        const p = traceJob({ system: this.kind, carrier, ...meta }, () => handler(job.data as P, meta));
         this.running.add(p);
         try {
           await p;
@@ -262,14 +270,18 @@ export class BullQueue implements JobQueue {
         ))
       )
         throw new Error('Redis connection is not ready');
-      const job = await queue.add(name, payload, {
-        jobId: opts.jobId,
-        delay: opts.delayMs,
-        attempts: Math.max(1, opts.attempts ?? 1),
-        backoff: { type: 'exponential', delay: opts.backoffMs ?? 1000 },
-        removeOnComplete: { count: 1000 },
-        removeOnFail: { count: 5000 },
-      });
+      // BullMQ's own context-propagation field carries the enqueuing request's trace context.
+      const job = await traceEnqueue(this.kind, name, (carrier) =>
+        queue.add(name, payload, {
+          ...(carrier ? { telemetry: { metadata: carrier } } : {}),
+          jobId: opts.jobId,
+          delay: opts.delayMs,
+          attempts: Math.max(1, opts.attempts ?? 1),
+          backoff: { type: 'exponential', delay: opts.backoffMs ?? 1000 },
+          removeOnComplete: { count: 1000 },
+          removeOnFail: { count: 5000 },
+        }),
+      );
       return String(job.id);
     } catch (err) {
       this.log.warn({ job: name, err: (err as Error).message }, 'could not enqueue a job: Redis unavailable');

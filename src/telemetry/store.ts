@@ -24,6 +24,8 @@ export interface StoredSpan {
   status: { code: 'unset' | 'ok' | 'error'; message?: string };
   attributes: Record<string, unknown>;
   events: Array<{ name: string; time: string; attributes: Record<string, unknown> }>;
+  /** Span links: e.g. a job's `process` span to the `send` span of the request that queued it. */
+  links: Array<{ trace_id: string; span_id: string; attributes: Record<string, unknown> }>;
 }
 
 /** A kept trace: its spans (in end order) and how many were not kept. */
@@ -59,6 +61,11 @@ function toStored(s: ReadableSpan): StoredSpan {
     status,
     attributes: { ...s.attributes },
     events: s.events.map((e) => ({ name: e.name, time: iso(e.time), attributes: { ...(e.attributes ?? {}) } })),
+    links: s.links.map((l) => ({
+      trace_id: l.context.traceId,
+      span_id: l.context.spanId,
+      attributes: { ...(l.attributes ?? {}) },
+    })),
   };
 }
 

@@ -14,6 +14,7 @@ import {
   trace,
   type Attributes,
   type Context,
+  type Link,
   type Span,
 } from '@opentelemetry/api';
 import type { TelemetryConfig } from '../config-telemetry.js';
@@ -49,6 +50,8 @@ export interface SpanOptions {
   parent?: Context;
   /** Start time (`performance.now()` milliseconds or epoch), default now. */
   startTime?: number;
+  /** Span links (e.g. a job's run to the request that queued it). */
+  links?: Link[];
 }
 
 /**
@@ -61,7 +64,7 @@ export function withSpan<T>(name: string, opts: SpanOptions, fn: (span: Span | u
   const parent = opts.parent ?? context.active();
   return tracer().startActiveSpan(
     name,
-    { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes },
+    { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes, links: opts.links },
     parent,
     async (span) => {
       try {

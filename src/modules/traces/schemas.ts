@@ -21,6 +21,9 @@ export const SpanSchema = Type.Object({
   }),
   attributes: Attributes,
   events: Type.Array(Type.Object({ name: Type.String(), time: Timestamp, attributes: Attributes })),
+  links: Type.Array(Type.Object({ trace_id: Type.String(), span_id: Type.String(), attributes: Attributes }), {
+    description: 'span links, e.g. a job run (`process {job}`) to the request that queued it (`send {job}`)',
+  }),
 });
 
 export const TraceSchema = Type.Object({

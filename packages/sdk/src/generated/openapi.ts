@@ -8337,6 +8337,15 @@ export interface operations {
                                     [key: string]: unknown;
                                 };
                             }[];
+                            /** @description span links, e.g. a job run (`process {job}`) to the request that queued it (`send {job}`) */
+                            links: {
+                                trace_id: string;
+                                span_id: string;
+                                /** @description OpenTelemetry attributes (GenAI, MCP, HTTP and database semantic conventions; `platform.*`) */
+                                attributes: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
                         }[];
                         /** @description spans past TRACES_MAX_SPANS that were not kept */
                         dropped_spans: number;
