@@ -2,12 +2,14 @@
  * Read-only catalog lookups of the MCP module: input schemas of search hits, and the caller's
  * subscribed tools listed as MCP tools of their own (`<service>__<tool>`). Listing decides
  * nothing: calling a listed tool goes through {@link executeTool} like any other call, which
- * applies subscription, agent-subscription and quota rules.
+ * applies subscription, agent-subscription, pinned-definition and quota rules. A subscriber's list
+ * shows the definitions it pinned (`subscriptions/pins.ts` {@link pinnedDefinitions}).
  */
 import { createHash } from 'node:crypto';
 import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions, services, tools } from '../../db/schema/index.js';
+import { holderOf, pinnedDefinitions } from '../subscriptions/pins.js';
 import { subscribedServiceIds } from '../subscriptions/service.js';
 import type { SessionActor } from '../../http/auth.js';
 
@@ -33,6 +35,11 @@ export interface ExposedTool {
   title: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /**
+   * The definition changed since the caller pinned it: name, description and schema above are the
+   * pinned ones, and calling the tool answers 409 `tool_definition_changed` until it is accepted.
+   */
+  pendingChange?: true;
 }
 
 /** The MCP name of tool `tool` of service `service` (MCP spec "Tools" §Tool Names). */
@@ -65,11 +72,18 @@ export async function exposedTools(ctx: AppContext, actor: SessionActor): Promis
   if (serviceIds.length === 0) return [];
   const rows = await ctx.db
     .select({
+      id: tools.id,
+      serviceId: services.id,
+      ownerId: services.ownerId,
       service: services.name,
       displayName: services.displayName,
       tool: tools.name,
+      name: tools.name,
       description: tools.description,
       inputSchema: tools.inputSchema,
+      outputSchema: tools.outputSchema,
+      annotations: tools.annotations,
+      definitionHash: tools.definitionHash,
     })
     .from(tools)
     .innerJoin(services, eq(services.id, tools.serviceId))
@@ -80,19 +94,30 @@ export async function exposedTools(ctx: AppContext, actor: SessionActor): Promis
       ),
     )
     .orderBy(asc(services.name), asc(tools.name));
+  // A subscriber sees the definitions it pinned; a changed tool still answers 409 on execute.
+  const pinned = await pinnedDefinitions(
+    ctx,
+    holderOf(actor),
+    rows.filter((r) => r.ownerId !== actor.accountId),
+  );
   const seen = new Set<string>();
   const out: ExposedTool[] = [];
   for (const r of rows) {
-    const name = exposedName(r.service, r.tool);
+    const pin = pinned.get(r.id);
+    if (pin === null) continue; // added since the holder pinned: listed once accepted
+    const shown = pin ? pin.name : r.tool;
+    const name = exposedName(r.service, shown);
     if (seen.has(name)) continue;
     seen.add(name);
+    const description = pin ? pin.description : r.description;
     out.push({
       name,
       service: r.service,
       tool: r.tool,
-      title: `${r.displayName}: ${r.tool}`,
-      description: r.description || `${r.tool} of ${r.displayName}`,
-      inputSchema: r.inputSchema,
+      title: `${r.displayName}: ${shown}`,
+      description: description || `${shown} of ${r.displayName}`,
+      inputSchema: pin ? pin.input_schema : r.inputSchema,
+      ...(pin ? { pendingChange: true } : {}),
     });
   }
   return out;

@@ -32,6 +32,9 @@ import { argumentErrors, validatorFor } from '../../upstream/arguments.js';
 import { exposedTools } from './catalog.js';
 import { APPROVAL_META, PLATFORM_TOOLS, runTool, type McpCall, type PlatformTool, type ToolOutcome } from './tools.js';
 
+/** `_meta` key of an exposed tool whose definition changed since the caller pinned it (docs/governance.md). */
+export const PENDING_CHANGE_META = 'dev.agent-platform/pending_change';
+
 /** Server name and version announced in `initialize` (`serverInfo`). */
 export const SERVER_INFO = { name: 'agent-platform', title: 'Agent Platform', version: '1.0.0' };
 
@@ -63,6 +66,8 @@ export async function listTools(ctx: AppContext, call: McpCall): Promise<Tool[]>
         title: t.title,
         description: t.description,
         inputSchema: { ...t.inputSchema, type: 'object' } as Tool['inputSchema'],
+        // The pinned definition is shown; calling answers tool_definition_changed until accepted.
+        ...(t.pendingChange ? { _meta: { [PENDING_CHANGE_META]: true } } : {}),
       });
     }
   }

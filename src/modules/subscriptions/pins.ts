@@ -14,7 +14,12 @@ import type { AppContext } from '../../context.js';
 import { subscriptions, toolPins, tools } from '../../db/schema/index.js';
 import type { SessionActor } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
-import { currentDefinitionHash, toolDefinition, type ToolDefinition } from '../registry/definitions.js';
+import {
+  currentDefinitionHash,
+  type DefinitionSource,
+  toolDefinition,
+  type ToolDefinition,
+} from '../registry/definitions.js';
 import type { ExecutableTool } from '../registry/executable.js';
 
 /** Who pins: the agent for agent calls, else the account. */
@@ -113,6 +118,51 @@ export async function pendingChanges(ctx: AppContext, holderId: string, serviceI
       ...changeOf(t.id, pinned, pin?.definitionHash ?? null, toolDefinition(t), hash),
       pinned_definition: pinned,
     });
+  }
+  return out;
+}
+
+/** A listed tool of a service the holder does not own, as {@link pinnedDefinitions} reads it. */
+export interface ListedTool extends DefinitionSource {
+  id: string;
+  serviceId: string;
+  definitionHash: string | null;
+}
+
+/**
+ * What `holder` is pinned to among listed tools (docs/governance.md "Pinned tool definitions"),
+ * so listings (MCP `tools/list`, `/v1/tools/export`) show the pinned definition rather than a
+ * changed one: per tool id, the pinned definition when it differs from the current one, or `null`
+ * for a tool added since the holder pinned (not listed until accepted). Tools absent from the map
+ * are listed as they are (unchanged, or a service the holder has no pins on yet). Pass only tools
+ * of services the caller does not own (owners are never pinned). One query over
+ * `tool_pins_holder_service_idx`.
+ */
+export async function pinnedDefinitions(
+  ctx: AppContext,
+  holder: PinHolder,
+  listed: ListedTool[],
+): Promise<Map<string, ToolDefinition | null>> {
+  const out = new Map<string, ToolDefinition | null>();
+  if (!ctx.config.pins.enabled || listed.length === 0) return out;
+  const pins = await ctx.db
+    .select({
+      toolId: toolPins.toolId,
+      serviceId: toolPins.serviceId,
+      hash: toolPins.definitionHash,
+      definition: toolPins.definition,
+    })
+    .from(toolPins)
+    .where(
+      and(eq(toolPins.holderId, holder.id), inArray(toolPins.serviceId, [...new Set(listed.map((t) => t.serviceId))])),
+    );
+  const byTool = new Map(pins.map((p) => [p.toolId, p]));
+  const pinnedServices = new Set(pins.map((p) => p.serviceId));
+  for (const t of listed) {
+    if (!pinnedServices.has(t.serviceId)) continue;
+    const pin = byTool.get(t.id);
+    if (!pin) out.set(t.id, null);
+    else if (pin.hash !== currentDefinitionHash(t)) out.set(t.id, pin.definition as unknown as ToolDefinition);
   }
   return out;
 }

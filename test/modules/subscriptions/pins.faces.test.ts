@@ -5,7 +5,9 @@
  * `structuredContent` (the text names the changed paths and where to accept, not the new text),
  * and a deployed agent's `context.tools.execute` rejects with a catchable error carrying the code
  * and the diff — without reaching the upstream. Accepting restores each face: the account's
- * acceptance covers REST and MCP, the agent's its own calls. Runs on PGlite and PostgreSQL.
+ * acceptance covers REST and MCP, the agent's its own calls. Until then the subscriber's MCP
+ * `tools/list` and tool export show the pinned definition (marked in `_meta`) and leave out tools
+ * added since pinning. Runs on PGlite and PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
@@ -95,7 +97,7 @@ describe('pinned definitions on every face', () => {
   it('after the change: MCP meta and exposed tools answer a tool error with the diff', async () => {
     await expectHttp(base, 'PATCH', `/owner/services/${svc.id}`, 200, {
       headers: owner.headers,
-      body: { tools: [tool('alpha', POISONED), tool('beta', 'Get beta.')] },
+      body: { tools: [tool('alpha', POISONED), tool('beta', 'Get beta.'), tool('gamma', POISONED)] },
     });
     const before = alphaCalls();
     for (const r of [
@@ -138,10 +140,28 @@ describe('pinned definitions on every face', () => {
     expect(alphaCalls()).toBe(before);
   });
 
+  it('listings show the pinned definition, mark it, and leave out tools added since pinning', async () => {
+    const { tools } = await mcp.client.listTools();
+    const mine = tools.filter((t) => t.name.startsWith(`${svc.name}__`));
+    expect(mine.map((t) => t.name)).toEqual([`${svc.name}__alpha`, `${svc.name}__beta`]);
+    expect(mine[0]).toMatchObject({ description: 'Get alpha.', _meta: { 'dev.agent-platform/pending_change': true } });
+    expect(mine[1]!._meta).toBeUndefined();
+    const { body: exported } = await expectHttp(base, 'GET', '/v1/tools/export?format=anthropic', 200, {
+      headers: u.headers,
+    });
+    expect(JSON.stringify(exported)).not.toContain('id_rsa');
+  });
+
   it('accepting restores the faces: the account’s acceptance for REST and MCP, the agent’s for the agent', async () => {
     await expectHttp(base, 'POST', `/subscriptions/${subId}/accept-changes`, 200, { headers: u.headers, body: {} });
     expect((await mcp.call('execute_tool', { service: svc.name, tool: 'alpha', arguments: {} })).isError).toBeFalsy();
     expect((await mcp.call(`${svc.name}__alpha`, {})).isError).toBeFalsy();
+    const listed = (await mcp.client.listTools()).tools.filter((t) => t.name.startsWith(`${svc.name}__`));
+    expect(listed.map((t) => [t.name, t.description, t._meta])).toEqual([
+      [`${svc.name}__alpha`, POISONED, undefined],
+      [`${svc.name}__beta`, 'Get beta.', undefined],
+      [`${svc.name}__gamma`, POISONED, undefined],
+    ]);
     expect(await invoke('alpha')).toMatchObject({ ok: false, code: 'tool_definition_changed' });
     await expectHttp(base, 'POST', `/v2/agents/${agentId}/tools/accept-changes`, 200, {
       headers: u.headers,
