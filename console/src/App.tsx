@@ -12,8 +12,10 @@ import { ApprovalsPage } from './pages/Approvals';
 import { ConnectionsPage } from './pages/Connections';
 import { MarketplacePage } from './pages/Marketplace';
 import { MemoryPage } from './pages/Memory';
+import { PoliciesPage } from './pages/policies/PoliciesPage';
 import { ServicesPage } from './pages/Services';
 import { SubscriptionsPage } from './pages/Subscriptions';
+import { TracesPage } from './pages/Traces';
 import { ProblemAlert } from './ui';
 
 const NAV = [
@@ -23,6 +25,7 @@ const NAV = [
   { to: '/api-keys', label: 'API keys' },
   { to: '/connections', label: 'Connected accounts' },
   { to: '/agents', label: 'Agents' },
+  { to: '/policies', label: 'Policies' },
   { to: '/approvals', label: 'Approvals' },
   { to: '/memory', label: 'Memory' },
   { to: '/analytics', label: 'Analytics' },
@@ -122,10 +125,13 @@ function Shell() {
           <Route path="/api-keys" element={<ApiKeysPage />} />
           <Route path="/connections" element={<ConnectionsPage />} />
           <Route path="/agents" element={<AgentsPage />} />
+          <Route path="/policies" element={<PoliciesPage />} />
           <Route path="/approvals" element={<ApprovalsPage />} />
           <Route path="/approvals/:id" element={<ApprovalsPage />} />
           <Route path="/memory" element={<MemoryPage />} />
           <Route path="/analytics" element={<AnalyticsPage />} />
+          <Route path="/traces" element={<TracesPage />} />
+          <Route path="/traces/:traceId" element={<TracesPage />} />
           <Route path="*" element={<Text>No such page.</Text>} />
         </Routes>
       </AppShell.Main>

@@ -1,6 +1,7 @@
 /** A session's summary (`/memory/sessions/{id}`, rebuilt on demand) and its timeline of executions, memories and summaries. */
-import { Badge, Button, Card, Group, List, Select, Stack, Text, Timeline, Title } from '@mantine/core';
+import { Anchor, Badge, Button, Card, Group, List, Select, Stack, Text, Timeline, Title } from '@mantine/core';
 import { useState } from 'react';
+import { Link } from 'react-router-dom';
 import { AgentPlatformError, all, client, type Item } from '../api';
 import { ProblemAlert, Section, fmtDate, plural, useAction, useLoad } from '../ui';
 
@@ -144,7 +145,14 @@ function TimelineBody({ e }: { e: Event }) {
       <Text size="sm" c="dimmed">
         {x.http_status ? `HTTP ${x.http_status} · ` : ''}
         {x.duration_ms} ms{x.error ? ` · ${x.error.code}: ${x.error.message}` : ''}
-        {x.memory ? ` · ${x.memory}` : ''}
+        {x.memory ? ` · ${x.memory}` : ''} ·{' '}
+        <Anchor
+          component={Link}
+          to={`/traces?execution_id=${encodeURIComponent(e.id)}`}
+          aria-label={`Trace of ${e.id}`}
+        >
+          Trace
+        </Anchor>
       </Text>
     );
   }

@@ -2,7 +2,8 @@
  * Reading the in-process trace store (`src/telemetry/store.ts`) for the owner: a trace answers
  * only the spans that belong to the caller's account (`spansOfAccount`); a trace with none of them,
  * an evicted one and an unknown id all answer 404, so another account's trace cannot be told from
- * a missing one. With the store off (`TRACES_STORE`, ADR 0991) every read answers 404 saying so.
+ * a missing one. With the store off (`TRACES_STORE`, ADR 0991) every read answers 404 saying so,
+ * with the problem's extension member `tracing: "off"`.
  */
 import type { Static } from 'typebox';
 import { accountOf, type Principal } from '../../http/auth.js';
@@ -20,6 +21,8 @@ function store(): TraceStore {
     throw new AppError(
       'not_found',
       'No trace is kept by this server: set TRACES_STORE=on or OTEL_EXPORTER_OTLP_ENDPOINT (docs/observability.md)',
+      // An extension member (RFC 9457 §3.2) so that a client (the console) can tell "off" from "not found".
+      { extra: { tracing: 'off' } },
     );
   return s;
 }

@@ -1,7 +1,8 @@
 /** Invoke the active version, and the runs (invocations) with each one's logs. */
-import { Badge, Button, Card, Code, Drawer, JsonInput, Stack, Table, Text, Title } from '@mantine/core';
+import { Anchor, Badge, Button, Card, Code, Drawer, JsonInput, Stack, Table, Text, Title } from '@mantine/core';
 import type { LogEvent } from '@agent-platform/sdk';
 import { useEffect, useState } from 'react';
+import { Link } from 'react-router-dom';
 import { all, client, type Item, type Result } from '../../api';
 import { ProblemAlert, Section, TableHead, fmtDate, useAction, useLoad } from '../../ui';
 import { LogLines } from './LogLines';
@@ -50,7 +51,9 @@ export function InvocationsTab({ agentId }: { agentId: string }) {
       <Section state={runs} empty={(d) => d.length === 0} emptyText="No runs yet.">
         {(d) => (
           <Table data-testid="runs">
-            <TableHead columns={['When', 'Version', 'Trigger', 'Status', 'Duration', { hidden: 'Logs' }]} />
+            <TableHead
+              columns={['When', 'Version', 'Trigger', 'Status', 'Duration', { hidden: 'Logs' }, { hidden: 'Trace' }]}
+            />
             <Table.Tbody>
               {d.map((i) => (
                 <Table.Tr key={i.id}>
@@ -65,6 +68,9 @@ export function InvocationsTab({ agentId }: { agentId: string }) {
                     <Button size="xs" variant="light" onClick={() => setOpen(i)} aria-label={`Logs of run ${i.id}`}>
                       Logs
                     </Button>
+                  </Table.Td>
+                  <Table.Td>
+                    <TraceLink invocationId={i.id} />
                   </Table.Td>
                 </Table.Tr>
               ))}
@@ -121,7 +127,8 @@ function InvocationView({ inv }: { inv: Invocation }) {
   return (
     <Stack gap={4}>
       <Text size="sm">
-        {inv.status} in {inv.duration_ms ?? '—'} ms (v{inv.version}, trigger {inv.trigger})
+        {inv.status} in {inv.duration_ms ?? '—'} ms (v{inv.version}, trigger {inv.trigger}) ·{' '}
+        <TraceLink invocationId={inv.id} />
       </Text>
       {inv.error ? (
         <Text c="red">
@@ -133,5 +140,19 @@ function InvocationView({ inv }: { inv: Invocation }) {
       </Code>
       {inv.logs.length ? <LogLines lines={inv.logs} testId="invocation-logs" label="Logs of this run" /> : null}
     </Stack>
+  );
+}
+
+/** The run's trace waterfall (`/traces?invocation_id=…` opens the kept trace; pages/Traces.tsx). */
+function TraceLink({ invocationId }: { invocationId: string }) {
+  return (
+    <Anchor
+      component={Link}
+      to={`/traces?invocation_id=${encodeURIComponent(invocationId)}`}
+      size="sm"
+      aria-label={`Trace of run ${invocationId}`}
+    >
+      Trace
+    </Anchor>
   );
 }
