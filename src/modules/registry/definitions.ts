@@ -9,15 +9,18 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
-/** What a subscriber trusts of a tool (snake_case, as the API shows it). */
-export interface ToolDefinition {
+/**
+ * What a subscriber trusts of a tool (snake_case, as the API shows it). A type alias, not an
+ * interface, so it is assignable to the `Record<string, unknown>` of the response schemas.
+ */
+export type ToolDefinition = {
   name: string;
   description: string;
   input_schema: Record<string, unknown>;
   output_schema: Record<string, unknown> | null;
   /** MCP tool annotations (`readOnlyHint`, `destructiveHint`…); null for HTTP tools. */
   annotations: Record<string, unknown> | null;
-}
+};
 
 /** The columns of a tool a definition is made of (a `tools` row or a `NormalizedTool`). */
 export interface DefinitionSource {
