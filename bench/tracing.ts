@@ -10,6 +10,10 @@
  *  - `store-100`: TRACES_STORE=on, every trace sampled and kept in process;
  *  - `store-1`: TRACES_STORE=on, OTEL_TRACES_SAMPLER=parentbased_traceidratio, ratio 0.01.
  * Prints executions/s per mode (median of rounds) and the ratio to `off`, as JSON.
+ *
+ * On PGlite it also measures what the statement-span hook of the database layer (telemetry/db.ts)
+ * costs while tracing is off: BENCH_STATEMENTS (20000) `select $1` through the instrumented client
+ * and through PGlite's own `query`, interleaved in rounds, reported in µs per statement.
  */
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -39,7 +43,7 @@ const modes = {
   }).telemetry,
 };
 
-const { app } = await buildApp(config);
+const { app, ctx } = await buildApp(config);
 const upstreamServer = http.createServer((_req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end('{"ok":true,"n":42}');
@@ -83,8 +87,30 @@ async function run(ms: number): Promise<number> {
   return (done / ms) * 1000;
 }
 
+/** µs per statement through the instrumented PGlite client vs PGlite's own `query` (tracing off). */
+async function statementCost(): Promise<Record<string, unknown> | null> {
+  const client = (ctx.db as unknown as { $client: { query(t: string, p: unknown[]): Promise<unknown> } }).$client;
+  if (ctx.database.engine !== 'pglite') return null;
+  const own = Object.getPrototypeOf(client).query as (t: string, p: unknown[]) => Promise<unknown>;
+  const n = Number(process.env.BENCH_STATEMENTS ?? 20000);
+  const time = async (q: (t: string, p: unknown[]) => Promise<unknown>) => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await q('select $1::int as n', [i]);
+    return ((performance.now() - t0) * 1000) / n;
+  };
+  const hooked: number[] = [];
+  const plain: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    hooked.push(await time((t, p) => client.query(t, p)));
+    plain.push(await time((t, p) => own.call(client, t, p)));
+  }
+  const med = (xs: number[]) => Number([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]?.toFixed(2));
+  return { statements: n, us_per_statement: { instrumented: med(hooked), pglite_query: med(plain) } };
+}
+
 await configureTelemetry(modes.off, false);
 await run(2000); // warm-up
+const dbHookOff = await statementCost();
 const results: Record<string, number[]> = { off: [], 'store-100': [], 'store-1': [] };
 for (let i = 0; i < rounds; i++) {
   for (const [name, t] of Object.entries(modes)) {
@@ -101,7 +127,11 @@ const out = Object.fromEntries(
   ]),
 );
 console.log(
-  JSON.stringify({ engine: config.databaseUrl ? 'postgres' : 'pglite', seconds, concurrency, modes: out }, null, 2),
+  JSON.stringify(
+    { engine: config.databaseUrl ? 'postgres' : 'pglite', seconds, concurrency, modes: out, db_hook_off: dbHookOff },
+    null,
+    2,
+  ),
 );
 await app.close();
 upstreamServer.close();
