@@ -15,6 +15,7 @@ import type { AppContext } from '../../context.js';
 import { policies } from '../../db/schema/index.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { type CallFacts, cedar, parsePolicy, parseStoredPolicy, requestOf } from './cedar.js';
+import { type Reads, readsContext, readsOf, trimRequest, unionReads } from './reads.js';
 
 /** One enabled policy, compiled. */
 export interface CompiledPolicy {
@@ -22,6 +23,9 @@ export interface CompiledPolicy {
   uid: number;
   id: string;
   source: string;
+  /** What its conditions can observe of a request (reads.ts). */
+  reads: Reads;
+  /** Does it read `context.calls` (the executions are then counted)? */
   readsCalls: boolean;
   approval: boolean;
   /** Can the policy's principal constraint match this principal uid (with its account)? */
@@ -41,6 +45,10 @@ interface Subset {
   readsCalls: boolean;
   /** The compilations it holds (`uid`s): subsets with the same signature share one engine slot. */
   signature: string;
+  /** What its policies can observe: the request is trimmed to it before crossing into the engine. */
+  reads: Reads;
+  /** Number of its signature in the decision memo; null: not memoised (it reads `context.time.epoch_ms`). */
+  memo: number | null;
 }
 
 interface Slot {
@@ -112,13 +120,15 @@ export function compilePolicy(id: string, source: string, validate = true): Comp
   const known = validate ? undefined : compiled.get(key);
   if (known) return known;
   const parsed = validate ? parsePolicy(source) : parseStoredPolicy(source);
+  const reads = readsOf(parsed.json);
   const principal = scopeMay(parsed.json.principal as Constraint);
   const resource = scopeMay(parsed.json.resource as Constraint);
   const policy: CompiledPolicy = {
     uid: ++compileCounter,
     id,
     source,
-    readsCalls: parsed.readsCalls,
+    reads,
+    readsCalls: readsContext(reads, 'calls'),
     approval: parsed.approval,
     principalMay: (uid, accountUid, type) => principal(uid, accountUid, type),
     resourceMay: (toolUid, serviceUid) => resource(toolUid, serviceUid, 'Platform::Tool'),
@@ -145,10 +155,14 @@ export function subsetFor(
   const chosen = set.policies.filter(
     (p) => p.principalMay(principalUid, accountUid, principalType) && p.resourceMay(toolUid, serviceUid),
   );
+  const reads = unionReads(chosen.map((p) => p.reads));
+  const signature = chosen.map((p) => p.uid).join(',');
   subset = {
     policies: chosen,
     readsCalls: chosen.some((p) => p.readsCalls),
-    signature: chosen.map((p) => p.uid).join(','),
+    signature,
+    reads,
+    memo: readsEpoch(reads) ? null : memoNumber(signature),
   };
   if (set.subsets.size >= MAX_SUBSETS) set.subsets.clear();
   set.subsets.set(key, subset);
@@ -180,32 +194,88 @@ function prepared(subset: Subset): string {
   return id;
 }
 
-/** Evaluate `facts` against the (non-empty) `subset`. */
+/** Most memoised decisions (process-wide; the oldest is dropped beyond it). */
+export const MAX_MEMO = 20_000;
+const memo = new Map<string, Evaluation>();
+/** Signatures → numbers naming them in memo keys (never re-used: a cleared map hands out new ones). */
+const memoNumbers = new Map<string, number>();
+let memoCounter = 0;
+
+function memoNumber(signature: string): number {
+  let n = memoNumbers.get(signature);
+  if (n === undefined) {
+    if (memoNumbers.size >= MAX_SLOTS * 2) memoNumbers.clear();
+    n = ++memoCounter;
+    memoNumbers.set(signature, n);
+  }
+  return n;
+}
+
+/** Does a subset with these reads see the instant (every call a different request: no memo)? */
+function readsEpoch(r: Reads): boolean {
+  return r.wholeContext || r.attrs.has('epoch_ms') || r.wholeContextAttrs.has('time');
+}
+
+/** Decision statistics since start (bench and tests). */
+export const engineStats = { evaluations: 0, memoHits: 0 };
+
+function byPolicyId(a: { policy_id: string; message: string }, b: { policy_id: string; message: string }): number {
+  return a.policy_id < b.policy_id ? -1 : a.policy_id > b.policy_id ? 1 : a.message < b.message ? -1 : 1;
+}
+
+/**
+ * Evaluate `facts` against `subset`. The request is trimmed to what its policies can observe
+ * (reads.ts) and, unless they read the instant, the decision is memoised by the trimmed request:
+ * Cedar's answer is a function of the policies and the request only. `policyIds` and `errors` are
+ * sorted by policy id. The result is shared (frozen): callers must not mutate it.
+ */
 export function evaluateSubset(subset: Subset, facts: CallFacts): Evaluation {
   if (subset.policies.length === 0) return { decision: 'allow', policyIds: [], errors: [], evaluated: 0 };
   const req = requestOf(facts);
+  const { context, entities } = trimRequest(subset.reads, req.context, req.entities);
+  const key =
+    subset.memo === null ? null : `${subset.memo}\n${JSON.stringify([req.principal, req.resource, context, entities])}`;
+  if (key !== null) {
+    const hit = memo.get(key);
+    if (hit) {
+      engineStats.memoHits++;
+      return hit;
+    }
+  }
+  engineStats.evaluations++;
   const answer = cedar.statefulIsAuthorized({
     principal: req.principal,
     action: { type: 'Platform::Action', id: 'execute' },
     resource: req.resource,
-    context: req.context,
-    entities: req.entities,
+    context,
+    entities,
     preparsedPolicySetId: prepared(subset),
   });
   if (answer.type === 'failure')
     throw new Error(`policy evaluation failed: ${answer.errors.map((e) => e.message).join('; ')}`);
   const { decision, diagnostics } = answer.response;
-  const errors = diagnostics.errors.map((e) => ({ policy_id: e.policyId, message: e.error.message }));
-  if (decision === 'allow') return { decision: 'allow', policyIds: [], errors, evaluated: subset.policies.length };
-  const byId = new Map(subset.policies.map((p) => [p.id, p]));
-  const forbids = diagnostics.reason.filter((id) => byId.has(id));
-  const hard = forbids.filter((id) => !byId.get(id)?.approval);
-  return {
-    decision: hard.length > 0 ? 'deny' : 'approval',
-    policyIds: hard.length > 0 ? hard : forbids,
-    errors,
-    evaluated: subset.policies.length,
-  };
+  const errors = diagnostics.errors.map((e) => ({ policy_id: e.policyId, message: e.error.message })).sort(byPolicyId);
+  let ev: Evaluation;
+  if (decision === 'allow') ev = { decision: 'allow', policyIds: [], errors, evaluated: subset.policies.length };
+  else {
+    const byId = new Map(subset.policies.map((p) => [p.id, p]));
+    const forbids = diagnostics.reason.filter((id) => byId.has(id)).sort();
+    const hard = forbids.filter((id) => !byId.get(id)?.approval);
+    ev = {
+      decision: hard.length > 0 ? 'deny' : 'approval',
+      policyIds: hard.length > 0 ? hard : forbids,
+      errors,
+      evaluated: subset.policies.length,
+    };
+  }
+  Object.freeze(ev.policyIds);
+  Object.freeze(ev.errors);
+  Object.freeze(ev);
+  if (key !== null) {
+    if (memo.size >= MAX_MEMO) memo.delete(memo.keys().next().value as string);
+    memo.set(key, ev);
+  }
+  return ev;
 }
 
 function setsCache(ctx: AppContext): SharedCache<CompiledSet | null> {
