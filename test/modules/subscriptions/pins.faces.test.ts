@@ -10,6 +10,7 @@
  * added since pinning. Runs on PGlite and PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentToken } from '../../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { expectHttp, listen, publish, registerService, subscribe } from '../../helpers/exec.js';
 import { connectMcp, type McpConnection } from '../../helpers/mcp.js';
@@ -46,6 +47,7 @@ let svc: { id: string; name: string };
 let subId: string;
 let mcp: McpConnection;
 let agentId: string;
+let agentMcp: McpConnection;
 
 beforeAll(async () => {
   base = await listen(app);
@@ -61,13 +63,22 @@ beforeAll(async () => {
   u = await createUser(app);
   subId = (await subscribe(base, u, svc.id)).id;
   mcp = await connectMcp(base, u.headers, { query: '?expose_tools=true' });
-  agentId = (await deployedToolAgent(app, u, svc.name, HANDLER)).id;
+  const agent = await deployedToolAgent(app, u, svc.name, HANDLER);
+  agentId = agent.id;
+  agentMcp = await connectMcp(base, (await agentToken(app, agent)).headers, { query: '?expose_tools=true' });
 }, 180_000);
 
 afterAll(async () => {
   await mcp?.close();
+  await agentMcp?.close();
   await upstream?.close();
 });
+
+/** `[name, description]` of the exposed tools of the service on an MCP connection. */
+async function exposedList(conn: McpConnection) {
+  const { tools } = await conn.client.listTools();
+  return tools.filter((t) => t.name.startsWith(`${svc.name}__`)).map((t) => [t.name, t.description]);
+}
 
 const alphaCalls = () => upstream.seen.filter((r) => r.url.startsWith('/items/alpha')).length;
 
@@ -150,6 +161,11 @@ describe('pinned definitions on every face', () => {
       headers: u.headers,
     });
     expect(JSON.stringify(exported)).not.toContain('id_rsa');
+    // An agent's list follows the agent's own pins.
+    expect(await exposedList(agentMcp)).toEqual([
+      [`${svc.name}__alpha`, 'Get alpha.'],
+      [`${svc.name}__beta`, 'Get beta.'],
+    ]);
   });
 
   it('accepting restores the faces: the account’s acceptance for REST and MCP, the agent’s for the agent', async () => {
@@ -168,5 +184,6 @@ describe('pinned definitions on every face', () => {
       body: { service: svc.name },
     });
     expect(await invoke('alpha')).toMatchObject({ ok: true, status: 'succeeded' });
+    expect((await exposedList(agentMcp)).map(([, d]) => d)).toEqual([POISONED, 'Get beta.', POISONED]);
   });
 });
