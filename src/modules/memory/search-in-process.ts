@@ -14,7 +14,8 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
-import { execRows, type Db, type Tx } from '../../db/client.js';
+import type { Db, Tx } from '../../db/client.js';
+import { memoryRows } from './statements.js';
 import { flatOrOperands, type TextHit, type TextIndex, type TextTerm } from './text-index.js';
 import {
   CANDIDATE_COLUMNS,
@@ -47,6 +48,20 @@ export interface InProcessSearch {
   mode: SearchMode;
   text: TextIndex;
   vectors: VectorCache;
+  /** Filled with each arm's candidates and time when given (the `memory.search` span; absent when tracing is off). */
+  arms?: SearchArms;
+}
+
+/** What each arm of one search found and how long it took (the `memory.search` span's attributes). */
+export interface SearchArms {
+  /** Candidates of the full-text arm (null: the arm did not run). */
+  textCandidates: number | null;
+  /** The query's terms and the text arm, milliseconds. */
+  textMs: number | null;
+  /** Candidates of the vector arm (null: the arm did not run). */
+  vectorCandidates: number | null;
+  /** The vector arm's scan, milliseconds (not the wait for the query's embedding). */
+  vectorMs: number | null;
 }
 
 /** A candidate without its row: `fusedCandidates`'s fields but `row`. */
@@ -66,6 +81,8 @@ export async function inProcessCandidates(
 ): Promise<{ hits: FusedHit[]; vector: Float32Array; distances: boolean; terms: TextTerm[] } | null> {
   let textHits: TextHit[] = [];
   let terms: TextTerm[] = [];
+  const arms = input.arms;
+  let t0 = arms ? performance.now() : 0;
   if (input.mode !== 'vector') {
     const qt = await queryTerms(db, input.userId, input.query);
     const items = flatOrOperands(qt.tsquery);
@@ -82,12 +99,16 @@ export async function inProcessCandidates(
       expectedCount: qt.docs,
       kinds: input.kinds,
     });
+    if (arms) [arms.textCandidates, arms.textMs] = [textHits.length, performance.now() - t0];
   }
   const vector = await input.vector;
+  if (arms) t0 = performance.now();
   const vectorHits =
     input.mode === 'text'
       ? []
       : await input.vectors.nearest(db, input.userId, vector, input.pool, input.agentId, input.kinds);
+  if (arms && input.mode !== 'text')
+    [arms.vectorCandidates, arms.vectorMs] = [vectorHits.length, performance.now() - t0];
   const merged = new Map<string, FusedHit>();
   vectorHits.forEach((h, i) =>
     merged.set(h.id, { id: h.id, score: 0, distance: null, vector_rank: i + 1, text_rank: null }),
@@ -244,7 +265,8 @@ async function readRows(
   vector: Float32Array | null,
 ): Promise<Map<string, CandidateRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await execRows<Record<string, unknown>>(
+  // a named prepared statement on PGlite (statements.ts): one text per filter shape, planned once
+  const rows = await memoryRows<Record<string, unknown>>(
     db,
     sql`select m.id, ${vector ? distance(ctx, vector, sql`m.embedding`) : sql`null::float8`} as distance, ${CANDIDATE_COLUMNS}
         from memories m where m.id = any(${idArray(ids)}::text[]) and ${where}`,

@@ -28,7 +28,11 @@ import {
 } from './store.js';
 
 import { embedQuery, embeddingProviderOf, flushMemoryWrites } from './runtime.js';
-import { pageOf, searchInProcess } from './search-in-process.js';
+import { pageOf, searchInProcess, type SearchArms } from './search-in-process.js';
+import type { Span } from '@opentelemetry/api';
+import { searchAttributes } from './search-span.js';
+import { PLATFORM } from '../../telemetry/names.js';
+import { tracingOn, withSpan } from '../../telemetry/trace.js';
 import { rowFacts } from './turn-facts.js';
 import { embeddingText, previousNoteOf, sessionNeighbours } from './turns.js';
 import { rankCandidates } from './ranking.js';
@@ -276,9 +280,37 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
     throw new AppError('validation_failed', 'q must not be empty', {
       errors: [{ in: 'query', pointer: '/q', message: 'must not be empty' }],
     });
+  if (!tracingOn()) return runSearch(ctx, actor, input, q, null);
+  return withSpan('memory.search', { attributes: { [PLATFORM.accountId]: actor.accountId } }, (span) =>
+    runSearch(ctx, actor, input, q, span ?? null),
+  );
+}
+
+/**
+ * {@link searchMemories} after its validation; with `span` (tracing on), what each arm found and how
+ * long it and the query's embedding took are set on it ({@link searchAttributes}).
+ */
+async function runSearch(
+  ctx: AppContext,
+  actor: SessionActor,
+  input: SearchInput,
+  q: string,
+  span: Span | null,
+): Promise<SearchResult> {
+  const started = span ? performance.now() : 0;
+  const cached = span ? (ctx.memory?.queryVectors.has(q) ?? false) : false;
+  const arms: SearchArms | undefined = span
+    ? { textCandidates: null, textMs: null, vectorCandidates: null, vectorMs: null }
+    : undefined;
   // the query's embedding (in the encoder's worker) overlaps the pending writes' flush and the full-text arm
   const pending = embedQuery(ctx, q);
   pending.catch(() => undefined); // awaited below; an early failure elsewhere must not leave it unhandled
+  let embeddingMs: number | null = null;
+  if (span)
+    void pending.then(
+      () => void (embeddingMs = performance.now() - started),
+      () => undefined,
+    );
   await flushMemoryWrites(ctx);
   const limit = input.limit ?? 10;
   const threshold = input.threshold ?? 0;
@@ -305,6 +337,7 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
           vectors: rt.vectors,
           limit,
           threshold,
+          arms,
         })
       : null;
   const vector = await pending;
@@ -324,6 +357,10 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
           mode,
           vectorHits,
         });
+        if (arms) {
+          arms.textCandidates = mode === 'vector' ? null : fused.filter((c) => c.text_rank !== null).length;
+          arms.vectorCandidates = mode === 'text' ? null : fused.filter((c) => c.vector_rank !== null).length;
+        }
         return rankCandidates(ctx, tx, actor.accountId, q, fused, { mode, where, facts: (c) => rowFacts(c.row) });
       }),
       threshold,
@@ -338,6 +375,18 @@ export async function searchMemories(ctx: AppContext, actor: SessionActor, input
         )
       : null;
   const view = (r: CandidateRow['row'] | null) => (r ? memoryView(r) : null);
+  if (span && arms)
+    span.setAttributes(
+      searchAttributes({
+        mode,
+        limit,
+        path: local ? 'in_process' : 'sql',
+        arms,
+        cached,
+        embeddingMs,
+        hits: top.length,
+      }),
+    );
   return {
     data: top.map((c) => ({
       ...memoryView(c.row),

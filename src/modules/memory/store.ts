@@ -15,6 +15,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, rawJsonObject, rawTimestamp, type Db, type Tx } from '../../db/client.js';
 import type { NewMemoryRow } from './state.js';
+import { memoryRows } from './statements.js';
 
 export type { NewMemoryRow } from './state.js';
 
@@ -178,7 +179,8 @@ export interface QueryTerms {
  * statement (the in-process text arm needs all three; text-index.ts).
  */
 export async function queryTerms(db: Db | Tx, userId: string, query: string): Promise<QueryTerms> {
-  const rows = await execRows<{ lexeme: string | null; df: number | string; n: number | string; tq: string }>(
+  // a named prepared statement on PGlite (statements.ts): parsed and planned once, not per search
+  const rows = await memoryRows<{ lexeme: string | null; df: number | string; n: number | string; tq: string }>(
     db,
     sql`select l.lexeme, coalesce(t.df, 0) as df, c.n, q.tq
         from (select ${orTsQuery(query)}::text as tq) q

@@ -211,11 +211,20 @@ export class TextIndex extends UserEntries<Entry> {
     const size = items.length;
     const agent = input.agentId ?? null;
     const kinds = input.kinds ?? ~0;
-    const hits: Array<{ row: number; bm: number; rk: number }> = [];
+    const eligible: number[] = [];
     for (const r of touched) {
       if (!e.alive[r] || (agent !== null && e.agentIds[r] !== agent) || !(kinds & (1 << e.kinds[r]))) continue;
-      hits.push({ row: r, bm: bm[r], rk: Math.fround(res[r] / size) });
+      eligible.push(r);
     }
+    // only rows whose Σ IDF reaches the pool-th best can be in the pool: a common term touches
+    // thousands of rows, and sorting them all (objects, a three-key comparison) was most of the arm
+    let cut = -Infinity;
+    if (eligible.length > input.pool) {
+      const scores = Float64Array.from(eligible, (r) => bm[r]).sort();
+      cut = scores[eligible.length - input.pool];
+    }
+    const hits: Array<{ row: number; bm: number; rk: number }> = [];
+    for (const r of eligible) if (bm[r] >= cut) hits.push({ row: r, bm: bm[r], rk: Math.fround(res[r] / size) });
     hits.sort((a, b) => b.bm - a.bm || b.rk - a.rk || compareIds(e.ids[b.row], e.ids[a.row]));
     const top = hits.slice(0, input.pool);
     const out: TextHit[] = [];
