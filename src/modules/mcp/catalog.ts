@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions, services, tools } from '../../db/schema/index.js';
-import { holderOf, pinnedDefinitions } from '../subscriptions/pins.js';
+import { holderOf, holderPins, pinnedDefinitions } from '../subscriptions/pins.js';
 import { subscribedServiceIds } from '../subscriptions/service.js';
 import type { SessionActor } from '../../http/auth.js';
 
@@ -70,7 +70,7 @@ export async function exposedTools(ctx: AppContext, actor: SessionActor): Promis
     serviceIds = ids.filter((id) => account.has(id) || ownedIds.has(id));
   }
   if (serviceIds.length === 0) return [];
-  const rows = await ctx.db
+  const query = ctx.db
     .select({
       id: tools.id,
       serviceId: services.id,
@@ -94,10 +94,11 @@ export async function exposedTools(ctx: AppContext, actor: SessionActor): Promis
       ),
     )
     .orderBy(asc(services.name), asc(tools.name));
-  // A subscriber sees the definitions it pinned; a changed tool still answers 409 on execute.
-  const pinned = await pinnedDefinitions(
-    ctx,
-    holderOf(actor),
+  // A subscriber sees the definitions it pinned (its pins read in parallel with the tools);
+  // a changed tool still answers 409 on execute.
+  const [rows, pins] = await Promise.all([query, holderPins(ctx, holderOf(actor), serviceIds)]);
+  const pinned = pinnedDefinitions(
+    pins,
     rows.filter((r) => r.ownerId !== actor.accountId),
   );
   const seen = new Set<string>();

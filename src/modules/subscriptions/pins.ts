@@ -129,23 +129,21 @@ export interface ListedTool extends DefinitionSource {
   definitionHash: string | null;
 }
 
+/** The holder's pins on some services, as {@link holderPins} reads them. */
+export interface HolderPin {
+  toolId: string;
+  serviceId: string;
+  hash: string;
+  definition: Record<string, unknown>;
+}
+
 /**
- * What `holder` is pinned to among listed tools (docs/governance.md "Pinned tool definitions"),
- * so listings (MCP `tools/list`, `/v1/tools/export`) show the pinned definition rather than a
- * changed one: per tool id, the pinned definition when it differs from the current one, or `null`
- * for a tool added since the holder pinned (not listed until accepted). Tools absent from the map
- * are listed as they are (unchanged, or a service the holder has no pins on yet). Pass only tools
- * of services the caller does not own (owners are never pinned). One query over
- * `tool_pins_holder_service_idx`.
+ * The pins of `holder` on `serviceIds` (one query over `tool_pins_holder_service_idx`; none when
+ * pins are off). Listings run it beside their own query and hand it to {@link pinnedDefinitions}.
  */
-export async function pinnedDefinitions(
-  ctx: AppContext,
-  holder: PinHolder,
-  listed: ListedTool[],
-): Promise<Map<string, ToolDefinition | null>> {
-  const out = new Map<string, ToolDefinition | null>();
-  if (!ctx.config.pins.enabled || listed.length === 0) return out;
-  const pins = await ctx.db
+export async function holderPins(ctx: AppContext, holder: PinHolder, serviceIds: string[]): Promise<HolderPin[]> {
+  if (!ctx.config.pins.enabled || serviceIds.length === 0) return [];
+  return ctx.db
     .select({
       toolId: toolPins.toolId,
       serviceId: toolPins.serviceId,
@@ -153,9 +151,20 @@ export async function pinnedDefinitions(
       definition: toolPins.definition,
     })
     .from(toolPins)
-    .where(
-      and(eq(toolPins.holderId, holder.id), inArray(toolPins.serviceId, [...new Set(listed.map((t) => t.serviceId))])),
-    );
+    .where(and(eq(toolPins.holderId, holder.id), inArray(toolPins.serviceId, serviceIds)));
+}
+
+/**
+ * What a holder is pinned to among listed tools (docs/governance.md "Pinned tool definitions"),
+ * so listings (MCP `tools/list`, `/v1/tools/export`) show the pinned definition rather than a
+ * changed one: per tool id, the pinned definition when it differs from the current one, or `null`
+ * for a tool added since the holder pinned (not listed until accepted). Tools absent from the map
+ * are listed as they are (unchanged, or a service the holder has no pins on yet). Pass only tools
+ * of services the caller does not own (owners are never pinned).
+ */
+export function pinnedDefinitions(pins: HolderPin[], listed: ListedTool[]): Map<string, ToolDefinition | null> {
+  const out = new Map<string, ToolDefinition | null>();
+  if (pins.length === 0) return out;
   const byTool = new Map(pins.map((p) => [p.toolId, p]));
   const pinnedServices = new Set(pins.map((p) => p.serviceId));
   for (const t of listed) {
