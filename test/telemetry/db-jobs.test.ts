@@ -107,7 +107,7 @@ describe('traces — database statements', () => {
         expect(queryText(s)).not.toContain(t.sid); // parameterised: the session id is a value
       }
       expect(db.some((s) => descends(got, s, tool.spanId))).toBe(true);
-      if (ctx.db.engine === 'pglite') {
+      if (ctx.database.engine === 'pglite') {
         const select = db.find((s) => attr(s, 'db.operation.name') === 'SELECT') as OtlpSpan;
         expect(select.name).toBe('SELECT');
         expect(queryText(select)).toMatch(/\$1/);
