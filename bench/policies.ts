@@ -4,27 +4,32 @@
  * One process, one in-memory platform (or BENCH_DATABASE_URL), one loopback upstream (`GET /fast`).
  * Three accounts each own a one-tool service (owners call their own services unmetered, so the
  * quota path is the same for all) and differ only in their policies:
- * - `off`: none — the policy check returns after one cache lookup (today's behaviour), and
- *   `control`, a second account without policies (the noise floor between identical set-ups);
+ * - `off`: none — the policy check returns after one cache lookup, and `control`, a second account
+ *   without policies (the noise floor between identical set-ups);
  * - `on`: 100 policies as accounts write them — 90 scoped to other tools
- *   (`resource == Platform::Tool::"…"`: per-tool caps, blocks) and 10 that apply to every tool
- *   (arguments, time, tags); each call evaluates those 10 + the base permit and logs an `allow`;
+ *   (`resource == Platform::Tool::"…"`, `resource in Platform::Service::"…"`: per-tool caps,
+ *   blocks, hours) and 10 that apply to every tool (conditions on arguments, numbers, tags, time);
+ *   each call evaluates those 10 + the base permit and logs an `allow`;
  * - `worst`: 100 policies that all apply to every tool (no scope to prune on).
+ * Calls pass `{ city }`, which no policy reads (the decision memo answers repeats: `hit`), or also
+ * `amount_3` = a new negative number every call, which an applying policy reads (`> 10000`) (`miss`: Cedar runs on
+ * every call).
  *
- * Measured in the same run, interleaved in rounds (order alternating) so drift and noise hit all
- * alike:
- * 1. the whole execute (`POST /v1/agents/:id/execute` via `app.inject`, upstream included):
- *    p50 per round of `off` and `on`, and the added p50 (`on − off`) with a distribution-free
- *    interval of its median over the rounds (bench/lib/median-interval.ts);
+ * Measured in the same run, interleaved call by call (order rotating) in rounds, so drift and noise
+ * hit all alike:
+ * 1. the whole execute (`POST /v1/agents/:id/execute` via `app.inject`, upstream included): p50 and
+ *    p95 per round of `off`, `control`, `on` (hit) and `on` (miss); the added p50/p95 (`on − off`)
+ *    with a distribution-free interval of its median over the rounds (bench/lib/median-interval.ts);
  * 2. the policy check alone (`authorizeToolCall`, called directly as executeTool calls it): p50/p99
- *    of `off`, `on` and `worst`.
+ *    of `off`, `on` and `worst`, hit and miss.
  * Goal (docs/benchmarks.md#policies): added p50 < 0.2 ms with 100 policies.
  *
  * Env: BENCH_ROUNDS (7), BENCH_CALLS (300 executes per account and round), BENCH_CHECKS (20000
- * direct checks per account), BENCH_DATABASE_URL.
+ * direct checks per case), BENCH_DATABASE_URL.
  */
 import http from 'node:http';
 import { authorizeToolCall } from '../src/modules/policies/authorize.js';
+import { engineStats } from '../src/modules/policies/engine.js';
 import { resolveExecutableTool } from '../src/modules/registry/executable.js';
 import { actorOf } from '../src/http/auth.js';
 import { benchUser, startBenchApp } from './lib/app.js';
@@ -88,7 +93,7 @@ async function account(name: Account['name'], policies: (svc: string) => string[
         description: 'fast',
         method: 'GET',
         path: '/fast',
-        input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+        input_schema: { type: 'object', properties: { city: { type: 'string' }, amount_3: { type: 'integer' } } },
       },
     ],
   });
@@ -108,13 +113,18 @@ const accounts = [
 ];
 const [off, control, on, worst] = accounts;
 
-async function executeOnce(a: Account): Promise<number> {
+let serial = 0;
+/** Arguments of one call: `hit` repeats what the policies read, `miss` changes it every call. */
+const argsOf = (mode: 'hit' | 'miss'): Record<string, unknown> =>
+  mode === 'hit' ? { city: 'Paris' } : { city: 'Paris', amount_3: -++serial };
+
+async function executeOnce(a: Account, mode: 'hit' | 'miss'): Promise<number> {
   const t = performance.now();
   const res = await app.inject({
     method: 'POST',
     url: `/v1/agents/${a.session}/execute`,
     headers: a.headers,
-    payload: { service: a.service, tool: 'fast', arguments: { city: 'Paris' } },
+    payload: { service: a.service, tool: 'fast', arguments: argsOf(mode) },
   });
   const ms = performance.now() - t;
   if (res.statusCode !== 200) throw new Error(`execute (${a.name}): ${res.statusCode} ${res.body}`);
@@ -127,34 +137,49 @@ const pct = (xs: number[], p: number) => {
 };
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
-// Warm-up: caches, JIT, the engine's pre-parsed subsets.
-for (const a of [off, control, on]) for (let i = 0; i < 200; i++) await executeOnce(a);
+type Case = { key: 'off' | 'control' | 'on_hit' | 'on_miss'; account: Account; mode: 'hit' | 'miss' };
+const cases: Case[] = [
+  { key: 'off', account: off, mode: 'hit' },
+  { key: 'control', account: control, mode: 'hit' },
+  { key: 'on_hit', account: on, mode: 'hit' },
+  { key: 'on_miss', account: on, mode: 'miss' },
+];
 
-const rounds: Array<{ off: number; control: number; on: number }> = [];
+// Warm-up: caches, JIT, the engine's pre-parsed subsets.
+for (let i = 0; i < 200; i++) for (const c of cases) await executeOnce(c.account, c.mode);
+
+type Stats = Record<Case['key'], { p50: number; p95: number }>;
+const rounds: Stats[] = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const order = r % 2 === 0 ? [off, control, on] : [on, control, off];
-  const p50: Record<string, number> = {};
-  for (const a of order) {
-    const xs: number[] = [];
-    for (let i = 0; i < CALLS; i++) xs.push(await executeOnce(a));
-    p50[a.name] = median(xs);
-  }
-  rounds.push({ off: p50.off, control: p50.control, on: p50.on });
+  const xs: Record<string, number[]> = { off: [], control: [], on_hit: [], on_miss: [] };
+  for (let i = 0; i < CALLS; i++)
+    for (let j = 0; j < cases.length; j++) {
+      const c = cases[(i + j) % cases.length];
+      xs[c.key].push(await executeOnce(c.account, c.mode));
+    }
+  const stats = {} as Stats;
+  for (const c of cases) stats[c.key] = { p50: median(xs[c.key]), p95: pct(xs[c.key], 95) };
+  rounds.push(stats);
 }
-const added = medianInterval(rounds.map((x) => x.on - x.off));
-// Two accounts without policies: how far apart identical set-ups land on this machine (noise floor).
-const noise = medianInterval(rounds.map((x) => x.control - x.off));
+const addedOf = (key: Case['key'], q: 'p50' | 'p95') => medianInterval(rounds.map((x) => x[key][q] - x.off[q]));
+const interval = (i: ReturnType<typeof medianInterval>) => ({
+  median: r3(i.median),
+  low: r3(i.low),
+  high: r3(i.high),
+  coverage: r3(i.coverage),
+});
+const goal = (i: ReturnType<typeof medianInterval>) => verdict({ ...i, low: -i.high, high: -i.low }, -GOAL_MS);
 
 // The check alone, as executeTool calls it.
-async function checks(a: Account): Promise<{ p50_ms: number; p99_ms: number }> {
+async function checks(a: Account, mode: 'hit' | 'miss'): Promise<{ p50_ms: number; p99_ms: number }> {
   const principal = await ctx.auth.authenticate(a.headers.authorization.slice('Bearer '.length));
   const actor = actorOf(principal);
   const resolved = await resolveExecutableTool(ctx, a.service, 'fast');
   if (!resolved) throw new Error('tool not found');
-  const args = { city: 'Paris' };
-  for (let i = 0; i < 2000; i++) await authorizeToolCall(ctx, principal, actor, resolved, args, undefined);
+  for (let i = 0; i < 2000; i++) await authorizeToolCall(ctx, principal, actor, resolved, argsOf(mode), undefined);
   const xs: number[] = [];
   for (let i = 0; i < CHECKS; i++) {
+    const args = argsOf(mode);
     const t = performance.now();
     await authorizeToolCall(ctx, principal, actor, resolved, args, undefined);
     xs.push(performance.now() - t);
@@ -162,30 +187,32 @@ async function checks(a: Account): Promise<{ p50_ms: number; p99_ms: number }> {
   return { p50_ms: r3(pct(xs, 50)), p99_ms: r3(pct(xs, 99)) };
 }
 const check: Record<string, { p50_ms: number; p99_ms: number }> = {};
-for (const a of [off, on, worst]) check[a.name] = await checks(a);
+const before = { ...engineStats };
+for (const a of [off, on, worst])
+  for (const mode of ['hit', 'miss'] as const) check[`${a.name}_${mode}`] = await checks(a, mode);
 
+const med = (key: Case['key'], q: 'p50' | 'p95') => r3(median(rounds.map((x) => x[key][q])));
 const report = {
   engine: process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite',
   rounds: ROUNDS,
   calls_per_round: CALLS,
-  execute_p50_ms: {
-    off: r3(median(rounds.map((x) => x.off))),
-    control_no_policies: r3(median(rounds.map((x) => x.control))),
-    on_100_policies: r3(median(rounds.map((x) => x.on))),
-  },
-  added_p50_ms: {
-    median: r3(added.median),
-    low: r3(added.low),
-    high: r3(added.high),
-    coverage: r3(added.coverage),
+  execute_ms: Object.fromEntries(cases.map((c) => [c.key, { p50: med(c.key, 'p50'), p95: med(c.key, 'p95') }])),
+  added_ms: {
+    hit_p50: { ...interval(addedOf('on_hit', 'p50')), verdict: goal(addedOf('on_hit', 'p50')) },
+    hit_p95: interval(addedOf('on_hit', 'p95')),
+    miss_p50: { ...interval(addedOf('on_miss', 'p50')), verdict: goal(addedOf('on_miss', 'p50')) },
+    miss_p95: interval(addedOf('on_miss', 'p95')),
     goal_ms: GOAL_MS,
-    verdict: verdict({ ...added, low: -added.high, high: -added.low }, -GOAL_MS),
   },
-  control_minus_off_p50_ms: { median: r3(noise.median), low: r3(noise.low), high: r3(noise.high) },
+  control_minus_off_p50_ms: interval(addedOf('control', 'p50')),
   check_only: {
-    off_no_policies: check.off,
-    on_100_policies_10_apply: check.on,
-    worst_100_policies_all_apply: check.worst,
+    off_no_policies: check.off_hit,
+    on_100_policies_10_apply_hit: check.on_hit,
+    on_100_policies_10_apply_miss: check.on_miss,
+    worst_100_policies_all_apply_hit: check.worst_hit,
+    worst_100_policies_all_apply_miss: check.worst_miss,
+    cedar_calls: engineStats.evaluations - before.evaluations,
+    memo_hits: engineStats.memoHits - before.memoHits,
   },
   load_average: (await import('node:os')).loadavg().map(r3),
 };

@@ -71,11 +71,9 @@ export interface PolicyTextError {
   column: number | null;
 }
 
-/** A policy's text, parsed and validated: its JSON form (effect, scope, conditions, annotations). */
+/** A policy's text, parsed and validated: its JSON form (effect, scope, conditions, annotations; what it reads: `reads.ts`). */
 export interface ParsedPolicy {
   json: PolicyJson;
-  /** True when the policy reads `context.calls` (the execution counts are then looked up). */
-  readsCalls: boolean;
   /** `@approval("required")`: a match holds the call for a person's approval instead of denying it. */
   approval: boolean;
 }
@@ -164,10 +162,8 @@ export function parsePolicy(source: string): ParsedPolicy {
         column: 1,
       },
     ]);
-  const conditions = JSON.stringify(json.json.conditions);
   return {
     json: json.json,
-    readsCalls: conditions.includes('"attr":"calls"'),
     approval: json.json.annotations?.approval === 'required',
   };
 }
@@ -182,7 +178,6 @@ export function parseStoredPolicy(source: string): ParsedPolicy {
   if (json.type === 'failure') throw new Error(json.errors.map((e) => e.message).join('; '));
   return {
     json: json.json,
-    readsCalls: JSON.stringify(json.json.conditions).includes('"attr":"calls"'),
     approval: json.json.annotations?.approval === 'required',
   };
 }

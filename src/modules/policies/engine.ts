@@ -7,8 +7,10 @@
  * scope (`principal ==/in/is`, `resource ==/in/is`) can match this principal and tool are handed
  * to Cedar: that subset is pre-parsed once (`preparsePolicySet`) into a slot of the engine and
  * evaluated with `statefulIsAuthorized`, so a call pays for the policies that concern it, not for
- * all of them (numbers: docs/benchmarks.md#policies, ADR 0973). The engine is process-wide; slots
- * are recycled (the oldest is overwritten) beyond {@link MAX_SLOTS}.
+ * all of them. The request handed over is trimmed to what those policies can read (`reads.ts`:
+ * crossing into WebAssembly costs per value), and the decision is memoised by that trimmed request
+ * (ADR 0995; numbers: docs/benchmarks.md#policies). The engine is process-wide; slots are recycled
+ * (the oldest is overwritten) beyond {@link MAX_SLOTS}.
  */
 import { and, eq, or } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
