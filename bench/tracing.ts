@@ -9,7 +9,8 @@
  *  - `off`: nothing set (the default: no SDK, the helpers are a boolean test);
  *  - `store-100`: TRACES_STORE=on, every trace sampled and kept in process;
  *  - `store-1`: TRACES_STORE=on, OTEL_TRACES_SAMPLER=parentbased_traceidratio, ratio 0.01.
- * Prints executions/s per mode (median of rounds) and the ratio to `off`, as JSON.
+ * Prints executions/s per mode (median of rounds), the ratio to `off` of the medians and the median of
+ * the per-round ratios (`paired_vs_off`), as JSON.
  *
  * On PGlite it also measures what the statement-span hook of the database layer (telemetry/db.ts)
  * costs while tracing is off: BENCH_STATEMENTS (20000) `select $1` through the instrumented client
@@ -100,9 +101,13 @@ async function statementCost(): Promise<Record<string, unknown> | null> {
   };
   const hooked: number[] = [];
   const plain: number[] = [];
+  // Which goes first alternates by round, so that load drifting over the run favours neither.
   for (let r = 0; r < rounds; r++) {
-    hooked.push(await time((t, p) => client.query(t, p)));
-    plain.push(await time((t, p) => own.call(client, t, p)));
+    const pair = [
+      async () => hooked.push(await time((t, p) => client.query(t, p))),
+      async () => plain.push(await time((t, p) => own.call(client, t, p))),
+    ];
+    for (const f of r % 2 ? pair.reverse() : pair) await f();
   }
   const med = (xs: number[]) => Number([...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]?.toFixed(2));
   return { statements: n, us_per_statement: { instrumented: med(hooked), pglite_query: med(plain) } };
@@ -123,7 +128,13 @@ const off = median(results.off as number[]);
 const out = Object.fromEntries(
   Object.entries(results).map(([k, v]) => [
     k,
-    { rps: Math.round(median(v)), vs_off: Number((median(v) / off).toFixed(3)), rounds: v.map(Math.round) },
+    {
+      rps: Math.round(median(v)),
+      vs_off: Number((median(v) / off).toFixed(3)),
+      // Round by round (each mode ran right after off): less sensitive to load that drifts across rounds.
+      paired_vs_off: Number(median(v.map((x, i) => x / (results.off?.[i] ?? x))).toFixed(3)),
+      rounds: v.map(Math.round),
+    },
   ]),
 );
 console.log(
