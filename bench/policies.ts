@@ -18,8 +18,9 @@
  * Measured in the same run, interleaved call by call (order rotating) in rounds, so drift and noise
  * hit all alike:
  * 1. the whole execute (`POST /v1/agents/:id/execute` via `app.inject`, upstream included): p50 and
- *    p95 per round of `off`, `control`, `on` (hit) and `on` (miss); the added p50/p95 (`on − off`)
- *    with a distribution-free interval of its median over the rounds (bench/lib/median-interval.ts);
+ *    p95 per round of `off`, `control` and `on` with the `hit` arguments, `off` and `on` with the
+ *    `miss` ones; the added p50/p95 (`on − off`, same arguments) with a distribution-free interval of
+ *    its median over the rounds (bench/lib/median-interval.ts);
  * 2. the policy check alone (`authorizeToolCall`, called directly as executeTool calls it): p50/p99
  *    of `off`, `on` and `worst`, hit and miss.
  * Goal (docs/benchmarks.md#policies): added p50 < 0.2 ms with 100 policies.
@@ -137,11 +138,12 @@ const pct = (xs: number[], p: number) => {
 };
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
-type Case = { key: 'off' | 'control' | 'on_hit' | 'on_miss'; account: Account; mode: 'hit' | 'miss' };
+type Case = { key: 'off' | 'control' | 'on_hit' | 'off_miss' | 'on_miss'; account: Account; mode: 'hit' | 'miss' };
 const cases: Case[] = [
   { key: 'off', account: off, mode: 'hit' },
   { key: 'control', account: control, mode: 'hit' },
   { key: 'on_hit', account: on, mode: 'hit' },
+  { key: 'off_miss', account: off, mode: 'miss' },
   { key: 'on_miss', account: on, mode: 'miss' },
 ];
 
@@ -151,7 +153,7 @@ for (let i = 0; i < 200; i++) for (const c of cases) await executeOnce(c.account
 type Stats = Record<Case['key'], { p50: number; p95: number }>;
 const rounds: Stats[] = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const xs: Record<string, number[]> = { off: [], control: [], on_hit: [], on_miss: [] };
+  const xs: Record<string, number[]> = { off: [], control: [], on_hit: [], off_miss: [], on_miss: [] };
   for (let i = 0; i < CALLS; i++)
     for (let j = 0; j < cases.length; j++) {
       const c = cases[(i + j) % cases.length];
@@ -161,7 +163,9 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const c of cases) stats[c.key] = { p50: median(xs[c.key]), p95: pct(xs[c.key], 95) };
   rounds.push(stats);
 }
-const addedOf = (key: Case['key'], q: 'p50' | 'p95') => medianInterval(rounds.map((x) => x[key][q] - x.off[q]));
+/** `key` − its policy-free twin (same arguments) per round. */
+const addedOf = (key: Case['key'], q: 'p50' | 'p95') =>
+  medianInterval(rounds.map((x) => x[key][q] - x[key === 'on_miss' ? 'off_miss' : 'off'][q]));
 const interval = (i: ReturnType<typeof medianInterval>) => ({
   median: r3(i.median),
   low: r3(i.low),

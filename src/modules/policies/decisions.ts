@@ -5,7 +5,7 @@
  * pruned by the writer at most every {@link PRUNE_EVERY_MS}. Readers drain the queue first, so an
  * owner always reads their latest decisions.
  */
-import { and, desc, eq, lt, type SQL } from 'drizzle-orm';
+import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { policyDecisions } from '../../db/schema/index.js';
 import { newId } from '../../http/ids.js';
@@ -37,7 +37,7 @@ function logOf(ctx: AppContext): DecisionLog {
       // one per call (on PGlite a write runs on the request thread; ADR 0973).
       delayMs: 1000,
       write: async (items) => {
-        await ctx.db.insert(policyDecisions).values(items);
+        await insertDecisions(ctx, items);
         const now = Date.now();
         if (now - created.lastPrune > PRUNE_EVERY_MS) {
           created.lastPrune = now;
@@ -50,6 +50,34 @@ function logOf(ctx: AppContext): DecisionLog {
   logs.set(ctx, log);
   ctx.onClose.push(() => created.batcher.drain());
   return log;
+}
+
+/**
+ * Insert `rows` as one JSON parameter expanded by `json_populate_recordset`: one statement whose
+ * text does not grow with the batch (~35 µs a row on PGlite against ~120 µs for a multi-row
+ * `VALUES` of 11 parameters a row; docs/benchmarks.md#policies).
+ */
+export async function insertDecisions(ctx: AppContext, rows: DecisionRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const json = JSON.stringify(
+    rows.map((r) => ({
+      id: r.id,
+      at: (r.at ?? new Date()).toISOString(),
+      account_id: r.accountId,
+      principal: r.principal,
+      agent_id: r.agentId ?? null,
+      service_id: r.serviceId,
+      tool_id: r.toolId,
+      tool: r.tool,
+      decision: r.decision,
+      policy_ids: r.policyIds ?? [],
+      errors: r.errors ?? [],
+    })),
+  );
+  await ctx.db.execute(sql`insert into ${policyDecisions}
+    (id, at, account_id, principal, agent_id, service_id, tool_id, tool, decision, policy_ids, errors)
+    select id, at, account_id, principal, agent_id, service_id, tool_id, tool, decision, policy_ids, errors
+    from json_populate_recordset(null::policy_decisions, ${json}::json)`);
 }
 
 /** Queue one decision (fire and forget: a failed write is logged, never fails the call). */
