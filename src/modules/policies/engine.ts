@@ -17,7 +17,7 @@ import type { AppContext } from '../../context.js';
 import { policies } from '../../db/schema/index.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { type CallFacts, cedar, parsePolicy, parseStoredPolicy, requestOf } from './cedar.js';
-import { type Reads, readsContext, readsOf, trimRequest, unionReads } from './reads.js';
+import { type Reads, readsContext, readsKey, readsOf, trimRequest, unionReads } from './reads.js';
 
 /** One enabled policy, compiled. */
 export interface CompiledPolicy {
@@ -25,8 +25,9 @@ export interface CompiledPolicy {
   uid: number;
   id: string;
   source: string;
-  /** What its conditions can observe of a request (reads.ts). */
+  /** What its conditions can observe of a request (reads.ts), and its canonical text. */
   reads: Reads;
+  readsKey: string;
   /** Does it read `context.calls` (the executions are then counted)? */
   readsCalls: boolean;
   approval: boolean;
@@ -47,10 +48,25 @@ interface Subset {
   readsCalls: boolean;
   /** The compilations it holds (`uid`s): subsets with the same signature share one engine slot. */
   signature: string;
-  /** What its policies can observe: the request is trimmed to it before crossing into the engine. */
+  /** What its policies read, and its number in memo keys (null: not memoised, it reads the instant). */
   reads: Reads;
-  /** Number of its signature in the decision memo; null: not memoised (it reads `context.time.epoch_ms`). */
   memo: number | null;
+  /** Its policies grouped by what they read: each group's outcome is memoised by its own trimmed request. */
+  groups: Group[];
+}
+
+/** Policies of a subset that read the same parts of a request. */
+interface Group {
+  policies: CompiledPolicy[];
+  reads: Reads;
+  /** Number of the group's compilations in memo keys; null: not memoised (it reads the instant). */
+  memo: number | null;
+}
+
+/** What a group's policies did on one request: the forbids that matched, the errors. */
+interface Outcome {
+  forbids: string[];
+  errors: Array<{ policy_id: string; message: string }>;
 }
 
 interface Slot {
@@ -130,6 +146,7 @@ export function compilePolicy(id: string, source: string, validate = true): Comp
     id,
     source,
     reads,
+    readsKey: readsKey(reads),
     readsCalls: readsContext(reads, 'calls'),
     approval: parsed.approval,
     principalMay: (uid, accountUid, type) => principal(uid, accountUid, type),
@@ -157,6 +174,12 @@ export function subsetFor(
   const chosen = set.policies.filter(
     (p) => p.principalMay(principalUid, accountUid, principalType) && p.resourceMay(toolUid, serviceUid),
   );
+  const byReads = new Map<string, CompiledPolicy[]>();
+  for (const p of chosen) byReads.set(p.readsKey, [...(byReads.get(p.readsKey) ?? []), p]);
+  const groups: Group[] = [...byReads.values()].map((policies) => {
+    const reads = policies[0].reads;
+    return { policies, reads, memo: readsEpoch(reads) ? null : memoNumber(policies.map((p) => p.uid).join(',')) };
+  });
   const reads = unionReads(chosen.map((p) => p.reads));
   const signature = chosen.map((p) => p.uid).join(',');
   subset = {
@@ -165,14 +188,15 @@ export function subsetFor(
     signature,
     reads,
     memo: readsEpoch(reads) ? null : memoNumber(signature),
+    groups,
   };
   if (set.subsets.size >= MAX_SUBSETS) set.subsets.clear();
   set.subsets.set(key, subset);
   return subset;
 }
 
-function prepared(subset: Subset): string {
-  const slot = slotsBySignature.get(subset.signature);
+function prepared(signature: string, policies: CompiledPolicy[]): string {
+  const slot = slotsBySignature.get(signature);
   if (slot && slotOwners.get(slot.id) === slot.token) {
     // Most recently used last: re-insert.
     slotOwners.delete(slot.id);
@@ -185,20 +209,22 @@ function prepared(subset: Subset): string {
     slotOwners.delete(id);
   } else id = `ps${++slotCounter}`;
   const staticPolicies: Record<string, string> = { [BASE_ID]: BASE_PERMIT };
-  for (const p of subset.policies) staticPolicies[p.id] = p.source;
+  for (const p of policies) staticPolicies[p.id] = p.source;
   const done = cedar.preparsePolicySet(id, { staticPolicies });
   if (done.type === 'failure')
     throw new Error(`policy set did not pre-parse: ${done.errors.map((e) => e.message).join('; ')}`);
   const token = {};
   slotOwners.set(id, token);
   if (slotsBySignature.size >= MAX_SLOTS * 2) slotsBySignature.clear();
-  slotsBySignature.set(subset.signature, { id, token });
+  slotsBySignature.set(signature, { id, token });
   return id;
 }
 
-/** Most memoised decisions (process-wide; the oldest is dropped beyond it). */
+/** Most memoised group outcomes (process-wide; the oldest is dropped beyond it). */
 export const MAX_MEMO = 20_000;
-const memo = new Map<string, Evaluation>();
+const memo = new Map<string, Outcome>();
+/** Whole decisions by the subset's trimmed request (the first lookup; frozen, shared). */
+const decisions = new Map<string, Evaluation>();
 /** Signatures → numbers naming them in memo keys (never re-used: a cleared map hands out new ones). */
 const memoNumbers = new Map<string, number>();
 let memoCounter = 0;
@@ -206,78 +232,122 @@ let memoCounter = 0;
 function memoNumber(signature: string): number {
   let n = memoNumbers.get(signature);
   if (n === undefined) {
-    if (memoNumbers.size >= MAX_SLOTS * 2) memoNumbers.clear();
+    if (memoNumbers.size >= MAX_SLOTS * 4) memoNumbers.clear();
     n = ++memoCounter;
     memoNumbers.set(signature, n);
   }
   return n;
 }
 
-/** Does a subset with these reads see the instant (every call a different request: no memo)? */
+/** Does a group with these reads see the instant (every call a different request: no memo)? */
 function readsEpoch(r: Reads): boolean {
   return r.wholeContext || r.attrs.has('epoch_ms') || r.wholeContextAttrs.has('time');
 }
 
-/** Decision statistics since start (bench and tests). */
+/** Engine statistics since start (bench and tests): Cedar calls, and calls answered from the memo alone. */
 export const engineStats = { evaluations: 0, memoHits: 0 };
 
 function byPolicyId(a: { policy_id: string; message: string }, b: { policy_id: string; message: string }): number {
   return a.policy_id < b.policy_id ? -1 : a.policy_id > b.policy_id ? 1 : a.message < b.message ? -1 : 1;
 }
 
-/**
- * Evaluate `facts` against `subset`. The request is trimmed to what its policies can observe
- * (reads.ts) and, unless they read the instant, the decision is memoised by the trimmed request:
- * Cedar's answer is a function of the policies and the request only. `policyIds` and `errors` are
- * sorted by policy id. The result is shared (frozen): callers must not mutate it.
- */
-export function evaluateSubset(subset: Subset, facts: CallFacts): Evaluation {
-  if (subset.policies.length === 0) return { decision: 'allow', policyIds: [], errors: [], evaluated: 0 };
-  const req = requestOf(facts);
-  const { context, entities } = trimRequest(subset.reads, req.context, req.entities);
-  const key =
-    subset.memo === null ? null : `${subset.memo}\n${JSON.stringify([req.principal, req.resource, context, entities])}`;
-  if (key !== null) {
-    const hit = memo.get(key);
-    if (hit) {
-      engineStats.memoHits++;
-      return hit;
-    }
-  }
+/** One Cedar call for the `missing` groups, on the request trimmed to what they read; one outcome each. */
+function evaluateGroups(missing: Group[], req: ReturnType<typeof requestOf>): Outcome[] {
   engineStats.evaluations++;
+  const policies = missing.length === 1 ? missing[0].policies : missing.flatMap((g) => g.policies);
+  const reads = missing.length === 1 ? missing[0].reads : unionReads(missing.map((g) => g.reads));
+  const { context, entities } = trimRequest(reads, req.context, req.entities);
   const answer = cedar.statefulIsAuthorized({
     principal: req.principal,
     action: { type: 'Platform::Action', id: 'execute' },
     resource: req.resource,
     context,
     entities,
-    preparsedPolicySetId: prepared(subset),
+    preparsedPolicySetId: prepared(policies.map((p) => p.uid).join(','), policies),
   });
   if (answer.type === 'failure')
     throw new Error(`policy evaluation failed: ${answer.errors.map((e) => e.message).join('; ')}`);
-  const { decision, diagnostics } = answer.response;
-  const errors = diagnostics.errors.map((e) => ({ policy_id: e.policyId, message: e.error.message })).sort(byPolicyId);
+  const matched = new Set(answer.response.diagnostics.reason);
+  const errors = answer.response.diagnostics.errors.map((e) => ({ policy_id: e.policyId, message: e.error.message }));
+  return missing.map((g) => {
+    const ids = new Set(g.policies.map((p) => p.id));
+    return {
+      forbids: g.policies.filter((p) => matched.has(p.id)).map((p) => p.id),
+      errors: errors.filter((e) => ids.has(e.policy_id)),
+    };
+  });
+}
+
+/**
+ * Evaluate `facts` against `subset`. Policies are independent (forbid-only, one base permit), so
+ * each group of policies reading the same parts of the request is answered from the memo by its
+ * own trimmed request (reads.ts) when it can; the groups left are evaluated in one Cedar call on
+ * the request trimmed to what they read, and memoised unless they read the instant. The whole
+ * decision is memoised too, by the subset's trimmed request (looked up first). Cedar's answer is a
+ * function of the policies and the request only. `policyIds` and `errors` are sorted by id; the
+ * result may be shared (frozen): callers must not mutate it.
+ */
+export function evaluateSubset(subset: Subset, facts: CallFacts): Evaluation {
+  if (subset.policies.length === 0) return { decision: 'allow', policyIds: [], errors: [], evaluated: 0 };
+  const req = requestOf(facts);
+  let whole: string | null = null;
+  if (subset.memo !== null) {
+    const t = trimRequest(subset.reads, req.context, req.entities);
+    whole = `${subset.memo}\n${JSON.stringify([req.principal, req.resource, t.context, t.entities])}`;
+    const hit = decisions.get(whole);
+    if (hit) {
+      engineStats.memoHits++;
+      return hit;
+    }
+  }
+  const outcomes: Outcome[] = [];
+  const missing: Group[] = [];
+  const keys: Array<string | null> = [];
+  for (const g of subset.groups) {
+    let key: string | null = null;
+    if (g.memo !== null) {
+      const t = trimRequest(g.reads, req.context, req.entities);
+      key = `${g.memo}\n${JSON.stringify([req.principal, req.resource, t.context, t.entities])}`;
+      const hit = memo.get(key);
+      if (hit) {
+        outcomes.push(hit);
+        continue;
+      }
+    }
+    missing.push(g);
+    keys.push(key);
+  }
+  if (missing.length === 0) engineStats.memoHits++;
+  else
+    evaluateGroups(missing, req).forEach((o, i) => {
+      outcomes.push(o);
+      remember(memo, keys[i], o);
+    });
+  const forbids = outcomes.flatMap((o) => o.forbids).sort();
+  const errors = outcomes.flatMap((o) => o.errors).sort(byPolicyId);
+  const evaluated = subset.policies.length;
   let ev: Evaluation;
-  if (decision === 'allow') ev = { decision: 'allow', policyIds: [], errors, evaluated: subset.policies.length };
+  if (forbids.length === 0) ev = { decision: 'allow', policyIds: [], errors, evaluated };
   else {
-    const byId = new Map(subset.policies.map((p) => [p.id, p]));
-    const forbids = diagnostics.reason.filter((id) => byId.has(id)).sort();
-    const hard = forbids.filter((id) => !byId.get(id)?.approval);
+    const approval = new Set(subset.policies.filter((p) => p.approval).map((p) => p.id));
+    const hard = forbids.filter((id) => !approval.has(id));
     ev = {
       decision: hard.length > 0 ? 'deny' : 'approval',
       policyIds: hard.length > 0 ? hard : forbids,
       errors,
-      evaluated: subset.policies.length,
+      evaluated,
     };
   }
   Object.freeze(ev.policyIds);
   Object.freeze(ev.errors);
-  Object.freeze(ev);
-  if (key !== null) {
-    if (memo.size >= MAX_MEMO) memo.delete(memo.keys().next().value as string);
-    memo.set(key, ev);
-  }
+  remember(decisions, whole, Object.freeze(ev));
   return ev;
+}
+
+function remember<T>(map: Map<string, T>, key: string | null, value: T): void {
+  if (key === null) return;
+  if (map.size >= MAX_MEMO) map.delete(map.keys().next().value as string);
+  map.set(key, value);
 }
 
 function setsCache(ctx: AppContext): SharedCache<CompiledSet | null> {

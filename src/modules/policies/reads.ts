@@ -145,3 +145,15 @@ export function trimRequest(
   });
   return { context: trimmedContext, entities: trimmedEntities };
 }
+
+/** A canonical text of `r`: policies with equal keys read the same parts of a request. */
+export function readsKey(r: Reads): string {
+  const sorted = (s: Set<string>) => [...s].sort();
+  return JSON.stringify([
+    sorted(r.attrs),
+    sorted(r.contextAttrs),
+    sorted(r.wholeContextAttrs),
+    r.wholeContext,
+    r.tagKeys ? sorted(r.tagKeys) : null,
+  ]);
+}
