@@ -148,6 +148,7 @@ function TimelineBody({ e }: { e: Event }) {
         {x.memory ? ` · ${x.memory}` : ''} ·{' '}
         <Anchor
           component={Link}
+          underline="always"
           to={`/traces?execution_id=${encodeURIComponent(e.id)}`}
           aria-label={`Trace of ${e.id}`}
         >
