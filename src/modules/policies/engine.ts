@@ -90,6 +90,8 @@ const BASE_ID = 'platform.base_permit';
 const BASE_PERMIT = 'permit(principal, action, resource);';
 /** Most pre-parsed subsets kept in the engine (process-wide); the oldest slot is overwritten. */
 export const MAX_SLOTS = 4096;
+/** Most groups (by what they read) a subset is split into on a memo miss. */
+const MAX_GROUPS = 8;
 /** Most subsets remembered per compiled set before its map is cleared. */
 const MAX_SUBSETS = 1024;
 
@@ -176,12 +178,16 @@ export function subsetFor(
   );
   const byReads = new Map<string, CompiledPolicy[]>();
   for (const p of chosen) byReads.set(p.readsKey, [...(byReads.get(p.readsKey) ?? []), p]);
-  const groups: Group[] = [...byReads.values()].map((policies) => {
-    const reads = policies[0].reads;
-    return { policies, reads, memo: readsEpoch(reads) ? null : memoNumber(policies.map((p) => p.uid).join(',')) };
-  });
   const reads = unionReads(chosen.map((p) => p.reads));
   const signature = chosen.map((p) => p.uid).join(',');
+  // Each group costs a trim and a key per miss: beyond MAX_GROUPS, the subset is one group.
+  const groups: Group[] =
+    byReads.size > MAX_GROUPS
+      ? [{ policies: chosen, reads, memo: null }]
+      : [...byReads.values()].map((policies) => {
+          const r = policies[0].reads;
+          return { policies, reads: r, memo: readsEpoch(r) ? null : memoNumber(policies.map((p) => p.uid).join(',')) };
+        });
   subset = {
     policies: chosen,
     readsCalls: chosen.some((p) => p.readsCalls),
