@@ -112,7 +112,12 @@ describe('api key scopes — refusals', () => {
     }
     // With it, the same key reaches the agent's tools (the service is unknown: 404, not a scope refusal).
     await refused(
-      { method: 'POST', url: `/v2/agents/${a.id}/tools/subscribe`, headers: narrow.headers, payload: { service: 'no-such' } },
+      {
+        method: 'POST',
+        url: `/v2/agents/${a.id}/tools/subscribe`,
+        headers: narrow.headers,
+        payload: { service: 'no-such' },
+      },
       404,
       'not_found',
     );
