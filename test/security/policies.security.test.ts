@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentToken, createAgent } from '../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../helpers/app.js';
-import { execute, listen, newSession, publish, registerService, subscribe } from '../helpers/exec.js';
+import { execute, listen, newSession, subscribe } from '../helpers/exec.js';
+import { publishItemsService } from '../modules/policies/fixtures.js';
 import { startToolUpstream, type ToolUpstream } from '../helpers/tool-upstream.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '100000', QUOTA_FREE_MONTH: '100000' });
@@ -21,22 +22,7 @@ const FORBID_ALL = (name: string) => `forbid(principal, action, resource == Plat
 beforeAll(async () => {
   base = await listen(app);
   upstream = await startToolUpstream();
-  const publisher = await createUser(app);
-  svc = await registerService(base, publisher, {
-    name: `polsec-${Date.now().toString(36)}`,
-    description: 'items',
-    base_url: upstream.url,
-    tools: [
-      {
-        name: 'get_item',
-        description: 'Get an item',
-        method: 'GET',
-        path: '/items/{id}',
-        input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-      },
-    ],
-  });
-  await publish(ctx, svc.id);
+  svc = await publishItemsService(app, ctx, base, 'polsec', upstream.url);
 });
 
 afterAll(async () => {

@@ -5,7 +5,7 @@
  *
  * Cost: an account bound by no enabled policy (its own or global) returns after one cache lookup;
  * otherwise only the policies whose scope can match this principal and tool are evaluated, and the
- * executions are counted only when one of them reads `context.calls` (engine.ts; ADR 0973).
+ * executions are counted only when one of them reads `context.calls` (engine.ts; ADRs 0971, 0995).
  */
 import type { AppContext } from '../../context.js';
 import { executions } from '../../db/schema/index.js';

@@ -34,7 +34,7 @@ function logOf(ctx: AppContext): DecisionLog {
     batcher: new WriteBatcher<DecisionRow>({
       maxBatch: 1000,
       // Decisions wait up to a second for companions: one INSERT per second under load instead of
-      // one per call (on PGlite a write runs on the request thread; ADR 0973).
+      // one per call (on PGlite a write runs on the request thread; ADR 0995).
       delayMs: 1000,
       write: async (items) => {
         await insertDecisions(ctx, items);

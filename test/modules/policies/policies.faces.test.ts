@@ -7,8 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
-import { execute, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
+import { execute, listen, newSession, subscribe } from '../../helpers/exec.js';
 import { connectMcp, type McpConnection } from '../../helpers/mcp.js';
+import { publishItemsService } from './fixtures.js';
 import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
 import { deployedToolAgent } from '../deployments/fixtures.js';
 
@@ -37,29 +38,7 @@ let policyId: string;
 beforeAll(async () => {
   base = await listen(app);
   upstream = await startToolUpstream();
-  const publisher = await createUser(app);
-  svc = await registerService(base, publisher, {
-    name: `polfaces-${Date.now().toString(36)}`,
-    description: 'items',
-    base_url: upstream.url,
-    tools: [
-      {
-        name: 'get_item',
-        description: 'Get an item',
-        method: 'GET',
-        path: '/items/{id}',
-        input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-      },
-      {
-        name: 'delete_item',
-        description: 'Delete an item',
-        method: 'DELETE',
-        path: '/items/{id}',
-        input_schema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
-      },
-    ],
-  });
-  await publish(ctx, svc.id);
+  svc = await publishItemsService(app, ctx, base, 'polfaces', upstream.url);
   u = await createUser(app);
   await subscribe(base, u, svc.id);
   sid = await newSession(base, u.headers);
