@@ -7,14 +7,13 @@
  * context. Checked in the OTLP export (a real receiver, JSON) and in the store
  * (`GET /v1/traces?invocation_id=`). Runs on PGlite and on PostgreSQL (TEST_DATABASE_URL).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { telemetryRuntime } from '../../src/telemetry/sdk.js';
 import { call, createUser, setupApp } from '../helpers/app.js';
 import { expectHttp, listen } from '../helpers/exec.js';
 import { startToolUpstream } from '../helpers/tool-upstream.js';
 import { deployedToolAgent } from '../modules/deployments/fixtures.js';
+import { type OtlpSpan, startReceiver } from './receiver.js';
 
 const HANDLER = `
 export default async function (input, context) {
@@ -24,33 +23,12 @@ export default async function (input, context) {
 }
 `;
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  events?: Array<{ name: string; attributes: Array<{ key: string; value: Record<string, unknown> }> }>;
-}
-
-const spans: OtlpSpan[] = [];
-const receiver = http.createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    if (req.url === '/v1/traces') {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      for (const rs of body.resourceSpans ?? [])
-        for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push(s);
-    }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{}');
-  });
-});
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-afterAll(() => new Promise<void>((r) => receiver.close(() => r())));
+const receiver = await startReceiver();
+const { spans } = receiver;
+afterAll(() => receiver.close());
 
 const { app } = await setupApp({
-  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
   OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
   TRACES_STORE: 'on',
 });

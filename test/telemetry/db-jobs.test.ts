@@ -10,54 +10,26 @@
  *    when TEST_REDIS_URL is set.
  * Runs on PGlite and on PostgreSQL (TEST_DATABASE_URL).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { telemetryRuntime } from '../../src/telemetry/sdk.js';
 import { call, createUser, setupApp } from '../helpers/app.js';
 import { execute, expectHttp, listen, subscribedFastTool } from '../helpers/exec.js';
 import { createAgent, deployReady, HANDLERS, tarball, waitFor } from '../modules/deployments/fixtures.js';
+import { attr, type OtlpSpan, startReceiver } from './receiver.js';
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: Array<{ key: string; value: Record<string, unknown> }>;
-  links?: Array<{ traceId: string; spanId: string }>;
-}
-
-const spans: OtlpSpan[] = [];
-const receiver = http.createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    if (req.url === '/v1/traces') {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      for (const rs of body.resourceSpans ?? [])
-        for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push(s);
-    }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{}');
-  });
-});
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-afterAll(() => new Promise<void>((r) => receiver.close(() => r())));
+const receiver = await startReceiver();
+const { spans } = receiver;
+afterAll(() => receiver.close());
 
 const { app, ctx } = await setupApp({
-  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
   OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
   TRACES_STORE: 'on',
 });
 const base = await listen(app);
 
 const hex = (n: number) => Array.from({ length: n }, () => Math.floor(Math.random() * 16).toString(16)).join('');
-const attr = (s: OtlpSpan, key: string) => {
-  const v = s.attributes.find((a) => a.key === key)?.value;
-  return v ? Object.values(v)[0] : undefined;
-};
 
 /** The exported spans of `traceId`, once one matches `until`. */
 async function exported(traceId: string, until: (s: OtlpSpan) => boolean): Promise<OtlpSpan[]> {

@@ -6,50 +6,14 @@
  * `params._meta` (MCP upstreams). The in-process store answers `GET /v1/traces/:id` for the owner
  * only. Runs on PGlite and on PostgreSQL (TEST_DATABASE_URL).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { telemetryRuntime } from '../../src/telemetry/sdk.js';
 import { createUser, setupApp } from '../helpers/app.js';
 import { execute, expectHttp, httpCall, listen, subscribedFastTool } from '../helpers/exec.js';
 import { connectMcp } from '../helpers/mcp.js';
 import { startMcpServer } from '../helpers/upstreams.js';
+import { attr, type OtlpSpan, startReceiver } from './receiver.js';
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: Array<{ key: string; value: Record<string, unknown> }>;
-}
-
-/** A minimal OTLP/HTTP collector: decodes `ExportTraceServiceRequest` JSON bodies at /v1/traces. */
-async function startReceiver() {
-  const spans: OtlpSpan[] = [];
-  const metrics: unknown[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      if (req.url === '/v1/traces')
-        for (const rs of body.resourceSpans ?? [])
-          for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push(s);
-      else if (req.url === '/v1/metrics') metrics.push(body);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, spans, metrics, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
-
-const attr = (s: OtlpSpan, key: string) => {
-  const v = s.attributes.find((a) => a.key === key)?.value;
-  return v ? Object.values(v)[0] : undefined;
-};
 const hex = (n: number) => Array.from({ length: n }, () => Math.floor(Math.random() * 16).toString(16)).join('');
 
 const receiver = await startReceiver();
