@@ -239,6 +239,16 @@ export const HANDLERS = {
   versioned: (v: string) => `export async function handler(input) { return { v: ${JSON.stringify(v)}, input }; }\n`,
   throws: `export default async function () { console.log('about to fail'); throw new TypeError('handler exploded'); }\n`,
   loops: `export default async function () { console.log('spinning'); for (;;) {} }\n`,
+  /** Runs `input.tool` of `input.service` with `input.args`; a refusal comes back as data: `{ ok: false, code, status, message, details }`. */
+  catchingTool: `export default async function (input, context) {
+  try {
+    const r = await context.tools.execute(input.service, input.tool, input.args);
+    return { ok: true, status: r.status };
+  } catch (e) {
+    return { ok: false, code: e.code, status: e.status, message: e.message, details: e.details ?? null };
+  }
+}
+`,
   reads: `import fs from 'node:fs';
 export default async function (input) { return fs.readFileSync(input.path, 'utf8'); }
 `,

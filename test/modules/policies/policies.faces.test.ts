@@ -11,20 +11,11 @@ import { execute, listen, newSession, subscribe } from '../../helpers/exec.js';
 import { connectMcp, type McpConnection } from '../../helpers/mcp.js';
 import { publishItemsService } from './fixtures.js';
 import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
-import { deployedToolAgent } from '../deployments/fixtures.js';
+import { deployedToolAgent, HANDLERS } from '../deployments/fixtures.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '100000', QUOTA_FREE_MONTH: '100000' });
 
-const HANDLER = `
-export default async function (input, context) {
-  try {
-    const r = await context.tools.execute(input.service, input.tool, input.args);
-    return { ok: true, status: r.status };
-  } catch (e) {
-    return { ok: false, code: e.code, status: e.status, message: e.message, details: e.details ?? null };
-  }
-}
-`;
+const HANDLER = HANDLERS.catchingTool;
 
 let base: string;
 let upstream: ToolUpstream;
