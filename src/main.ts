@@ -64,6 +64,12 @@ async function main(): Promise<void> {
       void pgliteWasmModule();
     }
   }
+  if (config.databaseUrl) {
+    // The `pg` instrumentation patches `pg` as it loads: tracing starts before the pool below imports it
+    // (buildApp's own call then finds it started). Nothing is loaded when tracing is off.
+    const { configureTelemetry, tracingWanted } = await import('./telemetry/sdk.js');
+    if (tracingWanted(config.telemetry)) await configureTelemetry(config.telemetry, true);
+  }
   const { openEmbeddedDataDir, embeddedDataDirInitialised } = await import('./db/data-dir.js');
   const dataDir = openEmbeddedDataDir(config);
   dataDir?.catch(() => undefined); // awaited (and reported) through the database's open
