@@ -34,7 +34,7 @@ import { execRows } from '../src/db/client.js';
 import { newId } from '../src/http/ids.js';
 import { l2normalize, LocalHashEmbedder } from '../src/modules/memory/embeddings.js';
 import { embeddingProviderOf } from '../src/modules/memory/runtime.js';
-import { insertMemoryRows, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
+import { insertMemoryRows, noteRow, type NewMemoryRow, type SearchMode } from '../src/modules/memory/store.js';
 import { addMemory, searchMemories } from '../src/modules/memory/service.js';
 import { createSession } from '../src/modules/sessions/service.js';
 
@@ -263,19 +263,11 @@ async function fill(run: Run, turns: Turn[], vectors: (texts: string[]) => Promi
   const texts = synthTurns(turns, Math.max(0, SCALE_N - turns.length));
   for (let i = 0; i < texts.length; i += 500) {
     const chunk = texts.slice(i, i + 500);
-    const rows: NewMemoryRow[] = chunk.map((content, j) => ({
-      id: newId('mem'),
-      userId: run.userId,
-      sessionId: null,
-      agentId: null,
-      serviceId: null,
-      toolId: null,
-      executionId: null,
-      source: 'explicit',
-      kind: 'note',
-      content,
-      metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam', conversation: `synthetic-${Math.floor((i + j) / 16)}` },
-    }));
+    const rows: NewMemoryRow[] = chunk.map((content, j) =>
+      noteRow(run.userId, content, {
+        metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam', conversation: `synthetic-${Math.floor((i + j) / 16)}` },
+      }),
+    );
     await insertMemoryRows(run.ctx, run.ctx.db, rows, await vectors(chunk));
   }
   await run.ctx.db.execute(sql`vacuum (analyze) memories`);

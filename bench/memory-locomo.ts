@@ -34,8 +34,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { execRows } from '../src/db/client.js';
-import { newId } from '../src/http/ids.js';
-import { insertMemoryRows, type NewMemoryRow } from '../src/modules/memory/store.js';
+import { insertMemoryRows, noteRow, type NewMemoryRow } from '../src/modules/memory/store.js';
 import { embeddingProviderOf } from '../src/modules/memory/runtime.js';
 import { benchUser, startBenchApp } from './lib/app.js';
 import {
@@ -272,20 +271,9 @@ if (SCALE_N > 0) {
   let n = 0;
   for (let copy = 0; n < SCALE_N; copy++) {
     const part = stored.slice(0, Math.min(stored.length, SCALE_N - n));
-    const rowsIn: NewMemoryRow[] = part.map((r) => ({
-      id: newId('mem'),
-      userId: big.userId,
-      sessionId: null,
-      agentId: null,
-      serviceId: null,
-      toolId: null,
-      executionId: null,
-      source: 'explicit',
-      kind: 'note',
-      content: r.content,
-      metadata: { ...r.metadata, copy },
-      occurredAt: null,
-    }));
+    const rowsIn: NewMemoryRow[] = part.map((r) =>
+      noteRow(big.userId, r.content, { metadata: { ...r.metadata, copy } }),
+    );
     const vectors = part.map((r) =>
       r.v
         ? Float32Array.from(

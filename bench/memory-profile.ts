@@ -31,6 +31,7 @@ import {
   fusedCandidates,
   HNSW_INDEX,
   insertMemoryRows,
+  noteRow,
   queryTerms,
   SAFE_LEXEME,
   withSearchSettings,
@@ -118,19 +119,9 @@ async function main(): Promise<void> {
     // bulk load without the HNSW index, then build it (inserting into a live index is ~10x slower)
     if (ctx.database.hasVector) await ctx.db.execute(sql`drop index if exists memories_embedding_hnsw_idx`);
     for (let i = 0; i < texts.length; i += 500) {
-      const rows: NewMemoryRow[] = texts.slice(i, i + 500).map((content, j) => ({
-        id: newId('mem'),
-        userId,
-        sessionId: null,
-        agentId: null,
-        serviceId: null,
-        toolId: null,
-        executionId: null,
-        source: 'explicit',
-        kind: 'note',
-        content,
-        metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam' },
-      }));
+      const rows: NewMemoryRow[] = texts
+        .slice(i, i + 500)
+        .map((content, j) => noteRow(userId, content, { metadata: { speaker: (i + j) % 2 ? 'Alex' : 'Sam' } }));
       await insertMemoryRows(ctx, ctx.db, rows, vectors.slice(i, i + 500));
     }
     if (ctx.database.hasVector) await ctx.db.execute(HNSW_INDEX);

@@ -23,7 +23,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
-import { newId } from '../src/http/ids.js';
 import { embeddingProviderOf, embedQuery } from '../src/modules/memory/runtime.js';
 import { searchMemories } from '../src/modules/memory/service.js';
 import { inProcessCandidates, pageOf } from '../src/modules/memory/search-in-process.js';
@@ -31,6 +30,7 @@ import { rankCandidates } from '../src/modules/memory/ranking.js';
 import {
   CANDIDATE_COLUMNS,
   insertMemoryRows,
+  noteRow,
   queryTerms,
   SAFE_LEXEME,
   type NewMemoryRow,
@@ -79,20 +79,9 @@ if (fs.existsSync(cacheFile)) {
 let n = 0;
 for (let copy = 0; n < N; copy++) {
   const part = data.turns.slice(0, Math.min(data.turns.length, N - n));
-  const rows: NewMemoryRow[] = part.map((t) => ({
-    id: newId('mem'),
-    userId: user.userId,
-    sessionId: null,
-    agentId: null,
-    serviceId: null,
-    toolId: null,
-    executionId: null,
-    source: 'explicit',
-    kind: 'note',
-    content: `${t.speaker}: ${t.text}`,
-    metadata: { session_time: t.sessionTime, copy },
-    occurredAt: null,
-  }));
+  const rows: NewMemoryRow[] = part.map((t) =>
+    noteRow(user.userId, `${t.speaker}: ${t.text}`, { metadata: { session_time: t.sessionTime, copy } }),
+  );
   for (let i = 0; i < rows.length; i += 200)
     await insertMemoryRows(ctx, ctx.db, rows.slice(i, i + 200), vectors.slice(i, i + 200));
   n += part.length;

@@ -36,6 +36,7 @@ import {
   distance,
   HNSW_INDEX,
   insertMemoryRows,
+  noteRow,
   type NewMemoryRow,
   type SearchMode,
 } from '../src/modules/memory/store.js';
@@ -95,23 +96,8 @@ async function load(
   const t0 = performance.now();
   for (let i = 0; i < contents.length; i += batch) {
     const chunk = contents.slice(i, i + batch);
-    const rows: NewMemoryRow[] = chunk.map((content) => {
-      const id = newId('mem');
-      ids.push(id);
-      return {
-        id,
-        userId,
-        sessionId: null,
-        agentId: null,
-        serviceId: null,
-        toolId: null,
-        executionId: null,
-        source: 'explicit',
-        kind: 'note',
-        content,
-        metadata: {},
-      };
-    });
+    const rows: NewMemoryRow[] = chunk.map((content) => noteRow(userId, content));
+    for (const r of rows) ids.push(r.id);
     await insertMemoryRows(ctx, ctx.db, rows, await emb.embed(chunk));
     onProgress?.(i + chunk.length);
   }

@@ -13,7 +13,7 @@ import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { memories, sessionSummaries } from '../../db/schema/index.js';
 import { AppError } from '../../http/errors.js';
-import { iso, newId } from '../../http/ids.js';
+import { iso } from '../../http/ids.js';
 import { decodeCursor, toPage, type Page } from '../../http/pagination.js';
 import { getAgentForAccount } from '../agents/service.js';
 import type { SessionActor } from '../../http/auth.js';
@@ -21,9 +21,9 @@ import { getSessionFor } from '../sessions/service.js';
 import {
   fusedCandidates,
   insertMemoryRows,
+  noteRow,
   withSearchSettings,
   type CandidateRow,
-  type NewMemoryRow,
   type SearchMode,
 } from './store.js';
 
@@ -119,20 +119,13 @@ export async function addMemory(ctx: AppContext, actor: SessionActor, input: Add
   const kind = input.kind ?? 'note';
   const previous = kind === 'note' ? await previousNoteOf(ctx.db, actor.accountId, input.session_id ?? null) : null;
   const [vector] = await embeddingProviderOf(ctx).embed([embeddingText(input.content, metadata, previous)]);
-  const row: NewMemoryRow = {
-    id: newId('mem'),
-    userId: actor.accountId,
+  const row = noteRow(actor.accountId, input.content, {
     sessionId: input.session_id ?? null,
     agentId,
-    serviceId: null,
-    toolId: null,
-    executionId: null,
-    source: 'explicit',
     kind,
-    content: input.content,
     metadata,
     occurredAt: occurred,
-  };
+  });
   const [ins] = await insertMemoryRows(ctx, ctx.db, [row], [vector]);
   return memoryView({ ...row, createdAt: new Date(ins.created_at) });
 }

@@ -14,10 +14,36 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { execRows, rawJsonObject, rawTimestamp, type Db, type Tx } from '../../db/client.js';
+import { newId } from '../../http/ids.js';
 import type { NewMemoryRow } from './state.js';
 import { memoryRows } from './statements.js';
 
 export type { NewMemoryRow } from './state.js';
+
+/**
+ * A user's own memory row (`source` explicit, `kind` note) with a new `mem_` id, attached to no
+ * session, agent, service, tool or execution and with empty metadata unless `fields` says otherwise.
+ */
+export function noteRow(
+  userId: string,
+  content: string,
+  fields: Partial<Omit<NewMemoryRow, 'source'>> = {},
+): NewMemoryRow {
+  return {
+    id: newId('mem'),
+    userId,
+    sessionId: null,
+    agentId: null,
+    serviceId: null,
+    toolId: null,
+    executionId: null,
+    source: 'explicit',
+    kind: 'note',
+    content,
+    metadata: {},
+    ...fields,
+  };
+}
 
 /** The HNSW index of the pgvector path (also created by migration 0007; keep both in sync). */
 export const HNSW_INDEX = sql.raw(

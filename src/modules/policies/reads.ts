@@ -75,28 +75,27 @@ function walk(n: Node, r: Reads, leftOfAccess: boolean): void {
   for (const v of Object.values(o)) walk(v, r, false);
 }
 
-/** What `policy` (its conditions; the scope reads uids and ancestors only) can observe. */
-export function readsOf(policy: PolicyJson): Reads {
-  const r: Reads = {
+/** Reads of nothing: the start of {@link readsOf} and {@link unionReads}. */
+function noReads(): Reads {
+  return {
     attrs: new Set(),
     contextAttrs: new Set(),
     wholeContextAttrs: new Set(),
     wholeContext: false,
     tagKeys: new Set(),
   };
+}
+
+/** What `policy` (its conditions; the scope reads uids and ancestors only) can observe. */
+export function readsOf(policy: PolicyJson): Reads {
+  const r = noReads();
   walk(policy.conditions, r, false);
   return r;
 }
 
 /** The union of what `list` can observe. */
 export function unionReads(list: Reads[]): Reads {
-  const r: Reads = {
-    attrs: new Set(),
-    contextAttrs: new Set(),
-    wholeContextAttrs: new Set(),
-    wholeContext: false,
-    tagKeys: new Set(),
-  };
+  const r = noReads();
   for (const x of list) {
     for (const a of x.attrs) r.attrs.add(a);
     for (const a of x.contextAttrs) r.contextAttrs.add(a);

@@ -15,11 +15,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../../src/context.js';
 import type { Database, Db } from '../../../src/db/client.js';
 import * as schema from '../../../src/db/schema/index.js';
-import { newId } from '../../../src/http/ids.js';
 import { embeddingProviderOf, initMemory } from '../../../src/modules/memory/runtime.js';
 import { searchMemories } from '../../../src/modules/memory/service.js';
 import { dot } from '../../../src/modules/memory/embeddings.js';
-import { exactCosineDistance, insertMemoryRows, type NewMemoryRow } from '../../../src/modules/memory/store.js';
+import {
+  exactCosineDistance,
+  insertMemoryRows,
+  noteRow,
+  type NewMemoryRow,
+} from '../../../src/modules/memory/store.js';
 import { execRows } from '../../../src/db/client.js';
 import { createUser, setupApp } from '../../helpers/app.js';
 
@@ -61,19 +65,7 @@ describe('memory storage paths', () => {
     // every third memory (110) and the questions about them: enough near-duplicates to catch a
     // difference in ranking, small enough for the exact path of a WASM engine
     const subset = data.memories.filter((_, i) => i % 3 === 0);
-    const rows: NewMemoryRow[] = subset.map((m) => ({
-      id: newId('mem'),
-      userId: u.userId,
-      sessionId: null,
-      agentId: null,
-      serviceId: null,
-      toolId: null,
-      executionId: null,
-      source: 'explicit',
-      kind: 'note',
-      content: m.content,
-      metadata: { ref: m.id },
-    }));
+    const rows: NewMemoryRow[] = subset.map((m) => noteRow(u.userId, m.content, { metadata: { ref: m.id } }));
     const vectors = await embeddingProviderOf(ctx).embed(rows.map((r) => r.content));
     for (let i = 0; i < rows.length; i += 100) {
       await insertMemoryRows(ctx, ctx.db, rows.slice(i, i + 100), vectors.slice(i, i + 100));
@@ -110,19 +102,7 @@ describe('memory storage paths', () => {
     const contents = data.memories
       .slice(0, 40)
       .map((m, i) => `${m.content} ${data.memories[(i + 7) % data.memories.length].content.repeat(6)}`);
-    const rows: NewMemoryRow[] = contents.map((content) => ({
-      id: newId('mem'),
-      userId: u.userId,
-      sessionId: null,
-      agentId: null,
-      serviceId: null,
-      toolId: null,
-      executionId: null,
-      source: 'explicit',
-      kind: 'note',
-      content,
-      metadata: {},
-    }));
+    const rows: NewMemoryRow[] = contents.map((content) => noteRow(u.userId, content));
     const emb = embeddingProviderOf(exact);
     const vectors = await emb.embed(contents);
     await insertMemoryRows(exact, exact.db, rows, vectors);

@@ -18,18 +18,10 @@ import {
   evaluateSubset,
   subsetFor,
 } from '../../../src/modules/policies/engine.js';
+import { mulberry32 } from '../../../bench/lib/prng.js';
 
-/** Deterministic PRNG (mulberry32), so a failure names a reproducible seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG, so a failure names a reproducible seed. */
+const rng = mulberry32;
 const pickOf = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
 
 const ATOMS = [
