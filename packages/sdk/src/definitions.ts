@@ -16,7 +16,7 @@ export interface JsonPatchOperation {
   from?: string;
 }
 
-/** A pending change as `subscriptions.get` / `subscriptions.changes` / accept-changes list it. */
+/** A pending change as `subscriptions.get` / `subscriptions.changes` / `agents.toolChanges` / accept-changes list it. */
 export type PendingChange = NonNullable<Result<'subscriptions.get'>['pending_changes']>[number];
 
 /** The problem members of a 409 `tool_definition_changed` (execute on any face). */

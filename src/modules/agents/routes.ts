@@ -1,6 +1,7 @@
 /**
  * HTTP routes of the agents module: `/v2/agents…` management (signed-in users; another account's
- * agent is 404 on every route) and the token endpoint `POST /auth/agent/token` (RFC 6749 §4.4).
+ * agent is 404 on every route), reads an agent may also make about itself (`GET
+ * /v2/agents/:id/tools/changes`) and the token endpoint `POST /auth/agent/token` (RFC 6749 §4.4).
  *
  * The plugin also installs agent-token verification on `ctx.auth` (see `tokens.ts`).
  */
@@ -10,12 +11,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AcceptChangesBody, AcceptChangesResult } from '../subscriptions/schemas.js';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.js';
-import { userOf } from '../../http/auth.js';
+import { principalOf, userOf } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { authScope, created, noContent } from '../../http/operations.js';
-import { IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
+import { BEARER_SECURITY, IdParams, ListOf, USER_SECURITY, errorResponses } from '../../http/schemas.js';
 import {
   AgentSchema,
+  AgentToolChangesSchema,
   AgentToolSchema,
   AgentWithSecretSchema,
   CreateAgentBody,
@@ -23,6 +25,7 @@ import {
   OAuthErrorSchema,
   RotateSecretBody,
   SubscribeToolBody,
+  ToolChangesQuery,
   TokenRequestBody,
   TokenResponseSchema,
   ToolsQuery,
@@ -33,7 +36,13 @@ import {
 import { createAgent, deleteAgent, getAgent, listAgents, rotateSecret, updateAgent } from './service.js';
 import { claimedClientId, readTokenRequest } from './token-request.js';
 import { OAuthError, installAgentAuth, issueAgentToken, type PlatformSigner } from './tokens.js';
-import { acceptAgentToolChanges, listAgentTools, subscribeAgentTool, unsubscribeAgentTool } from './tools.js';
+import {
+  acceptAgentToolChanges,
+  listAgentToolChanges,
+  listAgentTools,
+  subscribeAgentTool,
+  unsubscribeAgentTool,
+} from './tools.js';
 
 export interface AgentRouteDeps {
   ctx: AppContext;
@@ -45,6 +54,31 @@ export async function agentRoutes(app: FastifyInstance, { ctx, identity }: Agent
   await installAgentAuth(ctx, identity);
   await app.register(tokenEndpoint, { ctx });
   await app.register(async (scope) => managementRoutes(scope, ctx));
+  await app.register(async (scope) => selfReadRoutes(scope, ctx));
+}
+
+// ------------------------------------------------------------------------- reads by the owner or the agent itself
+
+/** Routes the owner and the agent `:id` itself may call (ADR 0972); the service functions check which. */
+async function selfReadRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const { r, op } = authScope(app, ctx.auth, {
+    principals: ['user', 'agent'],
+    tags: ['agents'],
+    security: [...USER_SECURITY, ...BEARER_SECURITY],
+  });
+  r.get(
+    '/v2/agents/:id/tools/changes',
+    op(
+      'agents.tools.changes',
+      "Pending tool-definition changes of the agent's services (owner with agents:manage, or the agent itself)",
+      {
+        params: IdParams,
+        querystring: ToolChangesQuery,
+        response: { 200: ListOf(AgentToolChangesSchema), ...errorResponses(403, 404) },
+      },
+    ),
+    async (req) => listAgentToolChanges(ctx, principalOf(req), req.params.id, req.query),
+  );
 }
 
 // ------------------------------------------------------------------------- management

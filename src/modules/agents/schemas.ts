@@ -1,6 +1,7 @@
 /** TypeBox schemas of the agents routes (spec "Agents (v2)") and the agent token endpoint (RFC 6749 §4.4, §5). */
 import { Type } from 'typebox';
 import { Nullable, PageQuery, Timestamp } from '../../http/schemas.js';
+import { PendingChangeSchema } from '../subscriptions/schemas.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 100 });
 const Description = Type.String({ maxLength: 2000 });
@@ -79,6 +80,26 @@ export const AgentToolSchema = Type.Object({
   service_id: Type.String(),
   service: Type.String({ description: 'service name' }),
   subscribed_at: Timestamp,
+});
+
+/** One tool subscription of the agent with its pending definition changes (`GET /v2/agents/:id/tools/changes`). */
+export const AgentToolChangesSchema = Type.Object({
+  ...AgentToolSchema.properties,
+  pending_changes: Type.Array(PendingChangeSchema, {
+    description:
+      'tools of the service whose definition changed (or that were added) since the agent pinned them, as `GET /subscriptions/:id` lists them for an account; empty when none',
+  }),
+});
+
+export const ToolChangesQuery = Type.Object({
+  ...PageQuery.properties,
+  service: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'only this service (name or id); 404 when the agent is not subscribed to it',
+    }),
+  ),
 });
 
 export const SubscribeToolBody = Type.Object(

@@ -7,17 +7,20 @@ import { and, eq, inArray, or } from 'drizzle-orm';
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions } from '../../db/schema/index.js';
-import type { UserPrincipal } from '../../http/auth.js';
+import type { Principal, UserPrincipal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
 import { pendingChanges, pinServiceTools, type PendingChange } from '../subscriptions/pins.js';
 import { hasActiveSubscription } from '../subscriptions/service.js';
-import type { AgentToolSchema } from './schemas.js';
+import type { AgentToolChangesSchema, AgentToolSchema } from './schemas.js';
 import { agentToolsChanged, assertManagesAgents, getAgentForAccount, isAgentSubscribed } from './service.js';
 
 /** An agent's subscription to a service. */
 export type AgentToolView = Static<typeof AgentToolSchema>;
+
+/** An agent's subscription to a service with its pending tool-definition changes. */
+export type AgentToolChangesView = Static<typeof AgentToolChangesSchema>;
 
 function toolView(r: typeof agentToolSubscriptions.$inferSelect): AgentToolView {
   return { service_id: r.serviceId, service: r.serviceName, subscribed_at: r.createdAt.toISOString() };
@@ -33,6 +36,50 @@ async function managedAgent(ctx: AppContext, owner: UserPrincipal, agentId: stri
   assertManagesAgents(owner);
   await getAgentForAccount(ctx, owner.userId, agentId);
   return owner.userId;
+}
+
+/**
+ * The agent for a read of its tool state by `p`: its owner, as {@link managedAgent} admits it
+ * (`agents:manage`), or the agent itself with its own token (no scope needed: ADR 0972). A sibling
+ * agent, and anybody of another account, gets 404.
+ * @throws AppError insufficient_scope | not_found
+ */
+async function readableAgent(ctx: AppContext, p: Principal, agentId: string): Promise<void> {
+  if (p.kind === 'user') {
+    await managedAgent(ctx, p, agentId);
+    return;
+  }
+  if (p.agentId !== agentId) throw notFound('Agent');
+  await getAgentForAccount(ctx, p.ownerId, agentId);
+}
+
+/**
+ * The agent's subscriptions matching a service reference: its id, its name at subscription time
+ * (so a deleted service is still found) or the id of the service now known by that name.
+ */
+async function subscriptionsMatching(ctx: AppContext, serviceRef: string) {
+  const svc = await getServiceSummary(ctx, serviceRef);
+  const refs = [serviceRef, ...(svc ? [svc.id] : [])];
+  return or(inArray(agentToolSubscriptions.serviceId, refs), eq(agentToolSubscriptions.serviceName, serviceRef));
+}
+
+/** A page of the agent's tool subscriptions (keyset on the service id, descending), or those matching `q.service`. */
+async function toolPage(
+  ctx: AppContext,
+  agentId: string,
+  q: { limit?: number; cursor?: string; service?: string },
+): Promise<Page<AgentToolView>> {
+  const only = q.service ? await subscriptionsMatching(ctx, q.service) : undefined;
+  return mapPage(
+    await selectPage(
+      ctx.db,
+      agentToolSubscriptions,
+      q,
+      [eq(agentToolSubscriptions.agentId, agentId), only],
+      'serviceId',
+    ),
+    toolView,
+  );
 }
 
 /**
@@ -93,16 +140,9 @@ export async function unsubscribeAgentTool(
     });
   }
   await managedAgent(ctx, owner, agentId);
-  const svc = await getServiceSummary(ctx, serviceRef);
-  const refs = [serviceRef, ...(svc ? [svc.id] : [])];
   const rows = await ctx.db
     .delete(agentToolSubscriptions)
-    .where(
-      and(
-        eq(agentToolSubscriptions.agentId, agentId),
-        or(inArray(agentToolSubscriptions.serviceId, refs), eq(agentToolSubscriptions.serviceName, serviceRef)),
-      ),
-    )
+    .where(and(eq(agentToolSubscriptions.agentId, agentId), await subscriptionsMatching(ctx, serviceRef)))
     .returning({ id: agentToolSubscriptions.serviceId });
   if (rows.length === 0) throw notFound('Subscription of this agent to the service');
   await agentToolsChanged(
@@ -120,10 +160,30 @@ export async function listAgentTools(
   q: { limit?: number; cursor?: string },
 ): Promise<Page<AgentToolView>> {
   await managedAgent(ctx, owner, agentId);
-  return mapPage(
-    await selectPage(ctx.db, agentToolSubscriptions, q, [eq(agentToolSubscriptions.agentId, agentId)], 'serviceId'),
-    toolView,
+  return toolPage(ctx, agentId, q);
+}
+
+/**
+ * The agent's pending tool-definition changes (docs/governance.md "Pinned tool definitions"): a
+ * page of its tool subscriptions, ordered as {@link listAgentTools} lists them, or the one service
+ * `q.service` names, each with the {@link PendingChange}s `GET /subscriptions/:id` gives an account
+ * (empty when nothing is pending). Read by the owner (a credential with `agents:manage`) or by the
+ * agent itself; only the owner accepts them ({@link acceptAgentToolChanges}).
+ * @throws AppError insufficient_scope | not_found (agent, or a named service the agent is not subscribed to)
+ */
+export async function listAgentToolChanges(
+  ctx: AppContext,
+  p: Principal,
+  agentId: string,
+  q: { limit?: number; cursor?: string; service?: string },
+): Promise<Page<AgentToolChangesView>> {
+  await readableAgent(ctx, p, agentId);
+  const page = await toolPage(ctx, agentId, q);
+  if (q.service && !q.cursor && page.data.length === 0) throw notFound('Agent tool subscription');
+  const data = await Promise.all(
+    page.data.map(async (t) => ({ ...t, pending_changes: await pendingChanges(ctx, agentId, t.service_id) })),
   );
+  return { data, next_cursor: page.next_cursor };
 }
 
 /**

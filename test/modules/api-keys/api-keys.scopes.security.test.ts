@@ -107,6 +107,7 @@ describe('api key scopes — refusals', () => {
       ['POST', `/v2/agents/${a.id}/tools/accept-changes`, { service: 'any-service' }],
       ['DELETE', `/v2/agents/${a.id}/tools/unsubscribe`, { service: 'any-service' }],
       ['GET', `/v2/agents/${a.id}/tools`, undefined],
+      ['GET', `/v2/agents/${a.id}/tools/changes`, undefined],
     ] as const) {
       await refused({ method, url, headers: none.headers, payload }, 403, 'insufficient_scope');
     }

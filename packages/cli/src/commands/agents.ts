@@ -1,4 +1,8 @@
-/** `agents create|list|rotate-secret|subscribe|unsubscribe|tools|deploy|invoke|logs`: agent identities, their tool subscriptions and their deployed code. */
+/**
+ * `agents create|list|rotate-secret|subscribe|unsubscribe|tools|changes|accept-changes|deploy|invoke|logs`:
+ * agent identities, their tool subscriptions (and the pinned tool definitions that changed since),
+ * and their deployed code.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
@@ -6,6 +10,7 @@ import type { LogEvent } from '@agent-platform/sdk';
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import * as tar from 'tar';
+import { acceptedText, changeRows } from '../changes.js';
 import { client, CliError, EXIT, output, parseJsonFlag, table, type GlobalOptions } from '../context.js';
 
 /** A gzip tarball of `dir` (its files at the archive root; `.git` and `node_modules/.cache` left out). */
@@ -109,6 +114,35 @@ export function agentCommands(program: Command): void {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const all = await client(g).agents.tools(id, { limit: 100 }).toArray();
       output(g, all, (v) => table(v, ['service_id', 'service', 'subscribed_at']));
+    });
+
+  agents
+    .command('changes <id>')
+    .description(
+      "Tool definitions of the agent's services that changed (or were added) since it pinned them: they answer 409 to the agent until accepted",
+    )
+    .option('--service <name>', 'only this service (name or id)')
+    .action(async (id: string, o: { service?: string }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const changed = await client(g).agents.toolChanges(id, o.service ? { service: o.service } : {});
+      output(g, changed, (v) =>
+        v.length
+          ? v.map((s) => `${s.service} (${s.service_id}):\n${changeRows(s.pending_changes)}`).join('\n\n')
+          : 'No pending changes: every tool runs as the agent pinned it.',
+      );
+    });
+
+  agents
+    .command('accept-changes <id> <service>')
+    .description("Accept the changed tool definitions of one of the agent's services (all, or those named with --tool)")
+    .option('--tool <name...>', 'only these tools')
+    .action(async (id: string, service: string, o: { tool?: string[] }, cmd: Command) => {
+      const g = cmd.optsWithGlobals<GlobalOptions>();
+      const res = await client(g).agents.acceptToolChanges(id, {
+        service,
+        ...(o.tool?.length ? { tools: o.tool } : {}),
+      });
+      output(g, res, acceptedText);
     });
 
   agents

@@ -2,35 +2,13 @@
  * `subscriptions list|create|cancel|changes|accept-changes`: your account's subscriptions to
  * marketplace services, their quotas, and the tool definitions that changed since you pinned them.
  */
-import { diffLines, type PendingChange } from '@agent-platform/sdk';
 import type { Command } from 'commander';
+import { acceptedText, changeRows } from '../changes.js';
 import { client, CliError, EXIT, output, table, type GlobalOptions } from '../context.js';
 
 const PLANS = ['free', 'pro', 'enterprise'] as const;
 type Plan = (typeof PLANS)[number];
 const quota = (n: number | null) => (n === null ? '∞' : String(n));
-
-/** A definition value on one line: JSON, cut at 60 characters; `-` when absent. */
-function shown(v: unknown): string {
-  if (v === undefined) return '-';
-  const text = JSON.stringify(v);
-  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
-}
-
-/** One row per changed place of each pending change: tool, change, path, old → new. */
-function changeRows(changes: PendingChange[]): string {
-  return table(
-    changes.flatMap((c) =>
-      diffLines(c).map((d) => ({
-        tool: c.tool,
-        change: c.change,
-        path: d.path,
-        'old → new': `${shown(d.old)} → ${shown(d.new)}`,
-      })),
-    ),
-    ['tool', 'change', 'path', 'old → new'],
-  );
-}
 
 export function subscriptionCommands(program: Command): void {
   const subs = program.command('subscriptions').description('Subscriptions of your account to marketplace services');
@@ -100,9 +78,6 @@ export function subscriptionCommands(program: Command): void {
     .action(async (id: string, o: { tool?: string[] }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const res = await client(g).subscriptions.acceptChanges(id, o.tool?.length ? { tools: o.tool } : {});
-      output(g, res, (v) => {
-        const done = `Pinned ${v.pinned.length} tool definition(s) as they are now${v.pinned.length ? `: ${v.pinned.join(', ')}` : ''}.`;
-        return v.pending_changes.length ? `${done}\nStill pending:\n${changeRows(v.pending_changes)}` : done;
-      });
+      output(g, res, acceptedText);
     });
 }

@@ -2044,6 +2044,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/agents/{id}/tools/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pending tool-definition changes of the agent's services (owner with agents:manage, or the agent itself) */
+        get: operations["agents.tools.changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/memory": {
         parameters: {
             query?: never;
@@ -15709,6 +15726,103 @@ export interface operations {
                             service: string;
                             /** Format: date-time */
                             subscribed_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "agents.tools.changes": {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                /** @description only this service (name or id); 404 when the agent is not subscribed to it */
+                service?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            service_id: string;
+                            /** @description service name */
+                            service: string;
+                            /** Format: date-time */
+                            subscribed_at: string;
+                            /** @description tools of the service whose definition changed (or that were added) since the agent pinned them, as `GET /subscriptions/:id` lists them for an account; empty when none */
+                            pending_changes: {
+                                tool_id: string;
+                                tool: string;
+                                change: "changed" | "added";
+                                pinned_hash: null | string;
+                                current_hash: string;
+                                /** @description RFC 6902 JSON Patch from the pinned definition to the current one */
+                                diff: {
+                                    [key: string]: unknown;
+                                }[];
+                                /** @description the definition as pinned (`name`, `description`, `input_schema`, `output_schema`, `annotations`; null for an added tool): the old value of each diff operation is at its `path` here */
+                                pinned_definition?: null | {
+                                    [key: string]: unknown;
+                                };
+                            }[];
                         }[];
                         next_cursor: string | null;
                     };

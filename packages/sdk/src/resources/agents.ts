@@ -42,6 +42,24 @@ export class AgentsResource {
   acceptToolChanges(id: string, body: Body<'agents.tools.acceptChanges'>) {
     return unwrap(this.core.http.POST('/v2/agents/{id}/tools/accept-changes', { params: path(id), body }));
   }
+  /**
+   * The agent's services with tool definitions that changed (or tools added) since the agent pinned
+   * them, each with its `pending_changes` as `subscriptions.changes` lists an account's (`diffLines`
+   * turns one into "path: old → new" lines); [] when nothing is pending. `query.service` reads one
+   * service (404 when the agent is not subscribed to it). The owner may read them, and so may the
+   * agent itself with its own token; only the owner accepts them ({@link acceptToolChanges}).
+   * Reads every page of `GET /v2/agents/{id}/tools/changes`.
+   */
+  async toolChanges(id: string, query: { service?: string } = {}): Promise<Item<'agents.tools.changes'>[]> {
+    const all = await cursorList<Item<'agents.tools.changes'>>((cursor) =>
+      unwrap(
+        this.core.http.GET('/v2/agents/{id}/tools/changes', {
+          params: { path: { id }, query: { ...query, limit: 100, cursor } },
+        }),
+      ),
+    ).toArray();
+    return all.filter((s) => s.pending_changes.length > 0);
+  }
   /** Remove the subscription to `service` (its id or name). */
   async unsubscribeTools(id: string, service: string): Promise<void> {
     await unwrap(
