@@ -12,8 +12,10 @@
  *   each call evaluates those 10 + the base permit and logs an `allow`;
  * - `worst`: 100 policies that all apply to every tool (no scope to prune on).
  * Calls pass `{ city }`, which no policy reads (the decision memo answers repeats: `hit`), or also
- * `amount_3` = a new negative number every call, which an applying policy reads (`> 10000`) (`miss`: Cedar runs on
- * every call).
+ * `amount_3` = a new negative number every call, which an applying policy compares with a constant
+ * (`> 10000`: `miss`, answered from the memo by the value's class after the first call, ADR 0996),
+ * or `amount_8` (new every call) and `fee_8`, which an applying policy subtracts before comparing
+ * (`concrete`: no class can stand for the value, Cedar runs on every call).
  *
  * Measured in the same run, interleaved call by call (order rotating) in rounds, so drift and noise
  * hit all alike:
@@ -71,7 +73,9 @@ const GENERAL = (i: number) =>
     `forbid(principal, action, resource) when { context.arguments.hasTag("id_${i}") && context.arguments.getTag("id_${i}") like "secret-*" };`,
     `forbid(principal, action, resource) when { resource.tags.contains("destructive") && context.numbers.hasTag("n_${i}") };`,
     `forbid(principal is Platform::Agent, action, resource) unless { resource.tags.contains("read_only") };`,
-    `forbid(principal, action, resource) when { context.numbers.hasTag("amount_${i}") && context.numbers.getTag("amount_${i}") > 10000 };`,
+    i === 8
+      ? 'forbid(principal, action, resource) when { context.numbers.hasTag("amount_8") && context.numbers.hasTag("fee_8") && context.numbers.getTag("amount_8") - context.numbers.getTag("fee_8") > 10000 };'
+      : `forbid(principal, action, resource) when { context.numbers.hasTag("amount_${i}") && context.numbers.getTag("amount_${i}") > 10000 };`,
     `forbid(principal, action, resource) when { context.time.weekday == 7 && context.time.hour == ${i % 24} };`,
   ][i % 5];
 
@@ -115,11 +119,15 @@ const accounts = [
 const [off, control, on, worst] = accounts;
 
 let serial = 0;
-/** Arguments of one call: `hit` repeats what the policies read, `miss` changes it every call. */
-const argsOf = (mode: 'hit' | 'miss'): Record<string, unknown> =>
-  mode === 'hit' ? { city: 'Paris' } : { city: 'Paris', amount_3: -++serial };
+/** Arguments of one call: `hit` repeats what the policies read, `miss` and `concrete` change it every call. */
+const argsOf = (mode: Mode): Record<string, unknown> =>
+  mode === 'hit'
+    ? { city: 'Paris' }
+    : mode === 'miss'
+      ? { city: 'Paris', amount_3: -++serial }
+      : { city: 'Paris', amount_8: -++serial, fee_8: 1 };
 
-async function executeOnce(a: Account, mode: 'hit' | 'miss'): Promise<number> {
+async function executeOnce(a: Account, mode: Mode): Promise<number> {
   const t = performance.now();
   const res = await app.inject({
     method: 'POST',
@@ -138,13 +146,19 @@ const pct = (xs: number[], p: number) => {
 };
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
-type Case = { key: 'off' | 'control' | 'on_hit' | 'off_miss' | 'on_miss'; account: Account; mode: 'hit' | 'miss' };
+type Mode = 'hit' | 'miss' | 'concrete';
+type Case = {
+  key: 'off' | 'control' | 'on_hit' | 'off_miss' | 'on_miss' | 'on_concrete';
+  account: Account;
+  mode: Mode;
+};
 const cases: Case[] = [
   { key: 'off', account: off, mode: 'hit' },
   { key: 'control', account: control, mode: 'hit' },
   { key: 'on_hit', account: on, mode: 'hit' },
   { key: 'off_miss', account: off, mode: 'miss' },
   { key: 'on_miss', account: on, mode: 'miss' },
+  { key: 'on_concrete', account: on, mode: 'concrete' },
 ];
 
 // Warm-up: caches, JIT, the engine's pre-parsed subsets.
@@ -153,7 +167,7 @@ for (let i = 0; i < 200; i++) for (const c of cases) await executeOnce(c.account
 type Stats = Record<Case['key'], { p50: number; p95: number }>;
 const rounds: Stats[] = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const xs: Record<string, number[]> = { off: [], control: [], on_hit: [], off_miss: [], on_miss: [] };
+  const xs: Record<string, number[]> = { off: [], control: [], on_hit: [], off_miss: [], on_miss: [], on_concrete: [] };
   for (let i = 0; i < CALLS; i++)
     for (let j = 0; j < cases.length; j++) {
       const c = cases[(i + j) % cases.length];
@@ -165,7 +179,7 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 /** `key` − its policy-free twin (same arguments) per round. */
 const addedOf = (key: Case['key'], q: 'p50' | 'p95') =>
-  medianInterval(rounds.map((x) => x[key][q] - x[key === 'on_miss' ? 'off_miss' : 'off'][q]));
+  medianInterval(rounds.map((x) => x[key][q] - x[key === 'on_hit' || key === 'control' ? 'off' : 'off_miss'][q]));
 const interval = (i: ReturnType<typeof medianInterval>) => ({
   median: r3(i.median),
   low: r3(i.low),
@@ -175,7 +189,7 @@ const interval = (i: ReturnType<typeof medianInterval>) => ({
 const goal = (i: ReturnType<typeof medianInterval>) => verdict({ ...i, low: -i.high, high: -i.low }, -GOAL_MS);
 
 // The check alone, as executeTool calls it.
-async function checks(a: Account, mode: 'hit' | 'miss'): Promise<{ p50_ms: number; p99_ms: number }> {
+async function checks(a: Account, mode: Mode): Promise<{ p50_ms: number; p99_ms: number }> {
   const principal = await ctx.auth.authenticate(a.headers.authorization.slice('Bearer '.length));
   const actor = actorOf(principal);
   const resolved = await resolveExecutableTool(ctx, a.service, 'fast');
@@ -193,7 +207,7 @@ async function checks(a: Account, mode: 'hit' | 'miss'): Promise<{ p50_ms: numbe
 const check: Record<string, { p50_ms: number; p99_ms: number }> = {};
 const before = { ...engineStats };
 for (const a of [off, on, worst])
-  for (const mode of ['hit', 'miss'] as const) check[`${a.name}_${mode}`] = await checks(a, mode);
+  for (const mode of ['hit', 'miss', 'concrete'] as const) check[`${a.name}_${mode}`] = await checks(a, mode);
 
 const med = (key: Case['key'], q: 'p50' | 'p95') => r3(median(rounds.map((x) => x[key][q])));
 const report = {
@@ -206,6 +220,8 @@ const report = {
     hit_p95: interval(addedOf('on_hit', 'p95')),
     miss_p50: { ...interval(addedOf('on_miss', 'p50')), verdict: goal(addedOf('on_miss', 'p50')) },
     miss_p95: interval(addedOf('on_miss', 'p95')),
+    concrete_p50: { ...interval(addedOf('on_concrete', 'p50')), verdict: goal(addedOf('on_concrete', 'p50')) },
+    concrete_p95: interval(addedOf('on_concrete', 'p95')),
     goal_ms: GOAL_MS,
   },
   control_minus_off_p50_ms: interval(addedOf('control', 'p50')),
@@ -213,8 +229,10 @@ const report = {
     off_no_policies: check.off_hit,
     on_100_policies_10_apply_hit: check.on_hit,
     on_100_policies_10_apply_miss: check.on_miss,
+    on_100_policies_10_apply_concrete: check.on_concrete,
     worst_100_policies_all_apply_hit: check.worst_hit,
     worst_100_policies_all_apply_miss: check.worst_miss,
+    worst_100_policies_all_apply_concrete: check.worst_concrete,
     cedar_calls: engineStats.evaluations - before.evaluations,
     memo_hits: engineStats.memoHits - before.memoHits,
   },

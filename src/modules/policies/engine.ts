@@ -17,6 +17,7 @@ import type { AppContext } from '../../context.js';
 import { policies } from '../../db/schema/index.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { type CallFacts, cedar, parsePolicy, parseStoredPolicy, requestOf } from './cedar.js';
+import { type Coarsening, coarsen, coarseningOf, isCoarse, unionCoarsening } from './classes.js';
 import { type Reads, readsContext, readsKey, readsOf, trimRequest, unionReads } from './reads.js';
 
 /** One enabled policy, compiled. */
@@ -28,6 +29,8 @@ export interface CompiledPolicy {
   /** What its conditions can observe of a request (reads.ts), and its canonical text. */
   reads: Reads;
   readsKey: string;
+  /** Which changing values it only compares with constants (their classes key the memo: classes.ts). */
+  coarse: Coarsening;
   /** Does it read `context.calls` (the executions are then counted)? */
   readsCalls: boolean;
   approval: boolean;
@@ -50,6 +53,7 @@ interface Subset {
   signature: string;
   /** What its policies read, and its number in memo keys (null: not memoised, it reads the instant). */
   reads: Reads;
+  coarse: Coarsening;
   memo: number | null;
   /** Its policies grouped by what they read: each group's outcome is memoised by its own trimmed request. */
   groups: Group[];
@@ -59,6 +63,7 @@ interface Subset {
 interface Group {
   policies: CompiledPolicy[];
   reads: Reads;
+  coarse: Coarsening;
   /** Number of the group's compilations in memo keys; null: not memoised (it reads the instant). */
   memo: number | null;
 }
@@ -149,6 +154,7 @@ export function compilePolicy(id: string, source: string, validate = true): Comp
     source,
     reads,
     readsKey: readsKey(reads),
+    coarse: coarseningOf(parsed.json),
     readsCalls: readsContext(reads, 'calls'),
     approval: parsed.approval,
     principalMay: (uid, accountUid, type) => principal(uid, accountUid, type),
@@ -179,21 +185,25 @@ export function subsetFor(
   const byReads = new Map<string, CompiledPolicy[]>();
   for (const p of chosen) byReads.set(p.readsKey, [...(byReads.get(p.readsKey) ?? []), p]);
   const reads = unionReads(chosen.map((p) => p.reads));
+  const coarse = unionCoarsening(chosen.map((p) => p.coarse));
   const signature = chosen.map((p) => p.uid).join(',');
   // Each group costs a trim and a key per miss: beyond MAX_GROUPS, the subset is one group.
   const groups: Group[] =
     byReads.size > MAX_GROUPS
-      ? [{ policies: chosen, reads, memo: null }]
+      ? [{ policies: chosen, reads, coarse, memo: null }]
       : [...byReads.values()].map((policies) => {
           const r = policies[0].reads;
-          return { policies, reads: r, memo: readsEpoch(r) ? null : memoNumber(policies.map((p) => p.uid).join(',')) };
+          const c = unionCoarsening(policies.map((p) => p.coarse));
+          const n = readsEpoch(r, c) ? null : memoNumber(policies.map((p) => p.uid).join(','));
+          return { policies, reads: r, coarse: c, memo: n };
         });
   subset = {
     policies: chosen,
     readsCalls: chosen.some((p) => p.readsCalls),
     signature,
     reads,
-    memo: readsEpoch(reads) ? null : memoNumber(signature),
+    coarse,
+    memo: readsEpoch(reads, coarse) ? null : memoNumber(signature),
     groups,
   };
   if (set.subsets.size >= MAX_SUBSETS) set.subsets.clear();
@@ -245,9 +255,25 @@ function memoNumber(signature: string): number {
   return n;
 }
 
-/** Does a group with these reads see the instant (every call a different request: no memo)? */
-function readsEpoch(r: Reads): boolean {
-  return r.wholeContext || r.attrs.has('epoch_ms') || r.wholeContextAttrs.has('time');
+/**
+ * Does a group with these reads see the instant (every call a different request: no memo)? Not
+ * when it only compares `context.time.epoch_ms` with constants (its class is in the key).
+ */
+function readsEpoch(r: Reads, c: Coarsening): boolean {
+  return (
+    r.wholeContext || r.wholeContextAttrs.has('time') || (r.attrs.has('epoch_ms') && !isCoarse(c, 'ctx:time.epoch_ms'))
+  );
+}
+
+/**
+ * The memo key of a request for policies that read `reads` and coarsen `coarse`, numbered `n`:
+ * the request trimmed to what they read, with the changing values they only compare with
+ * constants replaced by their classes (classes.ts).
+ */
+function memoKey(n: number, reads: Reads, coarse: Coarsening, req: ReturnType<typeof requestOf>): string {
+  const t = trimRequest(reads, req);
+  const k = coarsen(coarse, reads, t.context, t.entities);
+  return `${n}\n${JSON.stringify([req.principal, req.resource, k.context, k.entities])}`;
 }
 
 /** Engine statistics since start (bench and tests): Cedar calls, and calls answered from the memo alone. */
@@ -262,7 +288,7 @@ function evaluateGroups(missing: Group[], req: ReturnType<typeof requestOf>): Ou
   engineStats.evaluations++;
   const policies = missing.length === 1 ? missing[0].policies : missing.flatMap((g) => g.policies);
   const reads = missing.length === 1 ? missing[0].reads : unionReads(missing.map((g) => g.reads));
-  const { context, entities } = trimRequest(reads, req.context, req.entities);
+  const { context, entities } = trimRequest(reads, req);
   const answer = cedar.statefulIsAuthorized({
     principal: req.principal,
     action: { type: 'Platform::Action', id: 'execute' },
@@ -298,8 +324,7 @@ export function evaluateSubset(subset: Subset, facts: CallFacts): Evaluation {
   const req = requestOf(facts);
   let whole: string | null = null;
   if (subset.memo !== null) {
-    const t = trimRequest(subset.reads, req.context, req.entities);
-    whole = `${subset.memo}\n${JSON.stringify([req.principal, req.resource, t.context, t.entities])}`;
+    whole = memoKey(subset.memo, subset.reads, subset.coarse, req);
     const hit = decisions.get(whole);
     if (hit) {
       engineStats.memoHits++;
@@ -312,8 +337,7 @@ export function evaluateSubset(subset: Subset, facts: CallFacts): Evaluation {
   for (const g of subset.groups) {
     let key: string | null = null;
     if (g.memo !== null) {
-      const t = trimRequest(g.reads, req.context, req.entities);
-      key = `${g.memo}\n${JSON.stringify([req.principal, req.resource, t.context, t.entities])}`;
+      key = memoKey(g.memo, g.reads, g.coarse, req);
       const hit = memo.get(key);
       if (hit) {
         outcomes.push(hit);

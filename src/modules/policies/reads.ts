@@ -25,6 +25,10 @@ export interface Reads {
   wholeContext: boolean;
   /** Tag keys read by `hasTag`/`getTag` with a literal key; null: some key is computed (keep all tags). */
   tagKeys: Set<string> | null;
+  /** `principal`/`resource` are observed beyond their uid (in conditions, or an `in` scope): their entities are kept. */
+  vars: Set<string>;
+  /** Entity types named by literals in conditions (`Platform::Numbers::""`): their entities are kept. */
+  literalTypes: Set<string>;
 }
 
 type Node = unknown;
@@ -41,6 +45,9 @@ function walk(n: Node, r: Reads, leftOfAccess: boolean): void {
   if (typeof n !== 'object' || n === null) return;
   const o = n as Record<string, unknown>;
   if (o.Var === 'context' && !leftOfAccess) r.wholeContext = true;
+  if (typeof o.Var === 'string') r.vars.add(o.Var);
+  const literal = (o.Value as { __entity?: { type?: unknown } } | null)?.__entity;
+  if (literal && typeof literal.type === 'string') r.literalTypes.add(literal.type);
   const dot = o['.'] as { left: Node; attr: string } | undefined;
   if (dot && typeof dot === 'object' && typeof dot.attr === 'string') {
     r.attrs.add(dot.attr);
@@ -83,13 +90,19 @@ function noReads(): Reads {
     wholeContextAttrs: new Set(),
     wholeContext: false,
     tagKeys: new Set(),
+    vars: new Set(),
+    literalTypes: new Set(),
   };
 }
 
-/** What `policy` (its conditions; the scope reads uids and ancestors only) can observe. */
+/** What `policy` can observe: its conditions, and the entities its scope needs (`in`: their ancestors). */
 export function readsOf(policy: PolicyJson): Reads {
   const r = noReads();
   walk(policy.conditions, r, false);
+  for (const v of ['principal', 'resource'] as const) {
+    const op = (policy[v] as { op?: string } | undefined)?.op;
+    if (op !== undefined && op !== 'All' && op !== '==') r.vars.add(v);
+  }
   return r;
 }
 
@@ -103,6 +116,8 @@ export function unionReads(list: Reads[]): Reads {
     r.wholeContext ||= x.wholeContext;
     if (x.tagKeys === null) r.tagKeys = null;
     else if (r.tagKeys) for (const k of x.tagKeys) r.tagKeys.add(k);
+    for (const v of x.vars) r.vars.add(v);
+    for (const t of x.literalTypes) r.literalTypes.add(t);
   }
   return r;
 }
@@ -122,27 +137,76 @@ function isRecord(v: CedarValueJson): v is Record<string, CedarValueJson> {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !('__entity' in v) && !('__extn' in v);
 }
 
+type Uid = { type: string; id: string };
+
+/** Add to `out` the uids of the entities `v` refers to (in records and sets too). */
+function refsOf(v: CedarValueJson, out: Set<string>): void {
+  if (typeof v !== 'object' || v === null) return;
+  if (Array.isArray(v)) {
+    for (const x of v) refsOf(x, out);
+    return;
+  }
+  const e = (v as { __entity?: Uid }).__entity;
+  if (e) {
+    out.add(`${e.type}::${e.id}`);
+    return;
+  }
+  if ('__extn' in v) return;
+  for (const x of Object.values(v)) refsOf(x as CedarValueJson, out);
+}
+
 /**
- * `context` and `entities` trimmed to what `r` can observe: context attributes no policy names are
- * dropped (records keep only the named fields unless used whole), entities keep their uid and
- * parents but only the named attributes and the tags read by literal key.
+ * The entities of `entities` the policies can reach: the principal and the resource when they are
+ * observed (`r.vars`), the entities the (trimmed) context refers to, those of a type named by a
+ * literal, and, from each of these, the entities their kept attributes refer to and their parents
+ * (an `in` walks the ancestors). An entity nothing reaches cannot change a decision.
+ */
+function reachable(
+  r: Reads,
+  req: { principal: Uid; resource: Uid },
+  context: Record<string, CedarValueJson>,
+  entities: EntityJson[],
+): EntityJson[] {
+  const byUid = new Map(entities.map((e) => [`${(e.uid as Uid).type}::${(e.uid as Uid).id}`, e]));
+  const todo = new Set<string>();
+  if (r.vars.has('principal')) todo.add(`${req.principal.type}::${req.principal.id}`);
+  if (r.vars.has('resource')) todo.add(`${req.resource.type}::${req.resource.id}`);
+  for (const v of Object.values(context)) refsOf(v, todo);
+  for (const [uid, e] of byUid) if (r.literalTypes.has((e.uid as Uid).type)) todo.add(uid);
+  const kept = new Set<string>();
+  for (const uid of todo) {
+    // A Set visits what is added while iterating: this is the closure.
+    const e = byUid.get(uid);
+    if (!e || kept.has(uid)) continue;
+    kept.add(uid);
+    for (const v of Object.values(e.attrs)) refsOf(v, todo);
+    for (const p of e.parents as Uid[]) todo.add(`${p.type}::${p.id}`);
+  }
+  return entities.filter((e) => kept.has(`${(e.uid as Uid).type}::${(e.uid as Uid).id}`));
+}
+
+/**
+ * The request trimmed to what `r` can observe: context attributes no policy names are dropped
+ * (records keep only the named fields unless used whole); entities nothing reaches are dropped,
+ * the others keep their uid and parents but only the named attributes and the tags read by
+ * literal key.
  */
 export function trimRequest(
   r: Reads,
-  context: Record<string, CedarValueJson>,
-  entities: EntityJson[],
+  req: { principal: Uid; resource: Uid; context: Record<string, CedarValueJson>; entities: EntityJson[] },
 ): { context: Record<string, CedarValueJson>; entities: EntityJson[] } {
+  const { context } = req;
   const trimmedContext = r.wholeContext ? context : pick(context, (k) => r.contextAttrs.has(k));
   if (!r.wholeContext)
     for (const [k, v] of Object.entries(trimmedContext))
       if (isRecord(v) && !r.wholeContextAttrs.has(k)) trimmedContext[k] = pick(v, (a) => r.attrs.has(a));
   const keys = r.tagKeys;
-  const trimmedEntities = entities.map((e) => {
+  const trimmedEntities = req.entities.map((e) => {
     const out: EntityJson = { uid: e.uid, attrs: pick(e.attrs, (a) => r.attrs.has(a)), parents: e.parents };
     if (e.tags) out.tags = keys ? pick(e.tags, (t) => keys.has(t)) : e.tags;
     return out;
   });
-  return { context: trimmedContext, entities: trimmedEntities };
+  return { context: trimmedContext, entities: reachable(r, req, trimmedContext, trimmedEntities) };
 }
 
 /** A canonical text of `r`: policies with equal keys read the same parts of a request. */
@@ -154,5 +218,7 @@ export function readsKey(r: Reads): string {
     sorted(r.wholeContextAttrs),
     r.wholeContext,
     r.tagKeys ? sorted(r.tagKeys) : null,
+    sorted(r.vars),
+    sorted(r.literalTypes),
   ]);
 }

@@ -58,6 +58,18 @@ const ATOMS = [
   'context.calls != {last_hour: context.calls.last_hour, last_day: 0}',
   'context.time != {epoch_ms: context.time.epoch_ms, hour: context.time.hour, minute: context.time.minute, weekday: 3}',
   'context.time.epoch_ms > 1796500000000',
+  // Value classes (classes.ts): comparisons with constants, either side, and uses that are not.
+  'context.numbers.hasTag("n") && 6 <= context.numbers.getTag("n")',
+  'context.numbers.hasTag("m") && context.numbers.getTag("m") + 1 > 3',
+  'context.numbers.hasTag("n") && [2, 9].contains(context.numbers.getTag("n"))',
+  'context.arguments.hasTag("a") && context.arguments.getTag("a") like "*1"',
+  'context.arguments.hasTag("a") && context.arguments.getTag("a") like "x*1*"',
+  'context.arguments.hasTag("b") && context.arguments.getTag("b") != "y"',
+  'context.numbers.hasTag("a") && context.numbers.getTag("a") == 7',
+  'context.calls.last_day >= 10 && context.calls.last_hour != 3',
+  'context.time.epoch_ms < 1796800000000',
+  'context.time.hour >= 9 && context.time.hour < 17',
+  'context.numbers.getTag("c") > -4',
 ];
 
 const SCOPES = [
@@ -114,7 +126,8 @@ function principalOf(r: () => number): Principal {
 function factsOf(r: () => number): CallFacts {
   const args: Record<string, unknown> = {};
   for (const k of ['a', 'b', 'c', 'n', 'm', 'svc_a', 'z'])
-    if (r() < 0.4) args[k] = pickOf(r, ['x1', 'y', '1', 7, 2, 9, true, { deep: 1 }, [1, 2]]);
+    if (r() < 0.4)
+      args[k] = pickOf(r, ['x1', 'y', '1', 'x21', 'xy1', 'x', 7, 2, 9, 3, 5, 6, 10, -4, -5, true, { deep: 1 }, [1, 2]]);
   const service = pickOf(r, ['svc_a', 'svc_b']);
   return {
     principal: principalOf(r),
@@ -242,4 +255,94 @@ describe('the engine decides like plain Cedar on the whole set', () => {
     expect(at({ amount: 500, note: 'b' }).decision).toBe('deny');
     expect(engineStats.memoHits).toBe(hits + 1);
   });
+
+  it('keys the memo by value class: values compared only with constants hit when the outcomes repeat', () => {
+    const set: CompiledSet = {
+      policies: [
+        compilePolicy(
+          'pol_class',
+          'forbid(principal, action, resource) when { context.numbers.hasTag("amount") && context.numbers.getTag("amount") > 100 && context.arguments.getTag("ref") like "ord-*" };',
+          false,
+        ),
+        compilePolicy(
+          'pol_sum',
+          'forbid(principal, action, resource) when { context.numbers.hasTag("qty") && context.numbers.getTag("qty") * 2 > 10 };',
+          false,
+        ),
+      ],
+      subsets: new Map(),
+    };
+    const base = factsOf(rng(7));
+    const at = (args: Record<string, unknown>) => pruned(set, { ...base, arguments: args });
+    const hits = () => engineStats.memoHits;
+    const h0 = hits();
+    expect(at({ amount: 5, ref: 'ord-1' }).decision).toBe('allow');
+    expect(at({ amount: 6, ref: 'ord-2' }).decision).toBe('allow');
+    expect(hits()).toBe(h0 + 1);
+    expect(at({ amount: 500, ref: 'ord-3' }).decision).toBe('deny');
+    expect(at({ amount: 600, ref: 'ord-4' }).decision).toBe('deny');
+    expect(hits()).toBe(h0 + 2);
+    expect(at({ amount: 600, ref: 'inv-4' }).decision).toBe('allow');
+    expect(at({ amount: 101, ref: 'inv-5' }).decision).toBe('allow');
+    expect(hits()).toBe(h0 + 3);
+    // A missing tag is a class of its own (Cedar errors on getTag).
+    expect(at({ amount: 200 }).errors.map((e) => e.policy_id)).toEqual(['pol_class']);
+    // `qty * 2` is not a comparison with a constant: each value is its own key.
+    expect(at({ qty: 1 }).decision).toBe('allow');
+    expect(at({ qty: 2 }).decision).toBe('allow');
+    expect(at({ qty: 6 }).decision).toBe('deny');
+    expect(hits()).toBe(h0 + 3);
+  });
+
+  /** Each case: policies, then calls whose values share a class of the coarse use but not a decision. */
+  const EDGES: Array<{ name: string; policies: string[]; calls: Array<Partial<CallFacts>> }> = [
+    {
+      name: 'a literal on the left flips the comparison',
+      policies: [
+        'forbid(principal, action, resource) when { context.numbers.hasTag("n") && 5 < context.numbers.getTag("n") };',
+      ],
+      calls: [{ arguments: { n: 4 } }, { arguments: { n: 6 } }, { arguments: { n: 5 } }],
+    },
+    {
+      name: 'a record used as a whole value keeps its fields',
+      policies: [
+        'forbid(principal, action, resource) when { context.calls.last_day >= 10 };',
+        'forbid(principal, action, resource) when { context.calls == {last_hour: 0, last_day: 3} };',
+      ],
+      calls: [{ calls: { last_hour: 0, last_day: 3 } }, { calls: { last_hour: 0, last_day: 4 } }],
+    },
+    {
+      name: 'the context used as a value keeps every field',
+      policies: [
+        'forbid(principal, action, resource) when { context.calls.last_day >= 10 };',
+        'forbid(principal, action, resource) when { (if true then context else context).calls.last_day == 3 };',
+      ],
+      calls: [{ calls: { last_hour: 0, last_day: 3 } }, { calls: { last_hour: 0, last_day: 4 } }],
+    },
+    {
+      name: 'a tag read by a computed key keeps every tag',
+      policies: [
+        'forbid(principal, action, resource) when { context.numbers.hasTag("n") && context.numbers.getTag("n") > 5 };',
+        'forbid(principal, action, resource) when { context.numbers.hasTag(resource.tool) && context.numbers.getTag(resource.tool) == 3 };',
+      ],
+      calls: [{ arguments: { n: 3 } }, { arguments: { n: 4 } }],
+    },
+  ];
+  for (const edge of EDGES)
+    it(`decides like Cedar where classes would be too coarse: ${edge.name}`, () => {
+      const texts = edge.policies.map((source, i) => ({ id: `pol_edge_${i}`, source }));
+      const set: CompiledSet = { policies: texts.map((t) => compilePolicy(t.id, t.source, false)), subsets: new Map() };
+      const whole = prepareWhole(texts);
+      const base = factsOf(rng(5));
+      const decisions = edge.calls.map((c) => {
+        const facts: CallFacts = { ...base, tool: { ...base.tool, name: 'n' }, ...c };
+        const got = pruned(set, facts);
+        expect({ decision: got.decision, policyIds: got.policyIds, errors: got.errors }).toMatchObject(
+          (({ decision, policyIds, errors }) => ({ decision, policyIds, errors }))(reference(whole, texts, facts)),
+        );
+        return got.decision;
+      });
+      // The calls were chosen so that the decision changes: a memo keyed too coarsely would repeat one.
+      expect(new Set(decisions).size).toBeGreaterThan(1);
+    });
 });
