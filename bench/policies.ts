@@ -15,13 +15,16 @@
  * `amount_3` = a new negative number every call, which an applying policy compares with a constant
  * (`> 10000`: `miss`, answered from the memo by the value's class after the first call, ADR 0996),
  * or `amount_8` (new every call) and `fee_8`, which an applying policy subtracts before comparing
- * (`concrete`: no class can stand for the value, Cedar runs on every call).
+ * (`concrete`: no class can stand for the value, Cedar runs on every call); `cap` calls the
+ * service's second tool, `other_0`, under a daily cap (`context.calls.last_day >= 100000`): the
+ * caller's executions of it are counted on every call.
  *
  * Measured in the same run, interleaved call by call (order rotating) in rounds, so drift and noise
  * hit all alike:
  * 1. the whole execute (`POST /v1/agents/:id/execute` via `app.inject`, upstream included): p50 and
  *    p95 per round of `off`, `control` and `on` with the `hit` arguments, `off` and `on` with the
- *    `miss` ones; the added p50/p95 (`on − off`, same arguments) with a distribution-free interval of
+ *    `miss` ones, `on` with the `concrete` ones (against `off` with `miss`), and `on` on the capped
+ *    tool (against `off`); the added p50/p95 (`on − off`, same arguments) with a distribution-free interval of
  *    its median over the rounds (bench/lib/median-interval.ts);
  * 2. the policy check alone (`authorizeToolCall`, called directly as executeTool calls it): p50/p99
  *    of `off`, `on` and `worst`, hit and miss.
@@ -31,7 +34,7 @@
  * direct checks per case), BENCH_DATABASE_URL.
  */
 import http from 'node:http';
-import { authorizeToolCall } from '../src/modules/policies/authorize.js';
+import { authorizeToolCall, callCounts } from '../src/modules/policies/authorize.js';
 import { engineStats } from '../src/modules/policies/engine.js';
 import { resolveExecutableTool } from '../src/modules/registry/executable.js';
 import { actorOf } from '../src/http/auth.js';
@@ -64,7 +67,7 @@ async function inject(method: 'GET' | 'POST', url: string, headers: Record<strin
 
 const SCOPED = (svc: string, i: number) =>
   i % 3 === 0
-    ? `forbid(principal, action, resource == Platform::Tool::"${svc}/other_${i}") when { context.calls.last_day >= ${100 + i} };`
+    ? `forbid(principal, action, resource == Platform::Tool::"${svc}/other_${i}") when { context.calls.last_day >= ${100_000 + i} };`
     : i % 3 === 1
       ? `forbid(principal is Platform::Agent, action, resource == Platform::Tool::"${svc}/other_${i}");`
       : `forbid(principal, action, resource in Platform::Service::"other-service-${i}") when { context.time.hour < 6 };`;
@@ -92,15 +95,14 @@ async function account(name: Account['name'], policies: (svc: string) => string[
     name: `bench-pol-${name}-${Date.now().toString(36)}`,
     description: 'policy benchmark',
     base_url: upstreamUrl,
-    tools: [
-      {
-        name: 'fast',
-        description: 'fast',
-        method: 'GET',
-        path: '/fast',
-        input_schema: { type: 'object', properties: { city: { type: 'string' }, amount_3: { type: 'integer' } } },
-      },
-    ],
+    // `other_0` is the same call under a daily cap (SCOPED(0): `context.calls.last_day >= 100000`).
+    tools: ['fast', 'other_0'].map((name) => ({
+      name,
+      description: name,
+      method: 'GET',
+      path: '/fast',
+      input_schema: { type: 'object', properties: { city: { type: 'string' }, amount_3: { type: 'integer' } } },
+    })),
   });
   for (const source of policies(svc.name)) await inject('POST', '/v1/policies', user.headers, { source });
   const session = await inject('POST', '/v1/agents', user.headers, { name: 'bench' });
@@ -127,13 +129,13 @@ const argsOf = (mode: Mode): Record<string, unknown> =>
       ? { city: 'Paris', amount_3: -++serial }
       : { city: 'Paris', amount_8: -++serial, fee_8: 1 };
 
-async function executeOnce(a: Account, mode: Mode): Promise<number> {
+async function executeOnce(a: Account, mode: Mode, tool = 'fast'): Promise<number> {
   const t = performance.now();
   const res = await app.inject({
     method: 'POST',
     url: `/v1/agents/${a.session}/execute`,
     headers: a.headers,
-    payload: { service: a.service, tool: 'fast', arguments: argsOf(mode) },
+    payload: { service: a.service, tool, arguments: argsOf(mode) },
   });
   const ms = performance.now() - t;
   if (res.statusCode !== 200) throw new Error(`execute (${a.name}): ${res.statusCode} ${res.body}`);
@@ -148,9 +150,10 @@ const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
 type Mode = 'hit' | 'miss' | 'concrete';
 type Case = {
-  key: 'off' | 'control' | 'on_hit' | 'off_miss' | 'on_miss' | 'on_concrete';
+  key: 'off' | 'control' | 'on_hit' | 'off_miss' | 'on_miss' | 'on_concrete' | 'on_cap';
   account: Account;
   mode: Mode;
+  tool?: string;
 };
 const cases: Case[] = [
   { key: 'off', account: off, mode: 'hit' },
@@ -159,19 +162,20 @@ const cases: Case[] = [
   { key: 'off_miss', account: off, mode: 'miss' },
   { key: 'on_miss', account: on, mode: 'miss' },
   { key: 'on_concrete', account: on, mode: 'concrete' },
+  { key: 'on_cap', account: on, mode: 'hit', tool: 'other_0' },
 ];
 
 // Warm-up: caches, JIT, the engine's pre-parsed subsets.
-for (let i = 0; i < 200; i++) for (const c of cases) await executeOnce(c.account, c.mode);
+for (let i = 0; i < 200; i++) for (const c of cases) await executeOnce(c.account, c.mode, c.tool);
 
 type Stats = Record<Case['key'], { p50: number; p95: number }>;
 const rounds: Stats[] = [];
 for (let r = 0; r < ROUNDS; r++) {
-  const xs: Record<string, number[]> = { off: [], control: [], on_hit: [], off_miss: [], on_miss: [], on_concrete: [] };
+  const xs: Record<string, number[]> = Object.fromEntries(cases.map((c) => [c.key, []]));
   for (let i = 0; i < CALLS; i++)
     for (let j = 0; j < cases.length; j++) {
       const c = cases[(i + j) % cases.length];
-      xs[c.key].push(await executeOnce(c.account, c.mode));
+      xs[c.key].push(await executeOnce(c.account, c.mode, c.tool));
     }
   const stats = {} as Stats;
   for (const c of cases) stats[c.key] = { p50: median(xs[c.key]), p95: pct(xs[c.key], 95) };
@@ -179,7 +183,9 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 /** `key` − its policy-free twin (same arguments) per round. */
 const addedOf = (key: Case['key'], q: 'p50' | 'p95') =>
-  medianInterval(rounds.map((x) => x[key][q] - x[key === 'on_hit' || key === 'control' ? 'off' : 'off_miss'][q]));
+  medianInterval(
+    rounds.map((x) => x[key][q] - x[key === 'on_hit' || key === 'control' || key === 'on_cap' ? 'off' : 'off_miss'][q]),
+  );
 const interval = (i: ReturnType<typeof medianInterval>) => ({
   median: r3(i.median),
   low: r3(i.low),
@@ -209,6 +215,24 @@ const before = { ...engineStats };
 for (const a of [off, on, worst])
   for (const mode of ['hit', 'miss', 'concrete'] as const) check[`${a.name}_${mode}`] = await checks(a, mode);
 
+// Counting the capped tool's executions (~2,300 in the window by now), all of them or up to a
+// cap of 100 a day's bound (101).
+async function counts(bound: number | null): Promise<{ p50_ms: number; p99_ms: number; last_day: number }> {
+  const principal = await ctx.auth.authenticate(on.headers.authorization.slice('Bearer '.length));
+  const resolved = await resolveExecutableTool(ctx, on.service, 'other_0');
+  if (!resolved) throw new Error('tool not found');
+  const xs: number[] = [];
+  let last = 0;
+  for (let i = 0; i < 300; i++) {
+    const t = performance.now();
+    last = (await callCounts(ctx, actorOf(principal), resolved.tool.id, bound)).last_day;
+    xs.push(performance.now() - t);
+  }
+  return { p50_ms: r3(pct(xs, 50)), p99_ms: r3(pct(xs, 99)), last_day: last };
+}
+const countAll = await counts(null);
+const countBounded = await counts(101);
+
 const med = (key: Case['key'], q: 'p50' | 'p95') => r3(median(rounds.map((x) => x[key][q])));
 const report = {
   engine: process.env.BENCH_DATABASE_URL ? 'postgres' : 'pglite',
@@ -222,6 +246,8 @@ const report = {
     miss_p95: interval(addedOf('on_miss', 'p95')),
     concrete_p50: { ...interval(addedOf('on_concrete', 'p50')), verdict: goal(addedOf('on_concrete', 'p50')) },
     concrete_p95: interval(addedOf('on_concrete', 'p95')),
+    cap_p50: { ...interval(addedOf('on_cap', 'p50')), verdict: goal(addedOf('on_cap', 'p50')) },
+    cap_p95: interval(addedOf('on_cap', 'p95')),
     goal_ms: GOAL_MS,
   },
   control_minus_off_p50_ms: interval(addedOf('control', 'p50')),
@@ -236,6 +262,7 @@ const report = {
     cedar_calls: engineStats.evaluations - before.evaluations,
     memo_hits: engineStats.memoHits - before.memoHits,
   },
+  call_counts: { all: countAll, bounded_101: countBounded },
   load_average: (await import('node:os')).loadavg().map(r3),
 };
 console.log(JSON.stringify(report, null, 2));

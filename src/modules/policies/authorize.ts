@@ -13,37 +13,51 @@ import type { Principal, SessionActor } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { requireApproval } from '../approvals/gate.js';
 import type { ExecutableTool } from '../registry/executable.js';
-import { and, eq, gt, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
+import { prepareRaw, type PreparedRaw } from '../../db/prepared.js';
 import { type CallFacts, principalUid, toolUid } from './cedar.js';
 import { type Evaluation, evaluateSubset, policySetOf, subsetFor } from './engine.js';
 import { recordDecision } from './decisions.js';
 
 const NO_CALLS = { last_hour: 0, last_day: 0 };
 
+/** The statement of {@link callCounts}, prepared once per database handle (no per-call parse/plan). */
+function countStatement(ctx: AppContext): PreparedRaw<{ last_hour: number; last_day: number }> {
+  return prepareRaw(
+    ctx.database.hotDb,
+    'policy_call_counts',
+    () => sql`select (count(*) filter (where recent.at > now() - interval '1 hour'))::int as last_hour,
+                     count(*)::int as last_day
+              from (select ${executions.createdAt} as at from ${executions}
+                    where ${executions.toolId} = ${sql.placeholder('tool')}
+                      and ${executions.userId} = ${sql.placeholder('account')}
+                      and ${executions.createdAt} > now() - interval '1 day'
+                      and (${sql.placeholder('agent')}::text is null or ${executions.agentId} = ${sql.placeholder('agent')}::text)
+                    order by ${executions.createdAt} desc
+                    limit ${sql.placeholder('bound')}::bigint) as recent`,
+  );
+}
+
 /**
  * This caller's executions of `toolId` in the last hour and day: an agent's own calls, or the
- * account's calls for a user (one count over `executions_caller_tool_idx`). Executions are logged
- * write-behind, so a call finished a few milliseconds ago may not be counted yet.
+ * account's calls for a user (one scan of `executions_caller_tool_idx`, newest first; a prepared
+ * statement). Executions are logged write-behind, so a call finished a few milliseconds ago may
+ * not be counted yet. `bound` (the policies only compare the counts with constants below it:
+ * classes.ts `countBound`) stops the scan after that many executions, so both counts are at most
+ * `bound`; null counts all.
  */
 export async function callCounts(
   ctx: AppContext,
   actor: SessionActor,
   toolId: string,
+  bound: number | null = null,
 ): Promise<{ last_hour: number; last_day: number }> {
-  const [row] = await ctx.db
-    .select({
-      last_hour: sql<number>`(count(*) filter (where ${executions.createdAt} > now() - interval '1 hour'))::int`,
-      last_day: sql<number>`count(*)::int`,
-    })
-    .from(executions)
-    .where(
-      and(
-        eq(executions.toolId, toolId),
-        eq(executions.userId, actor.accountId),
-        gt(executions.createdAt, sql`now() - interval '1 day'`),
-        actor.agentId ? eq(executions.agentId, actor.agentId) : undefined,
-      ),
-    );
+  const [row] = await countStatement(ctx).run({
+    tool: toolId,
+    account: actor.accountId,
+    agent: actor.agentId,
+    bound: bound ?? Number.MAX_SAFE_INTEGER,
+  });
   return { last_hour: Number(row?.last_hour ?? 0), last_day: Number(row?.last_day ?? 0) };
 }
 
@@ -74,7 +88,7 @@ export async function evaluateCall(
     `Platform::Service::${service.name}`,
   );
   if (subset.policies.length === 0) return null;
-  const calls = opts.calls ?? (subset.readsCalls ? await callCounts(ctx, actor, tool.id) : NO_CALLS);
+  const calls = opts.calls ?? (subset.readsCalls ? await callCounts(ctx, actor, tool.id, subset.callsBound) : NO_CALLS);
   const facts: CallFacts = {
     principal,
     service: { id: service.id, name: service.name, ownerId: service.ownerId },

@@ -5,6 +5,9 @@
  * run, approval through `@approval("required")`, and the decision log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { and, eq } from 'drizzle-orm';
+import { tools } from '../../../src/db/schema/index.js';
+import { callCounts } from '../../../src/modules/policies/authorize.js';
 import { agentToken, createAgent } from '../../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { execute, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
@@ -204,6 +207,25 @@ describe('policies — happy paths', () => {
     }
     const third = await execute(base, u.headers, sid, { service: svc.name, tool: 'get_item', arguments: { id: 'x' } });
     expect(third.body).toMatchObject({ code: 'policy_denied', policy_ids: [cap.id] });
+  });
+
+  it('counts executions up to the bound the policies can tell apart, and all of them without one', async () => {
+    const { u, sid } = await subscribedUser();
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await execute(base, u.headers, sid, { service: svc.name, tool: 'get_item', arguments: { id: `${i}` } }))
+          .status,
+      ).toBe(200);
+    await ctx.executionLog.drain();
+    const [tool] = await ctx.db
+      .select({ id: tools.id })
+      .from(tools)
+      .where(and(eq(tools.serviceId, svc.id), eq(tools.name, 'get_item')));
+    const actor = { accountId: u.userId, agentId: null };
+    expect(await callCounts(ctx, actor, tool.id)).toEqual({ last_hour: 5, last_day: 5 });
+    expect(await callCounts(ctx, actor, tool.id, 3)).toEqual({ last_hour: 3, last_day: 3 });
+    expect(await callCounts(ctx, actor, tool.id, 0)).toEqual({ last_hour: 0, last_day: 0 });
+    expect(await callCounts(ctx, { ...actor, agentId: 'agt_none' }, tool.id)).toEqual({ last_hour: 0, last_day: 0 });
   });
 
   it('dry-runs a call: decision, deciding policies, time in UTC, a draft policy', async () => {
