@@ -193,16 +193,18 @@ type Migrate = (db: unknown, cfg: { migrationsFolder: string }) => Promise<void>
 /**
  * Apply pending migrations (generated SQL in `src/db/migrations`) under the engine's lock — unless
  * the database already holds the newest migration file (same `created_at` and SHA-256 as drizzle
- * records them): then one read replaces drizzle's two DDL statements and empty transaction, which
- * are most of a later open's migration step on PGlite. The same read tells whether
- * pgvector is installed.
+ * records them) and every older one (same `created_at`): then two reads (whether pgvector and the
+ * log exist; the log) replace drizzle's two DDL statements and empty transaction, which are most of
+ * a later open's migration step on PGlite. A file missing from the log although newer ones ran (merged
+ * out of order) is applied after drizzle's migrator ({@link applySkippedMigrations}).
  */
 async function migrateDatabase(
   database: Database,
   withLock: (fn: (db: unknown, migrate: Migrate) => Promise<void>) => Promise<void>,
 ): Promise<void> {
   const { readMigrationFiles } = await import('drizzle-orm/migrator');
-  const newest = readMigrationFiles({ migrationsFolder: MIGRATIONS_DIR }).at(-1);
+  const files = readMigrationFiles({ migrationsFolder: MIGRATIONS_DIR });
+  const newest = files.at(-1);
   const state = async () =>
     (
       await execRows<{ vector: boolean; migrated: boolean }>(
@@ -212,22 +214,49 @@ async function migrateDatabase(
       )
     )[0];
   let { vector, migrated } = await state();
+  const log = migrated ? await migrationLog(database.db) : new Map<number, string>();
   const current =
-    migrated &&
     newest !== undefined &&
-    (
-      await execRows(
-        database.db,
-        sql`select 1 from drizzle.__drizzle_migrations where created_at = ${newest.folderMillis} and hash = ${newest.hash}`,
-      )
-    ).length > 0;
+    log.get(newest.folderMillis) === newest.hash &&
+    files.every((f) => log.has(f.folderMillis));
   if (!current) {
     await withLock(async (db, migrate) => {
       await migrate(db, { migrationsFolder: MIGRATIONS_DIR });
+      await applySkippedMigrations(db as Db, files);
     });
     ({ vector } = await state());
   }
   database.hasVector = vector;
+}
+
+/** A migration file as drizzle reads it: its statements, SHA-256 and journal `when` (ms). */
+type MigrationFile = { sql: string[]; hash: string; folderMillis: number };
+
+/** drizzle's migration log: journal time (`created_at`, ms) → SHA-256 of the file applied. */
+async function migrationLog(db: Db): Promise<Map<number, string>> {
+  const rows = await execRows<{ created_at: string | number; hash: string }>(
+    db,
+    sql`select created_at, hash from drizzle.__drizzle_migrations`,
+  );
+  return new Map(rows.map((r) => [Number(r.created_at), r.hash]));
+}
+
+/**
+ * Apply the migration files whose journal time is missing from the log, oldest first, each in its
+ * own transaction with its log row. drizzle's migrator applies only files newer than the newest one
+ * applied, so a file merged after a newer one had already run on a database (0050 landed after
+ * 0051) would be skipped there for good. Called under the migration lock, after drizzle's migrator.
+ */
+async function applySkippedMigrations(db: Db, files: MigrationFile[]): Promise<void> {
+  const log = await migrationLog(db);
+  for (const file of files.filter((f) => !log.has(f.folderMillis))) {
+    await db.transaction(async (tx) => {
+      for (const statement of file.sql) if (statement.trim()) await tx.execute(sql.raw(statement));
+      await tx.execute(
+        sql`insert into drizzle.__drizzle_migrations (hash, created_at) values (${file.hash}, ${file.folderMillis})`,
+      );
+    });
+  }
 }
 
 /** Run raw SQL and return its rows (normalises the PGlite and node-postgres result shapes). */

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { withDatabase } from '../../helpers/database.js';
 import { sql } from 'drizzle-orm';
-import { directoryBytes, execRows, pgliteSharedBuffersFor, servedDatabaseBytes } from '../../../src/db/client.js';
+import { type Db, directoryBytes, execRows, pgliteSharedBuffersFor, servedDatabaseBytes } from '../../../src/db/client.js';
 import { MIGRATIONS_DIR, openDataDir, preparedKey } from '../../../src/db/data-dir.js';
 
 const MB = 1024 * 1024;
@@ -242,4 +242,34 @@ describe('first open from a prepared data directory', () => {
       fs.rmSync(root, { recursive: true, force: true });
     }
   }, 180_000);
+});
+
+describe('a migration merged out of order', () => {
+  it('is applied on the next open although a newer one already ran (drizzle alone skips it)', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ap-skipped-migration-'));
+    const journal = JSON.parse(fs.readFileSync(path.join(MIGRATIONS_DIR, 'meta', '_journal.json'), 'utf8')) as {
+      entries: { tag: string; when: number }[];
+    };
+    const when = journal.entries.find((e) => e.tag === '0050_tool_definition_pins')!.when;
+    const inspect = (db: Db) =>
+      execRows<{ pins: boolean; logged: number }>(
+        db,
+        sql`select to_regclass('public.tool_pins') is not null as pins,
+          (select count(*)::int from drizzle.__drizzle_migrations where created_at = ${when}) as logged`,
+      ).then((rows) => rows[0]);
+    try {
+      // A database that ran 0051 before 0050 existed: no tool_pins, no log row for 0050.
+      const before = await withDatabase({ DATA_DIR: root }, async (db) => {
+        await db.execute(sql`drop table tool_pins`);
+        await db.execute(sql`delete from drizzle.__drizzle_migrations where created_at = ${when}`);
+        return inspect(db);
+      });
+      expect(before).toEqual({ pins: false, logged: 0 });
+      expect(await withDatabase({ DATA_DIR: root }, inspect)).toEqual({ pins: true, logged: 1 });
+      // Applied once: the next open finds the log whole and changes nothing.
+      expect(await withDatabase({ DATA_DIR: root }, inspect)).toEqual({ pins: true, logged: 1 });
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
