@@ -216,9 +216,7 @@ async function migrateDatabase(
   let { vector, migrated } = await state();
   const log = migrated ? await migrationLog(database.db) : new Map<number, string>();
   const current =
-    newest !== undefined &&
-    log.get(newest.folderMillis) === newest.hash &&
-    files.every((f) => log.has(f.folderMillis));
+    newest !== undefined && log.get(newest.folderMillis) === newest.hash && files.every((f) => log.has(f.folderMillis));
   if (!current) {
     await withLock(async (db, migrate) => {
       await migrate(db, { migrationsFolder: MIGRATIONS_DIR });

@@ -9,7 +9,13 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { withDatabase } from '../../helpers/database.js';
 import { sql } from 'drizzle-orm';
-import { type Db, directoryBytes, execRows, pgliteSharedBuffersFor, servedDatabaseBytes } from '../../../src/db/client.js';
+import {
+  type Db,
+  directoryBytes,
+  execRows,
+  pgliteSharedBuffersFor,
+  servedDatabaseBytes,
+} from '../../../src/db/client.js';
 import { MIGRATIONS_DIR, openDataDir, preparedKey } from '../../../src/db/data-dir.js';
 
 const MB = 1024 * 1024;
