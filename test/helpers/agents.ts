@@ -78,3 +78,20 @@ export async function registerToolService(
   );
   return { id: body.id, name: body.name };
 }
+
+/**
+ * Subscribe `agentId` to a service (its name or id) as `owner`, via `POST
+ * /v2/agents/:id/tools/subscribe`; expects 201 (a new subscription).
+ */
+export async function subscribeAgentTool(
+  target: FastifyInstance,
+  owner: Pick<TestUser, 'headers'>,
+  agentId: string,
+  service: string,
+): Promise<void> {
+  await call(
+    target,
+    { method: 'POST', url: `/v2/agents/${agentId}/tools/subscribe`, headers: owner.headers, payload: { service } },
+    201,
+  );
+}

@@ -152,7 +152,11 @@ export async function unsubscribeAgentTool(
   );
 }
 
-/** The agent's tool subscriptions, newest first (keyset on service id within equal times). */
+/**
+ * The agent's tool subscriptions, a keyset page ordered by service id descending: service ids are
+ * ULIDs, so the most recently registered service comes first (not the most recent subscription).
+ * @throws AppError not_found (agent) | validation_failed (malformed cursor)
+ */
 export async function listAgentTools(
   ctx: AppContext,
   owner: UserPrincipal,

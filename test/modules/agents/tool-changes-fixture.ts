@@ -6,7 +6,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../../src/context.js';
 import { setServiceStatus } from '../../../src/modules/registry/service.js';
-import { agentToken, createAgent, registerToolService, type TestAgent } from '../../helpers/agents.js';
+import {
+  agentToken,
+  createAgent,
+  registerToolService,
+  subscribeAgentTool,
+  type TestAgent,
+} from '../../helpers/agents.js';
 import { call, createUser, type TestUser } from '../../helpers/app.js';
 
 /** The description the publisher gives `echo` after the pins (a poisoned one). */
@@ -36,16 +42,7 @@ export async function agentWithChangedTool(app: FastifyInstance, ctx: AppContext
     201,
   );
   const agent = await createAgent(app, owner);
-  await call(
-    app,
-    {
-      method: 'POST',
-      url: `/v2/agents/${agent.id}/tools/subscribe`,
-      headers: owner.headers,
-      payload: { service: svc.name },
-    },
-    201,
-  );
+  await subscribeAgentTool(app, owner, agent.id, svc.name);
   const echo = { name: 'echo', method: 'POST', path: '/echo', input_schema: { type: 'object' } };
   await call(
     app,

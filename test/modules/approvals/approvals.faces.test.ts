@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_META } from '../../../src/modules/mcp/tools.js';
-import { agentToken, createAgent } from '../../helpers/agents.js';
+import { agentToken, createAgent, subscribeAgentTool } from '../../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { execute, listen, newSession } from '../../helpers/exec.js';
 import { connectMcp } from '../../helpers/mcp.js';
@@ -86,16 +86,7 @@ beforeAll(async () => {
     201,
   );
   agent = await createAgent(app, u);
-  await call(
-    app,
-    {
-      method: 'POST',
-      url: `/v2/agents/${agent.id}/tools/subscribe`,
-      headers: u.headers,
-      payload: { service: svc.name },
-    },
-    201,
-  );
+  await subscribeAgentTool(app, u, agent.id, svc.name);
 }, 60_000);
 
 afterAll(async () => {

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runTest } from '../../../src/modules/publishing/verification.js';
 import { call, createUser } from '../../helpers/app.js';
-import { agentToken, createAgent } from '../../helpers/agents.js';
+import { agentToken, createAgent, subscribeAgentTool } from '../../helpers/agents.js';
 import {
   connect,
   executeNotes,
@@ -154,16 +154,7 @@ describe('connections', () => {
     const owner = await createUser(f.app);
     const svc = await registerNotesService(f, owner);
     const agent = await createAgent(f.app, owner);
-    await call(
-      f.app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agent.id}/tools/subscribe`,
-        headers: owner.headers,
-        payload: { service: svc.name },
-      },
-      201,
-    );
+    await subscribeAgentTool(f.app, owner, agent.id, svc.name);
     const { headers } = await agentToken(f.app, agent);
     const ownerAccount = account();
     await connect(f, owner, svc.name, ownerAccount);

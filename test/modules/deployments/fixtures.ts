@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { Header, create } from 'tar';
 import { gzipSync } from 'node:zlib';
 import { call, type TestUser } from '../../helpers/app.js';
+import { subscribeAgentTool } from '../../helpers/agents.js';
 
 /**
  * One root for every temporary directory of this test worker (the suite runs without isolation,
@@ -218,11 +219,7 @@ export async function deployedToolAgent(
   handler: string,
 ): Promise<{ id: string; clientId: string; clientSecret: string }> {
   const agent = await createAgent(app, user);
-  await call(
-    app,
-    { method: 'POST', url: `/v2/agents/${agent.id}/tools/subscribe`, headers: user.headers, payload: { service } },
-    201,
-  );
+  await subscribeAgentTool(app, user, agent.id, service);
   const dep = await deployReady(app, user.headers, agent.id, await tarball({ 'index.mjs': handler }));
   if (dep.status !== 'active') throw new Error(`deployment of ${agent.id}: ${dep.status} ${JSON.stringify(dep.error)}`);
   return agent;

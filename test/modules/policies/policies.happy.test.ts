@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq } from 'drizzle-orm';
 import { tools } from '../../../src/db/schema/index.js';
 import { callCounts } from '../../../src/modules/policies/authorize.js';
-import { agentToken, createAgent } from '../../helpers/agents.js';
+import { agentToken, createAgent, subscribeAgentTool } from '../../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
 import { execute, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
 import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
@@ -137,16 +137,7 @@ describe('policies — happy paths', () => {
   it('reads arguments (strings and numbers), the principal and the tool', async () => {
     const { u, sid } = await subscribedUser();
     const agent = await createAgent(app, u);
-    await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agent.id}/tools/subscribe`,
-        headers: u.headers,
-        payload: { service: svc.name },
-      },
-      201,
-    );
+    await subscribeAgentTool(app, u, agent.id, svc.name);
     const token = await agentToken(app, agent);
     const big = await createPolicy(
       u,

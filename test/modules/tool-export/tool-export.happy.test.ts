@@ -4,7 +4,7 @@
  * `POST /v1/tools/call` to a real loopback upstream and back as the provider's result message.
  */
 import { describe, expect, it } from 'vitest';
-import { agentToken, createAgent } from '../../helpers/agents.js';
+import { agentToken, createAgent, subscribeAgentTool } from '../../helpers/agents.js';
 import { call, setupApp } from '../../helpers/app.js';
 import { startJsonApi } from '../../helpers/upstreams.js';
 import { subscribedUser } from './fixture.js';
@@ -102,16 +102,7 @@ describe('GET /v1/tools/export', () => {
     expect(
       (await call(app, { method: 'GET', url: '/v1/tools/export?format=gemini', headers }, 200)).body.tools,
     ).toEqual([]);
-    await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agent.id}/tools/subscribe`,
-        headers: user.headers,
-        payload: { service: service.id },
-      },
-      201,
-    );
+    await subscribeAgentTool(app, user, agent.id, service.id);
     const { body } = await call(app, { method: 'GET', url: '/v1/tools/export?format=anthropic', headers }, 200);
     expect(body.tools.map((t: any) => t.name).sort()).toEqual([
       `${service.name}__echo`,

@@ -4,7 +4,7 @@
  * `tools:execute` neither calls nor creates a session (the check is the execute path's own).
  */
 import { describe, expect, it } from 'vitest';
-import { agentToken, createAgent } from '../../helpers/agents.js';
+import { agentToken, createAgent, subscribeAgentTool } from '../../helpers/agents.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
 import { startJsonApi } from '../../helpers/upstreams.js';
 import { subscribedUser } from './fixture.js';
@@ -95,16 +95,7 @@ describe('tool export security', () => {
       },
       404,
     );
-    await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agent.id}/tools/subscribe`,
-        headers: user.headers,
-        payload: { service: service.name },
-      },
-      201,
-    );
+    await subscribeAgentTool(app, user, agent.id, service.name);
     const { body } = await call(
       app,
       {
