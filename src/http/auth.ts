@@ -29,6 +29,13 @@ export const CREDENTIAL_SCOPES = [
 ] as const;
 export type Scope = (typeof CREDENTIAL_SCOPES)[number];
 
+/**
+ * Scopes an API key gets only when its creation names them (`POST /api-keys` `scopes`), never by
+ * default: a key is what agent code and scripts hold, and `approvals:decide` in the hands of the
+ * caller whose tool call is held would let it approve itself (docs/adr/0973).
+ */
+export const OPT_IN_KEY_SCOPES: readonly Scope[] = ['approvals:decide'];
+
 /** A signed-in user (by OAuth/OIDC access token or by API key). */
 export interface UserPrincipal {
   kind: 'user';

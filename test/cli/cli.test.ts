@@ -40,6 +40,18 @@ describe('agent-platform login / whoami / logout', () => {
   it('keys create/list/revoke; an API key from the environment works without login', async () => {
     const key = await json(['keys', 'create', '--name', 'ci']);
     expect(key.key).toBeTruthy();
+    expect(key.scopes).not.toContain('approvals:decide');
+    const approver = await json([
+      'keys',
+      'create',
+      '--name',
+      'approver',
+      '--scopes',
+      'approvals:decide',
+      'memory:read',
+    ]);
+    expect(approver.scopes).toEqual(['memory:read', 'approvals:decide']);
+    expect((await cli(['keys', 'list'])).stdout).toMatch(/approver.*memory:read approvals:decide/);
     expect((await json(['keys', 'list'])).map((k: { id: string }) => k.id)).toContain(key.id);
     const noLogin = { XDG_CONFIG_HOME: path.join(tmp, 'empty'), AGENT_PLATFORM_API_KEY: key.key };
     expect((await json(['keys', 'list'], noLogin)).map((k: { name: string }) => k.name)).toContain('ci');

@@ -70,7 +70,11 @@ const agentSubsets = [
 ];
 const PRINCIPALS: PrincipalCase[] = [
   { name: 'user token', relation: 'owner', scopes: EVERY },
-  { name: 'API key without scopes (every scope)', relation: 'owner', scopes: EVERY },
+  {
+    name: 'API key without scopes (every scope but approvals:decide)',
+    relation: 'owner',
+    scopes: EVERY.filter((s) => s !== 'approvals:decide'),
+  },
   { name: 'API key [tools:execute]', relation: 'owner', scopes: ['tools:execute'] },
   { name: 'API key [memory:read]', relation: 'owner', scopes: ['memory:read'] },
   { name: 'API key [memory:read memory:write]', relation: 'owner', scopes: ['memory:read', 'memory:write'] },

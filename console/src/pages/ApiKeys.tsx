@@ -42,12 +42,13 @@ export function ApiKeysPage() {
       <Section state={keys} empty={(d) => d.length === 0} emptyText="No API keys yet: create one above.">
         {(d) => (
           <Table striped>
-            <TableHead columns={['Name', 'Prefix', 'Last used', 'Created', { hidden: 'Actions' }]} />
+            <TableHead columns={['Name', 'Prefix', 'Scopes', 'Last used', 'Created', { hidden: 'Actions' }]} />
             <Table.Tbody>
               {d.map((k) => (
                 <Table.Tr key={k.id}>
                   <Table.Td>{k.name}</Table.Td>
                   <Table.Td ff="monospace">{k.prefix}…</Table.Td>
+                  <Table.Td>{k.scopes.join(' ') || '—'}</Table.Td>
                   <Table.Td>{fmtDate(k.last_used_at)}</Table.Td>
                   <Table.Td>{fmtDate(k.created_at)}</Table.Td>
                   <Table.Td>

@@ -19,6 +19,8 @@ export const toolApprovals = pgTable(
     accountId: userFk('account_id'),
     /** The requesting agent; null when the account's user (token or API key) called. */
     agentId: text('agent_id'),
+    /** The API key (`key_…`) that made the held call; it may not decide it (ADR 0973). Null for tokens. */
+    requestedByKey: text('requested_by_key'),
     serviceId: text('service_id').notNull(),
     serviceName: text('service_name').notNull(),
     toolId: text('tool_id').notNull(),

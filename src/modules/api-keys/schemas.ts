@@ -14,7 +14,7 @@ export const ApiKeySchema = Type.Object({
   name: Type.String(),
   prefix: Type.String({ description: 'first characters of the key, to tell keys apart' }),
   scopes: Type.Array(ScopeSchema, {
-    description: 'what the key may do; a key created without `scopes` has every scope',
+    description: 'what the key may do; a key created without `scopes` has every scope but approvals:decide',
   }),
   last_used_at: Nullable(Timestamp),
   expires_at: Nullable(Timestamp, {
@@ -37,7 +37,7 @@ export const CreateApiKeyBody = Type.Object(
         uniqueItems: true,
         maxItems: CREDENTIAL_SCOPES.length,
         description:
-          "default: the creating credential's scopes (every scope for a user's own token); an API key may only give a subset of its own (403 exceeds_credential)",
+          "default: the creating credential's scopes (every scope for a user's own token) except approvals:decide, which a key gets only when named here; an API key may only give a subset of its own (403 exceeds_credential)",
       }),
     ),
   },

@@ -2,8 +2,8 @@
  * API keys (development/testing method per spec "Authentication" 1): `apk_` + 256 random bits,
  * shown once, stored as SHA-256, `last_used_at` tracked, revocable, optional expiry, and scopes
  * (the agent-token vocabulary plus `agents:manage` and `api_keys:manage`; `http/auth.ts`
- * CREDENTIAL_SCOPES). A key created without scopes has its creator's; a key made before scopes
- * existed has every scope. A key never mints a key broader than itself: scopes it holds, and an
+ * CREDENTIAL_SCOPES). A key created without scopes has its creator's, except the opt-in ones
+ * (`approvals:decide`: OPT_IN_KEY_SCOPES, ADR 0973); a key made before scopes existed has every scope. A key never mints a key broader than itself: scopes it holds, and an
  * expiry no later than its own (docs/adr/0922-api-key-scopes-and-expiry.md).
  */
 import { and, eq, isNull } from 'drizzle-orm';
@@ -16,6 +16,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import {
   CREDENTIAL_SCOPES,
   hasScope,
+  OPT_IN_KEY_SCOPES,
   requireScope,
   requireWithin,
   type Scope,
@@ -47,7 +48,8 @@ const view = (k: ApiKeyRow): ApiKeyView => ({
 
 /**
  * Create a key of `creator`'s account; the answer is the only time `key` is shown. Needs
- * `api_keys:manage`. `scopes` defaults to the creator's; a creator that is itself an expiring key
+ * `api_keys:manage`. `scopes` defaults to the creator's but for OPT_IN_KEY_SCOPES (`approvals:decide`
+ * is given only when named); a creator that is itself an expiring key
  * gives the new key its own expiry by default and refuses a later one.
  * @throws AppError insufficient_scope | exceeds_credential (scopes, or an expiry later than the
  *   creating key's) | validation_failed (expiry in the past)
@@ -60,7 +62,7 @@ export async function createApiKey(
   requireScope(creator, 'api_keys:manage');
   const scopes = input.scopes
     ? CREDENTIAL_SCOPES.filter((s) => input.scopes!.includes(s))
-    : CREDENTIAL_SCOPES.filter((s) => hasScope(creator, s));
+    : CREDENTIAL_SCOPES.filter((s) => hasScope(creator, s) && !OPT_IN_KEY_SCOPES.includes(s));
   requireWithin(creator, scopes, 'an API key');
   let expiresAt = input.expires_at ? new Date(input.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {

@@ -30,6 +30,8 @@ export interface GovernedCall {
   arguments: Record<string, unknown>;
   /** The policies that require the approval (empty when a tool tag does). */
   policyIds: string[];
+  /** The API key (`key_…`) that made the call, which may not decide it; null for an access or agent token. */
+  requestedByKey: string | null;
 }
 
 /** A stored approval request (`tool_approvals` row). */
@@ -63,7 +65,7 @@ export function approvalRequired(ctx: AppContext, row: ApprovalRow): AppError {
   const url = approvalUrl(ctx, row.id);
   return new AppError(
     'approval_required',
-    `${row.serviceName}/${row.toolName} needs a person's approval: open ${url} (or POST /v1/approvals/${row.id}/approve), then retry the same call with "approval_id": "${row.id}"`,
+    `${row.serviceName}/${row.toolName} needs a person's approval: they decide at ${url}; once approved, retry the same call with "approval_id": "${row.id}"`,
     { extra: { approval_id: row.id, approval_url: url, expires_at: row.expiresAt.toISOString() } },
   );
 }
@@ -209,6 +211,7 @@ async function pendingRequest(
         arguments: call.arguments,
         callHash: hash,
         policyIds: call.policyIds,
+        requestedByKey: call.requestedByKey,
         status: 'pending',
         expiresAt: new Date(now.getTime() + ctx.config.approvals.ttlSeconds * 1000),
       })

@@ -2,8 +2,8 @@
  * Approvals of held tool calls (`/v1/approvals`): list and read them (the account's user sees all
  * of the account's; an agent only its own requests), approve or deny a pending one. Deciding needs
  * a user of the account whose credential holds `approvals:decide` (a user's own access token does;
- * an API key only when created with it); an agent never decides, so it cannot approve its own
- * call. Another account's approval answers 404. The gate that creates and uses approvals is
+ * an API key only when created with it by name); an agent never decides, so it cannot approve its
+ * own call, and neither does the API key that made the call (ADR 0973). Another account's approval answers 404. The gate that creates and uses approvals is
  * `gate.ts` (ADR 0975, ADR 0976).
  */
 import { and, eq, gt, inArray, isNull, lte, or, type SQL } from 'drizzle-orm';
@@ -96,7 +96,8 @@ export async function getApproval(ctx: AppContext, p: Principal, id: string): Pr
 /**
  * Approve or deny the pending approval `id` as `p`. An approval is then usable by the requesting
  * caller for `APPROVAL_TTL_SECONDS` from now, once. `reason` only with a denial.
- * @throws AppError forbidden (an agent), insufficient_scope (a key without `approvals:decide`),
+ * @throws AppError forbidden (an agent, or the API key that made the held call: ADR 0973),
+ *         insufficient_scope (a key without `approvals:decide`),
  *         not_found, invalid_state (409: already decided, used or expired)
  */
 export async function decideApproval(
@@ -110,6 +111,11 @@ export async function decideApproval(
     throw new AppError('forbidden', 'Agents cannot decide approvals; a user of the account approves or denies');
   const row = await approvalInScope(ctx, p, id);
   requireScope(p, 'approvals:decide');
+  if (p.keyId !== undefined && row.requestedByKey === p.keyId)
+    throw new AppError(
+      'forbidden',
+      `The API key that made this call cannot decide its approval; a person decides at ${approvalUrl(ctx, row.id)} or with another credential`,
+    );
   const now = new Date();
   const [done] = await ctx.db
     .update(toolApprovals)

@@ -107,7 +107,10 @@ function approvalAnswer(err: AppError, call: McpCall, name: string): CallToolRes
       : `call ${name} again with the same arguments (optionally with _meta {"${APPROVAL_META}": "${id}"})`;
   const out = toolError(err);
   out.content = [
-    { type: 'text', text: `approval_required: ${message} Open ${url} to approve or deny it; once approved, ${how}.` },
+    {
+      type: 'text',
+      text: `approval_required: ${message} Show the user ${url}: a person approves or denies it there; once approved, ${how}.`,
+    },
   ];
   return out;
 }

@@ -146,6 +146,7 @@ export async function authorizeToolCall(
       toolName: tool.name,
       arguments: args,
       policyIds: ev.policyIds,
+      requestedByKey: principal.kind === 'user' ? (principal.keyId ?? null) : null,
     },
     approvalId,
   );

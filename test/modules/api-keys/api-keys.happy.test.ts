@@ -24,20 +24,19 @@ describe('api keys — happy paths', () => {
 
     const { body: list } = await call(app, { method: 'GET', url: '/api-keys', headers: u.headers }, 200);
     expect(list.data).toHaveLength(1);
-    const every = [
+    const defaults = [
       'memory:read',
       'memory:write',
       'permissions:manage',
       'tools:execute',
       'agents:manage',
       'api_keys:manage',
-      'approvals:decide',
-    ];
+    ]; // every scope but approvals:decide, which a key gets only by name (ADR 0973)
     expect(list.data[0]).toEqual({
       id: created.id,
       name: 'laptop',
       prefix: created.prefix,
-      scopes: every,
+      scopes: defaults,
       last_used_at: null,
       expires_at: null,
       created_at: created.created_at,

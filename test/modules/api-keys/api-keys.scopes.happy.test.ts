@@ -20,15 +20,18 @@ const EVERY = [
   'api_keys:manage',
   'approvals:decide',
 ];
+/** A key made without `scopes`: every scope but the opt-in approvals:decide (ADR 0973). */
+const DEFAULT = EVERY.filter((s) => s !== 'approvals:decide');
 
 const keyOf = (headers: Record<string, string>, payload: Record<string, unknown>) => createKey(app, headers, payload);
 
 const inOneHour = () => new Date(Date.now() + 3600_000).toISOString();
 
 describe('api key scopes — happy paths', () => {
-  it('a key gets the scopes it was created with, in vocabulary order; without scopes every one', async () => {
+  it('a key gets the scopes it was created with, in vocabulary order; without scopes every one but approvals:decide', async () => {
     const u = await createUser(app);
-    expect((await keyOf(u.headers, {})).scopes).toEqual(EVERY);
+    expect((await keyOf(u.headers, {})).scopes).toEqual(DEFAULT);
+    expect((await keyOf(u.headers, { scopes: EVERY })).scopes).toEqual(EVERY);
     const k = await keyOf(u.headers, { scopes: ['tools:execute', 'memory:read'] });
     expect(k.scopes).toEqual(['memory:read', 'tools:execute']);
     const { body } = await call(app, { method: 'GET', url: '/api-keys', headers: u.headers }, 200);
@@ -61,7 +64,8 @@ describe('api key scopes — happy paths', () => {
     await ctx.db.update(apiKeys).set({ scopes: null }).where(eq(apiKeys.id, old.id));
     const { body } = await call(app, { method: 'GET', url: '/api-keys', headers: old.headers }, 200);
     expect(body.data.find((x: { id: string }) => x.id === old.id).scopes).toEqual(EVERY);
-    expect((await keyOf(old.headers, {})).scopes).toEqual(EVERY);
+    expect((await keyOf(old.headers, {})).scopes).toEqual(DEFAULT);
+    expect((await keyOf(old.headers, { scopes: ['approvals:decide'] })).scopes).toEqual(['approvals:decide']);
     await call(app, { method: 'POST', url: '/v2/agents', headers: old.headers, payload: { name: 'a' } }, 201);
   });
 

@@ -308,4 +308,65 @@ describe('approvals on every face', () => {
     expect(posted()).toHaveLength(before + 1);
     expect(done.calls.map((c: { op: string }) => c.op)).toContain('approvals.get');
   }, 60_000);
+
+  it('keys: a default key cannot decide, and the key that made a held call never decides it', async () => {
+    const sid = await newSession(base, u.headers);
+    const keyed = async (payload: Record<string, unknown>) =>
+      (
+        await call(
+          app,
+          { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'k', ...payload } },
+          201,
+        )
+      ).body;
+    // What agent code holds: a key made without scopes has every scope but approvals:decide.
+    const plain = await keyed({});
+    expect(plain.scopes).not.toContain('approvals:decide');
+    expect(plain.scopes).toContain('tools:execute');
+    // A key that asked for every scope by name, approvals:decide included.
+    const all = await keyed({ scopes: [...plain.scopes, 'approvals:decide'] });
+    const approve = (id: string, headers: Record<string, string>, status: number) =>
+      call(app, { method: 'POST', url: `/v1/approvals/${id}/approve`, headers, payload: {} }, status);
+
+    const held = await execute(base, { 'x-api-key': plain.key }, sid, {
+      service: svc.name,
+      tool: 'create_item',
+      arguments: { name: 'k1' },
+    });
+    expect(held.status).toBe(202);
+    // The answer tells the caller where a person decides, not how to approve it itself.
+    expect(held.body.detail).toContain(held.body.approval_url);
+    expect(held.body.detail).not.toContain('/approve');
+    expect((await approve(held.body.approval_id, { 'x-api-key': plain.key }, 403)).body.code).toBe(
+      'insufficient_scope',
+    );
+
+    const own = await execute(base, { 'x-api-key': all.key }, sid, {
+      service: svc.name,
+      tool: 'create_item',
+      arguments: { name: 'k2' },
+    });
+    expect(own.status).toBe(202);
+    const refused = await approve(own.body.approval_id, { 'x-api-key': all.key }, 403);
+    expect(refused.body.code).toBe('forbidden');
+    const { body: still } = await call(
+      app,
+      { method: 'GET', url: `/v1/approvals/${own.body.approval_id}`, headers: u.headers },
+      200,
+    );
+    expect([still.status, still.decided_by]).toEqual(['pending', null]);
+
+    // Another credential decides: the all-scopes key another key's call, the user's token its own.
+    expect((await approve(held.body.approval_id, { 'x-api-key': all.key }, 200)).body.status).toBe('approved');
+    await decide(own.body.approval_id, 'approve');
+    const before = posted().length;
+    const ran = await execute(base, { 'x-api-key': all.key }, sid, {
+      service: svc.name,
+      tool: 'create_item',
+      arguments: { name: 'k2' },
+      approval_id: own.body.approval_id,
+    });
+    expect(ran.status).toBe(200);
+    expect(posted()).toHaveLength(before + 1);
+  });
 });

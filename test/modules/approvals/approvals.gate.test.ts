@@ -28,6 +28,7 @@ function governed(args: Record<string, unknown>): GovernedCall {
     toolName: 'delete_file',
     arguments: args,
     policyIds: ['pol_destructive'],
+    requestedByKey: null,
   };
 }
 

@@ -1,4 +1,5 @@
 /** `keys list|create|revoke`: the caller's API keys. */
+import type { Body } from '@agent-platform/sdk';
 import type { Command } from 'commander';
 import { client, output, table, type GlobalOptions } from '../context.js';
 
@@ -11,7 +12,12 @@ export function keyCommands(program: Command): void {
     .action(async (_o, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const all = await client(g).apiKeys.list({ limit: 100 }).toArray();
-      output(g, all, (v) => table(v, ['id', 'name', 'prefix', 'created_at', 'last_used_at', 'expires_at']));
+      output(g, all, (v) =>
+        table(
+          v.map((k) => ({ ...k, scopes: k.scopes.join(' ') })),
+          ['id', 'name', 'prefix', 'scopes', 'created_at', 'last_used_at', 'expires_at'],
+        ),
+      );
     });
 
   keys
@@ -19,10 +25,29 @@ export function keyCommands(program: Command): void {
     .description('Create an API key; the secret is printed once')
     .requiredOption('--name <name>', 'a label for the key')
     .option('--expires-at <iso8601>', 'expiry time (default: never)')
-    .action(async (o: { name: string; expiresAt?: string }, cmd: Command) => {
+    .option(
+      '--scopes <scope...>',
+      'what the key may do, e.g. tools:execute memory:read (default: your scopes but approvals:decide, which a key gets only when named)',
+    )
+    .action(async (o: { name: string; expiresAt?: string; scopes?: string[] }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
-      const key = await client(g).apiKeys.create({ name: o.name, ...(o.expiresAt ? { expires_at: o.expiresAt } : {}) });
-      output(g, key, (v) => `Created ${v.id} (${v.name}).\nSecret (shown once, store it now):\n\n  ${v.key}\n`);
+      const key = await client(g).apiKeys.create({
+        name: o.name,
+        ...(o.expiresAt ? { expires_at: o.expiresAt } : {}),
+        ...(o.scopes
+          ? {
+              scopes: o.scopes.flatMap((s) => s.split(',')).filter(Boolean) as NonNullable<
+                Body<'apiKeys.create'>['scopes']
+              >,
+            }
+          : {}),
+      });
+      output(
+        g,
+        key,
+        (v) =>
+          `Created ${v.id} (${v.name}), scopes: ${v.scopes.join(' ') || 'none'}.\nSecret (shown once, store it now):\n\n  ${v.key}\n`,
+      );
     });
 
   keys

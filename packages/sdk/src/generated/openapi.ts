@@ -14605,7 +14605,7 @@ export interface operations {
                             name: string;
                             /** @description first characters of the key, to tell keys apart */
                             prefix: string;
-                            /** @description what the key may do; a key created without `scopes` has every scope */
+                            /** @description what the key may do; a key created without `scopes` has every scope but approvals:decide */
                             scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
                             last_used_at: null | string;
                             /** @description after this instant the key answers 401 token_expired; null = never */
@@ -14668,7 +14668,7 @@ export interface operations {
                     name: string;
                     /** Format: date-time */
                     expires_at?: string;
-                    /** @description default: the creating credential's scopes (every scope for a user's own token); an API key may only give a subset of its own (403 exceeds_credential) */
+                    /** @description default: the creating credential's scopes (every scope for a user's own token) except approvals:decide, which a key gets only when named here; an API key may only give a subset of its own (403 exceeds_credential) */
                     scopes?: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
                 };
             };
@@ -14685,7 +14685,7 @@ export interface operations {
                         name: string;
                         /** @description first characters of the key, to tell keys apart */
                         prefix: string;
-                        /** @description what the key may do; a key created without `scopes` has every scope */
+                        /** @description what the key may do; a key created without `scopes` has every scope but approvals:decide */
                         scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
                         last_used_at: null | string;
                         /** @description after this instant the key answers 401 token_expired; null = never */
