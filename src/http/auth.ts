@@ -15,7 +15,7 @@ import { AppError } from './errors.js';
 /**
  * What a credential may do, one word per kind of operation (RFC 6749 §3.3 scope tokens). Agent
  * tokens carry a subset of the first four (`agents/tokens.ts` AGENT_SCOPES); API keys carry any
- * subset of all seven; a user's own access token carries every scope. Operations outside this
+ * subset of all eight; a user's own access token carries every scope. Operations outside this
  * vocabulary (catalog, subscriptions, connections, deployments…) are not narrowed by scopes.
  */
 export const CREDENTIAL_SCOPES = [
@@ -26,15 +26,17 @@ export const CREDENTIAL_SCOPES = [
   'agents:manage',
   'api_keys:manage',
   'approvals:decide',
+  'policies:manage',
 ] as const;
 export type Scope = (typeof CREDENTIAL_SCOPES)[number];
 
 /**
  * Scopes an API key gets only when its creation names them (`POST /api-keys` `scopes`), never by
- * default: a key is what agent code and scripts hold, and `approvals:decide` in the hands of the
- * caller whose tool call is held would let it approve itself (docs/adr/0973).
+ * default: a key is what agent code and scripts hold, and with these the caller a policy binds
+ * could approve its own held call (`approvals:decide`) or rewrite the policies (`policies:manage`)
+ * (docs/adr/0973).
  */
-export const OPT_IN_KEY_SCOPES: readonly Scope[] = ['approvals:decide'];
+export const OPT_IN_KEY_SCOPES: readonly Scope[] = ['approvals:decide', 'policies:manage'];
 
 /** A signed-in user (by OAuth/OIDC access token or by API key). */
 export interface UserPrincipal {

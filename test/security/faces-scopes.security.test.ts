@@ -43,6 +43,7 @@ const EVERY = [
   'agents:manage',
   'api_keys:manage',
   'approvals:decide',
+  'policies:manage',
 ];
 
 /**
@@ -71,9 +72,9 @@ const agentSubsets = [
 const PRINCIPALS: PrincipalCase[] = [
   { name: 'user token', relation: 'owner', scopes: EVERY },
   {
-    name: 'API key without scopes (every scope but approvals:decide)',
+    name: 'API key without scopes (every scope but the opt-in ones)',
     relation: 'owner',
-    scopes: EVERY.filter((s) => s !== 'approvals:decide'),
+    scopes: EVERY.filter((s) => s !== 'approvals:decide' && s !== 'policies:manage'),
   },
   { name: 'API key [tools:execute]', relation: 'owner', scopes: ['tools:execute'] },
   { name: 'API key [memory:read]', relation: 'owner', scopes: ['memory:read'] },

@@ -1,7 +1,7 @@
 /**
  * Policies, what is refused: another account's policy answers 404 (read, write, delete) and never
  * binds this account; only admins write global policies, which then bind everyone; agents cannot
- * manage policies; an API key needs `permissions:manage` to write them; texts that do not parse or
+ * manage policies; an API key needs `policies:manage` (given only by name) to write them; texts that do not parse or
  * do not match the schema answer 400 with the position; permit statements and several statements
  * are refused.
  */
@@ -124,7 +124,7 @@ describe('policies — security', () => {
     }
   });
 
-  it('refuses agents on every policy route, and API keys without permissions:manage on writes', async () => {
+  it('refuses agents on every policy route, and API keys without policies:manage on writes (a default key too)', async () => {
     const u = await createUser(app);
     const agent = await createAgent(app, u);
     const token = await agentToken(app, agent);
@@ -137,6 +137,45 @@ describe('policies — security', () => {
     );
     const { body } = await post({ 'x-api-key': key.key }, { source: FORBID_ALL(svc.name) }, 403);
     expect(body.code).toBe('insufficient_scope');
+    // What agent code is usually given: a key made without scopes. It may not loosen its own rules.
+    const { body: plain } = await call(
+      app,
+      { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'p' } },
+      201,
+    );
+    expect(plain.scopes).not.toContain('policies:manage');
+    const { body: bound } = await post(u.headers, { source: FORBID_ALL(svc.name) }, 201);
+    for (const [method, payload] of [
+      ['PATCH', { enabled: false }],
+      ['DELETE', undefined],
+    ] as const) {
+      const res = await app.inject({
+        method,
+        url: `/v1/policies/${bound.id}`,
+        headers: { 'x-api-key': plain.key },
+        payload,
+      });
+      expect([res.statusCode, res.json().code]).toEqual([403, 'insufficient_scope']);
+    }
+    expect((await post({ 'x-api-key': plain.key }, { source: FORBID_ALL(svc.name) }, 403)).body.code).toBe(
+      'insufficient_scope',
+    );
+    // Named at creation, the scope lets a key write policies.
+    const { body: manager } = await call(
+      app,
+      { method: 'POST', url: '/api-keys', headers: u.headers, payload: { name: 'm', scopes: ['policies:manage'] } },
+      201,
+    );
+    await call(
+      app,
+      {
+        method: 'PATCH',
+        url: `/v1/policies/${bound.id}`,
+        headers: { 'x-api-key': manager.key },
+        payload: { enabled: false },
+      },
+      200,
+    );
   });
 
   it('answers 400 validation_failed with line and column for syntax and schema errors, and refuses permit and several statements', async () => {

@@ -6,7 +6,7 @@ import { Nullable, Timestamp } from '../../http/schemas.js';
 /** One scope word of the credential vocabulary (`http/auth.ts` CREDENTIAL_SCOPES). */
 export const ScopeSchema = Type.Enum(CREDENTIAL_SCOPES, {
   description:
-    'memory:read, memory:write, permissions:manage, tools:execute (as agent tokens), agents:manage (create and manage agents), api_keys:manage (create, list and revoke keys), approvals:decide (approve or deny held tool calls)',
+    'memory:read, memory:write, permissions:manage, tools:execute (as agent tokens), agents:manage (create and manage agents), api_keys:manage (create, list and revoke keys), approvals:decide (approve or deny held tool calls), policies:manage (create, change and delete policies)',
 });
 
 export const ApiKeySchema = Type.Object({
@@ -14,7 +14,8 @@ export const ApiKeySchema = Type.Object({
   name: Type.String(),
   prefix: Type.String({ description: 'first characters of the key, to tell keys apart' }),
   scopes: Type.Array(ScopeSchema, {
-    description: 'what the key may do; a key created without `scopes` has every scope but approvals:decide',
+    description:
+      'what the key may do; a key created without `scopes` has every scope but approvals:decide and policies:manage',
   }),
   last_used_at: Nullable(Timestamp),
   expires_at: Nullable(Timestamp, {
@@ -37,7 +38,7 @@ export const CreateApiKeyBody = Type.Object(
         uniqueItems: true,
         maxItems: CREDENTIAL_SCOPES.length,
         description:
-          "default: the creating credential's scopes (every scope for a user's own token) except approvals:decide, which a key gets only when named here; an API key may only give a subset of its own (403 exceeds_credential)",
+          "default: the creating credential's scopes (every scope for a user's own token) except approvals:decide and policies:manage, which a key gets only when named here; an API key may only give a subset of its own (403 exceeds_credential)",
       }),
     ),
   },

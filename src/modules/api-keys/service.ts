@@ -3,7 +3,7 @@
  * shown once, stored as SHA-256, `last_used_at` tracked, revocable, optional expiry, and scopes
  * (the agent-token vocabulary plus `agents:manage` and `api_keys:manage`; `http/auth.ts`
  * CREDENTIAL_SCOPES). A key created without scopes has its creator's, except the opt-in ones
- * (`approvals:decide`: OPT_IN_KEY_SCOPES, ADR 0973); a key made before scopes existed has every scope. A key never mints a key broader than itself: scopes it holds, and an
+ * (`approvals:decide`, `policies:manage`: OPT_IN_KEY_SCOPES, ADR 0973); a key made before scopes existed has every scope. A key never mints a key broader than itself: scopes it holds, and an
  * expiry no later than its own (docs/adr/0922-api-key-scopes-and-expiry.md).
  */
 import { and, eq, isNull } from 'drizzle-orm';
@@ -49,7 +49,7 @@ const view = (k: ApiKeyRow): ApiKeyView => ({
 /**
  * Create a key of `creator`'s account; the answer is the only time `key` is shown. Needs
  * `api_keys:manage`. `scopes` defaults to the creator's but for OPT_IN_KEY_SCOPES (`approvals:decide`
- * is given only when named); a creator that is itself an expiring key
+ * and `policies:manage` are given only when named); a creator that is itself an expiring key
  * gives the new key its own expiry by default and refuses a later one.
  * @throws AppError insufficient_scope | exceeds_credential (scopes, or an expiry later than the
  *   creating key's) | validation_failed (expiry in the past)

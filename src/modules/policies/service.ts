@@ -3,8 +3,8 @@
  * validated against the published schema on every write (400 `validation_failed` with line and
  * column). Account policies belong to their account (another account's answers 404); global ones
  * bind everyone, are readable by every user and written by admins only. Every write evicts the
- * compiled sets it affects on every instance (`engine.ts`). Writes need the `permissions:manage`
- * scope on an API key.
+ * compiled sets it affects on every instance (`engine.ts`). Writes need the `policies:manage`
+ * scope, which an API key holds only when created with it by name (ADR 0973).
  */
 import { and, asc, count, eq, or, type SQL } from 'drizzle-orm';
 import type { Static } from 'typebox';
@@ -64,7 +64,7 @@ async function readableRow(ctx: AppContext, user: UserPrincipal, id: string): Pr
 
 /** Writes: the account's own policies; global ones only by an admin (403 insufficient_role). */
 function assertWrites(user: UserPrincipal, scope: string): void {
-  requireScope(user, 'permissions:manage');
+  requireScope(user, 'policies:manage');
   if (scope === 'global' && !isAdmin(user))
     throw new AppError('insufficient_role', 'Only admins write global policies');
 }

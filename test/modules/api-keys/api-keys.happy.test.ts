@@ -31,7 +31,7 @@ describe('api keys — happy paths', () => {
       'tools:execute',
       'agents:manage',
       'api_keys:manage',
-    ]; // every scope but approvals:decide, which a key gets only by name (ADR 0973)
+    ]; // every scope but approvals:decide and policies:manage, which a key gets only by name (ADR 0973)
     expect(list.data[0]).toEqual({
       id: created.id,
       name: 'laptop',

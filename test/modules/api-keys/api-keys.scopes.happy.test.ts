@@ -19,16 +19,17 @@ const EVERY = [
   'agents:manage',
   'api_keys:manage',
   'approvals:decide',
+  'policies:manage',
 ];
-/** A key made without `scopes`: every scope but the opt-in approvals:decide (ADR 0973). */
-const DEFAULT = EVERY.filter((s) => s !== 'approvals:decide');
+/** A key made without `scopes`: every scope but the opt-in approvals:decide and policies:manage (ADR 0973). */
+const DEFAULT = EVERY.filter((s) => s !== 'approvals:decide' && s !== 'policies:manage');
 
 const keyOf = (headers: Record<string, string>, payload: Record<string, unknown>) => createKey(app, headers, payload);
 
 const inOneHour = () => new Date(Date.now() + 3600_000).toISOString();
 
 describe('api key scopes — happy paths', () => {
-  it('a key gets the scopes it was created with, in vocabulary order; without scopes every one but approvals:decide', async () => {
+  it('a key gets the scopes it was created with, in vocabulary order; without scopes every one but the opt-in ones', async () => {
     const u = await createUser(app);
     expect((await keyOf(u.headers, {})).scopes).toEqual(DEFAULT);
     expect((await keyOf(u.headers, { scopes: EVERY })).scopes).toEqual(EVERY);

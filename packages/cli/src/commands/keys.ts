@@ -27,7 +27,7 @@ export function keyCommands(program: Command): void {
     .option('--expires-at <iso8601>', 'expiry time (default: never)')
     .option(
       '--scopes <scope...>',
-      'what the key may do, e.g. tools:execute memory:read (default: your scopes but approvals:decide, which a key gets only when named)',
+      'what the key may do, e.g. tools:execute memory:read (default: your scopes but approvals:decide and policies:manage, which a key gets only when named)',
     )
     .action(async (o: { name: string; expiresAt?: string; scopes?: string[] }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();

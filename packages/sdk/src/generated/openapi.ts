@@ -14605,8 +14605,8 @@ export interface operations {
                             name: string;
                             /** @description first characters of the key, to tell keys apart */
                             prefix: string;
-                            /** @description what the key may do; a key created without `scopes` has every scope but approvals:decide */
-                            scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
+                            /** @description what the key may do; a key created without `scopes` has every scope but approvals:decide and policies:manage */
+                            scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide" | "policies:manage")[];
                             last_used_at: null | string;
                             /** @description after this instant the key answers 401 token_expired; null = never */
                             expires_at: null | string;
@@ -14668,8 +14668,8 @@ export interface operations {
                     name: string;
                     /** Format: date-time */
                     expires_at?: string;
-                    /** @description default: the creating credential's scopes (every scope for a user's own token) except approvals:decide, which a key gets only when named here; an API key may only give a subset of its own (403 exceeds_credential) */
-                    scopes?: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
+                    /** @description default: the creating credential's scopes (every scope for a user's own token) except approvals:decide and policies:manage, which a key gets only when named here; an API key may only give a subset of its own (403 exceeds_credential) */
+                    scopes?: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide" | "policies:manage")[];
                 };
             };
         };
@@ -14685,8 +14685,8 @@ export interface operations {
                         name: string;
                         /** @description first characters of the key, to tell keys apart */
                         prefix: string;
-                        /** @description what the key may do; a key created without `scopes` has every scope but approvals:decide */
-                        scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide")[];
+                        /** @description what the key may do; a key created without `scopes` has every scope but approvals:decide and policies:manage */
+                        scopes: ("memory:read" | "memory:write" | "permissions:manage" | "tools:execute" | "agents:manage" | "api_keys:manage" | "approvals:decide" | "policies:manage")[];
                         last_used_at: null | string;
                         /** @description after this instant the key answers 401 token_expired; null = never */
                         expires_at: null | string;
