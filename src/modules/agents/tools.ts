@@ -7,7 +7,7 @@ import { and, eq, inArray, or } from 'drizzle-orm';
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.js';
 import { agentToolSubscriptions } from '../../db/schema/index.js';
-import type { Principal, UserPrincipal } from '../../http/auth.js';
+import { requireScope, type Principal, type UserPrincipal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { getServiceSummary } from '../registry/executable.js';
@@ -192,8 +192,9 @@ export async function listAgentToolChanges(
 
 /**
  * Accept changed (or added) tool definitions of a service the agent is subscribed to: re-pin all
- * its tools, or the tools named (docs/governance.md "Pinned tool definitions").
- * @throws AppError not_found (agent, service, or no agent tool subscription to it)
+ * its tools, or the tools named (docs/governance.md "Pinned tool definitions"). Like approving a
+ * held call, it needs `approvals:decide` (opt-in for API keys, ADR 0973) besides `agents:manage`.
+ * @throws AppError not_found (agent, service, or no agent tool subscription to it), insufficient_scope
  */
 export async function acceptAgentToolChanges(
   ctx: AppContext,
@@ -203,6 +204,7 @@ export async function acceptAgentToolChanges(
   toolNames?: string[],
 ): Promise<{ pinned: string[]; pending_changes: PendingChange[] }> {
   await managedAgent(ctx, owner, agentId);
+  requireScope(owner, 'approvals:decide');
   const svc = await getServiceSummary(ctx, serviceRef);
   if (!svc || !(await isAgentSubscribed(ctx, agentId, svc.id))) throw notFound('Agent tool subscription');
   const pinned = await pinServiceTools(ctx, { id: agentId, kind: 'agent' }, svc.id, toolNames);

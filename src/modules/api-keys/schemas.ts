@@ -6,7 +6,7 @@ import { Nullable, Timestamp } from '../../http/schemas.js';
 /** One scope word of the credential vocabulary (`http/auth.ts` CREDENTIAL_SCOPES). */
 export const ScopeSchema = Type.Enum(CREDENTIAL_SCOPES, {
   description:
-    'memory:read, memory:write, permissions:manage, tools:execute (as agent tokens), agents:manage (create and manage agents), api_keys:manage (create, list and revoke keys), approvals:decide (approve or deny held tool calls), policies:manage (create, change and delete policies)',
+    'memory:read, memory:write, permissions:manage, tools:execute (as agent tokens), agents:manage (create and manage agents), api_keys:manage (create, list and revoke keys), approvals:decide (approve or deny held tool calls, accept changed tool definitions), policies:manage (create, change and delete policies)',
 });
 
 export const ApiKeySchema = Type.Object({

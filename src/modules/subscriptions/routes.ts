@@ -97,7 +97,7 @@ export async function subscriptionRoutes(app: FastifyInstance, { ctx }: { ctx: A
       body: AcceptChangesBody,
       response: { 200: AcceptChangesResult, ...errorResponses(403, 404, 409) },
     }),
-    async (req) => acceptSubscriptionChanges(ctx, userOf(req).userId, req.params.id, req.body.tools),
+    async (req) => acceptSubscriptionChanges(ctx, userOf(req), req.params.id, req.body.tools),
   );
   r.get(
     '/subscriptions/:id/quotas',

@@ -18,6 +18,7 @@ import type { Plan, Role } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import { execRows } from '../../db/client.js';
 import { subscriptions } from '../../db/schema/index.js';
+import { requireScope, type UserPrincipal } from '../../http/auth.js';
 import { AppError, notFound } from '../../http/errors.js';
 import { newId, iso } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
@@ -160,18 +161,21 @@ export async function getSubscription(ctx: AppContext, userId: string, id: strin
 
 /**
  * Accept the changed (or added) tool definitions of a subscription's service: re-pin all of them,
- * or the tools named. @throws AppError not_found (also another user's), invalid_state (canceled)
+ * or the tools named. Trusting a changed definition is a person's decision, like approving a held
+ * call: it needs `approvals:decide`, which an API key holds only when created with it (ADR 0973).
+ * @throws AppError not_found (also another user's), insufficient_scope, invalid_state (canceled)
  */
 export async function acceptSubscriptionChanges(
   ctx: AppContext,
-  userId: string,
+  user: UserPrincipal,
   id: string,
   toolNames?: string[],
 ): Promise<{ pinned: string[]; pending_changes: PendingChange[] }> {
-  const row = await getRow(ctx, userId, id);
+  const row = await getRow(ctx, user.userId, id);
+  requireScope(user, 'approvals:decide');
   if (row.status !== 'active') throw new AppError('invalid_state', 'The subscription is canceled');
-  const pinned = await pinServiceTools(ctx, { id: userId, kind: 'account' }, row.serviceId, toolNames);
-  return { pinned, pending_changes: await pendingChanges(ctx, userId, row.serviceId) };
+  const pinned = await pinServiceTools(ctx, { id: user.userId, kind: 'account' }, row.serviceId, toolNames);
+  return { pinned, pending_changes: await pendingChanges(ctx, user.userId, row.serviceId) };
 }
 
 /**

@@ -2,7 +2,7 @@
  * Who may read and accept an agent's pending tool-definition changes (ADR 0972): the owner with
  * `agents:manage` reads and accepts; the agent reads only its own and never accepts (403, the
  * change stays pending); a sibling agent and another account get 404; a key without
- * `agents:manage` is refused as on accept-changes. Runs on PGlite and PostgreSQL.
+ * `agents:manage` is refused as on accept-changes, which also needs `approvals:decide`. Runs on PGlite and PostgreSQL.
  */
 import type { InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
@@ -64,7 +64,7 @@ describe('agent tool changes — access', () => {
     expect(body.data[0].pending_changes).toMatchObject([{ tool: 'echo', change: 'changed' }]);
   });
 
-  it('a key without agents:manage is refused on the read as on accept-changes; with it, both work', async () => {
+  it('a key without agents:manage is refused on the read and on accept-changes; accepting also needs approvals:decide', async () => {
     const { owner, agent, svc } = await agentWithChangedTool(app, ctx);
     const url = `/v2/agents/${agent.id}/tools/changes`;
     const accept = {
@@ -78,6 +78,11 @@ describe('agent tool changes — access', () => {
     const manage = await keyOf(app, owner.headers, { scopes: ['agents:manage'] });
     const { body } = await call(app, { method: 'GET', url, headers: manage.headers }, 200);
     expect(body.data[0].pending_changes).toHaveLength(1);
-    await call(app, { ...accept, headers: manage.headers }, 200);
+    // Trusting a changed definition is a person's decision (ADR 0973): a default key lacks it too.
+    await refused({ ...accept, headers: manage.headers }, 403, 'insufficient_scope');
+    const plain = await keyOf(app, owner.headers, {});
+    await refused({ ...accept, headers: plain.headers }, 403, 'insufficient_scope');
+    const decider = await keyOf(app, owner.headers, { scopes: ['agents:manage', 'approvals:decide'] });
+    await call(app, { ...accept, headers: decider.headers }, 200);
   });
 });
