@@ -124,6 +124,22 @@ export function isAddressAllowed(ip: string, allowLoopback: boolean): boolean {
   return cls === 'public' || (cls === 'loopback' && allowLoopback);
 }
 
+/**
+ * Why the URL `raw` can never be reached, decided before any DNS lookup: its host is an IP literal
+ * (in any spelling the WHATWG URL parser normalises, e.g. `0x7f000001`) that {@link isAddressAllowed}
+ * refuses. @returns the address class (`private`, `loopback`…), or null when the URL does not parse,
+ * names a host (checked after DNS at connect time) or is an admitted literal.
+ */
+export function refusedLiteralTarget(raw: string, allowLoopback: boolean): AddressClass | null {
+  let host: string;
+  try {
+    host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return null;
+  }
+  return isIP(host) && !isAddressAllowed(host, allowLoopback) ? classifyAddress(host) : null;
+}
+
 /** True for a loopback address (127.0.0.0/8, ::1, ::ffff:127.x.y.z). */
 export function isLoopbackAddress(ip: string): boolean {
   return classifyAddress(ip) === 'loopback';

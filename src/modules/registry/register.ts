@@ -4,7 +4,6 @@
  * (spec group "Registry"; docs/manifest.md).
  */
 import { randomBytes } from 'node:crypto';
-import { isIP } from 'node:net';
 import { eq, inArray } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import { services, toolAliases, tools } from '../../db/schema/index.js';
@@ -12,7 +11,7 @@ import type { Tx } from '../../db/client.js';
 import { AppError } from '../../http/errors.js';
 import { newId, newSecret } from '../../http/ids.js';
 import { encryptSecret } from '../../lib/secrets.js';
-import { classifyAddress, isAddressAllowed } from '../../upstream/address.js';
+import { refusedLiteralTarget } from '../../upstream/address.js';
 import { mcpListTools } from '../../upstream/mcp.js';
 import { applyUpstreamAuth } from '../../upstream/request.js';
 import {
@@ -199,18 +198,10 @@ export async function loadSource(
  * loopback without the flag) is rejected at once; host names are checked at call time (after DNS).
  */
 export function checkBaseUrlTarget(ctx: AppContext, raw: string, at: string): ManifestProblem[] {
-  let host: string;
-  try {
-    host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
-  } catch {
-    return [];
-  }
-  if (isIP(host) && !isAddressAllowed(host, ctx.config.upstream.allowLoopback)) {
-    return [
-      { pointer: at, message: `points at a ${classifyAddress(host)} address, which upstream calls may not reach` },
-    ];
-  }
-  return [];
+  const refused = refusedLiteralTarget(raw, ctx.config.upstream.allowLoopback);
+  return refused
+    ? [{ pointer: at, message: `points at a ${refused} address, which upstream calls may not reach` }]
+    : [];
 }
 
 function authForCall(auth: UpstreamAuthInput | undefined): ExecutableTool['upstreamAuth'] {

@@ -14,6 +14,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { iso, newId } from '../../http/ids.js';
 import { mapPage, selectPage, type Page } from '../../http/pagination.js';
 import { encryptSecret } from '../../lib/secrets.js';
+import { refusedLiteralTarget } from '../../upstream/address.js';
 import { forgetEndpoints, requeue, type EndpointRow, type MessageRow } from './delivery.js';
 import type {
   CreateEndpointBody,
@@ -55,8 +56,12 @@ function messageView(m: MessageRow): MessageView {
   };
 }
 
-/** @throws AppError validation_failed unless `url` is http(s) without credentials */
-function checkUrl(url: string): string {
+/**
+ * `url` normalised. A host that is an IP literal the SSRF guard refuses (private, link-local,
+ * loopback unless allowed) is refused now; host names are checked at every delivery, after DNS.
+ * @throws AppError validation_failed unless `url` is http(s) without credentials, to an admitted address
+ */
+function checkUrl(ctx: AppContext, url: string): string {
   let u: URL;
   try {
     u = new URL(url);
@@ -67,6 +72,11 @@ function checkUrl(url: string): string {
     throw new AppError('validation_failed', 'url must be an http(s) URL without credentials', {
       errors: [{ in: 'body', pointer: '/url', message: 'http(s) URL without user info' }],
     });
+  }
+  const refused = refusedLiteralTarget(u.toString(), ctx.config.upstream.allowLoopback);
+  if (refused) {
+    const message = `points at a ${refused} address, which webhook deliveries may not reach`;
+    throw new AppError('validation_failed', `url ${message}`, { errors: [{ in: 'body', pointer: '/url', message }] });
   }
   return u.toString();
 }
@@ -83,7 +93,7 @@ export async function createEndpoint(
     .values({
       id: newId('whk'),
       ownerId: accountOf(p),
-      url: checkUrl(body.url),
+      url: checkUrl(ctx, body.url),
       description: body.description ?? null,
       events: body.events,
       secretEncrypted: encryptSecret(ctx, secret),
@@ -130,7 +140,7 @@ export async function updateEndpoint(
   const [row] = await ctx.db
     .update(webhookEndpoints)
     .set({
-      ...(body.url !== undefined ? { url: checkUrl(body.url) } : {}),
+      ...(body.url !== undefined ? { url: checkUrl(ctx, body.url) } : {}),
       ...(body.events !== undefined ? { events: body.events } : {}),
       ...(body.description !== undefined ? { description: body.description } : {}),
       ...(body.enabled !== undefined ? { enabled: body.enabled, disabledReason: null, failingSince: null } : {}),

@@ -173,7 +173,7 @@ describe('outbound webhooks', () => {
     await waitFor(async () => down.seen.some((s) => s.id === dead.id), 10_000, 'replayed delivery');
   }, 40_000);
 
-  it('refuses private addresses at delivery when loopback is not allowed (SSRF guard)', async () => {
+  it('refuses private addresses when loopback is not allowed: IP literals at once, host names at delivery (SSRF guard)', async () => {
     const guarded = await setupApp({
       ALLOW_LOOPBACK_UPSTREAMS: 'off',
       WEBHOOK_RETRY_BASE_MS: '50',
@@ -181,15 +181,29 @@ describe('outbound webhooks', () => {
     });
     const rx = await receiver(0);
     const user = await createUser(guarded.app);
-    const { body: ep } = await call(
+    const create = (url: string, status: number) =>
+      call(
+        guarded.app,
+        { method: 'POST', url: '/v2/webhooks', headers: user.headers, payload: { url, events: ['execution.failed'] } },
+        status,
+      );
+    // A literal the guard refuses is refused when the endpoint is made, in any spelling.
+    for (const literal of [
+      rx.url,
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.5/hook',
+      'http://[::1]:8080/',
+      'http://0x7f000001/',
+    ]) {
+      const { body } = await create(literal, 400);
+      expect(body.errors[0]).toMatchObject({ pointer: '/url', message: expect.stringMatching(/address/) });
+    }
+    // A host name passes (DNS can change), and is checked at every delivery.
+    const { body: ep } = await create(rx.url.replace('127.0.0.1', 'localhost'), 201);
+    await call(
       guarded.app,
-      {
-        method: 'POST',
-        url: '/v2/webhooks',
-        headers: user.headers,
-        payload: { url: rx.url, events: ['execution.failed'] },
-      },
-      201,
+      { method: 'PATCH', url: `/v2/webhooks/${ep.id}`, headers: user.headers, payload: { url: 'http://192.168.1.1/' } },
+      400,
     );
     guarded.ctx.events.emit('execution.recorded', {
       executionId: 'exe_ssrf',
