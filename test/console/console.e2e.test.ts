@@ -109,8 +109,10 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
 
   it('creates an API key and shows its secret once', async () => {
     await nav('API keys');
-    // With the keyboard: type the name, Tab to the button, Enter.
+    // With the keyboard: type the name, Tab past the scopes (default) to the button, Enter.
     await page.getByLabel('Key name').fill('laptop');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Escape');
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Create key');
     await page.keyboard.press('Enter');
@@ -122,6 +124,16 @@ describe.skipIf(!haveBrowser)('web console in chromium', () => {
     await page.getByRole('cell', { name: 'laptop', exact: true }).waitFor();
     expect(await page.getByTestId('secret').count()).toBe(0);
     expect(await page.content()).not.toContain(s.apiKey);
+    // The default leaves out the opt-in scopes; a key that may decide approvals names it.
+    const row = (name: string) => page.getByRole('row').filter({ has: page.getByRole('cell', { name, exact: true }) });
+    expect(await row('laptop').textContent()).not.toContain('approvals:decide');
+    await page.getByLabel('Key name').fill('approver');
+    await page.getByPlaceholder(/^default: all but/).click();
+    await page.getByRole('option', { name: 'approvals:decide' }).click();
+    await page.keyboard.press('Escape');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await row('approver').waitFor();
+    expect(await row('approver').textContent()).toContain('approvals:decide');
   }, 90_000);
 
   it('registers and publishes a service, then runs its tool from the try-it form and reports it', async () => {

@@ -1,19 +1,35 @@
-import { Button, Group, Stack, Table, TextInput, Title } from '@mantine/core';
+import { Button, Group, MultiSelect, Stack, Table, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
 import { all, client } from '../api';
 import { ProblemAlert, SecretOnce, Section, TableHead, fmtDate, useAction, useLoad } from '../ui';
 
+type Scope = NonNullable<Parameters<typeof client.apiKeys.create>[0]['scopes']>[number];
+
+/** The scope vocabulary (docs/identity.md); the last two are given to a key only when chosen. */
+const SCOPES: Scope[] = [
+  'memory:read',
+  'memory:write',
+  'permissions:manage',
+  'tools:execute',
+  'agents:manage',
+  'api_keys:manage',
+  'approvals:decide',
+  'policies:manage',
+];
+
 export function ApiKeysPage() {
   const keys = useLoad(() => all(client.apiKeys.list({ limit: 100 })));
   const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<Scope[]>([]);
   const [secret, setSecret] = useState<string | null>(null);
   const { error, act } = useAction();
 
   const create = () =>
     act(async () => {
-      const k = await client.apiKeys.create({ name });
+      const k = await client.apiKeys.create({ name, ...(scopes.length ? { scopes } : {}) });
       setSecret(k.key);
       setName('');
+      setScopes([]);
       keys.reload();
     });
   const revoke = (id: string) =>
@@ -32,6 +48,15 @@ export function ApiKeysPage() {
           onChange={(e) => setName(e.currentTarget.value)}
           onKeyDown={(e) => e.key === 'Enter' && name.trim() && void create()}
           placeholder="laptop"
+        />
+        <MultiSelect
+          label="Scopes"
+          data={SCOPES}
+          value={scopes}
+          onChange={(v) => setScopes(v as Scope[])}
+          placeholder={scopes.length ? undefined : 'default: all but approvals:decide, policies:manage'}
+          clearable
+          miw={320}
         />
         <Button onClick={() => void create()} disabled={!name.trim()}>
           Create key
