@@ -1,21 +1,24 @@
-import { Button, Group, MultiSelect, Stack, Table, TextInput, Title } from '@mantine/core';
+import { Button, Group, MultiSelect, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
 import { all, client } from '../api';
 import { ProblemAlert, SecretOnce, Section, TableHead, fmtDate, useAction, useLoad } from '../ui';
 
 type Scope = NonNullable<Parameters<typeof client.apiKeys.create>[0]['scopes']>[number];
 
-/** The scope vocabulary (docs/identity.md); the last two are given to a key only when chosen. */
-const SCOPES: Scope[] = [
-  'memory:read',
-  'memory:write',
-  'permissions:manage',
-  'tools:execute',
-  'agents:manage',
-  'api_keys:manage',
-  'approvals:decide',
-  'policies:manage',
-];
+/**
+ * What each scope lets a key do (docs/identity.md); typed by the API's scope enum, so a scope the
+ * API adds fails the build until it is described here. The last two are given only when chosen.
+ */
+const SCOPE_HELP: Record<Scope, string> = {
+  'memory:read': 'read and search memory',
+  'memory:write': 'add and delete memory',
+  'permissions:manage': "grant agents' memory to other agents",
+  'tools:execute': 'call tools',
+  'agents:manage': 'create and manage agents',
+  'api_keys:manage': 'create, list and revoke keys',
+  'approvals:decide': 'approve held tool calls, accept changed tools',
+  'policies:manage': 'write policies',
+};
 
 export function ApiKeysPage() {
   const keys = useLoad(() => all(client.apiKeys.list({ limit: 100 })));
@@ -51,7 +54,15 @@ export function ApiKeysPage() {
         />
         <MultiSelect
           label="Scopes"
-          data={SCOPES}
+          data={Object.keys(SCOPE_HELP)}
+          renderOption={({ option }) => (
+            <Stack gap={0}>
+              <Text size="sm">{option.value}</Text>
+              <Text size="xs" c="dimmed">
+                {SCOPE_HELP[option.value as Scope]}
+              </Text>
+            </Stack>
+          )}
           value={scopes}
           onChange={(v) => setScopes(v as Scope[])}
           placeholder={scopes.length ? undefined : 'default: all but approvals:decide, policies:manage'}
