@@ -50,11 +50,6 @@ export interface InProcessSearch {
   vectors: VectorCache;
   /** Filled with each arm's candidates and time when given (the `memory.search` span; absent when tracing is off). */
   arms?: SearchArms;
-  /**
-   * Called with the text arm's candidate ids when the text arm is done and the query's vector is
-   * still being computed (never when it was already there): work that needs no vector can start.
-   */
-  whileEmbedding?: (textIds: string[]) => void;
 }
 
 /** What each arm of one search found and how long it took (the `memory.search` span's attributes). */
@@ -87,11 +82,6 @@ export async function inProcessCandidates(
   let textHits: TextHit[] = [];
   let terms: TextTerm[] = [];
   const arms = input.arms;
-  let embedded = false;
-  input.vector.then(
-    () => void (embedded = true),
-    () => void (embedded = true),
-  );
   let t0 = arms ? performance.now() : 0;
   if (input.mode !== 'vector') {
     const qt = await queryTerms(db, input.userId, input.query);
@@ -111,7 +101,6 @@ export async function inProcessCandidates(
     });
     if (arms) [arms.textCandidates, arms.textMs] = [textHits.length, performance.now() - t0];
   }
-  if (!embedded && input.whileEmbedding && textHits.length) input.whileEmbedding(textHits.map((h) => h.id));
   const vector = await input.vector;
   if (arms) t0 = performance.now();
   const vectorHits =
@@ -197,14 +186,7 @@ export async function searchInProcess(
   db: Db | Tx,
   input: InProcessSearch & { limit: number; threshold: number; now?: Date },
 ): Promise<SearchPage<CandidateRow> | null> {
-  // the rows of the text arm's candidates are read while the encoder computes the query's vector
-  // (the request thread is idle meanwhile); after ranking, only the page's other rows are read
-  let early: Promise<{ ids: string[]; rows: Map<string, CandidateRow> }> | null = null;
-  const whileEmbedding = (ids: string[]) => {
-    early = readRows(ctx, db, input.where, ids, null).then((rows) => ({ ids, rows }));
-    early.catch(() => undefined); // awaited below, unless another path answers
-  };
-  const fused = await inProcessCandidates(ctx, db, { ...input, whileEmbedding });
+  const fused = await inProcessCandidates(ctx, db, input);
   if (!fused) return null;
   const now = input.now ?? new Date();
   const neighbours = (ids: string[]) => input.text.neighbours(input.userId, ids);
@@ -254,13 +236,6 @@ export async function searchInProcess(
   // (a vector of a memory deleted behind the vector cache's back, e.g. a replaced summary's, is not in the index)
   let live = hybrid ? fused.hits.filter((h) => facts.has(h.id)) : fused.hits;
   const read = new Map<string, CandidateRow>();
-  /** Ids whose rows were asked for (one not in `read` is gone). */
-  const asked = new Set<string>();
-  const prefetched = await (early as Promise<{ ids: string[]; rows: Map<string, CandidateRow> }> | null);
-  if (prefetched) {
-    for (const id of prefetched.ids) asked.add(id);
-    for (const [id, r] of prefetched.rows) read.set(id, r);
-  }
   for (;;) {
     const ranked = await rankCandidates(ctx, db, input.userId, input.query, live, {
       ...base,
@@ -268,10 +243,9 @@ export async function searchInProcess(
       neighbourScores,
     });
     const page = pageOf(ranked, input.threshold, input.limit);
-    const want = page.top.map((c) => c.id).filter((id) => !asked.has(id));
+    const want = page.top.map((c) => c.id).filter((id) => !read.has(id));
     for (const [id, r] of await readRows(ctx, db, input.where, want, null)) read.set(id, r);
-    for (const id of want) asked.add(id);
-    const gone = new Set(page.top.map((c) => c.id).filter((id) => !read.has(id)));
+    const gone = new Set(want.filter((id) => !read.has(id)));
     if (gone.size === 0) {
       return { top: page.top.map((c) => ({ ...c, row: read.get(c.id)!.row })), filteredCount: page.filteredCount };
     }
