@@ -78,3 +78,21 @@ export const toolUsage = pgTable(
     index('tool_usage_agent_idx').on(t.agentId, t.day),
   ],
 );
+
+/**
+ * Call counters per UTC minute, tool, account and agent (null = the account itself): what a
+ * policy's `context.calls` sums (policies/authorize.ts `callCounts`, ADR 0997). Written only by the
+ * execution recorder, in the statement that inserts the executions; rows older than a day are pruned.
+ */
+export const toolCallMinutes = pgTable(
+  'tool_call_minutes',
+  {
+    toolId: text('tool_id').notNull(),
+    userId: text('user_id').notNull(),
+    /** Start of the minute (`date_trunc('minute', created_at)`). */
+    minute: tz('minute').notNull(),
+    agentId: text('agent_id'),
+    calls: integer('calls').notNull(),
+  },
+  (t) => [unique('tool_call_minutes_key').on(t.toolId, t.userId, t.minute, t.agentId).nullsNotDistinct()],
+);

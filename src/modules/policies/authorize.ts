@@ -8,12 +8,11 @@
  * executions are counted only when one of them reads `context.calls` (engine.ts; ADRs 0971, 0995).
  */
 import type { AppContext } from '../../context.js';
-import { executions } from '../../db/schema/index.js';
 import type { Principal, SessionActor } from '../../http/auth.js';
 import { AppError } from '../../http/errors.js';
 import { requireApproval } from '../approvals/gate.js';
 import type { ExecutableTool } from '../registry/executable.js';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { prepareRaw, type PreparedRaw } from '../../db/prepared.js';
 import { type CallFacts, principalUid, toolUid } from './cedar.js';
 import { type Evaluation, evaluateSubset, policySetOf, subsetFor } from './engine.js';
@@ -21,43 +20,47 @@ import { recordDecision } from './decisions.js';
 
 const NO_CALLS = { last_hour: 0, last_day: 0 };
 
+/**
+ * One window's count (`hours` long, ending now): the minute counters that start inside it, plus the
+ * executions of the minute it starts in that fall inside it (at most one minute's, read exactly
+ * through `executions_caller_tool_idx`). A counter row covers [minute, minute + 1 min), so a row
+ * with `minute > now() - window` lies wholly inside the window and the minute before it wholly
+ * outside but for its tail, which the second term counts.
+ */
+function windowCount(hours: 1 | 24): SQL {
+  const start = sql.raw(`now() - interval '${hours} hours'`);
+  const caller = (t: SQL) =>
+    sql`${t}.tool_id = ${sql.placeholder('tool')} and ${t}.user_id = ${sql.placeholder('account')}
+        and (${sql.placeholder('agent')}::text is null or ${t}.agent_id = ${sql.placeholder('agent')}::text)`;
+  return sql`coalesce((select sum(c.calls) from tool_call_minutes c where ${caller(sql.raw('c'))} and c.minute > ${start}), 0)
+    + (select count(*) from (select from executions e where ${caller(sql.raw('e'))}
+         and e.created_at > ${start} and e.created_at < date_trunc('minute', ${start}) + interval '1 minute'
+         order by e.created_at) as edge)`;
+}
+
 /** The statement of {@link callCounts}, prepared once per database handle (no per-call parse/plan). */
 function countStatement(ctx: AppContext): PreparedRaw<{ last_hour: number; last_day: number }> {
   return prepareRaw(
     ctx.database.hotDb,
     'policy_call_counts',
-    () => sql`select (count(*) filter (where recent.at > now() - interval '1 hour'))::int as last_hour,
-                     count(*)::int as last_day
-              from (select ${executions.createdAt} as at from ${executions}
-                    where ${executions.toolId} = ${sql.placeholder('tool')}
-                      and ${executions.userId} = ${sql.placeholder('account')}
-                      and ${executions.createdAt} > now() - interval '1 day'
-                      and (${sql.placeholder('agent')}::text is null or ${executions.agentId} = ${sql.placeholder('agent')}::text)
-                    order by ${executions.createdAt} desc
-                    limit ${sql.placeholder('bound')}::bigint) as recent`,
+    () => sql`select (${windowCount(1)})::int as last_hour, (${windowCount(24)})::int as last_day`,
   );
 }
 
 /**
  * This caller's executions of `toolId` in the last hour and day: an agent's own calls, or the
- * account's calls for a user (one scan of `executions_caller_tool_idx`, newest first; a prepared
- * statement). Executions are logged write-behind, so a call finished a few milliseconds ago may
- * not be counted yet. `bound` (the policies only compare the counts with constants below it:
- * classes.ts `countBound`) stops the scan after that many executions, so both counts are at most
- * `bound`; null counts all.
+ * account's calls (its agents' included) for a user. Sums the per-minute counters the execution
+ * recorder keeps (`tool_call_minutes`, ADR 0997) and counts exactly the window's first, partial
+ * minute, so the cost is bounded by the minutes with calls, not by the number of calls (a
+ * prepared statement). Executions are logged write-behind, so a call finished a few milliseconds
+ * ago may not be counted yet.
  */
 export async function callCounts(
   ctx: AppContext,
   actor: SessionActor,
   toolId: string,
-  bound: number | null = null,
 ): Promise<{ last_hour: number; last_day: number }> {
-  const [row] = await countStatement(ctx).run({
-    tool: toolId,
-    account: actor.accountId,
-    agent: actor.agentId,
-    bound: bound ?? Number.MAX_SAFE_INTEGER,
-  });
+  const [row] = await countStatement(ctx).run({ tool: toolId, account: actor.accountId, agent: actor.agentId });
   return { last_hour: Number(row?.last_hour ?? 0), last_day: Number(row?.last_day ?? 0) };
 }
 
@@ -88,7 +91,7 @@ export async function evaluateCall(
     `Platform::Service::${service.name}`,
   );
   if (subset.policies.length === 0) return null;
-  const calls = opts.calls ?? (subset.readsCalls ? await callCounts(ctx, actor, tool.id, subset.callsBound) : NO_CALLS);
+  const calls = opts.calls ?? (subset.readsCalls ? await callCounts(ctx, actor, tool.id) : NO_CALLS);
   const facts: CallFacts = {
     principal,
     service: { id: service.id, name: service.name, ownerId: service.ownerId },

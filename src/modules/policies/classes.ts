@@ -250,23 +250,3 @@ export function coarsen(
   });
   return { context: outContext, entities: outEntities };
 }
-
-/**
- * The most `context.<record>.<field>` values (counts, `fields`) the policies can tell apart: when
- * each field is only compared with Long constants (or not read) and the record is not used whole,
- * a count above the largest constant compares like any other such count, so counting can stop at
- * largest + 1 (`authorize.ts` caps the executions it counts). Null: some use needs the exact value.
- */
-export function countBound(c: Coarsening, reads: Reads, record: string, fields: string[]): number | null {
-  if (reads.wholeContext || reads.wholeContextAttrs.has(record)) return null;
-  let bound = 0;
-  for (const f of fields) {
-    const source = `ctx:${record}.${f}`;
-    if (c.concrete.has(source)) return null;
-    for (const u of c.uses.get(source) ?? []) {
-      if (u.op === 'like' || typeof u.value !== 'number') return null;
-      bound = Math.max(bound, u.value + 1);
-    }
-  }
-  return bound;
-}

@@ -17,7 +17,7 @@ import type { AppContext } from '../../context.js';
 import { policies } from '../../db/schema/index.js';
 import { SharedCache } from '../../lib/shared-cache.js';
 import { type CallFacts, cedar, parsePolicy, parseStoredPolicy, requestOf } from './cedar.js';
-import { type Coarsening, coarsen, coarseningOf, countBound, isCoarse, unionCoarsening } from './classes.js';
+import { type Coarsening, coarsen, coarseningOf, isCoarse, unionCoarsening } from './classes.js';
 import { type Reads, readsContext, readsKey, readsOf, trimRequest, unionReads } from './reads.js';
 
 /** One enabled policy, compiled. */
@@ -49,8 +49,6 @@ export interface CompiledSet {
 interface Subset {
   policies: CompiledPolicy[];
   readsCalls: boolean;
-  /** Executions worth counting for `context.calls` (classes.ts `countBound`); null: count them all. */
-  callsBound: number | null;
   /** The compilations it holds (`uid`s): subsets with the same signature share one engine slot. */
   signature: string;
   /** What its policies read, and its number in memo keys (null: not memoised, it reads the instant). */
@@ -202,7 +200,6 @@ export function subsetFor(
   subset = {
     policies: chosen,
     readsCalls: chosen.some((p) => p.readsCalls),
-    callsBound: countBound(coarse, reads, 'calls', ['last_hour', 'last_day']),
     signature,
     reads,
     coarse,

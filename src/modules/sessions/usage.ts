@@ -7,7 +7,8 @@
  * when the batch holds one record) that inserts the execution rows, bumps each
  * session's `execution_count`/`last_activity_at` and upserts the daily usage counter rows
  * (`tool_usage`: per UTC day, user, agent, service and tool — calls, successes, failures, total
- * duration). Every caller's promise settles once its own record is committed (on PostgreSQL with
+ * duration) and the per-minute call counters policies sum (`tool_call_minutes`, ADR 0997; rows
+ * older than a day are pruned by the writer at most every ten minutes). Every caller's promise settles once its own record is committed (on PostgreSQL with
  * asynchronous commit, `Database.hotDb`), so an answer never names an execution that another
  * reader cannot see; under load one statement carries many executions. The
  * readers below are what analytics, search ("popular tools") and memory import.
@@ -25,6 +26,9 @@ export type { ExecutionRecord } from '../../events.js';
 function utcDay(d: Date): string {
   return d.toISOString().slice(0, 10);
 }
+
+/** Shortest interval between two prunes of the minute counters by one instance, ms. */
+const MINUTE_PRUNE_EVERY_MS = 10 * 60_000;
 
 /** Most records one statement carries. */
 const MAX_BATCH = 256;
@@ -75,6 +79,14 @@ const USAGE_COLUMNS = sql.raw(
   'day, user_id, agent_id, service_id, tool_id, tool_name, calls, successes, failures, total_duration_ms, updated_at',
 );
 
+/** The columns of `tool_call_minutes` (the per-minute counters policies sum, ADR 0997) that the statements insert. */
+const MINUTE_COLUMNS = sql.raw('tool_id, user_id, minute, agent_id, calls');
+
+/** How a minute counter row that exists already takes the new calls. */
+const MINUTE_CONFLICT = sql.raw(
+  'on conflict on constraint tool_call_minutes_key do update set calls = m.calls + excluded.calls',
+);
+
 /**
  * The statement that writes a batch of any size (so one prepared statement): the records arrive
  * as one array per column (`unnest` keeps them aligned, `ord` is the arrival order); the session
@@ -107,6 +119,12 @@ function batchStatement(): SQL {
       from r group by 1, user_id, agent_id, service_id, tool_id
       ${USAGE_CONFLICT}
       returning 1
+    ), m as (
+      insert into tool_call_minutes as m (${MINUTE_COLUMNS})
+      select tool_id, user_id, date_trunc('minute', created_at), agent_id, count(*)::int
+      from r group by 1, 2, 3, 4
+      ${MINUTE_CONFLICT}
+      returning 1
     )
     select 1`;
 }
@@ -131,6 +149,10 @@ function singleStatement(): SQL {
       values ((${p.ats} at time zone 'UTC')::date, ${p.users}, ${p.agents}, ${p.services}, ${p.tools}, ${p.names},
               1, (${p.statuses} = 'succeeded')::int, (${p.statuses} <> 'succeeded')::int, ${p.durations}, ${p.ats})
       ${USAGE_CONFLICT}
+    ), m as (
+      insert into tool_call_minutes as m (${MINUTE_COLUMNS})
+      values (${p.tools}, ${p.users}, date_trunc('minute', ${p.ats}), ${p.agents}, 1)
+      ${MINUTE_CONFLICT}
     )
     select 1`;
 }
@@ -183,15 +205,23 @@ async function writeBatch(stmts: RecordStatements, records: ExecutionRecord[]): 
  * `execution_record` for more).
  */
 export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<ExecutionRecord> {
-  const write = (records: ExecutionRecord[]) => {
+  let lastPrune = Date.now();
+  const write = async (records: ExecutionRecord[]) => {
     const db = ctxOf().database.hotDb;
-    return writeBatch(
+    await writeBatch(
       {
         single: prepareRaw(db, 'execution_record_one', singleStatement),
         batch: prepareRaw(db, 'execution_record', batchStatement),
       },
       records,
     );
+    if (Date.now() - lastPrune > MINUTE_PRUNE_EVERY_MS) {
+      lastPrune = Date.now();
+      // The records are committed: a failed prune must not fail their callers (the next one retries).
+      await execRows(db, sql`delete from tool_call_minutes where minute < now() - interval '25 hours'`).catch((err) =>
+        ctxOf().log.warn({ err: (err as Error).message }, 'execution log: pruning minute counters failed'),
+      );
+    }
   };
   // On PostgreSQL records queue behind the write in flight by themselves; the gather turn (for
   // PGlite, whose statements run on this thread or return at once) was ~25 µs of a lone execution.

@@ -5,7 +5,8 @@
  * run, approval through `@approval("required")`, and the decision log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
+import { execRows } from '../../../src/db/client.js';
 import { tools } from '../../../src/db/schema/index.js';
 import { callCounts } from '../../../src/modules/policies/authorize.js';
 import { agentToken, createAgent, subscribeAgentTool } from '../../helpers/agents.js';
@@ -200,9 +201,9 @@ describe('policies — happy paths', () => {
     expect(third.body).toMatchObject({ code: 'policy_denied', policy_ids: [cap.id] });
   });
 
-  it('counts executions up to the bound the policies can tell apart, and all of them without one', async () => {
+  it("counts the caller's executions in the last hour and day, exactly at the windows' edges", async () => {
     const { u, sid } = await subscribedUser();
-    for (let i = 0; i < 5; i++)
+    for (let i = 0; i < 3; i++)
       expect(
         (await execute(base, u.headers, sid, { service: svc.name, tool: 'get_item', arguments: { id: `${i}` } }))
           .status,
@@ -213,10 +214,53 @@ describe('policies — happy paths', () => {
       .from(tools)
       .where(and(eq(tools.serviceId, svc.id), eq(tools.name, 'get_item')));
     const actor = { accountId: u.userId, agentId: null };
-    expect(await callCounts(ctx, actor, tool.id)).toEqual({ last_hour: 5, last_day: 5 });
-    expect(await callCounts(ctx, actor, tool.id, 3)).toEqual({ last_hour: 3, last_day: 3 });
-    expect(await callCounts(ctx, actor, tool.id, 0)).toEqual({ last_hour: 0, last_day: 0 });
+    expect(await callCounts(ctx, actor, tool.id)).toEqual({ last_hour: 3, last_day: 3 });
+    // Older executions, recorded with their instants: two seconds after and before the start of
+    // each window, in the minute the window starts in (what only an exact count of that minute
+    // gets right), and an agent's. The statement's now() is under a second later than `now`, and
+    // `now` is kept 3-55 s into its minute so both instants share the window's first minute.
+    while (Date.now() % 60_000 < 3_000 || Date.now() % 60_000 > 55_000) await new Promise((r) => setTimeout(r, 500));
+    const now = Date.now();
+    const HOUR = 3_600_000;
+    const at = [
+      now - HOUR + 2_000,
+      now - HOUR - 2_000,
+      now - 24 * HOUR + 2_000,
+      now - 24 * HOUR - 2_000,
+      now - 30 * HOUR,
+    ];
+    const ago = (ms: number) => new Date(now - ms);
+    const record = (when: Date, agentId: string | null = null) =>
+      ctx.executionLog.add({
+        id: `exe_cnt_${Math.random().toString(36).slice(2)}`,
+        sessionId: sid,
+        userId: u.userId,
+        agentId,
+        serviceId: svc.id,
+        toolId: tool.id,
+        toolName: 'get_item',
+        arguments: {},
+        status: 'succeeded',
+        httpStatus: 200,
+        output: null,
+        error: null,
+        durationMs: 1,
+        at: when,
+      });
+    await Promise.all([...at.map((t) => record(new Date(t))), record(ago(2 * HOUR), 'agt_counted')]);
+    await ctx.executionLog.drain();
+    // The account counts its agents' calls too; an agent only its own.
+    expect(await callCounts(ctx, actor, tool.id)).toEqual({ last_hour: 4, last_day: 7 });
+    expect(await callCounts(ctx, { ...actor, agentId: 'agt_counted' }, tool.id)).toEqual({ last_hour: 0, last_day: 1 });
     expect(await callCounts(ctx, { ...actor, agentId: 'agt_none' }, tool.id)).toEqual({ last_hour: 0, last_day: 0 });
+    // The counters agree with the executions they count.
+    const [exact] = await execRows(
+      ctx.db,
+      sql`select count(*) filter (where created_at > now() - interval '1 hour')::int as last_hour,
+                 count(*) filter (where created_at > now() - interval '1 day')::int as last_day
+          from executions where tool_id = ${tool.id} and user_id = ${u.userId}`,
+    );
+    expect(await callCounts(ctx, actor, tool.id)).toEqual(exact);
   });
 
   it('dry-runs a call: decision, deciding policies, time in UTC, a draft policy', async () => {
