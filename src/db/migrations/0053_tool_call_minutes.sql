@@ -3,7 +3,7 @@
 -- by the execution recorder in the same statement as the executions themselves. A policy's
 -- last-hour/last-day count sums the minutes inside the window and counts exactly only the
 -- executions of the one minute the window starts in, so its cost no longer grows with the number
--- of calls. Rows older than a day are pruned by the recorder. Back-filled from the last day's
+-- of calls. Rows older than 25 hours are pruned by the recorder. Back-filled from the last day's
 -- executions so a count right after this migration is the same as before it.
 CREATE TABLE IF NOT EXISTS "tool_call_minutes" (
   "tool_id" text NOT NULL,

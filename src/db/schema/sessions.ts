@@ -82,7 +82,7 @@ export const toolUsage = pgTable(
 /**
  * Call counters per UTC minute, tool, account and agent (null = the account itself): what a
  * policy's `context.calls` sums (policies/authorize.ts `callCounts`, ADR 0997). Written only by the
- * execution recorder, in the statement that inserts the executions; rows older than a day are pruned.
+ * execution recorder, in the statement that inserts the executions; rows older than 25 hours are pruned.
  */
 export const toolCallMinutes = pgTable(
   'tool_call_minutes',

@@ -8,10 +8,11 @@
  * session's `execution_count`/`last_activity_at` and upserts the daily usage counter rows
  * (`tool_usage`: per UTC day, user, agent, service and tool — calls, successes, failures, total
  * duration) and the per-minute call counters policies sum (`tool_call_minutes`, ADR 0997; rows
- * older than a day are pruned by the writer at most every ten minutes). Every caller's promise settles once its own record is committed (on PostgreSQL with
- * asynchronous commit, `Database.hotDb`), so an answer never names an execution that another
- * reader cannot see; under load one statement carries many executions. The
- * readers below are what analytics, search ("popular tools") and memory import.
+ * older than 25 hours are pruned by the writer at most every ten minutes). Every caller's promise
+ * settles once its own record is committed (on PostgreSQL with asynchronous commit,
+ * `Database.hotDb`), so an answer never names an execution that another reader cannot see; under
+ * load one statement carries many executions. The readers below are what analytics, search
+ * ("popular tools") and memory import.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
