@@ -6,6 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../src/context.js';
+import type { ExecutionRecorded } from '../../src/events.js';
 import { setServiceStatus } from '../../src/modules/registry/service.js';
 import { createUser, type TestUser } from './app.js';
 import { startToolUpstream, type ToolUpstream } from './tool-upstream.js';
@@ -151,4 +152,22 @@ export async function subscribedFastTool(
   const sub = await subscribe(base, user, svc.id);
   const sid = await newSession(base, user.headers);
   return { upstream, user, svc, sub, sid };
+}
+
+/**
+ * The facts of one finished, succeeded tool call (`ExecutionRecord` / `ExecutionRecorded`, src/events.ts)
+ * for tests that record or replay one without calling an upstream: HTTP 200, no output, 1 ms.
+ */
+export function finishedCall(
+  ids: Pick<ExecutionRecorded, 'sessionId' | 'userId' | 'agentId' | 'serviceId' | 'toolId' | 'toolName'>,
+): Omit<ExecutionRecorded, 'executionId' | 'serviceName'> {
+  return {
+    ...ids,
+    arguments: {},
+    status: 'succeeded',
+    httpStatus: 200,
+    output: null,
+    error: null,
+    durationMs: 1,
+  };
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { dot, LocalHashEmbedder } from '../../../src/modules/memory/embeddings.js';
 import { flushMemoryWrites, rememberExecution } from '../../../src/modules/memory/runtime.js';
 import { call, createUser, setupApp } from '../../helpers/app.js';
+import { finishedCall } from '../../helpers/exec.js';
 import { seedExecutions, seedSession } from './helpers.js';
 
 const { app, ctx } = await setupApp();
@@ -275,20 +276,16 @@ describe('memory — automatic execution memories', () => {
     expect(m.content).not.toMatch(/secret|hunter2|tok_/);
     // a replay of the same execution writes nothing new
     rememberExecution(ctx, {
+      ...finishedCall({
+        userId: u.userId,
+        sessionId: sid,
+        agentId: null,
+        serviceId: 'svc_x',
+        toolId: 'tool_x',
+        toolName: 'x',
+      }),
       executionId: exe,
-      userId: u.userId,
-      sessionId: sid,
-      agentId: null,
-      serviceId: 'svc_x',
       serviceName: 'x',
-      toolId: 'tool_x',
-      toolName: 'x',
-      arguments: {},
-      status: 'succeeded',
-      httpStatus: 200,
-      output: null,
-      error: null,
-      durationMs: 1,
     });
     await flushMemoryWrites(ctx);
     const { body: again } = await call(

@@ -11,7 +11,7 @@ import { tools } from '../../../src/db/schema/index.js';
 import { callCounts } from '../../../src/modules/policies/authorize.js';
 import { agentToken, createAgent, subscribeAgentTool } from '../../helpers/agents.js';
 import { call, createUser, setupApp, type TestUser } from '../../helpers/app.js';
-import { execute, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
+import { execute, finishedCall, listen, newSession, publish, registerService, subscribe } from '../../helpers/exec.js';
 import { startToolUpstream, type ToolUpstream } from '../../helpers/tool-upstream.js';
 
 const { app, ctx } = await setupApp({ QUOTA_FREE_DAY: '100000', QUOTA_FREE_MONTH: '100000' });
@@ -232,19 +232,15 @@ describe('policies — happy paths', () => {
     const ago = (ms: number) => new Date(now - ms);
     const record = (when: Date, agentId: string | null = null) =>
       ctx.executionLog.add({
+        ...finishedCall({
+          sessionId: sid,
+          userId: u.userId,
+          agentId,
+          serviceId: svc.id,
+          toolId: tool.id,
+          toolName: 'get_item',
+        }),
         id: `exe_cnt_${Math.random().toString(36).slice(2)}`,
-        sessionId: sid,
-        userId: u.userId,
-        agentId,
-        serviceId: svc.id,
-        toolId: tool.id,
-        toolName: 'get_item',
-        arguments: {},
-        status: 'succeeded',
-        httpStatus: 200,
-        output: null,
-        error: null,
-        durationMs: 1,
         at: when,
       });
     await Promise.all([...at.map((t) => record(new Date(t))), record(ago(2 * HOUR), 'agt_counted')]);
