@@ -106,8 +106,18 @@ export class Sandbox {
   /** Provisioned environments (null: off). */
   private readonly spares: Spares | null;
 
-  /** Kill every environment, pooled or not, stop the idle reaper and the fork server (app shutdown). */
+  /** Set by {@link killAll}: later and waiting runs fail at once instead of starting environments. */
+  private closed = false;
+
+  /**
+   * Kill every environment, pooled or not, stop the idle reaper and the fork server (app shutdown).
+   * Runs waiting for a concurrency slot or a pooled environment end as failed (`sandbox_closed`),
+   * so the job queue's close, which waits for its running jobs, does not wait forever.
+   */
   killAll(): void {
+    this.closed = true;
+    for (const wake of this.waiting.splice(0)) wake();
+    for (const p of this.pools.values()) for (const wake of p.waiters.splice(0)) wake();
     this.spares?.killAll();
     if (this.reaper) clearInterval(this.reaper);
     this.reaper = null;
@@ -168,6 +178,7 @@ export class Sandbox {
   async run(r: SandboxRun): Promise<SandboxResult> {
     await this.acquire();
     try {
+      if (this.closed) return closedResult();
       return await this.runAcquired(r);
     } finally {
       this.release();
@@ -191,6 +202,11 @@ export class Sandbox {
   private async runAcquired(r: SandboxRun): Promise<SandboxResult> {
     const hooks = { broker: r.broker, onLog: r.onLog };
     const warm = r.mode === 'invoke' && r.key && this.opts.warm ? await this.checkout(r.key, r.timeoutMs) : null;
+    if (this.closed) {
+      if (warm?.env) this.checkin(r.key!, warm.env);
+      else if (warm?.reserved) this.unreserve(r.key!);
+      return closedResult();
+    }
     if (warm?.env) {
       const res = await warm.env.invoke(r.input, r.context ?? {}, r.timeoutMs, hooks);
       this.checkin(r.key!, warm.env);
@@ -296,6 +312,7 @@ export class Sandbox {
   private async checkout(key: string, timeoutMs: number): Promise<{ env?: Environment; reserved?: boolean } | null> {
     const w = this.opts.warm!;
     for (;;) {
+      if (this.closed) return null;
       const p = this.poolOf(key);
       p.envs = p.envs.filter((e) => !e.dead);
       const fits = (e: Environment) => Date.now() + timeoutMs + 2000 < e.created + WARM_MAX_AGE_MS;
@@ -410,4 +427,18 @@ function egressMessage(e: EgressEvent): string {
   return e.reason === 'unreachable'
     ? `egress failed: ${e.method} ${e.host}:${e.port}: ${e.message}`
     : `egress denied: ${e.method} ${e.host}:${e.port}: ${e.message}`;
+}
+
+/** The result of a run the app's shutdown stopped before it started. */
+function closedResult(): SandboxResult {
+  return {
+    status: 'failed',
+    output: null,
+    error: { code: 'sandbox_closed', message: 'the server shut down before this run started' },
+    logs: [],
+    logsTruncated: false,
+    durationMs: 0,
+    cold: false,
+    cpuMs: null,
+  };
 }

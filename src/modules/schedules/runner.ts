@@ -38,17 +38,26 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === '23505' || e?.cause?.code === '23505';
 }
 
-/** True while the schedule's last invocation is queued or running, or one of its runs is being started. */
+/**
+ * True while the schedule's last invocation is queued or running, or one of its runs is being
+ * started. Reads the schedule's `last_invocation_id` afresh, in the same statement as the
+ * `starting` check: a dispatcher that started a run since `s` was read has set it before its run
+ * left `starting`, so one snapshot always shows one or the other (a stale `s` let a second
+ * dispatcher start a queued run while the previous one was still going).
+ */
 async function inProgress(ctx: AppContext, s: ScheduleRow): Promise<boolean> {
-  const [starting] = await ctx.db
-    .select({ n: sql<number>`1` })
-    .from(scheduleRuns)
-    .where(and(eq(scheduleRuns.scheduleId, s.id), eq(scheduleRuns.status, 'starting')))
-    .limit(1);
-  if (starting) return true;
-  if (!s.lastInvocationId) return false;
+  const [now] = await ctx.db
+    .select({
+      lastInvocationId: agentSchedules.lastInvocationId,
+      starting: sql<boolean>`exists (select 1 from ${scheduleRuns} where ${scheduleRuns.scheduleId} = ${agentSchedules.id} and ${scheduleRuns.status} = 'starting')`,
+    })
+    .from(agentSchedules)
+    .where(eq(agentSchedules.id, s.id));
+  if (!now) return false;
+  if (now.starting) return true;
+  if (!now.lastInvocationId) return false;
   try {
-    const inv = await getInvocation(ctx, principalOf(s), s.agentId, s.lastInvocationId);
+    const inv = await getInvocation(ctx, principalOf(s), s.agentId, now.lastInvocationId);
     return inv.status === 'queued' || inv.status === 'running';
   } catch (err) {
     if (err instanceof AppError && err.code === 'not_found') return false;

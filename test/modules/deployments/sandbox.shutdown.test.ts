@@ -1,0 +1,46 @@
+/**
+ * Sandbox shutdown (no app): `killAll` ends runs waiting for a concurrency slot or for a pooled
+ * environment, and refuses later ones, so the job queue's close (which waits for its running jobs)
+ * returns. Regression: waiters were dropped with the pools and never settled, and an app closing
+ * with queued invocations hung.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Sandbox } from '../../../src/sandbox/runner.js';
+import { tempDir } from './fixtures.js';
+
+const root = fs.realpathSync(tempDir('ap-shutdown-'));
+fs.writeFileSync(
+  path.join(root, 'index.mjs'),
+  'export default async function () { await new Promise((r) => setTimeout(r, 3000)); return "done"; }\n',
+);
+
+describe('sandbox shutdown', () => {
+  it('ends waiting runs as sandbox_closed, kills the running one, and refuses new runs', async () => {
+    // One pooled environment per version and two runs at a time: the second run of `v1` waits for
+    // the pool, the third waits for a slot.
+    const sandbox = new Sandbox({
+      memoryMb: 64,
+      maxLogBytes: 4096,
+      maxOutputBytes: 4096,
+      concurrency: 2,
+      network: 'auto',
+      warm: { perVersion: 1, total: 2, idleMs: 60_000 },
+    });
+    const run = () =>
+      sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input: null, timeoutMs: 10_000, key: 'v1' });
+    const runs = [run(), run(), run()];
+    await new Promise((r) => setTimeout(r, 500));
+    expect(sandbox.load).toEqual({ running: 2, waiting: 1 });
+    const t0 = performance.now();
+    sandbox.killAll();
+    const [first, second, third] = await Promise.all(runs);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(first.status).toBe('failed');
+    expect(first.error?.code).not.toBe('sandbox_closed');
+    expect(second).toMatchObject({ status: 'failed', error: { code: 'sandbox_closed' } });
+    expect(third).toMatchObject({ status: 'failed', error: { code: 'sandbox_closed' } });
+    expect(await run()).toMatchObject({ status: 'failed', error: { code: 'sandbox_closed' } });
+  }, 20_000);
+});
