@@ -168,6 +168,8 @@ export class Spawner {
   private readonly byToken = new Map<string, RemoteChild>();
   private readonly byId = new Map<number, RemoteChild>();
   private out = '';
+  /** Set by {@link close}: later spawns fail instead of starting a helper that cannot connect. */
+  private shut = false;
 
   private constructor(
     private readonly dir: string,
@@ -193,6 +195,7 @@ export class Spawner {
 
   /** Start `req` through the helper. Resolves with the process (streams connected) or rejects (spawn failed). */
   async spawn(req: SpawnRequest): Promise<SandboxChild> {
+    if (this.shut) throw new Error('the sandbox spawner is closed');
     const helper = this.helperProcess();
     const id = ++this.seq;
     const token = randomBytes(16).toString('hex');
@@ -226,6 +229,7 @@ export class Spawner {
 
   /** Stop the helper and the socket; processes it started are killed and reported exited (shutdown). */
   close(): void {
+    this.shut = true;
     this.helper?.stdin?.end();
     this.helper = null;
     this.abandon();
@@ -269,6 +273,8 @@ export class Spawner {
           /* gone */
         }
         c.exited(null, 'SIGKILL');
+        // its streams may never arrive now (the socket is closed): a start still waiting for them fails
+        if (!c.sockets.every(Boolean)) c.failed(new Error('the sandbox spawner exited'));
       } else c.failed(new Error('the sandbox spawner exited'));
     }
     this.byId.clear();

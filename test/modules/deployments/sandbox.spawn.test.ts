@@ -72,6 +72,48 @@ describe('fork server', () => {
     // 'close' also waits for the four connections to close, which only the process's death does.
     expect(await closed).toBe('SIGKILL');
   });
+
+  it('close() settles a start whose process is running but whose streams have not all connected', async () => {
+    // Regression: such a start waited forever (and the app's close with it, behind a prepare job).
+    // The spawner here leaves the helper's connections unread, so the helper reports the pid of a
+    // process whose streams never reach the spawner.
+    const sp = await Spawner.start();
+    (sp as unknown as { accept: (s: import('node:net').Socket) => void }).accept = () => {};
+    let pid: number | undefined;
+    const onHelperData = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(sp), 'onHelperData')!.value;
+    const reported = new Promise<void>((resolve) => {
+      (sp as unknown as { onHelperData: (d: string) => void }).onHelperData = function (this: unknown, d: string) {
+        const m = /"pid":(\d+)/.exec(d);
+        if (m) {
+          pid = Number(m[1]);
+          resolve();
+        }
+        onHelperData.call(this, d);
+      };
+    });
+    const start = sp.spawn({ argv: ['/bin/sh', '-c', 'sleep 30'], cwd: '/', env: {}, ids: {} });
+    await reported;
+    sp.close();
+    const outcome = await Promise.race([
+      start.then(
+        () => 'started',
+        (err: Error) => `failed ${err.message}`,
+      ),
+      new Promise<string>((r) => setTimeout(() => r('hung'), 3000)),
+    ]);
+    expect(outcome).toBe('failed the sandbox spawner exited');
+    // the process itself was killed (gone, or a zombie until something reaps it)
+    const dead = () => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+      } catch {
+        return true;
+      }
+    };
+    for (let i = 0; i < 40 && !dead(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(dead()).toBe(true);
+    await expect(sp.spawn({ argv: ['/bin/true'], cwd: '/', env: {}, ids: {} })).rejects.toThrow(/closed/);
+  });
 });
 
 describe('provisioned environments', () => {
