@@ -26,6 +26,31 @@ export function jobsPrefix(): string {
   return `test-sched-${randomBytes(4).toString('hex')}`;
 }
 
+/** Create a schedule of `agentId` (`POST /v2/agents/:id/schedules`, expecting 201); returns its view. */
+export async function createSchedule(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  agentId: string,
+  payload: Record<string, unknown>,
+): Promise<any> {
+  const { body } = await call(app, { method: 'POST', url: `/v2/agents/${agentId}/schedules`, headers, payload }, 201);
+  return body;
+}
+
+/** Pause a schedule (`PATCH … { enabled: false }`, expecting 200). */
+export async function pauseSchedule(
+  app: FastifyInstance,
+  headers: Record<string, string>,
+  agentId: string,
+  scheduleId: string,
+): Promise<void> {
+  await call(
+    app,
+    { method: 'PATCH', url: `/v2/agents/${agentId}/schedules/${scheduleId}`, headers, payload: { enabled: false } },
+    200,
+  );
+}
+
 /** The schedule's runs (newest first). */
 export async function runsOf(
   app: FastifyInstance,

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { agentInvocations, agentSchedules } from '../../../src/db/schema/index.js';
 import { onTick, startScheduling } from '../../../src/modules/schedules/runner.js';
 import { call, setupApp } from '../../helpers/app.js';
-import { deployedAgent, jobsPrefix, runsOf, waitFor, waitForRuns } from './fixtures.js';
+import { createSchedule, deployedAgent, jobsPrefix, pauseSchedule, runsOf, waitFor, waitForRuns } from './fixtures.js';
 
 const { app, ctx } = await setupApp({ JOBS_PREFIX: jobsPrefix() });
 
@@ -23,16 +23,11 @@ async function scheduleInvocations(agentId: string) {
 describe('schedules', () => {
   it('fires every second, once per tick, as invocations with trigger "schedule"; pause stops it', async () => {
     const { user, agentId } = await deployedAgent(app);
-    const { body: s } = await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agentId}/schedules`,
-        headers: user.headers,
-        payload: { cron: '* * * * * *', input: { n: 1 }, name: 'every second' },
-      },
-      201,
-    );
+    const s = await createSchedule(app, user.headers, agentId, {
+      cron: '* * * * * *',
+      input: { n: 1 },
+      name: 'every second',
+    });
     expect(s).toMatchObject({ cron: '* * * * * *', timezone: 'UTC', enabled: true, overlap: 'skip', input: { n: 1 } });
     expect(s.next_runs).toHaveLength(5);
     expect(new Date(s.next_runs[1]).getTime() - new Date(s.next_runs[0]).getTime()).toBe(1000);
@@ -44,16 +39,7 @@ describe('schedules', () => {
       s.id,
       (r) => r.filter((x) => x.status === 'started').length >= 3,
     );
-    await call(
-      app,
-      {
-        method: 'PATCH',
-        url: `/v2/agents/${agentId}/schedules/${s.id}`,
-        headers: user.headers,
-        payload: { enabled: false },
-      },
-      200,
-    );
+    await pauseSchedule(app, user.headers, agentId, s.id);
     for (const r of runs) expect(new Date(r.tick_at).getMilliseconds()).toBe(0);
     const started = runs.filter((r) => r.status === 'started');
     const inv = await call(
@@ -90,16 +76,7 @@ describe('schedules', () => {
 
   it('a tick delivered twice runs once', async () => {
     const { user, agentId } = await deployedAgent(app);
-    const { body: s } = await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agentId}/schedules`,
-        headers: user.headers,
-        payload: { cron: '0 0 1 1 *', timezone: 'Europe/Paris' },
-      },
-      201,
-    );
+    const s = await createSchedule(app, user.headers, agentId, { cron: '0 0 1 1 *', timezone: 'Europe/Paris' });
     expect(new Date(s.next_runs[0]).toISOString()).toMatch(/-12-31T23:00:00.000Z$/); // midnight in Paris on 1 January
     const tick = new Date(Math.floor(Date.now() / 1000) * 1000);
     await Promise.all([onTick(ctx, s.id, tick), onTick(ctx, s.id, tick)]);
@@ -120,16 +97,7 @@ describe('schedules', () => {
 
   it('after downtime, the first missed tick runs once at start-up (and only once)', async () => {
     const { user, agentId } = await deployedAgent(app);
-    const { body: s } = await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agentId}/schedules`,
-        headers: user.headers,
-        payload: { cron: '*/5 * * * *' },
-      },
-      201,
-    );
+    const s = await createSchedule(app, user.headers, agentId, { cron: '*/5 * * * *' });
     // As if the platform had been down since a tick an hour ago (twelve ticks missed).
     const missed = new Date(Math.floor(Date.now() / 300_000) * 300_000 - 3_600_000);
     await ctx.db.update(agentSchedules).set({ nextRunAt: missed }).where(eq(agentSchedules.id, s.id));
@@ -146,61 +114,32 @@ describe('schedules', () => {
     const slow =
       'export default async function (input) { await new Promise((r) => setTimeout(r, 1800)); return input; }\n';
     const { user, agentId } = await deployedAgent(app, slow);
-    const skip = await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agentId}/schedules`,
-        headers: user.headers,
-        payload: { cron: '* * * * * *', overlap: 'skip' },
-      },
-      201,
-    );
+    const skip = await createSchedule(app, user.headers, agentId, { cron: '* * * * * *', overlap: 'skip' });
     const skipped = await waitForRuns(
       app,
       user.headers,
       agentId,
-      skip.body.id,
+      skip.id,
       (r) => r.some((x) => x.status === 'skipped') && r.some((x) => x.status === 'started'),
     );
     await call(
       app,
-      { method: 'DELETE', url: `/v2/agents/${agentId}/schedules/${skip.body.id}`, headers: user.headers },
+      { method: 'DELETE', url: `/v2/agents/${agentId}/schedules/${skip.id}`, headers: user.headers },
       204,
     );
     expect(skipped.find((x) => x.status === 'skipped').error.code).toBe('overlap');
 
-    const queue = await call(
-      app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agentId}/schedules`,
-        headers: user.headers,
-        payload: { cron: '* * * * * *', overlap: 'queue' },
-      },
-      201,
-    );
+    const queue = await createSchedule(app, user.headers, agentId, { cron: '* * * * * *', overlap: 'queue' });
     await waitForRuns(
       app,
       user.headers,
       agentId,
-      queue.body.id,
+      queue.id,
       (r) => r.filter((x) => x.status === 'started').length >= 3,
       20_000,
     );
-    await call(
-      app,
-      {
-        method: 'PATCH',
-        url: `/v2/agents/${agentId}/schedules/${queue.body.id}`,
-        headers: user.headers,
-        payload: { enabled: false },
-      },
-      200,
-    );
-    const runs = (await runsOf(app, user.headers, agentId, queue.body.id))
-      .filter((x) => x.status === 'started')
-      .reverse();
+    await pauseSchedule(app, user.headers, agentId, queue.id);
+    const runs = (await runsOf(app, user.headers, agentId, queue.id)).filter((x) => x.status === 'started').reverse();
     expect(runs.some((x) => x.status === 'skipped')).toBe(false);
     const invs = await Promise.all(
       runs.map((r) =>

@@ -9,8 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { loadConfig } from '../../../src/config.js';
 import { agentInvocations } from '../../../src/db/schema/index.js';
-import { call, testEnv } from '../../helpers/app.js';
-import { deployedAgent, jobsPrefix, runsOf, waitForRuns } from './fixtures.js';
+import { testEnv } from '../../helpers/app.js';
+import { createSchedule, deployedAgent, jobsPrefix, pauseSchedule, runsOf, waitForRuns } from './fixtures.js';
 
 const shared = Boolean(process.env.TEST_DATABASE_URL && process.env.TEST_REDIS_URL);
 
@@ -24,16 +24,7 @@ describe.runIf(shared)('schedules on two instances', () => {
       await b.app.close();
     });
     const { user, agentId } = await deployedAgent(a.app);
-    const { body: s } = await call(
-      b.app,
-      {
-        method: 'POST',
-        url: `/v2/agents/${agentId}/schedules`,
-        headers: user.headers,
-        payload: { cron: '* * * * * *', overlap: 'queue' },
-      },
-      201,
-    );
+    const s = await createSchedule(b.app, user.headers, agentId, { cron: '* * * * * *', overlap: 'queue' });
     await waitForRuns(
       a.app,
       user.headers,
@@ -42,16 +33,7 @@ describe.runIf(shared)('schedules on two instances', () => {
       (r) => r.filter((x) => x.status === 'started').length >= 5,
       20_000,
     );
-    await call(
-      a.app,
-      {
-        method: 'PATCH',
-        url: `/v2/agents/${agentId}/schedules/${s.id}`,
-        headers: user.headers,
-        payload: { enabled: false },
-      },
-      200,
-    );
+    await pauseSchedule(a.app, user.headers, agentId, s.id);
     await new Promise((r) => setTimeout(r, 1500)); // a tick in flight when paused settles
     const runs = (await runsOf(b.app, user.headers, agentId, s.id)).reverse();
     const ticks = runs.map((r) => new Date(r.tick_at).getTime());

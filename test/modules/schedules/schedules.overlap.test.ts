@@ -8,8 +8,8 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { scheduleRuns } from '../../../src/db/schema/index.js';
 import { dispatch } from '../../../src/modules/schedules/runner.js';
-import { call, setupApp } from '../../helpers/app.js';
-import { deployedAgent, jobsPrefix } from './fixtures.js';
+import { setupApp } from '../../helpers/app.js';
+import { createSchedule, deployedAgent, jobsPrefix, pauseSchedule } from './fixtures.js';
 
 const { app, ctx } = await setupApp({ JOBS_PREFIX: jobsPrefix() });
 
@@ -22,22 +22,11 @@ describe('schedules overlap "queue"', () => {
     const base = Date.UTC(2020, 0, 1);
     const ids: string[] = [];
     for (let k = 0; k < 8; k++) {
-      const s = await call(
-        app,
-        {
-          method: 'POST',
-          url: `/v2/agents/${agentId}/schedules`,
-          headers: user.headers,
-          payload: { cron: '0 0 1 1 *', overlap: 'queue' },
-        },
-        201,
-      );
-      ids.push(s.body.id);
+      const s = await createSchedule(app, user.headers, agentId, { cron: '0 0 1 1 *', overlap: 'queue' });
+      ids.push(s.id);
       await ctx.db
         .insert(scheduleRuns)
-        .values(
-          [0, 1, 2, 3].map((i) => ({ scheduleId: s.body.id, tickAt: new Date(base + i * 1000), status: 'waiting' })),
-        );
+        .values([0, 1, 2, 3].map((i) => ({ scheduleId: s.id, tickAt: new Date(base + i * 1000), status: 'waiting' })));
     }
     // Schedule after schedule, 40 dispatchers staggered over ~80 ms, so that their reads interleave
     // with each other's writes (one storm at a time: concurrent storms queue on the pool and interleave less).
@@ -56,16 +45,6 @@ describe('schedules overlap "queue"', () => {
       expect(runs.find((r) => r.status === 'started')!.tickAt.getTime()).toBe(base);
     }
     // Paused, so that the waiting runs' polls stop and the app closes.
-    for (const id of ids)
-      await call(
-        app,
-        {
-          method: 'PATCH',
-          url: `/v2/agents/${agentId}/schedules/${id}`,
-          headers: user.headers,
-          payload: { enabled: false },
-        },
-        200,
-      );
+    for (const id of ids) await pauseSchedule(app, user.headers, agentId, id);
   }, 30_000);
 });
