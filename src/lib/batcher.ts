@@ -36,6 +36,13 @@ export interface WriteBatcherOptions<T, R = void> {
    * a statement) is worth waiting a little to share; the timer does not keep the process alive.
    */
   delayMs?: number;
+  /**
+   * Upkeep of what the writer writes (e.g. deleting rows past their retention): `run` follows a
+   * successful write when at least `everyMs` have passed since its last start (the first write
+   * runs it), inside the batcher's turn, so it never overlaps a write, and after the write's callers
+   * are answered. A failed `run` goes to `onError` and never fails a caller (the next one retries).
+   */
+  upkeep?: { everyMs: number; run: () => Promise<unknown>; onError: (err: unknown) => void };
 }
 
 interface Waiting<T, R> {
@@ -58,6 +65,8 @@ export class WriteBatcher<T, R = void> {
   private wake: (() => void) | null = null;
   /** Drains in progress: no `delayMs` wait while > 0. */
   private draining = 0;
+  /** When `upkeep` last started, ms since the epoch (0: never). */
+  private lastUpkeep = 0;
 
   constructor(private readonly opts: WriteBatcherOptions<T, R>) {
     this.maxBatch = Math.max(1, opts.maxBatch ?? 256);
@@ -121,10 +130,18 @@ export class WriteBatcher<T, R = void> {
     }
   }
 
+  private async upkeep(): Promise<void> {
+    const u = this.opts.upkeep;
+    if (!u || Date.now() - this.lastUpkeep < u.everyMs) return;
+    this.lastUpkeep = Date.now();
+    await u.run().catch(u.onError);
+  }
+
   private async commit(batch: Array<Waiting<T, R>>): Promise<void> {
     try {
       const results = await this.opts.write(batch.map((w) => w.item));
       for (let i = 0; i < batch.length; i++) batch[i].resolve((results ? results[i] : undefined) as R);
+      await this.upkeep();
     } catch (err) {
       if (batch.length === 1) {
         batch[0].reject(err);

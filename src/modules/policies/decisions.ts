@@ -2,7 +2,7 @@
  * The policy decision log (`policy_decisions`): every decision of a non-empty policy set on a tool
  * call (allow, deny, approval) is queued here and written in batches off the request path (the
  * platform's group commit, `lib/batcher.ts`, up to one second per batch); rows older than {@link DECISION_RETENTION_DAYS} are
- * pruned by the writer at most every {@link PRUNE_EVERY_MS}. Readers drain the queue first, so an
+ * pruned by the writer's upkeep at most every {@link PRUNE_EVERY_MS}. Readers drain the queue first, so an
  * owner always reads their latest decisions.
  */
 import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm';
@@ -19,37 +19,26 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 /** One decision to log. */
 export type DecisionRow = typeof policyDecisions.$inferInsert;
 
-interface DecisionLog {
-  batcher: WriteBatcher<DecisionRow>;
-  lastPrune: number;
-}
+const logs = new WeakMap<AppContext, WriteBatcher<DecisionRow>>();
 
-const logs = new WeakMap<AppContext, DecisionLog>();
-
-function logOf(ctx: AppContext): DecisionLog {
-  let log = logs.get(ctx);
-  if (log) return log;
-  const created: DecisionLog = {
-    lastPrune: 0,
-    batcher: new WriteBatcher<DecisionRow>({
-      maxBatch: 1000,
-      // Decisions wait up to a second for companions: one INSERT per second under load instead of
-      // one per call (on PGlite a write runs on the request thread; ADR 0995).
-      delayMs: 1000,
-      write: async (items) => {
-        await insertDecisions(ctx, items);
-        const now = Date.now();
-        if (now - created.lastPrune > PRUNE_EVERY_MS) {
-          created.lastPrune = now;
-          await pruneDecisions(ctx, new Date(now - DECISION_RETENTION_DAYS * 86_400_000));
-        }
-      },
-    }),
-  };
-  log = created;
-  logs.set(ctx, log);
-  ctx.onClose.push(() => created.batcher.drain());
-  return log;
+function logOf(ctx: AppContext): WriteBatcher<DecisionRow> {
+  const have = logs.get(ctx);
+  if (have) return have;
+  const created = new WriteBatcher<DecisionRow>({
+    maxBatch: 1000,
+    // Decisions wait up to a second for companions: one INSERT per second under load instead of
+    // one per call (on PGlite a write runs on the request thread; ADR 0995).
+    delayMs: 1000,
+    write: (items) => insertDecisions(ctx, items),
+    upkeep: {
+      everyMs: PRUNE_EVERY_MS,
+      run: () => pruneDecisions(ctx, new Date(Date.now() - DECISION_RETENTION_DAYS * 86_400_000)),
+      onError: (err) => ctx.log.warn({ err: (err as Error).message }, 'policy decisions: pruning failed'),
+    },
+  });
+  logs.set(ctx, created);
+  ctx.onClose.push(() => created.drain());
+  return created;
 }
 
 /**
@@ -83,13 +72,13 @@ export async function insertDecisions(ctx: AppContext, rows: DecisionRow[]): Pro
 /** Queue one decision (fire and forget: a failed write is logged, never fails the call). */
 export function recordDecision(ctx: AppContext, row: Omit<DecisionRow, 'id' | 'at'>): void {
   logOf(ctx)
-    .batcher.add({ id: newId('pdc'), at: new Date(), ...row })
+    .add({ id: newId('pdc'), at: new Date(), ...row })
     .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, 'policy decision not logged'));
 }
 
 /** Write every queued decision now. */
 export async function flushDecisions(ctx: AppContext): Promise<void> {
-  await logs.get(ctx)?.batcher.drain();
+  await logs.get(ctx)?.drain();
 }
 
 /** Delete decisions older than `before`; returns how many. */

@@ -206,7 +206,6 @@ async function writeBatch(stmts: RecordStatements, records: ExecutionRecord[]): 
  * `execution_record` for more).
  */
 export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<ExecutionRecord> {
-  let lastPrune = Date.now();
   const write = async (records: ExecutionRecord[]) => {
     const db = ctxOf().database.hotDb;
     await writeBatch(
@@ -216,13 +215,6 @@ export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<Execut
       },
       records,
     );
-    if (Date.now() - lastPrune > MINUTE_PRUNE_EVERY_MS) {
-      lastPrune = Date.now();
-      // The records are committed: a failed prune must not fail their callers (the next one retries).
-      await execRows(db, sql`delete from tool_call_minutes where minute < now() - interval '25 hours'`).catch((err) =>
-        ctxOf().log.warn({ err: (err as Error).message }, 'execution log: pruning minute counters failed'),
-      );
-    }
   };
   // On PostgreSQL records queue behind the write in flight by themselves; the gather turn (for
   // PGlite, whose statements run on this thread or return at once) was ~25 µs of a lone execution.
@@ -230,6 +222,13 @@ export function createExecutionLog(ctxOf: () => AppContext): WriteBatcher<Execut
     write,
     maxBatch: MAX_BATCH,
     gather: () => ctxOf().database.engine === 'pglite',
+    upkeep: {
+      everyMs: MINUTE_PRUNE_EVERY_MS,
+      run: () =>
+        execRows(ctxOf().database.hotDb, sql`delete from tool_call_minutes where minute < now() - interval '25 hours'`),
+      onError: (err) =>
+        ctxOf().log.warn({ err: (err as Error).message }, 'execution log: pruning minute counters failed'),
+    },
   });
 }
 

@@ -117,4 +117,36 @@ describe('WriteBatcher', () => {
     expect(writes).toEqual([[1, 13, 2], [1], [13], [2]]);
     expect(await b.add(7)).toBe('row 7');
   });
+
+  it('upkeep: runs after the first write, then at most every everyMs, never alongside a write, and its failure fails no caller', async () => {
+    const events: string[] = [];
+    const errors: unknown[] = [];
+    let fail = false;
+    const b = new WriteBatcher<number>({
+      write: async (items) => {
+        events.push(`write ${items.join(',')}`);
+        await new Promise((r) => setTimeout(r, 5));
+      },
+      upkeep: {
+        everyMs: 200,
+        run: async () => {
+          events.push('upkeep');
+          await new Promise((r) => setTimeout(r, 5));
+          if (fail) throw new Error('prune failed');
+        },
+        onError: (err) => errors.push(err),
+      },
+    });
+    await b.add(1);
+    await b.add(2); // within everyMs: no upkeep
+    expect(events).toEqual(['write 1', 'upkeep', 'write 2']);
+    await new Promise((r) => setTimeout(r, 250));
+    fail = true;
+    const during = b.add(3);
+    await new Promise((r) => setImmediate(r)); // write 3 has started
+    const queued = b.add(4); // arrives while write 3 or its upkeep runs: written after the upkeep
+    await expect(Promise.all([during, queued])).resolves.toEqual([undefined, undefined]);
+    expect(events.slice(3)).toEqual(['write 3', 'upkeep', 'write 4']);
+    expect(errors).toEqual([new Error('prune failed')]);
+  });
 });
