@@ -116,7 +116,11 @@ export class Sandbox {
    */
   killAll(): void {
     this.closed = true;
-    for (const wake of this.waiting.splice(0)) wake();
+    // each woken run holds a slot, as one handed over by `release` does, and gives it back when it ends
+    for (const wake of this.waiting.splice(0)) {
+      this.running++;
+      wake();
+    }
     for (const p of this.pools.values()) for (const wake of p.waiters.splice(0)) wake();
     this.spares?.killAll();
     if (this.reaper) clearInterval(this.reaper);

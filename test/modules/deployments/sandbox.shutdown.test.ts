@@ -42,5 +42,7 @@ describe('sandbox shutdown', () => {
     expect(second).toMatchObject({ status: 'failed', error: { code: 'sandbox_closed' } });
     expect(third).toMatchObject({ status: 'failed', error: { code: 'sandbox_closed' } });
     expect(await run()).toMatchObject({ status: 'failed', error: { code: 'sandbox_closed' } });
+    // every slot was given back
+    expect(sandbox.load).toEqual({ running: 0, waiting: 0 });
   }, 20_000);
 });
