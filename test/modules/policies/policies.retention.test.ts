@@ -2,7 +2,8 @@
  * Retention of the policy decision log: the writer's upkeep (lib/batcher.ts) deletes decisions older
  * than DECISION_RETENTION_DAYS after its first write, and keeps the younger ones.
  */
-import { inArray } from 'drizzle-orm';
+import { randomBytes } from 'node:crypto';
+import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { policyDecisions } from '../../../src/db/schema/index.js';
 import { DECISION_RETENTION_DAYS, flushDecisions, recordDecision } from '../../../src/modules/policies/decisions.js';
@@ -13,11 +14,14 @@ const DAY = 86_400_000;
 
 describe('policy decision retention', () => {
   it('the first write of an app prunes decisions past the retention and keeps the rest', async () => {
+    // own ids, so the test also passes on a database that earlier runs wrote to
+    const tag = randomBytes(6).toString('hex');
+    const account = `usr_retention_${tag}`;
     const row = (id: string, at: Date) => ({
-      id,
+      id: `${id}_${tag}`,
       at,
-      accountId: 'usr_retention',
-      principal: 'Platform::User::"usr_retention"',
+      accountId: account,
+      principal: `Platform::User::"${account}"`,
       serviceId: 'svc_retention',
       toolId: 'tool_retention',
       tool: 'retention/get',
@@ -36,10 +40,10 @@ describe('policy decision retention', () => {
     const left = await ctx.db
       .select({ id: policyDecisions.id })
       .from(policyDecisions)
-      .where(inArray(policyDecisions.accountId, ['usr_retention']));
+      .where(eq(policyDecisions.accountId, account));
     const ids = left.map((r) => r.id);
-    expect(ids).toContain('pdc_young');
-    expect(ids).not.toContain('pdc_old');
+    expect(ids).toContain(`pdc_young_${tag}`);
+    expect(ids).not.toContain(`pdc_old_${tag}`);
     expect(ids).toHaveLength(2); // the young one and the decision just recorded
   });
 });
