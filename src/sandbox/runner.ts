@@ -182,7 +182,6 @@ export class Sandbox {
   async run(r: SandboxRun): Promise<SandboxResult> {
     await this.acquire();
     try {
-      if (this.closed) return closedResult();
       return await this.runAcquired(r);
     } finally {
       this.release();
@@ -206,6 +205,7 @@ export class Sandbox {
   private async runAcquired(r: SandboxRun): Promise<SandboxResult> {
     const hooks = { broker: r.broker, onLog: r.onLog };
     const warm = r.mode === 'invoke' && r.key && this.opts.warm ? await this.checkout(r.key, r.timeoutMs) : null;
+    // shut down while this run waited for a slot or an environment (or before it asked): start nothing
     if (this.closed) {
       if (warm?.env) this.checkin(r.key!, warm.env);
       else if (warm?.reserved) this.unreserve(r.key!);

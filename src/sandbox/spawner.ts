@@ -227,7 +227,10 @@ export class Spawner {
     else out?.unref?.();
   }
 
-  /** Stop the helper and the socket; processes it started are killed and reported exited (shutdown). */
+  /**
+   * Stop the helper and the socket (shutdown): processes it started are killed and reported exited,
+   * starts still in progress fail, and later {@link spawn} calls fail at once.
+   */
   close(): void {
     this.shut = true;
     this.helper?.stdin?.end();
