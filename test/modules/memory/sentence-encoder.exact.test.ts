@@ -1,15 +1,24 @@
 /**
- * The sentence encoder's worker runs the model's graph synchronously (src/lib/sentence-encoder.ts,
- * ENCODER_CORE_SOURCE) instead of through the package's `EmbeddingsModel.embed` (`executeAsync`):
- * the vectors must be the same, bit for bit. The reference is the package's own `embed` followed by
- * the normalisation the worker applied before the change, run in a worker thread of its own (so the
- * test process loads no TF.js), on the same chunks of texts.
+ * The sentence encoder's runtimes against the package's own `EmbeddingsModel.embed` (TF.js,
+ * `executeAsync`) followed by the normalisation the worker applied before either change, run in a
+ * worker thread of its own (so the test process loads no TF.js), on the same chunks of texts:
+ * - ONNX Runtime (the default; src/lib/sentence-encoder-onnx.cjs) rebuilds the model as an ONNX
+ *   graph: the same vectors to float rounding, and a text's vector does not depend on its batch;
+ * - the TF.js graph run synchronously (ENCODER_CORE_SOURCE; `SENTENCE_ENCODER_RUNTIME=tfjs`, and the
+ *   fallback when ONNX Runtime cannot load): the same vectors bit for bit.
  */
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../../bench/lib/prng.js';
-import { createSentenceEncoder, sentenceEncoderStats } from '../../../src/lib/sentence-encoder.js';
+import {
+  createEncoderWorker,
+  createSentenceEncoder,
+  requestedRuntime,
+  sentenceEncoderStats,
+  type WorkerReply,
+} from '../../../src/lib/sentence-encoder.js';
 
 /** The package's `embed` as the worker called it before (blank → ' ', `array()`, then L2 in double precision). */
 const REFERENCE_SOURCE = `
@@ -79,39 +88,124 @@ function texts(): string[] {
   return out;
 }
 
-describe('sentence encoder: the synchronous graph', () => {
+/** Vectors from a worker of its own ({@link createEncoderWorker}), one message per chunk; and the runtime that made them. */
+async function ownWorkerVectors(
+  runtime: 'onnx' | 'tfjs',
+  chunks: string[][],
+  onnxModule?: string,
+): Promise<{ vectors: Float32Array[]; last: WorkerReply['ms'] }> {
+  const w = createEncoderWorker(runtime, onnxModule);
+  try {
+    const vectors: Float32Array[] = [];
+    let last: WorkerReply['ms'];
+    for (const [id, texts] of chunks.entries()) {
+      w.postMessage({ id, texts, batchSize: 16, query: false });
+      const [reply] = (await once(w, 'message')) as [WorkerReply]; // rejects on the worker's 'error'
+      if (!reply.vectors) throw new Error(reply.error);
+      vectors.push(...reply.vectors);
+      last = reply.ms;
+    }
+    return { vectors, last };
+  } finally {
+    await w.terminate();
+  }
+}
+
+const chunked = (all: string[], n = 16) =>
+  Array.from({ length: Math.ceil(all.length / n) }, (_, i) => all.slice(i * n, i * n + n));
+const differing = (a: Float32Array[], b: Float32Array[]) =>
+  a.filter((v, i) => v.length !== 512 || v.some((x, j) => !Object.is(x, b[i][j]))).length;
+/** The smallest cosine and the largest component difference between paired unit vectors. */
+function agreement(a: Float32Array[], b: Float32Array[]): { minCosine: number; maxDiff: number } {
+  let minCosine = 1;
+  let maxDiff = 0;
+  a.forEach((v, i) => {
+    let dot = 0;
+    for (let j = 0; j < 512; j++) {
+      dot += v[j] * b[i][j];
+      maxDiff = Math.max(maxDiff, Math.abs(v[j] - b[i][j]));
+    }
+    minCosine = Math.min(minCosine, dot);
+  });
+  return { minCosine, maxDiff };
+}
+
+describe('sentence encoder: ONNX Runtime (the default) agrees with the TF.js graph', () => {
   const enc = createSentenceEncoder({ batchSize: 16 });
   afterAll(() => enc.close());
 
-  it('gives bit-identical vectors to the package’s own embed, as a write batch and as single queries', async () => {
+  it('gives the package’s own vectors to float rounding, as a write batch and as single queries', async () => {
     const all = texts();
-    const chunks: string[][] = [];
-    for (let i = 0; i < all.length; i += 16) chunks.push(all.slice(i, i + 16));
     const queries = all.filter((_, i) => i % 10 === 0 || i >= 150);
     const [reference, referenceQueries] = await Promise.all([
-      referenceVectors(chunks),
+      referenceVectors(chunked(all)),
       referenceVectors(queries.map((q) => [q])),
     ]);
     const written = await enc.embed(all);
     const asked: Float32Array[] = [];
     for (const q of queries) asked.push(...(await enc.embed([q], { query: true })));
-    expect(sentenceEncoderStats().lastJob?.sync).toBe(true); // the synchronous graph ran, no fallback
-    const differing = (a: Float32Array[], b: Float32Array[]) =>
-      a.filter((v, i) => v.length !== 512 || v.some((x, j) => !Object.is(x, b[i][j]))).length;
+    expect(sentenceEncoderStats().lastJob).toMatchObject({ runtime: 'onnx', fallback: null });
     expect(written).toHaveLength(all.length);
-    expect(differing(written, reference)).toBe(0);
     expect(asked).toHaveLength(queries.length);
-    expect(differing(asked, referenceQueries)).toBe(0);
+    for (const [got, want] of [
+      [written, reference],
+      [asked, referenceQueries],
+    ]) {
+      const { minCosine, maxDiff } = agreement(got, want);
+      expect(minCosine).toBeGreaterThan(1 - 1e-6);
+      expect(maxDiff).toBeLessThan(1e-5);
+      expect(got.every((v) => v.length === 512 && v.every(Number.isFinite))).toBe(true);
+    }
+    // a text's vector does not depend on the batch it was padded in
+    const alone = new Map(queries.map((q, i) => [q, asked[i]]));
+    const inBatch = all.map((t, i) => [alone.get(t), written[i]] as const).filter(([a]) => a !== undefined);
+    expect(inBatch.length).toBe(queries.length);
+    expect(
+      agreement(
+        inBatch.map(([, b]) => b),
+        inBatch.map(([a]) => a!),
+      ).minCosine,
+    ).toBeGreaterThan(1 - 1e-6);
   }, 180_000);
 
   it('reports where the last call’s time went', async () => {
     await enc.embed(['How long has Caroline had her current group of friends for?'], { query: true });
     const t = sentenceEncoderStats().lastJob!;
     expect(t.texts).toBe(1);
+    expect(t.runtime).toBe('onnx');
     for (const k of ['queued', 'tokenize', 'graph', 'read', 'worker', 'roundTrip'] as const)
       expect(t[k]).toBeGreaterThanOrEqual(0);
     expect(t.graph).toBeGreaterThan(0);
     expect(t.worker).toBeGreaterThanOrEqual(t.tokenize + t.graph + t.read);
     expect(t.roundTrip).toBeGreaterThanOrEqual(t.worker);
   }, 60_000);
+});
+
+describe('sentence encoder: the TF.js graph (SENTENCE_ENCODER_RUNTIME=tfjs, and the fallback)', () => {
+  it('runs the graph synchronously with bit-identical vectors to the package’s own embed', async () => {
+    const chunks = chunked(texts());
+    const [reference, own] = await Promise.all([referenceVectors(chunks), ownWorkerVectors('tfjs', chunks)]);
+    expect(own.last).toMatchObject({ runtime: 'tfjs', fallback: null }); // the synchronous graph ran
+    expect(own.vectors).toHaveLength(reference.length);
+    expect(differing(own.vectors, reference)).toBe(0);
+  }, 180_000);
+
+  it('falls back to the TF.js graph, and says why, when ONNX Runtime cannot load', async () => {
+    const chunks = [texts().slice(0, 8)];
+    const [reference, own] = await Promise.all([
+      referenceVectors(chunks),
+      ownWorkerVectors('onnx', chunks, '/nonexistent/sentence-encoder-onnx.cjs'),
+    ]);
+    expect(own.last?.runtime).toBe('tfjs');
+    expect(own.last?.fallback).toMatch(/^ONNX Runtime failed: .*nonexistent/);
+    expect(differing(own.vectors, reference)).toBe(0);
+  }, 120_000);
+
+  it('SENTENCE_ENCODER_RUNTIME takes onnx (default) or tfjs and refuses anything else', () => {
+    expect(requestedRuntime({})).toBe('onnx');
+    expect(requestedRuntime({ SENTENCE_ENCODER_RUNTIME: ' ' })).toBe('onnx');
+    expect(requestedRuntime({ SENTENCE_ENCODER_RUNTIME: 'onnx' })).toBe('onnx');
+    expect(requestedRuntime({ SENTENCE_ENCODER_RUNTIME: 'tfjs' })).toBe('tfjs');
+    expect(() => requestedRuntime({ SENTENCE_ENCODER_RUNTIME: 'cuda' })).toThrow(/must be onnx or tfjs, got "cuda"/);
+  });
 });
