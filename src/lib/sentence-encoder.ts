@@ -5,16 +5,25 @@
  * in the npm package: no download at run time — the package's local `modelSource` is used, never
  * `remoteModelSource`).
  *
- * The model runs on TF.js's WebAssembly backend (its SIMD build, one thread: TF.js never threads
- * WebAssembly in Node), which computes on the calling thread, so it runs in a `worker_threads` worker
- * and never blocks the event loop. One short query (a LoCoMo question, ~15 tokens) costs p50 ~9.7 ms
- * of wall time in the worker on this project's 2-core machine at load ~1 (`npx tsx
- * bench/memory-encoder-profile.ts`): ~4.9 ms of matrix products (WebAssembly SIMD kernels), ~1.8 ms
- * of the ~250 other kernel calls, ~2.6 ms of TF.js's graph executor between them (JavaScript per op),
- * ~0.25 ms of tokenising; the round trip adds ~0.5 ms of messages and thread wake-ups.
+ * The model runs in a `worker_threads` worker, never on the event loop, on one of two runtimes
+ * ({@link SentenceEncoderRuntime}):
+ * - `onnx` (default): ONNX Runtime, native, one intra-op thread, on an ONNX graph of the same model
+ *   built from the package's weights at load (lib/sentence-encoder-onnx.cjs, ADR 0998). One short
+ *   query (a LoCoMo question, ~15 tokens) costs p50 ~2–3 ms of wall time in the worker on this
+ *   project's 2-core machine (`npx tsx bench/memory-encoder-profile.ts`);
+ * - `tfjs`: the package's TF.js graph on its WebAssembly backend (SIMD build, one thread: TF.js never
+ *   threads WebAssembly in Node), ~9.7 ms p50 for the same query: ~4.9 ms of matrix products, ~1.8 ms
+ *   of the ~250 other kernel calls, ~2.6 ms of TF.js's graph executor between them (JavaScript per
+ *   op). Asked for with `SENTENCE_ENCODER_RUNTIME=tfjs`, and the fallback when ONNX Runtime cannot
+ *   load on the platform (the reason is in {@link EncoderJobTimes.fallback}).
+ * Tokenising (the package's SentencePiece tokenizer, either runtime) costs ~0.25 ms; the round trip
+ * adds ~0.5 ms of messages and thread wake-ups. Both runtimes' vectors agree to float rounding
+ * (cosine > 1 − 1e-6), so a store embedded by one is searched by the other.
+ *
  * The worker is started and the model loaded lazily, on the first {@link SentenceEncoder.embed} call
- * (a few seconds, ~70 MB of RSS); until then the encoder costs nothing. A worker that dies is
- * replaced on the next call; requests in flight at that moment are rejected.
+ * (about a second with ONNX Runtime, a few seconds with TF.js); until then the encoder costs
+ * nothing. A worker that dies is replaced on the next call; requests in flight at that moment are
+ * rejected.
  *
  * One worker per process: every encoder handle ({@link createSentenceEncoder}, e.g. the memory
  * module's embedder and the tool search's semantic arm, of every app built in the process) shares
