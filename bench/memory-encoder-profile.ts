@@ -82,7 +82,9 @@ const core = new Function('tf', 'DIMS', `${ENCODER_CORE_SOURCE}\nreturn { prepar
 const asyncModel = await initModel(modelSource);
 const syncEnc = await core.prepare(await initModel(modelSource));
 const { loadOnnxEncoder } = require('../src/lib/sentence-encoder-onnx.cjs') as {
-  loadOnnxEncoder(opts: Record<string, unknown>): Promise<{ embedChunk(texts: string[], ms: Ms): Promise<Float32Array[]> }>;
+  loadOnnxEncoder(
+    opts: Record<string, unknown>,
+  ): Promise<{ embedChunk(texts: string[], ms: Ms): Promise<Float32Array[]> }>;
 };
 const onnxEnc = await loadOnnxEncoder({
   ort: require('onnxruntime-node'),
