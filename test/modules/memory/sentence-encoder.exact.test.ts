@@ -3,7 +3,7 @@
  * `executeAsync`) followed by the normalisation the worker applied before either change, run in a
  * worker thread of its own (so the test process loads no TF.js), on the same chunks of texts:
  * - ONNX Runtime (the default; src/lib/sentence-encoder-onnx.cjs) rebuilds the model as an ONNX
- *   graph: the same vectors to float rounding, and a text's vector does not depend on its batch;
+ *   graph: the same vectors to float rounding, the same for a text written in a batch or asked alone;
  * - the TF.js graph run synchronously (ENCODER_CORE_SOURCE; `SENTENCE_ENCODER_RUNTIME=tfjs`, and the
  *   fallback when ONNX Runtime cannot load): the same vectors bit for bit.
  */
@@ -156,7 +156,7 @@ describe('sentence encoder: ONNX Runtime (the default) agrees with the TF.js gra
       expect(maxDiff).toBeLessThan(1e-5);
       expect(got.every((v) => v.length === 512 && v.every(Number.isFinite))).toBe(true);
     }
-    // a text's vector does not depend on the batch it was padded in
+    // a text's vector is the same written in a batch and asked alone
     const alone = new Map(queries.map((q, i) => [q, asked[i]]));
     const inBatch = all.map((t, i) => [alone.get(t), written[i]] as const).filter(([a]) => a !== undefined);
     expect(inBatch.length).toBe(queries.length);
