@@ -19,10 +19,10 @@
  *   512→1536→512 with a residual;
  * - layer 1: the same on 512-d (4 heads × 128, scale 1/√128), residuals on both blocks;
  * - mean over the text's tokens, a 512×512 tanh layer; the caller L2-normalises.
- * Layer norms: ε = 1e-6 over the last axis. The graph takes batches, padding masked out of
- * attention with a −1e9 bias (as the TF.js graph does) and out of the mean; the encoder runs one
- * text per call all the same, which measured faster on CPU than padded batches (no padding to
- * compute), so a text's vector is the same whether it is written in a batch or asked alone.
+ * Layer norms: ε = 1e-6 over the last axis. The graph takes one text per run (batch 1, no
+ * padding, so nothing to mask: the TF.js graph's padding mask has no effect on a single text). That
+ * measured faster on CPU than padded batches (ADR 0998), and a text's vector is the same whether it
+ * is written in a batch or asked alone.
  *
  * Vectors agree with the TF.js graph's to float rounding (cosine ≥ 0.9999999 on LoCoMo turns;
  * test/modules/memory/sentence-encoder.exact.test.ts), so vectors stored by either runtime compare.
@@ -138,9 +138,9 @@ function readWeights(dir) {
 
 /**
  * The encoder as a serialised ONNX ModelProto, from the package's weights.
- * Inputs: `input_ids` int32 [batch, tokens]; `timing_signal` float [tokens, 256]; `attention_bias`
- * float [batch, 1, 1, tokens] (0, or −1e9 at padding); `pooling` float [batch, 1, tokens] (1/length
- * at a text's tokens, 0 at padding). Output: `embedding` float [batch, 512] (not normalised).
+ * Inputs: `input_ids` int32 [batch, tokens] and `timing_signal` float [tokens, 256]; every row of
+ * a batch must be a whole text (no padding: the graph has no mask). Output: `embedding` float
+ * [batch, 512] (not normalised).
  * @param {Map<string, {shape: number[], bytes: Buffer}>} W {@link readWeights}
  * @param {typeof import('protobufjs')} protobuf
  * @returns {Uint8Array}
@@ -213,7 +213,7 @@ function buildModel(W, protobuf) {
     const heads4 = (t, perm) => op('Transpose', [op('Reshape', [t, split])], { perm });
     const scale = scalar(`${T}TransformerStack/Layer_${l}/TransformerLayer/MultiheadAttention/mul/y`);
     const logits = op('MatMul', [op('Mul', [heads4(q, [0, 2, 1, 3]), scale]), heads4(k, [0, 2, 3, 1])]);
-    const weights = op('Softmax', [op('Add', [logits, 'attention_bias'])], { axis: -1 });
+    const weights = op('Softmax', [logits], { axis: -1 });
     const context = op('MatMul', [weights, heads4(v, [0, 2, 1, 3])]);
     const merged = op('Reshape', [op('Transpose', [context], { perm: [0, 2, 1, 3] }), ints([0, 0, inner])]);
     return dense(
@@ -245,7 +245,7 @@ function buildModel(W, protobuf) {
   );
   const y0 = ffn(op('Add', [attention(norm(x0, pre(0)), 0), residual0]), 0);
   const y1 = ffn(op('Add', [attention(norm(y0, pre(1)), 1), y0]), 1);
-  const mean = op('Reshape', [op('MatMul', ['pooling', y1]), ints([-1, DIMS])]);
+  const mean = op('ReduceMean', [y1], { axes: [1], keepdims: 0 });
   const tanh = op('Tanh', [
     dense(
       mean,
@@ -277,8 +277,6 @@ function buildModel(W, protobuf) {
         input: [
           value('input_ids', INT32, ['batch', 'tokens']),
           value('timing_signal', FLOAT, ['tokens', LAYERS[0].width]),
-          value('attention_bias', FLOAT, ['batch', 1, 1, 'tokens']),
-          value('pooling', FLOAT, ['batch', 1, 'tokens']),
         ],
         output: [value('embedding', FLOAT, ['batch', DIMS])],
       },
@@ -329,23 +327,21 @@ async function loadOnnxEncoder({ ort, protobuf, modelDir, tokenizer, threads = 1
   });
   const now = () => performance.now();
   // one text per run: no padding (on LoCoMo turns 1.5–1.9 ms a text, against 2.7–3.8 in padded
-  // batches of 32 and 2.0–2.4 in length-sorted batches of 8; ADR 0998)
+  // batches of 32 and 2.0–2.4 in length-sorted batches of 8; ADR 0998). A text with no token at
+  // all ('') is taken as a single space, as the worker does with blank texts.
   async function embedChunk(texts, ms) {
     const rows = [];
     for (const text of texts) {
       const t0 = now();
-      const ids = tokenizer.encode(text).slice(0, MAX_TOKENS);
-      const L = Math.max(1, ids.length);
-      const input = new Int32Array(L);
-      input.set(ids);
-      const pooling = new Float32Array(L).fill(ids.length ? 1 / ids.length : 0);
+      let ids = tokenizer.encode(text).slice(0, MAX_TOKENS);
+      if (ids.length === 0) ids = tokenizer.encode(' ');
+      const L = ids.length;
+      const input = Int32Array.from(ids);
       const t1 = now();
       ms.tokenize += t1 - t0;
       const out = await session.run({
         input_ids: new ort.Tensor('int32', input, [1, L]),
         timing_signal: new ort.Tensor('float32', timing.subarray(0, L * width), [L, width]),
-        attention_bias: new ort.Tensor('float32', new Float32Array(L), [1, 1, 1, L]),
-        pooling: new ort.Tensor('float32', pooling, [1, 1, L]),
       });
       const t2 = now();
       ms.graph += t2 - t1;
