@@ -308,19 +308,19 @@ function timingTable(W) {
  * Loads the encoder: reads the weights, builds the graph and opens an ONNX Runtime session on it
  * (~0.5 s build + ~0.25 s session on this project's machine; ~30 MB of weights held by the session).
  * @param {{ort: typeof import('onnxruntime-node'), protobuf: typeof import('protobufjs'), modelDir: string,
- *   tokenizer: {encode(text: string): number[]}, threads?: number}} opts `threads`: ONNX Runtime's
- *   intra-op threads (default 1: the server's other threads share the machine's cores)
+ *   tokenizer: {encode(text: string): number[]}}} opts; the session runs on one intra-op thread
+ *   (the server's other threads share the machine's cores)
  * @returns {Promise<{runtime: 'onnx', embedChunk(texts: string[], ms: {tokenize: number, graph: number, read: number}): Promise<Float32Array[]>}>}
  *   `embedChunk` returns one unit-length 512-d vector per text (each text run on its own) and adds
  *   its stage times (ms) to `ms`
  * @throws Error when the weights are not this model's or ONNX Runtime cannot load the graph
  */
-async function loadOnnxEncoder({ ort, protobuf, modelDir, tokenizer, threads = 1 }) {
+async function loadOnnxEncoder({ ort, protobuf, modelDir, tokenizer }) {
   const W = readWeights(modelDir);
   const timing = timingTable(W);
   const width = LAYERS[0].width;
   const session = await ort.InferenceSession.create(buildModel(W, protobuf), {
-    intraOpNumThreads: threads,
+    intraOpNumThreads: 1,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
@@ -363,4 +363,4 @@ async function loadOnnxEncoder({ ort, protobuf, modelDir, tokenizer, threads = 1
   return { runtime: 'onnx', embedChunk };
 }
 
-module.exports = { loadOnnxEncoder, buildModel, readWeights, MAX_TOKENS };
+module.exports = { loadOnnxEncoder };
