@@ -65,6 +65,7 @@ const GRID: Record<string, number[]> = {
   vectorWeight: [1, 2, 3],
   neighbourWeight: [0.25, 0.5, 0.75],
   timeBoost: [0.25, 0.5, 1],
+  questionPenalty: [0, 0.25, 0.5],
 };
 
 const dir = locomoDir(path.resolve(here, '..'));

@@ -42,10 +42,18 @@ export interface MemoryConfig {
    * encoder, 0.5 with the local embedder, 1 with an OpenAI-compatible model); in hybrid mode a "when"
    * question or a named period scales the memories that do not match it by 1 / (1 + `timeBoost`)
    * (`MEMORY_TIME_BOOST`, 0.5), and each memory adds `neighbourWeight` × its better neighbouring
-   * memory's relevance (`MEMORY_NEIGHBOUR_WEIGHT`, 0.5). Chosen on real conversations,
+   * memory's relevance (`MEMORY_NEIGHBOUR_WEIGHT`, 0.5), a turn that is mainly a question counting
+   * its own part / (1 + `questionPenalty`). Chosen on real conversations,
    * leave-one-conversation-out (bench/memory-locomo.ts); 0 turns a part off.
    */
-  fusion: { vectorWeight: number; neighbourWeight: number; timeBoost: number; localVectorWeight: number };
+  fusion: {
+    vectorWeight: number;
+    neighbourWeight: number;
+    timeBoost: number;
+    localVectorWeight: number;
+    /** Hybrid mode: a conversation turn that is mainly a question (turn-facts.ts `asksMainly`) has its own relevance scaled by 1 / (1 + this) (`MEMORY_QUESTION_PENALTY`, 0.5; 0–10). */
+    questionPenalty: number;
+  };
   /** OpenAI-compatible chat model for session summaries; unset → the local extractive summariser. */
   summaryLlm: { url?: string; model?: string; apiKey?: string; timeoutMs: number };
 }
@@ -107,6 +115,7 @@ export function memoryConfig(env: Env): MemoryConfig {
       localVectorWeight: vectorWeight ?? VECTOR_WEIGHT.local,
       neighbourWeight: ratio(env, 'MEMORY_NEIGHBOUR_WEIGHT', 0.5),
       timeBoost: ratio(env, 'MEMORY_TIME_BOOST', 0.5),
+      questionPenalty: ratio(env, 'MEMORY_QUESTION_PENALTY', 0.5),
     },
     summaryLlm: {
       url: summaryUrl,

@@ -16,12 +16,16 @@
  *    time by 1 / (1 + boost); a period named in the query ("last May") scales the memories that
  *    did not happen in it (`occurred_at`, else `created_at`) the same way.
  * 3. Neighbours (`MEMORY_NEIGHBOUR_WEIGHT`), for conversation turns (turn-facts.ts `turnSpeaker`:
- *    `metadata.speaker`, or content starting with "Name: "): `(r + λ × max(r of the previous, next
+ *    `metadata.speaker`, or content starting with "Name: "): `(r' + λ × max(r of the previous, next
  *    turn)) / (1 + λ)`, where neighbours are the adjacent memories of the same stream — the same
  *    session, or the memories without one — in id (time) order, executions apart, counted only
  *    when they are turns too; other memories get `r / (1 + λ)`. In a conversation the answer is
  *    often the reply to the turn that matches the question's words; unrelated notes stored one
  *    after the other must not lift each other.
+ * 4. Question turns (`MEMORY_QUESTION_PENALTY`, p): `r' = r / (1 + p)` for a turn that is mainly a
+ *    question (turn-facts.ts `asksMainly`), else `r' = r`. "That sounds awesome! What did you take
+ *    away from it?" shares the words of a question about the book, but the reply after it holds the
+ *    answer; as a neighbour the question turn still counts its full `r`, so it lifts that reply.
  *
  * The result is the API's `score`: 0..1, higher is better, the same scale for every query.
  */
@@ -81,7 +85,7 @@ export async function rankCandidates<T extends RankedInput>(
   candidates: T[],
   opts: RankOptions<T>,
 ): Promise<Array<T & { score: number }>> {
-  const { neighbourWeight, timeBoost } = ctx.config.memory.fusion;
+  const { neighbourWeight, timeBoost, questionPenalty } = ctx.config.memory.fusion;
   const w =
     opts.mode === 'text'
       ? 0
@@ -99,12 +103,16 @@ export async function rankCandidates<T extends RankedInput>(
   };
   const own = new Map<string, number>();
   const turns = new Set<string>();
+  const asking = new Set<string>();
   for (const c of candidates) {
     const f = hybrid ? opts.facts(c) : null;
     own.set(c.id, relevance(c.score, c.distance, f));
     if (f?.speaker != null) turns.add(c.id);
+    if (f?.speaker != null && f.asks && questionPenalty > 0) asking.add(c.id);
   }
-  const final = new Map(own);
+  // a turn that asks: its own part scaled down (a neighbour still counts its full relevance)
+  const mine = (id: string) => (asking.has(id) ? own.get(id)! / (1 + questionPenalty) : own.get(id)!);
+  const final = new Map(candidates.map((c) => [c.id, mine(c.id)]));
   if (hybrid && neighbourWeight > 0 && candidates.length > 0) {
     const ids = [...turns];
     const near =
@@ -126,8 +134,7 @@ export async function rankCandidates<T extends RankedInput>(
       const n = near.get(c.id);
       final.set(
         c.id,
-        (own.get(c.id)! + (n ? neighbourWeight * Math.max(scoreOf(n.prev), scoreOf(n.next)) : 0)) /
-          (1 + neighbourWeight),
+        (mine(c.id) + (n ? neighbourWeight * Math.max(scoreOf(n.prev), scoreOf(n.next)) : 0)) / (1 + neighbourWeight),
       );
     }
   }

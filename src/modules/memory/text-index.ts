@@ -49,6 +49,8 @@ interface Entry {
   speakers: Array<string | null>;
   times: number[];
   timely: boolean[];
+  /** {@link TurnFacts.asks} of each row. */
+  asks: boolean[];
   alive: boolean[];
   /** {@link kindCode} of each row. */
   kinds: number[];
@@ -299,7 +301,13 @@ export class TextIndex extends UserEntries<Entry> {
       const r = e.rowOf.get(id);
       if (r === undefined || !e.alive[r]) continue;
       const timely = e.timely[r];
-      out.set(id, { sessionId: e.sessionIds[r], speaker: e.speakers[r], at: e.times[r], mentionsTime: () => timely });
+      out.set(id, {
+        sessionId: e.sessionIds[r],
+        speaker: e.speakers[r],
+        at: e.times[r],
+        mentionsTime: () => timely,
+        asks: e.asks[r],
+      });
     }
     return out;
   }
@@ -335,6 +343,7 @@ export class TextIndex extends UserEntries<Entry> {
       speakers: [],
       times: [],
       timely: [],
+      asks: [],
       alive: [],
       kinds: [],
       rowOf: new Map(),
@@ -404,6 +413,7 @@ function append(e: Entry, row: IndexedRow, tsvector: string): number {
   e.speakers.push(facts.speaker);
   e.times.push(facts.at);
   e.timely.push(facts.mentionsTime());
+  e.asks.push(facts.asks);
   e.alive.push(true);
   e.kinds.push(kindCode(row.kind));
   e.rowOf.set(row.id, r);

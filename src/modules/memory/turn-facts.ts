@@ -36,7 +36,39 @@ export interface TurnFacts {
   at: number;
   /** Whether its content mentions a time (time.ts `mentionsTime`); asked only for a "when" question. */
   mentionsTime(): boolean;
+  /** Whether its content is mainly a question ({@link asksMainly}): a turn whose answer is the next one. */
+  asks: boolean;
 }
+
+/** A sentence that ends a question: "?", then only closing quotes, brackets, emoji or spaces. */
+const QUESTION_END = /\?(?:[\s"'’”)\]]|\p{Extended_Pictographic}|\uFE0F)*$/u;
+
+/** Most words a question turn may say besides its questions ({@link asksMainly}): about one short sentence. */
+export const QUESTION_TURN_MAX_OTHER_WORDS = 20;
+
+/**
+ * Whether a turn's `content` is mainly a question: it ends with one, and its sentences that are not
+ * questions hold at most {@link QUESTION_TURN_MAX_OTHER_WORDS} words ("That sounds awesome! What did
+ * you take away from it?"), not counting a leading `"Name: "`. Such a turn shares the words of a
+ * question about its topic, but the answer is the reply after it (ranking.ts scales its own
+ * relevance down; as a neighbour it still lifts that reply). A turn that tells something and then
+ * asks back ("I went to the support group yesterday, it was powerful. … What about you?") is not.
+ * On LoCoMo the 20-word bound was the best of 4/8/14/20/30/unbounded (bench/memory-locomo.ts,
+ * docs/adr/0941-memory-ranking-on-real-conversations.md).
+ */
+export function asksMainly(content: string): boolean {
+  if (!QUESTION_END.test(content)) return false;
+  let other = 0;
+  for (const sentence of content.replace(SPEAKER_PREFIX, '').split(/(?<=[.!?])\s+/)) {
+    if (QUESTION_END.test(sentence)) continue;
+    other += sentence.split(/\s+/).filter(Boolean).length;
+    if (other > QUESTION_TURN_MAX_OTHER_WORDS) return false;
+  }
+  return true;
+}
+
+/** The `"Name: "` a turn's content may start with ({@link SPOKEN}'s name). */
+const SPEAKER_PREFIX = /^\p{Lu}[\p{L}\p{N} .'’-]{0,39}: /u;
 
 /** The parts of a stored memory its {@link TurnFacts} come from. */
 export interface TurnSource {
@@ -54,5 +86,6 @@ export function rowFacts(row: TurnSource): TurnFacts {
     speaker: turnSpeaker(row.content, row.metadata),
     at: (row.occurredAt ?? row.createdAt).getTime(),
     mentionsTime: () => mentionsTime(row.content),
+    asks: asksMainly(row.content),
   };
 }

@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
 import { embeddingProviderOf, settleMemoryEmbeddings } from '../../../src/modules/memory/runtime.js';
+import { asksMainly } from '../../../src/modules/memory/turn-facts.js';
 import { embeddingText } from '../../../src/modules/memory/turns.js';
 import { call, createUser, setupApp, testEnv, type TestUser } from '../../helpers/app.js';
 import { seedSession } from './helpers.js';
@@ -37,15 +38,15 @@ async function search(u: TestUser, q: string, mode = 'hybrid'): Promise<Map<stri
   return new Map(body.data.map((h: Hit) => [h.id, h]));
 }
 
-/** Search with the neighbour weight set to `nw` for the call. */
-async function searchWith(u: TestUser, q: string, nw: number): Promise<Map<string, Hit>> {
+/** Search with the neighbour weight set to `nw` and the question penalty to `qp` (0: off) for the call. */
+async function searchWith(u: TestUser, q: string, nw: number, qp = 0): Promise<Map<string, Hit>> {
   const f = ctx.config.memory.fusion;
-  const saved = f.neighbourWeight;
-  f.neighbourWeight = nw;
+  const saved = { ...f };
+  Object.assign(f, { neighbourWeight: nw, questionPenalty: qp });
   try {
     return await search(u, q);
   } finally {
-    f.neighbourWeight = saved;
+    Object.assign(f, saved);
   }
 }
 
@@ -134,6 +135,51 @@ describe(`memory — conversations (${ctx.database.engine})`, () => {
     expect(on.get(r.id)!.score).toBeCloseTo(((off.get(r.id)?.score ?? 0) + 0.5 * off.get(q.id)!.score) / 1.5, 5);
   });
 
+  it('MEMORY_QUESTION_PENALTY scales down a turn that is mainly a question; as a neighbour it still counts in full', async () => {
+    const u = await createUser(app);
+    const told = await turn(u, undefined, null, 'Caroline: I loved the book Becoming Nicole, a true story.');
+    const asked = await turn(u, undefined, null, 'Melanie: That sounds awesome! What did you take away from the book?');
+    const reply = await turn(u, undefined, null, 'Caroline: Self-acceptance, and that hope and love exist.');
+    const note = await turn(u, undefined, null, 'Did I return the book about Nicole to the library?'); // not a turn
+    const q = 'what did Caroline take away from the book Becoming Nicole';
+    const raw = await searchWith(u, q, 0, 0);
+    const s = (id: string) => raw.get(id)?.score ?? 0;
+    expect(s(asked.id)).toBeGreaterThan(0);
+    // own part only: the question turn / (1 + p); the others, and a note that is not a turn, unchanged
+    const own = await searchWith(u, q, 0, 0.25);
+    expect(own.get(asked.id)!.score).toBeCloseTo(s(asked.id) / 1.25, 5);
+    for (const id of [told.id, reply.id, note.id]) expect(own.get(id)?.score ?? 0).toBeCloseTo(s(id), 5);
+    // with neighbours: the reply is lifted by the question's full relevance, the question keeps its penalty
+    const both = await searchWith(u, q, 0.5, 0.25);
+    expect(both.get(reply.id)!.score).toBeCloseTo((s(reply.id) + 0.5 * s(asked.id)) / 1.5, 5); // the note is no turn: 0
+    expect(both.get(asked.id)!.score).toBeCloseTo(
+      (s(asked.id) / 1.25 + 0.5 * Math.max(s(told.id), s(reply.id))) / 1.5,
+      5,
+    );
+    // text mode: no penalty
+    const f = ctx.config.memory.fusion;
+    const saved = f.questionPenalty;
+    f.questionPenalty = 0;
+    const text0 = (await search(u, q, 'text')).get(asked.id)!.score;
+    f.questionPenalty = 0.25;
+    const text1 = (await search(u, q, 'text')).get(asked.id)!.score;
+    f.questionPenalty = saved;
+    expect(text1).toBe(text0);
+  });
+
+  it('asksMainly: a turn that ends with a question and says at most 20 other words', () => {
+    expect(asksMainly('Melanie: That sounds awesome! What did you take away from it?')).toBe(true);
+    expect(asksMainly('How are you? 🙂')).toBe(true);
+    expect(asksMainly('Jon: Did she say "why?"')).toBe(true);
+    expect(asksMainly('Caroline: What a day. I finally went to the support group.')).toBe(false);
+    expect(
+      asksMainly(
+        'Caroline: I went to the LGBTQ support group yesterday and it was so powerful, everyone told their story and I felt at home. What about you?',
+      ),
+    ).toBe(false);
+    expect(asksMainly('')).toBe(false);
+  });
+
   it('expand=neighbors: each hit carries the memories before and after it in its session', async () => {
     const u = await createUser(app);
     const s1 = await seedSession(ctx, u.userId);
@@ -197,13 +243,22 @@ describe(`memory — conversations (${ctx.database.engine})`, () => {
     ).toThrow(/EMBEDDINGS_PROVIDER/);
     expect(() => loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'openai' }))).toThrow(/EMBEDDINGS_URL/);
     expect(() => loadConfig(testEnv({ MEMORY_NEIGHBOUR_WEIGHT: '-1' }))).toThrow(/MEMORY_NEIGHBOUR_WEIGHT/);
+    expect(() => loadConfig(testEnv({ MEMORY_QUESTION_PENALTY: 'lots' }))).toThrow(/MEMORY_QUESTION_PENALTY/);
+    expect(loadConfig(testEnv({})).memory.fusion.questionPenalty).toBe(0.5);
+    expect(loadConfig(testEnv({ MEMORY_QUESTION_PENALTY: '0' })).memory.fusion.questionPenalty).toBe(0);
     const c = loadConfig(testEnv({ EMBEDDINGS_PROVIDER: 'sentence-encoder' }));
     expect(c.memory.embeddings).toMatchObject({
       provider: 'sentence-encoder',
       model: 'universal-sentence-encoder-lite',
       dimensions: 512,
     });
-    expect(c.memory.fusion).toEqual({ vectorWeight: 2, localVectorWeight: 0.5, neighbourWeight: 0.5, timeBoost: 0.5 });
+    expect(c.memory.fusion).toEqual({
+      vectorWeight: 2,
+      localVectorWeight: 0.5,
+      neighbourWeight: 0.5,
+      timeBoost: 0.5,
+      questionPenalty: 0.5,
+    });
     expect(embeddingProviderOf(ctx).provider).toBe('local');
   });
 });
