@@ -25,7 +25,8 @@
  * 4. Question turns (`MEMORY_QUESTION_PENALTY`, p): `r' = r / (1 + p)` for a turn that is mainly a
  *    question (turn-facts.ts `asksMainly`), else `r' = r`. "That sounds awesome! What did you take
  *    away from it?" shares the words of a question about the book, but the reply after it holds the
- *    answer; as a neighbour the question turn still counts its full `r`, so it lifts that reply.
+ *    answer; as a neighbour the question turn still counts its full `r`, so it lifts that reply
+ *    (docs/adr/0974-memory-question-turns.md).
  *
  * The result is the API's `score`: 0..1, higher is better, the same scale for every query.
  */
