@@ -238,16 +238,30 @@ export class Sandbox {
     const spare = provisionable ? await this.spares!.take(r.key!, r.timeoutMs) : null;
     if (provisionable)
       this.spares!.provision(r.key!, () => Environment.start(this.specOf(r, true, null), SPARE_LOAD_TIMEOUT_MS));
+    // known to killAll from its creation: a shutdown while the module loads kills it there
     const st =
       spare ??
       (await Environment.start(
-        { ...this.specOf(r, pooled, proxy), onCreate: (e) => (target = e) },
+        {
+          ...this.specOf(r, pooled, proxy),
+          onCreate: (e) => {
+            target = e;
+            this.envs.add(e);
+          },
+        },
         Math.max(1, r.timeoutMs - Math.round(performance.now() - started)),
       ));
+    if (target && !st.env) this.envs.delete(target);
     if (proxy) {
       const p = proxy;
       if (st.env) void st.env.closed.then(() => p.close());
       else p.close();
+    }
+    // shut down while the environment started: it is not used (killAll killed it, or it was a spare)
+    if (this.closed) {
+      st.env?.kill();
+      if (pooled) this.unreserve(r.key!);
+      return closedResult();
     }
     if (!st.env) {
       if (pooled) this.unreserve(r.key!);

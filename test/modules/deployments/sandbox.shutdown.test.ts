@@ -45,4 +45,29 @@ describe('sandbox shutdown', () => {
     // every slot was given back
     expect(sandbox.load).toEqual({ running: 0, waiting: 0 });
   }, 20_000);
+
+  it('kills an environment still loading its module, and that run ends as sandbox_closed', async () => {
+    // the module takes 2 s to load, then the handler 3 s: a run shut down while loading must neither
+    // wait for it nor run the handler after the shutdown
+    const slow = fs.realpathSync(tempDir('ap-shutdown-load-'));
+    fs.writeFileSync(
+      path.join(slow, 'index.mjs'),
+      'await new Promise((r) => setTimeout(r, 2000));\nexport default async function () { await new Promise((r) => setTimeout(r, 3000)); return "ran"; }\n',
+    );
+    const sandbox = new Sandbox({
+      memoryMb: 64,
+      maxLogBytes: 4096,
+      maxOutputBytes: 4096,
+      concurrency: 2,
+      network: 'auto',
+    });
+    const run = sandbox.run({ mode: 'invoke', root: slow, entrypoint: 'index.mjs', input: null, timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(sandbox.load).toEqual({ running: 1, waiting: 0 });
+    const t0 = performance.now();
+    sandbox.killAll();
+    expect(await run).toMatchObject({ status: 'failed', error: { code: 'sandbox_closed' } });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(sandbox.load).toEqual({ running: 0, waiting: 0 });
+  }, 20_000);
 });
