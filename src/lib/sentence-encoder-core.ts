@@ -10,11 +10,14 @@ import { fileURLToPath } from 'node:url';
 export const ONNX_MODULE = fileURLToPath(new URL('./sentence-encoder-onnx.cjs', import.meta.url));
 
 /**
- * lib/sentence-encoder-onnx.cjs's L2 normalisation, the one both runtimes use: the ONNX encoder
- * calls it, and {@link ENCODER_CORE_SOURCE} embeds its source text (that source runs where nothing
- * can be required: in the worker, and in bench/memory-encoder-profile.ts with only `tf` and `DIMS`).
+ * Scale `v` to unit length (L2) in place and return it; a zero vector stays zero (sum of squares in
+ * double precision, each component rounded to float32 once). lib/sentence-encoder-onnx.cjs's
+ * function, the one normalisation of the project: the ONNX encoder calls it, {@link
+ * ENCODER_CORE_SOURCE} embeds its source text (that source runs where nothing can be required: in
+ * the worker, and in bench/memory-encoder-profile.ts with only `tf` and `DIMS`), and the memory
+ * module's embedders use it (`l2normalize`).
  */
-const { normalise } = createRequire(import.meta.url)(ONNX_MODULE) as {
+export const { normalise } = createRequire(import.meta.url)(ONNX_MODULE) as {
   normalise(v: Float32Array): Float32Array;
 };
 

@@ -16,6 +16,7 @@
  */
 import type { MemoryConfig } from '../../config.js';
 import { AppError } from '../../http/errors.js';
+import { normalise } from '../../lib/sentence-encoder-core.js';
 import {
   createSentenceEncoder,
   SENTENCE_ENCODER_DIMENSIONS,
@@ -39,16 +40,8 @@ export interface EmbeddingProvider {
   close?(): Promise<void>;
 }
 
-/** Scale `v` to unit length in place (a zero vector stays zero). */
-export function l2normalize(v: Float32Array): Float32Array {
-  let s = 0;
-  for (let i = 0; i < v.length; i++) s += v[i] * v[i];
-  if (s > 0) {
-    const inv = 1 / Math.sqrt(s);
-    for (let i = 0; i < v.length; i++) v[i] *= inv;
-  }
-  return v;
-}
+/** Scale `v` to unit length in place and return it (a zero vector stays zero): lib/sentence-encoder-core.ts `normalise`. */
+export const l2normalize: (v: Float32Array) => Float32Array = normalise;
 
 /** Dot product (= cosine similarity of unit vectors). */
 export function dot(a: Float32Array, b: Float32Array): number {

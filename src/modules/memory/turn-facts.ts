@@ -54,21 +54,20 @@ export const QUESTION_TURN_MAX_OTHER_WORDS = 20;
  * relevance down; as a neighbour it still lifts that reply). A turn that tells something and then
  * asks back ("I went to the support group yesterday, it was powerful. … What about you?") is not.
  * On LoCoMo the 20-word bound was the best of 4/8/14/20/30/unbounded (bench/memory-locomo.ts,
- * docs/adr/0941-memory-ranking-on-real-conversations.md).
+ * docs/adr/0974-memory-question-turns.md).
  */
 export function asksMainly(content: string): boolean {
   if (!QUESTION_END.test(content)) return false;
   let other = 0;
-  for (const sentence of content.replace(SPEAKER_PREFIX, '').split(/(?<=[.!?])\s+/)) {
+  const name = SPOKEN.exec(content)?.[1];
+  const body = name === undefined ? content : content.slice(name.length + 2);
+  for (const sentence of body.split(/(?<=[.!?])\s+/)) {
     if (QUESTION_END.test(sentence)) continue;
     other += sentence.split(/\s+/).filter(Boolean).length;
     if (other > QUESTION_TURN_MAX_OTHER_WORDS) return false;
   }
   return true;
 }
-
-/** The `"Name: "` a turn's content may start with ({@link SPOKEN}'s name). */
-const SPEAKER_PREFIX = /^\p{Lu}[\p{L}\p{N} .'’-]{0,39}: /u;
 
 /** The parts of a stored memory its {@link TurnFacts} come from. */
 export interface TurnSource {

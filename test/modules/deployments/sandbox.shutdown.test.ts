@@ -16,18 +16,23 @@ fs.writeFileSync(
   'export default async function () { await new Promise((r) => setTimeout(r, 3000)); return "done"; }\n',
 );
 
+/** A sandbox of 2 runs at a time, small limits, with `extra` options. */
+function sandboxWith(extra: Partial<ConstructorParameters<typeof Sandbox>[0]>): Sandbox {
+  return new Sandbox({
+    memoryMb: 64,
+    maxLogBytes: 4096,
+    maxOutputBytes: 4096,
+    concurrency: 2,
+    network: 'auto',
+    ...extra,
+  });
+}
+
 describe('sandbox shutdown', () => {
   it('ends waiting runs as sandbox_closed, kills the running one, and refuses new runs', async () => {
     // One pooled environment per version and two runs at a time: the second run of `v1` waits for
     // the pool, the third waits for a slot.
-    const sandbox = new Sandbox({
-      memoryMb: 64,
-      maxLogBytes: 4096,
-      maxOutputBytes: 4096,
-      concurrency: 2,
-      network: 'auto',
-      warm: { perVersion: 1, total: 2, idleMs: 60_000 },
-    });
+    const sandbox = sandboxWith({ warm: { perVersion: 1, total: 2, idleMs: 60_000 } });
     const run = () =>
       sandbox.run({ mode: 'invoke', root, entrypoint: 'index.mjs', input: null, timeoutMs: 10_000, key: 'v1' });
     const runs = [run(), run(), run()];
@@ -54,13 +59,7 @@ describe('sandbox shutdown', () => {
       path.join(slow, 'index.mjs'),
       'await new Promise((r) => setTimeout(r, 2000));\nexport default async function () { await new Promise((r) => setTimeout(r, 3000)); return "ran"; }\n',
     );
-    const sandbox = new Sandbox({
-      memoryMb: 64,
-      maxLogBytes: 4096,
-      maxOutputBytes: 4096,
-      concurrency: 2,
-      network: 'auto',
-    });
+    const sandbox = sandboxWith({});
     const run = sandbox.run({ mode: 'invoke', root: slow, entrypoint: 'index.mjs', input: null, timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 500));
     expect(sandbox.load).toEqual({ running: 1, waiting: 0 });
